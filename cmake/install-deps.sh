@@ -1,0 +1,64 @@
+#!/bin/sh
+# cmake/install-deps.sh — install what keel needs to build and test.
+#
+# Debian/Ubuntu: checks each package with dpkg and runs apt-get (update +
+# install) only when something is missing, so a second run costs a fraction
+# of a second. Uses sudo when not root. macOS and others: prints what to
+# install. Called by `make deps` (and so by `make run`, `make test`, .ci/run).
+#
+# Environment: KEEL_DEPS_EXTRA="pkg ..." adds Debian packages to the list.
+set -eu
+
+DEBIAN_PACKAGES="build-essential cmake ninja-build pkg-config libuv1-dev zlib1g-dev \
+libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind ${KEEL_DEPS_EXTRA:-}"
+BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp"
+VCPKG_PACKAGES="libuv zlib mbedtls llhttp"
+
+say() { printf 'install-deps: %s\n' "$*"; }
+
+if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
+    missing=""
+    for p in $DEBIAN_PACKAGES; do
+        status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+        case "$status" in
+        *" installed") ;;
+        *) missing="$missing $p" ;;
+        esac
+    done
+    if [ -z "$missing" ]; then
+        say "all Debian packages present"
+        exit 0
+    fi
+    if [ "$(id -u)" -eq 0 ]; then
+        SUDO=""
+    elif command -v sudo >/dev/null 2>&1; then
+        SUDO="sudo"
+    else
+        say "missing:$missing — run as root: apt-get install$missing" >&2
+        exit 1
+    fi
+    say "installing:$missing"
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
+    say "installed:$missing"
+    exit 0
+fi
+
+case "$(uname -s 2>/dev/null || echo unknown)" in
+Darwin)
+    say "macOS: install the dependencies with Homebrew, then build:"
+    say "  brew install $BREW_PACKAGES"
+    ;;
+MINGW* | MSYS* | CYGWIN*)
+    say "Windows: install the dependencies with vcpkg and configure with its toolchain:"
+    say "  vcpkg install $VCPKG_PACKAGES"
+    say "  cmake -B build -DCMAKE_TOOLCHAIN_FILE=<vcpkg>/scripts/buildsystems/vcpkg.cmake -DKEEL_BUILD_TESTS=OFF"
+    ;;
+*)
+    say "not a Debian/Ubuntu system: install a C11 compiler, CMake >= 3.16, pkg-config, and the"
+    say "development files of libuv, zlib, mbedTLS, llhttp and Criterion (see docs/building.md)"
+    ;;
+esac
+exit 0

@@ -1,0 +1,86 @@
+/* The keel executable: command line, embedded default config, run.
+ * It is an ordinary embedding program (see keel/embed.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <keel/embed.h>
+
+/* What `keel` runs without -c. Until the HTTP modules exist the first run
+ * serves the echo plugin; it becomes http1 + static + stats with them. */
+static const char default_config[] = "[keel]\n"
+                                     "listen = 127.0.0.1:8080 echo\n"
+                                     "workers = auto\n"
+                                     "modules = echo\n"
+                                     "[echo]\n"
+                                     "greeting = keel echo: type a line\n";
+
+static void usage(FILE *out)
+{
+    fputs("usage: keel [-c FILE] [-t] [--set SECTION.KEY=VALUE]...\n"
+          "\n"
+          "  -c, --config FILE   run with this config (default: the embedded one)\n"
+          "  -t, --test          check the config and the modules it loads, then exit\n"
+          "  --set S.K=V         override a config value (repeatable), e.g.\n"
+          "                      --set keel.listen='127.0.0.1:0 echo' --set keel.workers=2\n"
+          "  --print-default     print the embedded default config and exit\n"
+          "  -v, --version       print the version and exit\n"
+          "  -h, --help          print this help and exit\n"
+          "\n"
+          "Stop with SIGINT or SIGTERM (Ctrl-C): keel stops accepting, lets work in\n"
+          "flight finish up to [keel] shutdown_timeout, and exits 0.\n",
+          out);
+}
+
+int main(int argc, char **argv)
+{
+    const char *config_path = NULL;
+    int test_only = 0;
+    keel_server *server = keel_server_new();
+    if (server == NULL) {
+        fputs("keel: out of memory\n", stderr);
+        return 1;
+    }
+    int rc = KEEL_OK;
+    for (int i = 1; i < argc && rc == KEEL_OK; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            usage(stdout);
+            keel_server_free(server);
+            return 0;
+        } else if (strcmp(arg, "-v") == 0 || strcmp(arg, "--version") == 0) {
+            printf("keel %s (ABI %d.%d)\n", keel_version(), KEEL_ABI_MAJOR, KEEL_ABI_MINOR);
+            keel_server_free(server);
+            return 0;
+        } else if (strcmp(arg, "--print-default") == 0) {
+            fputs(default_config, stdout);
+            keel_server_free(server);
+            return 0;
+        } else if (strcmp(arg, "-t") == 0 || strcmp(arg, "--test") == 0) {
+            test_only = 1;
+        } else if ((strcmp(arg, "-c") == 0 || strcmp(arg, "--config") == 0) && i + 1 < argc) {
+            config_path = argv[++i];
+        } else if (strcmp(arg, "--set") == 0 && i + 1 < argc) {
+            rc = keel_server_set(server, argv[++i]);
+        } else if (strncmp(arg, "--set=", 6) == 0) {
+            rc = keel_server_set(server, arg + 6);
+        } else {
+            fprintf(stderr, "keel: unknown or incomplete option '%s'\n", arg);
+            usage(stderr);
+            rc = KEEL_ERR_INVAL;
+        }
+    }
+    if (rc == KEEL_OK)
+        rc = config_path ? keel_server_load_config_file(server, config_path)
+                         : keel_server_load_config_string(server, default_config, "(default)");
+    if (rc == KEEL_OK && test_only) {
+        rc = keel_server_check(server);
+        if (rc == KEEL_OK)
+            keel_log(NULL, KEEL_LOG_INFO, "configuration ok: %s",
+                     config_path ? config_path : "(default)");
+    } else if (rc == KEEL_OK) {
+        rc = keel_server_run(server);
+    }
+    keel_server_free(server);
+    return rc == KEEL_OK ? 0 : 1;
+}

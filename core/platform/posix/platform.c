@@ -1,0 +1,114 @@
+/* POSIX side of core/platform.h (Linux, macOS, the BSDs). */
+#include "platform.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#ifdef __APPLE__
+const char kl_module_suffix[] = ".dylib";
+#else
+const char kl_module_suffix[] = ".so";
+#endif
+
+void kl_platform_init(void)
+{
+    /* libuv writes to sockets with write(2); a peer that went away must
+     * give EPIPE, not kill the process. */
+    signal(SIGPIPE, SIG_IGN);
+}
+
+int kl_reuseport_balances(void)
+{
+#if defined(__linux__) || defined(SO_REUSEPORT_LB)
+    return 1;
+#else
+    /* macOS and older BSDs accept SO_REUSEPORT but hand every connection
+     * to one socket, so the single-acceptor path serves them better. */
+    return 0;
+#endif
+}
+
+static int set_nonblocking_cloexec(int fd)
+{
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags | O_NONBLOCK) < 0)
+        return -errno;
+    flags = fcntl(fd, F_GETFD);
+    if (flags < 0 || fcntl(fd, F_SETFD, flags | FD_CLOEXEC) < 0)
+        return -errno;
+    return 0;
+}
+
+int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out)
+{
+    int family = addr->sa_family;
+    socklen_t len = family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+    int fd = socket(family, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -errno;
+    int rc = set_nonblocking_cloexec(fd);
+    int one = 1;
+    if (rc == 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) < 0)
+        rc = -errno;
+    /* An IPv6 listener serves IPv6 only; "0.0.0.0" and "::" are separate
+     * listen lines, as in nginx. */
+    if (rc == 0 && family == AF_INET6 &&
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one) < 0)
+        rc = -errno;
+#if defined(SO_REUSEPORT_LB)
+    if (rc == 0 && shared && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT_LB, &one, sizeof one) < 0)
+        rc = -errno;
+#elif defined(SO_REUSEPORT)
+    if (rc == 0 && shared && setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one) < 0)
+        rc = -errno;
+#else
+    if (rc == 0 && shared)
+        rc = UV_ENOTSUP;
+#endif
+    if (rc == 0 && bind(fd, addr, len) < 0)
+        rc = -errno;
+    if (rc == 0 && listen(fd, backlog) < 0)
+        rc = -errno;
+    if (rc != 0) {
+        close(fd);
+        return rc;
+    }
+    *out = fd;
+    return 0;
+}
+
+int kl_accept(kl_socket listener, kl_socket *out)
+{
+    for (;;) {
+        int fd = accept(listener, NULL, NULL);
+        if (fd >= 0) {
+            int rc = set_nonblocking_cloexec(fd);
+            if (rc != 0) {
+                close(fd);
+                return rc;
+            }
+            *out = fd;
+            return 0;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return UV_EAGAIN;
+        return -errno;
+    }
+}
+
+void kl_socket_close(kl_socket sock)
+{
+    close(sock);
+}
+
+void kl_gmtime(int64_t seconds, struct tm *out)
+{
+    time_t t = (time_t)seconds;
+    gmtime_r(&t, out);
+}

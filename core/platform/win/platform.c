@@ -1,0 +1,86 @@
+/* Windows side of core/platform.h. */
+#include "platform.h"
+
+#include <winsock2.h>
+#include <ws2tcpip.h>
+
+const char kl_module_suffix[] = ".dll";
+
+void kl_platform_init(void)
+{
+    /* libuv starts Winsock itself; calling it again is harmless and makes
+     * the raw socket calls below safe even before the first loop exists. */
+    WSADATA data;
+    WSAStartup(MAKEWORD(2, 2), &data);
+}
+
+int kl_reuseport_balances(void)
+{
+    return 0;
+}
+
+static int wsa_error(void)
+{
+    return uv_translate_sys_error(WSAGetLastError());
+}
+
+int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out)
+{
+    if (shared)
+        return UV_ENOTSUP;
+    int family = addr->sa_family;
+    int len = family == AF_INET6 ? (int)sizeof(struct sockaddr_in6)
+                                 : (int)sizeof(struct sockaddr_in);
+    SOCKET s = WSASocketW(family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
+                          WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+    if (s == INVALID_SOCKET)
+        return wsa_error();
+    int rc = 0;
+    BOOL on = TRUE;
+    u_long nonblocking = 1;
+    /* SO_REUSEADDR on Windows lets another process steal the port; the
+     * exclusive flag is the safe equivalent of the POSIX default. */
+    if (setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on, sizeof on) != 0)
+        rc = wsa_error();
+    if (rc == 0 && family == AF_INET6 &&
+        setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, (const char *)&on, sizeof on) != 0)
+        rc = wsa_error();
+    if (rc == 0 && ioctlsocket(s, FIONBIO, &nonblocking) != 0)
+        rc = wsa_error();
+    if (rc == 0 && bind(s, addr, len) != 0)
+        rc = wsa_error();
+    if (rc == 0 && listen(s, backlog) != 0)
+        rc = wsa_error();
+    if (rc != 0) {
+        closesocket(s);
+        return rc;
+    }
+    *out = s;
+    return 0;
+}
+
+int kl_accept(kl_socket listener, kl_socket *out)
+{
+    SOCKET s = accept(listener, NULL, NULL);
+    if (s == INVALID_SOCKET) {
+        int e = WSAGetLastError();
+        return e == WSAEWOULDBLOCK ? UV_EAGAIN : uv_translate_sys_error(e);
+    }
+    /* Sockets accepted from a non-blocking listener inherit its mode;
+     * libuv wants them non-blocking anyway. */
+    u_long nonblocking = 1;
+    ioctlsocket(s, FIONBIO, &nonblocking);
+    *out = s;
+    return 0;
+}
+
+void kl_socket_close(kl_socket sock)
+{
+    closesocket(sock);
+}
+
+void kl_gmtime(int64_t seconds, struct tm *out)
+{
+    __time64_t t = (__time64_t)seconds;
+    _gmtime64_s(out, &t);
+}

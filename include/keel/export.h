@@ -1,0 +1,42 @@
+/* keel/export.h — symbol visibility for the host library and for modules.
+ *
+ * KEEL_EXPORT marks the functions libkeel exports to embedding programs.
+ * KEEL_MODULE_EXPORT marks the one symbol a module exports (its descriptor).
+ * KEEL_HIDDEN keeps a module's private globals out of the dynamic symbol table.
+ *
+ * Defines an embedder may set (the CMake targets and pkg-config files set
+ * them for you):
+ *   KEEL_LINKED   code calls libkeel directly instead of through the host table
+ *   KEEL_STATIC   libkeel is linked statically (no dllimport on Windows)
+ *   KEEL_BUILDING defined only while libkeel itself is compiled
+ */
+#ifndef KEEL_EXPORT_H
+#define KEEL_EXPORT_H
+
+#if defined(_WIN32) || defined(__CYGWIN__)
+#define KEEL_MODULE_EXPORT __declspec(dllexport)
+#define KEEL_HIDDEN
+#if defined(KEEL_STATIC)
+#define KEEL_EXPORT
+#elif defined(KEEL_BUILDING)
+#define KEEL_EXPORT __declspec(dllexport)
+#else
+#define KEEL_EXPORT __declspec(dllimport)
+#endif
+#elif defined(__GNUC__) || defined(__clang__)
+#define KEEL_MODULE_EXPORT __attribute__((visibility("default")))
+#define KEEL_EXPORT        __attribute__((visibility("default")))
+#define KEEL_HIDDEN        __attribute__((visibility("hidden")))
+#else
+#define KEEL_MODULE_EXPORT
+#define KEEL_EXPORT
+#define KEEL_HIDDEN
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define KEEL_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
+#else
+#define KEEL_PRINTF(fmt, args)
+#endif
+
+#endif

@@ -1,0 +1,88 @@
+/* keel/embed.h — running keel inside a program of your own.
+ *
+ * Link libkeel (CMake: keel::keel or keel::keel_static; pkg-config:
+ * libkeel), which defines KEEL_LINKED so that keel/api.h calls libkeel
+ * directly. A minimal embedding program:
+ *
+ *     KEEL_MODULE_DECLARE(echo);          // compiled into this program
+ *     int main(void) {
+ *         keel_server *s = keel_server_new();
+ *         keel_server_add_module(s, &keel_module_echo);
+ *         keel_server_set(s, "keel.listen=127.0.0.1:8080 echo");
+ *         int rc = keel_server_run(s);
+ *         keel_server_free(s);
+ *         return rc == KEEL_OK ? 0 : 1;
+ *     }
+ *
+ * The keel_server_* functions are called from one thread, the "main" thread,
+ * except keel_server_stop which any thread may call.
+ */
+#ifndef KEEL_EMBED_H
+#define KEEL_EMBED_H
+
+#include "api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Creates a server with no configuration yet. NULL if out of memory. */
+KEEL_EXPORT keel_server *keel_server_new(void);
+
+/* Reads a config file. May be called once, before run; values set with
+ * keel_server_set override it whatever the order. Returns KEEL_ERR_CONFIG
+ * (with the reason logged as FILE:LINE) or KEEL_ERR_NOTFOUND. */
+KEEL_EXPORT int keel_server_load_config_file(keel_server *server, const char *path);
+
+/* Reads config text held in memory; `name` stands for the file name in
+ * messages. Same rules as keel_server_load_config_file. The text is copied. */
+KEEL_EXPORT int keel_server_load_config_string(keel_server *server, const char *text,
+                                               const char *name);
+
+/* Overrides one value: "section.key=value". For a repeatable key (such as
+ * keel.listen) the first override replaces the file's values and further
+ * overrides add to them. Returns KEEL_ERR_CONFIG for a malformed argument. */
+KEEL_EXPORT int keel_server_set(keel_server *server, const char *assignment);
+
+/* Registers a module compiled into the program: no file is loaded, the
+ * descriptor is used as is. It is loaded in its place in the config's
+ * `modules` list, or after the listed modules if the list does not name it.
+ * The descriptor must outlive the server. */
+KEEL_EXPORT int keel_server_add_module(keel_server *server, const keel_module_desc *desc);
+
+/* Validates the configuration and loads every module (running their load
+ * functions) without opening listeners or starting workers; then unloads.
+ * What `keel -t` does. Returns KEEL_OK or the first error (logged). */
+KEEL_EXPORT int keel_server_check(keel_server *server);
+
+/* Loads the modules, binds the listeners, starts the workers and runs until
+ * a graceful shutdown (SIGINT/SIGTERM, Ctrl-C or console close on Windows,
+ * or keel_server_stop) completes. Returns KEEL_OK after a clean shutdown,
+ * otherwise the error that stopped start-up (already logged, naming its
+ * cause). Can be called once per server. */
+KEEL_EXPORT int keel_server_run(keel_server *server);
+
+/* Begins a graceful shutdown of a running server. Any thread, including
+ * signal-free contexts such as another library's callback; a no-op if the
+ * server is not running. */
+KEEL_EXPORT void keel_server_stop(keel_server *server);
+
+/* The port a listener actually bound (useful with port 0), by the
+ * listener's index in config order, or 0 if it is not bound (yet). Any
+ * thread. */
+KEEL_EXPORT unsigned keel_server_listener_port(keel_server *server, unsigned index);
+
+/* Frees a server that is not running. NULL is ignored. */
+KEEL_EXPORT void keel_server_free(keel_server *server);
+
+/* The release version string, e.g. "0.1.0". */
+KEEL_EXPORT const char *keel_version(void);
+
+/* A short English description of a keel_status value. Never NULL. */
+KEEL_EXPORT const char *keel_strerror(int status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,93 @@
+/* keel/module.h — the module descriptor, the one symbol a module exports.
+ *
+ * A module is described by a keel_module_desc named keel_module_<name>,
+ * written with KEEL_MODULE:
+ *
+ *     KEEL_MODULE(echo,
+ *                 .version = "1.0.0",
+ *                 .load = echo_load,
+ *                 .worker_state_size = sizeof(struct echo_worker));
+ *
+ * The host looks up keel_module_<name> in mod_<name>.so (.dylib, .dll), or
+ * takes the descriptor directly from an embedding program through
+ * keel_server_add_module().
+ */
+#ifndef KEEL_MODULE_H
+#define KEEL_MODULE_H
+
+#include "export.h"
+#include "types.h"
+#include "version.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct keel_api;
+
+/* Lifecycle, in order:
+ *   load    once per process, on the main thread, after the config is read
+ *           and every module this one requires has loaded. Read config,
+ *           register protocols/transports, publish and look up services.
+ *   start   on each worker's thread before it accepts connections.
+ *           worker_state is this module's zeroed per-worker block.
+ *   stop    on each worker's thread after its last connection closed.
+ *   unload  once, on the main thread, after every worker has stopped; the
+ *           shared object stays mapped until the process exits.
+ * Any callback may be NULL. A negative status from load or start stops the
+ * server's start-up with a message naming the module. */
+typedef struct keel_module_desc {
+    size_t size;        /* sizeof(keel_module_desc) as the module was built */
+    uint32_t abi_major; /* KEEL_ABI_MAJOR the module was built against */
+    uint32_t abi_minor; /* KEEL_ABI_MINOR the module was built against */
+    const char *name;   /* must match the file name: mod_<name> */
+    const char *version;
+    /* NULL-terminated list of module names that must be loaded first. */
+    const char *const *requires;
+    /* Where the host stores its function table before calling load; NULL
+     * for code compiled with KEEL_LINKED (it calls libkeel directly). */
+    const struct keel_api **api;
+    /* Bytes of zeroed per-worker state the core allocates for this module. */
+    size_t worker_state_size;
+
+    int (*load)(keel_module *module);
+    int (*start)(keel_module *module, keel_worker *worker, void *worker_state);
+    void (*stop)(keel_module *module, keel_worker *worker, void *worker_state);
+    void (*unload)(keel_module *module);
+} keel_module_desc;
+
+#define KEEL_MODULE_SYMBOL_PREFIX "keel_module_"
+
+#if defined(KEEL_LINKED)
+#define KEEL_MODULE_API_SLOT_ NULL
+#define KEEL_MODULE_API_DEFINITION_
+#else
+/* Each module shared object holds its own private pointer to the host's
+ * table; KEEL_MODULE defines it and the host fills it before load. */
+extern KEEL_HIDDEN const struct keel_api *keel__api;
+#define KEEL_MODULE_API_SLOT_       &keel__api
+#define KEEL_MODULE_API_DEFINITION_ KEEL_HIDDEN const struct keel_api *keel__api;
+#endif
+
+/* Declares the descriptor of a module compiled into an embedding program,
+ * so it can be passed to keel_server_add_module(). */
+#define KEEL_MODULE_DECLARE(ident) extern const keel_module_desc keel_module_##ident
+
+/* Defines the module's descriptor. `ident` is the module's name as an
+ * identifier; the remaining arguments are designated initialisers for the
+ * other fields of keel_module_desc. */
+#define KEEL_MODULE(ident, ...)                                                                    \
+    KEEL_MODULE_API_DEFINITION_                                                                    \
+    KEEL_MODULE_EXPORT const keel_module_desc keel_module_##ident = {                              \
+        .size = sizeof(keel_module_desc),                                                          \
+        .abi_major = KEEL_ABI_MAJOR,                                                               \
+        .abi_minor = KEEL_ABI_MINOR,                                                               \
+        .name = #ident,                                                                            \
+        .api = KEEL_MODULE_API_SLOT_,                                                              \
+        __VA_ARGS__}
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

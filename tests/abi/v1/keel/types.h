@@ -1,0 +1,145 @@
+/* keel/types.h — the types that cross the host/module boundary.
+ *
+ * Rules that keep this file binary compatible across minor versions:
+ *   - every struct a module fills in starts with a `size` member that the
+ *     module sets to sizeof(struct) as it was built; the host reads only the
+ *     fields that size covers and treats missing callbacks as NULL;
+ *   - structs only grow at the end;
+ *   - everything else is an opaque handle reached through accessors.
+ */
+#ifndef KEEL_TYPES_H
+#define KEEL_TYPES_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Status codes. Every fallible function returns KEEL_OK (0) or one of these
+ * negative values; callbacks return them too. */
+typedef enum keel_status {
+    KEEL_OK = 0,
+    KEEL_ERR_NOMEM = -1,     /* an allocation failed */
+    KEEL_ERR_INVAL = -2,     /* an argument was invalid */
+    KEEL_ERR_NOTFOUND = -3,  /* no such name (protocol, service, key, file) */
+    KEEL_ERR_EXISTS = -4,    /* the name is already registered */
+    KEEL_ERR_IO = -5,        /* the operating system reported an I/O error */
+    KEEL_ERR_CLOSED = -6,    /* the connection is closed or closing */
+    KEEL_ERR_STATE = -7,     /* not allowed now (wrong phase or thread) */
+    KEEL_ERR_LIMIT = -8,     /* a configured limit was exceeded */
+    KEEL_ERR_TIMEOUT = -9,   /* a timeout expired */
+    KEEL_ERR_CONFIG = -10,   /* a configuration value is missing or invalid */
+    KEEL_ERR_ABI = -11,      /* a module was built for an incompatible ABI */
+    KEEL_ERR_SHUTDOWN = -12, /* the server is shutting down */
+    KEEL_ERR_PROTOCOL = -13  /* the peer violated the protocol */
+} keel_status;
+
+/* Log levels, most severe first. */
+typedef enum keel_log_level {
+    KEEL_LOG_ERROR = 0,
+    KEEL_LOG_WARN = 1,
+    KEEL_LOG_INFO = 2,
+    KEEL_LOG_DEBUG = 3
+} keel_log_level;
+
+/* Opaque handles. Their lifetimes are documented where they are handed out. */
+typedef struct keel_server keel_server; /* one running instance of keel */
+typedef struct keel_module keel_module; /* a loaded module */
+typedef struct keel_worker keel_worker; /* one worker thread and its loop */
+typedef struct keel_conn keel_conn;     /* one accepted connection */
+typedef struct keel_timer keel_timer;   /* a one-shot or repeating timer */
+
+/* A borrowed span of bytes, used for scatter-gather writes. Arrays of these
+ * cross the boundary, so this struct never grows. */
+typedef struct keel_buf {
+    const void *base;
+    size_t len;
+} keel_buf;
+
+/* Called on the owning worker's thread once a write has left the process
+ * (status KEEL_OK) or can never complete (KEEL_ERR_CLOSED, KEEL_ERR_IO).
+ * The buffers passed to the write may be released from here. */
+typedef void (*keel_write_cb)(keel_conn *conn, int status, void *userdata);
+
+/* Called on the timer's worker thread. The timer may be stopped from here. */
+typedef void (*keel_timer_cb)(keel_timer *timer, void *userdata);
+
+/* A function posted to a worker's thread with keel_worker_post(). */
+typedef void (*keel_post_fn)(keel_worker *worker, void *userdata);
+
+/* A connection-level protocol (echo, http1, websocket, ...). A module
+ * registers it by name during load; a listener names it in the config.
+ * All callbacks run on the connection's worker thread; any may be NULL. */
+typedef struct keel_protocol {
+    size_t size; /* sizeof(keel_protocol) as the module was built */
+    const char *name;
+
+    /* A connection starts using this protocol: accepted on a listener
+     * (arg == NULL) or handed over by keel_conn_set_protocol (arg is the
+     * value passed there). Returning a negative status closes the
+     * connection without calling on_close. */
+    int (*on_open)(keel_conn *conn, void *arg);
+
+    /* Bytes arrived. `data` holds every byte not yet consumed, oldest first;
+     * set *consumed to how many the protocol is done with (the rest are kept
+     * and presented again, followed by newer bytes). `data` stays valid until
+     * the callback returns, or for as long as reading is paused. Returning a
+     * negative status aborts the connection. */
+    int (*on_data)(keel_conn *conn, const char *data, size_t len, size_t *consumed);
+
+    /* The write queue fell below the low watermark after having been over
+     * the high one (reading was paused meanwhile and is resumed). */
+    void (*on_drain)(keel_conn *conn);
+
+    /* The connection's timeout expired (see keel_conn_set_timeout). NULL
+     * means the core aborts the connection. The protocol may answer (e.g.
+     * HTTP 408) and close. */
+    void (*on_timeout)(keel_conn *conn);
+
+    /* The server is stopping gracefully. The protocol should finish what it
+     * is doing and then call keel_conn_close. NULL means the core closes the
+     * connection as soon as its write queue is empty. Connections still open
+     * at the shutdown deadline are aborted. */
+    void (*on_shutdown)(keel_conn *conn);
+
+    /* Last call for this connection: free per-connection state here.
+     * status is KEEL_OK for an orderly close, otherwise why it ended. */
+    void (*on_close)(keel_conn *conn, int status);
+} keel_protocol;
+
+/* A byte-layer transport beneath the protocol (plain TCP is built into the
+ * core; a TLS module registers one). A listener names it in the config. All
+ * callbacks run on the connection's worker thread; any may be NULL. */
+typedef struct keel_transport {
+    size_t size; /* sizeof(keel_transport) as the module was built */
+    const char *name;
+
+    /* A connection was accepted on a listener using this transport. Store
+     * per-connection state with keel_conn_set_transport_data. */
+    int (*on_open)(keel_conn *conn);
+
+    /* Raw bytes arrived from the socket. Hand decoded bytes to the protocol
+     * with keel_transport_deliver, and send raw bytes (e.g. handshake
+     * records) with keel_transport_send. A negative status aborts. */
+    int (*on_read)(keel_conn *conn, const char *data, size_t len);
+
+    /* The protocol wrote these bytes. Encode them and pass the result to
+     * keel_transport_send before returning; the protocol's buffers are
+     * released when this returns. A negative status aborts. */
+    int (*on_write)(keel_conn *conn, const keel_buf *bufs, size_t nbufs);
+
+    /* The connection is closing in order: send any closing record now with
+     * keel_transport_send. */
+    void (*on_shutdown)(keel_conn *conn);
+
+    /* Last call: free per-connection state. */
+    void (*on_close)(keel_conn *conn);
+} keel_transport;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,443 @@
+/* harness.c — see harness.h. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+
+#define KH_MAX_PROCS 16
+
+static kh_proc *kh_procs[KH_MAX_PROCS];
+static int kh_atexit_done;
+
+long long kh_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void kh_sleep_ms(int ms)
+{
+    struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+        ;
+}
+
+static char *kh_slurp(const char *path, char *old)
+{
+    free(old);
+    FILE *f = fopen(path, "rb");
+    size_t cap = 4096, len = 0;
+    char *buf = malloc(cap);
+    cr_assert(buf, "out of memory");
+    if (f) {
+        size_t n;
+        while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+            len += n;
+            if (cap - len < 1024) {
+                cap *= 2;
+                buf = realloc(buf, cap);
+                cr_assert(buf, "out of memory");
+            }
+        }
+        fclose(f);
+    }
+    buf[len] = '\0';
+    return buf;
+}
+
+const char *kh_stderr(kh_proc *p)
+{
+    p->err = kh_slurp(p->errpath, p->err);
+    return p->err;
+}
+
+const char *kh_stdout(kh_proc *p)
+{
+    p->out = kh_slurp(p->outpath, p->out);
+    return p->out;
+}
+
+static void kh_write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    cr_assert(f, "cannot create %s: %s", path, strerror(errno));
+    fputs(text, f);
+    cr_assert(fclose(f) == 0, "cannot write %s", path);
+}
+
+/* Reaps the child if it has exited; returns 1 if it is gone. */
+static int kh_reap(kh_proc *p, int block)
+{
+    if (p->pid == 0)
+        return 1;
+    int st;
+    pid_t r;
+    do
+        r = waitpid(p->pid, &st, block ? 0 : WNOHANG);
+    while (r < 0 && errno == EINTR);
+    if (r == p->pid || (r < 0 && errno == ECHILD)) {
+        p->status = r == p->pid ? st : 0;
+        p->pid = 0;
+        return 1;
+    }
+    return 0;
+}
+
+kh_proc *kh_spawn(const char *config, const char *const *args)
+{
+    kh_proc *p = calloc(1, sizeof *p);
+    cr_assert(p, "out of memory");
+
+    const char *tmp = getenv("TMPDIR");
+    snprintf(p->dir, sizeof p->dir, "%s/keel-test-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert(mkdtemp(p->dir), "mkdtemp %s: %s", p->dir, strerror(errno));
+    snprintf(p->errpath, sizeof p->errpath, "%s/stderr", p->dir);
+    snprintf(p->outpath, sizeof p->outpath, "%s/stdout", p->dir);
+    if (config) {
+        snprintf(p->conf, sizeof p->conf, "%s/keel.conf", p->dir);
+        kh_write_file(p->conf, config);
+    }
+
+    const char *argv[64];
+    int argc = 0;
+    argv[argc++] = KEEL_BIN;
+    if (config) {
+        argv[argc++] = "-c";
+        argv[argc++] = p->conf;
+    }
+    for (; args && *args; args++) {
+        cr_assert(argc < 63, "too many arguments");
+        argv[argc++] = *args;
+    }
+    argv[argc] = NULL;
+
+    int errfd = open(p->errpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int outfd = open(p->outpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    cr_assert(errfd >= 0 && outfd >= 0 && nullfd >= 0, "open: %s", strerror(errno));
+
+    int slot = -1;
+    for (int i = 0; i < KH_MAX_PROCS; i++)
+        if (!kh_procs[i]) {
+            slot = i;
+            break;
+        }
+    cr_assert(slot >= 0, "too many keel processes in one test");
+    if (!kh_atexit_done) {
+        atexit(kh_cleanup_all);
+        kh_atexit_done = 1;
+    }
+
+    fflush(NULL);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    cr_assert(pid >= 0, "fork: %s", strerror(errno));
+    if (pid == 0) {
+#ifdef __linux__
+        /* Die with the test process, even if it is killed (timeout). */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+#endif
+        if (getppid() != parent)
+            _exit(127);
+        /* exec keeps the signal mask and ignored signals: reset them so
+         * keel sees SIGTERM/SIGINT/SIGPIPE as a fresh process would. */
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        signal(SIGTERM, SIG_DFL);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGPIPE, SIG_DFL);
+        dup2(nullfd, 0);
+        dup2(outfd, 1);
+        dup2(errfd, 2);
+        execv(KEEL_BIN, (char *const *)argv);
+        dprintf(2, "harness: cannot execute %s: %s\n", KEEL_BIN, strerror(errno));
+        _exit(127);
+    }
+    close(errfd);
+    close(outfd);
+    close(nullfd);
+    p->pid = pid;
+    kh_procs[slot] = p;
+    return p;
+}
+
+static int kh_count_listening(kh_proc *p)
+{
+    return kh_count_log(p, "listening on ");
+}
+
+kh_proc *kh_start(const char *config, const char *const *args, int nlisteners, int timeout_ms)
+{
+    kh_proc *p = kh_spawn(config, args);
+    long long deadline = kh_now_ms() + timeout_ms;
+    for (;;) {
+        kh_stderr(p);
+        if (kh_count_listening(p) >= nlisteners)
+            return p;
+        if (kh_reap(p, 0)) {
+            kh_stderr(p); /* whatever it wrote before exiting */
+            if (kh_count_listening(p) >= nlisteners)
+                return p;
+            cr_assert_fail("keel exited (status 0x%x) before listening on %d socket(s)\n"
+                           "---- keel stderr ----\n%s---- end ----",
+                           p->status, nlisteners, p->err);
+        }
+        if (kh_now_ms() > deadline)
+            cr_assert_fail("keel did not log %d 'listening on' line(s) within %d ms\n"
+                           "---- keel stderr ----\n%s---- end ----",
+                           nlisteners, timeout_ms, p->err);
+        kh_sleep_ms(10);
+    }
+}
+
+unsigned kh_port(kh_proc *p, int index)
+{
+    const char *s = kh_stderr(p);
+    for (int i = 0;; i++) {
+        s = strstr(s, "listening on ");
+        if (!s)
+            return 0;
+        s += strlen("listening on ");
+        if (i < index)
+            continue;
+        /* "ADDR:PORT (PROTO)" where ADDR may be "[::1]" */
+        const char *paren = strstr(s, " (");
+        const char *eol = strchr(s, '\n');
+        if (!paren || (eol && paren > eol))
+            return 0;
+        const char *colon = paren;
+        while (colon > s && *colon != ':')
+            colon--;
+        if (*colon != ':')
+            return 0;
+        return (unsigned)strtoul(colon + 1, NULL, 10);
+    }
+}
+
+int kh_count_log(kh_proc *p, const char *needle)
+{
+    int n = 0;
+    size_t nl = strlen(needle);
+    for (const char *s = kh_stderr(p); (s = strstr(s, needle)) != NULL; s += nl)
+        n++;
+    return n;
+}
+
+int kh_wait_log(kh_proc *p, const char *needle, int timeout_ms)
+{
+    long long deadline = kh_now_ms() + timeout_ms;
+    for (;;) {
+        int gone = kh_reap(p, 0);
+        if (strstr(kh_stderr(p), needle))
+            return 1;
+        if (gone || kh_now_ms() > deadline)
+            return 0;
+        kh_sleep_ms(10);
+    }
+}
+
+void kh_signal(kh_proc *p, int sig)
+{
+    if (p->pid)
+        kill(p->pid, sig);
+}
+
+int kh_wait_exit(kh_proc *p, int timeout_ms)
+{
+    long long deadline = kh_now_ms() + timeout_ms;
+    while (!kh_reap(p, 0)) {
+        if (kh_now_ms() > deadline) {
+            kill(p->pid, SIGKILL);
+            kh_reap(p, 1);
+            kh_stderr(p);
+            return -2;
+        }
+        kh_sleep_ms(10);
+    }
+    kh_stderr(p);
+    kh_stdout(p);
+    if (WIFEXITED(p->status))
+        return WEXITSTATUS(p->status);
+    return -1;
+}
+
+void kh_stop(kh_proc *p)
+{
+    if (!p)
+        return;
+    if (p->pid) {
+        kill(p->pid, SIGKILL);
+        kh_reap(p, 1);
+    }
+    unlink(p->errpath);
+    unlink(p->outpath);
+    if (p->conf[0])
+        unlink(p->conf);
+    rmdir(p->dir);
+    for (int i = 0; i < KH_MAX_PROCS; i++)
+        if (kh_procs[i] == p)
+            kh_procs[i] = NULL;
+    free(p->err);
+    free(p->out);
+    free(p);
+}
+
+void kh_cleanup_all(void)
+{
+    for (int i = 0; i < KH_MAX_PROCS; i++)
+        if (kh_procs[i])
+            kh_stop(kh_procs[i]);
+}
+
+/* ---- Sockets ------------------------------------------------------------ */
+
+#define KH_IO_TIMEOUT_MS 5000
+
+static int kh_poll1(int fd, short events, int timeout_ms)
+{
+    struct pollfd pfd = {.fd = fd, .events = events};
+    int r;
+    do
+        r = poll(&pfd, 1, timeout_ms);
+    while (r < 0 && errno == EINTR);
+    return r;
+}
+
+int kh_connect(const char *host, unsigned port)
+{
+    struct sockaddr_storage ss;
+    socklen_t len;
+    memset(&ss, 0, sizeof ss);
+    struct sockaddr_in *in4 = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *in6 = (struct sockaddr_in6 *)&ss;
+    if (inet_pton(AF_INET, host, &in4->sin_addr) == 1) {
+        in4->sin_family = AF_INET;
+        in4->sin_port = htons((uint16_t)port);
+        len = sizeof *in4;
+    } else if (inet_pton(AF_INET6, host, &in6->sin6_addr) == 1) {
+        in6->sin6_family = AF_INET6;
+        in6->sin6_port = htons((uint16_t)port);
+        len = sizeof *in6;
+    } else {
+        return -1;
+    }
+
+    int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    if (fd < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&ss, len) < 0) {
+        int err = 0;
+        socklen_t elen = sizeof err;
+        if (errno != EINPROGRESS || kh_poll1(fd, POLLOUT, KH_IO_TIMEOUT_MS) != 1 ||
+            getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) < 0 || err != 0) {
+            close(fd);
+            return -1;
+        }
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+int kh_send(int fd, const void *data, size_t len)
+{
+    const char *s = data;
+    while (len > 0) {
+        if (kh_poll1(fd, POLLOUT, KH_IO_TIMEOUT_MS) != 1)
+            return -1;
+        ssize_t n = send(fd, s, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                continue;
+            return -1;
+        }
+        s += n;
+        len -= (size_t)n;
+    }
+    return 0;
+}
+
+int kh_send_str(int fd, const char *s)
+{
+    return kh_send(fd, s, strlen(s));
+}
+
+/* Reads until `len` bytes, or (if line) a trailing '\n', EOF or timeout. */
+static size_t kh_recv(int fd, char *buf, size_t cap, size_t len, int line, int timeout_ms)
+{
+    size_t got = 0;
+    long long deadline = kh_now_ms() + timeout_ms;
+    if (len > cap - 1)
+        len = cap - 1;
+    while (got < len) {
+        long long left = deadline - kh_now_ms();
+        if (left <= 0 || kh_poll1(fd, POLLIN, (int)left) != 1)
+            break;
+        ssize_t n = recv(fd, buf + got, line ? 1 : len - got, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK))
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+        if (line && buf[got - 1] == '\n')
+            break;
+    }
+    buf[got] = '\0';
+    return got;
+}
+
+size_t kh_recv_n(int fd, char *buf, size_t cap, size_t len, int timeout_ms)
+{
+    return kh_recv(fd, buf, cap, len, 0, timeout_ms);
+}
+
+size_t kh_recv_line(int fd, char *buf, size_t cap, int timeout_ms)
+{
+    return kh_recv(fd, buf, cap, cap - 1, 1, timeout_ms);
+}
+
+int kh_expect_eof(int fd, char *buf, size_t cap, int timeout_ms)
+{
+    char tmp[256];
+    if (!buf) {
+        buf = tmp;
+        cap = sizeof tmp;
+    }
+    buf[0] = '\0';
+    long long deadline = kh_now_ms() + timeout_ms;
+    for (;;) {
+        long long left = deadline - kh_now_ms();
+        if (left <= 0 || kh_poll1(fd, POLLIN, (int)left) != 1)
+            return 0;
+        ssize_t n = recv(fd, buf, cap - 1, MSG_DONTWAIT);
+        if (n == 0)
+            return 1;
+        if (n < 0) {
+            if (errno == EINTR || errno == EAGAIN || errno == EWOULDBLOCK)
+                continue;
+            return 1; /* ECONNRESET and friends: closed too */
+        }
+        buf[n] = '\0';
+        return -1;
+    }
+}

@@ -1,0 +1,117 @@
+/* harness.h — start the real `keel` binary and talk to it over sockets.
+ *
+ * Every integration test runs keel as a child process with a config written
+ * to a private temporary directory, with stdout and stderr redirected to
+ * files there (so keel never blocks on a full pipe, and everything it logged
+ * can be shown when an assertion fails: use kh_assert). Children die with
+ * the test process (PR_SET_PDEATHSIG on Linux) and are killed by
+ * kh_cleanup_all (run by each test's .fini and at exit), so a failing or
+ * timed-out test leaves no process behind.
+ *
+ * Socket helpers use poll() with explicit timeouts and never block forever.
+ * POSIX only.
+ */
+#ifndef KEEL_TEST_HARNESS_H
+#define KEEL_TEST_HARNESS_H
+
+#include <criterion/criterion.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#ifndef KEEL_BIN
+#error "KEEL_BIN must be defined (path of the keel executable)"
+#endif
+#ifndef KEEL_MODULE_DIR
+#error "KEEL_MODULE_DIR must be defined (where mod_echo.so is)"
+#endif
+#ifndef KEEL_TEST_MODULE_DIR
+#error "KEEL_TEST_MODULE_DIR must be defined (where the test modules are)"
+#endif
+
+/* A config prologue every test can start from: both module directories on
+ * the path, logging at info. */
+#define KH_MODULE_PATH "module_path = " KEEL_MODULE_DIR " " KEEL_TEST_MODULE_DIR "\n"
+
+typedef struct kh_proc {
+    pid_t pid;         /* 0 once reaped */
+    int status;        /* raw wait status once reaped */
+    char dir[256];     /* private temporary directory */
+    char conf[300];    /* config file path ("" if none) */
+    char errpath[300]; /* keel's stderr */
+    char outpath[300]; /* keel's stdout */
+    char *err;         /* stderr read so far (NUL-terminated) */
+    char *out;         /* stdout read so far */
+} kh_proc;
+
+/* Starts keel. If config is not NULL it is written to DIR/keel.conf and
+ * passed with -c. args (NULL-terminated, may be NULL) are appended to the
+ * command line. Never returns NULL (fails the test instead). */
+kh_proc *kh_spawn(const char *config, const char *const *args);
+
+/* Like kh_spawn, then waits (up to timeout_ms) until `nlisteners` lines
+ * "listening on ADDR:PORT (PROTO)" have been logged. Fails the test, with
+ * keel's stderr, if keel exits or the time runs out. */
+kh_proc *kh_start(const char *config, const char *const *args, int nlisteners, int timeout_ms);
+
+/* The port of the index-th "listening on" line (0-based), or 0. */
+unsigned kh_port(kh_proc *p, int index);
+
+/* Re-reads keel's stderr and stdout; returns p->err. */
+const char *kh_stderr(kh_proc *p);
+const char *kh_stdout(kh_proc *p);
+
+/* Waits until keel's stderr contains `needle` (1) or the time runs out or
+ * keel exits without having logged it (0). */
+int kh_wait_log(kh_proc *p, const char *needle, int timeout_ms);
+
+/* How many times `needle` occurs in keel's stderr. */
+int kh_count_log(kh_proc *p, const char *needle);
+
+/* Sends a signal to keel. */
+void kh_signal(kh_proc *p, int sig);
+
+/* Waits for keel to exit and returns its exit status (0..255), or -1 if it
+ * was killed by a signal, or -2 if it did not exit in time (it is then
+ * killed). */
+int kh_wait_exit(kh_proc *p, int timeout_ms);
+
+/* Kills (if running) and reaps keel, removes its files, frees p. */
+void kh_stop(kh_proc *p);
+
+/* Kills every child still running and removes their files. */
+void kh_cleanup_all(void);
+
+/* ---- Sockets ------------------------------------------------------------ */
+
+/* Connects to host (an IPv4 or IPv6 literal) : port; -1 on failure. The
+ * socket is blocking, with the timeouts of the helpers below. */
+int kh_connect(const char *host, unsigned port);
+
+/* Writes all of len bytes; 0 on success, -1 on error. */
+int kh_send(int fd, const void *data, size_t len);
+int kh_send_str(int fd, const char *s);
+
+/* Reads until `len` bytes have arrived, EOF, error or timeout. Returns the
+ * number of bytes read (buf is NUL-terminated, so cap must be > len). */
+size_t kh_recv_n(int fd, char *buf, size_t cap, size_t len, int timeout_ms);
+
+/* Reads until the data ends with '\n' (one line), EOF or timeout; returns the
+ * bytes read (NUL-terminated). */
+size_t kh_recv_line(int fd, char *buf, size_t cap, int timeout_ms);
+
+/* Waits for the peer to close: returns 1 on EOF or reset, 0 on timeout, -1
+ * if data arrived instead (copied into buf if buf is not NULL). */
+int kh_expect_eof(int fd, char *buf, size_t cap, int timeout_ms);
+
+/* Milliseconds on a monotonic clock. */
+long long kh_now_ms(void);
+
+/* Sleeps for ms milliseconds. */
+void kh_sleep_ms(int ms);
+
+/* An assertion that shows keel's stderr when it fails. */
+#define kh_assert(p, cond, ...) kh_assert_((p), (cond), __VA_ARGS__, "")
+#define kh_assert_(p, cond, fmt, ...)                                                              \
+    cr_assert((cond), fmt "%s\n---- keel stderr ----\n%s---- end ----", __VA_ARGS__, kh_stderr(p))
+
+#endif

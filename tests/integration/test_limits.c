@@ -1,0 +1,124 @@
+/* Connection limits and timeouts: max_connections, idle_timeout. */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+Test(limits, max_connections, .timeout = 60, .fini = kh_cleanup_all)
+{
+    /* One worker, so that the limit is not split between workers. */
+    kh_proc *p = kh_start("[keel]\n"
+                          "listen = 127.0.0.1:0 echo\n"
+                          "workers = 1\n"
+                          "max_connections = 4\n"
+                          "modules = echo\n" KH_MODULE_PATH "[echo]\n"
+                          "greeting = hi\n",
+                          NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    char buf[256];
+    int fds[4];
+
+    for (int i = 0; i < 4; i++) {
+        fds[i] = kh_connect("127.0.0.1", port);
+        kh_assert(p, fds[i] >= 0, "connect %d failed", i);
+        kh_recv_line(fds[i], buf, sizeof buf, 5000);
+        kh_assert(p, strcmp(buf, "hi\n") == 0, "connection %d: greeting was '%s'", i, buf);
+    }
+
+    /* The fifth is accepted and closed at once: no greeting, just EOF. */
+    int extra = kh_connect("127.0.0.1", port);
+    kh_assert(p, extra >= 0, "connect 5 failed (the kernel should accept it)");
+    int r = kh_expect_eof(extra, buf, sizeof buf, 5000);
+    kh_assert(p, r == 1, "the 5th connection was %s",
+              r == 0 ? "left open" : "served (it got data)");
+    close(extra);
+
+    /* The four still work. */
+    for (int i = 0; i < 4; i++) {
+        kh_assert(p, kh_send_str(fds[i], "ping\n") == 0, "send on %d", i);
+        kh_recv_line(fds[i], buf, sizeof buf, 5000);
+        kh_assert(p, strcmp(buf, "ping\n") == 0, "connection %d: got '%s'", i, buf);
+    }
+
+    /* Closing one frees a slot. The server learns of the close
+     * asynchronously, so a connection made right away may still be
+     * refused: retry for up to 3 s (a slot that never frees fails). */
+    close(fds[0]);
+    int served = 0;
+    long long deadline = kh_now_ms() + 3000;
+    while (!served && kh_now_ms() < deadline) {
+        int fd = kh_connect("127.0.0.1", port);
+        kh_assert(p, fd >= 0, "connect failed");
+        kh_recv_line(fd, buf, sizeof buf, 2000);
+        if (strcmp(buf, "hi\n") == 0) {
+            served = 1;
+            kh_assert(p, kh_send_str(fd, "again\n") == 0, "send");
+            kh_recv_line(fd, buf, sizeof buf, 5000);
+            kh_assert(p, strcmp(buf, "again\n") == 0, "got '%s'", buf);
+        } else {
+            kh_assert(p, buf[0] == '\0', "a refused connection got data: '%s'", buf);
+            kh_sleep_ms(50);
+        }
+        close(fd);
+    }
+    kh_assert(p, served, "no connection was served after one of the four closed");
+
+    for (int i = 1; i < 4; i++)
+        close(fds[i]);
+    kh_signal(p, SIGTERM);
+    int status = kh_wait_exit(p, 10000);
+    kh_assert(p, status == 0, "exit status %d", status);
+    long accepted = -1, rejected = -1;
+    const char *s = strstr(kh_stderr(p), "worker 0 stopped: ");
+    kh_assert(p,
+              s && sscanf(s, "worker 0 stopped: %ld connections, %ld rejected", &accepted,
+                          &rejected) == 2,
+              "no 'worker 0 stopped' line");
+    kh_assert(p, rejected >= 1, "rejected count %ld, expected at least 1", rejected);
+    kh_stop(p);
+}
+
+Test(limits, idle_timeout, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = kh_start("[keel]\n"
+                          "listen = 127.0.0.1:0 echo\n"
+                          "workers = 1\n"
+                          "idle_timeout = 300ms\n"
+                          "modules = echo\n" KH_MODULE_PATH,
+                          NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    char buf[256];
+
+    int idle = kh_connect("127.0.0.1", port);
+    int active = kh_connect("127.0.0.1", port);
+    kh_assert(p, idle >= 0 && active >= 0, "connect failed");
+    long long start = kh_now_ms();
+
+    /* The active connection talks every 100 ms, well inside the timeout,
+     * until the idle one has been closed and for a while after. */
+    long long idle_closed = 0;
+    while (kh_now_ms() - start < 2500) {
+        kh_assert(p, kh_send_str(active, "tick\n") == 0, "send on the active connection");
+        kh_recv_line(active, buf, sizeof buf, 2000);
+        kh_assert(p, strcmp(buf, "tick\n") == 0,
+                  "active connection: got '%s' after %lld ms (closed by the idle timeout?)", buf,
+                  kh_now_ms() - start);
+        if (!idle_closed) {
+            int r = kh_expect_eof(idle, buf, sizeof buf, 100);
+            kh_assert(p, r >= 0, "the idle connection got data: '%s'", buf);
+            if (r == 1)
+                idle_closed = kh_now_ms();
+        } else {
+            kh_sleep_ms(100);
+        }
+    }
+    kh_assert(p, idle_closed, "the idle connection was not closed within 2.5 s");
+    long long after = idle_closed - start;
+    kh_assert(p, after >= 250 && after <= 2000, "idle connection closed after %lld ms", after);
+    close(idle);
+    close(active);
+    kh_stop(p);
+}

@@ -409,7 +409,7 @@ static int parse_quoted(char *p, size_t *len, const char *file, unsigned line, c
                     return fail(err, errlen, file, line, "unterminated quoted value");
                 char what[16];
                 return fail(err, errlen, file, line,
-                            "unknown escape '\\' + %s in quoted value (only \\\" and \\\\)",
+                            "'\\' followed by %s in quoted value: only \\\" and \\\\ are escapes",
                             describe(src[1], what));
             }
             src++;
@@ -796,4 +796,13 @@ int kl_parse_duration_ms(const char *s, uint64_t *out, char *err, size_t errlen)
         }
     }
     return fail(err, errlen, NULL, 0, "expected a duration such as 500ms, 10s or 5m");
+}
+
+const char *kl_config_where(const kl_config_value *v, char *buf, size_t len)
+{
+    if (v->line == 0)
+        snprintf(buf, len, "%s", v->file);
+    else
+        snprintf(buf, len, "%s:%u", v->file, v->line);
+    return buf;
 }

@@ -71,6 +71,10 @@ int kl_config_get_single(kl_config_section *sec, const char *key, const kl_confi
  * or KEEL_OK when every key was used. */
 int kl_config_check_unused(kl_config_section *sec, char *err, size_t errlen);
 
+/* Where a value was written, for messages: "FILE:LINE", or "--set" for an
+ * override. Returns buf. */
+const char *kl_config_where(const kl_config_value *v, char *buf, size_t len);
+
 /* Value parsers shared by the core's settings and the module config API.
  * They return KEEL_OK or KEEL_ERR_CONFIG and, on error, write a short reason
  * ("expected an integer between 1 and 64") into err. */

@@ -50,8 +50,10 @@ int kl_listeners_bind(keel_server *s)
             int rc = kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
                                       &l->sockets[k]);
             if (rc != 0) {
-                kl_log(KEEL_LOG_ERROR, "%s:%u: cannot listen on %s: %s", l->spec->file,
-                       l->spec->line, l->spec->text, uv_strerror(rc));
+                char where[300];
+                kl_log(KEEL_LOG_ERROR, "%s: cannot listen on %s: %s",
+                       kl_config_where(l->spec->where, where, sizeof where), l->spec->text,
+                       uv_strerror(rc));
                 return KEEL_ERR_IO;
             }
             l->nsockets++;

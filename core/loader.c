@@ -2,6 +2,7 @@
  * descriptor compiled into the program), checks its ABI and requirements,
  * hands it the host's function table and runs load() in config order.
  * Any failure names the module in one line and stops start-up. */
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,23 @@
 #include "log.h"
 #include "server.h"
 #include "util.h"
+
+/* Logs a module failure, prefixed with where the config's `modules` line
+ * is (for modules the program compiled in and the list does not name,
+ * there is no such place). */
+static KEEL_PRINTF(2, 3) void module_error(const keel_server *s, const char *fmt, ...)
+{
+    char where[512];
+    va_list ap;
+    va_start(ap, fmt);
+    if (s->settings.modules_where != NULL) {
+        kl_config_where(s->settings.modules_where, where, sizeof where);
+        kl_log_prefixed(where, KEEL_LOG_ERROR, fmt, ap);
+    } else {
+        kl_log_prefixed(NULL, KEEL_LOG_ERROR, fmt, ap);
+    }
+    va_end(ap);
+}
 
 static keel_module *find_loaded(keel_server *s, const char *name)
 {
@@ -54,7 +72,7 @@ static char *find_file(keel_server *s, const char *name)
         if (n > 0)
             used += (size_t)n;
     }
-    kl_log(KEEL_LOG_ERROR, "module '%s': not found (looked for %s in %s)", name, file, dirs);
+    module_error(s, "module '%s': not found (looked for %s in %s)", name, file, dirs);
     return NULL;
 }
 
@@ -64,7 +82,7 @@ static const keel_module_desc *open_file(keel_module *m)
     if ((m->path = find_file(m->server, m->name)) == NULL)
         return NULL;
     if (uv_dlopen(m->path, &m->lib) != 0) {
-        kl_log(KEEL_LOG_ERROR, "module '%s': cannot load %s: %s", m->name, m->path,
+        module_error(m->server, "module '%s': cannot load %s: %s", m->name, m->path,
                uv_dlerror(&m->lib));
         uv_dlclose(&m->lib);
         return NULL;
@@ -74,7 +92,7 @@ static const keel_module_desc *open_file(keel_module *m)
     void *desc = NULL;
     snprintf(symbol, sizeof symbol, KEEL_MODULE_SYMBOL_PREFIX "%s", m->name);
     if (uv_dlsym(&m->lib, symbol, &desc) != 0 || desc == NULL) {
-        kl_log(KEEL_LOG_ERROR, "module '%s': %s is not a keel module (no symbol %s)", m->name,
+        module_error(m->server, "module '%s': %s is not a keel module (no symbol %s)", m->name,
                m->path, symbol);
         return NULL;
     }
@@ -86,18 +104,18 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
     /* The first fields up to `name` are the same in every ABI; read the
      * version before trusting anything else. */
     if (d->abi_major != KEEL_ABI_MAJOR || d->abi_minor > KEEL_ABI_MINOR) {
-        kl_log(KEEL_LOG_ERROR, "module '%s': built for ABI %u.%u, this keel has ABI %u.%u",
+        module_error(m->server, "module '%s': built for ABI %u.%u, this keel has ABI %u.%u",
                m->name, (unsigned)d->abi_major, (unsigned)d->abi_minor, KEEL_ABI_MAJOR,
                KEEL_ABI_MINOR);
         return KEEL_ERR_ABI;
     }
     if (d->size < offsetof(keel_module_desc, unload) + sizeof d->unload) {
-        kl_log(KEEL_LOG_ERROR, "module '%s': descriptor too small (%zu bytes)", m->name,
+        module_error(m->server, "module '%s': descriptor too small (%zu bytes)", m->name,
                (size_t)d->size);
         return KEEL_ERR_ABI;
     }
     if (d->name == NULL || strcmp(d->name, m->name) != 0) {
-        kl_log(KEEL_LOG_ERROR, "module '%s': its descriptor is named '%s'", m->name,
+        module_error(m->server, "module '%s': its descriptor is named '%s'", m->name,
                d->name ? d->name : "(null)");
         return KEEL_ERR_ABI;
     }
@@ -106,7 +124,7 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
     for (const char *const *r = m->desc.requires; r != NULL && *r != NULL; r++) {
         keel_module *dep = find_loaded(m->server, *r);
         if (dep == NULL || !dep->loaded) {
-            kl_log(KEEL_LOG_ERROR, "module '%s': requires module '%s', which is not loaded before it",
+            module_error(m->server, "module '%s': requires module '%s', which is not loaded before it",
                    m->name, *r);
             return KEEL_ERR_NOTFOUND;
         }
@@ -117,7 +135,7 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
 static int load_one(keel_server *s, const char *name)
 {
     if (find_loaded(s, name) != NULL) {
-        kl_log(KEEL_LOG_ERROR, "module '%s' is listed twice in [keel] modules", name);
+        module_error(s, "module '%s' is listed twice in [keel] modules", name);
         return KEEL_ERR_CONFIG;
     }
     keel_module *m = calloc(1, sizeof *m);
@@ -141,7 +159,7 @@ static int load_one(keel_server *s, const char *name)
     if (m->desc.load != NULL) {
         rc = m->desc.load(m);
         if (rc < 0) {
-            kl_log(KEEL_LOG_ERROR, "module '%s': load failed: %s", name, keel_strerror(rc));
+            module_error(s, "module '%s': load failed: %s", name, keel_strerror(rc));
             return rc;
         }
     }
@@ -175,10 +193,11 @@ static int check_config(keel_server *s)
     for (size_t i = 0; i < s->nlisteners; i++) {
         kl_listener *l = &s->listeners[i];
         const kl_listen_spec *spec = l->spec;
+        char where[300];
         l->protocol = kl_registry_protocol(&s->registry, spec->protocol);
         if (l->protocol == NULL) {
-            kl_log(KEEL_LOG_ERROR, "%s:%u: [keel] listen: unknown protocol '%s'%s", spec->file,
-                   spec->line, spec->protocol,
+            kl_log(KEEL_LOG_ERROR, "%s: [keel] listen: unknown protocol '%s'%s",
+                   kl_config_where(spec->where, where, sizeof where), spec->protocol,
                    s->registry.nprotocols ? "" : " (no loaded module registers a protocol)");
             return KEEL_ERR_CONFIG;
         }
@@ -188,7 +207,8 @@ static int check_config(keel_server *s)
                 continue;
             const kl_transport *t = kl_registry_transport(&s->registry, spec->options[k].key);
             if (t == NULL || l->transport != NULL) {
-                kl_log(KEEL_LOG_ERROR, "%s:%u: [keel] listen: %s '%s'", spec->file, spec->line,
+                kl_log(KEEL_LOG_ERROR, "%s: [keel] listen: %s '%s'",
+                       kl_config_where(spec->where, where, sizeof where),
                        t ? "a second transport" : "unknown transport", spec->options[k].key);
                 return KEEL_ERR_CONFIG;
             }

@@ -38,7 +38,9 @@ static int single_value(keel_module *m, const char *key, const kl_config_value *
 
 static int bad_value(keel_module *m, const kl_config_value *v, const char *key, const char *why)
 {
-    kl_log(KEEL_LOG_ERROR, "%s:%u: [%s] %s: %s", v->file, v->line, m->name, key, why);
+    char where[300];
+    kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where), m->name,
+           key, why);
     return KEEL_ERR_CONFIG;
 }
 

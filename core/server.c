@@ -192,6 +192,19 @@ static void close_main_handles(keel_server *s)
         uv_close((uv_handle_t *)&s->wakeup, NULL);
 }
 
+static const char *signal_name(int signum)
+{
+    switch (signum) {
+    case SIGINT: return "SIGINT";
+    case SIGTERM: return "SIGTERM";
+#ifdef _WIN32
+    case SIGBREAK: return "Ctrl-Break";
+    case SIGHUP: return "console closed";
+#endif
+    default: return "signal";
+    }
+}
+
 /* Runs on the main loop for stop requests, signals and finished workers. */
 static void on_wakeup(uv_async_t *async)
 {
@@ -208,7 +221,7 @@ static void on_wakeup(uv_async_t *async)
         int force = requests > 1;
         if (handled == 0) {
             if (s->signal_number)
-                kl_log(KEEL_LOG_INFO, "shutting down (signal %d)", s->signal_number);
+                kl_log(KEEL_LOG_INFO, "shutting down (%s)", signal_name(s->signal_number));
             else
                 kl_log(KEEL_LOG_INFO, "shutting down");
             /* Stop accepting first, then let every worker wind down. */

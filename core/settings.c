@@ -10,6 +10,12 @@
 #include "platform.h"
 #include "util.h"
 
+/* Where an installed keel finds its modules, relative to the executable's
+ * folder (the build defines it; this is the usual layout). */
+#ifndef KEEL_INSTALL_MODULE_DIR_FROM_BINDIR
+#define KEEL_INSTALL_MODULE_DIR_FROM_BINDIR "../lib/keel/modules"
+#endif
+
 char **kl_split_words(const char *text, size_t *count)
 {
     size_t n = 0, cap = 4;
@@ -126,8 +132,7 @@ static int parse_listen(kl_listen_spec *l, const kl_config_value *v, char *err, 
     int rc = KEEL_OK;
     char why[256];
     memset(l, 0, sizeof *l);
-    l->file = v->file;
-    l->line = v->line;
+    l->where = v;
     if (n < 2) {
         snprintf(why, sizeof why, "expected ADDRESS:PORT PROTOCOL [options], got '%s'", v->text);
         rc = KEEL_ERR_CONFIG;
@@ -152,8 +157,10 @@ static int parse_listen(kl_listen_spec *l, const kl_config_value *v, char *err, 
             rc = KEEL_ERR_NOMEM;
     }
     kl_free_words(words, n);
+    char where[300];
     if (rc == KEEL_ERR_CONFIG)
-        snprintf(err, errlen, "%s:%u: [keel] listen: %s", v->file, v->line, why);
+        snprintf(err, errlen, "%s: [keel] listen: %s", kl_config_where(v, where, sizeof where),
+                 why);
     if (rc != KEEL_OK)
         listen_spec_free(l);
     return rc;
@@ -178,7 +185,9 @@ static const kl_config_value *read_key(key_reader *r, const char *key)
 
 static void bad_value(key_reader *r, const kl_config_value *v, const char *key, const char *why)
 {
-    snprintf(r->err, r->errlen, "%s:%u: [keel] %s: %s", v->file, v->line, key, why);
+    char where[300];
+    snprintf(r->err, r->errlen, "%s: [keel] %s: %s", kl_config_where(v, where, sizeof where), key,
+             why);
     r->rc = KEEL_ERR_CONFIG;
 }
 
@@ -250,12 +259,14 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
 
     /* module_path defaults to the modules folder beside the executable
      * (build/modules in a build tree) and then the install location. */
-    if ((s->module_path = calloc(2, sizeof *s->module_path)) == NULL ||
-        (s->module_path[0] = kl_path_join(exe_dir, "modules")) == NULL) {
+    if ((s->module_path = calloc(3, sizeof *s->module_path)) == NULL ||
+        (s->module_path[0] = kl_path_join(exe_dir, "modules")) == NULL ||
+        (s->module_path[1] = kl_path_join(exe_dir, KEEL_INSTALL_MODULE_DIR_FROM_BINDIR)) == NULL) {
+        s->nmodule_path = s->module_path ? 2 : 0;
         kl_settings_free(s);
         return KEEL_ERR_NOMEM;
     }
-    s->nmodule_path = 1;
+    s->nmodule_path = 2;
 
     size_t nlisten = kl_config_count(r.sec, "listen");
     if (nlisten > 0 && (s->listen = calloc(nlisten, sizeof *s->listen)) == NULL)
@@ -276,6 +287,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
             s->workers = (unsigned)n;
     }
     read_words(&r, "modules", &s->modules, &s->nmodules);
+    s->modules_where = kl_config_get(r.sec, "modules", 0);
     read_words(&r, "module_path", &s->module_path, &s->nmodule_path);
 
     int64_t n = (int64_t)s->max_connections;

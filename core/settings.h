@@ -22,8 +22,7 @@ typedef struct kl_listen_spec {
     char *transport; /* NULL for plain TCP */
     kl_listen_option *options;
     size_t noptions;
-    const char *file; /* where it was written */
-    unsigned line;
+    const kl_config_value *where; /* the config line, for messages */
 } kl_listen_spec;
 
 typedef struct kl_settings {
@@ -32,6 +31,7 @@ typedef struct kl_settings {
     unsigned workers;
     char **modules; /* names in load order */
     size_t nmodules;
+    const kl_config_value *modules_where; /* the `modules` line, for messages */
     char **module_path; /* directories, searched in order */
     size_t nmodule_path;
     uint64_t max_connections;

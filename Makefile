@@ -39,6 +39,7 @@ endef
 
 # Sanitizer settings for test-asan: stop at the first error, with a stack.
 ASAN_ENV := ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+            LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp \
             UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 # ctest: fail (rather than pass) when no test was found at all.

@@ -78,8 +78,7 @@ const char *kl_config_where(const kl_config_value *v, char *buf, size_t len);
 /* Value parsers shared by the core's settings and the module config API.
  * They return KEEL_OK or KEEL_ERR_CONFIG and, on error, write a short reason
  * ("expected an integer between 1 and 64") into err. */
-int kl_parse_int(const char *s, int64_t min, int64_t max, int64_t *out, char *err,
-                 size_t errlen);
+int kl_parse_int(const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen);
 int kl_parse_bool(const char *s, int *out, char *err, size_t errlen);      /* on/off yes/no ... */
 int kl_parse_size(const char *s, uint64_t *out, char *err, size_t errlen); /* 64k, 1m, 2g */
 int kl_parse_duration_ms(const char *s, uint64_t *out, char *err, size_t errlen); /* 250ms 10s */

@@ -141,8 +141,9 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         if (c->flags & KL_CONN_LINGERING)
             return; /* discarded */
         if (c->transport != NULL) {
-            int rc = c->transport->cb.on_read ? c->transport->cb.on_read(c, buf->base, (size_t)nread)
-                                              : keel_transport_deliver(c, buf->base, (size_t)nread);
+            int rc = c->transport->cb.on_read
+                         ? c->transport->cb.on_read(c, buf->base, (size_t)nread)
+                         : keel_transport_deliver(c, buf->base, (size_t)nread);
             if (rc < 0) {
                 kl_conn_abort_status(c, rc);
                 return;
@@ -180,8 +181,8 @@ static void update_reading(keel_conn *c)
     if (c->flags & KL_CONN_HANDLE_CLOSED)
         return;
     int want = (c->flags & KL_CONN_LINGERING) ||
-               !(c->flags & (KL_CONN_PAUSED | KL_CONN_BACKPRESSURE | KL_CONN_CLOSING |
-                             KL_CONN_SHUTDOWN_SEEN));
+               !(c->flags &
+                 (KL_CONN_PAUSED | KL_CONN_BACKPRESSURE | KL_CONN_CLOSING | KL_CONN_SHUTDOWN_SEEN));
     if (want && !(c->flags & KL_CONN_READING)) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
             c->flags |= KL_CONN_READING;

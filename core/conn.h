@@ -11,14 +11,14 @@
 #include "timeouts.h"
 
 enum {
-    KL_CONN_PAUSED = 1 << 0,      /* the protocol paused reading */
+    KL_CONN_PAUSED = 1 << 0,       /* the protocol paused reading */
     KL_CONN_BACKPRESSURE = 1 << 1, /* too many bytes queued: not reading */
-    KL_CONN_READING = 1 << 2,     /* uv_read_start is in effect */
-    KL_CONN_CLOSING = 1 << 3,     /* close or abort was asked */
-    KL_CONN_FLUSHING = 1 << 4,    /* closing after the queue drains */
-    KL_CONN_LINGERING = 1 << 5,   /* write side shut, draining input */
+    KL_CONN_READING = 1 << 2,      /* uv_read_start is in effect */
+    KL_CONN_CLOSING = 1 << 3,      /* close or abort was asked */
+    KL_CONN_FLUSHING = 1 << 4,     /* closing after the queue drains */
+    KL_CONN_LINGERING = 1 << 5,    /* write side shut, draining input */
     KL_CONN_HANDLE_CLOSED = 1 << 6,
-    KL_CONN_PENDING = 1 << 7,     /* on the worker's pending list */
+    KL_CONN_PENDING = 1 << 7,      /* on the worker's pending list */
     KL_CONN_SILENT_CLOSE = 1 << 8, /* on_open failed: no on_close */
     KL_CONN_SHUTDOWN_SEEN = 1 << 9
 };
@@ -31,15 +31,15 @@ struct keel_conn {
     void *protocol_data;
     const kl_transport *transport;
     void *transport_data;
-    keel_conn *prev, *next;       /* worker's list of connections */
-    keel_conn *pending_next;      /* worker's list of pending deliveries */
+    keel_conn *prev, *next;  /* worker's list of connections */
+    keel_conn *pending_next; /* worker's list of pending deliveries */
     kl_tnode timeout;
-    uint64_t timeout_ms;          /* 0: the server's idle timeout */
+    uint64_t timeout_ms; /* 0: the server's idle timeout */
     uint64_t id;
-    char *rbuf;                   /* NULL while no byte waits */
-    uint32_t rcap, rstart, rlen;  /* unconsumed bytes: rbuf[rstart..rlen) */
+    char *rbuf;                  /* NULL while no byte waits */
+    uint32_t rcap, rstart, rlen; /* unconsumed bytes: rbuf[rstart..rlen) */
     uint32_t flags;
-    uint32_t writes_pending;      /* uv_write requests in flight */
+    uint32_t writes_pending; /* uv_write requests in flight */
     int close_status;
 };
 

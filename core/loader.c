@@ -83,7 +83,7 @@ static const keel_module_desc *open_file(keel_module *m)
         return NULL;
     if (uv_dlopen(m->path, &m->lib) != 0) {
         module_error(m->server, "module '%s': cannot load %s: %s", m->name, m->path,
-               uv_dlerror(&m->lib));
+                     uv_dlerror(&m->lib));
         uv_dlclose(&m->lib);
         return NULL;
     }
@@ -93,7 +93,7 @@ static const keel_module_desc *open_file(keel_module *m)
     snprintf(symbol, sizeof symbol, KEEL_MODULE_SYMBOL_PREFIX "%s", m->name);
     if (uv_dlsym(&m->lib, symbol, &desc) != 0 || desc == NULL) {
         module_error(m->server, "module '%s': %s is not a keel module (no symbol %s)", m->name,
-               m->path, symbol);
+                     m->path, symbol);
         return NULL;
     }
     return desc;
@@ -105,18 +105,18 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
      * version before trusting anything else. */
     if (d->abi_major != KEEL_ABI_MAJOR || d->abi_minor > KEEL_ABI_MINOR) {
         module_error(m->server, "module '%s': built for ABI %u.%u, this keel has ABI %u.%u",
-               m->name, (unsigned)d->abi_major, (unsigned)d->abi_minor, KEEL_ABI_MAJOR,
-               KEEL_ABI_MINOR);
+                     m->name, (unsigned)d->abi_major, (unsigned)d->abi_minor, KEEL_ABI_MAJOR,
+                     KEEL_ABI_MINOR);
         return KEEL_ERR_ABI;
     }
     if (d->size < offsetof(keel_module_desc, unload) + sizeof d->unload) {
         module_error(m->server, "module '%s': descriptor too small (%zu bytes)", m->name,
-               (size_t)d->size);
+                     (size_t)d->size);
         return KEEL_ERR_ABI;
     }
     if (d->name == NULL || strcmp(d->name, m->name) != 0) {
         module_error(m->server, "module '%s': its descriptor is named '%s'", m->name,
-               d->name ? d->name : "(null)");
+                     d->name ? d->name : "(null)");
         return KEEL_ERR_ABI;
     }
     memset(&m->desc, 0, sizeof m->desc);
@@ -124,8 +124,9 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
     for (const char *const *r = m->desc.requires; r != NULL && *r != NULL; r++) {
         keel_module *dep = find_loaded(m->server, *r);
         if (dep == NULL || !dep->loaded) {
-            module_error(m->server, "module '%s': requires module '%s', which is not loaded before it",
-                   m->name, *r);
+            module_error(m->server,
+                         "module '%s': requires module '%s', which is not loaded before it",
+                         m->name, *r);
             return KEEL_ERR_NOTFOUND;
         }
     }

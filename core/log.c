@@ -78,9 +78,9 @@ void kl_log_prefixed(const char *prefix, int level, const char *fmt, va_list ap)
     struct tm tm;
     kl_gmtime((int64_t)now.tv_sec, &tm);
     int n = snprintf(line, sizeof line, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ [%s] %s%s",
-                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-                     tm.tm_sec, (int)(now.tv_usec / 1000), level_names[level],
-                     prefix ? prefix : "", prefix ? ": " : "");
+                     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                     (int)(now.tv_usec / 1000), level_names[level], prefix ? prefix : "",
+                     prefix ? ": " : "");
     if (n < 0)
         return;
     size_t used = (size_t)n < sizeof line ? (size_t)n : sizeof line - 1;

@@ -39,8 +39,8 @@ static int single_value(keel_module *m, const char *key, const kl_config_value *
 static int bad_value(keel_module *m, const kl_config_value *v, const char *key, const char *why)
 {
     char where[300];
-    kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where), m->name,
-           key, why);
+    kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where), m->name, key,
+           why);
     return KEEL_ERR_CONFIG;
 }
 
@@ -156,8 +156,8 @@ int keel_service_publish(keel_module *m, const char *name, uint32_t version, con
     return rc ? rc : kl_registry_add_service(&m->server->registry, m, name, version, table);
 }
 
-int keel_service_lookup(keel_module *m, const char *name, uint32_t min_version,
-                        const void **table, uint32_t *version_out)
+int keel_service_lookup(keel_module *m, const char *name, uint32_t min_version, const void **table,
+                        uint32_t *version_out)
 {
     *table = NULL;
     const kl_service *svc = kl_registry_service(&m->server->registry, name);
@@ -196,21 +196,36 @@ int keel_log_enabled(int level)
 const char *keel_strerror(int status)
 {
     switch (status) {
-    case KEEL_OK: return "success";
-    case KEEL_ERR_NOMEM: return "out of memory";
-    case KEEL_ERR_INVAL: return "invalid argument";
-    case KEEL_ERR_NOTFOUND: return "not found";
-    case KEEL_ERR_EXISTS: return "already exists";
-    case KEEL_ERR_IO: return "I/O error";
-    case KEEL_ERR_CLOSED: return "connection closed";
-    case KEEL_ERR_STATE: return "not allowed in this state";
-    case KEEL_ERR_LIMIT: return "limit exceeded";
-    case KEEL_ERR_TIMEOUT: return "timed out";
-    case KEEL_ERR_CONFIG: return "invalid configuration";
-    case KEEL_ERR_ABI: return "incompatible ABI";
-    case KEEL_ERR_SHUTDOWN: return "shutting down";
-    case KEEL_ERR_PROTOCOL: return "protocol error";
-    default: return "unknown error";
+    case KEEL_OK:
+        return "success";
+    case KEEL_ERR_NOMEM:
+        return "out of memory";
+    case KEEL_ERR_INVAL:
+        return "invalid argument";
+    case KEEL_ERR_NOTFOUND:
+        return "not found";
+    case KEEL_ERR_EXISTS:
+        return "already exists";
+    case KEEL_ERR_IO:
+        return "I/O error";
+    case KEEL_ERR_CLOSED:
+        return "connection closed";
+    case KEEL_ERR_STATE:
+        return "not allowed in this state";
+    case KEEL_ERR_LIMIT:
+        return "limit exceeded";
+    case KEEL_ERR_TIMEOUT:
+        return "timed out";
+    case KEEL_ERR_CONFIG:
+        return "invalid configuration";
+    case KEEL_ERR_ABI:
+        return "incompatible ABI";
+    case KEEL_ERR_SHUTDOWN:
+        return "shutting down";
+    case KEEL_ERR_PROTOCOL:
+        return "protocol error";
+    default:
+        return "unknown error";
     }
 }
 

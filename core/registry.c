@@ -63,15 +63,15 @@ int kl_registry_add_transport(kl_registry *r, keel_module *owner, const keel_tra
     return KEEL_OK;
 }
 
-int kl_registry_add_service(kl_registry *r, keel_module *owner, const char *name,
-                            uint32_t version, const void *table)
+int kl_registry_add_service(kl_registry *r, keel_module *owner, const char *name, uint32_t version,
+                            const void *table)
 {
     if (!valid_name(name) || table == NULL)
         return KEEL_ERR_INVAL;
     if (kl_registry_service(r, name) != NULL)
         return KEEL_ERR_EXISTS;
-    if (kl_grow((void **)&r->services, &r->services_cap, r->nservices + 1,
-                sizeof *r->services) != KEEL_OK)
+    if (kl_grow((void **)&r->services, &r->services_cap, r->nservices + 1, sizeof *r->services) !=
+        KEEL_OK)
         return KEEL_ERR_NOMEM;
     kl_service *s = &r->services[r->nservices];
     if ((s->name = kl_strdup(name)) == NULL)

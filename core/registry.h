@@ -43,8 +43,8 @@ void kl_registry_free(kl_registry *r);
 
 int kl_registry_add_protocol(kl_registry *r, keel_module *owner, const keel_protocol *p);
 int kl_registry_add_transport(kl_registry *r, keel_module *owner, const keel_transport *t);
-int kl_registry_add_service(kl_registry *r, keel_module *owner, const char *name,
-                            uint32_t version, const void *table);
+int kl_registry_add_service(kl_registry *r, keel_module *owner, const char *name, uint32_t version,
+                            const void *table);
 
 const kl_protocol *kl_registry_protocol(const kl_registry *r, const char *name);
 const kl_transport *kl_registry_transport(const kl_registry *r, const char *name);

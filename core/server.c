@@ -195,13 +195,18 @@ static void close_main_handles(keel_server *s)
 static const char *signal_name(int signum)
 {
     switch (signum) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
+    case SIGINT:
+        return "SIGINT";
+    case SIGTERM:
+        return "SIGTERM";
 #ifdef _WIN32
-    case SIGBREAK: return "Ctrl-Break";
-    case SIGHUP: return "console closed";
+    case SIGBREAK:
+        return "Ctrl-Break";
+    case SIGHUP:
+        return "console closed";
 #endif
-    default: return "signal";
+    default:
+        return "signal";
     }
 }
 
@@ -398,16 +403,24 @@ int keel_server_run(keel_server *s)
 int kl_status_from_uv(int uv_error)
 {
     switch (uv_error) {
-    case 0: return KEEL_OK;
-    case UV_ENOMEM: return KEEL_ERR_NOMEM;
-    case UV_EINVAL: return KEEL_ERR_INVAL;
-    case UV_ENOENT: return KEEL_ERR_NOTFOUND;
-    case UV_EEXIST: return KEEL_ERR_EXISTS;
-    case UV_ETIMEDOUT: return KEEL_ERR_TIMEOUT;
+    case 0:
+        return KEEL_OK;
+    case UV_ENOMEM:
+        return KEEL_ERR_NOMEM;
+    case UV_EINVAL:
+        return KEEL_ERR_INVAL;
+    case UV_ENOENT:
+        return KEEL_ERR_NOTFOUND;
+    case UV_EEXIST:
+        return KEEL_ERR_EXISTS;
+    case UV_ETIMEDOUT:
+        return KEEL_ERR_TIMEOUT;
     case UV_ECANCELED:
     case UV_EOF:
     case UV_EPIPE:
-    case UV_ECONNRESET: return KEEL_ERR_CLOSED;
-    default: return KEEL_ERR_IO;
+    case UV_ECONNRESET:
+        return KEEL_ERR_CLOSED;
+    default:
+        return KEEL_ERR_IO;
     }
 }

@@ -14,12 +14,12 @@ struct keel_module {
     keel_server *server;
     keel_module_desc desc; /* host-layout copy of the module's descriptor */
     char *name;
-    char *path;     /* NULL for a module compiled into the program */
+    char *path; /* NULL for a module compiled into the program */
     uv_lib_t lib;
     int lib_open;
-    int loaded;     /* load() succeeded: unload() is due */
-    size_t index;   /* position in load order = per-worker state slot */
-    void *data;     /* keel_module_set_data */
+    int loaded;   /* load() succeeded: unload() is due */
+    size_t index; /* position in load order = per-worker state slot */
+    void *data;   /* keel_module_set_data */
     kl_config_section *section;
 };
 
@@ -30,10 +30,10 @@ typedef struct kl_listener {
     const kl_protocol *protocol;
     const kl_transport *transport; /* NULL: plain TCP */
     unsigned index;
-    unsigned port;       /* the port actually bound */
-    kl_socket *sockets;  /* one per worker (reuseport) or a single one */
+    unsigned port;      /* the port actually bound */
+    kl_socket *sockets; /* one per worker (reuseport) or a single one */
     size_t nsockets;
-    uv_poll_t poll;      /* single-acceptor mode: readable = pending accept */
+    uv_poll_t poll; /* single-acceptor mode: readable = pending accept */
     int polling;
     unsigned next_worker;
 } kl_listener;
@@ -62,20 +62,20 @@ struct keel_server {
 
     uv_loop_t loop; /* the main thread's: signals, stop requests, acceptor */
     int loop_ready;
-    uv_async_t wakeup;      /* keel_server_stop and finished workers */
+    uv_async_t wakeup; /* keel_server_stop and finished workers */
     int wakeup_ready;
     uv_signal_t signals[4];
     size_t nsignals;
-    uv_mutex_t lock;        /* guards state across threads */
+    uv_mutex_t lock; /* guards state across threads */
     int state;
-    int stop_requests;      /* how many stops were asked for (2nd forces) */
+    int stop_requests; /* how many stops were asked for (2nd forces) */
     int stop_handled;
     int signal_number;
 
-    volatile uint64_t connections;    /* open connections, all workers */
+    volatile uint64_t connections; /* open connections, all workers */
     volatile uint64_t next_conn_id;
     volatile uint64_t workers_done;
-    uint64_t acceptor_rejected;       /* single-acceptor mode, main thread */
+    uint64_t acceptor_rejected; /* single-acceptor mode, main thread */
 };
 
 /* Loads every module (file or compiled in) in config order, runs load(),

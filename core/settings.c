@@ -239,8 +239,7 @@ static void read_words(key_reader *r, const char *key, char ***out, size_t *coun
     *count = n;
 }
 
-int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *err,
-                     size_t errlen)
+int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *err, size_t errlen)
 {
     memset(s, 0, sizeof *s);
     s->workers = 0; /* auto */

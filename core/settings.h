@@ -16,9 +16,9 @@ typedef struct kl_listen_option {
 
 /* One `listen = ADDRESS:PORT PROTOCOL [options]` line. */
 typedef struct kl_listen_spec {
-    char *text;     /* the address as written, for messages */
+    char *text; /* the address as written, for messages */
     struct sockaddr_storage addr;
-    char *protocol; /* checked against the registry once modules loaded */
+    char *protocol;  /* checked against the registry once modules loaded */
     char *transport; /* NULL for plain TCP */
     kl_listen_option *options;
     size_t noptions;
@@ -32,7 +32,7 @@ typedef struct kl_settings {
     char **modules; /* names in load order */
     size_t nmodules;
     const kl_config_value *modules_where; /* the `modules` line, for messages */
-    char **module_path; /* directories, searched in order */
+    char **module_path;                   /* directories, searched in order */
     size_t nmodule_path;
     uint64_t max_connections;
     uint64_t idle_timeout_ms;
@@ -50,8 +50,7 @@ typedef struct kl_settings {
 /* Reads [keel] from cfg (defaults for what is absent). exe_dir is used for
  * the default module path. On error returns KEEL_ERR_CONFIG with
  * "FILE:LINE: [keel] key: reason" in err; *s is then freed already. */
-int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *err,
-                     size_t errlen);
+int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *err, size_t errlen);
 void kl_settings_free(kl_settings *s);
 
 /* Splits a space- or comma-separated list into a NULL-terminated array of

@@ -10,8 +10,8 @@
 #include "log.h"
 #include "util.h"
 
-#define SCRATCH_SIZE   (64 * 1024)
-#define POOL_MAX_FREE  64
+#define SCRATCH_SIZE  (64 * 1024)
+#define POOL_MAX_FREE 64
 
 struct kl_post {
     keel_post_fn fn;
@@ -215,7 +215,8 @@ static void on_wakeup(uv_async_t *async)
     kl_handoff *handoffs = w->handoffs;
     size_t nhandoffs = w->nhandoffs;
     if (nhandoffs <= KL_ARRAY_SIZE(small)) {
-        memcpy(small, w->handoffs, nhandoffs * sizeof *small);
+        if (nhandoffs > 0)
+            memcpy(small, w->handoffs, nhandoffs * sizeof *small);
         handoffs = small;
     } else {
         w->handoffs = NULL;
@@ -437,8 +438,8 @@ static int start_modules(keel_worker *w)
         if (m->desc.start != NULL) {
             int rc = m->desc.start(m, w, w->module_state[i]);
             if (rc < 0) {
-                kl_log(KEEL_LOG_ERROR, "module '%s': start failed on worker %u: %s", m->name,
-                       w->id, keel_strerror(rc));
+                kl_log(KEEL_LOG_ERROR, "module '%s': start failed on worker %u: %s", m->name, w->id,
+                       keel_strerror(rc));
                 return rc;
             }
         }

@@ -54,8 +54,8 @@ struct keel_worker {
     uint64_t nconns;
     kl_timeouts timeouts;
     kl_bufpool pool;
-    char *scratch; /* raw reads for connections with a transport */
-    uv_idle_t idle; /* runs deferred deliveries and callbacks */
+    char *scratch;      /* raw reads for connections with a transport */
+    uv_idle_t idle;     /* runs deferred deliveries and callbacks */
     keel_conn *pending; /* connections with bytes to deliver again */
     kl_deferred *deferred, *deferred_tail;
     keel_timer *timers; /* module timers, freed on stop */

@@ -47,8 +47,7 @@ struct keel_api {
 #undef KEEL_VFN
 
 /* printf-style logging; see keel_logv in api_list.h. Any thread. */
-KEEL_EXPORT void keel_log(keel_module *module, int level, const char *fmt, ...)
-    KEEL_PRINTF(3, 4);
+KEEL_EXPORT void keel_log(keel_module *module, int level, const char *fmt, ...) KEEL_PRINTF(3, 4);
 
 #else /* a module: call through the host's table */
 
@@ -67,8 +66,7 @@ KEEL_EXPORT void keel_log(keel_module *module, int level, const char *fmt, ...)
 #undef KEEL_VFN
 
 /* printf-style logging; see keel_logv in api_list.h. Any thread. */
-static inline KEEL_PRINTF(3, 4) void keel_log(keel_module *module, int level, const char *fmt,
-                                              ...)
+static inline KEEL_PRINTF(3, 4) void keel_log(keel_module *module, int level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

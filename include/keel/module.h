@@ -73,6 +73,7 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
  * so it can be passed to keel_server_add_module(). */
 #define KEEL_MODULE_DECLARE(ident) extern const keel_module_desc keel_module_##ident
 
+/* clang-format off */
 /* Defines the module's descriptor. `ident` is the module's name as an
  * identifier; the remaining arguments are designated initialisers for the
  * other fields of keel_module_desc. */
@@ -85,6 +86,7 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
         .name = #ident,                                                                            \
         .api = KEEL_MODULE_API_SLOT_,                                                              \
         __VA_ARGS__}
+/* clang-format on */
 
 #ifdef __cplusplus
 }

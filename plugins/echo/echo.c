@@ -38,16 +38,11 @@ struct echo_conn {
     int shutting_down; /* on_shutdown came while an echo was pending */
 };
 
-/* The module handle, needed to reach the config from connection callbacks.
- * ABI 1.0 gives a protocol callback only its keel_conn, so a protocol module
- * has to remember its handle itself; it is set once in load, before any
- * connection exists, and only read afterwards. */
-static keel_module *echo_module;
-
+/* Connection callbacks reach the module's config through the module that
+ * registered the protocol: no global needed. */
 static const struct echo_config *echo_config_of(keel_conn *conn)
 {
-    (void)conn;
-    return keel_module_data(echo_module);
+    return keel_module_data(keel_conn_module(conn));
 }
 
 static int echo_open(keel_conn *conn, void *arg)
@@ -59,16 +54,10 @@ static int echo_open(keel_conn *conn, void *arg)
     ec->cfg = echo_config_of(conn);
 
     if (ec->cfg->greeting) {
-        /* One write, so the greeting never reaches the peer in pieces. */
-        size_t n = strlen(ec->cfg->greeting);
-        char *line = malloc(n + 1);
-        int rc = KEEL_ERR_NOMEM;
-        if (line) {
-            memcpy(line, ec->cfg->greeting, n);
-            line[n] = '\n';
-            rc = keel_conn_write_copy(conn, line, n + 1);
-            free(line);
-        }
+        /* Both pieces outlive the write (the config string lives until
+         * unload), so they leave without a copy, in one write. */
+        keel_buf line[2] = {{ec->cfg->greeting, strlen(ec->cfg->greeting)}, {"\n", 1}};
+        int rc = keel_conn_write(conn, line, 2, NULL, NULL);
         if (rc < 0) {
             free(ec); /* a failed open gets no on_close */
             return rc;
@@ -195,7 +184,6 @@ static int echo_load(keel_module *module)
         return rc;
     }
     keel_module_set_data(module, cfg);
-    echo_module = module;
     return KEEL_OK;
 }
 

@@ -103,6 +103,11 @@ static int kh_reap(kh_proc *p, int block)
 
 kh_proc *kh_spawn(const char *config, const char *const *args)
 {
+    return kh_spawn_program(KEEL_BIN, config, args);
+}
+
+kh_proc *kh_spawn_program(const char *program, const char *config, const char *const *args)
+{
     kh_proc *p = calloc(1, sizeof *p);
     cr_assert(p, "out of memory");
 
@@ -118,7 +123,7 @@ kh_proc *kh_spawn(const char *config, const char *const *args)
 
     const char *argv[64];
     int argc = 0;
-    argv[argc++] = KEEL_BIN;
+    argv[argc++] = program;
     if (config) {
         argv[argc++] = "-c";
         argv[argc++] = p->conf;
@@ -168,8 +173,8 @@ kh_proc *kh_spawn(const char *config, const char *const *args)
         dup2(nullfd, 0);
         dup2(outfd, 1);
         dup2(errfd, 2);
-        execv(KEEL_BIN, (char *const *)argv);
-        dprintf(2, "harness: cannot execute %s: %s\n", KEEL_BIN, strerror(errno));
+        execv(program, (char *const *)argv);
+        dprintf(2, "harness: cannot execute %s: %s\n", program, strerror(errno));
         _exit(127);
     }
     close(errfd);
@@ -187,7 +192,13 @@ static int kh_count_listening(kh_proc *p)
 
 kh_proc *kh_start(const char *config, const char *const *args, int nlisteners, int timeout_ms)
 {
-    kh_proc *p = kh_spawn(config, args);
+    return kh_start_program(KEEL_BIN, config, args, nlisteners, timeout_ms);
+}
+
+kh_proc *kh_start_program(const char *program, const char *config, const char *const *args,
+                          int nlisteners, int timeout_ms)
+{
+    kh_proc *p = kh_spawn_program(program, config, args);
     long long deadline = kh_now_ms() + timeout_ms;
     for (;;) {
         kh_stderr(p);

@@ -15,8 +15,15 @@
 #define KEEL_TEST_HARNESS_H
 
 #include <criterion/criterion.h>
+
+/* What every test file needs anyway: signals, sockets, stdio, close(). */
+#include <signal.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #ifndef KEEL_BIN
 #error "KEEL_BIN must be defined (path of the keel executable)"
@@ -52,6 +59,12 @@ kh_proc *kh_spawn(const char *config, const char *const *args);
  * "listening on ADDR:PORT (PROTO)" have been logged. Fails the test, with
  * keel's stderr, if keel exits or the time runs out. */
 kh_proc *kh_start(const char *config, const char *const *args, int nlisteners, int timeout_ms);
+
+/* The same for another program than keel (an embedding example): program
+ * is its path; config, if not NULL, is passed as "-c FILE". */
+kh_proc *kh_spawn_program(const char *program, const char *config, const char *const *args);
+kh_proc *kh_start_program(const char *program, const char *config, const char *const *args,
+                          int nlisteners, int timeout_ms);
 
 /* The port of the index-th "listening on" line (0-based), or 0. */
 unsigned kh_port(kh_proc *p, int index);

@@ -288,7 +288,7 @@ Test(config, error_quotes, .timeout = 10)
     parse_fails("[s]\n\nk = \"a\" b\n", NAME ":3: unexpected text after closing quote");
     parse_fails("[s]\nk = \"a\"\"b\"\n", NAME ":2: unexpected text after closing quote");
     parse_fails("[s]\nk = \"a\\nb\"\n",
-                NAME ":2: unknown escape '\\' + 'n' in quoted value (only \\\" and \\\\)");
+                NAME ":2: '\\' followed by 'n' in quoted value: only \\\" and \\\\ are escapes");
 }
 
 Test(config, error_nul_byte, .timeout = 10)

@@ -28,7 +28,8 @@ static struct {
 } reg;
 
 static const int service_table = 42;
-static const keel_protocol proto_one = {.size = sizeof(keel_protocol), .name = "one", .on_data = noop_data};
+static const keel_protocol proto_one = {
+    .size = sizeof(keel_protocol), .name = "one", .on_data = noop_data};
 static const keel_protocol proto_bad = {.size = sizeof(keel_protocol), .name = "Bad Name!"};
 
 static int provider_load(keel_module *m)
@@ -68,8 +69,9 @@ Test(runtime, registries_and_services, .timeout = 20)
     cr_assert_eq(keel_server_add_module(s, &keel_module_provider), KEEL_OK);
     cr_assert_eq(keel_server_add_module(s, &keel_module_consumer), KEEL_OK);
     cr_assert_eq(keel_server_add_module(s, &keel_module_consumer), KEEL_ERR_EXISTS);
-    cr_assert_eq(keel_server_load_config_string(s, "[keel]\nmodules = provider consumer\n"
-                                                   "listen = 127.0.0.1:0 one\n",
+    cr_assert_eq(keel_server_load_config_string(s,
+                                                "[keel]\nmodules = provider consumer\n"
+                                                "listen = 127.0.0.1:0 one\n",
                                                 "t.conf"),
                  KEEL_OK);
     cr_assert_eq(keel_server_check(s), KEEL_OK);
@@ -184,6 +186,9 @@ static struct {
     uv_thread_t worker_thread[WORKERS];
     uv_thread_t posted_on[WORKERS];
     keel_timer *timer[WORKERS];
+    /* Checked on the test's thread: Criterion's asserts are not for the
+     * worker threads these callbacks run on. */
+    volatile int state_missing, wrong_count, wrong_worker;
 } rt;
 
 static void on_tick(keel_timer *t, void *ud)
@@ -197,8 +202,10 @@ static int ticker_start(keel_module *m, keel_worker *w, void *state)
 {
     (void)m;
     unsigned id = keel_worker_id(w);
-    cr_assert_not_null(state, "worker state is allocated");
-    cr_assert_eq(keel_worker_count(w), WORKERS);
+    if (state == NULL)
+        rt.state_missing = 1;
+    if (keel_worker_count(w) != WORKERS)
+        rt.wrong_count = 1;
     rt.workers[id] = w;
     rt.worker_thread[id] = uv_thread_self();
     rt.timer[id] = keel_timer_start(w, 5, 5, on_tick, (void *)(uintptr_t)id);
@@ -219,13 +226,14 @@ static int ticker_load(keel_module *m)
     return keel_protocol_register(m, &proto_one);
 }
 
-KEEL_MODULE(ticker, .version = "1", .load = ticker_load, .start = ticker_start,
-            .stop = ticker_stop, .worker_state_size = 64);
+KEEL_MODULE(ticker, .version = "1", .load = ticker_load, .start = ticker_start, .stop = ticker_stop,
+            .worker_state_size = 64);
 
 static void on_posted(keel_worker *w, void *ud)
 {
     unsigned id = (unsigned)(uintptr_t)ud;
-    cr_assert_eq(w, rt.workers[id]);
+    if (w != rt.workers[id])
+        rt.wrong_worker = 1;
     rt.posted_on[id] = uv_thread_self();
     __atomic_store_n(&rt.posted[id], 1, __ATOMIC_SEQ_CST);
 }
@@ -277,5 +285,8 @@ Test(runtime, timers_and_posts_run_on_their_worker, .timeout = 30)
     uv_thread_join(&thread);
     cr_expect_eq(run.rc, KEEL_OK);
     cr_expect_eq(rt.stopped, WORKERS, "stop ran on every worker");
+    cr_expect_eq(rt.state_missing, 0, "every worker got its module state");
+    cr_expect_eq(rt.wrong_count, 0, "keel_worker_count");
+    cr_expect_eq(rt.wrong_worker, 0, "a post runs with the worker it was posted to");
     keel_server_free(s);
 }

@@ -29,8 +29,8 @@ int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_so
     if (shared)
         return UV_ENOTSUP;
     int family = addr->sa_family;
-    int len = family == AF_INET6 ? (int)sizeof(struct sockaddr_in6)
-                                 : (int)sizeof(struct sockaddr_in);
+    int len =
+        family == AF_INET6 ? (int)sizeof(struct sockaddr_in6) : (int)sizeof(struct sockaddr_in);
     SOCKET s = WSASocketW(family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
                           WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
     if (s == INVALID_SOCKET)

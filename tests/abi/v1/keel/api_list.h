@@ -209,6 +209,10 @@ KEEL_FN(void *, conn_data, (keel_conn *conn), (conn))
  * Uses no per-connection timer. */
 KEEL_VFN(conn_set_timeout, (keel_conn *conn, uint64_t timeout_ms), (conn, timeout_ms))
 
+/* The module that registered the connection's current protocol: how a
+ * protocol callback reaches its module's data and per-worker state. */
+KEEL_FN(keel_module *, conn_module, (keel_conn *conn), (conn))
+
 /* The worker that owns the connection. */
 KEEL_FN(keel_worker *, conn_worker, (keel_conn *conn), (conn))
 

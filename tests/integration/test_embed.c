@@ -1,0 +1,43 @@
+/* The embedding examples: libkeel linked into a program (statically and as
+ * a shared library) with the echo module compiled in, no dlopen, no config
+ * file — configured in code and driven over real sockets. */
+#include "harness.h"
+
+#ifdef KEEL_EXAMPLE_DIR
+
+static void check_embedded_echo(const char *program)
+{
+    const char *args[] = {"127.0.0.1:0", "2", NULL};
+    kh_proc *p = kh_start_program(program, NULL, args, 1, 10000);
+    kh_assert(p, strstr(kh_stderr(p), "[error]") == NULL, "no errors");
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, fd >= 0, "connect");
+    char buf[256];
+    kh_recv_line(fd, buf, sizeof buf, 5000);
+    kh_assert(p, strcmp(buf, "hello from an embedded keel\n") == 0, "greeting, got '%s'", buf);
+    kh_assert(p, kh_send_str(fd, "embedded\n") == 0, "send");
+    kh_recv_line(fd, buf, sizeof buf, 5000);
+    kh_assert(p, strcmp(buf, "embedded\n") == 0, "echo, got '%s'", buf);
+    close(fd);
+    kh_signal(p, SIGINT);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit on SIGINT");
+    kh_assert(p, kh_count_log(p, "stopped: ") == 2, "both workers stopped");
+    kh_stop(p);
+}
+
+Test(embed, static_libkeel_with_a_compiled_in_module, .timeout = 30)
+{
+    check_embedded_echo(KEEL_EXAMPLE_DIR "/embed_echo");
+}
+
+Test(embed, shared_libkeel_with_a_compiled_in_module, .timeout = 30)
+{
+    check_embedded_echo(KEEL_EXAMPLE_DIR "/embed_echo_shared");
+}
+
+#else
+Test(embed, examples_not_built)
+{
+    cr_skip_test("examples are not built (KEEL_BUILD_EXAMPLES=OFF)");
+}
+#endif

@@ -17,6 +17,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <sys/stat.h>
+#endif
 
 #define LINE_CAP  65536u /* longest accepted line in bytes, without its end */
 #define SET_FILE  "--set"
@@ -517,6 +520,13 @@ int kl_config_parse_file(kl_config *cfg, const char *path, char *err, size_t err
     FILE *fp = fopen(path, "rb");
     if (!fp) {
         int e = errno;
+#ifdef _WIN32
+        /* Windows refuses to open a directory with EACCES: name the real
+         * problem, as the read error does on POSIX. */
+        struct _stat64 st;
+        if (e == EACCES && _stat64(path, &st) == 0 && (st.st_mode & _S_IFDIR))
+            e = EISDIR;
+#endif
         fail(err, errlen, path, 0, "cannot open: %s", strerror(e));
         return e == ENOENT ? KEEL_ERR_NOTFOUND : KEEL_ERR_IO;
     }

@@ -236,6 +236,8 @@ int kl_modules_load(keel_server *s)
     s->loading = 0;
     if (rc == KEEL_OK)
         rc = check_config(s);
+    if (rc == KEEL_OK)
+        rc = kl_http_prepare(s);
     return rc;
 }
 

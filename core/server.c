@@ -52,6 +52,7 @@ void keel_server_free(keel_server *s)
     if (s->settings_read)
         kl_settings_free(&s->settings);
     kl_registry_free(&s->registry);
+    kl_http_free(&s->http);
     free(s->builtins);
     free(s->exe_dir);
     uv_mutex_destroy(&s->lock);

@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include "config.h"
+#include "http/http.h"
 #include "platform.h"
 #include "registry.h"
 #include "settings.h"
@@ -54,6 +55,7 @@ struct keel_server {
     size_t nmodules;
     int loading; /* registries accept entries only while modules load */
     kl_registry registry;
+    kl_http http; /* routes and filters */
 
     kl_listener *listeners;
     size_t nlisteners;

@@ -17,6 +17,7 @@
 
 #include <stdarg.h>
 
+#include "http.h"
 #include "module.h"
 #include "types.h"
 

@@ -241,3 +241,193 @@ KEEL_FN(int, transport_deliver, (keel_conn *conn, const void *data, size_t len),
 
 /* Queues encoded bytes for the socket, copying them. */
 KEEL_FN(int, transport_send, (keel_conn *conn, const void *data, size_t len), (conn, data, len))
+
+/* ---- HTTP: requests (ABI 1.1) ---------------------------------------------
+ * For handlers and filters; worker thread of the request. A keel_request
+ * and its keel_response are valid from the first filter until the log phase
+ * returns. Views (keel_str) point into the request and share its lifetime
+ * unless said otherwise. */
+
+/* The method as sent ("GET"). */
+KEEL_FN(keel_str, request_method, (keel_request *req), (req))
+
+/* The request-target as sent, e.g. "/a%20b?x=1". */
+KEEL_FN(keel_str, request_target, (keel_request *req), (req))
+
+/* The path, percent-decoded and with "." and ".." segments resolved; always
+ * starts with "/". Requests whose path decodes to a NUL byte or climbs above
+ * the root are refused with 400 before any handler runs. */
+KEEL_FN(keel_str, request_path, (keel_request *req), (req))
+
+/* The raw query after '?', without it; ptr is NULL if there is none. */
+KEEL_FN(keel_str, request_query, (keel_request *req), (req))
+
+/* The first query parameter called name, percent-decoded ('+' is a space).
+ * KEEL_ERR_NOTFOUND if absent; out->ptr is then NULL. */
+KEEL_FN(int, request_query_param, (keel_request *req, const char *name, keel_str *out),
+        (req, name, out))
+
+/* The first header called name (case-insensitive); ptr NULL if absent. */
+KEEL_FN(keel_str, request_header, (keel_request *req, const char *name), (req, name))
+
+/* Headers in the order received. */
+KEEL_FN(size_t, request_header_count, (keel_request *req), (req))
+KEEL_FN(int, request_header_at, (keel_request *req, size_t index, keel_header *out),
+        (req, index, out))
+
+/* A route parameter (":name" in the pattern, "*" for the wildcard's match),
+ * percent-decoded; ptr NULL if the route has no such parameter. */
+KEEL_FN(keel_str, request_param, (keel_request *req, const char *name), (req, name))
+
+/* 10 for HTTP/1.0, 11 for HTTP/1.1. */
+KEEL_FN(int, request_version, (keel_request *req), (req))
+
+/* The connection the request came on: peer address, worker. */
+KEEL_FN(keel_conn *, request_conn, (keel_request *req), (req))
+
+/* Reads the whole body, up to max bytes (0: the protocol's limit), then
+ * calls cb. A larger body is answered 413 (cb gets KEEL_ERR_LIMIT). Call at
+ * most once, and not together with keel_request_stream_body. */
+KEEL_FN(int, request_read_body,
+        (keel_request *req, uint64_t max, keel_body_cb cb, void *userdata),
+        (req, max, cb, userdata))
+
+/* The body read by keel_request_read_body (ptr NULL before it completed;
+ * an empty body has ptr non-NULL and len 0). */
+KEEL_FN(keel_str, request_body, (keel_request *req), (req))
+
+/* Delivers the body piece by piece as it arrives. */
+KEEL_FN(int, request_stream_body, (keel_request *req, keel_body_chunk_cb cb, void *userdata),
+        (req, cb, userdata))
+
+/* One pointer of per-request data for each module (filters use it to pass
+ * state from one phase to the next). The module frees it, at the latest in
+ * its on_log. */
+KEEL_VFN(request_set_data, (keel_request *req, keel_module *module, void *data),
+         (req, module, data))
+KEEL_FN(void *, request_data, (keel_request *req, keel_module *module), (req, module))
+
+/* Runs work(userdata) on libuv's thread pool, then done(req, status,
+ * userdata) back on the request's worker. The request stays valid until
+ * done returns. KEEL_ERR_NOMEM, or KEEL_ERR_STATE if an offload is already
+ * running for this request. */
+KEEL_FN(int, offload,
+        (keel_request *req, keel_offload_fn work, keel_offload_done_fn done, void *userdata),
+        (req, work, done, userdata))
+
+/* ---- HTTP: responses (ABI 1.1) --------------------------------------------
+ * Headers can be changed until the head is sent (the first body byte, or
+ * the end); after that these return KEEL_ERR_STATE. Names are tokens
+ * (RFC 9110 5.1); a value containing CR, LF or NUL is refused with
+ * KEEL_ERR_INVAL, so a handler can never split a response. Strings are
+ * copied. */
+
+/* 200 unless set; 100..999. */
+KEEL_FN(int, response_set_status, (keel_response *res, int status), (res, status))
+KEEL_FN(int, response_status, (keel_response *res), (res))
+
+/* Replaces every header called name with one. */
+KEEL_FN(int, response_header_set, (keel_response *res, const char *name, const char *value),
+        (res, name, value))
+
+/* Adds one more header (Set-Cookie, say). */
+KEEL_FN(int, response_header_add, (keel_response *res, const char *name, const char *value),
+        (res, name, value))
+
+/* Removes every header called name; KEEL_ERR_NOTFOUND if there was none. */
+KEEL_FN(int, response_header_remove, (keel_response *res, const char *name), (res, name))
+
+/* The first response header called name (case-insensitive); ptr NULL if
+ * absent. Valid until the headers change. */
+KEEL_FN(keel_str, response_header, (keel_response *res, const char *name), (res, name))
+
+/* Sends the whole body and ends the response. The bytes are borrowed:
+ * free_fn(data, userdata) is called once they are no longer needed (at once
+ * on error); with free_fn NULL they must simply outlive the response. */
+KEEL_FN(int, response_send,
+        (keel_response *res, const void *data, size_t len, keel_free_fn free_fn, void *userdata),
+        (res, data, len, free_fn, userdata))
+
+/* The same with the bytes copied. */
+KEEL_FN(int, response_send_copy, (keel_response *res, const void *data, size_t len),
+        (res, data, len))
+
+/* Ends the response with the status's standard short text body (404 Not
+ * Found, ...), replacing the status. */
+KEEL_FN(int, response_send_status, (keel_response *res, int status), (res, status))
+
+/* Sends length bytes of an open file from offset and ends the response;
+ * the core closes fd afterwards if close_fd. Uses sendfile where the
+ * protocol and transport allow it. */
+KEEL_FN(int, response_send_file,
+        (keel_response *res, int fd, uint64_t offset, uint64_t length, int close_fd),
+        (res, fd, offset, length, close_fd))
+
+/* Streams a piece of the body (chunked on HTTP/1.1 unless a Content-Length
+ * was set). The bytes are borrowed until free_fn is called, which also
+ * tells that the peer is keeping up: write the next piece from there to
+ * stream at the peer's pace. */
+KEEL_FN(int, response_write,
+        (keel_response *res, const void *data, size_t len, keel_free_fn free_fn, void *userdata),
+        (res, data, len, free_fn, userdata))
+
+/* A trailer field, sent with the end of a streamed (chunked) response. */
+KEEL_FN(int, response_trailer_add, (keel_response *res, const char *name, const char *value),
+        (res, name, value))
+
+/* Ends a streamed response. */
+KEEL_FN(int, response_end, (keel_response *res), (res))
+
+/* Asks for the connection to close once this response is sent. */
+KEEL_VFN(response_close_connection, (keel_response *res), (res))
+
+/* For on_response_body filters only: passes bytes on to the next filter
+ * (and finally to the protocol). The bytes need only live until the call
+ * returns. */
+KEEL_FN(int, response_filter_emit,
+        (keel_response *res, const keel_buf *bufs, size_t nbufs, int last),
+        (res, bufs, nbufs, last))
+
+/* ---- HTTP: routes and filters (ABI 1.1) -----------------------------------
+ * From load (main thread) only. */
+
+/* Routes method + pattern to handler. method is a token such as "GET", or
+ * "*" for any method. pattern segments are literal, ":name" (one segment)
+ * or a final "*" (the rest of the path). The most specific route wins:
+ * literal over parameter over wildcard, segment by segment. A path that
+ * matches only other methods' routes is answered 405 with Allow; a path
+ * that matches nothing, 404. GET routes also answer HEAD. */
+KEEL_FN(int, route_add,
+        (keel_module *module, const char *method, const char *pattern, keel_http_handler handler,
+         void *userdata),
+        (module, method, pattern, handler, userdata))
+
+/* Adds a filter (see keel_http_filter); the struct is borrowed until
+ * unload. */
+KEEL_FN(int, http_filter_add, (keel_module *module, const keel_http_filter *filter),
+        (module, filter))
+
+/* ---- HTTP: for protocol modules (ABI 1.1) --------------------------------- */
+
+/* A request head was parsed on conn: creates the request. The head and its
+ * views must stay valid until sink->done. NULL if out of memory. */
+KEEL_FN(keel_request *, http_request_start,
+        (keel_conn *conn, const keel_http_sink *sink, void *exchange, const keel_http_head *head),
+        (conn, sink, exchange, head))
+
+/* Runs the exchange: request filters, router, handler. Answers 400 itself
+ * for an invalid path. */
+KEEL_VFN(http_request_dispatch, (keel_request *req), (req))
+
+/* Body bytes of the request, after sink->want_body (the data is copied or
+ * consumed during the call); last marks the end of the body. */
+KEEL_FN(int, http_request_body, (keel_request *req, const char *data, size_t len, int last),
+        (req, data, len, last))
+
+/* The connection is gone: the core finishes the exchange without calling
+ * the sink again (pending body and offload callbacks see KEEL_ERR_CLOSED)
+ * and frees the request when nothing refers to it any more. */
+KEEL_VFN(http_request_abort, (keel_request *req), (req))
+
+/* The reason phrase of a status ("Not Found"), or "" for an unknown one. */
+KEEL_FN(const char *, http_reason, (int status), (status))

@@ -33,7 +33,13 @@
 #define KEEL_HIDDEN
 #endif
 
-#if defined(__GNUC__) || defined(__clang__)
+#if defined(__MINGW32__)
+/* keel_log formats in the host, whose printf is C99's on every Windows
+ * build (UCRT, or mingw-w64's own with __USE_MINGW_ANSI_STDIO): check
+ * against that, not against old msvcrt's (GCC's "printf" there), which
+ * rejects %zu and %lld. */
+#define KEEL_PRINTF(fmt, args) __attribute__((format(gnu_printf, fmt, args)))
+#elif defined(__GNUC__) || defined(__clang__)
 #define KEEL_PRINTF(fmt, args) __attribute__((format(printf, fmt, args)))
 #else
 #define KEEL_PRINTF(fmt, args)

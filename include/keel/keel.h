@@ -8,6 +8,7 @@
 #include "version.h"
 #include "export.h"
 #include "types.h"
+#include "http.h"
 #include "module.h"
 #include "api.h"
 

@@ -1,0 +1,147 @@
+/* core/http/http.h — the protocol-neutral HTTP layer: requests, responses,
+ * the router and the filter phases. Worker thread only, except the
+ * registration functions (main thread, during load). */
+#ifndef KEEL_CORE_HTTP_H
+#define KEEL_CORE_HTTP_H
+
+#include <keel/http.h>
+#include <keel/types.h>
+#include <uv.h>
+
+typedef struct kl_route_node kl_route_node;
+
+/* One registered filter, in the host's layout, with its place. */
+typedef struct kl_filter {
+    keel_http_filter cb;
+    keel_module *owner;
+    size_t module_index;
+} kl_filter;
+
+/* Server-wide HTTP state: read-only once the modules have loaded. */
+typedef struct kl_http {
+    kl_route_node *routes;
+    kl_filter *filters; /* sorted into run order by kl_http_prepare */
+    size_t nfilters, filters_cap;
+    int has_body_filters;
+} kl_http;
+
+void kl_http_free(kl_http *http);
+
+/* Orders the filters once every module has loaded. */
+int kl_http_prepare(keel_server *server);
+
+/* ---- router ---- */
+
+#define KL_MAX_ROUTE_PARAMS 16
+
+typedef struct kl_route_match {
+    keel_http_handler handler;
+    void *userdata;
+    size_t nparams;
+    keel_str names[KL_MAX_ROUTE_PARAMS];
+    keel_str values[KL_MAX_ROUTE_PARAMS];
+    char allow[128]; /* for 405: the methods the path does have */
+} kl_route_match;
+
+int kl_router_add(kl_route_node **root, const char *method, const char *pattern,
+                  keel_http_handler handler, void *userdata);
+/* 200: found; 405: path known, method not (allow filled); 404. */
+int kl_router_match(const kl_route_node *root, keel_str method, keel_str path,
+                    kl_route_match *match);
+void kl_router_free(kl_route_node *root);
+
+/* ---- requests and responses ---- */
+
+/* A bump allocator for per-request strings: an inline first block, more
+ * blocks only for unusually large requests, all freed with the request. */
+typedef struct kl_arena_block kl_arena_block;
+typedef struct kl_arena {
+    char *at, *end;
+    kl_arena_block *blocks;
+} kl_arena;
+
+typedef struct kl_field {
+    keel_str name;
+    keel_str value;
+} kl_field;
+
+struct keel_response {
+    keel_request *req;
+    int status;
+    kl_field *headers;
+    size_t nheaders, headers_cap;
+    kl_field *trailers;
+    size_t ntrailers, trailers_cap;
+    int head_sent;
+    int ended;
+    int close_connection;
+    int64_t content_length; /* from a handler's Content-Length, else -1 */
+    size_t filter_pos;      /* body filter being run (keel_response_filter_emit) */
+    uint64_t body_bytes;
+    /* send_file */
+    int file_fd;
+    int file_close;
+    uint64_t file_offset, file_left;
+    char *file_buf;
+    uv_fs_t file_req;
+};
+
+enum { KL_BODY_NONE, KL_BODY_READ, KL_BODY_STREAM, KL_BODY_DONE };
+
+struct keel_request {
+    keel_server *server;
+    keel_worker *worker;
+    keel_conn *conn;
+    const keel_http_sink *sink;
+    keel_http_sink sink_copy; /* host-layout copy of the protocol's sink */
+    void *exchange;
+    keel_http_head head;
+    keel_str path;
+    keel_str query;
+    kl_route_match route;
+    struct keel_response res;
+    void **module_data;
+    uint64_t start_us;
+    int refs;          /* the exchange, pending writes, offload, the handler */
+    int aborted;       /* the connection went away */
+    int exchange_done; /* sink->done was called (or abort) */
+    int logged;
+    /* body */
+    int body_mode;
+    uint64_t body_max;
+    char *body;
+    size_t body_len, body_cap;
+    uint64_t body_received;
+    keel_body_cb body_cb;
+    keel_body_chunk_cb chunk_cb;
+    void *body_ud;
+    /* offload */
+    uv_work_t *work;
+    keel_offload_fn work_fn;
+    keel_offload_done_fn work_done;
+    void *work_ud;
+    kl_arena arena;
+    char inline_arena[512];
+};
+
+/* Copies len bytes into the request's arena (NUL-terminated). */
+char *kl_arena_dup(kl_arena *a, const char *s, size_t len);
+void *kl_arena_alloc(kl_arena *a, size_t size);
+
+void kl_request_ref(keel_request *req);
+void kl_request_unref(keel_request *req);
+
+/* Decodes the target's path into req->path (and req->query); 0 or 400. */
+int kl_request_parse_target(keel_request *req);
+
+/* The response has been handed over completely: log, then tell the
+ * protocol. */
+void kl_request_finish(keel_request *req);
+
+/* Ends the response with the status's short text body. */
+int kl_response_send_status(keel_response *res, int status);
+
+/* Body callbacks owed when the connection went away. */
+void kl_request_fail_body(keel_request *req, int status);
+
+#endif

@@ -1,0 +1,317 @@
+/* The exchange: request filters, routing, the handler, the log phase; and
+ * the registration of routes and filters, with their run order. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "log.h"
+#include "server.h"
+#include "util.h"
+#include "worker.h"
+
+/* ---- registration (main thread, during load) ---------------------------- */
+
+static int loading(keel_module *m, const char *what)
+{
+    if (m->server->loading)
+        return KEEL_OK;
+    kl_log(KEEL_LOG_ERROR, "module '%s': %s outside load()", m->name, what);
+    return KEEL_ERR_STATE;
+}
+
+int keel_route_add(keel_module *m, const char *method, const char *pattern,
+                   keel_http_handler handler, void *userdata)
+{
+    int rc = loading(m, "adds a route");
+    if (rc != KEEL_OK)
+        return rc;
+    rc = kl_router_add(&m->server->http.routes, method, pattern, handler, userdata);
+    if (rc == KEEL_ERR_EXISTS)
+        kl_log(KEEL_LOG_ERROR, "module '%s': route %s %s is already taken", m->name,
+               method ? method : "?", pattern ? pattern : "?");
+    else if (rc == KEEL_ERR_INVAL)
+        kl_log(KEEL_LOG_ERROR, "module '%s': invalid route %s %s", m->name, method ? method : "?",
+               pattern ? pattern : "?");
+    return rc;
+}
+
+int keel_http_filter_add(keel_module *m, const keel_http_filter *f)
+{
+    int rc = loading(m, "adds an HTTP filter");
+    if (rc != KEEL_OK)
+        return rc;
+    if (f == NULL || f->size < offsetof(keel_http_filter, on_request))
+        return KEEL_ERR_INVAL;
+    kl_http *http = &m->server->http;
+    if (kl_grow((void **)&http->filters, &http->filters_cap, http->nfilters + 1,
+                sizeof *http->filters) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    kl_filter *entry = &http->filters[http->nfilters++];
+    memset(entry, 0, sizeof *entry);
+    memcpy(&entry->cb, f, f->size < sizeof entry->cb ? f->size : sizeof entry->cb);
+    entry->cb.size = sizeof entry->cb;
+    entry->owner = m;
+    entry->module_index = m->index;
+    if (entry->cb.on_response_body != NULL)
+        http->has_body_filters = 1;
+    return KEEL_OK;
+}
+
+static int order_of(const kl_filter *f)
+{
+    return f->cb.order < 0 ? -1 : f->cb.order > 0 ? 1 : 0;
+}
+
+static void move_filter(kl_filter *list, size_t from, size_t to)
+{
+    kl_filter moving = list[from];
+    if (from < to)
+        memmove(&list[from], &list[from + 1], (to - from) * sizeof *list);
+    else
+        memmove(&list[to + 1], &list[to], (from - to) * sizeof *list);
+    list[to] = moving;
+}
+
+/* Coarse order first (FIRST, MIDDLE, LAST), then the config's module
+ * order; then "before"/"after" constraints move single filters, as
+ * Apache's hook ordering does. */
+int kl_http_prepare(keel_server *s)
+{
+    kl_http *http = &s->http;
+    kl_filter *f = http->filters;
+    size_t n = http->nfilters;
+    for (size_t i = 1; i < n; i++) /* insertion sort: stable, n is small */
+        for (size_t k = i; k > 0; k--) {
+            int a = order_of(&f[k - 1]), b = order_of(&f[k]);
+            if (a < b || (a == b && f[k - 1].module_index <= f[k].module_index))
+                break;
+            kl_filter t = f[k];
+            f[k] = f[k - 1];
+            f[k - 1] = t;
+        }
+    for (size_t pass = 0; pass <= n; pass++) {
+        int moved = 0;
+        for (size_t i = 0; i < n; i++) {
+            const char *before = f[i].cb.before, *after = f[i].cb.after;
+            for (size_t k = 0; before && k < i; k++)
+                if (strcmp(f[k].owner->name, before) == 0) {
+                    move_filter(f, i, k);
+                    moved = 1;
+                    break;
+                }
+            for (size_t k = n; after && k-- > i + 1;)
+                if (strcmp(f[k].owner->name, after) == 0) {
+                    move_filter(f, i, k);
+                    moved = 1;
+                    break;
+                }
+        }
+        if (!moved)
+            return KEEL_OK;
+    }
+    kl_log(KEEL_LOG_ERROR, "HTTP filters: contradictory before/after constraints");
+    return KEEL_ERR_CONFIG;
+}
+
+void kl_http_free(kl_http *http)
+{
+    kl_router_free(http->routes);
+    free(http->filters);
+    memset(http, 0, sizeof *http);
+}
+
+/* ---- the exchange ------------------------------------------------------ */
+
+void kl_request_finish(keel_request *req)
+{
+    if (req->logged)
+        return;
+    req->logged = 1;
+    const kl_http *http = &req->server->http;
+    keel_http_log_info info = {
+        sizeof info,
+        req->res.head_sent ? req->res.status : 0,
+        req->res.body_bytes,
+        req->body_received,
+        uv_hrtime() / 1000 - req->start_us,
+        req->res.ended && !req->aborted,
+    };
+    for (size_t i = 0; i < http->nfilters; i++)
+        if (http->filters[i].cb.on_log != NULL)
+            http->filters[i].cb.on_log(req, &req->res, &info, http->filters[i].cb.userdata);
+    if (!req->exchange_done) {
+        req->exchange_done = 1;
+        /* The protocol may go on with the next request from here: the
+         * head's views die now, which is why logging came first. */
+        req->sink->done(req->exchange, !req->res.close_connection);
+        kl_request_unref(req); /* the exchange's reference */
+    }
+}
+
+static void answer_error(keel_request *req, int status)
+{
+    if (!req->res.ended && !req->res.head_sent)
+        kl_response_send_status(&req->res, status);
+    else if (!req->res.ended)
+        kl_response_send_status(&req->res, status); /* cuts it short */
+}
+
+void keel_http_request_dispatch(keel_request *req)
+{
+    kl_request_ref(req);
+    keel_response *res = &req->res;
+    int status = kl_request_parse_target(req);
+    if (status != 0) {
+        answer_error(req, status);
+        goto out;
+    }
+    const kl_http *http = &req->server->http;
+    for (size_t i = 0; i < http->nfilters; i++) {
+        const kl_filter *f = &http->filters[i];
+        if (f->cb.on_request == NULL)
+            continue;
+        int rc = f->cb.on_request(req, res, f->cb.userdata);
+        if (rc < 0) {
+            answer_error(req, 500);
+            goto out;
+        }
+        if (rc == KEEL_HTTP_DONE)
+            goto out;
+    }
+    status = kl_router_match(http->routes, req->head.method, req->path, &req->route);
+    if (status != 200) {
+        answer_error(req, status);
+        goto out;
+    }
+    if (req->route.handler(req, res, req->route.userdata) < 0)
+        answer_error(req, 500);
+out:
+    kl_request_unref(req);
+}
+
+/* ---- offload ----------------------------------------------------------- */
+
+static void on_work(uv_work_t *work)
+{
+    keel_request *req = work->data;
+    req->work_fn(req->work_ud);
+}
+
+static void on_work_done(uv_work_t *work, int status)
+{
+    keel_request *req = work->data;
+    keel_offload_done_fn done = req->work_done;
+    req->work_fn = NULL;
+    req->work_done = NULL;
+    (void)status;
+    if (done != NULL)
+        done(req, req->aborted ? KEEL_ERR_CLOSED : KEEL_OK, req->work_ud);
+    kl_request_unref(req);
+}
+
+int keel_offload(keel_request *req, keel_offload_fn work, keel_offload_done_fn done, void *userdata)
+{
+    if (work == NULL)
+        return KEEL_ERR_INVAL;
+    if (req->work_fn != NULL)
+        return KEEL_ERR_STATE;
+    if (req->work == NULL && (req->work = malloc(sizeof *req->work)) == NULL)
+        return KEEL_ERR_NOMEM;
+    req->work->data = req;
+    req->work_fn = work;
+    req->work_done = done;
+    req->work_ud = userdata;
+    kl_request_ref(req);
+    if (uv_queue_work(&req->worker->loop, req->work, on_work, on_work_done) != 0) {
+        req->work_fn = NULL;
+        kl_request_unref(req);
+        return KEEL_ERR_IO;
+    }
+    return KEEL_OK;
+}
+
+/* ---- reason phrases (RFC 9110 15) --------------------------------------- */
+
+const char *keel_http_reason(int status)
+{
+    switch (status) {
+    case 100:
+        return "Continue";
+    case 101:
+        return "Switching Protocols";
+    case 200:
+        return "OK";
+    case 201:
+        return "Created";
+    case 202:
+        return "Accepted";
+    case 204:
+        return "No Content";
+    case 206:
+        return "Partial Content";
+    case 301:
+        return "Moved Permanently";
+    case 302:
+        return "Found";
+    case 303:
+        return "See Other";
+    case 304:
+        return "Not Modified";
+    case 307:
+        return "Temporary Redirect";
+    case 308:
+        return "Permanent Redirect";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 406:
+        return "Not Acceptable";
+    case 408:
+        return "Request Timeout";
+    case 409:
+        return "Conflict";
+    case 410:
+        return "Gone";
+    case 411:
+        return "Length Required";
+    case 412:
+        return "Precondition Failed";
+    case 413:
+        return "Content Too Large";
+    case 414:
+        return "URI Too Long";
+    case 415:
+        return "Unsupported Media Type";
+    case 416:
+        return "Range Not Satisfiable";
+    case 417:
+        return "Expectation Failed";
+    case 426:
+        return "Upgrade Required";
+    case 429:
+        return "Too Many Requests";
+    case 431:
+        return "Request Header Fields Too Large";
+    case 500:
+        return "Internal Server Error";
+    case 501:
+        return "Not Implemented";
+    case 502:
+        return "Bad Gateway";
+    case 503:
+        return "Service Unavailable";
+    case 504:
+        return "Gateway Timeout";
+    case 505:
+        return "HTTP Version Not Supported";
+    default:
+        return "";
+    }
+}

@@ -1,0 +1,512 @@
+/* Requests: creation from a protocol's head, the handler-facing accessors,
+ * path decoding, query parameters, request bodies and reference counting. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "http.h"
+#include "server.h"
+#include "worker.h"
+
+/* ---- arena ------------------------------------------------------------- */
+
+struct kl_arena_block {
+    kl_arena_block *next;
+};
+
+void *kl_arena_alloc(kl_arena *a, size_t size)
+{
+    size = (size + 7) & ~(size_t)7;
+    if ((size_t)(a->end - a->at) < size) {
+        size_t block = size + sizeof(kl_arena_block) > 4096 ? size + sizeof(kl_arena_block) : 4096;
+        kl_arena_block *b = malloc(block);
+        if (b == NULL)
+            return NULL;
+        b->next = a->blocks;
+        a->blocks = b;
+        a->at = (char *)(b + 1);
+        a->end = (char *)b + block;
+    }
+    void *p = a->at;
+    a->at += size;
+    return p;
+}
+
+char *kl_arena_dup(kl_arena *a, const char *s, size_t len)
+{
+    char *copy = kl_arena_alloc(a, len + 1);
+    if (copy != NULL) {
+        memcpy(copy, s, len);
+        copy[len] = '\0';
+    }
+    return copy;
+}
+
+static void arena_free(kl_arena *a)
+{
+    while (a->blocks != NULL) {
+        kl_arena_block *b = a->blocks;
+        a->blocks = b->next;
+        free(b);
+    }
+}
+
+/* ---- life cycle -------------------------------------------------------- */
+
+static uint64_t now_us(void)
+{
+    return uv_hrtime() / 1000;
+}
+
+keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sink, void *exchange,
+                                      const keel_http_head *head)
+{
+    if (sink == NULL || head == NULL ||
+        sink->size < offsetof(keel_http_sink, done) + sizeof(void *))
+        return NULL;
+    keel_request *req = calloc(1, sizeof *req);
+    if (req == NULL)
+        return NULL;
+    req->conn = conn;
+    req->worker = keel_conn_worker(conn);
+    req->server = req->worker->server;
+    memcpy(&req->sink_copy, sink,
+           sink->size < sizeof req->sink_copy ? sink->size : sizeof req->sink_copy);
+    req->sink = &req->sink_copy;
+    req->exchange = exchange;
+    memcpy(&req->head, head, head->size < sizeof req->head ? head->size : sizeof req->head);
+    req->head.size = sizeof req->head;
+    req->arena.at = req->inline_arena;
+    req->arena.end = req->inline_arena + sizeof req->inline_arena;
+    req->res.req = req;
+    req->res.status = 200;
+    req->res.content_length = -1;
+    req->res.file_fd = -1;
+    req->start_us = now_us();
+    req->refs = 2; /* the exchange (until done/abort) and the response (until ended) */
+    return req;
+}
+
+void kl_request_ref(keel_request *req)
+{
+    req->refs++;
+}
+
+void kl_request_unref(keel_request *req)
+{
+    if (--req->refs > 0)
+        return;
+    free(req->body);
+    free(req->work);
+    free(req->res.headers);
+    free(req->res.trailers);
+    free(req->res.file_buf);
+    free(req->module_data);
+    arena_free(&req->arena);
+    free(req);
+}
+
+void keel_http_request_abort(keel_request *req)
+{
+    if (req->aborted || req->exchange_done)
+        return;
+    req->aborted = 1;
+    req->exchange_done = 1;
+    kl_request_fail_body(req, KEEL_ERR_CLOSED);
+    if (!req->logged)
+        kl_request_finish(req); /* logs as not completed; no sink calls */
+    kl_request_unref(req);      /* the exchange's reference */
+}
+
+/* ---- the target -------------------------------------------------------- */
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Percent-decodes [s, s+len) into out (which has room for len bytes);
+ * returns the decoded length or -1 for a bad escape or a NUL byte. With
+ * plus_is_space, '+' decodes to ' ' (query strings). */
+static long decode(const char *s, size_t len, char *out, int plus_is_space)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        char c = s[i];
+        if (c == '%') {
+            int hi, lo;
+            if (i + 2 >= len || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+                return -1;
+            c = (char)(hi * 16 + lo);
+            if (c == '\0')
+                return -1;
+            i += 2;
+        } else if (c == '+' && plus_is_space) {
+            c = ' ';
+        }
+        out[o++] = c;
+    }
+    return (long)o;
+}
+
+/* Resolves "." and ".." segments in place (RFC 3986 5.2.4); -1 if ".."
+ * would climb above the root. */
+static long remove_dot_segments(char *path, size_t len)
+{
+    size_t out = 0;
+    size_t i = 0;
+    while (i < len) {
+        /* path[i] is '/' here: look at the segment after it. */
+        size_t start = i + 1, end = start;
+        while (end < len && path[end] != '/')
+            end++;
+        size_t seg = end - start;
+        if (seg == 1 && path[start] == '.') {
+            if (end == len)
+                path[out++] = '/';
+        } else if (seg == 2 && path[start] == '.' && path[start + 1] == '.') {
+            if (out == 0)
+                return -1;
+            while (out > 0 && path[out - 1] != '/')
+                out--;
+            if (out > 0)
+                out--;
+            if (end == len)
+                path[out++] = '/';
+        } else {
+            memmove(path + out, path + i, end - i);
+            out += end - i;
+        }
+        i = end;
+    }
+    if (out == 0)
+        path[out++] = '/';
+    return (long)out;
+}
+
+int kl_request_parse_target(keel_request *req)
+{
+    keel_str t = req->head.target;
+    const char *p = t.ptr, *end = t.ptr + t.len;
+    if (t.len == 1 && p[0] == '*') { /* OPTIONS * (RFC 9112 3.2.4) */
+        req->path = t;
+        return 0;
+    }
+    if (t.len > 0 && p[0] != '/') {
+        /* absolute-form: skip scheme "://" authority */
+        const char *colon = memchr(p, ':', t.len);
+        if (colon == NULL || end - colon < 3 || colon[1] != '/' || colon[2] != '/')
+            return 400;
+        p = colon + 3;
+        while (p < end && *p != '/' && *p != '?')
+            p++;
+    }
+    const char *q = memchr(p, '?', (size_t)(end - p));
+    const char *path_end = q ? q : end;
+    if (q != NULL)
+        req->query = (keel_str){q + 1, (size_t)(end - q - 1)};
+    if (path_end == p) {
+        req->path = (keel_str){"/", 1};
+        return 0;
+    }
+    if (*p != '/')
+        return 400;
+    /* The common path has no escape and no dot segment: it stays a view. */
+    size_t len = (size_t)(path_end - p);
+    int plain = memchr(p, '%', len) == NULL;
+    for (size_t i = 0; plain && i + 1 < len; i++)
+        if (p[i] == '/' && p[i + 1] == '.')
+            plain = 0;
+    if (plain) {
+        req->path = (keel_str){p, len};
+        return 0;
+    }
+    char *buf = kl_arena_alloc(&req->arena, len + 1);
+    if (buf == NULL)
+        return 500;
+    long n = decode(p, len, buf, 0);
+    if (n < 0)
+        return 400;
+    n = remove_dot_segments(buf, (size_t)n);
+    if (n < 0)
+        return 400;
+    buf[n] = '\0';
+    req->path = (keel_str){buf, (size_t)n};
+    return 0;
+}
+
+/* ---- accessors --------------------------------------------------------- */
+
+keel_str keel_request_method(keel_request *req)
+{
+    return req->head.method;
+}
+
+keel_str keel_request_target(keel_request *req)
+{
+    return req->head.target;
+}
+
+keel_str keel_request_path(keel_request *req)
+{
+    return req->path;
+}
+
+keel_str keel_request_query(keel_request *req)
+{
+    return req->query;
+}
+
+int keel_request_query_param(keel_request *req, const char *name, keel_str *out)
+{
+    size_t nlen = strlen(name);
+    keel_str q = req->query;
+    *out = (keel_str){NULL, 0};
+    const char *p = q.ptr, *end = q.ptr + q.len;
+    while (p != NULL && p < end) {
+        const char *amp = memchr(p, '&', (size_t)(end - p));
+        const char *pend = amp ? amp : end;
+        const char *eq = memchr(p, '=', (size_t)(pend - p));
+        const char *kend = eq ? eq : pend;
+        char key[256];
+        long klen = (size_t)(kend - p) < sizeof key ? decode(p, (size_t)(kend - p), key, 1) : -1;
+        if (klen == (long)nlen && memcmp(key, name, nlen) == 0) {
+            const char *v = eq ? eq + 1 : pend;
+            size_t vlen = (size_t)(pend - v);
+            char *buf = kl_arena_alloc(&req->arena, vlen + 1);
+            if (buf == NULL)
+                return KEEL_ERR_NOMEM;
+            long n = decode(v, vlen, buf, 1);
+            if (n < 0)
+                return KEEL_ERR_INVAL;
+            buf[n] = '\0';
+            *out = (keel_str){buf, (size_t)n};
+            return KEEL_OK;
+        }
+        p = amp ? amp + 1 : end;
+    }
+    return KEEL_ERR_NOTFOUND;
+}
+
+static int name_equals(keel_str a, const char *b, size_t blen)
+{
+    if (a.len != blen)
+        return 0;
+    for (size_t i = 0; i < blen; i++) {
+        char x = a.ptr[i], y = b[i];
+        if (x >= 'A' && x <= 'Z')
+            x = (char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = (char)(y - 'A' + 'a');
+        if (x != y)
+            return 0;
+    }
+    return 1;
+}
+
+keel_str keel_request_header(keel_request *req, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < req->head.nheaders; i++)
+        if (name_equals(req->head.headers[i].name, name, len))
+            return req->head.headers[i].value;
+    return (keel_str){NULL, 0};
+}
+
+size_t keel_request_header_count(keel_request *req)
+{
+    return req->head.nheaders;
+}
+
+int keel_request_header_at(keel_request *req, size_t index, keel_header *out)
+{
+    if (index >= req->head.nheaders)
+        return KEEL_ERR_NOTFOUND;
+    *out = req->head.headers[index];
+    return KEEL_OK;
+}
+
+keel_str keel_request_param(keel_request *req, const char *name)
+{
+    size_t len = strlen(name);
+    for (size_t i = 0; i < req->route.nparams; i++)
+        if (req->route.names[i].len == len && memcmp(req->route.names[i].ptr, name, len) == 0)
+            return req->route.values[i];
+    return (keel_str){NULL, 0};
+}
+
+int keel_request_version(keel_request *req)
+{
+    return req->head.version;
+}
+
+keel_conn *keel_request_conn(keel_request *req)
+{
+    return req->conn;
+}
+
+void keel_request_set_data(keel_request *req, keel_module *module, void *data)
+{
+    if (req->module_data == NULL) {
+        if (data == NULL)
+            return;
+        req->module_data = calloc(req->server->nmodules, sizeof *req->module_data);
+        if (req->module_data == NULL)
+            return;
+    }
+    req->module_data[module->index] = data;
+}
+
+void *keel_request_data(keel_request *req, keel_module *module)
+{
+    return req->module_data ? req->module_data[module->index] : NULL;
+}
+
+/* ---- body -------------------------------------------------------------- */
+
+static void body_complete(keel_request *req, int status)
+{
+    keel_body_cb cb = req->body_cb;
+    keel_body_chunk_cb chunk = req->chunk_cb;
+    int mode = req->body_mode;
+    req->body_mode = KL_BODY_DONE;
+    req->body_cb = NULL;
+    req->chunk_cb = NULL;
+    if (mode == KL_BODY_READ && cb != NULL)
+        cb(req, status, req->body_ud);
+    else if (mode == KL_BODY_STREAM && chunk != NULL && status == KEEL_OK)
+        chunk(req, NULL, 0, 1, req->body_ud);
+}
+
+void kl_request_fail_body(keel_request *req, int status)
+{
+    if (req->body_mode == KL_BODY_READ || req->body_mode == KL_BODY_STREAM) {
+        kl_request_ref(req);
+        body_complete(req, status);
+        kl_request_unref(req);
+    }
+}
+
+static void on_empty_body(keel_conn *conn, int status, void *userdata)
+{
+    keel_request *req = userdata;
+    (void)conn;
+    (void)status;
+    if (req->body_mode != KL_BODY_DONE)
+        body_complete(req, req->aborted ? KEEL_ERR_CLOSED : KEEL_OK);
+    kl_request_unref(req);
+}
+
+static int start_body(keel_request *req, int mode, uint64_t max)
+{
+    if (req->body_mode != KL_BODY_NONE)
+        return KEEL_ERR_STATE;
+    if (req->aborted)
+        return KEEL_ERR_CLOSED;
+    req->body_mode = mode;
+    req->body_max = max;
+    if (req->head.content_length > 0 && max > 0 && (uint64_t)req->head.content_length > max) {
+        kl_response_send_status(&req->res, 413);
+        req->res.close_connection = 1;
+        kl_request_fail_body(req, KEEL_ERR_LIMIT);
+        return KEEL_OK;
+    }
+    if (req->head.content_length == 0) {
+        /* Nothing to read: complete from the loop, not inside this call. */
+        kl_request_ref(req);
+        if (kl_worker_defer_write_cb(req->worker, req->conn, on_empty_body, req, KEEL_OK) !=
+            KEEL_OK) {
+            kl_request_unref(req);
+            return KEEL_ERR_NOMEM;
+        }
+        return KEEL_OK;
+    }
+    if (req->sink->want_body != NULL)
+        req->sink->want_body(req->exchange);
+    return KEEL_OK;
+}
+
+int keel_request_read_body(keel_request *req, uint64_t max, keel_body_cb cb, void *userdata)
+{
+    if (cb == NULL)
+        return KEEL_ERR_INVAL;
+    req->body_cb = cb;
+    req->body_ud = userdata;
+    int rc = start_body(req, KL_BODY_READ, max);
+    if (rc != KEEL_OK)
+        req->body_cb = NULL;
+    return rc;
+}
+
+int keel_request_stream_body(keel_request *req, keel_body_chunk_cb cb, void *userdata)
+{
+    if (cb == NULL)
+        return KEEL_ERR_INVAL;
+    req->chunk_cb = cb;
+    req->body_ud = userdata;
+    int rc = start_body(req, KL_BODY_STREAM, 0);
+    if (rc != KEEL_OK)
+        req->chunk_cb = NULL;
+    return rc;
+}
+
+keel_str keel_request_body(keel_request *req)
+{
+    if (req->body_mode != KL_BODY_DONE || req->body_cb != NULL)
+        return (keel_str){NULL, 0};
+    return (keel_str){req->body ? req->body : "", req->body_len};
+}
+
+int keel_http_request_body(keel_request *req, const char *data, size_t len, int last)
+{
+    if (req->aborted)
+        return KEEL_ERR_CLOSED;
+    if (req->body_mode != KL_BODY_READ && req->body_mode != KL_BODY_STREAM)
+        return KEEL_OK; /* nobody wants it: dropped */
+    req->body_received += len;
+    if (req->body_mode == KL_BODY_READ) {
+        if (req->body_max > 0 && req->body_received > req->body_max) {
+            kl_response_send_status(&req->res, 413);
+            req->res.close_connection = 1;
+            kl_request_fail_body(req, KEEL_ERR_LIMIT);
+            return KEEL_ERR_LIMIT;
+        }
+        if (req->body_len + len > req->body_cap) {
+            size_t cap = req->body_cap ? req->body_cap : 4096;
+            while (cap < req->body_len + len)
+                cap *= 2;
+            char *grown = realloc(req->body, cap);
+            if (grown == NULL) {
+                kl_response_send_status(&req->res, 500);
+                kl_request_fail_body(req, KEEL_ERR_NOMEM);
+                return KEEL_ERR_NOMEM;
+            }
+            req->body = grown;
+            req->body_cap = cap;
+        }
+        if (len > 0)
+            memcpy(req->body + req->body_len, data, len);
+        req->body_len += len;
+        if (last) {
+            kl_request_ref(req);
+            body_complete(req, KEEL_OK);
+            kl_request_unref(req);
+        }
+    } else {
+        kl_request_ref(req);
+        if (len > 0 || last)
+            req->chunk_cb(req, data, len, last, req->body_ud);
+        if (last) {
+            req->body_mode = KL_BODY_DONE;
+            req->chunk_cb = NULL;
+        }
+        kl_request_unref(req);
+    }
+    return KEEL_OK;
+}

@@ -1,0 +1,565 @@
+/* Responses: status and headers, the response filters, and handing the
+ * head and body to the protocol's sink (whole, streamed, or from a file). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "http.h"
+#include "server.h"
+#include "worker.h"
+
+#define FILE_CHUNK (64 * 1024)
+
+/* ---- validation -------------------------------------------------------- */
+
+/* RFC 9110 5.1: field names are tokens. */
+static int valid_name(const char *n)
+{
+    if (n == NULL || *n == '\0')
+        return 0;
+    for (; *n; n++) {
+        unsigned char c = (unsigned char)*n;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr("!#$%&'*+-.^_`|~", c)))
+            return 0;
+    }
+    return 1;
+}
+
+/* RFC 9110 5.5: no CR, LF or other control characters (HTAB aside). This
+ * is what makes response splitting impossible through keel's API. */
+static int valid_value(const char *v)
+{
+    if (v == NULL)
+        return 0;
+    for (; *v; v++) {
+        unsigned char c = (unsigned char)*v;
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+static int name_is(keel_str a, const char *b)
+{
+    size_t len = strlen(b);
+    if (a.len != len)
+        return 0;
+    for (size_t i = 0; i < len; i++) {
+        char x = a.ptr[i], y = b[i];
+        if (x >= 'A' && x <= 'Z')
+            x = (char)(x - 'A' + 'a');
+        if (y >= 'A' && y <= 'Z')
+            y = (char)(y - 'A' + 'a');
+        if (x != y)
+            return 0;
+    }
+    return 1;
+}
+
+/* ---- status and headers ------------------------------------------------ */
+
+int keel_response_set_status(keel_response *res, int status)
+{
+    if (res->head_sent || res->ended)
+        return KEEL_ERR_STATE;
+    if (status < 100 || status > 999)
+        return KEEL_ERR_INVAL;
+    res->status = status;
+    return KEEL_OK;
+}
+
+int keel_response_status(keel_response *res)
+{
+    return res->status;
+}
+
+static int add_field(keel_request *req, kl_field **list, size_t *n, size_t *cap, const char *name,
+                     const char *value)
+{
+    if (!valid_name(name) || !valid_value(value))
+        return KEEL_ERR_INVAL;
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        kl_field *grown = realloc(*list, c * sizeof *grown);
+        if (grown == NULL)
+            return KEEL_ERR_NOMEM;
+        *list = grown;
+        *cap = c;
+    }
+    size_t nl = strlen(name), vl = strlen(value);
+    char *copy = kl_arena_alloc(&req->arena, nl + vl + 2);
+    if (copy == NULL)
+        return KEEL_ERR_NOMEM;
+    memcpy(copy, name, nl + 1);
+    memcpy(copy + nl + 1, value, vl + 1);
+    (*list)[(*n)++] = (kl_field){{copy, nl}, {copy + nl + 1, vl}};
+    return KEEL_OK;
+}
+
+int keel_response_header_remove(keel_response *res, const char *name)
+{
+    if (res->head_sent)
+        return KEEL_ERR_STATE;
+    size_t out = 0;
+    for (size_t i = 0; i < res->nheaders; i++)
+        if (!name_is(res->headers[i].name, name))
+            res->headers[out++] = res->headers[i];
+    int found = out != res->nheaders;
+    res->nheaders = out;
+    return found ? KEEL_OK : KEEL_ERR_NOTFOUND;
+}
+
+int keel_response_header_add(keel_response *res, const char *name, const char *value)
+{
+    if (res->head_sent)
+        return KEEL_ERR_STATE;
+    return add_field(res->req, &res->headers, &res->nheaders, &res->headers_cap, name, value);
+}
+
+int keel_response_header_set(keel_response *res, const char *name, const char *value)
+{
+    if (res->head_sent)
+        return KEEL_ERR_STATE;
+    if (!valid_name(name) || !valid_value(value))
+        return KEEL_ERR_INVAL;
+    keel_response_header_remove(res, name);
+    return keel_response_header_add(res, name, value);
+}
+
+keel_str keel_response_header(keel_response *res, const char *name)
+{
+    for (size_t i = 0; i < res->nheaders; i++)
+        if (name_is(res->headers[i].name, name))
+            return res->headers[i].value;
+    return (keel_str){NULL, 0};
+}
+
+int keel_response_trailer_add(keel_response *res, const char *name, const char *value)
+{
+    if (res->ended)
+        return KEEL_ERR_STATE;
+    return add_field(res->req, &res->trailers, &res->ntrailers, &res->trailers_cap, name, value);
+}
+
+void keel_response_close_connection(keel_response *res)
+{
+    res->close_connection = 1;
+}
+
+/* ---- sending ----------------------------------------------------------- */
+
+/* The server's filters in run order, and the protocol's sink. */
+static const kl_http *http_of(keel_request *req)
+{
+    return &req->server->http;
+}
+
+/* Framing is the protocol's: the handler's Content-Length (checked) and
+ * Transfer-Encoding become the content_length argument; Connection: close
+ * becomes close_connection. */
+static int64_t take_framing(keel_response *res)
+{
+    int64_t length = -1;
+    keel_str cl = keel_response_header(res, "Content-Length");
+    if (cl.ptr != NULL) {
+        int64_t v = 0;
+        int ok = cl.len > 0 && cl.len < 19;
+        for (size_t i = 0; ok && i < cl.len; i++) {
+            ok = cl.ptr[i] >= '0' && cl.ptr[i] <= '9';
+            v = v * 10 + (cl.ptr[i] - '0');
+        }
+        if (ok)
+            length = v;
+        keel_response_header_remove(res, "Content-Length");
+    }
+    keel_response_header_remove(res, "Transfer-Encoding");
+    keel_str conn = keel_response_header(res, "Connection");
+    if (conn.ptr != NULL) {
+        if (name_is(conn, "close"))
+            res->close_connection = 1;
+        keel_response_header_remove(res, "Connection");
+    }
+    return length;
+}
+
+/* Runs the head filters and sends the head (once). content_length: the
+ * body's size if the caller knows it, else -1. */
+static int send_head(keel_response *res, int64_t content_length)
+{
+    keel_request *req = res->req;
+    if (res->head_sent)
+        return KEEL_OK;
+    const kl_http *http = http_of(req);
+    for (size_t i = 0; i < http->nfilters; i++)
+        if (http->filters[i].cb.on_response_head != NULL)
+            http->filters[i].cb.on_response_head(req, res, http->filters[i].cb.userdata);
+    int64_t declared = take_framing(res);
+    if (content_length < 0)
+        content_length = declared;
+    /* A body filter may change the length (compression): then it is not
+     * known in advance unless a filter set it again. */
+    if (http->has_body_filters && declared < 0)
+        content_length = -1;
+    res->content_length = content_length;
+    res->head_sent = 1;
+    if (req->aborted)
+        return KEEL_ERR_CLOSED;
+    keel_header small[16];
+    keel_header *hs = res->nheaders <= 16 ? small : malloc(res->nheaders * sizeof *hs);
+    if (hs == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < res->nheaders; i++)
+        hs[i] = (keel_header){res->headers[i].name, res->headers[i].value};
+    int rc = req->sink->send_head(req->exchange, res->status, hs, res->nheaders, content_length);
+    if (hs != small)
+        free(hs);
+    return rc;
+}
+
+static void free_block(void *data, void *userdata)
+{
+    (void)userdata;
+    free(data);
+}
+
+/* A borrowed body piece on its way: released when the protocol is done. */
+typedef struct body_piece {
+    keel_request *req;
+    keel_free_fn free_fn;
+    void *data;
+    void *userdata;
+} body_piece;
+
+static void on_piece_written(keel_conn *conn, int status, void *userdata)
+{
+    body_piece *piece = userdata;
+    (void)conn;
+    (void)status;
+    if (piece->free_fn != NULL)
+        piece->free_fn(piece->data, piece->userdata);
+    kl_request_unref(piece->req);
+    free(piece);
+}
+
+static void trailers_view(keel_response *res, keel_header *out)
+{
+    for (size_t i = 0; i < res->ntrailers; i++)
+        out[i] = (keel_header){res->trailers[i].name, res->trailers[i].value};
+}
+
+/* The end of the filter chain: hands bytes to the protocol. With `owned`
+ * the caller's bytes outlive the write (borrowed, released by piece);
+ * otherwise they are copied here. */
+static int to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int last,
+                   body_piece *piece)
+{
+    keel_request *req = res->req;
+    keel_header trailers[32];
+    size_t ntrailers = 0;
+    if (last && res->ntrailers > 0) {
+        ntrailers = res->ntrailers < 32 ? res->ntrailers : 32;
+        trailers_view(res, trailers);
+    }
+    for (size_t i = 0; i < nbufs; i++)
+        res->body_bytes += bufs[i].len;
+    keel_buf one;
+    if (piece == NULL) {
+        /* Copy: the bytes come from a filter and die when it returns. */
+        size_t total = 0;
+        for (size_t i = 0; i < nbufs; i++)
+            total += bufs[i].len;
+        if (total == 0)
+            return req->sink->send_body(req->exchange, NULL, 0, last, trailers, ntrailers, NULL,
+                                        NULL);
+        char *copy = malloc(total);
+        piece = malloc(sizeof *piece);
+        if (copy == NULL || piece == NULL) {
+            free(copy);
+            free(piece);
+            return KEEL_ERR_NOMEM;
+        }
+        size_t at = 0;
+        for (size_t i = 0; i < nbufs; i++) {
+            memcpy(copy + at, bufs[i].base, bufs[i].len);
+            at += bufs[i].len;
+        }
+        *piece = (body_piece){req, free_block, copy, NULL};
+        one = (keel_buf){copy, total};
+        bufs = &one;
+        nbufs = 1;
+    }
+    kl_request_ref(req);
+    int rc = req->sink->send_body(req->exchange, bufs, nbufs, last, trailers, ntrailers,
+                                  on_piece_written, piece);
+    if (rc != KEEL_OK)
+        on_piece_written(NULL, rc, piece);
+    return rc;
+}
+
+/* Runs the body filters from position `from`. */
+static int run_body_filters(keel_response *res, size_t from, const keel_buf *bufs, size_t nbufs,
+                            int last)
+{
+    const kl_http *http = http_of(res->req);
+    for (size_t i = from; i < http->nfilters; i++) {
+        if (http->filters[i].cb.on_response_body == NULL)
+            continue;
+        size_t saved = res->filter_pos;
+        res->filter_pos = i + 1;
+        int rc = http->filters[i].cb.on_response_body(res->req, res, bufs, nbufs, last,
+                                                      http->filters[i].cb.userdata);
+        res->filter_pos = saved;
+        return rc;
+    }
+    return to_sink(res, bufs, nbufs, last, NULL);
+}
+
+int keel_response_filter_emit(keel_response *res, const keel_buf *bufs, size_t nbufs, int last)
+{
+    if (res->req->aborted)
+        return KEEL_ERR_CLOSED;
+    return run_body_filters(res, res->filter_pos, bufs, nbufs, last);
+}
+
+/* Sends one body piece: straight to the protocol without copying when no
+ * filter wants the body, else through the filters (which copy). */
+static int send_piece(keel_response *res, const void *data, size_t len, int last,
+                      keel_free_fn free_fn, void *userdata)
+{
+    keel_request *req = res->req;
+    keel_buf buf = {data, len};
+    if (http_of(req)->has_body_filters) {
+        int rc = run_body_filters(res, 0, &buf, len ? 1 : 0, last);
+        if (free_fn != NULL)
+            free_fn((void *)data, userdata);
+        return rc;
+    }
+    body_piece *piece = NULL;
+    if (free_fn != NULL || len > 0) {
+        if ((piece = malloc(sizeof *piece)) == NULL) {
+            if (free_fn != NULL)
+                free_fn((void *)data, userdata);
+            return KEEL_ERR_NOMEM;
+        }
+        *piece = (body_piece){req, free_fn, (void *)data, userdata};
+    }
+    if (piece == NULL)
+        return to_sink(res, NULL, 0, last, NULL);
+    return to_sink(res, &buf, len ? 1 : 0, last, piece);
+}
+
+/* The response is complete: the log phase, then the protocol may go on. */
+static void end_response(keel_response *res)
+{
+    keel_request *req = res->req;
+    res->ended = 1;
+    kl_request_finish(req);
+    kl_request_unref(req); /* the response's reference */
+}
+
+/* Common refusal: the response cannot take this (ended, or the client
+ * went away); borrowed bytes are released at once either way. */
+static int refuse(keel_response *res, const void *data, keel_free_fn free_fn, void *userdata)
+{
+    if (free_fn != NULL)
+        free_fn((void *)data, userdata);
+    if (res->ended)
+        return KEEL_ERR_STATE;
+    end_response(res);
+    return KEEL_ERR_CLOSED;
+}
+
+int keel_response_send(keel_response *res, const void *data, size_t len, keel_free_fn free_fn,
+                       void *userdata)
+{
+    if (res->ended || res->req->aborted)
+        return refuse(res, data, free_fn, userdata);
+    if (res->head_sent) {
+        if (free_fn != NULL)
+            free_fn((void *)data, userdata);
+        return KEEL_ERR_STATE;
+    }
+    int rc = send_head(res, (int64_t)len);
+    if (rc == KEEL_OK)
+        rc = send_piece(res, data, len, 1, free_fn, userdata);
+    else if (free_fn != NULL)
+        free_fn((void *)data, userdata);
+    end_response(res);
+    return rc;
+}
+
+int keel_response_send_copy(keel_response *res, const void *data, size_t len)
+{
+    if (res->ended || res->req->aborted)
+        return refuse(res, NULL, NULL, NULL);
+    void *copy = malloc(len ? len : 1);
+    if (copy == NULL)
+        return KEEL_ERR_NOMEM;
+    memcpy(copy, data, len);
+    return keel_response_send(res, copy, len, free_block, NULL);
+}
+
+int kl_response_send_status(keel_response *res, int status)
+{
+    if (res->ended)
+        return KEEL_ERR_STATE;
+    if (res->head_sent) {
+        /* Too late for a status: cut the response short. */
+        res->close_connection = 1;
+        int rc = send_piece(res, NULL, 0, 1, NULL, NULL);
+        end_response(res);
+        return rc;
+    }
+    res->status = status;
+    res->nheaders = 0;
+    const char *reason = keel_http_reason(status);
+    char text[96];
+    int n = snprintf(text, sizeof text, "%d %s\n", status, reason);
+    keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
+    if (status == 405 && res->req->route.allow[0] != '\0')
+        keel_response_header_set(res, "Allow", res->req->route.allow);
+    if (status == 400 || status == 408 || status == 413 || status == 414 || status == 431)
+        res->close_connection = 1;
+    return keel_response_send_copy(res, text, (size_t)n);
+}
+
+int keel_response_send_status(keel_response *res, int status)
+{
+    if (status < 100 || status > 999)
+        return KEEL_ERR_INVAL;
+    return kl_response_send_status(res, status);
+}
+
+int keel_response_write(keel_response *res, const void *data, size_t len, keel_free_fn free_fn,
+                        void *userdata)
+{
+    if (res->ended || res->req->aborted) {
+        if (free_fn != NULL)
+            free_fn((void *)data, userdata);
+        return res->ended ? KEEL_ERR_STATE : KEEL_ERR_CLOSED;
+    }
+    int rc = send_head(res, -1);
+    if (rc != KEEL_OK) {
+        if (free_fn != NULL)
+            free_fn((void *)data, userdata);
+        return rc;
+    }
+    if (len == 0) {
+        if (free_fn != NULL)
+            free_fn((void *)data, userdata);
+        return KEEL_OK;
+    }
+    return send_piece(res, data, len, 0, free_fn, userdata);
+}
+
+int keel_response_end(keel_response *res)
+{
+    if (res->ended)
+        return KEEL_ERR_STATE;
+    if (res->req->aborted)
+        return refuse(res, NULL, NULL, NULL);
+    int rc = send_head(res, res->head_sent ? -1 : 0);
+    if (rc == KEEL_OK)
+        rc = send_piece(res, NULL, 0, 1, NULL, NULL);
+    end_response(res);
+    return rc;
+}
+
+/* ---- files ------------------------------------------------------------- */
+
+static void read_next(keel_response *res);
+
+static void file_done(keel_response *res)
+{
+    if (res->file_close && res->file_fd >= 0) {
+        uv_fs_t req;
+        uv_fs_close(NULL, &req, res->file_fd, NULL);
+        uv_fs_req_cleanup(&req);
+    }
+    res->file_fd = -1;
+}
+
+static void on_chunk_sent(void *data, void *userdata)
+{
+    keel_response *res = userdata;
+    (void)data;
+    if (res->req->aborted || res->file_left == 0) {
+        if (!res->ended)
+            end_response(res);
+        file_done(res);
+        kl_request_unref(res->req); /* the transfer's reference */
+        return;
+    }
+    read_next(res);
+}
+
+static void on_file_read(uv_fs_t *fs)
+{
+    keel_response *res = fs->data;
+    ssize_t n = fs->result;
+    uv_fs_req_cleanup(fs);
+    if (res->req->aborted || n <= 0) {
+        /* A short file: the promised length cannot be kept, so the
+         * connection must close (the client sees a truncated body). */
+        res->close_connection = 1;
+        if (!res->ended) {
+            if (!res->req->aborted)
+                send_piece(res, NULL, 0, 1, NULL, NULL);
+            end_response(res);
+        }
+        file_done(res);
+        kl_request_unref(res->req);
+        return;
+    }
+    res->file_offset += (uint64_t)n;
+    res->file_left -= (uint64_t)n;
+    int last = res->file_left == 0;
+    send_piece(res, res->file_buf, (size_t)n, last, on_chunk_sent, res);
+    if (last)
+        end_response(res);
+}
+
+static void read_next(keel_response *res)
+{
+    size_t want = res->file_left < FILE_CHUNK ? (size_t)res->file_left : FILE_CHUNK;
+    uv_buf_t buf = uv_buf_init(res->file_buf, (unsigned)want);
+    res->file_req.data = res;
+    if (uv_fs_read(&res->req->worker->loop, &res->file_req, res->file_fd, &buf, 1,
+                   (int64_t)res->file_offset, on_file_read) != 0) {
+        res->file_req.result = -1;
+        on_file_read(&res->file_req);
+    }
+}
+
+int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_t length,
+                            int close_fd)
+{
+    keel_request *req = res->req;
+    res->file_fd = fd;
+    res->file_close = close_fd;
+    if (res->ended || res->head_sent || req->aborted) {
+        file_done(res);
+        return res->ended || res->head_sent ? KEEL_ERR_STATE : refuse(res, NULL, NULL, NULL);
+    }
+    int rc = send_head(res, (int64_t)length);
+    keel_str method = req->head.method;
+    int head_only = method.len == 4 && memcmp(method.ptr, "HEAD", 4) == 0;
+    if (rc != KEEL_OK || length == 0 || head_only) {
+        if (rc == KEEL_OK)
+            rc = send_piece(res, NULL, 0, 1, NULL, NULL);
+        file_done(res);
+        end_response(res);
+        return rc;
+    }
+    if (res->file_buf == NULL &&
+        (res->file_buf = malloc(length < FILE_CHUNK ? (size_t)length : FILE_CHUNK)) == NULL) {
+        file_done(res);
+        return KEEL_ERR_NOMEM;
+    }
+    res->file_offset = offset;
+    res->file_left = length;
+    kl_request_ref(req);
+    read_next(res);
+    return KEEL_OK;
+}

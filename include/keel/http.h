@@ -1,0 +1,167 @@
+/* keel/http.h — the types of keel's protocol-neutral HTTP layer (ABI 1.1).
+ *
+ * The HTTP layer lives in the core: request and response handles, the
+ * router and the middleware phases. Protocol modules (http1 today, an
+ * HTTP/2 module tomorrow) turn bytes into requests with the keel_http_*
+ * functions and turn responses back into bytes through a keel_http_sink;
+ * handler and middleware modules see only keel_request and keel_response.
+ *
+ * Phases of one exchange, in order:
+ *   request filters   (on_request: auth, limits, CORS; may answer early)
+ *   router + handler  (keel_route_add)
+ *   response filters  (on_response_head, once, before the head is sent;
+ *                      on_response_body, chunk by chunk)
+ *   log               (on_log, after the response is complete)
+ * Filters run in the order of the config's module list unless a filter
+ * asks for a place (order, before, after).
+ */
+#ifndef KEEL_HTTP_H
+#define KEEL_HTTP_H
+
+#include "types.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct keel_request keel_request;   /* one request; valid until its log phase ends */
+typedef struct keel_response keel_response; /* the response to it; same lifetime */
+
+/* A borrowed string: not NUL-terminated, ptr is NULL for "absent". Arrays of
+ * these cross the boundary, so this struct never grows. */
+typedef struct keel_str {
+    const char *ptr;
+    size_t len;
+} keel_str;
+
+/* One header field, as views. Never grows. */
+typedef struct keel_header {
+    keel_str name;
+    keel_str value;
+} keel_header;
+
+/* What filters and handlers return. */
+enum {
+    KEEL_HTTP_NEXT = 0, /* go on to the next filter / the router */
+    KEEL_HTTP_DONE = 1  /* this filter answered (or will, asynchronously) */
+};
+
+/* A handler: answer with the keel_response_* functions, now or later (from
+ * a timer, an offload's completion, a post). Return KEEL_OK, or a negative
+ * status to have the core answer 500 (only if nothing was sent yet). */
+typedef int (*keel_http_handler)(keel_request *req, keel_response *res, void *userdata);
+
+/* Called once the request body has been read whole (status KEEL_OK; the
+ * body is then keel_request_body()), or could not be (KEEL_ERR_LIMIT: it
+ * exceeded the limit and 413 is being sent; KEEL_ERR_CLOSED). */
+typedef void (*keel_body_cb)(keel_request *req, int status, void *userdata);
+
+/* Streaming body delivery: called for each piece (valid during the call
+ * only), with last != 0 on the final call (len may be 0 then). */
+typedef void (*keel_body_chunk_cb)(keel_request *req, const char *data, size_t len, int last,
+                                   void *userdata);
+
+/* Runs on libuv's thread pool: it may block, and must not call keel. */
+typedef void (*keel_offload_fn)(void *userdata);
+/* Runs back on the request's worker thread when the offloaded work is done
+ * (status KEEL_ERR_CLOSED if the client went away meanwhile: then only
+ * release your data, the request is gone). */
+typedef void (*keel_offload_done_fn)(keel_request *req, int status, void *userdata);
+
+/* Called when a borrowed response body is no longer needed. */
+typedef void (*keel_free_fn)(void *data, void *userdata);
+
+/* What the log phase is told about a finished exchange. Grows at the end. */
+typedef struct keel_http_log_info {
+    size_t size;
+    int status;             /* status sent (0 if the connection died first) */
+    uint64_t body_bytes;    /* response body bytes handed to the protocol */
+    uint64_t request_bytes; /* request body bytes received */
+    uint64_t duration_us;   /* from the request head to the response's end */
+    int completed;          /* 1 if the whole response was handed over */
+} keel_http_log_info;
+
+/* Where a filter wants to run within its phase. */
+enum { KEEL_ORDER_FIRST = -1, KEEL_ORDER_MIDDLE = 0, KEEL_ORDER_LAST = 1 };
+
+/* Middleware: a small vtable in the spirit of h2o's filters and loggers.
+ * Any callback may be NULL. All run on the request's worker thread. */
+typedef struct keel_http_filter {
+    size_t size; /* sizeof(keel_http_filter) as the module was built */
+    const char *name;
+    int order;          /* KEEL_ORDER_FIRST, _MIDDLE (default) or _LAST */
+    const char *before; /* run before this module's filters (NULL: no constraint) */
+    const char *after;  /* run after this module's filters */
+    void *userdata;
+
+    /* Before routing. Return KEEL_HTTP_NEXT to go on, KEEL_HTTP_DONE when
+     * this filter has answered (or will), a negative status for a 500. */
+    int (*on_request)(keel_request *req, keel_response *res, void *userdata);
+
+    /* Once, before the response head leaves: change status or headers. */
+    void (*on_response_head)(keel_request *req, keel_response *res, void *userdata);
+
+    /* Each piece of the response body on its way out. Pass the (possibly
+     * transformed) bytes on with keel_response_filter_emit() — zero, one or
+     * several times — before returning; last is set on the final call. */
+    int (*on_response_body)(keel_request *req, keel_response *res, const keel_buf *bufs,
+                            size_t nbufs, int last, void *userdata);
+
+    /* After the exchange is finished (also when it failed). */
+    void (*on_log)(keel_request *req, keel_response *res, const keel_http_log_info *info,
+                   void *userdata);
+} keel_http_filter;
+
+/* ---- For HTTP protocol modules (http1, h2) -------------------------------- */
+
+/* The request head as a protocol module parsed it. The views must stay valid
+ * until the sink's `done` is called. Grows at the end. */
+typedef struct keel_http_head {
+    size_t size;
+    keel_str method;
+    keel_str target; /* request-target as received: origin- or absolute-form */
+    int version;     /* 10 for HTTP/1.0, 11 for HTTP/1.1, 20 for HTTP/2 */
+    const keel_header *headers;
+    size_t nheaders;
+    int64_t content_length; /* -1: unknown (chunked), 0: no body */
+    int keep_alive;         /* the protocol's view before the handler runs */
+    int expect_continue;    /* the client sent Expect: 100-continue */
+} keel_http_head;
+
+/* How the core hands a response back to the protocol module that owns the
+ * exchange. `exchange` is the protocol's pointer given to
+ * keel_http_request_start. All calls come on the connection's worker thread.
+ * Any field may be NULL except send_head, send_body and done. */
+typedef struct keel_http_sink {
+    size_t size;
+
+    /* The final status and headers (filters applied). content_length is the
+     * body size, or -1 when it is not known (the protocol frames it: chunked
+     * for HTTP/1.1). The protocol adds Date, Server and framing headers. */
+    int (*send_head)(void *exchange, int status, const keel_header *headers, size_t nheaders,
+                     int64_t content_length);
+
+    /* Body bytes in order; last != 0 ends the body (trailers, if any, are
+     * passed then, else NULL/0). cb (may be NULL) is called once the bytes
+     * may be released; the protocol must call it exactly once if it returns
+     * KEEL_OK. */
+    int (*send_body)(void *exchange, const keel_buf *bufs, size_t nbufs, int last,
+                     const keel_header *trailers, size_t ntrailers, keel_write_cb cb,
+                     void *userdata);
+
+    /* The handler wants the request body: deliver it (or the rest of it)
+     * with keel_http_request_body(). For HTTP/1.1 with Expect: 100-continue
+     * this is when "100 Continue" is sent. */
+    void (*want_body)(void *exchange);
+
+    /* The exchange is over: the response was fully handed over (or failed)
+     * and the core holds no reference to the head's views any more.
+     * keep_alive is 0 if the handler or a filter asked to close. */
+    void (*done)(void *exchange, int keep_alive);
+} keel_http_sink;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

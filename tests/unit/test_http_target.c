@@ -1,0 +1,78 @@
+/* Request-target handling: percent-decoding, dot segments, absolute-form,
+ * the query, and the targets that must be refused with 400. */
+#include <criterion/criterion.h>
+
+#include <string.h>
+
+#include "http/http.h"
+
+static int parse(const char *target, keel_request *req)
+{
+    memset(req, 0, sizeof *req);
+    req->arena.at = req->inline_arena;
+    req->arena.end = req->inline_arena + sizeof req->inline_arena;
+    req->head.target = (keel_str){target, strlen(target)};
+    return kl_request_parse_target(req);
+}
+
+static void expect_path(const char *target, const char *path)
+{
+    keel_request req;
+    cr_assert_eq(parse(target, &req), 0, "target %s", target);
+    cr_expect(req.path.len == strlen(path) && memcmp(req.path.ptr, path, req.path.len) == 0,
+              "%s: got '%.*s', want '%s'", target, (int)req.path.len, req.path.ptr, path);
+}
+
+static void expect_refused(const char *target)
+{
+    keel_request req;
+    cr_expect_eq(parse(target, &req), 400, "%s must be refused", target);
+}
+
+Test(target, plain_paths_are_views, .timeout = 10)
+{
+    keel_request req;
+    const char *t = "/a/b?x=1";
+    cr_assert_eq(parse(t, &req), 0);
+    cr_expect_eq(req.path.ptr, t, "no copy for a plain path");
+    cr_expect_eq(req.path.len, 4);
+    cr_expect(req.query.len == 3 && memcmp(req.query.ptr, "x=1", 3) == 0);
+}
+
+Test(target, percent_decoding, .timeout = 10)
+{
+    expect_path("/a%20b", "/a b");
+    expect_path("/%41%42c", "/ABc");
+    expect_path("/a+b", "/a+b"); /* '+' is literal in paths */
+}
+
+Test(target, dot_segments, .timeout = 10)
+{
+    expect_path("/a/./b", "/a/b");
+    expect_path("/a/b/../c", "/a/c");
+    expect_path("/a/b/..", "/a/");
+    expect_path("/a/%2e%2e/b", "/b");
+    expect_path("/.", "/");
+}
+
+Test(target, absolute_form, .timeout = 10)
+{
+    expect_path("http://example.com/x/y?q", "/x/y");
+    expect_path("http://example.com", "/");
+}
+
+Test(target, refused, .timeout = 10)
+{
+    expect_refused("/..");
+    expect_refused("/a/../..");
+    expect_refused("/%2e%2e/etc/passwd");
+    expect_refused("/a%00b");
+    expect_refused("/a%zz");
+    expect_refused("/a%4");
+    expect_refused("ftp:/x");
+}
+
+Test(target, asterisk_form, .timeout = 10)
+{
+    expect_path("*", "*");
+}

@@ -137,13 +137,18 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     keel_conn *c = stream->data;
     if (nread > 0) {
-        kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
+        /* While writes wait, only their progress counts: a peer that keeps
+         * sending but never reads must still hit the write timeout. */
+        if (c->writes_pending == 0)
+            kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
         if (c->flags & KL_CONN_LINGERING)
             return; /* discarded */
         if (c->transport != NULL) {
+            c->flags |= KL_CONN_IN_TRANSPORT;
             int rc = c->transport->cb.on_read
                          ? c->transport->cb.on_read(c, buf->base, (size_t)nread)
                          : keel_transport_deliver(c, buf->base, (size_t)nread);
+            c->flags &= ~KL_CONN_IN_TRANSPORT;
             if (rc < 0) {
                 kl_conn_abort_status(c, rc);
                 return;
@@ -157,13 +162,15 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             kl_conn_abort_status(c, c->close_status);
             return;
         }
-        /* The peer will send nothing more. Work in flight (reading paused)
-         * finishes first; the close happens when the protocol resumes. */
+        /* The peer will send nothing more. A protocol with on_eof decides;
+         * otherwise work in flight (reading paused) finishes first and the
+         * close happens when the protocol resumes. */
         c->flags |= KL_CONN_SHUTDOWN_SEEN;
-        if (!(c->flags & KL_CONN_PAUSED))
+        update_reading(c);
+        if (c->protocol->cb.on_eof != NULL)
+            c->protocol->cb.on_eof(c);
+        else if (!(c->flags & KL_CONN_PAUSED))
             close_gracefully(c, KEEL_OK);
-        else
-            update_reading(c);
     } else if (nread == UV_ENOBUFS) {
         kl_log(KEEL_LOG_DEBUG, "connection %llu: read buffer limit reached",
                (unsigned long long)c->id);
@@ -210,7 +217,8 @@ void kl_conn_deliver_pending(keel_conn *c)
     deliver(c);
     if (c->flags & KL_CONN_CLOSING)
         return;
-    if ((c->flags & KL_CONN_SHUTDOWN_SEEN) && !(c->flags & KL_CONN_PAUSED))
+    if ((c->flags & KL_CONN_SHUTDOWN_SEEN) && !(c->flags & KL_CONN_PAUSED) &&
+        c->protocol->cb.on_eof == NULL)
         close_gracefully(c, KEEL_OK);
     else
         release_buffer(c);
@@ -266,34 +274,50 @@ static int raw_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_writ
     if (ub == NULL)
         return KEEL_ERR_NOMEM;
     size_t total = 0;
+    int rc = KEEL_OK;
     for (size_t i = 0; i < nbufs; i++) {
+        if (bufs[i].len > KEEL_BUF_MAX) {
+            rc = KEEL_ERR_INVAL;
+            goto out;
+        }
         ub[i] = uv_buf_init((char *)bufs[i].base, (unsigned)bufs[i].len);
         total += bufs[i].len;
     }
     uv_buf_t *rest = ub;
     size_t nrest = nbufs;
-    int rc = KEEL_OK;
+    size_t done = 0;
+    /* Nothing may fail once bytes have left without a record to report
+     * them, so the completion record is made before writing. */
+    kl_deferred *completion = NULL;
+    if (cb != NULL && c->writes_pending == 0 &&
+        (completion = kl_deferred_new(c, cb, ud, KEEL_OK)) == NULL) {
+        rc = KEEL_ERR_NOMEM;
+        goto out;
+    }
 
     if (c->writes_pending == 0) {
         int n = total ? uv_try_write((uv_stream_t *)&c->tcp, ub, (unsigned)nbufs) : 0;
         if (n < 0 && n != UV_EAGAIN) {
+            free(completion);
             rc = KEEL_ERR_IO;
             goto out;
         }
-        size_t done = n > 0 ? (size_t)n : 0;
+        done = n > 0 ? (size_t)n : 0;
         if (done == total) {
             kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
-            if (cb != NULL)
-                rc = kl_worker_defer_write_cb(c->worker, c, cb, ud, KEEL_OK);
+            if (completion != NULL)
+                kl_worker_defer(c->worker, completion);
             goto out;
         }
-        while (done >= rest->len) {
-            done -= rest->len;
+        free(completion);
+        size_t skip = done;
+        while (nrest > 0 && skip >= rest->len) {
+            skip -= rest->len;
             rest++;
             nrest--;
         }
-        rest->base += done;
-        rest->len -= (unsigned)done;
+        rest->base += skip;
+        rest->len -= (unsigned)skip;
     }
 
     size_t left = 0;
@@ -302,6 +326,9 @@ static int raw_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_writ
     kl_write *w = malloc(sizeof *w + (copy ? left : 0));
     if (w == NULL) {
         rc = KEEL_ERR_NOMEM;
+        /* Part of it is out already: the byte stream cannot be repaired. */
+        if (done > 0)
+            kl_conn_abort_status(c, KEEL_ERR_NOMEM);
         goto out;
     }
     w->cb = cb;
@@ -340,12 +367,18 @@ int keel_conn_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write
     if (c->flags & KL_CONN_CLOSING)
         return KEEL_ERR_CLOSED;
     if (c->transport != NULL) {
+        kl_deferred *completion = NULL;
+        if (cb != NULL && (completion = kl_deferred_new(c, cb, ud, KEEL_OK)) == NULL)
+            return KEEL_ERR_NOMEM;
         int rc = c->transport->cb.on_write ? c->transport->cb.on_write(c, bufs, nbufs) : KEEL_OK;
         if (rc < 0) {
+            free(completion);
             kl_conn_abort_status(c, rc);
             return rc;
         }
-        return cb ? kl_worker_defer_write_cb(c->worker, c, cb, ud, KEEL_OK) : KEEL_OK;
+        if (completion != NULL)
+            kl_worker_defer(c->worker, completion);
+        return KEEL_OK;
     }
     int rc = raw_write(c, bufs, nbufs, cb, ud, 0);
     if (rc == KEEL_ERR_IO)
@@ -393,6 +426,8 @@ int keel_transport_deliver(keel_conn *c, const void *data, size_t len)
         return rc;
     memcpy(c->rbuf + c->rlen, data, len);
     c->rlen += (uint32_t)len;
+    if (!(c->flags & KL_CONN_IN_TRANSPORT))
+        schedule_delivery(c);
     return KEEL_OK;
 }
 
@@ -404,7 +439,9 @@ static void on_shutdown_done(uv_shutdown_t *req, int status)
     free(req);
     if (c->flags & KL_CONN_HANDLE_CLOSED)
         return;
-    if (status < 0) {
+    /* Lingering is for input the peer may still send; after its EOF there
+     * is none (and on Windows the handle can no longer be read). */
+    if (status < 0 || (c->flags & KL_CONN_SHUTDOWN_SEEN)) {
         kl_conn_abort_status(c, c->close_status);
         return;
     }
@@ -488,7 +525,7 @@ static void on_close(uv_handle_t *handle)
         w->conns = c->next;
     if (!(c->flags & KL_CONN_SILENT_CLOSE) && c->protocol->cb.on_close != NULL)
         c->protocol->cb.on_close(c, c->close_status);
-    if (c->transport != NULL && c->transport->cb.on_close != NULL)
+    if ((c->flags & KL_CONN_TRANSPORT_OPEN) && c->transport->cb.on_close != NULL)
         c->transport->cb.on_close(c);
     if (c->rbuf != NULL)
         kl_bufpool_put(&w->pool, c->rbuf, c->rcap);
@@ -541,16 +578,26 @@ void kl_conn_start(keel_conn *c)
     uv_tcp_nodelay(&c->tcp, 1);
     set_timeout(c, read_timeout(c));
 
+    /* Until the protocol's on_open has succeeded there is nothing for its
+     * on_close to release. */
+    c->flags |= KL_CONN_SILENT_CLOSE;
     int rc = KEEL_OK;
-    if (c->transport != NULL && c->transport->cb.on_open != NULL)
-        rc = c->transport->cb.on_open(c);
-    if (rc == KEEL_OK && c->protocol->cb.on_open != NULL && !(c->flags & KL_CONN_CLOSING))
-        rc = c->protocol->cb.on_open(c, NULL);
+    if (c->transport != NULL) {
+        rc = c->transport->cb.on_open ? c->transport->cb.on_open(c) : KEEL_OK;
+        if (rc == KEEL_OK)
+            c->flags |= KL_CONN_TRANSPORT_OPEN;
+    }
+    if (rc == KEEL_OK && !(c->flags & KL_CONN_CLOSING)) {
+        rc = c->protocol->cb.on_open ? c->protocol->cb.on_open(c, NULL) : KEEL_OK;
+        if (rc == KEEL_OK)
+            c->flags &= ~KL_CONN_SILENT_CLOSE;
+    }
     if (rc < 0) {
-        c->flags |= KL_CONN_SILENT_CLOSE;
         kl_conn_abort_status(c, rc);
         return;
     }
+    if (c->flags & KL_CONN_CLOSING)
+        return; /* on_open closed it (a banner, say): let that finish */
     if (w->stopping)
         kl_conn_shutdown(c);
     update_reading(c);
@@ -617,6 +664,9 @@ int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
         return KEEL_ERR_CLOSED;
     c->protocol = p;
     c->protocol_data = NULL;
+    /* The new protocol starts reading afresh. */
+    c->flags &= ~KL_CONN_PAUSED;
+    update_reading(c);
     if (p->cb.on_open != NULL) {
         int rc = p->cb.on_open(c, arg);
         if (rc < 0) {

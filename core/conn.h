@@ -18,9 +18,11 @@ enum {
     KL_CONN_FLUSHING = 1 << 4,     /* closing after the queue drains */
     KL_CONN_LINGERING = 1 << 5,    /* write side shut, draining input */
     KL_CONN_HANDLE_CLOSED = 1 << 6,
-    KL_CONN_PENDING = 1 << 7,      /* on the worker's pending list */
-    KL_CONN_SILENT_CLOSE = 1 << 8, /* on_open failed: no on_close */
-    KL_CONN_SHUTDOWN_SEEN = 1 << 9
+    KL_CONN_PENDING = 1 << 7,         /* on the worker's pending list */
+    KL_CONN_SILENT_CLOSE = 1 << 8,    /* on_open failed: no on_close */
+    KL_CONN_SHUTDOWN_SEEN = 1 << 9,   /* the peer sent EOF */
+    KL_CONN_TRANSPORT_OPEN = 1 << 10, /* the transport's on_open succeeded */
+    KL_CONN_IN_TRANSPORT = 1 << 11    /* inside the transport's on_read */
 };
 
 struct keel_conn {

@@ -46,6 +46,21 @@ int kl_listeners_bind(keel_server *s)
         if (l->sockets == NULL)
             return KEEL_ERR_NOMEM;
         struct sockaddr_storage addr = l->spec->addr;
+        /* SO_REUSEPORT would let this join another process's group on the
+         * same port and silently split its traffic: a socket without it
+         * must be able to bind first (a stale instance is an error). */
+        if (cfg->reuseport && port_of(&addr) != 0) {
+            kl_socket probe;
+            int rc = kl_listen_socket((struct sockaddr *)&addr, 0, 1, &probe);
+            if (rc != 0) {
+                char where[300];
+                kl_log(KEEL_LOG_ERROR, "%s: cannot listen on %s: %s",
+                       kl_config_where(l->spec->where, where, sizeof where), l->spec->text,
+                       uv_strerror(rc));
+                return KEEL_ERR_IO;
+            }
+            kl_socket_close(probe);
+        }
         for (size_t k = 0; k < per; k++) {
             int rc = kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
                                       &l->sockets[k]);
@@ -68,6 +83,15 @@ int kl_listeners_bind(keel_server *s)
     return KEEL_OK;
 }
 
+static void on_acceptable(uv_poll_t *poll, int status, int events);
+
+static void on_retry(uv_timer_t *timer)
+{
+    kl_listener *l = timer->data;
+    if (l->polling)
+        uv_poll_start(&l->poll, UV_READABLE, on_acceptable);
+}
+
 static void on_acceptable(uv_poll_t *poll, int status, int events)
 {
     kl_listener *l = poll->data;
@@ -83,8 +107,19 @@ static void on_acceptable(uv_poll_t *poll, int status, int events)
         int rc = kl_accept(l->sockets[0], &sock);
         if (rc == UV_EAGAIN)
             return;
+        if (rc == UV_ECONNABORTED || rc == UV_EINTR || rc == UV_EPERM)
+            continue; /* that one connection failed, not the listener */
         if (rc != 0) {
-            kl_log(KEEL_LOG_WARN, "accept on %s: %s", l->spec->text, uv_strerror(rc));
+            /* Out of descriptors or memory: the connection stays queued and
+             * the poll would fire again at once, so pause accepting. */
+            uint64_t now = uv_now(&s->loop);
+            if (now - l->last_warning >= 1000 || l->last_warning == 0) {
+                kl_log(KEEL_LOG_WARN, "accept on %s: %s (pausing accepts for 100ms)", l->spec->text,
+                       uv_strerror(rc));
+                l->last_warning = now;
+            }
+            uv_poll_stop(&l->poll);
+            uv_timer_start(&l->retry, on_retry, 100, 0);
             return;
         }
         if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {
@@ -111,6 +146,8 @@ int kl_listeners_start_acceptor(keel_server *s)
         if (rc == 0) {
             l->poll.data = l;
             l->polling = 1;
+            uv_timer_init(&s->loop, &l->retry);
+            l->retry.data = l;
             rc = uv_poll_start(&l->poll, UV_READABLE, on_acceptable);
         }
         if (rc != 0) {
@@ -127,6 +164,7 @@ void kl_listeners_stop_acceptor(keel_server *s)
         kl_listener *l = &s->listeners[i];
         if (l->polling) {
             uv_close((uv_handle_t *)&l->poll, NULL);
+            uv_close((uv_handle_t *)&l->retry, NULL);
             l->polling = 0;
         }
     }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "api_table.h"
+#include "appender.h"
 #include "log.h"
 #include "server.h"
 #include "util.h"
@@ -121,7 +122,7 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
     }
     memset(&m->desc, 0, sizeof m->desc);
     memcpy(&m->desc, d, d->size < sizeof m->desc ? d->size : sizeof m->desc);
-    for (const char *const *r = m->desc.requires; r != NULL && *r != NULL; r++) {
+    for (const char *const *r = m->desc.dependencies; r != NULL && *r != NULL; r++) {
         keel_module *dep = find_loaded(m->server, *r);
         if (dep == NULL || !dep->loaded) {
             module_error(m->server,
@@ -249,6 +250,11 @@ void kl_modules_unload(keel_server *s)
             m->desc.unload(m);
         m->loaded = 0;
     }
+    kl_appenders_close(s);
+}
+
+void kl_modules_free(keel_server *s)
+{
     /* Never dlclose: a module's code may still be referenced (atexit
      * handlers, threads of its libraries); the OS unmaps it at exit. */
     for (size_t i = 0; i < s->nmodules; i++) {

@@ -131,15 +131,21 @@ static int prepare(keel_server *s)
         s->settings.workers = n ? n : 1;
     }
     s->nworkers = s->settings.workers;
-    s->nlisteners = s->settings.nlisten;
-    s->listeners = calloc(s->nlisteners ? s->nlisteners : 1, sizeof *s->listeners);
-    if (s->listeners == NULL)
+    size_t n = s->settings.nlisten;
+    kl_listener *listeners = calloc(n ? n : 1, sizeof *listeners);
+    if (listeners == NULL)
         return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        s->listeners[i].server = s;
-        s->listeners[i].spec = &s->settings.listen[i];
-        s->listeners[i].index = (unsigned)i;
+    for (size_t i = 0; i < n; i++) {
+        listeners[i].server = s;
+        listeners[i].spec = &s->settings.listen[i];
+        listeners[i].index = (unsigned)i;
     }
+    /* Published under the lock: keel_server_listener_port reads them from
+     * any thread. */
+    uv_mutex_lock(&s->lock);
+    s->listeners = listeners;
+    s->nlisteners = n;
+    uv_mutex_unlock(&s->lock);
     if (uv_loop_init(&s->loop) != 0)
         return KEEL_ERR_IO;
     s->loop_ready = 1;
@@ -149,14 +155,21 @@ static int prepare(keel_server *s)
 static void release(keel_server *s)
 {
     kl_listeners_close(s);
+    /* Modules unload before the workers are freed: a module's own thread
+     * may still call keel_worker_post until its unload joins it (and gets
+     * KEEL_ERR_SHUTDOWN, not a freed worker). */
+    kl_modules_unload(s);
     for (size_t i = 0; i < s->nworkers && s->workers; i++)
         kl_worker_free(s->workers[i]);
     free(s->workers);
     s->workers = NULL;
-    kl_modules_unload(s);
-    free(s->listeners);
+    kl_modules_free(s);
+    uv_mutex_lock(&s->lock);
+    kl_listener *listeners = s->listeners;
     s->listeners = NULL;
     s->nlisteners = 0;
+    uv_mutex_unlock(&s->lock);
+    free(listeners);
     if (s->loop_ready) {
         /* Run once more so closed handles finish before the loop goes. */
         uv_run(&s->loop, UV_RUN_NOWAIT);
@@ -250,6 +263,9 @@ void keel_server_stop(keel_server *s)
     if ((s->state == KL_RUNNING || s->state == KL_STOPPING) && s->wakeup_ready) {
         s->stop_requests++;
         uv_async_send(&s->wakeup);
+    } else if (s->state == KL_NEW) {
+        /* Still starting: remembered, acted on once the loop runs. */
+        s->stop_requests++;
     }
     uv_mutex_unlock(&s->lock);
 }
@@ -315,19 +331,18 @@ static int start_workers(keel_server *s)
             return KEEL_ERR_NOMEM;
     int rc = KEEL_OK;
     size_t started = 0;
-    for (; started < s->nworkers; started++) {
+    while (started < s->nworkers && rc == KEEL_OK) {
         rc = kl_worker_start(s->workers[started]);
-        if (rc != KEEL_OK) {
-            started++; /* it runs until its own clean-up ends */
+        if (rc != KEEL_OK && !s->workers[started]->thread_started)
             break;
-        }
+        started++;
     }
-    if (rc != KEEL_OK) {
-        for (size_t i = 0; i < started; i++) {
-            kl_worker_request_stop(s->workers[i], 1);
+    /* Second phase: all accept, or all wind down without having accepted. */
+    for (size_t i = 0; i < started; i++)
+        kl_worker_go(s->workers[i], rc == KEEL_OK ? KEEL_OK : KEEL_ERR_SHUTDOWN);
+    if (rc != KEEL_OK)
+        for (size_t i = 0; i < started; i++)
             kl_worker_join(s->workers[i]);
-        }
-    }
     return rc;
 }
 
@@ -382,6 +397,10 @@ int keel_server_run(keel_server *s)
         return rc;
     }
 
+    uv_mutex_lock(&s->lock);
+    if (s->stop_requests > 0)
+        uv_async_send(&s->wakeup); /* asked to stop while starting */
+    uv_mutex_unlock(&s->lock);
     kl_log(KEEL_LOG_INFO, "keel %s started: %zu worker%s, %s", KEEL_VERSION_STRING, s->nworkers,
            s->nworkers == 1 ? "" : "s",
            s->settings.reuseport ? "one listening socket per worker" : "one acceptor");

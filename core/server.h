@@ -34,7 +34,9 @@ typedef struct kl_listener {
     unsigned port;      /* the port actually bound */
     kl_socket *sockets; /* one per worker (reuseport) or a single one */
     size_t nsockets;
-    uv_poll_t poll; /* single-acceptor mode: readable = pending accept */
+    uv_poll_t poll;   /* single-acceptor mode: readable = pending accept */
+    uv_timer_t retry; /* restarts the poll after running out of fds */
+    uint64_t last_warning;
     int polling;
     unsigned next_worker;
 } kl_listener;
@@ -55,7 +57,8 @@ struct keel_server {
     size_t nmodules;
     int loading; /* registries accept entries only while modules load */
     kl_registry registry;
-    kl_http http; /* routes and filters */
+    kl_http http;             /* routes and filters */
+    keel_appender *appenders; /* closed after unload */
 
     kl_listener *listeners;
     size_t nlisteners;
@@ -88,6 +91,9 @@ int kl_modules_load(keel_server *server);
 /* Calls unload() in reverse order. Shared objects stay mapped until the
  * process exits (callbacks may still be referenced by late frees). */
 void kl_modules_unload(keel_server *server);
+
+/* Frees the module records (after the workers, whose state they size). */
+void kl_modules_free(keel_server *server);
 
 /* Binds every listener's socket(s) and logs nothing yet. */
 int kl_listeners_bind(keel_server *server);

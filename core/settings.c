@@ -208,8 +208,10 @@ static void read_size(key_reader *r, const char *key, size_t min, size_t *out)
         return;
     if (kl_parse_size(v->text, &value, why, sizeof why) != KEEL_OK)
         bad_value(r, v, key, why);
-    else if (value < min || value > SIZE_MAX / 4) {
-        snprintf(why, sizeof why, "must be at least %zu bytes", min);
+    else if (value < min || value > ((uint64_t)1 << 30)) {
+        /* Read buffers are indexed with 32 bits; 1 GiB is far beyond any
+         * sane setting anyway. */
+        snprintf(why, sizeof why, "must be between %zu bytes and 1g", min);
         bad_value(r, v, key, why);
     } else
         *out = (size_t)value;

@@ -64,6 +64,7 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
     w->loop.data = w;
     uv_mutex_init(&w->lock);
     uv_sem_init(&w->started, 0);
+    uv_sem_init(&w->go, 0);
     uv_async_init(&w->loop, &w->wakeup, on_wakeup);
     w->wakeup.data = w;
     uv_idle_init(&w->loop, &w->idle);
@@ -95,6 +96,7 @@ void kl_worker_free(keel_worker *w)
         uv_loop_close(&w->loop);
         uv_mutex_destroy(&w->lock);
         uv_sem_destroy(&w->started);
+        uv_sem_destroy(&w->go);
     }
     for (size_t i = 0; w->module_state && i < w->server->nmodules; i++)
         free(w->module_state[i]);
@@ -197,9 +199,10 @@ int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener)
     else if ((rc = kl_grow((void **)&w->handoffs, &w->handoffs_cap, w->nhandoffs + 1,
                            sizeof *w->handoffs)) == KEEL_OK)
         w->handoffs[w->nhandoffs++] = (kl_handoff){sock, listener};
-    uv_mutex_unlock(&w->lock);
+    /* Sent under the lock: once `closed` is set the handle may be gone. */
     if (rc == KEEL_OK)
         uv_async_send(&w->wakeup);
+    uv_mutex_unlock(&w->lock);
     return rc;
 }
 
@@ -263,13 +266,13 @@ int keel_worker_post(keel_worker *w, keel_post_fn fn, void *userdata)
         else
             w->posts = p;
         w->posts_tail = p;
+        uv_async_send(&w->wakeup);
     }
     uv_mutex_unlock(&w->lock);
     if (closed) {
         free(p);
         return KEEL_ERR_SHUTDOWN;
     }
-    uv_async_send(&w->wakeup);
     return KEEL_OK;
 }
 
@@ -279,10 +282,9 @@ void kl_worker_request_stop(keel_worker *w, int force)
     w->stop_requested = 1;
     if (force)
         w->force_requested = 1;
-    int closed = w->closed;
-    uv_mutex_unlock(&w->lock);
-    if (!closed)
+    if (!w->closed)
         uv_async_send(&w->wakeup);
+    uv_mutex_unlock(&w->lock);
 }
 
 /* ---- deferred work ----------------------------------------------------- */
@@ -293,19 +295,31 @@ void kl_worker_kick(keel_worker *w)
         uv_idle_start(&w->idle, on_idle);
 }
 
-int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, void *ud,
-                             int status)
+kl_deferred *kl_deferred_new(keel_conn *conn, keel_write_cb cb, void *ud, int status)
 {
     kl_deferred *d = malloc(sizeof *d);
-    if (d == NULL)
-        return KEEL_ERR_NOMEM;
-    *d = (kl_deferred){conn, cb, ud, status, NULL};
+    if (d != NULL)
+        *d = (kl_deferred){conn, cb, ud, status, NULL};
+    return d;
+}
+
+void kl_worker_defer(keel_worker *w, kl_deferred *d)
+{
     if (w->deferred_tail)
         w->deferred_tail->next = d;
     else
         w->deferred = d;
     w->deferred_tail = d;
     kl_worker_kick(w);
+}
+
+int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, void *ud,
+                             int status)
+{
+    kl_deferred *d = kl_deferred_new(conn, cb, ud, status);
+    if (d == NULL)
+        return KEEL_ERR_NOMEM;
+    kl_worker_defer(w, d);
     return KEEL_OK;
 }
 
@@ -394,15 +408,9 @@ static void finish(keel_worker *w)
         return;
     w->finishing = 1;
     keel_server *s = w->server;
-    for (size_t i = w->modules_started; i-- > 0;) {
-        keel_module *m = s->modules[i];
-        if (m->desc.stop != NULL)
-            m->desc.stop(m, w, w->module_state[i]);
-    }
-    while (w->timers != NULL)
-        close_timer(w->timers);
 
-    /* Posts accepted before this point still run; later ones are refused. */
+    /* Posts accepted so far run now, before any module stops (they may use
+     * what stop releases); from here on posts are refused. */
     uv_mutex_lock(&w->lock);
     w->closed = 1;
     kl_post *posts = w->posts;
@@ -414,6 +422,14 @@ static void finish(keel_worker *w)
         free(posts);
         posts = next;
     }
+
+    for (size_t i = w->modules_started; i-- > 0;) {
+        keel_module *m = s->modules[i];
+        if (m->desc.stop != NULL)
+            m->desc.stop(m, w, w->module_state[i]);
+    }
+    while (w->timers != NULL)
+        close_timer(w->timers);
     for (size_t i = 0; i < w->nhandoffs; i++) {
         kl_socket_close(w->handoffs[i].sock);
         kl_atomic_sub(&s->connections, 1);
@@ -451,11 +467,16 @@ static int start_modules(keel_worker *w)
 static void worker_main(void *arg)
 {
     keel_worker *w = arg;
-    int rc = open_listeners(w);
-    if (rc == KEEL_OK)
-        rc = start_modules(w);
+    int rc = start_modules(w);
     w->start_status = rc;
     uv_sem_post(&w->started);
+    /* Accept only once every worker's modules have started, so that a
+     * failing worker never makes others drop connections they took. */
+    uv_sem_wait(&w->go);
+    if (rc == KEEL_OK)
+        rc = w->go_status;
+    if (rc == KEEL_OK)
+        rc = open_listeners(w);
     if (rc != KEEL_OK) {
         w->stopping = 1;
         finish(w);
@@ -476,6 +497,12 @@ int kl_worker_start(keel_worker *w)
     w->thread_started = 1;
     uv_sem_wait(&w->started);
     return w->start_status;
+}
+
+void kl_worker_go(keel_worker *w, int status)
+{
+    w->go_status = status;
+    uv_sem_post(&w->go);
 }
 
 void kl_worker_join(keel_worker *w)

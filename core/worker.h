@@ -32,8 +32,10 @@ struct keel_worker {
     uv_thread_t thread;
     int thread_started;
     uv_loop_t loop;
-    uv_sem_t started; /* posted once start-up on the thread is done */
+    uv_sem_t started; /* posted once the modules have started on the thread */
     int start_status;
+    uv_sem_t go; /* posted by the main thread: every worker started */
+    int go_status;
 
     /* Shared with other threads, under `lock`. */
     uv_mutex_t lock;
@@ -70,9 +72,13 @@ struct keel_worker {
 keel_worker *kl_worker_new(keel_server *server, unsigned id);
 void kl_worker_free(keel_worker *w);
 
-/* Starts the thread: it opens its listeners, starts every module and
- * reports through start_status (waited for inside). Main thread. */
+/* Starts the thread: it starts every module and reports through
+ * start_status (waited for inside). Main thread. */
 int kl_worker_start(keel_worker *w);
+
+/* Second phase, once every worker has started: accept connections
+ * (status KEEL_OK) or wind down (an error). Main thread. */
+void kl_worker_go(keel_worker *w, int status);
 
 /* Asks for a graceful stop (force: abort every connection). Any thread. */
 void kl_worker_request_stop(keel_worker *w, int force);
@@ -87,6 +93,11 @@ int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener);
  * caller. Worker thread. */
 int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, void *ud,
                              int status);
+
+/* The same in two steps, for callers that must not fail after an action:
+ * make the record first (NULL if out of memory), queue it later. */
+kl_deferred *kl_deferred_new(keel_conn *conn, keel_write_cb cb, void *ud, int status);
+void kl_worker_defer(keel_worker *w, kl_deferred *d);
 
 /* Runs now the deferred write callbacks owed to a closing connection. */
 void kl_worker_run_deferred_for(keel_worker *w, keel_conn *conn);

@@ -132,8 +132,10 @@ KEEL_FN(uint64_t, worker_now_ms, (keel_worker *worker), (worker))
 
 /* Runs fn(worker, userdata) on the worker's thread soon. Any thread; this is
  * how work done elsewhere resumes on the owning loop. Fails with
- * KEEL_ERR_SHUTDOWN once the worker has stopped (fn is then never called)
- * and KEEL_ERR_NOMEM. */
+ * KEEL_ERR_SHUTDOWN once the worker is stopping its modules (fn is then
+ * never called) and KEEL_ERR_NOMEM. A posted fn always runs before the
+ * module's stop() on that worker. The keel_worker pointer itself stays
+ * valid until the module's unload() returns. */
 KEEL_FN(int, worker_post, (keel_worker *worker, keel_post_fn fn, void *userdata),
         (worker, fn, userdata))
 
@@ -194,9 +196,10 @@ KEEL_VFN(conn_resume, (keel_conn *conn), (conn))
 
 /* Hands the connection to another protocol without copying its buffered
  * bytes: the new protocol's on_open(conn, arg) runs, then it receives every
- * byte the current protocol did not consume. The current protocol's
- * on_close is NOT called; it must release its own state first. Returns
- * KEEL_ERR_NOTFOUND for an unknown protocol. */
+ * byte the current protocol did not consume (reading is resumed if it was
+ * paused). The current protocol's on_close is NOT called: it releases its
+ * own state once this returns KEEL_OK (or passes it on through arg). On
+ * KEEL_ERR_NOTFOUND (unknown protocol) or KEEL_ERR_CLOSED nothing changed. */
 KEEL_FN(int, conn_set_protocol, (keel_conn *conn, const char *protocol, void *arg),
         (conn, protocol, arg))
 
@@ -235,7 +238,7 @@ KEEL_VFN(conn_set_transport_data, (keel_conn *conn, void *data), (conn, data))
 KEEL_FN(void *, conn_transport_data, (keel_conn *conn), (conn))
 
 /* Passes decoded bytes up to the protocol (they are copied into the
- * connection's read buffer). */
+ * connection's read buffer); outside on_read, the delivery is scheduled. */
 KEEL_FN(int, transport_deliver, (keel_conn *conn, const void *data, size_t len),
         (conn, data, len))
 
@@ -431,3 +434,29 @@ KEEL_VFN(http_request_abort, (keel_request *req), (req))
 
 /* The reason phrase of a status ("Not Found"), or "" for an unknown one. */
 KEEL_FN(const char *, http_reason, (int status), (status))
+
+/* ---- Appending to files without blocking (ABI 1.1) ------------------------
+ * For access logs and the like: writes are buffered in memory and written
+ * by a background thread, so a slow disk never stalls a loop. */
+
+/* Opens (creating, appending) a file for keel_file_append. Main thread,
+ * from load; the file is closed after unload. NULL on error (logged). */
+KEEL_FN(keel_appender *, appender_open, (keel_module *module, const char *path), (module, path))
+
+/* Queues len bytes to be appended. Any thread; never blocks on I/O. If
+ * more than 4 MiB are waiting the bytes are dropped (and counted in a
+ * warning when the file closes), returning KEEL_ERR_LIMIT. */
+KEEL_FN(int, appender_write, (keel_appender *appender, const void *data, size_t len),
+        (appender, data, len))
+
+/* ---- Wall-clock time (ABI 1.1) -------------------------------------------- */
+
+/* Seconds since the Unix epoch (UTC). Any thread. */
+KEEL_FN(int64_t, time_now, (void), ())
+
+/* Formats a Unix time in UTC: KEEL_TIME_HTTP "Sun, 06 Nov 1994 08:49:37 GMT"
+ * (RFC 9110 5.6.7), KEEL_TIME_CLF "06/Nov/1994:08:49:37 +0000" (access
+ * logs), KEEL_TIME_ISO "1994-11-06T08:49:37Z". Returns the length written
+ * (buf is NUL-terminated), or 0 if size is too small. Any thread. */
+KEEL_FN(size_t, time_format, (int64_t unix_seconds, int style, char *buf, size_t size),
+        (unix_seconds, style, buf, size))

@@ -44,15 +44,22 @@ typedef enum keel_log_level {
     KEEL_LOG_DEBUG = 3
 } keel_log_level;
 
+/* Styles for keel_time_format. */
+enum { KEEL_TIME_HTTP = 0, KEEL_TIME_CLF = 1, KEEL_TIME_ISO = 2 };
+
 /* Opaque handles. Their lifetimes are documented where they are handed out. */
-typedef struct keel_server keel_server; /* one running instance of keel */
-typedef struct keel_module keel_module; /* a loaded module */
-typedef struct keel_worker keel_worker; /* one worker thread and its loop */
-typedef struct keel_conn keel_conn;     /* one accepted connection */
-typedef struct keel_timer keel_timer;   /* a one-shot or repeating timer */
+typedef struct keel_server keel_server;     /* one running instance of keel */
+typedef struct keel_module keel_module;     /* a loaded module */
+typedef struct keel_worker keel_worker;     /* one worker thread and its loop */
+typedef struct keel_conn keel_conn;         /* one accepted connection */
+typedef struct keel_timer keel_timer;       /* a one-shot or repeating timer */
+typedef struct keel_appender keel_appender; /* a file appended to off the loop */
 
 /* A borrowed span of bytes, used for scatter-gather writes. Arrays of these
- * cross the boundary, so this struct never grows. */
+ * cross the boundary, so this struct never grows. One span holds at most
+ * KEEL_BUF_MAX bytes (larger writes are refused with KEEL_ERR_INVAL: split
+ * them). */
+#define KEEL_BUF_MAX 0x7fffffffu
 typedef struct keel_buf {
     const void *base;
     size_t len;
@@ -60,7 +67,9 @@ typedef struct keel_buf {
 
 /* Called on the owning worker's thread once a write has left the process
  * (status KEEL_OK) or can never complete (KEEL_ERR_CLOSED, KEEL_ERR_IO).
- * The buffers passed to the write may be released from here. */
+ * The buffers passed to the write may be released from here. It is called
+ * exactly once if, and only if, the write call returned KEEL_OK — possibly
+ * after the protocol's on_close for a connection that closed meanwhile. */
 typedef void (*keel_write_cb)(keel_conn *conn, int status, void *userdata);
 
 /* Called on the timer's worker thread. The timer may be stopped from here. */
@@ -105,8 +114,15 @@ typedef struct keel_protocol {
     void (*on_shutdown)(keel_conn *conn);
 
     /* Last call for this connection: free per-connection state here.
-     * status is KEEL_OK for an orderly close, otherwise why it ended. */
+     * status is KEEL_OK for an orderly close, otherwise why it ended. Not
+     * called if on_open failed or never ran. */
     void (*on_close)(keel_conn *conn, int status);
+
+    /* The peer shut down its sending side (ABI 1.1): no more bytes will
+     * arrive, but writes still reach it. The protocol finishes what it is
+     * doing and calls keel_conn_close. NULL means: close once the protocol
+     * is not paused (an exchange in flight finishes first). */
+    void (*on_eof)(keel_conn *conn);
 } keel_protocol;
 
 /* A byte-layer transport beneath the protocol (plain TCP is built into the

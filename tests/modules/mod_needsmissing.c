@@ -3,4 +3,4 @@
 
 static const char *const needsmissing_requires[] = {"nosuchmodule", NULL};
 
-KEEL_MODULE(needsmissing, .version = "1.0.0", .requires = needsmissing_requires);
+KEEL_MODULE(needsmissing, .version = "1.0.0", .dependencies = needsmissing_requires);

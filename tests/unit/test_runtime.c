@@ -59,7 +59,7 @@ static int consumer_load(keel_module *m)
 
 static const char *const needs_provider[] = {"provider", NULL};
 KEEL_MODULE(provider, .version = "1", .load = provider_load);
-KEEL_MODULE(consumer, .version = "1", .requires = needs_provider, .load = consumer_load,
+KEEL_MODULE(consumer, .version = "1", .dependencies = needs_provider, .load = consumer_load,
             .unload = consumer_unload);
 
 Test(runtime, registries_and_services, .timeout = 20)

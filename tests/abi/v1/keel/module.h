@@ -41,12 +41,15 @@ typedef struct keel_module_desc {
     uint32_t abi_major; /* KEEL_ABI_MAJOR the module was built against */
     uint32_t abi_minor; /* KEEL_ABI_MINOR the module was built against */
     const char *name;   /* must match the file name: mod_<name> */
-    const char *version;
-    /* NULL-terminated list of module names that must be loaded first. */
-    const char *const *requires;
     /* Where the host stores its function table before calling load; NULL
-     * for code compiled with KEEL_LINKED (it calls libkeel directly). */
+     * for code compiled with KEEL_LINKED (it calls libkeel directly).
+     * KEEL_MODULE fills the fields up to here; they come first so that the
+     * macro's designated initialisers stay in declaration order (C++20). */
     const struct keel_api **api;
+    const char *version;
+    /* NULL-terminated list of module names that must be loaded first.
+     * (Not called `requires`: that is a C++20 keyword.) */
+    const char *const *dependencies;
     /* Bytes of zeroed per-worker state the core allocates for this module. */
     size_t worker_state_size;
 
@@ -58,6 +61,14 @@ typedef struct keel_module_desc {
 
 #define KEEL_MODULE_SYMBOL_PREFIX "keel_module_"
 
+/* In C++ the descriptor needs C linkage to keep its name, and an explicit
+ * extern to be exported at all (a const object is internal otherwise). */
+#ifdef __cplusplus
+#define KEEL_EXTERN_C_ extern "C"
+#else
+#define KEEL_EXTERN_C_
+#endif
+
 #if defined(KEEL_LINKED)
 #define KEEL_MODULE_API_SLOT_ NULL
 #define KEEL_MODULE_API_DEFINITION_
@@ -66,12 +77,12 @@ typedef struct keel_module_desc {
  * table; KEEL_MODULE defines it and the host fills it before load. */
 extern KEEL_HIDDEN const struct keel_api *keel__api;
 #define KEEL_MODULE_API_SLOT_       &keel__api
-#define KEEL_MODULE_API_DEFINITION_ KEEL_HIDDEN const struct keel_api *keel__api;
+#define KEEL_MODULE_API_DEFINITION_ KEEL_EXTERN_C_ KEEL_HIDDEN const struct keel_api *keel__api = 0;
 #endif
 
 /* Declares the descriptor of a module compiled into an embedding program,
  * so it can be passed to keel_server_add_module(). */
-#define KEEL_MODULE_DECLARE(ident) extern const keel_module_desc keel_module_##ident
+#define KEEL_MODULE_DECLARE(ident) KEEL_EXTERN_C_ extern const keel_module_desc keel_module_##ident
 
 /* clang-format off */
 /* Defines the module's descriptor. `ident` is the module's name as an
@@ -79,7 +90,7 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
  * other fields of keel_module_desc. */
 #define KEEL_MODULE(ident, ...)                                                                    \
     KEEL_MODULE_API_DEFINITION_                                                                    \
-    KEEL_MODULE_EXPORT const keel_module_desc keel_module_##ident = {                              \
+    KEEL_EXTERN_C_ KEEL_MODULE_EXPORT const keel_module_desc keel_module_##ident = {               \
         .size = sizeof(keel_module_desc),                                                          \
         .abi_major = KEEL_ABI_MAJOR,                                                               \
         .abi_minor = KEEL_ABI_MINOR,                                                               \

@@ -1,0 +1,165 @@
+/* accesslog — one line per HTTP exchange in the Common or Combined Log
+ * Format, written by a background thread (keel_appender) so that a slow
+ * disk never stalls a worker:
+ *
+ *     [accesslog]
+ *     path = /var/log/keel/access.log
+ *     format = combined            ; or common
+ *
+ * 127.0.0.1 - - [29/Nov/2026:22:00:00 +0000] "GET / HTTP/1.1" 200 13 "-" "curl/7.88.1"
+ */
+#include <keel/keel.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Allocated in load, freed in unload: the filter is part of it, so its
+ * userdata leads back here without any global. */
+struct accesslog {
+    keel_http_filter filter;
+    keel_module *module;
+    keel_appender *out;
+    int combined;
+};
+
+/* The formatted time changes once a second: each worker keeps its own. */
+struct accesslog_worker {
+    int64_t second;
+    char clf[40];
+};
+
+/* Copies s into out, escaping what would break the line or its quoting
+ * (the escapes Apache uses: \" \\ and \xHH for control bytes). */
+static size_t put_escaped(char *out, size_t room, const char *s, size_t len)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t o = 0;
+    for (size_t i = 0; i < len && o + 4 < room; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') {
+            out[o++] = '\\';
+            out[o++] = (char)c;
+        } else if (c < 0x20 || c >= 0x7f) {
+            out[o++] = '\\';
+            out[o++] = 'x';
+            out[o++] = hex[c >> 4];
+            out[o++] = hex[c & 15];
+        } else {
+            out[o++] = (char)c;
+        }
+    }
+    return o;
+}
+
+static size_t put_quoted_header(char *out, size_t room, keel_request *req, const char *name)
+{
+    keel_str v = keel_request_header(req, name);
+    if (room < 4)
+        return 0;
+    size_t o = 0;
+    out[o++] = '"';
+    if (v.ptr == NULL)
+        out[o++] = '-';
+    else
+        o += put_escaped(out + o, room - o - 2, v.ptr, v.len);
+    out[o++] = '"';
+    return o;
+}
+
+static void accesslog_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
+                             void *userdata)
+{
+    struct accesslog *cfg = userdata;
+    keel_conn *conn = keel_request_conn(req);
+    struct accesslog_worker *w = keel_worker_state(keel_conn_worker(conn), cfg->module);
+    (void)res;
+
+    int64_t now = keel_time_now();
+    if (now != w->second) {
+        keel_time_format(now, KEEL_TIME_CLF, w->clf, sizeof w->clf);
+        w->second = now;
+    }
+
+    /* The peer without its port: "1.2.3.4:5678" -> "1.2.3.4", "[::1]:5" -> "::1". */
+    char peer[80] = "-";
+    if (keel_conn_peer_name(conn, peer, sizeof peer) == KEEL_OK) {
+        char *colon = strrchr(peer, ':');
+        if (colon != NULL)
+            *colon = '\0';
+        if (peer[0] == '[') {
+            memmove(peer, peer + 1, strlen(peer));
+            peer[strlen(peer) - 1] = '\0';
+        }
+    }
+
+    char line[4096];
+    size_t room = sizeof line - 1; /* keep one byte for the newline */
+    int n = snprintf(line, room, "%s - - [%s] \"", peer, w->clf);
+    size_t o = n > 0 ? (size_t)n : 0;
+    keel_str method = keel_request_method(req), target = keel_request_target(req);
+    o += put_escaped(line + o, room - o, method.ptr, method.len);
+    if (o + 1 < room)
+        line[o++] = ' ';
+    o += put_escaped(line + o, room - o, target.ptr, target.len);
+    int version = keel_request_version(req);
+    n = snprintf(line + o, room - o, " HTTP/%d.%d\" %d ", version / 10, version % 10,
+                 info->status ? info->status : 0);
+    o += n > 0 && (size_t)n < room - o ? (size_t)n : 0;
+    if (info->body_bytes > 0)
+        n = snprintf(line + o, room - o, "%llu", (unsigned long long)info->body_bytes);
+    else
+        n = snprintf(line + o, room - o, "-");
+    o += n > 0 && (size_t)n < room - o ? (size_t)n : 0;
+    if (cfg->combined && o + 2 < room) {
+        line[o++] = ' ';
+        o += put_quoted_header(line + o, room - o, req, "Referer");
+        if (o + 1 < room)
+            line[o++] = ' ';
+        o += put_quoted_header(line + o, room - o, req, "User-Agent");
+    }
+    line[o++] = '\n';
+    keel_appender_write(cfg->out, line, o);
+}
+
+static int accesslog_load(keel_module *module)
+{
+    const char *path, *format;
+    int rc;
+    if ((rc = keel_config_string(module, "path", "access.log", &path)) < 0 ||
+        (rc = keel_config_string(module, "format", "combined", &format)) < 0)
+        return rc;
+    int combined = strcmp(format, "combined") == 0;
+    if (!combined && strcmp(format, "common") != 0) {
+        keel_log(module, KEEL_LOG_ERROR, "[accesslog] format: expected combined or common");
+        return KEEL_ERR_CONFIG;
+    }
+    struct accesslog *cfg = calloc(1, sizeof *cfg);
+    if (cfg == NULL)
+        return KEEL_ERR_NOMEM;
+    cfg->module = module;
+    cfg->combined = combined;
+    cfg->filter = (keel_http_filter){
+        .size = sizeof(keel_http_filter),
+        .name = "accesslog",
+        .order = KEEL_ORDER_LAST,
+        .userdata = cfg,
+        .on_log = accesslog_on_log,
+    };
+    keel_module_set_data(module, cfg);
+    if ((cfg->out = keel_appender_open(module, path)) == NULL) {
+        keel_module_set_data(module, NULL);
+        free(cfg); /* unload runs only after a successful load */
+        return KEEL_ERR_IO;
+    }
+    return keel_http_filter_add(module, &cfg->filter);
+}
+
+static void accesslog_unload(keel_module *module)
+{
+    /* The appender is flushed and closed by the core after unload. */
+    free(keel_module_data(module));
+}
+
+KEEL_MODULE(accesslog, .version = "1.0.0", .load = accesslog_load, .unload = accesslog_unload,
+            .worker_state_size = sizeof(struct accesslog_worker));

@@ -7,6 +7,7 @@
 
 #include "atomic.h"
 #include "conn.h"
+#include "http/http.h"
 #include "log.h"
 #include "util.h"
 
@@ -105,6 +106,7 @@ void kl_worker_free(keel_worker *w)
     free(w->listeners);
     free(w->handoffs);
     kl_bufpool_free(&w->pool);
+    kl_http_pool_free(w);
     free(w);
 }
 

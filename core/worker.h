@@ -67,6 +67,8 @@ struct keel_worker {
 
     uint64_t accepted;
     uint64_t rejected;
+    keel_request *http_pool; /* spare request objects (core/http) */
+    unsigned http_pool_n;
 };
 
 keel_worker *kl_worker_new(keel_server *server, unsigned id);

@@ -68,8 +68,9 @@ typedef struct kl_field {
 struct keel_response {
     keel_request *req;
     int status;
-    kl_field *headers;
+    kl_field *headers; /* inline_headers until more are needed */
     size_t nheaders, headers_cap;
+    kl_field inline_headers[8];
     kl_field *trailers;
     size_t ntrailers, trailers_cap;
     int head_sent;
@@ -120,9 +121,15 @@ struct keel_request {
     keel_offload_fn work_fn;
     keel_offload_done_fn work_done;
     void *work_ud;
+    keel_request *next_free; /* in the worker's pool of spare requests */
+    /* Everything above is zeroed for each request; the arena's inline
+     * block below need not be. */
     kl_arena arena;
     char inline_arena[512];
 };
+
+/* Frees a worker's pool of spare requests (when the worker is freed). */
+void kl_http_pool_free(keel_worker *w);
 
 /* Copies len bytes into the request's arena (NUL-terminated). */
 char *kl_arena_dup(kl_arena *a, const char *s, size_t len);

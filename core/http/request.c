@@ -64,11 +64,19 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
     if (sink == NULL || head == NULL ||
         sink->size < offsetof(keel_http_sink, done) + sizeof(void *))
         return NULL;
-    keel_request *req = calloc(1, sizeof *req);
-    if (req == NULL)
+    /* Requests come from the worker's pool of spares: no allocation per
+     * request in the steady state. */
+    keel_worker *w = keel_conn_worker(conn);
+    keel_request *req = w->http_pool;
+    if (req != NULL) {
+        w->http_pool = req->next_free;
+        w->http_pool_n--;
+    } else if ((req = malloc(sizeof *req)) == NULL) {
         return NULL;
+    }
+    memset(req, 0, offsetof(keel_request, arena));
     req->conn = conn;
-    req->worker = keel_conn_worker(conn);
+    req->worker = w;
     req->server = req->worker->server;
     memcpy(&req->sink_copy, sink,
            sink->size < sizeof req->sink_copy ? sink->size : sizeof req->sink_copy);
@@ -78,7 +86,10 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
     req->head.size = sizeof req->head;
     req->arena.at = req->inline_arena;
     req->arena.end = req->inline_arena + sizeof req->inline_arena;
+    req->arena.blocks = NULL;
     req->res.req = req;
+    req->res.headers = req->res.inline_headers;
+    req->res.headers_cap = sizeof req->res.inline_headers / sizeof req->res.inline_headers[0];
     req->res.status = 200;
     req->res.content_length = -1;
     req->res.file_fd = -1;
@@ -98,12 +109,30 @@ void kl_request_unref(keel_request *req)
         return;
     free(req->body);
     free(req->work);
-    free(req->res.headers);
+    if (req->res.headers != req->res.inline_headers)
+        free(req->res.headers);
     free(req->res.trailers);
     free(req->res.file_buf);
     free(req->module_data);
     arena_free(&req->arena);
-    free(req);
+    keel_worker *w = req->worker;
+    if (w->http_pool_n < 64) {
+        req->next_free = w->http_pool;
+        w->http_pool = req;
+        w->http_pool_n++;
+    } else {
+        free(req);
+    }
+}
+
+void kl_http_pool_free(keel_worker *w)
+{
+    while (w->http_pool != NULL) {
+        keel_request *req = w->http_pool;
+        w->http_pool = req->next_free;
+        free(req);
+    }
+    w->http_pool_n = 0;
 }
 
 void keel_http_request_abort(keel_request *req)

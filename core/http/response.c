@@ -74,14 +74,22 @@ int keel_response_status(keel_response *res)
     return res->status;
 }
 
-static int add_field(keel_request *req, kl_field **list, size_t *n, size_t *cap, const char *name,
-                     const char *value)
+/* `inline_list` is the list's initial storage inside the request (or
+ * NULL): it is copied out, never realloc'ed. */
+static int add_field(keel_request *req, kl_field **list, size_t *n, size_t *cap,
+                     kl_field *inline_list, const char *name, const char *value)
 {
     if (!valid_name(name) || !valid_value(value))
         return KEEL_ERR_INVAL;
     if (*n == *cap) {
         size_t c = *cap ? *cap * 2 : 8;
-        kl_field *grown = realloc(*list, c * sizeof *grown);
+        kl_field *grown;
+        if (*list != NULL && *list == inline_list) {
+            if ((grown = malloc(c * sizeof *grown)) != NULL)
+                memcpy(grown, *list, *n * sizeof *grown);
+        } else {
+            grown = realloc(*list, c * sizeof *grown);
+        }
         if (grown == NULL)
             return KEEL_ERR_NOMEM;
         *list = grown;
@@ -114,7 +122,8 @@ int keel_response_header_add(keel_response *res, const char *name, const char *v
 {
     if (res->head_sent)
         return KEEL_ERR_STATE;
-    return add_field(res->req, &res->headers, &res->nheaders, &res->headers_cap, name, value);
+    return add_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
+                     res->inline_headers, name, value);
 }
 
 int keel_response_header_set(keel_response *res, const char *name, const char *value)
@@ -139,7 +148,8 @@ int keel_response_trailer_add(keel_response *res, const char *name, const char *
 {
     if (res->ended)
         return KEEL_ERR_STATE;
-    return add_field(res->req, &res->trailers, &res->ntrailers, &res->trailers_cap, name, value);
+    return add_field(res->req, &res->trailers, &res->ntrailers, &res->trailers_cap, NULL, name,
+                     value);
 }
 
 void keel_response_close_connection(keel_response *res)

@@ -151,4 +151,9 @@ int kl_response_send_status(keel_response *res, int status);
 /* Body callbacks owed when the connection went away. */
 void kl_request_fail_body(keel_request *req, int status);
 
+/* After the client went away and the handler has been told so (a body or
+ * offload callback with KEEL_ERR_CLOSED has returned), the response is
+ * over: the handler may no longer touch the request. */
+void kl_response_release_if_aborted(keel_response *res);
+
 #endif

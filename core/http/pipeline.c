@@ -206,6 +206,7 @@ static void on_work_done(uv_work_t *work, int status)
     (void)status;
     if (done != NULL)
         done(req, req->aborted ? KEEL_ERR_CLOSED : KEEL_OK, req->work_ud);
+    kl_response_release_if_aborted(&req->res);
     kl_request_unref(req);
 }
 

@@ -418,6 +418,7 @@ void kl_request_fail_body(keel_request *req, int status)
     if (req->body_mode == KL_BODY_READ || req->body_mode == KL_BODY_STREAM) {
         kl_request_ref(req);
         body_complete(req, status);
+        kl_response_release_if_aborted(&req->res);
         kl_request_unref(req);
     }
 }
@@ -427,8 +428,10 @@ static void on_empty_body(keel_conn *conn, int status, void *userdata)
     keel_request *req = userdata;
     (void)conn;
     (void)status;
-    if (req->body_mode != KL_BODY_DONE)
+    if (req->body_mode != KL_BODY_DONE) {
         body_complete(req, req->aborted ? KEEL_ERR_CLOSED : KEEL_OK);
+        kl_response_release_if_aborted(&req->res);
+    }
     kl_request_unref(req);
 }
 

@@ -215,13 +215,18 @@ static int send_head(keel_response *res, int64_t content_length)
     res->head_sent = 1;
     if (req->aborted)
         return KEEL_ERR_CLOSED;
-    keel_header small[16];
-    keel_header *hs = res->nheaders <= 16 ? small : malloc(res->nheaders * sizeof *hs);
+    /* One slot more for "Connection: close": the protocol learns from it
+     * that this response ends the connection. */
+    keel_header small[17];
+    size_t n = res->nheaders;
+    keel_header *hs = n < 17 ? small : malloc((n + 1) * sizeof *hs);
     if (hs == NULL)
         return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < res->nheaders; i++)
+    for (size_t i = 0; i < n; i++)
         hs[i] = (keel_header){res->headers[i].name, res->headers[i].value};
-    int rc = req->sink->send_head(req->exchange, res->status, hs, res->nheaders, content_length);
+    if (res->close_connection)
+        hs[n++] = (keel_header){{"Connection", 10}, {"close", 5}};
+    int rc = req->sink->send_head(req->exchange, res->status, hs, n, content_length);
     if (hs != small)
         free(hs);
     return rc;
@@ -368,6 +373,12 @@ static void end_response(keel_response *res)
     kl_request_unref(req); /* the response's reference */
 }
 
+void kl_response_release_if_aborted(keel_response *res)
+{
+    if (res->req->aborted && !res->ended)
+        end_response(res);
+}
+
 /* Common refusal: the response cannot take this (ended, or the client
  * went away); borrowed bytes are released at once either way. */
 static int refuse(keel_response *res, const void *data, keel_free_fn free_fn, void *userdata)
@@ -444,15 +455,14 @@ int keel_response_send_status(keel_response *res, int status)
 int keel_response_write(keel_response *res, const void *data, size_t len, keel_free_fn free_fn,
                         void *userdata)
 {
-    if (res->ended || res->req->aborted) {
-        if (free_fn != NULL)
-            free_fn((void *)data, userdata);
-        return res->ended ? KEEL_ERR_STATE : KEEL_ERR_CLOSED;
-    }
+    if (res->ended || res->req->aborted)
+        return refuse(res, data, free_fn, userdata);
     int rc = send_head(res, -1);
     if (rc != KEEL_OK) {
         if (free_fn != NULL)
             free_fn((void *)data, userdata);
+        if (!res->ended)
+            end_response(res);
         return rc;
     }
     if (len == 0) {
@@ -460,7 +470,13 @@ int keel_response_write(keel_response *res, const void *data, size_t len, keel_f
             free_fn((void *)data, userdata);
         return KEEL_OK;
     }
-    return send_piece(res, data, len, 0, free_fn, userdata);
+    int rc2 = send_piece(res, data, len, 0, free_fn, userdata);
+    /* The protocol refused the bytes (the connection is closing): this
+     * response cannot go on, and the handler learns it from the status,
+     * so it is over here — the request must not be touched after this. */
+    if (rc2 != KEEL_OK && !res->ended)
+        end_response(res);
+    return rc2;
 }
 
 int keel_response_end(keel_response *res)
@@ -469,7 +485,9 @@ int keel_response_end(keel_response *res)
         return KEEL_ERR_STATE;
     if (res->req->aborted)
         return refuse(res, NULL, NULL, NULL);
-    int rc = send_head(res, res->head_sent ? -1 : 0);
+    /* Nothing was written: an empty body, unless trailers must follow
+     * (which needs chunked framing, so the length stays open). */
+    int rc = send_head(res, res->head_sent || res->ntrailers > 0 ? -1 : 0);
     if (rc == KEEL_OK)
         rc = send_piece(res, NULL, 0, 1, NULL, NULL);
     end_response(res);

@@ -369,7 +369,9 @@ KEEL_FN(int, response_send_file,
 /* Streams a piece of the body (chunked on HTTP/1.1 unless a Content-Length
  * was set). The bytes are borrowed until free_fn is called, which also
  * tells that the peer is keeping up: write the next piece from there to
- * stream at the peer's pace. */
+ * stream at the peer's pace (free_fn may run inside this call). A negative
+ * return (KEEL_ERR_CLOSED: the client left) ends the response: the request
+ * must not be used after it. */
 KEEL_FN(int, response_write,
         (keel_response *res, const void *data, size_t len, keel_free_fn free_fn, void *userdata),
         (res, data, len, free_fn, userdata))

@@ -48,7 +48,13 @@ enum {
 
 /* A handler: answer with the keel_response_* functions, now or later (from
  * a timer, an offload's completion, a post). Return KEEL_OK, or a negative
- * status to have the core answer 500 (only if nothing was sent yet). */
+ * status to have the core answer 500 (only if nothing was sent yet).
+ *
+ * If the client goes away first, the request stays valid until the handler
+ * learns it: a response call returns KEEL_ERR_CLOSED, or a body or offload
+ * callback gets KEEL_ERR_CLOSED. After that call (or callback) returns, the
+ * request is gone. A handler that cancels its own pending work (a timer,
+ * say) must still end the response (keel_response_end) to release it. */
 typedef int (*keel_http_handler)(keel_request *req, keel_response *res, void *userdata);
 
 /* Called once the request body has been read whole (status KEEL_OK; the

@@ -64,7 +64,14 @@ int kl_accept(kl_socket listener, kl_socket *out)
     SOCKET s = accept(listener, NULL, NULL);
     if (s == INVALID_SOCKET) {
         int e = WSAGetLastError();
-        return e == WSAEWOULDBLOCK ? UV_EAGAIN : uv_translate_sys_error(e);
+        if (e == WSAEWOULDBLOCK)
+            return UV_EAGAIN;
+        /* A connection reset by its peer before we took it: that one
+         * connection failed, as ECONNABORTED says on POSIX (the caller
+         * goes on accepting), not the listener. */
+        if (e == WSAECONNRESET)
+            return UV_ECONNABORTED;
+        return uv_translate_sys_error(e);
     }
     /* Sockets accepted from a non-blocking listener inherit its mode;
      * libuv wants them non-blocking anyway. */

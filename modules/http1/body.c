@@ -1,0 +1,304 @@
+/* body.c — reading request bodies: Content-Length and chunked.
+ *
+ * llhttp parses heads only; bodies are framed here. llhttp's loose build
+ * (Debian's sources, and what system libraries ship) is lax exactly where
+ * body framing is decided: it skips any two bytes after chunk data, takes a
+ * bare CR or LF as the end of a chunk-size line or of the trailer section,
+ * and (8.1) refuses valid multi-extension chunk headers. A request body
+ * whose end two parsers see differently is how requests are smuggled, so
+ * the chunked coding is decoded by this small strict state machine
+ * (RFC 9112 7.1), one byte at a time for the framing and in bulk for data.
+ */
+#include "h1.h"
+
+#include <string.h>
+
+/* Chunked decoder states. */
+enum {
+    CS_SIZE0 = 0,  /* the first hex digit of a chunk size */
+    CS_SIZE,       /* more hex digits */
+    CS_EXT_BWS,    /* whitespace that must lead to ';' */
+    CS_EXT_NAME0,  /* after ';': BWS, then a token */
+    CS_EXT_NAME,   /* in an extension name */
+    CS_EXT_AFTER,  /* BWS after a name: '=' or ';' must follow */
+    CS_EXT_VAL0,   /* after '=': BWS, then a token or a quoted-string */
+    CS_EXT_TOKEN,  /* in a token value */
+    CS_EXT_QUOTED, /* in a quoted-string value */
+    CS_EXT_QESC,   /* after a backslash in a quoted-string */
+    CS_EXT_QEND,   /* after the closing quote */
+    CS_SIZE_LF,    /* the LF ending the chunk-size line */
+    CS_DATA,       /* chunk data */
+    CS_DATA_CR,    /* the CRLF after chunk data */
+    CS_DATA_LF,    /* */
+    CS_TRAILER,    /* the start of a trailer line, or the final CRLF */
+    CS_TR_NAME,    /* a trailer field name */
+    CS_TR_VALUE,   /* a trailer field value */
+    CS_TR_LF,      /* the LF ending a trailer line */
+    CS_END_LF,     /* the LF of the final empty line */
+    CS_CONTENT     /* Content-Length framed data */
+};
+
+/* A chunk-size line with its extensions, and each trailer line, may not
+ * grow without bound (the data and trailers also count against max_body). */
+#define H1_CHUNK_LINE_MAX 4096
+
+void h1_body_init(h1_conn *c)
+{
+    if (c->x->head.content_length >= 0) {
+        c->body_state = CS_CONTENT;
+        c->body_left = (uint64_t)c->x->head.content_length;
+    } else {
+        c->body_state = CS_SIZE0;
+        c->body_left = 0;
+    }
+    c->line_len = 0;
+}
+
+/* Hands data to the core while it wants the body, else drops it. */
+static void deliver(h1_conn *c, const char *p, size_t n)
+{
+    if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE) {
+        /* The handler may answer (and finish the exchange) inside this
+         * call; the next piece then finds ex != ACTIVE and is dropped. A
+         * refusal (the core answering 413 on its own limit) turns the rest
+         * into discarding. */
+        if (keel_http_request_body(c->req, p, n, 0) < 0 && c->ex == H1_EX_ACTIVE)
+            c->msg = H1_MSG_DISCARD;
+    }
+}
+
+static int is_ws(unsigned char ch)
+{
+    return ch == ' ' || ch == '\t';
+}
+
+static int hex_value(unsigned char ch)
+{
+    if (ch >= '0' && ch <= '9')
+        return ch - '0';
+    if (ch >= 'a' && ch <= 'f')
+        return ch - 'a' + 10;
+    if (ch >= 'A' && ch <= 'F')
+        return ch - 'A' + 10;
+    return -1;
+}
+
+/* RFC 9110 5.6.4 qdtext and quoted-pair's octets; 5.5 field-vchar with
+ * SP/HTAB (obs-text allowed in both). */
+static int is_qdtext(unsigned char ch)
+{
+    return ch == '\t' || ch == ' ' || ch == 0x21 || (ch >= 0x23 && ch <= 0x5b) ||
+           (ch >= 0x5d && ch <= 0x7e) || ch >= 0x80;
+}
+
+static int is_field_char(unsigned char ch)
+{
+    return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
+}
+
+/* One framing byte of the chunked coding. Returns 0 to go on, 1 when the
+ * message is complete, or an error status. */
+static int chunk_byte(h1_conn *c, unsigned char ch)
+{
+    if (++c->line_len > H1_CHUNK_LINE_MAX)
+        return c->body_state >= CS_TRAILER ? 431 : 400;
+    switch (c->body_state) {
+    case CS_SIZE0:
+    case CS_SIZE: {
+        int v = hex_value(ch);
+        if (v >= 0) {
+            if (c->body_left > (UINT64_MAX >> 4))
+                return 400; /* overflow: not a size */
+            c->body_left = c->body_left * 16 + (uint64_t)v;
+            c->body_state = CS_SIZE;
+            return 0;
+        }
+        if (c->body_state == CS_SIZE0)
+            return 400; /* no digit: "-3", "0x3", " 3" */
+        /* A chunk that would take the body over the limit is refused
+         * before its data is read. */
+        if (c->body_left > c->cfg->max_body || c->body_seen + c->body_left > c->cfg->max_body)
+            return 413;
+        if (ch == '\r')
+            c->body_state = CS_SIZE_LF;
+        else if (ch == ';')
+            c->body_state = CS_EXT_NAME0;
+        else if (is_ws(ch))
+            c->body_state = CS_EXT_BWS;
+        else
+            return 400;
+        return 0;
+    }
+    /* chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) */
+    case CS_EXT_BWS:
+        if (ch == ';')
+            c->body_state = CS_EXT_NAME0;
+        else if (!is_ws(ch))
+            return 400;
+        return 0;
+    case CS_EXT_NAME0:
+        if (h1_is_tchar(ch))
+            c->body_state = CS_EXT_NAME;
+        else if (!is_ws(ch))
+            return 400;
+        return 0;
+    case CS_EXT_NAME:
+        if (h1_is_tchar(ch))
+            return 0;
+        if (ch == '=')
+            c->body_state = CS_EXT_VAL0;
+        else if (ch == ';')
+            c->body_state = CS_EXT_NAME0;
+        else if (ch == '\r')
+            c->body_state = CS_SIZE_LF;
+        else if (is_ws(ch))
+            c->body_state = CS_EXT_AFTER;
+        else
+            return 400;
+        return 0;
+    case CS_EXT_AFTER:
+        if (ch == '=')
+            c->body_state = CS_EXT_VAL0;
+        else if (ch == ';')
+            c->body_state = CS_EXT_NAME0;
+        else if (!is_ws(ch))
+            return 400;
+        return 0;
+    case CS_EXT_VAL0:
+        if (ch == '"')
+            c->body_state = CS_EXT_QUOTED;
+        else if (h1_is_tchar(ch))
+            c->body_state = CS_EXT_TOKEN;
+        else if (!is_ws(ch))
+            return 400;
+        return 0;
+    case CS_EXT_TOKEN:
+        if (h1_is_tchar(ch))
+            return 0;
+        if (ch == ';')
+            c->body_state = CS_EXT_NAME0;
+        else if (ch == '\r')
+            c->body_state = CS_SIZE_LF;
+        else if (is_ws(ch))
+            c->body_state = CS_EXT_BWS;
+        else
+            return 400;
+        return 0;
+    case CS_EXT_QUOTED:
+        if (ch == '"')
+            c->body_state = CS_EXT_QEND;
+        else if (ch == '\\')
+            c->body_state = CS_EXT_QESC;
+        else if (!is_qdtext(ch))
+            return 400;
+        return 0;
+    case CS_EXT_QESC:
+        if (!(ch == '\t' || (ch >= 0x20 && ch != 0x7f)))
+            return 400;
+        c->body_state = CS_EXT_QUOTED;
+        return 0;
+    case CS_EXT_QEND:
+        if (ch == ';')
+            c->body_state = CS_EXT_NAME0;
+        else if (ch == '\r')
+            c->body_state = CS_SIZE_LF;
+        else if (is_ws(ch))
+            c->body_state = CS_EXT_BWS;
+        else
+            return 400;
+        return 0;
+    case CS_SIZE_LF:
+        if (ch != '\n')
+            return 400;
+        c->line_len = 0;
+        c->body_state = c->body_left == 0 ? CS_TRAILER : CS_DATA;
+        return 0;
+    case CS_DATA_CR:
+        /* Chunk data is followed by CRLF; anything else means the chunk
+         * is longer than its size said. */
+        if (ch != '\r')
+            return 400;
+        c->body_state = CS_DATA_LF;
+        return 0;
+    case CS_DATA_LF:
+        if (ch != '\n')
+            return 400;
+        c->line_len = 0;
+        c->body_state = CS_SIZE0;
+        return 0;
+    /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2);
+     * the fields are checked like header fields and then dropped. */
+    case CS_TRAILER:
+        if (++c->body_seen > c->cfg->max_body)
+            return 413;
+        if (ch == '\r')
+            c->body_state = CS_END_LF;
+        else if (h1_is_tchar(ch))
+            c->body_state = CS_TR_NAME; /* (whitespace here would be obs-fold) */
+        else
+            return 400;
+        return 0;
+    case CS_TR_NAME:
+        if (++c->body_seen > c->cfg->max_body)
+            return 413;
+        if (ch == ':')
+            c->body_state = CS_TR_VALUE;
+        else if (!h1_is_tchar(ch))
+            return 400;
+        return 0;
+    case CS_TR_VALUE:
+        if (++c->body_seen > c->cfg->max_body)
+            return 413;
+        if (ch == '\r')
+            c->body_state = CS_TR_LF;
+        else if (!is_field_char(ch))
+            return 400;
+        return 0;
+    case CS_TR_LF:
+        if (ch != '\n')
+            return 400;
+        c->line_len = 0;
+        c->body_state = CS_TRAILER;
+        return 0;
+    case CS_END_LF:
+        return ch == '\n' ? 1 : 400;
+    default:
+        return 400;
+    }
+}
+
+int h1_parse_body(h1_conn *c)
+{
+    const char *p = c->data + c->pos, *end = c->data + c->len;
+    while (p < end) {
+        if (c->body_state == CS_CONTENT || c->body_state == CS_DATA) {
+            size_t n = (size_t)(end - p);
+            if (n > c->body_left)
+                n = (size_t)c->body_left;
+            c->body_left -= n;
+            c->body_seen += n;
+            c->pos = (size_t)(p + n - c->data);
+            deliver(c, p, n);
+            p += n;
+            if (c->closing)
+                return H1_FAILED;
+            if (c->body_left == 0) {
+                if (c->body_state == CS_CONTENT)
+                    return H1_READY;
+                c->body_state = CS_DATA_CR;
+            }
+            continue;
+        }
+        int r = chunk_byte(c, (unsigned char)*p++);
+        c->pos = (size_t)(p - c->data);
+        if (r == 1)
+            return H1_READY;
+        if (r != 0) {
+            /* The framing is lost: nothing after this can be trusted. */
+            h1_fail(c, r);
+            return H1_FAILED;
+        }
+    }
+    /* An empty Content-Length body never gets here (no body state). */
+    return H1_NEED_MORE;
+}

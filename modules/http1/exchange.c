@@ -1,0 +1,294 @@
+/* exchange.c — one request/response exchange with the core, and the sink
+ * through which the core hands the response back.
+ *
+ * The sink's calls can come in two situations:
+ *   - inside h1_process (a handler answering synchronously from dispatch,
+ *     or from a body callback): they only record what happened and append
+ *     to the output buffer; h1_process moves on and flushes once at the end;
+ *   - later, from the loop (an asynchronous handler): they flush at once
+ *     and restart reading where needed (h1_after_exchange).
+ */
+#include "h1.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- starting ------------------------------------------------------------ */
+
+void h1_exchange_start(h1_conn *c)
+{
+    h1_exch *x = c->x;
+    const char *head = c->data + c->head_base;
+    if (x->has_body) {
+        /* The body is consumed from the connection's buffer while the core
+         * still holds the head, and reading must resume meanwhile (which
+         * may move the buffer), so such a head gets its own copy. Heads of
+         * requests without a body stay zero-copy views. */
+        if (x->copy_cap < x->head_len) {
+            char *copy = realloc(x->copy, x->head_len);
+            if (copy == NULL) {
+                h1_fail(c, 500);
+                return;
+            }
+            x->copy = copy;
+            x->copy_cap = x->head_len;
+        }
+        memcpy(x->copy, head, x->head_len);
+        head = x->copy;
+    }
+    c->head_copied = x->has_body;
+    h1_head_build(c, head);
+
+    c->nrequests++;
+    c->had_request = 1;
+    c->is_head = x->method == HTTP_HEAD;
+    c->version10 = x->head.version == 10;
+    c->client_keepalive = x->head.keep_alive != 0;
+    c->expect_continue = x->expect_continue;
+    c->head_deadline_ms = 0;
+    /* RFC 9112 9.3: persistence as the client asked, and the limits on it. */
+    if (!c->client_keepalive || c->shutdown || c->cfg->keepalive_timeout_ms == 0 ||
+        (c->cfg->max_requests != 0 && c->nrequests >= c->cfg->max_requests))
+        c->close_after = 1;
+    x->head.keep_alive = !c->close_after;
+
+    c->msg = x->has_body ? H1_MSG_HOLD : H1_MSG_DONE;
+    if (x->has_body)
+        h1_body_init(c);
+    c->ex = H1_EX_ACTIVE;
+    c->req = keel_http_request_start(c->conn, &h1_sink, c, &x->head);
+    if (c->req == NULL) {
+        c->ex = H1_EX_NONE;
+        h1_fail(c, 500);
+        return;
+    }
+    keel_http_request_dispatch(c->req);
+}
+
+void h1_exchange_abort(h1_conn *c)
+{
+    if (c->ex == H1_EX_ACTIVE) {
+        keel_request *req = c->req;
+        c->ex = H1_EX_FINISHED;
+        c->req = NULL;
+        keel_http_request_abort(req);
+    }
+}
+
+/* The exchange is over and its message fully read: get ready for the next
+ * request on this connection. */
+int h1_exchange_next(h1_conn *c)
+{
+    if (c->close_after || c->closing) {
+        h1_close(c);
+        return -1;
+    }
+    c->msg = H1_MSG_HEAD;
+    c->ex = H1_EX_NONE;
+    c->req = NULL;
+    c->framing = H1_BODY_NONE;
+    c->resp_left = 0;
+    c->body_seen = 0;
+    c->head_deadline_ms = 0;
+    c->want_body = c->expect_continue = c->continue_sent = 0;
+    c->head_sent = c->resp_ended = c->is_head = c->version10 = 0;
+    c->head_copied = c->head_started = 0;
+    return 0;
+}
+
+/* The response is over but the body was not (all) read. Returns -1 if the
+ * connection is closing instead of reading it. */
+int h1_body_unwanted(h1_conn *c)
+{
+    /* RFC 9110 10.1.1: a client that sent 100-continue and got a final
+     * status instead may never send the body; waiting for it to discard it
+     * could read the next request as body. Close instead. */
+    if (c->close_after || (c->expect_continue && !c->continue_sent)) {
+        c->close_after = 1;
+        h1_close(c);
+        return -1;
+    }
+    c->msg = H1_MSG_DISCARD; /* bounded by max_body, as any body */
+    return 0;
+}
+
+/* ---- the sink -------------------------------------------------------------- */
+
+static int sink_send_head(void *exchange, int status, const keel_header *headers, size_t nheaders,
+                          int64_t content_length)
+{
+    h1_conn *c = exchange;
+    if (c->ex != H1_EX_ACTIVE || c->head_sent)
+        return KEEL_ERR_STATE;
+    if (c->closing)
+        return KEEL_ERR_CLOSED;
+    if (status == 101)
+        return KEEL_ERR_INVAL; /* upgrades: see the hook in parse.c */
+    /* A final answer before the body was read: if the client waits for
+     * 100 Continue it will not send it, so the connection cannot stay. */
+    if (status >= 200 && c->msg == H1_MSG_HOLD && c->expect_continue && !c->continue_sent)
+        c->close_after = 1;
+    if (status >= 200 && c->shutdown)
+        c->close_after = 1;
+    /* The head waits in the output buffer for the first body piece (or the
+     * end of on_data), so head and small body leave in one write. */
+    return h1_head_serialize(c, status, headers, nheaders, content_length);
+}
+
+/* Bytes dropped (HEAD, 204, 304): release them. A final piece is released
+ * at once; an intermediate one after the writes before it, so a handler
+ * that writes its next piece from the callback neither recurses nor outruns
+ * the client. */
+static int release_later(h1_conn *c, int last, keel_write_cb cb, void *ud)
+{
+    if (cb == NULL)
+        return KEEL_OK;
+    if (last) {
+        cb(c->conn, KEEL_OK, ud);
+        return KEEL_OK;
+    }
+    keel_buf none = {"", 0};
+    return h1_out_write_with(c, c->out ? c->out->len : 0, &none, 1, cb, ud);
+}
+
+static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, int last,
+                          const keel_header *trailers, size_t ntrailers, keel_write_cb cb, void *ud)
+{
+    h1_conn *c = exchange;
+    if (c->ex != H1_EX_ACTIVE || !c->head_sent || c->resp_ended)
+        return KEEL_ERR_STATE;
+    if (c->closing)
+        return KEEL_ERR_CLOSED;
+    size_t total = 0;
+    for (size_t i = 0; i < nbufs; i++)
+        total += bufs[i].len;
+    if (last)
+        c->resp_ended = 1;
+
+    int rc = KEEL_OK;
+    if (c->framing == H1_BODY_NONE) {
+        rc = release_later(c, last, cb, ud);
+        goto out;
+    }
+    if (c->framing == H1_BODY_LENGTH) {
+        if (total > c->resp_left) {
+            /* More than the declared length: the excess would be read as
+             * the next response. Refuse it and end the connection. */
+            c->close_after = 1;
+            c->resp_ended = 1;
+            return KEEL_ERR_INVAL;
+        }
+        c->resp_left -= total;
+        if (last && c->resp_left > 0)
+            c->close_after = 1; /* short body: only a close can tell */
+    }
+    int chunked = c->framing == H1_BODY_CHUNKED;
+    if (total == 0 && !(chunked && last)) {
+        rc = release_later(c, last, cb, ud);
+        goto out;
+    }
+
+    /* Framing around the data: "SIZE\r\n" before, "\r\n" after, and the
+     * last chunk with the trailer section at the end (RFC 9112 7.1). */
+    size_t trailer_need = chunked && last ? 5 + h1_trailers_size(trailers, ntrailers) : 0;
+    size_t need = (chunked ? 16 + 2 + 2 : 0) + trailer_need;
+    int copy = last && total <= H1_COPY_MAX;
+    if (need == 0 && !copy) {
+        /* Length-framed or close-delimited: the bytes go as they are,
+         * together with whatever waits in the output buffer. */
+        rc = h1_out_write_with(c, c->out ? c->out->len : 0, bufs, nbufs, cb, ud);
+        goto out;
+    }
+    char *p = h1_out_reserve(c, need + (copy ? total : 0));
+    if (p == NULL)
+        return KEEL_ERR_NOMEM;
+    char *start = p;
+    if (chunked && total > 0) {
+        p += h1_u64_hex(p, total);
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    size_t prefix = c->out->len + (size_t)(p - start);
+    if (copy) {
+        for (size_t i = 0; i < nbufs; i++) {
+            memcpy(p, bufs[i].base, bufs[i].len);
+            p += bufs[i].len;
+        }
+    }
+    if (chunked && total > 0) {
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    if (chunked && last) {
+        memcpy(p, "0\r\n", 3);
+        p += 3;
+        p = h1_trailers_put(p, trailers, ntrailers);
+        *p++ = '\r';
+        *p++ = '\n';
+    }
+    h1_out_commit(c, (size_t)(p - start));
+
+    if (copy) {
+        /* Copied: the caller's bytes are free now. */
+        if (cb != NULL)
+            cb(c->conn, KEEL_OK, ud);
+    } else {
+        rc = h1_out_write_with(c, prefix, bufs, nbufs, cb, ud);
+    }
+out:
+    if (rc == KEEL_OK && !c->in_process)
+        h1_out_flush(c);
+    return rc;
+}
+
+static void sink_want_body(void *exchange)
+{
+    h1_conn *c = exchange;
+    if (c->ex != H1_EX_ACTIVE || c->want_body)
+        return;
+    c->want_body = 1;
+    if (c->msg != H1_MSG_HOLD)
+        return;
+    /* RFC 9110 10.1.1: 100 Continue only now that the handler will read
+     * the body, and only if no final status went out. */
+    if (c->expect_continue && !c->continue_sent && !c->head_sent) {
+        static const char cont[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (h1_out_append(c, cont, sizeof cont - 1) == KEEL_OK)
+            c->continue_sent = 1;
+    }
+    c->msg = H1_MSG_BODY;
+    if (!c->in_process) {
+        h1_out_flush(c);
+        h1_set_timeout(c, c->cfg->body_timeout_ms);
+        h1_resume(c);
+    }
+}
+
+static void sink_done(void *exchange, int keep_alive)
+{
+    h1_conn *c = exchange;
+    if (c->ex != H1_EX_ACTIVE)
+        return;
+    c->ex = H1_EX_FINISHED;
+    c->req = NULL;
+    if (!keep_alive)
+        c->close_after = 1;
+    if (!c->head_sent) {
+        /* The core gave up without an answer: the client still gets one. */
+        h1_fail(c, 500);
+        return;
+    }
+    if (!c->resp_ended || c->framing == H1_BODY_EOF ||
+        (c->framing == H1_BODY_LENGTH && c->resp_left > 0))
+        c->close_after = 1;
+    if (!c->in_process)
+        h1_after_exchange(c);
+}
+
+const keel_http_sink h1_sink = {
+    .size = sizeof(keel_http_sink),
+    .send_head = sink_send_head,
+    .send_body = sink_send_body,
+    .want_body = sink_want_body,
+    .done = sink_done,
+};

@@ -1,0 +1,351 @@
+/* h1.h — the http1 module's internal types, shared by its source files.
+ *
+ * The module turns bytes into keel_http_head + body for the core's HTTP
+ * layer, and the core's sink calls back into bytes. Everything here runs on
+ * one connection's worker thread; the only state shared between workers is
+ * the read-only h1_config.
+ *
+ * Memory, which the design caps per idle connection: an idle keep-alive
+ * connection holds only its h1_conn. The parser, the header arrays and the
+ * output buffer (h1_exch, h1_obuf) come from per-worker free lists when a
+ * request starts and go back when the connection is idle again, so the
+ * steady state allocates nothing per request.
+ */
+#ifndef KEEL_HTTP1_H1_H
+#define KEEL_HTTP1_H1_H
+
+#include <keel/keel.h>
+
+#include <llhttp.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- configuration ([http1], read once in load) ------------------------- */
+
+typedef struct h1_config {
+    uint64_t max_request_line; /* 414 above this */
+    uint64_t max_header_bytes; /* the whole head; 431 above this */
+    uint64_t max_headers;      /* 431 above this */
+    uint64_t max_body;         /* 413 above this */
+    uint64_t header_timeout_ms;
+    uint64_t body_timeout_ms;
+    uint64_t keepalive_timeout_ms;
+    uint64_t max_requests; /* per connection; 0: unlimited */
+    char server_line[256]; /* "Server: keel\r\n", or "" */
+    size_t server_line_len;
+} h1_config;
+
+/* ---- output buffers ----------------------------------------------------- */
+
+/* Bytes waiting to be written: response heads, copied small bodies, chunk
+ * framing, error responses. While a zero-copy write is in flight the buffer
+ * is lent to it (it holds the head that goes out with the borrowed body)
+ * and the callback fields say whom to tell when it completes. */
+typedef struct h1_obuf h1_obuf;
+struct h1_obuf {
+    h1_obuf *next; /* free list */
+    struct h1_worker *w;
+    keel_write_cb cb; /* the sink caller's callback while lent */
+    void *cb_ud;
+    size_t len, cap;
+    char data[];
+};
+
+/* Pooled blocks. The outputs of pipelined requests are batched into one
+ * write per on_data call, or per full block. A head that needs more grows
+ * its block, which is then freed instead of pooled. */
+#define H1_OBUF_SIZE (16 * 1024 - sizeof(h1_obuf))
+/* A final body piece up to this size is copied behind its head (one write,
+ * nothing to keep alive); larger ones and streamed pieces go out as
+ * scatter-gather without a copy. */
+#define H1_COPY_MAX (8 * 1024)
+
+/* ---- per-request parse state -------------------------------------------- */
+
+/* A header as offsets from the head's first byte: the connection's buffer
+ * may move between two on_data calls while the head is incomplete, so
+ * pointers are made only once the head is whole. */
+typedef struct h1_span {
+    uint32_t name_off, name_len;
+    uint32_t value_off, value_len;
+} h1_span;
+
+#define H1_INLINE_HEADERS 32
+
+/* Where the current message is. */
+enum h1_msg {
+    H1_MSG_HEAD = 0, /* reading the head */
+    H1_MSG_HOLD,     /* head done, body not wanted (yet): not reading */
+    H1_MSG_BODY,     /* handing body bytes to the core */
+    H1_MSG_DISCARD,  /* reading and dropping an unwanted body */
+    H1_MSG_DONE      /* the whole message has been read */
+};
+
+/* Where the exchange with the core is. */
+enum h1_ex {
+    H1_EX_NONE = 0, /* no request started for this message */
+    H1_EX_ACTIVE,   /* the core holds the request */
+    H1_EX_FINISHED  /* sink->done came */
+};
+
+/* Per-message state, pooled per worker; held while a request is parsed or
+ * in flight. */
+typedef struct h1_exch h1_exch;
+struct h1_exch {
+    h1_exch *next; /* free list */
+    llhttp_t parser;
+
+    /* Offsets of the request line, from the head's first byte. */
+    uint32_t method_off, method_len;
+    uint32_t url_off, url_len;
+    uint32_t version_off, version_len;
+    uint32_t head_len; /* once complete: up to and including the empty line */
+    uint32_t line_done : 1;
+    uint32_t head_done : 1;
+    uint32_t has_body : 1;
+    uint32_t in_name : 1; /* a header field has begun (its span is open) */
+    uint32_t te_present : 1;
+    uint32_t cl_present : 1;
+    uint32_t expect_continue : 1;
+    uint8_t method;              /* llhttp's method number */
+    int host_index;              /* the Host field, -1 if none */
+    uint32_t auth_off, auth_len; /* absolute-form authority, or UINT32_MAX */
+
+    /* Headers as offsets while parsing, then as views for the core. */
+    size_t nheaders;
+    size_t headers_cap; /* of spans and headers */
+    h1_span *spans;     /* inline_spans or a grown array */
+    keel_header *headers;
+    h1_span inline_spans[H1_INLINE_HEADERS];
+    keel_header inline_headers[H1_INLINE_HEADERS];
+
+    /* A request with a body has its head copied here, so the body can be
+     * consumed from the connection's buffer while the core still refers to
+     * the head (the buffer may move once reading resumes). */
+    char *copy;
+    size_t copy_cap;
+
+    keel_http_head head;
+};
+
+/* ---- per-worker state (the module's worker_state) ----------------------- */
+
+typedef struct h1_worker {
+    keel_worker *worker;
+    keel_module *module;
+    const h1_config *cfg;
+    h1_exch *free_exch;
+    unsigned nfree_exch;
+    h1_obuf *free_obuf;
+    unsigned nfree_obuf;
+    /* The cached Date header line (date.c). */
+    uint64_t date_checked_ms;
+    int64_t date_sec;
+    char date_line[48]; /* "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n" */
+    size_t date_line_len;
+} h1_worker;
+
+#define H1_POOL_MAX 256 /* free blocks kept per list and worker */
+
+/* ---- per-connection state ----------------------------------------------- */
+
+/* How the response body is framed. */
+enum h1_framing {
+    H1_BODY_NONE = 0, /* HEAD, 1xx, 204, 304: no body bytes at all */
+    H1_BODY_LENGTH,   /* Content-Length */
+    H1_BODY_CHUNKED,  /* Transfer-Encoding: chunked */
+    H1_BODY_EOF       /* HTTP/1.0, unknown length: ends with the connection */
+};
+
+typedef struct h1_conn {
+    keel_conn *conn;
+    h1_worker *w;
+    const h1_config *cfg;
+    h1_exch *x;        /* NULL while idle */
+    h1_obuf *out;      /* NULL while nothing waits */
+    keel_request *req; /* the request in flight */
+
+    /* The last bytes on_data saw; valid while reading is paused. */
+    const char *data;
+    size_t len;
+    /* Offsets into the current delivery (see h1_process). */
+    size_t pos;       /* parsed up to here */
+    size_t head_base; /* where the current message's head starts */
+    size_t skip;      /* bytes at the start of the next delivery already parsed */
+
+    uint64_t head_deadline_ms; /* header_timeout, from the head's first byte */
+    uint64_t timeout_ms;       /* what keel_conn_set_timeout was last given */
+    uint64_t nrequests;        /* requests started on this connection */
+    uint64_t body_seen;        /* request body bytes of this message */
+    uint64_t resp_left;        /* H1_BODY_LENGTH: body bytes still owed */
+    int error_status;          /* set by a parser callback that returns HPE_USER */
+    uint64_t body_left;        /* Content-Length bytes, or the chunk's, still to read */
+    uint32_t line_len;         /* bytes of the current chunk-size or trailer line */
+    uint8_t body_state;        /* body.c's decoder state */
+
+    uint8_t msg;     /* enum h1_msg */
+    uint8_t ex;      /* enum h1_ex */
+    uint8_t framing; /* enum h1_framing */
+
+    unsigned in_process : 1;  /* inside h1_process: sink calls only set flags */
+    unsigned paused : 1;      /* we paused reading */
+    unsigned closing : 1;     /* keel_conn_close was called */
+    unsigned close_after : 1; /* close once this exchange is over */
+    unsigned shutdown : 1;    /* the server is stopping */
+    unsigned want_body : 1;   /* the core asked for the body */
+    unsigned expect_continue : 1;
+    unsigned continue_sent : 1;
+    unsigned head_sent : 1;  /* the final response head was serialised */
+    unsigned resp_ended : 1; /* the last body piece came */
+    unsigned is_head : 1;    /* HEAD request */
+    unsigned version10 : 1;  /* HTTP/1.0 request */
+    unsigned client_keepalive : 1;
+    unsigned head_copied : 1;  /* the head's views point into x->copy */
+    unsigned had_request : 1;  /* keep-alive (not header) timeout when idle */
+    unsigned head_started : 1; /* bytes of the current head have arrived */
+} h1_conn;
+
+/* ---- http1.c ------------------------------------------------------------ */
+
+/* Runs the state machine over c->data/c->len from c->pos. */
+void h1_process(h1_conn *c);
+
+/* Sets the connection's inactivity timeout if it changed. */
+void h1_set_timeout(h1_conn *c, uint64_t ms);
+
+/* Pauses / resumes reading (idempotent). */
+void h1_pause(h1_conn *c);
+void h1_resume(h1_conn *c);
+
+/* Flushes pending output and closes the connection in order. */
+void h1_close(h1_conn *c);
+
+/* The exchange finished outside h1_process (an asynchronous response):
+ * flush, then go on with the connection (next request, discard or close). */
+void h1_after_exchange(h1_conn *c);
+
+/* ---- pool.c ------------------------------------------------------------- */
+
+h1_exch *h1_exch_get(h1_worker *w);
+void h1_exch_put(h1_worker *w, h1_exch *x);
+/* Makes room for n more headers (up to the configured maximum). */
+int h1_exch_grow(h1_exch *x, size_t want);
+void h1_pool_free(h1_worker *w);
+
+/* ---- output.c ----------------------------------------------------------- */
+
+/* Returns room for at least n more bytes at the end of c->out (allocating
+ * or growing it), or NULL if out of memory. Commit with h1_out_commit. */
+char *h1_out_reserve(h1_conn *c, size_t n);
+void h1_out_commit(h1_conn *c, size_t n);
+int h1_out_append(h1_conn *c, const void *data, size_t len);
+
+/* Writes what c->out holds (copying only what the socket does not take at
+ * once) and keeps the buffer for reuse. */
+int h1_out_flush(h1_conn *c);
+
+/* Writes c->out[0, prefix) + bufs + c->out[prefix, len) as one
+ * scatter-gather write without copying bufs; cb(conn, status, ud) runs
+ * when the write completed. c->out is lent to the write. */
+int h1_out_write_with(h1_conn *c, size_t prefix, const keel_buf *bufs, size_t nbufs,
+                      keel_write_cb cb, void *ud);
+
+/* Returns c->out to the pool if it is empty. */
+void h1_out_release(h1_conn *c);
+void h1_obuf_free(h1_worker *w, h1_obuf *b);
+
+/* ---- parse.c ------------------------------------------------------------ */
+
+extern const llhttp_settings_t h1_llhttp_settings;
+
+/* Starts parsing a new message with x (fresh llhttp state). */
+void h1_parse_init(h1_conn *c, h1_exch *x);
+
+/* Results of h1_parse_head / h1_parse_body. */
+enum { H1_NEED_MORE = 0, H1_READY = 1, H1_FAILED = -1 };
+
+/* Parses head bytes from c->pos. H1_READY: the head is complete and valid
+ * (c->pos is just after it); H1_NEED_MORE: every byte was taken and more
+ * are needed; H1_FAILED: an error response was sent and the connection is
+ * closing. */
+int h1_parse_head(h1_conn *c);
+
+/* The status for an llhttp error, given the bytes of the head so far. */
+int h1_parse_error_status(h1_conn *c, llhttp_errno_t err, const char *base, size_t avail);
+
+/* ---- body.c ------------------------------------------------------------- */
+
+/* Sets up reading the body of the current message (Content-Length > 0 or
+ * chunked). */
+void h1_body_init(h1_conn *c);
+
+/* Reads body bytes from c->pos, handing them to the core in H1_MSG_BODY
+ * and dropping them in H1_MSG_DISCARD. H1_READY: the message is complete
+ * (c->pos just after it); H1_NEED_MORE: every byte was taken; H1_FAILED:
+ * an error response was sent (or the connection is closing). */
+int h1_parse_body(h1_conn *c);
+
+/* ---- validate.c --------------------------------------------------------- */
+
+int h1_is_tchar(unsigned char ch);
+/* RFC 9110 5.6.2: n > 0 bytes, all tchar. */
+int h1_is_token(const char *s, size_t n);
+
+/* Checks a complete head (at `head`) against RFC 9110/9112 beyond what
+ * llhttp does. Returns 0 or the status of the error response to send. */
+int h1_head_check(h1_conn *c, const char *head);
+
+/* Fills x->head with views into `head` (the connection's buffer, or the
+ * copy of the head made for a request with a body). */
+void h1_head_build(h1_conn *c, const char *head);
+
+/* ---- serialize.c -------------------------------------------------------- */
+
+/* "HTTP/1.1 200 OK\r\n" for common codes; NULL otherwise. */
+const char *h1_status_line(int status, size_t *len);
+/* The reason phrase of a code in that table; NULL otherwise. */
+const char *h1_reason(int status);
+
+/* Serialises a response head into c->out and decides the body's framing
+ * (c->framing, c->resp_left) and whether the connection closes after it. */
+int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, int64_t length);
+
+/* A trailer section's size bound, and its bytes (framing fields left out). */
+size_t h1_trailers_size(const keel_header *t, size_t n);
+char *h1_trailers_put(char *p, const keel_header *t, size_t n);
+
+/* Writes the decimal / hexadecimal form of v at p; returns its length. */
+size_t h1_u64_dec(char *p, uint64_t v);
+size_t h1_u64_hex(char *p, uint64_t v);
+
+/* ---- exchange.c (the sink) ---------------------------------------------- */
+
+extern const keel_http_sink h1_sink;
+
+/* Starts the exchange for a complete, valid head and dispatches it. */
+void h1_exchange_start(h1_conn *c);
+
+/* The exchange is over and the message read: set up the next one (or
+ * close). Returns 0 to go on parsing, -1 if the connection is closing. */
+int h1_exchange_next(h1_conn *c);
+
+/* Aborts the request in flight, if any (connection going away). */
+void h1_exchange_abort(h1_conn *c);
+
+/* The response ended before the body was read: discard it (H1_MSG_DISCARD)
+ * or close. Returns -1 if closing. */
+int h1_body_unwanted(h1_conn *c);
+
+/* ---- errors.c ----------------------------------------------------------- */
+
+/* Answers status with a small text body and Connection: close, then closes
+ * (aborting the request in flight first). */
+void h1_fail(h1_conn *c, int status);
+
+/* ---- date.c ------------------------------------------------------------- */
+
+/* "Date: ...\r\n" for now, cached per worker and reformatted once a second. */
+const char *h1_date_line(h1_worker *w, size_t *len);
+
+#endif

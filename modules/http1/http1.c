@@ -1,0 +1,427 @@
+/* http1.c — the http1 module: its configuration, the "http1" protocol's
+ * connection callbacks and the per-connection state machine.
+ *
+ * One exchange at a time per connection (RFC 9112 9.3.2: responses to
+ * pipelined requests go out in order). A request head is parsed straight
+ * from the connection's read buffer; while its exchange is in flight the
+ * connection is paused and the head's bytes are left unconsumed, so the
+ * views the core holds stay valid. When the exchange ends, reading resumes,
+ * the core delivers the same bytes again, the part already parsed is
+ * skipped (c->skip) and the next pipelined request follows. A response that
+ * completes during dispatch lets the next request be parsed in the same
+ * on_data call, and all those responses leave in one write at its end.
+ */
+#include "h1.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small helpers used across the module ---------------------------------- */
+
+void h1_set_timeout(h1_conn *c, uint64_t ms)
+{
+    if (ms != c->timeout_ms && !c->closing) {
+        c->timeout_ms = ms;
+        keel_conn_set_timeout(c->conn, ms);
+    }
+}
+
+void h1_pause(h1_conn *c)
+{
+    if (!c->paused) {
+        c->paused = 1;
+        keel_conn_pause(c->conn);
+    }
+}
+
+void h1_resume(h1_conn *c)
+{
+    if (c->paused) {
+        c->paused = 0;
+        keel_conn_resume(c->conn);
+    }
+}
+
+void h1_close(h1_conn *c)
+{
+    if (c->closing)
+        return;
+    h1_out_flush(c);
+    c->closing = 1;
+    keel_conn_close(c->conn);
+}
+
+static uint64_t now_ms(h1_conn *c)
+{
+    return keel_worker_now_ms(c->w->worker);
+}
+
+/* The inactivity timeout that brings a head's deadline back: what is left,
+ * rounded up to a tenth of header_timeout. The core keeps one queue per
+ * distinct duration, so only a handful of values may be used; the deadline
+ * itself is checked exactly on each delivery and in on_timeout. */
+static uint64_t head_timeout_left(h1_conn *c)
+{
+    uint64_t now = now_ms(c);
+    if (now >= c->head_deadline_ms)
+        return 1;
+    uint64_t left = c->head_deadline_ms - now;
+    uint64_t step = c->cfg->header_timeout_ms / 10 ? c->cfg->header_timeout_ms / 10 : 1;
+    return (left + step - 1) / step * step;
+}
+
+/* ---- the state machine ------------------------------------------------------- */
+
+void h1_process(h1_conn *c)
+{
+    c->in_process = 1;
+    while (!c->closing) {
+        int r;
+        switch (c->msg) {
+        case H1_MSG_HEAD:
+            if (c->pos == c->len)
+                goto out;
+            if (c->x == NULL && (c->x = h1_exch_get(c->w)) == NULL) {
+                keel_conn_abort(c->conn);
+                c->closing = 1;
+                goto out;
+            }
+            if (!c->head_started) {
+                /* A new message. The header timeout runs from its first
+                 * byte and is not renewed by later ones (slowloris). */
+                c->head_started = 1;
+                c->head_base = c->pos;
+                c->head_deadline_ms = now_ms(c) + c->cfg->header_timeout_ms;
+                h1_parse_init(c, c->x);
+            }
+            if ((r = h1_parse_head(c)) != H1_READY) {
+                /* Bytes trickling in keep the connection's inactivity
+                 * timer alive, so the deadline is checked here too. */
+                if (r == H1_NEED_MORE && now_ms(c) >= c->head_deadline_ms)
+                    h1_fail(c, 408);
+                goto out;
+            }
+            h1_exchange_start(c);
+            break;
+        case H1_MSG_HOLD:
+            /* The handler has not asked for the body (yet). */
+            if (c->ex == H1_EX_ACTIVE || h1_body_unwanted(c) < 0)
+                goto out;
+            break;
+        case H1_MSG_BODY:
+        case H1_MSG_DISCARD:
+            if (c->msg == H1_MSG_BODY && c->ex == H1_EX_FINISHED && h1_body_unwanted(c) < 0)
+                goto out;
+            if (c->pos == c->len)
+                goto out;
+            if ((r = h1_parse_body(c)) != H1_READY)
+                goto out;
+            if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE) {
+                c->msg = H1_MSG_DONE;
+                keel_http_request_body(c->req, NULL, 0, 1);
+            } else {
+                c->msg = H1_MSG_DONE;
+            }
+            break;
+        case H1_MSG_DONE:
+            if (c->ex == H1_EX_ACTIVE)
+                goto out; /* wait for the response */
+            if (h1_exchange_next(c) < 0)
+                goto out;
+            break;
+        default:
+            goto out;
+        }
+    }
+out:
+    c->in_process = 0;
+}
+
+/* After h1_process: how many bytes are done with, whether to pause, which
+ * timeout applies; then the batched output leaves in one write. */
+static size_t settle(h1_conn *c)
+{
+    if (c->closing)
+        return c->len;
+    size_t keep = c->pos;
+    uint64_t timeout = 0;
+    int wait = 0;
+    switch (c->msg) {
+    case H1_MSG_HEAD:
+        if (c->head_started) {
+            /* Incomplete head: keep it whole, parse on from here next time. */
+            keep = c->head_base;
+            timeout = head_timeout_left(c);
+        } else {
+            timeout = c->had_request ? c->cfg->keepalive_timeout_ms : c->cfg->header_timeout_ms;
+            if (c->x != NULL) {
+                h1_exch_put(c->w, c->x); /* idle: hold nothing */
+                c->x = NULL;
+            }
+        }
+        break;
+    case H1_MSG_HOLD:
+        wait = 1;
+        break;
+    case H1_MSG_BODY:
+    case H1_MSG_DISCARD:
+        timeout = c->cfg->body_timeout_ms;
+        break;
+    case H1_MSG_DONE:
+        /* In flight: a head without a body is still referenced by the core
+         * in the buffer. */
+        wait = 1;
+        keep = c->head_copied ? c->pos : c->head_base;
+        break;
+    default:
+        break;
+    }
+    c->skip = c->pos - keep;
+    if (wait)
+        h1_pause(c); /* the handler's time is its own: the server's idle timeout */
+    h1_out_flush(c);
+    h1_set_timeout(c, timeout);
+    h1_out_release(c);
+    return keep;
+}
+
+void h1_after_exchange(h1_conn *c)
+{
+    if (c->closing)
+        return;
+    switch (c->msg) {
+    case H1_MSG_DONE:
+        if (h1_exchange_next(c) < 0)
+            return;
+        h1_out_flush(c);
+        h1_set_timeout(c, c->cfg->keepalive_timeout_ms);
+        if (c->skip == 0 && c->pos == c->len && c->x != NULL) {
+            /* Nothing left for the core to deliver again: idle now. */
+            h1_exch_put(c->w, c->x);
+            c->x = NULL;
+        }
+        h1_out_release(c);
+        h1_resume(c);
+        break;
+    case H1_MSG_HOLD:
+    case H1_MSG_BODY:
+        if (h1_body_unwanted(c) < 0)
+            return;
+        h1_out_flush(c);
+        h1_set_timeout(c, c->cfg->body_timeout_ms);
+        h1_resume(c);
+        break;
+    default:
+        h1_out_flush(c);
+        break;
+    }
+}
+
+/* ---- protocol callbacks --------------------------------------------------------- */
+
+static int h1_on_open(keel_conn *conn, void *arg)
+{
+    (void)arg;
+    h1_conn *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return KEEL_ERR_NOMEM;
+    c->conn = conn;
+    c->w = keel_worker_state(keel_conn_worker(conn), keel_conn_module(conn));
+    c->cfg = c->w->cfg;
+    keel_conn_set_data(conn, c);
+    h1_set_timeout(c, c->cfg->header_timeout_ms);
+    return KEEL_OK;
+}
+
+static int h1_on_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
+{
+    h1_conn *c = keel_conn_data(conn);
+    if (c->closing) {
+        *consumed = len;
+        return KEEL_OK;
+    }
+    if (c->skip > len)
+        return KEEL_ERR_STATE; /* the core lost bytes we left: cannot go on */
+    c->data = data;
+    c->len = len;
+    c->pos = c->skip;
+    c->skip = 0;
+    if (c->head_started)
+        c->head_base = 0; /* the kept head is at the start again */
+    h1_process(c);
+    *consumed = settle(c);
+    return KEEL_OK;
+}
+
+static void h1_on_timeout(keel_conn *conn)
+{
+    h1_conn *c = keel_conn_data(conn);
+    switch (c->msg) {
+    case H1_MSG_HEAD:
+        if (!c->head_started) {
+            h1_close(c); /* idle keep-alive connection: close silently */
+        } else if (now_ms(c) >= c->head_deadline_ms) {
+            h1_fail(c, 408);
+        } else {
+            c->timeout_ms = head_timeout_left(c);
+            keel_conn_set_timeout(conn, c->timeout_ms);
+        }
+        break;
+    case H1_MSG_BODY:
+        /* RFC 9110 15.5.9: 408 (if nothing was answered yet), then close. */
+        if (c->ex == H1_EX_ACTIVE)
+            h1_fail(c, 408);
+        else
+            h1_close(c);
+        break;
+    case H1_MSG_DISCARD:
+        h1_close(c);
+        break;
+    default:
+        /* A handler at work: the core re-arms the timeout. */
+        break;
+    }
+}
+
+static void h1_on_shutdown(keel_conn *conn)
+{
+    h1_conn *c = keel_conn_data(conn);
+    c->shutdown = 1;
+    if (c->ex == H1_EX_ACTIVE) {
+        /* Let it finish; its response says Connection: close if its head
+         * has not gone yet, and the connection closes after it. */
+        c->close_after = 1;
+        return;
+    }
+    h1_close(c);
+}
+
+static void h1_on_close(keel_conn *conn, int status)
+{
+    (void)status;
+    h1_conn *c = keel_conn_data(conn);
+    if (c == NULL)
+        return;
+    h1_exchange_abort(c);
+    if (c->x != NULL)
+        h1_exch_put(c->w, c->x);
+    if (c->out != NULL) {
+        c->out->len = 0;
+        h1_obuf_free(c->w, c->out);
+    }
+    keel_conn_set_data(conn, NULL);
+    free(c);
+}
+
+static const keel_protocol h1_protocol = {
+    .size = sizeof(keel_protocol),
+    .name = "http1",
+    .on_open = h1_on_open,
+    .on_data = h1_on_data,
+    .on_timeout = h1_on_timeout,
+    .on_shutdown = h1_on_shutdown,
+    .on_close = h1_on_close,
+};
+
+/* ---- module life cycle ---------------------------------------------------------- */
+
+static int keep_first(int rc, int r)
+{
+    return rc != KEEL_OK ? rc : r;
+}
+
+static int range_error(keel_module *m, const char *key, const char *what)
+{
+    keel_log(m, KEEL_LOG_ERROR, "[http1] %s: %s", key, what);
+    return KEEL_ERR_CONFIG;
+}
+
+static int read_config(keel_module *m, h1_config *cfg)
+{
+    int rc = KEEL_OK;
+    int64_t n = 0;
+    const char *server = NULL;
+    rc = keep_first(rc, keel_config_size(m, "max_request_line", 8 * 1024, &cfg->max_request_line));
+    rc = keep_first(rc, keel_config_size(m, "max_header_bytes", 16 * 1024, &cfg->max_header_bytes));
+    rc = keep_first(rc, keel_config_int(m, "max_headers", 100, 1, 65535, &n));
+    cfg->max_headers = (uint64_t)n;
+    rc = keep_first(rc, keel_config_size(m, "max_body", 1024 * 1024, &cfg->max_body));
+    rc = keep_first(rc,
+                    keel_config_duration_ms(m, "header_timeout", 10000, &cfg->header_timeout_ms));
+    rc = keep_first(rc, keel_config_duration_ms(m, "body_timeout", 30000, &cfg->body_timeout_ms));
+    rc = keep_first(
+        rc, keel_config_duration_ms(m, "keepalive_timeout", 5000, &cfg->keepalive_timeout_ms));
+    rc = keep_first(rc, keel_config_int(m, "max_requests", 1000, 0, INT64_MAX, &n));
+    cfg->max_requests = (uint64_t)n;
+    rc = keep_first(rc, keel_config_string(m, "server", "keel", &server));
+    if (rc != KEEL_OK)
+        return rc;
+
+    /* Offsets within a head are 32-bit. */
+    if (cfg->max_request_line < 64 || cfg->max_request_line > (1u << 30))
+        return range_error(m, "max_request_line", "must be between 64 and 1g");
+    if (cfg->max_header_bytes < 256 || cfg->max_header_bytes > (1u << 30))
+        return range_error(m, "max_header_bytes", "must be between 256 and 1g");
+    if (cfg->header_timeout_ms == 0)
+        return range_error(m, "header_timeout", "must be more than 0");
+    if (cfg->body_timeout_ms == 0)
+        return range_error(m, "body_timeout", "must be more than 0");
+
+    /* RFC 9110 10.2.4: Server = product *( RWS ( product / comment ) ):
+     * visible characters and spaces only, so it cannot split a response. */
+    size_t len = strlen(server);
+    if (len > 200)
+        return range_error(m, "server", "longer than 200 characters");
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)server[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return range_error(m, "server", "contains a control character");
+    }
+    if (len > 0) {
+        memcpy(cfg->server_line, "Server: ", 8);
+        memcpy(cfg->server_line + 8, server, len);
+        memcpy(cfg->server_line + 8 + len, "\r\n", 2);
+        cfg->server_line_len = len + 10;
+    }
+    return KEEL_OK;
+}
+
+static int h1_load(keel_module *m)
+{
+    h1_config *cfg = calloc(1, sizeof *cfg);
+    if (cfg == NULL)
+        return KEEL_ERR_NOMEM;
+    int rc = read_config(m, cfg);
+    if (rc == KEEL_OK)
+        rc = keel_protocol_register(m, &h1_protocol);
+    if (rc != KEEL_OK) {
+        free(cfg);
+        return rc;
+    }
+    keel_module_set_data(m, cfg);
+    return KEEL_OK;
+}
+
+static void h1_unload(keel_module *m)
+{
+    free(keel_module_data(m));
+}
+
+static int h1_start(keel_module *m, keel_worker *worker, void *state)
+{
+    h1_worker *w = state;
+    w->worker = worker;
+    w->module = m;
+    w->cfg = keel_module_data(m);
+    return KEEL_OK;
+}
+
+static void h1_stop(keel_module *m, keel_worker *worker, void *state)
+{
+    (void)m;
+    (void)worker;
+    h1_pool_free(state);
+}
+
+KEEL_MODULE(http1, .version = "1.0.0", .load = h1_load, .unload = h1_unload, .start = h1_start,
+            .stop = h1_stop, .worker_state_size = sizeof(h1_worker));

@@ -1,0 +1,323 @@
+/* parse.c — driving llhttp, and the RFC 9112 checks llhttp leaves to us.
+ *
+ * llhttp runs without lenient flags. It is built in its default (loose)
+ * mode wherever a system library is used, so every rule that loose mode
+ * relaxes and that matters for request smuggling is checked again here:
+ * line endings, obs-fold, whitespace before the colon, empty field names,
+ * the request-line's single spaces and the request-target's characters.
+ *
+ * Header fields are recorded as offsets from the head's first byte while
+ * the head is incomplete (the connection's buffer may move between two
+ * deliveries); views are made only once the head is whole.
+ */
+#include "h1.h"
+
+#include <string.h>
+
+/* Offset of `at` from the first byte of the current head. */
+static uint32_t off_of(const h1_conn *c, const char *at)
+{
+    return (uint32_t)((size_t)(at - c->data) - c->head_base);
+}
+
+static int fail_with(h1_conn *c, llhttp_t *p, int status, const char *why)
+{
+    c->error_status = status;
+    llhttp_set_error_reason(p, why);
+    return HPE_USER;
+}
+
+/* Extends a span that may arrive in pieces (one execute call per delivery). */
+static void span_add(uint32_t *off, uint32_t *len, uint32_t at, size_t n)
+{
+    if (*off == UINT32_MAX)
+        *off = at;
+    *len = (uint32_t)(at + n - *off);
+}
+
+/* ---- request line ------------------------------------------------------ */
+
+static int on_method(llhttp_t *p, const char *at, size_t n)
+{
+    h1_conn *c = p->data;
+    span_add(&c->x->method_off, &c->x->method_len, off_of(c, at), n);
+    return 0;
+}
+
+static int on_url(llhttp_t *p, const char *at, size_t n)
+{
+    h1_conn *c = p->data;
+    h1_exch *x = c->x;
+    uint32_t off = off_of(c, at);
+    /* RFC 9112 3: a server that receives a request-target longer than it
+     * wishes to parse MUST respond with 414. Checked as the target arrives
+     * so a huge one is refused before it is buffered whole. */
+    if (off + n > c->cfg->max_request_line)
+        return fail_with(c, p, 414, "request-target too long");
+    span_add(&x->url_off, &x->url_len, off, n);
+    return 0;
+}
+
+static int on_version(llhttp_t *p, const char *at, size_t n)
+{
+    h1_conn *c = p->data;
+    span_add(&c->x->version_off, &c->x->version_len, off_of(c, at), n);
+    return 0;
+}
+
+static int on_version_complete(llhttp_t *p)
+{
+    h1_conn *c = p->data;
+    h1_exch *x = c->x;
+    x->line_done = 1;
+    if ((uint64_t)x->version_off + x->version_len + 2 > c->cfg->max_request_line)
+        return fail_with(c, p, 414, "request line too long");
+    /* RFC 9110 6.2: only HTTP/1.0 and HTTP/1.1 are spoken here; llhttp
+     * accepts "HTTP/0.9" and "HTTP/2.0" request lines. */
+    if (p->http_major != 1 || p->http_minor > 1)
+        return fail_with(c, p, 505, "unsupported HTTP version");
+    return 0;
+}
+
+/* ---- header fields ----------------------------------------------------- */
+
+static int check_head_size(h1_conn *c, llhttp_t *p, uint32_t off, size_t n)
+{
+    if (off + n > c->cfg->max_header_bytes)
+        return fail_with(c, p, 431, "header section too large");
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t n)
+{
+    h1_conn *c = p->data;
+    h1_exch *x = c->x;
+    uint32_t off = off_of(c, at);
+    if (check_head_size(c, p, off, n))
+        return HPE_USER;
+    if (!x->in_name) {
+        if (x->nheaders >= c->cfg->max_headers)
+            return fail_with(c, p, 431, "too many header fields");
+        if (x->nheaders == x->headers_cap && h1_exch_grow(x, x->nheaders + 1) != KEEL_OK)
+            return fail_with(c, p, 500, "out of memory");
+        h1_span *s = &x->spans[x->nheaders];
+        s->name_off = off;
+        s->name_len = 0;
+        s->value_off = UINT32_MAX;
+        s->value_len = 0;
+        x->in_name = 1;
+    }
+    h1_span *s = &x->spans[x->nheaders];
+    s->name_len = (uint32_t)(off + n - s->name_off);
+    return 0;
+}
+
+static int on_header_field_complete(llhttp_t *p)
+{
+    h1_conn *c = p->data;
+    h1_exch *x = c->x;
+    /* RFC 9110 5.1: a field name is a token, so never empty (llhttp
+     * reports ": value" as a field with an empty name). */
+    if (!x->in_name || x->spans[x->nheaders].name_len == 0)
+        return fail_with(c, p, 400, "empty field name");
+    /* Loose llhttp lets spaces into a name: "X A: a", and "Host : a"
+     * (RFC 9112 5.1: no whitespace between name and colon, a server MUST
+     * reject it with 400). Check the whole token. */
+    const h1_span *s = &x->spans[x->nheaders];
+    if (!h1_is_token(c->data + c->head_base + s->name_off, s->name_len))
+        return fail_with(c, p, 400, "invalid field name");
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t n)
+{
+    h1_conn *c = p->data;
+    h1_exch *x = c->x;
+    uint32_t off = off_of(c, at);
+    if (check_head_size(c, p, off, n))
+        return HPE_USER;
+    if (!x->in_name)
+        return fail_with(c, p, 400, "empty field name");
+    h1_span *s = &x->spans[x->nheaders];
+    /* Pieces of one value are contiguous; a gap means llhttp skipped a
+     * CRLF and joined an obs-fold continuation line (RFC 9112 5.2: reject
+     * with 400). The scan in check_lines catches the same thing. */
+    if (s->value_off != UINT32_MAX && off != s->value_off + s->value_len)
+        return fail_with(c, p, 400, "obsolete line folding");
+    span_add(&s->value_off, &s->value_len, off, n);
+    return 0;
+}
+
+static int on_header_value_complete(llhttp_t *p)
+{
+    h1_conn *c = p->data;
+    h1_exch *x = c->x;
+    if (!x->in_name)
+        return fail_with(c, p, 400, "empty field name");
+    h1_span *s = &x->spans[x->nheaders];
+    if (s->value_off == UINT32_MAX) {
+        /* An empty value: point just after the name, never at NULL
+         * (a NULL view means "absent" to the core). */
+        s->value_off = s->name_off + s->name_len;
+        s->value_len = 0;
+    }
+    /* RFC 9110 5.5: the value excludes trailing whitespace (llhttp has
+     * already skipped the leading one). */
+    const char *v = c->data + c->head_base + s->value_off;
+    while (s->value_len > 0 && (v[s->value_len - 1] == ' ' || v[s->value_len - 1] == '\t'))
+        s->value_len--;
+    x->nheaders++;
+    x->in_name = 0;
+    return 0;
+}
+
+/* ---- message ------------------------------------------------------------ */
+
+static int on_headers_complete(llhttp_t *p)
+{
+    h1_conn *c = p->data;
+    h1_exch *x = c->x;
+    x->head_done = 1;
+    x->has_body = (p->flags & F_CHUNKED) || p->content_length > 0;
+    x->head.keep_alive = llhttp_should_keep_alive(p);
+    x->head.content_length = (p->flags & F_CHUNKED) ? -1 : (int64_t)p->content_length;
+    x->head.version = p->http_major * 10 + p->http_minor;
+    x->te_present = (p->flags & F_TRANSFER_ENCODING) != 0;
+    x->cl_present = (p->flags & F_CONTENT_LENGTH) != 0;
+    x->method = p->method;
+    /* Upgrade hook point (RFC 9110 7.8): a request with "Upgrade" and
+     * "Connection: upgrade" is where the websocket module will take the
+     * connection over (keel_conn_set_protocol after the response). Until
+     * then the upgrade is ignored, which the RFC allows, and the request is
+     * answered as plain HTTP; clearing the flag keeps llhttp parsing the
+     * bytes that follow as HTTP. CONNECT is refused with 501 later. */
+    p->upgrade = 0;
+    /* Stop before the body: it is read only when the core asks for it,
+     * and framed by body.c, not by llhttp. A message without a body stops
+     * at on_message_complete instead, which comes right after this without
+     * consuming a byte. */
+    return x->has_body ? HPE_PAUSED : 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    (void)p;
+    /* One message at a time: the next request waits until this exchange
+     * is over. */
+    return HPE_PAUSED;
+}
+
+const llhttp_settings_t h1_llhttp_settings = {
+    .on_method = on_method,
+    .on_url = on_url,
+    .on_version = on_version,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_message_complete = on_message_complete,
+    .on_version_complete = on_version_complete,
+    .on_header_field_complete = on_header_field_complete,
+    .on_header_value_complete = on_header_value_complete,
+};
+
+void h1_parse_init(h1_conn *c, h1_exch *x)
+{
+    llhttp_init(&x->parser, HTTP_REQUEST, &h1_llhttp_settings);
+    x->parser.data = c;
+    c->error_status = 0;
+    x->method_off = x->url_off = x->version_off = UINT32_MAX;
+    x->method_len = x->url_len = x->version_len = 0;
+    x->head_len = 0;
+    x->line_done = x->head_done = x->has_body = x->in_name = 0;
+    x->te_present = x->cl_present = x->expect_continue = 0;
+    x->nheaders = 0;
+    x->host_index = -1;
+    x->auth_off = UINT32_MAX;
+    x->auth_len = 0;
+}
+
+/* ---- driving llhttp ------------------------------------------------------ */
+
+/* A callback's own status wins: llhttp reports an error returned from an
+ * on_*_complete or on_chunk_header callback as its own HPE_CB_* code. */
+static int parse_failure(h1_conn *c, llhttp_errno_t err)
+{
+    if (c->error_status != 0)
+        return c->error_status;
+    return h1_parse_error_status(c, err, c->data + c->head_base, c->len - c->head_base);
+}
+
+int h1_parse_head(h1_conn *c)
+{
+    h1_exch *x = c->x;
+    const char *start = c->data + c->pos;
+    llhttp_errno_t err = llhttp_execute(&x->parser, start, c->len - c->pos);
+    if (err == HPE_OK) {
+        c->pos = c->len;
+        /* Incomplete: refuse now if it already exceeds a limit, else wait
+         * for more (the head is kept in the buffer and parsing goes on from
+         * here next time). */
+        size_t have = c->len - c->head_base;
+        if (!x->line_done && have > c->cfg->max_request_line) {
+            h1_fail(c, 414);
+            return H1_FAILED;
+        }
+        if (have > c->cfg->max_header_bytes) {
+            h1_fail(c, 431);
+            return H1_FAILED;
+        }
+        return H1_NEED_MORE;
+    }
+    if (err == HPE_PAUSED && x->head_done) {
+        c->pos = (size_t)(llhttp_get_error_pos(&x->parser) - c->data);
+        llhttp_resume(&x->parser);
+        x->head_len = (uint32_t)(c->pos - c->head_base);
+        if (x->head_len > c->cfg->max_header_bytes) {
+            h1_fail(c, 431);
+            return H1_FAILED;
+        }
+        int status = h1_head_check(c, c->data + c->head_base);
+        if (status != 0) {
+            h1_fail(c, status);
+            return H1_FAILED;
+        }
+        return H1_READY;
+    }
+    h1_fail(c, parse_failure(c, err));
+    return H1_FAILED;
+}
+
+int h1_parse_error_status(h1_conn *c, llhttp_errno_t err, const char *base, size_t avail)
+{
+    (void)c;
+    if (err == HPE_INVALID_METHOD) {
+        /* RFC 9110 9.1: a method that is a valid token but unknown here is
+         * 501; anything else on the request line is 400. llhttp knows only
+         * the registered methods, so look at the token ourselves. */
+        size_t i = 0;
+        while (i < avail && (base[i] == '\r' || base[i] == '\n'))
+            i++;
+        size_t start = i;
+        while (i < avail && h1_is_tchar((unsigned char)base[i]))
+            i++;
+        return i > start && i < avail && base[i] == ' ' ? 501 : 400;
+    }
+    if (err == HPE_INVALID_VERSION) {
+        /* A well-formed "HTTP/d.d" that is not 1.0 or 1.1 (llhttp refuses
+         * 1.2 and up itself): 505; a malformed version: 400. */
+        const char *nl = memchr(base, '\n', avail);
+        size_t line = nl ? (size_t)(nl - base) : avail;
+        for (size_t i = 0; i + 9 <= line; i++) {
+            const char *v = base + i + 6;
+            if (memcmp(base + i, " HTTP/", 6) == 0 && v[0] >= '0' && v[0] <= '9' && v[1] == '.' &&
+                v[2] >= '0' && v[2] <= '9')
+                /* 1.0 and 1.1 are fine: then the error is elsewhere (a bad
+                 * line end after the version, say). */
+                return v[0] == '1' && (v[2] == '0' || v[2] == '1') ? 400 : 505;
+        }
+        return 400;
+    }
+    if (err == HPE_PAUSED_H2_UPGRADE)
+        return 505; /* the HTTP/2 connection preface "PRI * HTTP/2.0" */
+    return 400;
+}

@@ -1,0 +1,288 @@
+/* validate.c — the request checks of RFC 9110/9112 that llhttp does not
+ * make, run once a head is complete, and the head handed to the core.
+ *
+ * Each refusal closes the connection (h1_fail): after a malformed head the
+ * framing of whatever follows cannot be trusted, which is how request
+ * smuggling starts.
+ */
+#include "h1.h"
+
+#include <string.h>
+
+/* Character classes, one table lookup each (validation runs on every
+ * request, so no strchr per byte):
+ *   CH_TCHAR   RFC 9110 5.6.2 tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~
+ *   CH_HOST    RFC 3986 2.3 unreserved and 2.2 sub-delims (reg-name; '%'
+ *              starts a pct-encoding and is handled apart)
+ *   CH_TARGET  what a request-target may hold: VCHAR except '#' (RFC 3986
+ *              allows no CTL, SP, DEL or non-ASCII; a fragment is never
+ *              sent, RFC 9112 3.2) */
+enum { CH_TCHAR = 1, CH_HOST = 2, CH_TARGET = 4 };
+static const unsigned char char_class[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
+    0, 7, 4, 1, 7, 5, 7, 7, 6, 6, 7, 7, 6, 7, 7, 4, /* 0x20  !"#$%&'()*+,-./ */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 6, 4, 6, 4, 4, /* 0x30 0-9:;<=>? */
+    4, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 0x40 @A-O */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 4, 4, 5, 7, /* 0x50 P-Z[\]^_ */
+    5, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 0x60 `a-o */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 5, 4, 7, 0, /* 0x70 p-z{|}~ */
+    /* 0x80..0xff: nothing */
+};
+
+int h1_is_tchar(unsigned char ch)
+{
+    return (char_class[ch] & CH_TCHAR) != 0;
+}
+
+int h1_is_token(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(char_class[(unsigned char)s[i]] & CH_TCHAR))
+            return 0;
+    return n > 0;
+}
+
+static int lower(int ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
+}
+
+/* Case-insensitive compare of n bytes against a lower-case literal. */
+static int ieq(const char *s, const char *lit, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (lower((unsigned char)s[i]) != lit[i])
+            return 0;
+    return 1;
+}
+
+static int is_hex(unsigned char ch)
+{
+    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
+}
+
+/* RFC 9110 7.2: Host = uri-host [ ":" port ], with uri-host an IP-literal,
+ * an IPv4 address or a reg-name (RFC 3986 3.2.2). An empty value is valid
+ * (a target with no authority). */
+static int valid_host(const char *s, size_t n)
+{
+    size_t i = 0;
+    if (n == 0)
+        return 1;
+    if (s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+        if (close == NULL || close - s < 3)
+            return 0;
+        for (i = 1; s + i < close; i++)
+            if (!(char_class[(unsigned char)s[i]] & CH_HOST) && s[i] != ':')
+                return 0;
+        i++;
+    } else {
+        while (i < n && s[i] != ':') {
+            unsigned char ch = (unsigned char)s[i];
+            if (ch == '%') {
+                if (i + 2 >= n || !is_hex((unsigned char)s[i + 1]) ||
+                    !is_hex((unsigned char)s[i + 2]))
+                    return 0;
+                i += 3;
+            } else if (char_class[ch] & CH_HOST) {
+                i++;
+            } else {
+                return 0;
+            }
+        }
+        if (i == 0)
+            return 0; /* ":80" names no host */
+    }
+    if (i == n)
+        return 1;
+    if (s[i] != ':')
+        return 0;
+    for (i++; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* RFC 9112 2.2: lines end in CRLF, and a bare CR MUST be rejected (or
+ * replaced by SP). Loose llhttp takes a bare LF for the end of the header
+ * section, a bare CR for the end of some lines, and even "\r" plus any
+ * byte for the final empty line; so the line structure of the whole head is
+ * checked here. RFC 9112 5.2: a line starting with whitespace is obs-fold,
+ * which a server MUST reject with 400 (or rewrite); llhttp joins it to the
+ * previous value. */
+static int check_lines(const char *head, size_t len)
+{
+    if (len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0)
+        return 400;
+    const char *end = head + len;
+    for (const char *p = head; (p = memchr(p, '\r', (size_t)(end - p))) != NULL; p++)
+        if (p + 1 == end || p[1] != '\n')
+            return 400;
+    for (const char *p = head; (p = memchr(p, '\n', (size_t)(end - p))) != NULL;) {
+        if (p == head || p[-1] != '\r')
+            return 400;
+        p++;
+        if (p < end && (*p == ' ' || *p == '\t'))
+            return 400;
+    }
+    return 0;
+}
+
+/* RFC 9112 3.2: the four forms of request-target. Records the authority of
+ * an absolute-form target, which then stands for Host (3.2.2). */
+static int check_target(h1_exch *x, const char *head)
+{
+    const char *t = head + x->url_off;
+    size_t n = x->url_len;
+    /* Loose llhttp lets some of these by (HTAB, FF, bytes >= 0x80). */
+    for (size_t i = 0; i < n; i++)
+        if (!(char_class[(unsigned char)t[i]] & CH_TARGET))
+            return 400;
+    if (x->method == HTTP_CONNECT)
+        return 501; /* authority-form: keel is not a proxy */
+    if (n > 0 && t[0] == '/')
+        return 0; /* origin-form */
+    if (n == 1 && t[0] == '*')
+        return x->method == HTTP_OPTIONS ? 0 : 400; /* asterisk-form */
+    /* absolute-form: scheme "://" authority [path-abempty] ["?" query] */
+    size_t i = 0;
+    while (i < n && t[i] != ':')
+        i++;
+    if (!((i == 4 && ieq(t, "http", 4)) || (i == 5 && ieq(t, "https", 5))))
+        return 400;
+    if (n - i < 3 || t[i + 1] != '/' || t[i + 2] != '/')
+        return 400;
+    size_t a = i + 3, e = a;
+    while (e < n && t[e] != '/' && t[e] != '?')
+        e++;
+    /* RFC 9110 4.2.1/4.2.4: an http(s) URI needs a host and must not
+     * carry userinfo. */
+    if (e == a || memchr(t + a, '@', e - a) != NULL || !valid_host(t + a, e - a))
+        return 400;
+    x->auth_off = x->url_off + (uint32_t)a;
+    x->auth_len = (uint32_t)(e - a);
+    return 0;
+}
+
+/* RFC 9112 6.1: keel decodes only the chunked transfer coding. llhttp has
+ * already made sure chunked is present and final; anything else listed
+ * (gzip, chunked) is a coding we would have to undo: 501. */
+static int check_transfer_encoding(const char *v, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < n && v[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
+            end--;
+        if (end > start && !(end - start == 7 && ieq(v + start, "chunked", 7)))
+            return 501;
+    }
+    return 0;
+}
+
+int h1_head_check(h1_conn *c, const char *head)
+{
+    h1_exch *x = c->x;
+
+    /* RFC 9112 3: request-line = method SP request-target SP HTTP-version,
+     * exactly one SP each; loose llhttp accepts runs of spaces. */
+    if (x->method_off == UINT32_MAX || x->url_off != x->method_off + x->method_len + 1 ||
+        x->version_off != x->url_off + x->url_len + 6)
+        return 400;
+    int status = check_lines(head, x->head_len);
+    if (status == 0)
+        status = check_target(x, head);
+    if (status != 0)
+        return status;
+
+    int hosts = 0;
+    x->expect_continue = 0;
+    for (size_t i = 0; i < x->nheaders; i++) {
+        const h1_span *s = &x->spans[i];
+        const char *name = head + s->name_off;
+        const char *value = head + s->value_off;
+        switch (s->name_len) {
+        case 4:
+            if (ieq(name, "host", 4)) {
+                hosts++;
+                x->host_index = (int)i;
+            }
+            break;
+        case 6:
+            if (ieq(name, "expect", 6) && s->value_len > 0) {
+                /* RFC 9110 10.1.1: 100-continue is the only expectation;
+                 * an HTTP/1.0 client's one is ignored. Any other: 417. */
+                if (s->value_len == 12 && ieq(value, "100-continue", 12))
+                    x->expect_continue = x->head.version == 11;
+                else
+                    return 417;
+            }
+            break;
+        case 17:
+            if (ieq(name, "transfer-encoding", 17)) {
+                /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message
+                 * means the framing is faulty. */
+                if (x->head.version == 10)
+                    return 400;
+                if ((status = check_transfer_encoding(value, s->value_len)) != 0)
+                    return status;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    /* RFC 9112 3.2: 400 for an HTTP/1.1 request without Host, for any
+     * request with more than one Host, or with an invalid Host value. The
+     * Host of an absolute-form request is checked too, then ignored. */
+    if (hosts > 1 || (hosts == 0 && x->head.version == 11))
+        return 400;
+    if (hosts == 1) {
+        const h1_span *s = &x->spans[x->host_index];
+        if (!valid_host(head + s->value_off, s->value_len))
+            return 400;
+    }
+    /* llhttp has refused Content-Length together with Transfer-Encoding
+     * and every repeated Content-Length (RFC 9112 6.3 allows refusing
+     * those with 400); make sure of the first, whatever its build. */
+    if (x->te_present && x->cl_present)
+        return 400;
+    /* A declared body over the limit is refused before a byte of it is
+     * read, with or without 100-continue (RFC 9110 15.5.14). */
+    if (x->head.content_length > 0 && (uint64_t)x->head.content_length > c->cfg->max_body)
+        return 413;
+    return 0;
+}
+
+void h1_head_build(h1_conn *c, const char *head)
+{
+    h1_exch *x = c->x;
+    size_t n = x->nheaders;
+    for (size_t i = 0; i < n; i++) {
+        const h1_span *s = &x->spans[i];
+        x->headers[i].name = (keel_str){head + s->name_off, s->name_len};
+        x->headers[i].value = (keel_str){head + s->value_off, s->value_len};
+    }
+    if (x->auth_off != UINT32_MAX) {
+        /* RFC 9112 3.2.2: the target's authority replaces Host. */
+        keel_str auth = {head + x->auth_off, x->auth_len};
+        if (x->host_index >= 0)
+            x->headers[x->host_index].value = auth;
+        else if (n < x->headers_cap || h1_exch_grow(x, n + 1) == KEEL_OK)
+            x->headers[n++] = (keel_header){{"Host", 4}, auth};
+    }
+    keel_http_head *h = &x->head;
+    h->size = sizeof *h;
+    h->method = (keel_str){head + x->method_off, x->method_len};
+    h->target = (keel_str){head + x->url_off, x->url_len};
+    h->headers = x->headers;
+    h->nheaders = n;
+    h->expect_continue = x->expect_continue;
+}

@@ -1,0 +1,347 @@
+/* HTTP/1.1 limits and timeouts, each with its status code: 414 (request
+ * line), 431 (header bytes, header count), 413 (body, by Content-Length and
+ * chunked), 408 (header read timeout, slowloris, body read timeout), the
+ * keep-alive idle timeout and max requests per connection. Every limit is
+ * set small with --set so the tests are quick; after each refusal the server
+ * must still serve. */
+#define _GNU_SOURCE
+#include "test_http.h"
+
+#define GET(path) "GET " path " HTTP/1.1\r\nHost: localhost\r\n\r\n"
+
+/* Expects `status`, then the connection closed (the refused request's
+ * remaining bytes must never be read as a new request). */
+static void expect_refused(kh_proc *p, ht_conn *c, int status, const char *what)
+{
+    ht_resp r;
+    int rc = ht_read_response(c, &r, 0, 5000);
+    kh_assert(p, rc == 0, "%s: reading the response: %s", what, r.err);
+    kh_assert(p, r.status == status, "%s: status %d, expected %d\n%s", what, r.status, status,
+              r.head);
+    int closed = ht_wait_closed(c, 5000);
+    kh_assert(p, closed == 1, "%s: connection %s after %d", what,
+              closed ? "sent more bytes" : "left open", status);
+    ht_resp_free(&r);
+}
+
+static void expect_ok(kh_proc *p, ht_conn *c, const char *what)
+{
+    ht_resp r;
+    int rc = ht_read_response(c, &r, 0, 5000);
+    kh_assert(p, rc == 0, "%s: reading the response: %s", what, r.err);
+    kh_assert(p, r.status == 200 || r.status == 404, "%s: status %d\n%s", what, r.status, r.head);
+    ht_resp_free(&r);
+}
+
+static void still_serving(kh_proc *p)
+{
+    ht_resp r;
+    ht_roundtrip(p, GET("/"), &r);
+    kh_assert(p, r.status == 200 && strcmp(r.body, "Hello, World!") == 0,
+              "server unwell afterwards: %d '%s'", r.status, r.body);
+    ht_resp_free(&r);
+}
+
+static char *repeat(char ch, size_t n)
+{
+    char *s = malloc(n + 1);
+    cr_assert(s);
+    memset(s, ch, n);
+    s[n] = '\0';
+    return s;
+}
+
+Test(http_limits, request_line_414, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_MAX_REQUEST_LINE "=1k", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    unsigned port = kh_port(p, 0);
+    char *a = repeat('a', 4000);
+
+    ht_conn *c = ht_connect(port); /* under the limit: routed (404) */
+    ht_send_str(c, ht_fmt("GET /%.900s HTTP/1.1\r\nHost: h\r\n\r\n", a));
+    expect_ok(p, c, "a 900-byte target under a 1k limit");
+    ht_close(c);
+
+    c = ht_connect(port); /* over it, complete */
+    ht_send_str(c, ht_fmt("GET /%.2000s HTTP/1.1\r\nHost: h\r\n\r\n", a));
+    expect_refused(p, c, 414, "a 2000-byte target");
+    ht_close(c);
+
+    c = ht_connect(port); /* over it and still coming: refused without waiting */
+    ht_send_str(c, ht_fmt("GET /%.4000s", a));
+    expect_refused(p, c, 414, "an unfinished 4000-byte request line");
+    ht_close(c);
+
+    free(a);
+    still_serving(p);
+    kh_stop(p);
+}
+
+Test(http_limits, request_line_414_default_limit, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = ht_start(NULL, NULL);
+    char *a = repeat('a', 200000);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    ht_send_str(c, "GET /");
+    /* The server may close while we are still sending: that is fine. */
+    ht_try_send(c, a, strlen(a));
+    expect_refused(p, c, 414, "a 200 KB target with the default limit");
+    ht_close(c);
+    free(a);
+    still_serving(p);
+    kh_stop(p);
+}
+
+Test(http_limits, header_bytes_431, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_MAX_HEADER_BYTES "=4k", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    unsigned port = kh_port(p, 0);
+    char *v = repeat('v', 8000);
+
+    ht_conn *c = ht_connect(port);
+    ht_send_str(c, ht_fmt("GET / HTTP/1.1\r\nHost: h\r\nX-Big: %.3000s\r\n\r\n", v));
+    expect_ok(p, c, "3000 bytes of header under a 4k limit");
+    ht_close(c);
+
+    c = ht_connect(port); /* one big field */
+    ht_send_str(c, ht_fmt("GET / HTTP/1.1\r\nHost: h\r\nX-Big: %.6000s\r\n\r\n", v));
+    expect_refused(p, c, 431, "one 6000-byte header field");
+    ht_close(c);
+
+    c = ht_connect(port); /* many small fields adding up */
+    ht_send_str(c, "GET / HTTP/1.1\r\nHost: h\r\n");
+    for (int i = 0; i < 60; i++) {
+        const char *field = ht_fmt("X-F%02d: %.92s\r\n", i, v);
+        ht_try_send(c, field, strlen(field));
+    }
+    ht_try_send(c, "\r\n", 2);
+    expect_refused(p, c, 431, "60 fields of 100 bytes");
+    ht_close(c);
+
+    c = ht_connect(port); /* over the limit and never finished */
+    ht_send_str(c, ht_fmt("GET / HTTP/1.1\r\nHost: h\r\nX-Big: %.7000s", v));
+    expect_refused(p, c, 431, "an unfinished 7000-byte header");
+    ht_close(c);
+
+    free(v);
+    still_serving(p);
+    kh_stop(p);
+}
+
+Test(http_limits, header_count_431, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_MAX_HEADERS "=20", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    unsigned port = kh_port(p, 0);
+    for (int n = 19; n <= 30; n += 11) { /* 19 + Host = 20 fields: fine; 31: too many */
+        char req[4096];
+        size_t len = (size_t)snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: h\r\n");
+        for (int i = 0; i < n; i++)
+            len += (size_t)snprintf(req + len, sizeof req - len, "X-H%d: %d\r\n", i, i);
+        snprintf(req + len, sizeof req - len, "\r\n");
+        ht_conn *c = ht_connect(port);
+        ht_send_str(c, req);
+        if (n + 1 <= 20)
+            expect_ok(p, c, "20 header fields with max_headers=20");
+        else
+            expect_refused(p, c, 431, "31 header fields with max_headers=20");
+        ht_close(c);
+    }
+    still_serving(p);
+    kh_stop(p);
+}
+
+Test(http_limits, body_413, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_MAX_BODY "=1k", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    unsigned port = kh_port(p, 0);
+    char *b = repeat('b', 3000);
+
+    ht_conn *c = ht_connect(port); /* exactly the limit */
+    ht_send_str(c,
+                ht_fmt("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1024\r\n\r\n%.1024s", b));
+    ht_resp r;
+    ht_expect_response(p, c, &r, 0);
+    kh_assert(p, r.status == 200 && r.body_len == 1024, "1024-byte body: %d, %zu bytes", r.status,
+              r.body_len);
+    ht_resp_free(&r);
+    ht_close(c);
+
+    c = ht_connect(port); /* Content-Length over it: refused before the body */
+    ht_send_str(c, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 2000\r\n\r\n");
+    expect_refused(p, c, 413, "Content-Length: 2000 with max_body=1k");
+    ht_close(c);
+
+    c = ht_connect(port); /* the same, body sent along */
+    const char *req =
+        ht_fmt("POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 2000\r\n\r\n%.2000s", b);
+    ht_try_send(c, req, strlen(req));
+    expect_refused(p, c, 413, "a 2000-byte body with max_body=1k");
+    ht_close(c);
+
+    c = ht_connect(port); /* chunked: the limit is only known while reading */
+    ht_send_str(c, "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+    for (int i = 0; i < 5; i++)
+        ht_try_send(c, ht_fmt("190\r\n%.400s\r\n", b), 3 + 2 + 400 + 2);
+    ht_try_send(c, "0\r\n\r\n", 5);
+    expect_refused(p, c, 413, "a 2000-byte chunked body with max_body=1k");
+    ht_close(c);
+
+    free(b);
+    still_serving(p);
+    kh_stop(p);
+}
+
+Test(http_limits, header_timeout_408, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_HEADER_TIMEOUT "=500ms", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    long long t0 = kh_now_ms();
+    ht_send_str(c, "GET / HTTP/1.1\r\nHost: h\r\n"); /* no blank line: head unfinished */
+    expect_refused(p, c, 408, "an unfinished head");
+    long long ms = kh_now_ms() - t0;
+    kh_assert(p, ms >= 400 && ms < 5000, "408 after %lld ms with header_timeout=500ms", ms);
+    ht_close(c);
+    still_serving(p);
+    kh_stop(p);
+}
+
+/* Slowloris: a byte now and then must not keep extending the deadline. */
+Test(http_limits, slowloris_408, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_HEADER_TIMEOUT "=1s", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    long long t0 = kh_now_ms();
+    ht_send_str(c, "GET / HTTP/1.1\r\n");
+    int i = 0;
+    while (ht_avail(c) == 0 && !c->eof && kh_now_ms() - t0 < 5000) {
+        const char *line = ht_fmt("X-%d: %d\r\n", i, i);
+        for (const char *s = line; *s; s++) { /* one byte every 50 ms */
+            if (ht_try_send(c, s, 1) < 0 || ht_fill(c, 50) >= 0)
+                break;
+        }
+        i++;
+    }
+    long long ms = kh_now_ms() - t0;
+    expect_refused(p, c, 408, "a trickled head");
+    kh_assert(p, ms >= 800 && ms < 4000, "slowloris cut after %lld ms with header_timeout=1s", ms);
+    ht_close(c);
+    still_serving(p);
+    kh_stop(p);
+}
+
+Test(http_limits, body_timeout_408, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_BODY_TIMEOUT "=500ms", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    long long t0 = kh_now_ms();
+    ht_send_str(c, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\nhalf!");
+    expect_refused(p, c, 408, "a body that stops half way");
+    long long ms = kh_now_ms() - t0;
+    kh_assert(p, ms >= 400 && ms < 5000, "408 after %lld ms with body_timeout=500ms", ms);
+    ht_close(c);
+    still_serving(p);
+    kh_stop(p);
+}
+
+Test(http_limits, keepalive_timeout_closes_idle, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_KEEPALIVE_TIMEOUT "=500ms", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    ht_send_str(c, GET("/"));
+    ht_resp r;
+    ht_expect_response(p, c, &r, 0);
+    ht_resp_free(&r);
+    long long t0 = kh_now_ms();
+    /* Between requests the server closes silently (no 408: RFC 9112 9.5). */
+    int closed = ht_wait_closed(c, 5000);
+    long long ms = kh_now_ms() - t0;
+    kh_assert(p, closed == 1, "idle keep-alive connection %s",
+              closed ? "received bytes" : "not closed within 5 s");
+    kh_assert(p, ms >= 400 && ms < 4000, "closed after %lld ms with keepalive_timeout=500ms", ms);
+    ht_close(c);
+    kh_stop(p);
+}
+
+Test(http_limits, keepalive_timeout_restarts_with_each_request, .timeout = 30,
+     .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_KEEPALIVE_TIMEOUT "=2s", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    /* 4 s of requests 250 ms apart: longer than the timeout in all, never
+     * idle for as long as it. */
+    for (int i = 0; i < 16; i++) {
+        ht_send_str(c, GET("/"));
+        ht_resp r;
+        ht_expect_response(p, c, &r, 0);
+        kh_assert(p, r.status == 200, "request %d: %d", i, r.status);
+        ht_resp_free(&r);
+        kh_sleep_ms(250);
+    }
+    ht_close(c);
+    kh_stop(p);
+}
+
+Test(http_limits, max_requests_per_connection, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_MAX_REQUESTS "=3", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    for (int i = 1; i <= 3; i++) {
+        ht_send_str(c, GET("/"));
+        ht_resp r;
+        ht_expect_response(p, c, &r, 0);
+        kh_assert(p, r.status == 200, "request %d: %d", i, r.status);
+        int closing = ht_header_has_token(&r, "Connection", "close");
+        kh_assert(p, closing == (i == 3), "request %d of 3: Connection: close %s:\n%s", i,
+                  closing ? "present" : "absent", r.head);
+        ht_resp_free(&r);
+    }
+    kh_assert(p, ht_wait_closed(c, 3000) == 1, "not closed after max_requests");
+    ht_close(c);
+
+    /* Pipelined past the limit: exactly 3 answers, then close. */
+    c = ht_connect(kh_port(p, 0));
+    ht_send_str(c, GET("/hello/1") GET("/hello/2") GET("/hello/3") GET("/hello/4") GET("/hello/5"));
+    for (int i = 1; i <= 3; i++) {
+        ht_resp r;
+        ht_expect_response(p, c, &r, 0);
+        kh_assert(p, strcmp(r.body, ht_fmt("Hello, %d!", i)) == 0, "response %d: '%s'", i, r.body);
+        ht_resp_free(&r);
+    }
+    int closed = ht_wait_closed(c, 3000);
+    kh_assert(p, closed == 1, "pipelined past max_requests: %s",
+              closed ? "a 4th response" : "not closed");
+    ht_close(c);
+    kh_stop(p);
+}
+
+/* A connection that never sends a byte is closed too (by the header
+ * timeout, or the keep-alive timeout: either way, not kept forever). */
+Test(http_limits, silent_connection_is_closed, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_HEADER_TIMEOUT "=500ms", "--set",
+                          HT_KEEPALIVE_TIMEOUT "=500ms", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    long long t0 = kh_now_ms();
+    long n;
+    while ((n = ht_fill(c, 5000)) > 0)
+        ; /* a 408 is allowed; read until the close */
+    long long ms = kh_now_ms() - t0;
+    kh_assert(p, n == 0, "a silent connection was not closed within 5 s");
+    kh_assert(p, ms < 3000, "closed after %lld ms", ms);
+    if (ht_avail(c) > 0)
+        kh_assert(p, strncmp(c->buf + c->pos, "HTTP/1.1 408 ", 13) == 0,
+                  "unexpected bytes to a silent connection: '%s'", c->buf + c->pos);
+    ht_close(c);
+    kh_stop(p);
+}

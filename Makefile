@@ -4,6 +4,9 @@
 #   make test                        install deps, build, run every test
 #   make asan / make test-asan       the same in build-asan/ with ASan + UBSan
 #   make format / make format-check  clang-format the sources
+#   make win / make test-win         cross-build for Windows (mingw-w64) in
+#                                    build-win/; test-win also runs the
+#                                    Windows tests under Wine (docs/windows.md)
 #   make clean
 #
 # Warnings are errors when WERROR=ON, which is the default when the CI
@@ -14,6 +17,7 @@
 
 BUILD_DIR      ?= build
 ASAN_BUILD_DIR ?= build-asan
+WIN_BUILD_DIR  ?= build-win
 CMAKE          ?= cmake
 CTEST          ?= ctest
 CLANG_FORMAT   ?= clang-format
@@ -47,7 +51,7 @@ CTEST_FLAGS = --output-on-failure -j$(JOBS) --timeout $(TEST_TIMEOUT) --no-tests
 
 FORMAT_DIRS := core include modules plugins tests examples
 
-.PHONY: all deps build run test asan test-asan format format-check clean
+.PHONY: all deps build run test asan test-asan win test-win format format-check clean
 
 all: build
 
@@ -71,6 +75,19 @@ asan: deps
 test-asan: asan
 	cd $(ASAN_BUILD_DIR) && $(ASAN_ENV) $(CTEST) $(CTEST_FLAGS)
 
+# Windows: cmake/windows/build-and-test.sh installs what it needs (mingw-w64,
+# Wine), builds the dependencies once (cached in ~/.cache/keel-win-deps) and
+# configures $(WIN_BUILD_DIR) with warnings as errors unless WERROR is given
+# on the command line.
+WIN_ENV = KEEL_WIN_BUILD_DIR=$(WIN_BUILD_DIR) \
+          $(if $(filter command line,$(origin WERROR)),KEEL_WERROR=$(WERROR))
+
+win:
+	$(WIN_ENV) bash cmake/windows/build-and-test.sh --build-only
+
+test-win:
+	$(WIN_ENV) bash cmake/windows/build-and-test.sh
+
 # Every .c/.h we own; tests/abi/ holds frozen copies of released headers,
 # which must stay byte-for-byte as released.
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -path tests/abi -prune -o \
@@ -85,4 +102,4 @@ format-check:
 	$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_FILES)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(WIN_BUILD_DIR)

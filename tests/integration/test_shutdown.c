@@ -32,8 +32,9 @@ static void in_flight_echo_finishes(int sig)
     long long sent = kh_now_ms();
     kh_assert(p, kh_send_str(busy, "in flight\n") == 0, "send");
     /* Let the worker read the line and start its delay: loopback delivery
-     * takes microseconds, 200 ms is a wide margin. */
-    kh_sleep_ms(200);
+     * takes microseconds, but this machine can stall a process for a few
+     * hundred milliseconds under load; 600 ms leaves 900 ms of delay. */
+    kh_sleep_ms(600);
     kh_signal(p, sig);
 
     /* The idle connection is closed at once, without waiting for the busy
@@ -117,7 +118,7 @@ Test(shutdown, refuses_new_connections, .timeout = 60, .fini = kh_cleanup_all)
     char buf[256];
     int fd = kh_connect("127.0.0.1", port);
     kh_assert(p, fd >= 0 && kh_send_str(fd, "slow\n") == 0, "connect/send");
-    kh_sleep_ms(100);
+    kh_sleep_ms(400); /* the 1 s delay has begun (see above on stalls) */
     kh_signal(p, SIGTERM);
     kh_assert(p, kh_wait_log(p, "shutting down", 5000), "no 'shutting down' line");
     kh_sleep_ms(100);

@@ -35,6 +35,28 @@ Test(embed, shared_libkeel_with_a_compiled_in_module, .timeout = 30)
     check_embedded_echo(KEEL_EXAMPLE_DIR "/embed_echo_shared");
 }
 
+Test(embed, http_server_with_a_route_table, .timeout = 30)
+{
+    const char *args[] = {"127.0.0.1:0", "2", NULL};
+    kh_proc *p = kh_start_program(KEEL_EXAMPLE_DIR "/embed_http", NULL, args, 1, 10000);
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, fd >= 0, "connect");
+    kh_assert(p,
+              kh_send_str(fd, "GET /users/7 HTTP/1.1\r\nHost: x\r\n\r\n"
+                              "POST /upper HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n"
+                              "Connection: close\r\n\r\nabc") == 0,
+              "send");
+    char buf[2048];
+    kh_assert(p, kh_expect_eof(fd, buf, sizeof buf, 5000) != 0, "two responses, then close");
+    kh_assert(p, strstr(buf, "HTTP/1.1 200 OK") && strstr(buf, "\r\n\r\nuser 7\n"),
+              "route parameter answered, got:\n%s", buf);
+    kh_assert(p, strstr(buf, "\r\n\r\nABC"), "body route answered, got:\n%s", buf);
+    close(fd);
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
+    kh_stop(p);
+}
+
 #else
 Test(embed, examples_not_built)
 {

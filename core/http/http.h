@@ -131,6 +131,9 @@ struct keel_request {
 /* Frees a worker's pool of spare requests (when the worker is freed). */
 void kl_http_pool_free(keel_worker *w);
 
+/* Case-insensitive comparison of a field name with b[0..blen). */
+int kl_name_equals(keel_str a, const char *b, size_t blen);
+
 /* Copies len bytes into the request's arena (NUL-terminated). */
 char *kl_arena_dup(kl_arena *a, const char *s, size_t len);
 void *kl_arena_alloc(kl_arena *a, size_t size);

@@ -323,7 +323,8 @@ int keel_request_query_param(keel_request *req, const char *name, keel_str *out)
     return KEEL_ERR_NOTFOUND;
 }
 
-static int name_equals(keel_str a, const char *b, size_t blen)
+/* Field names compare case-insensitively (RFC 9110 5.1). */
+int kl_name_equals(keel_str a, const char *b, size_t blen)
 {
     if (a.len != blen)
         return 0;
@@ -343,7 +344,7 @@ keel_str keel_request_header(keel_request *req, const char *name)
 {
     size_t len = strlen(name);
     for (size_t i = 0; i < req->head.nheaders; i++)
-        if (name_equals(req->head.headers[i].name, name, len))
+        if (kl_name_equals(req->head.headers[i].name, name, len))
             return req->head.headers[i].value;
     return (keel_str){NULL, 0};
 }

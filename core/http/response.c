@@ -42,19 +42,7 @@ static int valid_value(const char *v)
 
 static int name_is(keel_str a, const char *b)
 {
-    size_t len = strlen(b);
-    if (a.len != len)
-        return 0;
-    for (size_t i = 0; i < len; i++) {
-        char x = a.ptr[i], y = b[i];
-        if (x >= 'A' && x <= 'Z')
-            x = (char)(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z')
-            y = (char)(y - 'A' + 'a');
-        if (x != y)
-            return 0;
-    }
-    return 1;
+    return kl_name_equals(a, b, strlen(b));
 }
 
 /* ---- status and headers ------------------------------------------------ */

@@ -65,12 +65,20 @@ typedef struct kl_field {
     keel_str value;
 } kl_field;
 
+/* A borrowed body piece on its way to the protocol: released when the
+ * protocol is done with it. */
+typedef struct kl_body_piece {
+    keel_request *req;
+    keel_free_fn free_fn;
+    void *data;
+    void *userdata;
+} kl_body_piece;
+
 struct keel_response {
     keel_request *req;
     int status;
     kl_field *headers; /* inline_headers until more are needed */
     size_t nheaders, headers_cap;
-    kl_field inline_headers[8];
     kl_field *trailers;
     size_t ntrailers, trailers_cap;
     int head_sent;
@@ -84,6 +92,10 @@ struct keel_response {
     int file_close;
     uint64_t file_offset, file_left;
     char *file_buf;
+    int piece_busy; /* `piece` below carries a body piece */
+    /* Not zeroed for each request (keel_http_request_start): set before use. */
+    kl_field inline_headers[8];
+    kl_body_piece piece; /* the one piece most responses need, unallocated */
     uv_fs_t file_req;
 };
 
@@ -99,8 +111,6 @@ struct keel_request {
     keel_http_head head;
     keel_str path;
     keel_str query;
-    kl_route_match route;
-    struct keel_response res;
     void **module_data;
     uint64_t start_us;
     int refs;          /* the exchange, pending writes, offload, the handler */
@@ -122,8 +132,10 @@ struct keel_request {
     keel_offload_done_fn work_done;
     void *work_ud;
     keel_request *next_free; /* in the worker's pool of spare requests */
-    /* Everything above is zeroed for each request; the arena's inline
-     * block below need not be. */
+    /* Everything above, and `res` up to its inline_headers, is zeroed for
+     * each request; the rest is large and set before use. */
+    struct keel_response res;
+    kl_route_match route;
     kl_arena arena;
     char inline_arena[512];
 };

@@ -74,7 +74,9 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
     } else if ((req = malloc(sizeof *req)) == NULL) {
         return NULL;
     }
-    memset(req, 0, offsetof(keel_request, arena));
+    memset(req, 0, offsetof(keel_request, res) + offsetof(keel_response, inline_headers));
+    req->route.nparams = 0;
+    req->route.allow[0] = '\0';
     req->conn = conn;
     req->worker = w;
     req->server = req->worker->server;

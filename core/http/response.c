@@ -1,5 +1,6 @@
 /* Responses: status and headers, the response filters, and handing the
  * head and body to the protocol's sink (whole, streamed, or from a file). */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,15 +13,16 @@
 
 /* ---- validation -------------------------------------------------------- */
 
-/* RFC 9110 5.1: field names are tokens. */
+/* RFC 9110 5.1: field names are tokens (tchar: ALPHA, DIGIT and
+ * "!#$%&'*+-.^_`|~"), one bit per byte value. */
 static int valid_name(const char *n)
 {
+    static const uint32_t tchar[8] = {0x00000000, 0x03ff6cfa, 0xc7fffffe, 0x57ffffff};
     if (n == NULL || *n == '\0')
         return 0;
     for (; *n; n++) {
         unsigned char c = (unsigned char)*n;
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              strchr("!#$%&'*+-.^_`|~", c)))
+        if (!(tchar[c >> 5] >> (c & 31) & 1))
             return 0;
     }
     return 1;
@@ -62,13 +64,12 @@ int keel_response_status(keel_response *res)
     return res->status;
 }
 
-/* `inline_list` is the list's initial storage inside the request (or
+/* Appends a validated field, its strings copied into the request's arena.
+ * `inline_list` is the list's initial storage inside the request (or
  * NULL): it is copied out, never realloc'ed. */
-static int add_field(keel_request *req, kl_field **list, size_t *n, size_t *cap,
-                     kl_field *inline_list, const char *name, const char *value)
+static int append_field(keel_request *req, kl_field **list, size_t *n, size_t *cap,
+                        kl_field *inline_list, const char *name, const char *value)
 {
-    if (!valid_name(name) || !valid_value(value))
-        return KEEL_ERR_INVAL;
     if (*n == *cap) {
         size_t c = *cap ? *cap * 2 : 8;
         kl_field *grown;
@@ -91,6 +92,14 @@ static int add_field(keel_request *req, kl_field **list, size_t *n, size_t *cap,
     memcpy(copy + nl + 1, value, vl + 1);
     (*list)[(*n)++] = (kl_field){{copy, nl}, {copy + nl + 1, vl}};
     return KEEL_OK;
+}
+
+static int add_field(keel_request *req, kl_field **list, size_t *n, size_t *cap,
+                     kl_field *inline_list, const char *name, const char *value)
+{
+    if (!valid_name(name) || !valid_value(value))
+        return KEEL_ERR_INVAL;
+    return append_field(req, list, n, cap, inline_list, name, value);
 }
 
 int keel_response_header_remove(keel_response *res, const char *name)
@@ -121,7 +130,8 @@ int keel_response_header_set(keel_response *res, const char *name, const char *v
     if (!valid_name(name) || !valid_value(value))
         return KEEL_ERR_INVAL;
     keel_response_header_remove(res, name);
-    return keel_response_header_add(res, name, value);
+    return append_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
+                        res->inline_headers, name, value);
 }
 
 keel_str keel_response_header(keel_response *res, const char *name)
@@ -226,23 +236,28 @@ static void free_block(void *data, void *userdata)
     free(data);
 }
 
-/* A borrowed body piece on its way: released when the protocol is done. */
-typedef struct body_piece {
-    keel_request *req;
-    keel_free_fn free_fn;
-    void *data;
-    void *userdata;
-} body_piece;
+static kl_body_piece *piece_new(keel_request *req)
+{
+    if (!req->res.piece_busy) {
+        req->res.piece_busy = 1;
+        return &req->res.piece;
+    }
+    return malloc(sizeof(kl_body_piece));
+}
 
 static void on_piece_written(keel_conn *conn, int status, void *userdata)
 {
-    body_piece *piece = userdata;
+    kl_body_piece *piece = userdata;
+    keel_request *req = piece->req;
     (void)conn;
     (void)status;
     if (piece->free_fn != NULL)
         piece->free_fn(piece->data, piece->userdata);
-    kl_request_unref(piece->req);
-    free(piece);
+    if (piece == &req->res.piece)
+        req->res.piece_busy = 0;
+    else
+        free(piece);
+    kl_request_unref(req);
 }
 
 static void trailers_view(keel_response *res, keel_header *out)
@@ -255,7 +270,7 @@ static void trailers_view(keel_response *res, keel_header *out)
  * the caller's bytes outlive the write (borrowed, released by piece);
  * otherwise they are copied here. */
 static int to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int last,
-                   body_piece *piece)
+                   kl_body_piece *piece)
 {
     keel_request *req = res->req;
     keel_header trailers[32];
@@ -276,10 +291,9 @@ static int to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int l
             return req->sink->send_body(req->exchange, NULL, 0, last, trailers, ntrailers, NULL,
                                         NULL);
         char *copy = malloc(total);
-        piece = malloc(sizeof *piece);
-        if (copy == NULL || piece == NULL) {
+        piece = copy != NULL ? piece_new(req) : NULL;
+        if (piece == NULL) {
             free(copy);
-            free(piece);
             return KEEL_ERR_NOMEM;
         }
         size_t at = 0;
@@ -287,7 +301,7 @@ static int to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int l
             memcpy(copy + at, bufs[i].base, bufs[i].len);
             at += bufs[i].len;
         }
-        *piece = (body_piece){req, free_block, copy, NULL};
+        *piece = (kl_body_piece){req, free_block, copy, NULL};
         one = (keel_buf){copy, total};
         bufs = &one;
         nbufs = 1;
@@ -338,14 +352,14 @@ static int send_piece(keel_response *res, const void *data, size_t len, int last
             free_fn((void *)data, userdata);
         return rc;
     }
-    body_piece *piece = NULL;
+    kl_body_piece *piece = NULL;
     if (free_fn != NULL || len > 0) {
-        if ((piece = malloc(sizeof *piece)) == NULL) {
+        if ((piece = piece_new(req)) == NULL) {
             if (free_fn != NULL)
                 free_fn((void *)data, userdata);
             return KEEL_ERR_NOMEM;
         }
-        *piece = (body_piece){req, free_fn, (void *)data, userdata};
+        *piece = (kl_body_piece){req, free_fn, (void *)data, userdata};
     }
     if (piece == NULL)
         return to_sink(res, NULL, 0, last, NULL);

@@ -45,13 +45,13 @@ enum {
 void h1_body_init(h1_conn *c)
 {
     if (c->x->head.content_length >= 0) {
-        c->body_state = CS_CONTENT;
-        c->body_left = (uint64_t)c->x->head.content_length;
+        c->x->body_state = CS_CONTENT;
+        c->x->body_left = (uint64_t)c->x->head.content_length;
     } else {
-        c->body_state = CS_SIZE0;
-        c->body_left = 0;
+        c->x->body_state = CS_SIZE0;
+        c->x->body_left = 0;
     }
-    c->line_len = 0;
+    c->x->line_len = 0;
 }
 
 /* Hands data to the core while it wants the body, else drops it. */
@@ -62,7 +62,7 @@ static void deliver(h1_conn *c, const char *p, size_t n)
          * call; the next piece then finds ex != ACTIVE and is dropped. A
          * refusal (the core answering 413 on its own limit) turns the rest
          * into discarding. */
-        if (keel_http_request_body(c->req, p, n, 0) < 0 && c->ex == H1_EX_ACTIVE)
+        if (keel_http_request_body(c->x->req, p, n, 0) < 0 && c->ex == H1_EX_ACTIVE)
             c->msg = H1_MSG_DISCARD;
     }
 }
@@ -100,31 +100,32 @@ static int is_field_char(unsigned char ch)
  * message is complete, or an error status. */
 static int chunk_byte(h1_conn *c, unsigned char ch)
 {
-    if (++c->line_len > H1_CHUNK_LINE_MAX)
-        return c->body_state >= CS_TRAILER ? 431 : 400;
-    switch (c->body_state) {
+    if (++c->x->line_len > H1_CHUNK_LINE_MAX)
+        return c->x->body_state >= CS_TRAILER ? 431 : 400;
+    switch (c->x->body_state) {
     case CS_SIZE0:
     case CS_SIZE: {
         int v = hex_value(ch);
         if (v >= 0) {
-            if (c->body_left > (UINT64_MAX >> 4))
+            if (c->x->body_left > (UINT64_MAX >> 4))
                 return 400; /* overflow: not a size */
-            c->body_left = c->body_left * 16 + (uint64_t)v;
-            c->body_state = CS_SIZE;
+            c->x->body_left = c->x->body_left * 16 + (uint64_t)v;
+            c->x->body_state = CS_SIZE;
             return 0;
         }
-        if (c->body_state == CS_SIZE0)
+        if (c->x->body_state == CS_SIZE0)
             return 400; /* no digit: "-3", "0x3", " 3" */
         /* A chunk that would take the body over the limit is refused
          * before its data is read. */
-        if (c->body_left > c->cfg->max_body || c->body_seen + c->body_left > c->cfg->max_body)
+        if (c->x->body_left > c->w->cfg->max_body ||
+            c->x->body_seen + c->x->body_left > c->w->cfg->max_body)
             return 413;
         if (ch == '\r')
-            c->body_state = CS_SIZE_LF;
+            c->x->body_state = CS_SIZE_LF;
         else if (ch == ';')
-            c->body_state = CS_EXT_NAME0;
+            c->x->body_state = CS_EXT_NAME0;
         else if (is_ws(ch))
-            c->body_state = CS_EXT_BWS;
+            c->x->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
@@ -132,13 +133,13 @@ static int chunk_byte(h1_conn *c, unsigned char ch)
     /* chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) */
     case CS_EXT_BWS:
         if (ch == ';')
-            c->body_state = CS_EXT_NAME0;
+            c->x->body_state = CS_EXT_NAME0;
         else if (!is_ws(ch))
             return 400;
         return 0;
     case CS_EXT_NAME0:
         if (h1_is_tchar(ch))
-            c->body_state = CS_EXT_NAME;
+            c->x->body_state = CS_EXT_NAME;
         else if (!is_ws(ch))
             return 400;
         return 0;
@@ -146,29 +147,29 @@ static int chunk_byte(h1_conn *c, unsigned char ch)
         if (h1_is_tchar(ch))
             return 0;
         if (ch == '=')
-            c->body_state = CS_EXT_VAL0;
+            c->x->body_state = CS_EXT_VAL0;
         else if (ch == ';')
-            c->body_state = CS_EXT_NAME0;
+            c->x->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            c->body_state = CS_SIZE_LF;
+            c->x->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            c->body_state = CS_EXT_AFTER;
+            c->x->body_state = CS_EXT_AFTER;
         else
             return 400;
         return 0;
     case CS_EXT_AFTER:
         if (ch == '=')
-            c->body_state = CS_EXT_VAL0;
+            c->x->body_state = CS_EXT_VAL0;
         else if (ch == ';')
-            c->body_state = CS_EXT_NAME0;
+            c->x->body_state = CS_EXT_NAME0;
         else if (!is_ws(ch))
             return 400;
         return 0;
     case CS_EXT_VAL0:
         if (ch == '"')
-            c->body_state = CS_EXT_QUOTED;
+            c->x->body_state = CS_EXT_QUOTED;
         else if (h1_is_tchar(ch))
-            c->body_state = CS_EXT_TOKEN;
+            c->x->body_state = CS_EXT_TOKEN;
         else if (!is_ws(ch))
             return 400;
         return 0;
@@ -176,89 +177,89 @@ static int chunk_byte(h1_conn *c, unsigned char ch)
         if (h1_is_tchar(ch))
             return 0;
         if (ch == ';')
-            c->body_state = CS_EXT_NAME0;
+            c->x->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            c->body_state = CS_SIZE_LF;
+            c->x->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            c->body_state = CS_EXT_BWS;
+            c->x->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
     case CS_EXT_QUOTED:
         if (ch == '"')
-            c->body_state = CS_EXT_QEND;
+            c->x->body_state = CS_EXT_QEND;
         else if (ch == '\\')
-            c->body_state = CS_EXT_QESC;
+            c->x->body_state = CS_EXT_QESC;
         else if (!is_qdtext(ch))
             return 400;
         return 0;
     case CS_EXT_QESC:
         if (!(ch == '\t' || (ch >= 0x20 && ch != 0x7f)))
             return 400;
-        c->body_state = CS_EXT_QUOTED;
+        c->x->body_state = CS_EXT_QUOTED;
         return 0;
     case CS_EXT_QEND:
         if (ch == ';')
-            c->body_state = CS_EXT_NAME0;
+            c->x->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            c->body_state = CS_SIZE_LF;
+            c->x->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            c->body_state = CS_EXT_BWS;
+            c->x->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
     case CS_SIZE_LF:
         if (ch != '\n')
             return 400;
-        c->line_len = 0;
-        c->body_state = c->body_left == 0 ? CS_TRAILER : CS_DATA;
+        c->x->line_len = 0;
+        c->x->body_state = c->x->body_left == 0 ? CS_TRAILER : CS_DATA;
         return 0;
     case CS_DATA_CR:
         /* Chunk data is followed by CRLF; anything else means the chunk
          * is longer than its size said. */
         if (ch != '\r')
             return 400;
-        c->body_state = CS_DATA_LF;
+        c->x->body_state = CS_DATA_LF;
         return 0;
     case CS_DATA_LF:
         if (ch != '\n')
             return 400;
-        c->line_len = 0;
-        c->body_state = CS_SIZE0;
+        c->x->line_len = 0;
+        c->x->body_state = CS_SIZE0;
         return 0;
     /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2);
      * the fields are checked like header fields and then dropped. */
     case CS_TRAILER:
-        if (++c->body_seen > c->cfg->max_body)
+        if (++c->x->body_seen > c->w->cfg->max_body)
             return 413;
         if (ch == '\r')
-            c->body_state = CS_END_LF;
+            c->x->body_state = CS_END_LF;
         else if (h1_is_tchar(ch))
-            c->body_state = CS_TR_NAME; /* (whitespace here would be obs-fold) */
+            c->x->body_state = CS_TR_NAME; /* (whitespace here would be obs-fold) */
         else
             return 400;
         return 0;
     case CS_TR_NAME:
-        if (++c->body_seen > c->cfg->max_body)
+        if (++c->x->body_seen > c->w->cfg->max_body)
             return 413;
         if (ch == ':')
-            c->body_state = CS_TR_VALUE;
+            c->x->body_state = CS_TR_VALUE;
         else if (!h1_is_tchar(ch))
             return 400;
         return 0;
     case CS_TR_VALUE:
-        if (++c->body_seen > c->cfg->max_body)
+        if (++c->x->body_seen > c->w->cfg->max_body)
             return 413;
         if (ch == '\r')
-            c->body_state = CS_TR_LF;
+            c->x->body_state = CS_TR_LF;
         else if (!is_field_char(ch))
             return 400;
         return 0;
     case CS_TR_LF:
         if (ch != '\n')
             return 400;
-        c->line_len = 0;
-        c->body_state = CS_TRAILER;
+        c->x->line_len = 0;
+        c->x->body_state = CS_TRAILER;
         return 0;
     case CS_END_LF:
         return ch == '\n' ? 1 : 400;
@@ -271,21 +272,21 @@ int h1_parse_body(h1_conn *c)
 {
     const char *p = c->data + c->pos, *end = c->data + c->len;
     while (p < end) {
-        if (c->body_state == CS_CONTENT || c->body_state == CS_DATA) {
+        if (c->x->body_state == CS_CONTENT || c->x->body_state == CS_DATA) {
             size_t n = (size_t)(end - p);
-            if (n > c->body_left)
-                n = (size_t)c->body_left;
-            c->body_left -= n;
-            c->body_seen += n;
+            if (n > c->x->body_left)
+                n = (size_t)c->x->body_left;
+            c->x->body_left -= n;
+            c->x->body_seen += n;
             c->pos = (size_t)(p + n - c->data);
             deliver(c, p, n);
             p += n;
             if (c->closing)
                 return H1_FAILED;
-            if (c->body_left == 0) {
-                if (c->body_state == CS_CONTENT)
+            if (c->x->body_left == 0) {
+                if (c->x->body_state == CS_CONTENT)
                     return H1_READY;
-                c->body_state = CS_DATA_CR;
+                c->x->body_state = CS_DATA_CR;
             }
             continue;
         }

@@ -28,8 +28,8 @@ static size_t error_response(h1_conn *c, int status, char *p0)
     const char *date = h1_date_line(c->w, &date_len);
     memcpy(p, date, date_len);
     p += date_len;
-    memcpy(p, c->cfg->server_line, c->cfg->server_line_len);
-    p += c->cfg->server_line_len;
+    memcpy(p, c->w->cfg->server_line, c->w->cfg->server_line_len);
+    p += c->w->cfg->server_line_len;
     p = PUT_LIT(p, "Content-Type: text/plain; charset=utf-8\r\nContent-Length: ");
     size_t body_len = 4 + strlen(reason) + 1; /* "400 " reason "\n" */
     p += h1_u64_dec(p, body_len);

@@ -39,16 +39,17 @@ void h1_exchange_start(h1_conn *c)
     c->head_copied = x->has_body;
     h1_head_build(c, head);
 
-    c->nrequests++;
+    if (c->nrequests < UINT32_MAX)
+        c->nrequests++;
     c->had_request = 1;
     c->is_head = x->method == HTTP_HEAD;
     c->version10 = x->head.version == 10;
     c->client_keepalive = x->head.keep_alive != 0;
     c->expect_continue = x->expect_continue;
-    c->head_deadline_ms = 0;
+    c->x->head_deadline_ms = 0;
     /* RFC 9112 9.3: persistence as the client asked, and the limits on it. */
-    if (!c->client_keepalive || c->shutdown || c->cfg->keepalive_timeout_ms == 0 ||
-        (c->cfg->max_requests != 0 && c->nrequests >= c->cfg->max_requests))
+    if (!c->client_keepalive || c->shutdown || c->w->cfg->keepalive_timeout_ms == 0 ||
+        (c->w->cfg->max_requests != 0 && c->nrequests >= c->w->cfg->max_requests))
         c->close_after = 1;
     x->head.keep_alive = !c->close_after;
 
@@ -56,21 +57,21 @@ void h1_exchange_start(h1_conn *c)
     if (x->has_body)
         h1_body_init(c);
     c->ex = H1_EX_ACTIVE;
-    c->req = keel_http_request_start(c->conn, &h1_sink, c, &x->head);
-    if (c->req == NULL) {
+    c->x->req = keel_http_request_start(c->conn, &h1_sink, c, &x->head);
+    if (c->x->req == NULL) {
         c->ex = H1_EX_NONE;
         h1_fail(c, 500);
         return;
     }
-    keel_http_request_dispatch(c->req);
+    keel_http_request_dispatch(c->x->req);
 }
 
 void h1_exchange_abort(h1_conn *c)
 {
     if (c->ex == H1_EX_ACTIVE) {
-        keel_request *req = c->req;
+        keel_request *req = c->x->req;
         c->ex = H1_EX_FINISHED;
-        c->req = NULL;
+        c->x->req = NULL;
         keel_http_request_abort(req);
     }
 }
@@ -85,11 +86,11 @@ int h1_exchange_next(h1_conn *c)
     }
     c->msg = H1_MSG_HEAD;
     c->ex = H1_EX_NONE;
-    c->req = NULL;
+    c->x->req = NULL;
     c->framing = H1_BODY_NONE;
-    c->resp_left = 0;
-    c->body_seen = 0;
-    c->head_deadline_ms = 0;
+    c->x->resp_left = 0;
+    c->x->body_seen = 0;
+    c->x->head_deadline_ms = 0;
     c->want_body = c->expect_continue = c->continue_sent = 0;
     c->head_sent = c->resp_ended = c->is_head = c->version10 = 0;
     c->head_copied = c->head_started = 0;
@@ -171,15 +172,15 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
         goto out;
     }
     if (c->framing == H1_BODY_LENGTH) {
-        if (total > c->resp_left) {
+        if (total > c->x->resp_left) {
             /* More than the declared length: the excess would be read as
              * the next response. Refuse it and end the connection. */
             c->close_after = 1;
             c->resp_ended = 1;
             return KEEL_ERR_INVAL;
         }
-        c->resp_left -= total;
-        if (last && c->resp_left > 0)
+        c->x->resp_left -= total;
+        if (last && c->x->resp_left > 0)
             c->close_after = 1; /* short body: only a close can tell */
     }
     int chunked = c->framing == H1_BODY_CHUNKED;
@@ -259,7 +260,7 @@ static void sink_want_body(void *exchange)
     c->msg = H1_MSG_BODY;
     if (!c->in_process) {
         h1_out_flush(c);
-        h1_set_timeout(c, c->cfg->body_timeout_ms);
+        h1_set_timeout(c, c->w->cfg->body_timeout_ms);
         h1_resume(c);
     }
 }
@@ -270,7 +271,7 @@ static void sink_done(void *exchange, int keep_alive)
     if (c->ex != H1_EX_ACTIVE)
         return;
     c->ex = H1_EX_FINISHED;
-    c->req = NULL;
+    c->x->req = NULL;
     if (!keep_alive)
         c->close_after = 1;
     if (!c->head_sent) {
@@ -279,7 +280,7 @@ static void sink_done(void *exchange, int keep_alive)
         return;
     }
     if (!c->resp_ended || c->framing == H1_BODY_EOF ||
-        (c->framing == H1_BODY_LENGTH && c->resp_left > 0))
+        (c->framing == H1_BODY_LENGTH && c->x->resp_left > 0))
         c->close_after = 1;
     if (!c->in_process)
         h1_after_exchange(c);

@@ -6,7 +6,8 @@
  * the read-only h1_config.
  *
  * Memory, which the design caps per idle connection: an idle keep-alive
- * connection holds only its h1_conn. The parser, the header arrays and the
+ * connection holds only its h1_conn (88 bytes: keep it small; per-message
+ * state belongs in h1_exch). The parser, the header arrays and the
  * output buffer (h1_exch, h1_obuf) come from per-worker free lists when a
  * request starts and go back when the connection is idle again, so the
  * steady state allocates nothing per request.
@@ -127,6 +128,16 @@ struct h1_exch {
     size_t copy_cap;
 
     keel_http_head head;
+
+    /* The message's progress (the connection's while it holds x). */
+    keel_request *req;         /* the request in flight */
+    uint64_t head_deadline_ms; /* header_timeout, from the head's first byte */
+    uint64_t body_seen;        /* request body bytes of this message */
+    uint64_t body_left;        /* Content-Length bytes, or the chunk's, still to read */
+    uint64_t resp_left;        /* H1_BODY_LENGTH: response body bytes still owed */
+    int error_status;          /* set by a parser callback that returns HPE_USER */
+    uint32_t line_len;         /* bytes of the current chunk-size or trailer line */
+    uint8_t body_state;        /* body.c's decoder state */
 };
 
 /* ---- per-worker state (the module's worker_state) ----------------------- */
@@ -161,28 +172,19 @@ enum h1_framing {
 typedef struct h1_conn {
     keel_conn *conn;
     h1_worker *w;
-    const h1_config *cfg;
-    h1_exch *x;        /* NULL while idle */
-    h1_obuf *out;      /* NULL while nothing waits */
-    keel_request *req; /* the request in flight */
+    h1_exch *x;   /* NULL while idle */
+    h1_obuf *out; /* NULL while nothing waits */
 
     /* The last bytes on_data saw; valid while reading is paused. */
     const char *data;
     size_t len;
     /* Offsets into the current delivery (see h1_process). */
-    size_t pos;       /* parsed up to here */
-    size_t head_base; /* where the current message's head starts */
-    size_t skip;      /* bytes at the start of the next delivery already parsed */
+    size_t pos;         /* parsed up to here */
+    uint32_t head_base; /* where the current message's head starts */
+    uint32_t skip;      /* bytes at the start of the next delivery already parsed */
 
-    uint64_t head_deadline_ms; /* header_timeout, from the head's first byte */
-    uint64_t timeout_ms;       /* what keel_conn_set_timeout was last given */
-    uint64_t nrequests;        /* requests started on this connection */
-    uint64_t body_seen;        /* request body bytes of this message */
-    uint64_t resp_left;        /* H1_BODY_LENGTH: body bytes still owed */
-    int error_status;          /* set by a parser callback that returns HPE_USER */
-    uint64_t body_left;        /* Content-Length bytes, or the chunk's, still to read */
-    uint32_t line_len;         /* bytes of the current chunk-size or trailer line */
-    uint8_t body_state;        /* body.c's decoder state */
+    uint64_t timeout_ms; /* what keel_conn_set_timeout was last given */
+    uint32_t nrequests;  /* requests started on this connection (saturates) */
 
     uint8_t msg;     /* enum h1_msg */
     uint8_t ex;      /* enum h1_ex */

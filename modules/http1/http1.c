@@ -63,10 +63,10 @@ static uint64_t now_ms(h1_conn *c)
 static uint64_t head_timeout_left(h1_conn *c)
 {
     uint64_t now = now_ms(c);
-    if (now >= c->head_deadline_ms)
+    if (now >= c->x->head_deadline_ms)
         return 1;
-    uint64_t left = c->head_deadline_ms - now;
-    uint64_t step = c->cfg->header_timeout_ms / 10 ? c->cfg->header_timeout_ms / 10 : 1;
+    uint64_t left = c->x->head_deadline_ms - now;
+    uint64_t step = c->w->cfg->header_timeout_ms / 10 ? c->w->cfg->header_timeout_ms / 10 : 1;
     return (left + step - 1) / step * step;
 }
 
@@ -91,13 +91,13 @@ void h1_process(h1_conn *c)
                  * byte and is not renewed by later ones (slowloris). */
                 c->head_started = 1;
                 c->head_base = c->pos;
-                c->head_deadline_ms = now_ms(c) + c->cfg->header_timeout_ms;
+                c->x->head_deadline_ms = now_ms(c) + c->w->cfg->header_timeout_ms;
                 h1_parse_init(c, c->x);
             }
             if ((r = h1_parse_head(c)) != H1_READY) {
                 /* Bytes trickling in keep the connection's inactivity
                  * timer alive, so the deadline is checked here too. */
-                if (r == H1_NEED_MORE && now_ms(c) >= c->head_deadline_ms)
+                if (r == H1_NEED_MORE && now_ms(c) >= c->x->head_deadline_ms)
                     h1_fail(c, 408);
                 goto out;
             }
@@ -118,7 +118,7 @@ void h1_process(h1_conn *c)
                 goto out;
             if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE) {
                 c->msg = H1_MSG_DONE;
-                keel_http_request_body(c->req, NULL, 0, 1);
+                keel_http_request_body(c->x->req, NULL, 0, 1);
             } else {
                 c->msg = H1_MSG_DONE;
             }
@@ -153,7 +153,8 @@ static size_t settle(h1_conn *c)
             keep = c->head_base;
             timeout = head_timeout_left(c);
         } else {
-            timeout = c->had_request ? c->cfg->keepalive_timeout_ms : c->cfg->header_timeout_ms;
+            timeout =
+                c->had_request ? c->w->cfg->keepalive_timeout_ms : c->w->cfg->header_timeout_ms;
             if (c->x != NULL) {
                 h1_exch_put(c->w, c->x); /* idle: hold nothing */
                 c->x = NULL;
@@ -165,7 +166,7 @@ static size_t settle(h1_conn *c)
         break;
     case H1_MSG_BODY:
     case H1_MSG_DISCARD:
-        timeout = c->cfg->body_timeout_ms;
+        timeout = c->w->cfg->body_timeout_ms;
         break;
     case H1_MSG_DONE:
         /* In flight: a head without a body is still referenced by the core
@@ -194,7 +195,7 @@ void h1_after_exchange(h1_conn *c)
         if (h1_exchange_next(c) < 0)
             return;
         h1_out_flush(c);
-        h1_set_timeout(c, c->cfg->keepalive_timeout_ms);
+        h1_set_timeout(c, c->w->cfg->keepalive_timeout_ms);
         if (c->skip == 0 && c->pos == c->len && c->x != NULL) {
             /* Nothing left for the core to deliver again: idle now. */
             h1_exch_put(c->w, c->x);
@@ -208,7 +209,7 @@ void h1_after_exchange(h1_conn *c)
         if (h1_body_unwanted(c) < 0)
             return;
         h1_out_flush(c);
-        h1_set_timeout(c, c->cfg->body_timeout_ms);
+        h1_set_timeout(c, c->w->cfg->body_timeout_ms);
         h1_resume(c);
         break;
     default:
@@ -227,9 +228,8 @@ static int h1_on_open(keel_conn *conn, void *arg)
         return KEEL_ERR_NOMEM;
     c->conn = conn;
     c->w = keel_worker_state(keel_conn_worker(conn), keel_conn_module(conn));
-    c->cfg = c->w->cfg;
     keel_conn_set_data(conn, c);
-    h1_set_timeout(c, c->cfg->header_timeout_ms);
+    h1_set_timeout(c, c->w->cfg->header_timeout_ms);
     return KEEL_OK;
 }
 
@@ -260,7 +260,7 @@ static void h1_on_timeout(keel_conn *conn)
     case H1_MSG_HEAD:
         if (!c->head_started) {
             h1_close(c); /* idle keep-alive connection: close silently */
-        } else if (now_ms(c) >= c->head_deadline_ms) {
+        } else if (now_ms(c) >= c->x->head_deadline_ms) {
             h1_fail(c, 408);
         } else {
             c->timeout_ms = head_timeout_left(c);

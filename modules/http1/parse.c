@@ -22,7 +22,7 @@ static uint32_t off_of(const h1_conn *c, const char *at)
 
 static int fail_with(h1_conn *c, llhttp_t *p, int status, const char *why)
 {
-    c->error_status = status;
+    c->x->error_status = status;
     llhttp_set_error_reason(p, why);
     return HPE_USER;
 }
@@ -52,7 +52,7 @@ static int on_url(llhttp_t *p, const char *at, size_t n)
     /* RFC 9112 3: a server that receives a request-target longer than it
      * wishes to parse MUST respond with 414. Checked as the target arrives
      * so a huge one is refused before it is buffered whole. */
-    if (off + n > c->cfg->max_request_line)
+    if (off + n > c->w->cfg->max_request_line)
         return fail_with(c, p, 414, "request-target too long");
     span_add(&x->url_off, &x->url_len, off, n);
     return 0;
@@ -70,7 +70,7 @@ static int on_version_complete(llhttp_t *p)
     h1_conn *c = p->data;
     h1_exch *x = c->x;
     x->line_done = 1;
-    if ((uint64_t)x->version_off + x->version_len + 2 > c->cfg->max_request_line)
+    if ((uint64_t)x->version_off + x->version_len + 2 > c->w->cfg->max_request_line)
         return fail_with(c, p, 414, "request line too long");
     /* RFC 9110 6.2: only HTTP/1.0 and HTTP/1.1 are spoken here; llhttp
      * accepts "HTTP/0.9" and "HTTP/2.0" request lines. */
@@ -83,7 +83,7 @@ static int on_version_complete(llhttp_t *p)
 
 static int check_head_size(h1_conn *c, llhttp_t *p, uint32_t off, size_t n)
 {
-    if (off + n > c->cfg->max_header_bytes)
+    if (off + n > c->w->cfg->max_header_bytes)
         return fail_with(c, p, 431, "header section too large");
     return 0;
 }
@@ -96,7 +96,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
     if (check_head_size(c, p, off, n))
         return HPE_USER;
     if (!x->in_name) {
-        if (x->nheaders >= c->cfg->max_headers)
+        if (x->nheaders >= c->w->cfg->max_headers)
             return fail_with(c, p, 431, "too many header fields");
         if (x->nheaders == x->headers_cap && h1_exch_grow(x, x->nheaders + 1) != KEEL_OK)
             return fail_with(c, p, 500, "out of memory");
@@ -224,7 +224,11 @@ void h1_parse_init(h1_conn *c, h1_exch *x)
 {
     llhttp_init(&x->parser, HTTP_REQUEST, &h1_llhttp_settings);
     x->parser.data = c;
-    c->error_status = 0;
+    x->error_status = 0;
+    x->req = NULL;
+    x->body_seen = x->body_left = x->resp_left = 0;
+    x->line_len = 0;
+    x->body_state = 0;
     x->method_off = x->url_off = x->version_off = UINT32_MAX;
     x->method_len = x->url_len = x->version_len = 0;
     x->head_len = 0;
@@ -242,8 +246,8 @@ void h1_parse_init(h1_conn *c, h1_exch *x)
  * on_*_complete or on_chunk_header callback as its own HPE_CB_* code. */
 static int parse_failure(h1_conn *c, llhttp_errno_t err)
 {
-    if (c->error_status != 0)
-        return c->error_status;
+    if (c->x->error_status != 0)
+        return c->x->error_status;
     return h1_parse_error_status(c, err, c->data + c->head_base, c->len - c->head_base);
 }
 
@@ -258,11 +262,11 @@ int h1_parse_head(h1_conn *c)
          * for more (the head is kept in the buffer and parsing goes on from
          * here next time). */
         size_t have = c->len - c->head_base;
-        if (!x->line_done && have > c->cfg->max_request_line) {
+        if (!x->line_done && have > c->w->cfg->max_request_line) {
             h1_fail(c, 414);
             return H1_FAILED;
         }
-        if (have > c->cfg->max_header_bytes) {
+        if (have > c->w->cfg->max_header_bytes) {
             h1_fail(c, 431);
             return H1_FAILED;
         }
@@ -272,7 +276,7 @@ int h1_parse_head(h1_conn *c)
         c->pos = (size_t)(llhttp_get_error_pos(&x->parser) - c->data);
         llhttp_resume(&x->parser);
         x->head_len = (uint32_t)(c->pos - c->head_base);
-        if (x->head_len > c->cfg->max_header_bytes) {
+        if (x->head_len > c->w->cfg->max_header_bytes) {
             h1_fail(c, 431);
             return H1_FAILED;
         }

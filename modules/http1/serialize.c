@@ -199,7 +199,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
 
     size_t date_len = 0;
     const char *date = have_date ? NULL : h1_date_line(c->w, &date_len);
-    need += date_len + (have_server ? 0 : c->cfg->server_line_len);
+    need += date_len + (have_server ? 0 : c->w->cfg->server_line_len);
     need +=
         sizeof("Content-Length: 18446744073709551615\r\n") + sizeof("Connection: keep-alive\r\n");
 
@@ -252,7 +252,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     if (date != NULL)
         p = put(p, date, date_len);
     if (!have_server)
-        p = put(p, c->cfg->server_line, c->cfg->server_line_len);
+        p = put(p, c->w->cfg->server_line, c->w->cfg->server_line_len);
     if (framing == H1_BODY_LENGTH ||
         (framing == H1_BODY_NONE && c->is_head && use_length && status != 204 && status != 304)) {
         p = PUT_LIT(p, "Content-Length: ");
@@ -269,7 +269,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     h1_out_commit(c, (size_t)(p - start));
 
     c->framing = (uint8_t)framing;
-    c->resp_left = framing == H1_BODY_LENGTH ? (uint64_t)length : 0;
+    c->x->resp_left = framing == H1_BODY_LENGTH ? (uint64_t)length : 0;
     c->close_after = close ? 1u : 0u;
     c->head_sent = 1;
     return KEEL_OK;

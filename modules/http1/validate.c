@@ -256,7 +256,7 @@ int h1_head_check(h1_conn *c, const char *head)
         return 400;
     /* A declared body over the limit is refused before a byte of it is
      * read, with or without 100-continue (RFC 9110 15.5.14). */
-    if (x->head.content_length > 0 && (uint64_t)x->head.content_length > c->cfg->max_body)
+    if (x->head.content_length > 0 && (uint64_t)x->head.content_length > c->w->cfg->max_body)
         return 413;
     return 0;
 }

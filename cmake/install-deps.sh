@@ -17,33 +17,10 @@ VCPKG_PACKAGES="libuv zlib mbedtls llhttp"
 say() { printf 'install-deps: %s\n' "$*"; }
 
 if command -v dpkg-query >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-    missing=""
-    for p in $DEBIAN_PACKAGES; do
-        status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
-        case "$status" in
-        *" installed") ;;
-        *) missing="$missing $p" ;;
-        esac
-    done
-    if [ -z "$missing" ]; then
-        say "all Debian packages present"
-        exit 0
-    fi
-    if [ "$(id -u)" -eq 0 ]; then
-        SUDO=""
-    elif command -v sudo >/dev/null 2>&1; then
-        SUDO="sudo"
-    else
-        say "missing:$missing — run as root: apt-get install$missing" >&2
-        exit 1
-    fi
-    say "installing:$missing"
-    export DEBIAN_FRONTEND=noninteractive
-    $SUDO apt-get update -qq
+    . "$(dirname "$0")/apt-missing.sh"
     # shellcheck disable=SC2086
-    $SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
-    say "installed:$missing"
-    exit 0
+    apt_install_missing install-deps $DEBIAN_PACKAGES
+    exit $?
 fi
 
 case "$(uname -s 2>/dev/null || echo unknown)" in

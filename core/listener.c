@@ -36,6 +36,15 @@ static unsigned bound_port(kl_socket sock)
     return port_of(&addr);
 }
 
+static int cannot_listen(const kl_listener *l, int uv_error)
+{
+    char where[300];
+    kl_log(KEEL_LOG_ERROR, "%s: cannot listen on %s: %s",
+           kl_config_where(l->spec->where, where, sizeof where), l->spec->text,
+           uv_strerror(uv_error));
+    return KEEL_ERR_IO;
+}
+
 int kl_listeners_bind(keel_server *s)
 {
     const kl_settings *cfg = &s->settings;
@@ -52,25 +61,15 @@ int kl_listeners_bind(keel_server *s)
         if (cfg->reuseport && port_of(&addr) != 0) {
             kl_socket probe;
             int rc = kl_listen_socket((struct sockaddr *)&addr, 0, 1, &probe);
-            if (rc != 0) {
-                char where[300];
-                kl_log(KEEL_LOG_ERROR, "%s: cannot listen on %s: %s",
-                       kl_config_where(l->spec->where, where, sizeof where), l->spec->text,
-                       uv_strerror(rc));
-                return KEEL_ERR_IO;
-            }
+            if (rc != 0)
+                return cannot_listen(l, rc);
             kl_socket_close(probe);
         }
         for (size_t k = 0; k < per; k++) {
             int rc = kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
                                       &l->sockets[k]);
-            if (rc != 0) {
-                char where[300];
-                kl_log(KEEL_LOG_ERROR, "%s: cannot listen on %s: %s",
-                       kl_config_where(l->spec->where, where, sizeof where), l->spec->text,
-                       uv_strerror(rc));
-                return KEEL_ERR_IO;
-            }
+            if (rc != 0)
+                return cannot_listen(l, rc);
             l->nsockets++;
             /* With port 0 the first socket picks the port and the others
              * (one per worker) join it. */

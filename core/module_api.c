@@ -85,7 +85,9 @@ int keel_config_bool(keel_module *m, const char *key, int def, int *out)
     return KEEL_OK;
 }
 
-int keel_config_size(keel_module *m, const char *key, uint64_t def, uint64_t *out)
+/* A single unsigned value read by `parse` (sizes, durations). */
+static int config_u64(keel_module *m, const char *key, uint64_t def, uint64_t *out,
+                      int (*parse)(const char *, uint64_t *, char *, size_t))
 {
     const kl_config_value *v;
     char why[128];
@@ -94,25 +96,20 @@ int keel_config_size(keel_module *m, const char *key, uint64_t def, uint64_t *ou
     if (rc != KEEL_OK || v == NULL)
         return rc;
     uint64_t value;
-    if (kl_parse_size(v->text, &value, why, sizeof why) != KEEL_OK)
+    if (parse(v->text, &value, why, sizeof why) != KEEL_OK)
         return bad_value(m, v, key, why);
     *out = value;
     return KEEL_OK;
 }
 
+int keel_config_size(keel_module *m, const char *key, uint64_t def, uint64_t *out)
+{
+    return config_u64(m, key, def, out, kl_parse_size);
+}
+
 int keel_config_duration_ms(keel_module *m, const char *key, uint64_t def, uint64_t *out)
 {
-    const kl_config_value *v;
-    char why[128];
-    *out = def;
-    int rc = single_value(m, key, &v);
-    if (rc != KEEL_OK || v == NULL)
-        return rc;
-    uint64_t value;
-    if (kl_parse_duration_ms(v->text, &value, why, sizeof why) != KEEL_OK)
-        return bad_value(m, v, key, why);
-    *out = value;
-    return KEEL_OK;
+    return config_u64(m, key, def, out, kl_parse_duration_ms);
 }
 
 size_t keel_config_count(keel_module *m, const char *key)

@@ -28,29 +28,6 @@ if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>
     exit 0
 fi
 
-missing=""
-for p in $PACKAGES; do
-    case "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)" in
-    *" installed") ;;
-    *) missing="$missing $p" ;;
-    esac
-done
-if [ -z "$missing" ]; then
-    say "all packages present"
-    exit 0
-fi
-
-if [ "$(id -u)" -eq 0 ]; then
-    SUDO=""
-elif command -v sudo >/dev/null 2>&1; then
-    SUDO="sudo"
-else
-    say "missing:$missing — run as root: apt-get install --no-install-recommends$missing" >&2
-    exit 1
-fi
-say "installing:$missing"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
+. "$(dirname "$0")/../apt-missing.sh"
 # shellcheck disable=SC2086
-$SUDO apt-get install -y -qq --no-install-recommends $missing >/dev/null
-say "installed:$missing"
+apt_install_missing windows/packages $PACKAGES

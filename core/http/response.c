@@ -14,37 +14,32 @@
 /* ---- validation -------------------------------------------------------- */
 
 /* RFC 9110 5.1: field names are tokens (tchar: ALPHA, DIGIT and
- * "!#$%&'*+-.^_`|~"), one bit per byte value. */
-static int valid_name(const char *n)
+ * "!#$%&'*+-.^_`|~"), one bit per byte value. The name's length, or 0 if
+ * it is not a token. */
+static size_t name_length(const char *n)
 {
     static const uint32_t tchar[8] = {0x00000000, 0x03ff6cfa, 0xc7fffffe, 0x57ffffff};
-    if (n == NULL || *n == '\0')
+    if (n == NULL)
         return 0;
-    for (; *n; n++) {
-        unsigned char c = (unsigned char)*n;
+    size_t i = 0;
+    for (unsigned char c; (c = (unsigned char)n[i]) != 0; i++)
         if (!(tchar[c >> 5] >> (c & 31) & 1))
             return 0;
-    }
-    return 1;
+    return i;
 }
 
 /* RFC 9110 5.5: no CR, LF or other control characters (HTAB aside). This
- * is what makes response splitting impossible through keel's API. */
-static int valid_value(const char *v)
+ * is what makes response splitting impossible through keel's API. The
+ * value's length, or SIZE_MAX if it is not valid. */
+static size_t value_length(const char *v)
 {
     if (v == NULL)
-        return 0;
-    for (; *v; v++) {
-        unsigned char c = (unsigned char)*v;
+        return SIZE_MAX;
+    size_t i = 0;
+    for (unsigned char c; (c = (unsigned char)v[i]) != 0; i++)
         if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return 0;
-    }
-    return 1;
-}
-
-static int name_is(keel_str a, const char *b)
-{
-    return kl_name_equals(a, b, strlen(b));
+            return SIZE_MAX;
+    return i;
 }
 
 /* ---- status and headers ------------------------------------------------ */
@@ -68,7 +63,8 @@ int keel_response_status(keel_response *res)
  * `inline_list` is the list's initial storage inside the request (or
  * NULL): it is copied out, never realloc'ed. */
 static int append_field(keel_request *req, kl_field **list, size_t *n, size_t *cap,
-                        kl_field *inline_list, const char *name, const char *value)
+                        kl_field *inline_list, const char *name, size_t nl, const char *value,
+                        size_t vl)
 {
     if (*n == *cap) {
         size_t c = *cap ? *cap * 2 : 8;
@@ -84,7 +80,6 @@ static int append_field(keel_request *req, kl_field **list, size_t *n, size_t *c
         *list = grown;
         *cap = c;
     }
-    size_t nl = strlen(name), vl = strlen(value);
     char *copy = kl_arena_alloc(&req->arena, nl + vl + 2);
     if (copy == NULL)
         return KEEL_ERR_NOMEM;
@@ -97,22 +92,29 @@ static int append_field(keel_request *req, kl_field **list, size_t *n, size_t *c
 static int add_field(keel_request *req, kl_field **list, size_t *n, size_t *cap,
                      kl_field *inline_list, const char *name, const char *value)
 {
-    if (!valid_name(name) || !valid_value(value))
+    size_t nl = name_length(name), vl = value_length(value);
+    if (nl == 0 || vl == SIZE_MAX)
         return KEEL_ERR_INVAL;
-    return append_field(req, list, n, cap, inline_list, name, value);
+    return append_field(req, list, n, cap, inline_list, name, nl, value, vl);
+}
+
+/* Removes every field named name[0..nl); non-zero if there was one. */
+static int remove_fields(keel_response *res, const char *name, size_t nl)
+{
+    size_t out = 0;
+    for (size_t i = 0; i < res->nheaders; i++)
+        if (!kl_name_equals(res->headers[i].name, name, nl))
+            res->headers[out++] = res->headers[i];
+    int found = out != res->nheaders;
+    res->nheaders = out;
+    return found;
 }
 
 int keel_response_header_remove(keel_response *res, const char *name)
 {
     if (res->head_sent)
         return KEEL_ERR_STATE;
-    size_t out = 0;
-    for (size_t i = 0; i < res->nheaders; i++)
-        if (!name_is(res->headers[i].name, name))
-            res->headers[out++] = res->headers[i];
-    int found = out != res->nheaders;
-    res->nheaders = out;
-    return found ? KEEL_OK : KEEL_ERR_NOTFOUND;
+    return remove_fields(res, name, strlen(name)) ? KEEL_OK : KEEL_ERR_NOTFOUND;
 }
 
 int keel_response_header_add(keel_response *res, const char *name, const char *value)
@@ -127,17 +129,19 @@ int keel_response_header_set(keel_response *res, const char *name, const char *v
 {
     if (res->head_sent)
         return KEEL_ERR_STATE;
-    if (!valid_name(name) || !valid_value(value))
+    size_t nl = name_length(name), vl = value_length(value);
+    if (nl == 0 || vl == SIZE_MAX)
         return KEEL_ERR_INVAL;
-    keel_response_header_remove(res, name);
+    remove_fields(res, name, nl);
     return append_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
-                        res->inline_headers, name, value);
+                        res->inline_headers, name, nl, value, vl);
 }
 
 keel_str keel_response_header(keel_response *res, const char *name)
 {
+    size_t nl = strlen(name);
     for (size_t i = 0; i < res->nheaders; i++)
-        if (name_is(res->headers[i].name, name))
+        if (kl_name_equals(res->headers[i].name, name, nl))
             return res->headers[i].value;
     return (keel_str){NULL, 0};
 }
@@ -163,31 +167,35 @@ static const kl_http *http_of(keel_request *req)
     return &req->server->http;
 }
 
-/* Framing is the protocol's: the handler's Content-Length (checked) and
- * Transfer-Encoding become the content_length argument; Connection: close
- * becomes close_connection. */
+/* Framing is the protocol's: the handler's Content-Length (the first one,
+ * checked) and Transfer-Encoding become the content_length argument;
+ * Connection: close becomes close_connection. One pass over the fields. */
 static int64_t take_framing(keel_response *res)
 {
     int64_t length = -1;
-    keel_str cl = keel_response_header(res, "Content-Length");
-    if (cl.ptr != NULL) {
-        int64_t v = 0;
-        int ok = cl.len > 0 && cl.len < 19;
-        for (size_t i = 0; ok && i < cl.len; i++) {
-            ok = cl.ptr[i] >= '0' && cl.ptr[i] <= '9';
-            v = v * 10 + (cl.ptr[i] - '0');
+    int seen_length = 0;
+    size_t out = 0;
+    for (size_t i = 0; i < res->nheaders; i++) {
+        kl_field f = res->headers[i];
+        if (kl_name_equals(f.name, "Content-Length", 14)) {
+            if (seen_length++)
+                continue; /* the first one counts */
+            int64_t v = 0;
+            int ok = f.value.len > 0 && f.value.len < 19;
+            for (size_t j = 0; ok && j < f.value.len; j++) {
+                ok = f.value.ptr[j] >= '0' && f.value.ptr[j] <= '9';
+                v = v * 10 + (f.value.ptr[j] - '0');
+            }
+            if (ok)
+                length = v;
+        } else if (kl_name_equals(f.name, "Connection", 10)) {
+            if (kl_name_equals(f.value, "close", 5))
+                res->close_connection = 1;
+        } else if (!kl_name_equals(f.name, "Transfer-Encoding", 17)) {
+            res->headers[out++] = f;
         }
-        if (ok)
-            length = v;
-        keel_response_header_remove(res, "Content-Length");
     }
-    keel_response_header_remove(res, "Transfer-Encoding");
-    keel_str conn = keel_response_header(res, "Connection");
-    if (conn.ptr != NULL) {
-        if (name_is(conn, "close"))
-            res->close_connection = 1;
-        keel_response_header_remove(res, "Connection");
-    }
+    res->nheaders = out;
     return length;
 }
 

@@ -98,34 +98,33 @@ static int is_field_char(unsigned char ch)
 
 /* One framing byte of the chunked coding. Returns 0 to go on, 1 when the
  * message is complete, or an error status. */
-static int chunk_byte(h1_conn *c, unsigned char ch)
+static int chunk_byte(h1_exch *x, uint64_t max_body, unsigned char ch)
 {
-    if (++c->x->line_len > H1_CHUNK_LINE_MAX)
-        return c->x->body_state >= CS_TRAILER ? 431 : 400;
-    switch (c->x->body_state) {
+    if (++x->line_len > H1_CHUNK_LINE_MAX)
+        return x->body_state >= CS_TRAILER ? 431 : 400;
+    switch (x->body_state) {
     case CS_SIZE0:
     case CS_SIZE: {
         int v = hex_value(ch);
         if (v >= 0) {
-            if (c->x->body_left > (UINT64_MAX >> 4))
+            if (x->body_left > (UINT64_MAX >> 4))
                 return 400; /* overflow: not a size */
-            c->x->body_left = c->x->body_left * 16 + (uint64_t)v;
-            c->x->body_state = CS_SIZE;
+            x->body_left = x->body_left * 16 + (uint64_t)v;
+            x->body_state = CS_SIZE;
             return 0;
         }
-        if (c->x->body_state == CS_SIZE0)
+        if (x->body_state == CS_SIZE0)
             return 400; /* no digit: "-3", "0x3", " 3" */
         /* A chunk that would take the body over the limit is refused
          * before its data is read. */
-        if (c->x->body_left > c->w->cfg->max_body ||
-            c->x->body_seen + c->x->body_left > c->w->cfg->max_body)
+        if (x->body_left > max_body || x->body_seen + x->body_left > max_body)
             return 413;
         if (ch == '\r')
-            c->x->body_state = CS_SIZE_LF;
+            x->body_state = CS_SIZE_LF;
         else if (ch == ';')
-            c->x->body_state = CS_EXT_NAME0;
+            x->body_state = CS_EXT_NAME0;
         else if (is_ws(ch))
-            c->x->body_state = CS_EXT_BWS;
+            x->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
@@ -133,13 +132,13 @@ static int chunk_byte(h1_conn *c, unsigned char ch)
     /* chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) */
     case CS_EXT_BWS:
         if (ch == ';')
-            c->x->body_state = CS_EXT_NAME0;
+            x->body_state = CS_EXT_NAME0;
         else if (!is_ws(ch))
             return 400;
         return 0;
     case CS_EXT_NAME0:
         if (h1_is_tchar(ch))
-            c->x->body_state = CS_EXT_NAME;
+            x->body_state = CS_EXT_NAME;
         else if (!is_ws(ch))
             return 400;
         return 0;
@@ -147,29 +146,29 @@ static int chunk_byte(h1_conn *c, unsigned char ch)
         if (h1_is_tchar(ch))
             return 0;
         if (ch == '=')
-            c->x->body_state = CS_EXT_VAL0;
+            x->body_state = CS_EXT_VAL0;
         else if (ch == ';')
-            c->x->body_state = CS_EXT_NAME0;
+            x->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            c->x->body_state = CS_SIZE_LF;
+            x->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            c->x->body_state = CS_EXT_AFTER;
+            x->body_state = CS_EXT_AFTER;
         else
             return 400;
         return 0;
     case CS_EXT_AFTER:
         if (ch == '=')
-            c->x->body_state = CS_EXT_VAL0;
+            x->body_state = CS_EXT_VAL0;
         else if (ch == ';')
-            c->x->body_state = CS_EXT_NAME0;
+            x->body_state = CS_EXT_NAME0;
         else if (!is_ws(ch))
             return 400;
         return 0;
     case CS_EXT_VAL0:
         if (ch == '"')
-            c->x->body_state = CS_EXT_QUOTED;
+            x->body_state = CS_EXT_QUOTED;
         else if (h1_is_tchar(ch))
-            c->x->body_state = CS_EXT_TOKEN;
+            x->body_state = CS_EXT_TOKEN;
         else if (!is_ws(ch))
             return 400;
         return 0;
@@ -177,89 +176,89 @@ static int chunk_byte(h1_conn *c, unsigned char ch)
         if (h1_is_tchar(ch))
             return 0;
         if (ch == ';')
-            c->x->body_state = CS_EXT_NAME0;
+            x->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            c->x->body_state = CS_SIZE_LF;
+            x->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            c->x->body_state = CS_EXT_BWS;
+            x->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
     case CS_EXT_QUOTED:
         if (ch == '"')
-            c->x->body_state = CS_EXT_QEND;
+            x->body_state = CS_EXT_QEND;
         else if (ch == '\\')
-            c->x->body_state = CS_EXT_QESC;
+            x->body_state = CS_EXT_QESC;
         else if (!is_qdtext(ch))
             return 400;
         return 0;
     case CS_EXT_QESC:
         if (!(ch == '\t' || (ch >= 0x20 && ch != 0x7f)))
             return 400;
-        c->x->body_state = CS_EXT_QUOTED;
+        x->body_state = CS_EXT_QUOTED;
         return 0;
     case CS_EXT_QEND:
         if (ch == ';')
-            c->x->body_state = CS_EXT_NAME0;
+            x->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            c->x->body_state = CS_SIZE_LF;
+            x->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            c->x->body_state = CS_EXT_BWS;
+            x->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
     case CS_SIZE_LF:
         if (ch != '\n')
             return 400;
-        c->x->line_len = 0;
-        c->x->body_state = c->x->body_left == 0 ? CS_TRAILER : CS_DATA;
+        x->line_len = 0;
+        x->body_state = x->body_left == 0 ? CS_TRAILER : CS_DATA;
         return 0;
     case CS_DATA_CR:
         /* Chunk data is followed by CRLF; anything else means the chunk
          * is longer than its size said. */
         if (ch != '\r')
             return 400;
-        c->x->body_state = CS_DATA_LF;
+        x->body_state = CS_DATA_LF;
         return 0;
     case CS_DATA_LF:
         if (ch != '\n')
             return 400;
-        c->x->line_len = 0;
-        c->x->body_state = CS_SIZE0;
+        x->line_len = 0;
+        x->body_state = CS_SIZE0;
         return 0;
     /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2);
      * the fields are checked like header fields and then dropped. */
     case CS_TRAILER:
-        if (++c->x->body_seen > c->w->cfg->max_body)
+        if (++x->body_seen > max_body)
             return 413;
         if (ch == '\r')
-            c->x->body_state = CS_END_LF;
+            x->body_state = CS_END_LF;
         else if (h1_is_tchar(ch))
-            c->x->body_state = CS_TR_NAME; /* (whitespace here would be obs-fold) */
+            x->body_state = CS_TR_NAME; /* (whitespace here would be obs-fold) */
         else
             return 400;
         return 0;
     case CS_TR_NAME:
-        if (++c->x->body_seen > c->w->cfg->max_body)
+        if (++x->body_seen > max_body)
             return 413;
         if (ch == ':')
-            c->x->body_state = CS_TR_VALUE;
+            x->body_state = CS_TR_VALUE;
         else if (!h1_is_tchar(ch))
             return 400;
         return 0;
     case CS_TR_VALUE:
-        if (++c->x->body_seen > c->w->cfg->max_body)
+        if (++x->body_seen > max_body)
             return 413;
         if (ch == '\r')
-            c->x->body_state = CS_TR_LF;
+            x->body_state = CS_TR_LF;
         else if (!is_field_char(ch))
             return 400;
         return 0;
     case CS_TR_LF:
         if (ch != '\n')
             return 400;
-        c->x->line_len = 0;
-        c->x->body_state = CS_TRAILER;
+        x->line_len = 0;
+        x->body_state = CS_TRAILER;
         return 0;
     case CS_END_LF:
         return ch == '\n' ? 1 : 400;
@@ -290,7 +289,7 @@ int h1_parse_body(h1_conn *c)
             }
             continue;
         }
-        int r = chunk_byte(c, (unsigned char)*p++);
+        int r = chunk_byte(c->x, c->w->cfg->max_body, (unsigned char)*p++);
         c->pos = (size_t)(p - c->data);
         if (r == 1)
             return H1_READY;

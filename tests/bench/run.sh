@@ -13,6 +13,10 @@
 #   pipeline  wrk -t1 -c64, 16 GET / per write        (HTTP/1.1 pipelining)
 #   post      wrk -t1 -c64 POST /echo, 4 KiB bodies
 #   idle      RSS growth for 10,000 idle keep-alive connections
+#   instr     user-space instructions per plaintext request, counted by
+#             valgrind's callgrind (keel, nginx, h2o; not node, whose JIT
+#             makes the count meaningless): repeatable where the machine's
+#             noise makes req/CPU-s wobble. Kernel time is not in it.
 # and reports requests/s, p99 latency, and requests per second of server CPU
 # time (utime + stime from /proc/PID/stat over the run): on a 2-core machine
 # one wrk thread is often the bottleneck, and CPU time tells apart servers
@@ -22,7 +26,7 @@
 #   DURATION [10]  seconds per measurement      WARMUP [2]   seconds of warm-up before each
 #   CONNS [64]     wrk connections              DEPTH [16]   requests per pipelined write
 #   BODY [4096]    POST body bytes              IDLE [10000] idle connections
-#   SERVERS ["keel nginx h2o node"]             TESTS ["plain pipeline post idle"]
+#   SERVERS ["keel nginx h2o node"]             TESTS ["plain pipeline post idle instr"]
 #   ROUNDS [1]     measurements per server and test, in turns; the median is reported
 #   SERVER_CPU [0] CLIENT_CPU [1]               BASE_PORT [19080] (keel; peers +1, +2, +3)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
@@ -45,7 +49,9 @@ DEPTH=${DEPTH:-16}
 BODY=${BODY:-4096}
 IDLE=${IDLE:-10000}
 SERVERS=${SERVERS:-"keel nginx h2o node"}
-TESTS=${TESTS:-"plain pipeline post idle"}
+TESTS=${TESTS:-"plain pipeline post idle instr"}
+INSTR_SECS=${INSTR_SECS:-5}
+WRAP=()
 SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 BASE_PORT=${BASE_PORT:-19080}
@@ -77,6 +83,7 @@ install_missing() {
     if has h2o; then command -v h2o >/dev/null || pkgs+=(h2o); fi
     if has node; then command -v node >/dev/null || pkgs+=(nodejs); fi
     if wants idle; then command -v python3 >/dev/null || pkgs+=(python3); fi
+    if wants instr; then command -v callgrind_control >/dev/null || pkgs+=(valgrind); fi
     ((${#pkgs[@]})) || return 0
     [[ -n "${NO_INSTALL:-}" ]] && die "missing packages: ${pkgs[*]} (NO_INSTALL is set)"
     local sudo=()
@@ -180,7 +187,7 @@ log_level = warn
 keepalive_timeout = 5m
 max_requests = 0
 EOF
-    taskset -c "$SERVER_CPU" "$bin" -c "$TMP/keel.conf" >"$TMP/keel.log" 2>&1 &
+    taskset -c "$SERVER_CPU" "${WRAP[@]}" "$bin" -c "$TMP/keel.conf" >"$TMP/keel.log" 2>&1 &
     PID[keel]=$!
 }
 
@@ -192,6 +199,7 @@ start_nginx() {
 load_module $echo_mod;
 worker_processes 1;
 daemon off;
+$([[ ${#WRAP[@]} -gt 0 ]] && echo "master_process off; # under valgrind: one process to count")
 pid $TMP/nginx/nginx.pid;
 error_log $TMP/nginx/logs/error.log warn;
 worker_rlimit_nofile 65536;
@@ -219,7 +227,7 @@ http {
     }
 }
 EOF
-    taskset -c "$SERVER_CPU" nginx -p "$TMP/nginx" -e "$TMP/nginx/logs/error.log" \
+    taskset -c "$SERVER_CPU" "${WRAP[@]}" nginx -p "$TMP/nginx" -e "$TMP/nginx/logs/error.log" \
         -c "$TMP/nginx/nginx.conf" >"$TMP/nginx.log" 2>&1 &
     PID[nginx]=$!
 }
@@ -266,13 +274,13 @@ $root_handler
             [200, {"content-type" => (env["CONTENT_TYPE"] || "application/octet-stream")}, [body]]
           end
 EOF
-    taskset -c "$SERVER_CPU" h2o -c "$TMP/h2o/h2o.conf" >"$TMP/h2o.log" 2>&1 &
+    taskset -c "$SERVER_CPU" "${WRAP[@]}" h2o -c "$TMP/h2o/h2o.conf" >"$TMP/h2o.log" 2>&1 &
     PID[h2o]=$!
 }
 
 start_node() {
     local port=$1
-    taskset -c "$SERVER_CPU" node "$HERE/node_hello.js" "$port" >"$TMP/node.log" 2>&1 &
+    taskset -c "$SERVER_CPU" "${WRAP[@]}" node "$HERE/node_hello.js" "$port" >"$TMP/node.log" 2>&1 &
     PID[node]=$!
 }
 
@@ -304,7 +312,7 @@ check_server() {
 
 # ---- Measurements ----------------------------------------------------------------
 
-declare -A RPS=() P99=() CPURPS=() ERRS=() MEM=() WRKFAIL=() RPS_L=() P99_L=() CPURPS_L=()
+declare -A RPS=() P99=() CPURPS=() ERRS=() MEM=() WRKFAIL=() RPS_L=() P99_L=() CPURPS_L=() INSTR=()
 
 # The median of a list of numbers, printed with the printf format $2.
 median() {
@@ -386,6 +394,39 @@ measure_idle() {
     sleep 1 # let the closes settle before the next server
 }
 
+# Instructions per request: the server runs under callgrind; its counters
+# are zeroed after a warm-up, wrk runs for INSTR_SECS, the counters are
+# dumped and divided by the requests wrk saw answered.
+measure_instr() {
+    local name=$1 port pids p out requests ir
+    port=$(port_of "$name")
+    WRAP=(valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$TMP/cg.$name.%p")
+    "start_$name" "$port"
+    WRAP=()
+    if ! check_server "$name" "$port"; then
+        INSTR[$name]=fail
+        return 0
+    fi
+    sleep 1 # nginx's worker: started after the master answers
+    taskset -c "$CLIENT_CPU" wrk -t1 -c16 -d2s "http://127.0.0.1:$port/" >/dev/null 2>&1 || true
+    pids=$(server_pids "${PID[$name]}")
+    for p in $pids; do callgrind_control -z "$p" >/dev/null 2>&1 || true; done
+    out=$(timeout $((INSTR_SECS + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c16 -d"${INSTR_SECS}s" \
+        "http://127.0.0.1:$port/" 2>&1) || true
+    for p in $pids; do callgrind_control -d "$p" >/dev/null 2>&1 || true; done
+    requests=$(awk '/requests in/ {print $1}' <<<"$out")
+    ir=$(cat "$TMP"/cg."$name".*.[0-9]* 2>/dev/null | awk '/^summary:/ {s += $2} END {print s + 0}')
+    kill "${PID[$name]}" 2>/dev/null || true
+    wait "${PID[$name]}" 2>/dev/null || true
+    if [[ -z "$requests" || "$requests" -eq 0 || "$ir" -eq 0 ]]; then
+        log "bench: $name instr: no count (wrk: ${out:0:200})"
+        INSTR[$name]=fail
+        return 0
+    fi
+    INSTR[$name]=$((ir / requests))
+    log "bench: $name instr: $ir instructions for $requests requests (${INSTR[$name]} each)"
+}
+
 # ---- Main --------------------------------------------------------------------------
 
 install_missing
@@ -443,6 +484,14 @@ done
 if wants idle; then
     for s in $ok_servers; do measure_idle "$s"; done
 fi
+if wants instr; then
+    # One server at a time under valgrind: stop the others first.
+    for s in $ok_servers; do kill "${PID[$s]}" 2>/dev/null || true; done
+    for s in $ok_servers; do wait "${PID[$s]}" 2>/dev/null || true; done
+    for s in $ok_servers; do
+        [[ "$s" == node ]] || measure_instr "$s"
+    done
+fi
 
 # ---- Report ------------------------------------------------------------------------
 
@@ -467,10 +516,12 @@ titles=("plaintext (keep-alive)" "pipelined x$DEPTH" "POST /echo ${BODY} B")
 printf '%-8s' "server"
 for i in 0 1 2; do wants "${names[$i]}" && printf ' | %-34s' "${titles[$i]}"; done
 wants idle && printf ' | %s' "idle conn"
+wants instr && printf ' | %s' "user instr"
 echo
 printf '%-8s' ""
 for t in "${names[@]}"; do wants "$t" && printf ' | %10s %9s %13s' "req/s" "p99 ms" "req/CPU-s"; done
 wants idle && printf ' | %9s' "bytes"
+wants instr && printf ' | %10s' "/request"
 echo
 for s in $ok_servers; do
     printf '%-8s' "$s"
@@ -479,6 +530,7 @@ for s in $ok_servers; do
         printf ' | %10s %9s %13s' "${RPS[$s,$t]:--}" "${P99[$s,$t]:--}" "${CPURPS[$s,$t]:--}"
     done
     wants idle && printf ' | %9s' "${MEM[$s]:--}"
+    wants instr && printf ' | %10s' "${INSTR[$s]:--}"
     echo
 done
 for s in $ok_servers; do
@@ -494,10 +546,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 > 0 && b+0 > 0) printf "%.2fx"
 
 if [[ " $ok_servers " == *" keel "* ]]; then
     echo
-    echo "keel / peer (above 1.00x keel is ahead; for memory, below 1.00x keel uses less):"
+    echo "keel / peer (above 1.00x keel is ahead; for memory and instructions, below 1.00x keel uses less):"
     printf '%-8s' "peer"
     for i in 0 1 2; do wants "${names[$i]}" && printf ' | %-25s' "${titles[$i]}"; done
     wants idle && printf ' | %s' "idle conn memory"
+    wants instr && printf ' | %s' "user instr/request"
     echo
     printf '%-8s' ""
     for t in "${names[@]}"; do wants "$t" && printf ' | %11s %13s' "req/s" "req/CPU-s"; done
@@ -510,7 +563,8 @@ if [[ " $ok_servers " == *" keel "* ]]; then
             printf ' | %11s %13s' "$(ratio "${RPS[keel,$t]:-0}" "${RPS[$s,$t]:-0}")" \
                 "$(ratio "${CPURPS[keel,$t]:-0}" "${CPURPS[$s,$t]:-0}")"
         done
-        wants idle && printf ' | %s' "$(ratio "${MEM[keel]:-0}" "${MEM[$s]:-0}")"
+        wants idle && printf ' | %-16s' "$(ratio "${MEM[keel]:-0}" "${MEM[$s]:-0}")"
+        wants instr && printf ' | %s' "$(ratio "${INSTR[keel]:-0}" "${INSTR[$s]:-0}")"
         echo
     done
 fi

@@ -10,6 +10,7 @@
 #include "api_table.h"
 #include "appender.h"
 #include "log.h"
+#include "platform.h"
 #include "server.h"
 #include "util.h"
 
@@ -82,9 +83,14 @@ static const keel_module_desc *open_file(keel_module *m)
 {
     if ((m->path = find_file(m->server, m->name)) == NULL)
         return NULL;
-    if (uv_dlopen(m->path, &m->lib) != 0) {
-        module_error(m->server, "module '%s': cannot load %s: %s", m->name, m->path,
-                     uv_dlerror(&m->lib));
+    if (kl_lib_open(m->path, &m->lib) != 0) {
+        /* Windows' messages end in a line break: one line per error. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", uv_dlerror(&m->lib));
+        size_t n = strlen(why);
+        while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == '\r' || why[n - 1] == ' '))
+            why[--n] = '\0';
+        module_error(m->server, "module '%s': cannot load %s: %s", m->name, m->path, why);
         uv_dlclose(&m->lib);
         return NULL;
     }

@@ -38,6 +38,10 @@ int kl_accept(kl_socket listener, kl_socket *out);
 
 void kl_socket_close(kl_socket sock);
 
+/* uv_dlopen without side effects on the user: on Windows a DLL whose own
+ * dependency is missing would otherwise raise a modal error box. */
+int kl_lib_open(const char *path, uv_lib_t *lib);
+
 /* gmtime that is thread-safe everywhere. */
 void kl_gmtime(int64_t seconds, struct tm *out);
 

@@ -112,3 +112,8 @@ void kl_gmtime(int64_t seconds, struct tm *out)
     time_t t = (time_t)seconds;
     gmtime_r(&t, out);
 }
+
+int kl_lib_open(const char *path, uv_lib_t *lib)
+{
+    return uv_dlopen(path, lib);
+}

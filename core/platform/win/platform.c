@@ -91,3 +91,13 @@ void kl_gmtime(int64_t seconds, struct tm *out)
     __time64_t t = (__time64_t)seconds;
     _gmtime64_s(out, &t);
 }
+
+int kl_lib_open(const char *path, uv_lib_t *lib)
+{
+    DWORD old = 0;
+    BOOL changed = SetThreadErrorMode(SEM_FAILCRITICALERRORS | SEM_NOOPENFILEERRORBOX, &old);
+    int rc = uv_dlopen(path, lib);
+    if (changed)
+        SetThreadErrorMode(old, NULL);
+    return rc;
+}

@@ -531,9 +531,15 @@ static void on_file_read(uv_fs_t *fs)
     res->file_offset += (uint64_t)n;
     res->file_left -= (uint64_t)n;
     int last = res->file_left == 0;
+    /* on_chunk_sent may run inside send_piece (a body filter copies the
+     * piece; a small last piece is copied by the protocol) and end the
+     * response and drop the transfer's reference there. */
+    keel_request *req = res->req;
+    kl_request_ref(req);
     send_piece(res, res->file_buf, (size_t)n, last, on_chunk_sent, res);
-    if (last)
+    if (last && !res->ended)
         end_response(res);
+    kl_request_unref(req);
 }
 
 static void read_next(keel_response *res)

@@ -46,6 +46,17 @@ static void set_timeout(keel_conn *c, uint64_t ms)
         kl_conn_abort_status(c, KEEL_ERR_NOMEM);
 }
 
+int kl_conn_writing(keel_conn *c)
+{
+    return c->writes_pending > 0 || c->ops != NULL;
+}
+
+/* What write_high_water is compared with: libuv's queue and ours. */
+static uint64_t queued(keel_conn *c)
+{
+    return (uint64_t)c->tcp.write_queue_size + c->ops_bytes;
+}
+
 /* ---- reading ----------------------------------------------------------- */
 
 static void release_buffer(keel_conn *c)
@@ -139,7 +150,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     if (nread > 0) {
         /* While writes wait, only their progress counts: a peer that keeps
          * sending but never reads must still hit the write timeout. */
-        if (c->writes_pending == 0)
+        if (!kl_conn_writing(c))
             kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
         if (c->flags & KL_CONN_LINGERING)
             return; /* discarded */
@@ -234,6 +245,48 @@ static int status_from_write(int uv_status)
 }
 
 static void finish_close(keel_conn *c);
+static void shut_down(keel_conn *c);
+
+void kl_conn_arm_write_timeout(keel_conn *c)
+{
+    set_timeout(c, server_of(c)->settings.write_timeout_ms);
+}
+
+void kl_conn_progress(keel_conn *c)
+{
+    kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
+}
+
+void kl_conn_check_pressure(keel_conn *c)
+{
+    if (!(c->flags & KL_CONN_BACKPRESSURE) && queued(c) > server_of(c)->settings.write_high_water) {
+        c->flags |= KL_CONN_BACKPRESSURE;
+        update_reading(c);
+    }
+}
+
+void kl_conn_settle(keel_conn *c)
+{
+    if (c->flags & KL_CONN_HANDLE_CLOSED)
+        return;
+    if (!kl_conn_writing(c) && !(c->flags & KL_CONN_CLOSING))
+        set_timeout(c, read_timeout(c));
+    if ((c->flags & KL_CONN_BACKPRESSURE) &&
+        queued(c) <= server_of(c)->settings.write_high_water / 4) {
+        c->flags &= ~KL_CONN_BACKPRESSURE;
+        update_reading(c);
+        if (c->protocol->cb.on_drain != NULL && !(c->flags & KL_CONN_CLOSING))
+            c->protocol->cb.on_drain(c);
+        if (c->flags & KL_CONN_HANDLE_CLOSED)
+            return;
+    }
+    if ((c->flags & KL_CONN_CLOSE_OWED) && c->ops == NULL) {
+        c->flags &= ~KL_CONN_CLOSE_OWED;
+        shut_down(c);
+    } else if ((c->flags & KL_CONN_FLUSHING) && c->writes_pending == 0) {
+        finish_close(c);
+    }
+}
 
 static void on_write_done(uv_write_t *req, int status)
 {
@@ -250,17 +303,10 @@ static void on_write_done(uv_write_t *req, int status)
         return;
     }
     kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
-    if (c->writes_pending == 0 && !(c->flags & KL_CONN_CLOSING))
-        set_timeout(c, read_timeout(c));
-    if ((c->flags & KL_CONN_BACKPRESSURE) &&
-        c->tcp.write_queue_size <= server_of(c)->settings.write_high_water / 4) {
-        c->flags &= ~KL_CONN_BACKPRESSURE;
-        update_reading(c);
-        if (c->protocol->cb.on_drain != NULL && !(c->flags & KL_CONN_CLOSING))
-            c->protocol->cb.on_drain(c);
-    }
-    if ((c->flags & KL_CONN_FLUSHING) && c->writes_pending == 0)
-        finish_close(c);
+    kl_conn_settle(c);
+    /* A file waits for libuv's queue to empty before it is sent. */
+    if (!(c->flags & KL_CONN_HANDLE_CLOSED) && c->writes_pending == 0 && c->ops != NULL)
+        kl_ops_run(c);
 }
 
 /* Writes to the socket: straight away when nothing is queued (most small
@@ -351,21 +397,15 @@ static int raw_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_writ
     }
     if (c->writes_pending++ == 0)
         set_timeout(c, server_of(c)->settings.write_timeout_ms);
-    if (c->tcp.write_queue_size > server_of(c)->settings.write_high_water &&
-        !(c->flags & KL_CONN_BACKPRESSURE)) {
-        c->flags |= KL_CONN_BACKPRESSURE;
-        update_reading(c);
-    }
+    kl_conn_check_pressure(c);
 out:
     if (ub != stack)
         free(ub);
     return rc;
 }
 
-int keel_conn_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_cb cb, void *ud)
+int kl_conn_send(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_cb cb, void *ud)
 {
-    if (c->flags & KL_CONN_CLOSING)
-        return KEEL_ERR_CLOSED;
     if (c->transport != NULL) {
         kl_deferred *completion = NULL;
         if (cb != NULL && (completion = kl_deferred_new(c, cb, ud, KEEL_OK)) == NULL)
@@ -386,11 +426,22 @@ int keel_conn_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write
     return rc;
 }
 
+int keel_conn_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_cb cb, void *ud)
+{
+    if (c->flags & KL_CONN_CLOSING)
+        return KEEL_ERR_CLOSED;
+    if (c->ops != NULL)
+        return kl_ops_hold(c, bufs, nbufs, cb, ud, 0);
+    return kl_conn_send(c, bufs, nbufs, cb, ud);
+}
+
 int keel_conn_write_copy(keel_conn *c, const void *data, size_t len)
 {
     if (c->flags & KL_CONN_CLOSING)
         return KEEL_ERR_CLOSED;
     keel_buf buf = {data, len};
+    if (c->ops != NULL)
+        return kl_ops_hold(c, &buf, 1, NULL, NULL, 1);
     if (c->transport != NULL)
         return keel_conn_write(c, &buf, 1, NULL, NULL);
     int rc = raw_write(c, &buf, 1, NULL, NULL, 1);
@@ -401,7 +452,8 @@ int keel_conn_write_copy(keel_conn *c, const void *data, size_t len)
 
 size_t keel_conn_write_queued(keel_conn *c)
 {
-    return c->tcp.write_queue_size;
+    size_t q = c->tcp.write_queue_size;
+    return c->ops_bytes > (uint64_t)(SIZE_MAX - q) ? SIZE_MAX : q + (size_t)c->ops_bytes;
 }
 
 int keel_transport_send(keel_conn *c, const void *data, size_t len)
@@ -461,13 +513,11 @@ static void finish_close(keel_conn *c)
     }
 }
 
-static void close_gracefully(keel_conn *c, int status)
+/* Everything the protocol wrote has reached the transport or libuv: the
+ * transport's closing record goes last, then the write side shuts once
+ * libuv's queue is empty. */
+static void shut_down(keel_conn *c)
 {
-    if (c->flags & KL_CONN_CLOSING)
-        return;
-    c->flags |= KL_CONN_CLOSING;
-    c->close_status = status;
-    update_reading(c);
     if (c->transport != NULL && c->transport->cb.on_shutdown != NULL)
         c->transport->cb.on_shutdown(c);
     if (c->flags & KL_CONN_HANDLE_CLOSED)
@@ -476,6 +526,21 @@ static void close_gracefully(keel_conn *c, int status)
         c->flags |= KL_CONN_FLUSHING;
     else
         finish_close(c);
+}
+
+static void close_gracefully(keel_conn *c, int status)
+{
+    if (c->flags & KL_CONN_CLOSING)
+        return;
+    c->flags |= KL_CONN_CLOSING;
+    c->close_status = status;
+    update_reading(c);
+    /* A file still going out, and what waits behind it, leave first. */
+    if (c->ops != NULL) {
+        c->flags |= KL_CONN_CLOSE_OWED;
+        return;
+    }
+    shut_down(c);
 }
 
 void kl_conn_abort_status(keel_conn *c, int status)
@@ -487,6 +552,7 @@ void kl_conn_abort_status(keel_conn *c, int status)
     c->flags |= KL_CONN_CLOSING | KL_CONN_HANDLE_CLOSED;
     c->flags &= ~KL_CONN_READING;
     kl_timeouts_remove(&c->timeout);
+    kl_ops_abort(c);
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
@@ -512,11 +578,25 @@ static void unlink_pending(keel_conn *c)
 static void on_close(uv_handle_t *handle)
 {
     keel_conn *c = handle->data;
+    /* The file's owner may close it from the transfer's callback: not
+     * while the thread pool still reads it. The read's completion comes
+     * back here (kl_conn_teardown). */
+    if (kl_ops_reading(c)) {
+        c->flags |= KL_CONN_TEARDOWN_WAIT;
+        return;
+    }
+    kl_conn_teardown(c);
+}
+
+void kl_conn_teardown(keel_conn *c)
+{
     keel_worker *w = c->worker;
     if (c->flags & KL_CONN_PENDING)
         unlink_pending(c);
-    /* Callbacks of writes that completed at once are still owed. */
+    /* Callbacks of writes that completed at once are still owed, then
+     * those of a file and of the writes held behind it. */
     kl_worker_run_deferred_for(w, c);
+    kl_ops_fail(c);
     if (c->next)
         c->next->prev = c->prev;
     if (c->prev)
@@ -619,7 +699,7 @@ void kl_conn_on_timeout(kl_timeouts *t, kl_tnode *node)
     (void)t;
     if (c->flags & (KL_CONN_LINGERING | KL_CONN_CLOSING)) {
         kl_conn_abort_status(c, c->close_status);
-    } else if (c->writes_pending > 0) {
+    } else if (kl_conn_writing(c)) {
         kl_log(KEEL_LOG_DEBUG, "connection %llu: write timeout", (unsigned long long)c->id);
         kl_conn_abort_status(c, KEEL_ERR_TIMEOUT);
     } else if (c->protocol->cb.on_timeout != NULL) {
@@ -706,7 +786,7 @@ void *keel_conn_transport_data(keel_conn *c)
 void keel_conn_set_timeout(keel_conn *c, uint64_t timeout_ms)
 {
     c->timeout_ms = timeout_ms;
-    if (!(c->flags & KL_CONN_CLOSING) && c->writes_pending == 0)
+    if (!(c->flags & KL_CONN_CLOSING) && !kl_conn_writing(c))
         set_timeout(c, read_timeout(c));
 }
 

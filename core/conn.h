@@ -22,8 +22,15 @@ enum {
     KL_CONN_SILENT_CLOSE = 1 << 8,    /* on_open failed: no on_close */
     KL_CONN_SHUTDOWN_SEEN = 1 << 9,   /* the peer sent EOF */
     KL_CONN_TRANSPORT_OPEN = 1 << 10, /* the transport's on_open succeeded */
-    KL_CONN_IN_TRANSPORT = 1 << 11    /* inside the transport's on_read */
+    KL_CONN_IN_TRANSPORT = 1 << 11,   /* inside the transport's on_read */
+    KL_CONN_FILE_ACTIVE = 1 << 12,    /* the file at the head of ops is being sent */
+    KL_CONN_CLOSE_OWED = 1 << 13,     /* a graceful close waits for ops to drain */
+    KL_CONN_IN_WRITE_FILE = 1 << 14,  /* inside keel_conn_write_file */
+    KL_CONN_TEARDOWN_WAIT = 1 << 15   /* handle closed; a file read is still in flight */
 };
+
+/* A file transfer, or a write held behind one (core/conn_file.c). */
+typedef struct kl_op kl_op;
 
 struct keel_conn {
     uv_tcp_t tcp; /* first, so the handle converts to the conn */
@@ -43,6 +50,11 @@ struct keel_conn {
     uint32_t flags;
     uint32_t writes_pending; /* uv_write requests in flight */
     int close_status;
+    /* While a file is being sent, later writes wait here in order behind
+     * it; the head of a non-empty queue is the file in progress (or one
+     * waiting for libuv's queued writes to leave first). */
+    kl_op *ops, *ops_tail;
+    uint64_t ops_bytes; /* held bytes plus file bytes not yet sent */
 };
 
 /* Takes an accepted handle (already initialised and accepted/opened into
@@ -66,5 +78,54 @@ void kl_conn_on_timeout(kl_timeouts *t, kl_tnode *node);
 
 /* Closes immediately with the given status. */
 void kl_conn_abort_status(keel_conn *conn, int status);
+
+/* ---- between conn.c and conn_file.c ---- */
+
+/* Writes now, bypassing the queue of ops: through the transport if there
+ * is one, else to the socket. On KEEL_ERR_IO the connection is aborted.
+ * cb is called (later) only if this returns KEEL_OK. */
+int kl_conn_send(keel_conn *conn, const keel_buf *bufs, size_t nbufs, keel_write_cb cb, void *ud);
+
+/* Bytes are waiting to leave (libuv's queue or ops): the write timeout
+ * applies rather than the idle one. */
+int kl_conn_writing(keel_conn *conn);
+
+/* A transfer started: the write timeout runs from now. */
+void kl_conn_arm_write_timeout(keel_conn *conn);
+
+/* Bytes left: the write timeout starts again. */
+void kl_conn_progress(keel_conn *conn);
+
+/* ops_bytes grew: stop reading past write_high_water. */
+void kl_conn_check_pressure(keel_conn *conn);
+
+/* Something queued finished: back to the idle timeout when nothing waits,
+ * release back-pressure, and go on with a close that waited for it. */
+void kl_conn_settle(keel_conn *conn);
+
+/* The rest of closing once the handle is closed and no file read is in
+ * flight any more: callbacks owed, on_close, free. */
+void kl_conn_teardown(keel_conn *conn);
+
+/* conn_file.c: holds a write behind the file in progress (copying the
+ * bytes with `copy`, else only the keel_buf array). */
+int kl_ops_hold(keel_conn *conn, const keel_buf *bufs, size_t nbufs, keel_write_cb cb, void *ud,
+                int copy);
+
+/* conn_file.c: starts what waits at the head of ops once libuv's own
+ * queue is empty (a file) or writes held writes. */
+void kl_ops_run(keel_conn *conn);
+
+/* conn_file.c: the connection is being aborted: stop watching the socket
+ * (the duplicated descriptor would keep it open). */
+void kl_ops_abort(keel_conn *conn);
+
+/* conn_file.c: non-zero while a read of the thread pool still uses the
+ * file: teardown must wait for it (the caller may close fd from its cb). */
+int kl_ops_reading(keel_conn *conn);
+
+/* conn_file.c: every op left gets its callback with an error; from
+ * teardown. */
+void kl_ops_fail(keel_conn *conn);
 
 #endif

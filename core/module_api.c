@@ -221,6 +221,8 @@ const char *keel_strerror(int status)
         return "shutting down";
     case KEEL_ERR_PROTOCOL:
         return "protocol error";
+    case KEEL_ERR_UNSUPPORTED:
+        return "not supported";
     default:
         return "unknown error";
     }

@@ -42,6 +42,21 @@ void kl_socket_close(kl_socket sock);
  * dependency is missing would otherwise raise a modal error box. */
 int kl_lib_open(const char *path, uv_lib_t *lib);
 
+/* A second descriptor for the same socket (close-on-exec), so that it can
+ * be watched with a uv_poll_t of its own: libuv allows one watcher per
+ * descriptor, and the connection's uv_tcp_t is that one already. UV_ENOSYS
+ * where sockets cannot be duplicated that way (Windows). */
+int kl_socket_dup(kl_socket sock, kl_socket *out);
+
+/* Sends up to len (> 0) bytes of the file fd, from offset, to the
+ * non-blocking socket sock without copying them through the process.
+ * Returns 0 with *sent the bytes that left (0 only at the end of the file),
+ * UV_EAGAIN when the socket is full (*sent may still be non-zero: some
+ * systems report a partial send that way), UV_ENOSYS where the system or
+ * this kind of file has no sendfile (the caller reads and writes instead;
+ * nothing was sent then), or another negative libuv error. */
+int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sent);
+
 /* gmtime that is thread-safe everywhere. */
 void kl_gmtime(int64_t seconds, struct tm *out);
 

@@ -553,9 +553,15 @@ static void on_file_read(uv_fs_t *fs)
     res->file_offset += (uint64_t)n;
     res->file_left -= (uint64_t)n;
     int last = res->file_left == 0;
+    /* on_chunk_sent may run inside send_piece (a body filter copies the
+     * piece; a small last piece is copied by the protocol) and end the
+     * response and drop the transfer's reference there. */
+    keel_request *req = res->req;
+    kl_request_ref(req);
     send_piece(res, res->file_buf, (size_t)n, last, on_chunk_sent, res);
-    if (last)
+    if (last && !res->ended)
         end_response(res);
+    kl_request_unref(req);
 }
 
 static void read_next(keel_response *res)
@@ -568,6 +574,47 @@ static void read_next(keel_response *res)
         res->file_req.result = -1;
         on_file_read(&res->file_req);
     }
+}
+
+/* The protocol sent the file itself (sink->send_file) or gave up: the
+ * response ends only now, so that the exchange (and with it the log's
+ * duration, and the next pipelined request) follows the last byte. */
+static void on_file_sent(keel_conn *conn, int status, void *userdata)
+{
+    keel_response *res = userdata;
+    keel_request *req = res->req;
+    (void)conn;
+    /* A short file or a lost connection: the promised length was not
+     * kept, so the connection must not carry another response. */
+    if (status != KEEL_OK)
+        res->close_connection = 1;
+    file_done(res);
+    if (!res->ended)
+        end_response(res);
+    kl_request_unref(req); /* the transfer's reference */
+}
+
+/* Hands the whole file to the protocol in one call. KEEL_ERR_UNSUPPORTED
+ * (nothing happened) when the read loop must do it instead. */
+static int send_file_whole(keel_response *res, uint64_t offset, uint64_t length)
+{
+    keel_request *req = res->req;
+    if (http_of(req)->has_body_filters || req->sink->send_file == NULL)
+        return KEEL_ERR_UNSUPPORTED;
+    /* One reference for the transfer (until on_file_sent), one for this
+     * call: the protocol may call back at once (a 304 sends no body) and
+     * the response then ends inside send_file. */
+    kl_request_ref(req);
+    kl_request_ref(req);
+    res->body_bytes += length; /* counted before the log phase can run */
+    int rc =
+        req->sink->send_file(req->exchange, res->file_fd, offset, length, 1, on_file_sent, res);
+    if (rc != KEEL_OK) {
+        res->body_bytes -= length;
+        kl_request_unref(req); /* no callback will come */
+    }
+    kl_request_unref(req);
+    return rc;
 }
 
 int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_t length,
@@ -588,6 +635,16 @@ int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_
             rc = send_piece(res, NULL, 0, 1, NULL, NULL);
         file_done(res);
         end_response(res);
+        return rc;
+    }
+    rc = send_file_whole(res, offset, length);
+    if (rc != KEEL_ERR_UNSUPPORTED) {
+        if (rc != KEEL_OK) {
+            /* Refused (the connection is closing): the response is over. */
+            res->close_connection = 1;
+            file_done(res);
+            end_response(res);
+        }
         return rc;
     }
     if (res->file_buf == NULL &&

@@ -361,7 +361,10 @@ KEEL_FN(int, response_send_status, (keel_response *res, int status), (res, statu
 
 /* Sends length bytes of an open file from offset and ends the response;
  * the core closes fd afterwards if close_fd. Uses sendfile where the
- * protocol and transport allow it. */
+ * protocol and transport allow it (plain TCP, a length-framed body and no
+ * body filter); otherwise the file is read in pieces on the thread pool.
+ * If the file turns out shorter than length, the connection is closed (the
+ * client sees a truncated body). */
 KEEL_FN(int, response_send_file,
         (keel_response *res, int fd, uint64_t offset, uint64_t length, int close_fd),
         (res, fd, offset, length, close_fd))
@@ -462,3 +465,35 @@ KEEL_FN(int64_t, time_now, (void), ())
  * (buf is NUL-terminated), or 0 if size is too small. Any thread. */
 KEEL_FN(size_t, time_format, (int64_t unix_seconds, int style, char *buf, size_t size),
         (unix_seconds, style, buf, size))
+
+/* ---- Connections: files (ABI 1.2) ------------------------------------------ */
+
+/* Writes bytes [offset, offset + length) of an open file to the connection,
+ * in order: after everything written before this call and before anything
+ * written after it (the core holds later keel_conn_write* calls, and later
+ * files, in its own queue until this one has gone; they count as queued
+ * bytes). On plain TCP the bytes go from the file to the socket with
+ * sendfile(2) where the system has it (Linux, macOS, FreeBSD), without
+ * passing through the process. Through a transport (TLS), or where there
+ * is no sendfile (Windows), the core reads the file in 64 KiB pieces on
+ * libuv's thread pool and writes each as keel_conn_write would.
+ *
+ * fd stays the caller's: the core neither closes it nor moves its file
+ * position (it reads at explicit offsets); keep it open until cb. The bytes
+ * not yet sent count in keel_conn_write_queued and against write_high_water,
+ * and the server's write_timeout applies while they wait.
+ *
+ * cb (may be NULL) is called exactly once, on the worker thread, never from
+ * inside this call: KEEL_OK once the last byte has left; KEEL_ERR_IO if the
+ * file turned out shorter than offset + length, a read failed or the socket
+ * did; KEEL_ERR_CLOSED if the connection closed (or timed out) first. A
+ * failed transfer aborts the connection: the peer would otherwise take what
+ * follows for the rest of the file.
+ *
+ * Returns KEEL_ERR_CLOSED if the connection is closing, KEEL_ERR_INVAL for
+ * a negative fd or a range beyond 2^63, KEEL_ERR_NOMEM; cb is then never
+ * called. Worker thread of the connection. */
+KEEL_FN(int, conn_write_file,
+        (keel_conn *conn, int fd, uint64_t offset, uint64_t length, keel_write_cb cb,
+         void *userdata),
+        (conn, fd, offset, length, cb, userdata))

@@ -137,7 +137,8 @@ typedef struct keel_http_head {
 /* How the core hands a response back to the protocol module that owns the
  * exchange. `exchange` is the protocol's pointer given to
  * keel_http_request_start. All calls come on the connection's worker thread.
- * Any field may be NULL except send_head, send_body and done. */
+ * Any field may be NULL except send_head, send_body and done; a sink built
+ * before a field was appended (a smaller size) has it NULL. */
 typedef struct keel_http_sink {
     size_t size;
 
@@ -164,6 +165,23 @@ typedef struct keel_http_sink {
      * and the core holds no reference to the head's views any more.
      * keep_alive is 0 if the handler or a filter asked to close. */
     void (*done)(void *exchange, int keep_alive);
+
+    /* (ABI 1.2, optional.) The body, or the next part of it, straight from
+     * an open file: bytes [offset, offset + length) of fd, which stays the
+     * core's (open until cb). The protocol hands it to its connection
+     * (keel_conn_write_file: sendfile on plain TCP) after whatever it
+     * still holds of the head, and calls cb exactly once when the bytes
+     * have left or cannot (a short file or a lost connection: an error
+     * status, and the connection is closing). last != 0 ends the body as
+     * in send_body (without trailers); the core always passes 1 today, and
+     * ends the exchange (done) only after cb. A protocol that cannot send
+     * this response from a file (it frames the body in chunks, say)
+     * returns KEEL_ERR_UNSUPPORTED without side effects, and the core
+     * falls back to reading the file into send_body pieces; NULL means the
+     * same for every response. The core calls it only when no body filter
+     * is registered (filters need the bytes). */
+    int (*send_file)(void *exchange, int fd, uint64_t offset, uint64_t length, int last,
+                     keel_write_cb cb, void *userdata);
 } keel_http_sink;
 
 #ifdef __cplusplus

@@ -21,19 +21,20 @@ extern "C" {
  * negative values; callbacks return them too. */
 typedef enum keel_status {
     KEEL_OK = 0,
-    KEEL_ERR_NOMEM = -1,     /* an allocation failed */
-    KEEL_ERR_INVAL = -2,     /* an argument was invalid */
-    KEEL_ERR_NOTFOUND = -3,  /* no such name (protocol, service, key, file) */
-    KEEL_ERR_EXISTS = -4,    /* the name is already registered */
-    KEEL_ERR_IO = -5,        /* the operating system reported an I/O error */
-    KEEL_ERR_CLOSED = -6,    /* the connection is closed or closing */
-    KEEL_ERR_STATE = -7,     /* not allowed now (wrong phase or thread) */
-    KEEL_ERR_LIMIT = -8,     /* a configured limit was exceeded */
-    KEEL_ERR_TIMEOUT = -9,   /* a timeout expired */
-    KEEL_ERR_CONFIG = -10,   /* a configuration value is missing or invalid */
-    KEEL_ERR_ABI = -11,      /* a module was built for an incompatible ABI */
-    KEEL_ERR_SHUTDOWN = -12, /* the server is shutting down */
-    KEEL_ERR_PROTOCOL = -13  /* the peer violated the protocol */
+    KEEL_ERR_NOMEM = -1,       /* an allocation failed */
+    KEEL_ERR_INVAL = -2,       /* an argument was invalid */
+    KEEL_ERR_NOTFOUND = -3,    /* no such name (protocol, service, key, file) */
+    KEEL_ERR_EXISTS = -4,      /* the name is already registered */
+    KEEL_ERR_IO = -5,          /* the operating system reported an I/O error */
+    KEEL_ERR_CLOSED = -6,      /* the connection is closed or closing */
+    KEEL_ERR_STATE = -7,       /* not allowed now (wrong phase or thread) */
+    KEEL_ERR_LIMIT = -8,       /* a configured limit was exceeded */
+    KEEL_ERR_TIMEOUT = -9,     /* a timeout expired */
+    KEEL_ERR_CONFIG = -10,     /* a configuration value is missing or invalid */
+    KEEL_ERR_ABI = -11,        /* a module was built for an incompatible ABI */
+    KEEL_ERR_SHUTDOWN = -12,   /* the server is shutting down */
+    KEEL_ERR_PROTOCOL = -13,   /* the peer violated the protocol */
+    KEEL_ERR_UNSUPPORTED = -14 /* not possible this way here: use another way (ABI 1.2) */
 } keel_status;
 
 /* Log levels, most severe first. */

@@ -17,6 +17,6 @@
 #define KEEL_ABI_MAJOR 1
 /* Bumped whenever a function is appended to the host table or a field to a
  * sized struct. */
-#define KEEL_ABI_MINOR 1
+#define KEEL_ABI_MINOR 2
 
 #endif

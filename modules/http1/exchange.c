@@ -242,6 +242,49 @@ out:
     return rc;
 }
 
+/* The body from a file: whatever output is batched (this head, earlier
+ * pipelined responses) leaves first, then the file goes to the connection
+ * (sendfile on plain TCP). Only for a known length: chunked framing would
+ * need size lines around the file's bytes, so that case is left to the
+ * core's read loop. */
+static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t length, int last,
+                          keel_write_cb cb, void *ud)
+{
+    h1_conn *c = exchange;
+    if (c->ex != H1_EX_ACTIVE || !c->head_sent || c->resp_ended)
+        return KEEL_ERR_STATE;
+    if (c->closing)
+        return KEEL_ERR_CLOSED;
+    if (c->framing == H1_BODY_CHUNKED)
+        return KEEL_ERR_UNSUPPORTED;
+    if (c->framing == H1_BODY_LENGTH && length > c->x->resp_left) {
+        /* As in send_body: the excess would be read as the next response. */
+        c->close_after = 1;
+        c->resp_ended = 1;
+        return KEEL_ERR_INVAL;
+    }
+    if (last)
+        c->resp_ended = 1;
+    if (c->framing == H1_BODY_NONE || length == 0) {
+        /* HEAD, 204, 304: the head alone (RFC 9110 6.4.1). */
+        int rc = release_later(c, last, cb, ud);
+        if (rc == KEEL_OK && !c->in_process)
+            h1_out_flush(c);
+        return rc;
+    }
+    if (c->framing == H1_BODY_LENGTH) {
+        c->x->resp_left -= length;
+        if (last && c->x->resp_left > 0)
+            c->close_after = 1; /* short body: only a close can tell */
+    }
+    int rc = h1_out_flush(c);
+    if (rc == KEEL_OK)
+        rc = keel_conn_write_file(c->conn, fd, offset, length, cb, ud);
+    if (rc != KEEL_OK)
+        c->close_after = 1; /* the head may be out without its body */
+    return rc;
+}
+
 static void sink_want_body(void *exchange)
 {
     h1_conn *c = exchange;
@@ -292,4 +335,5 @@ const keel_http_sink h1_sink = {
     .send_body = sink_send_body,
     .want_body = sink_want_body,
     .done = sink_done,
+    .send_file = sink_send_file,
 };

@@ -8,6 +8,14 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#if defined(__linux__)
+#include <sys/sendfile.h>
+#elif defined(__APPLE__) || defined(__FreeBSD__) || defined(__DragonFly__)
+#include <sys/types.h>
+#include <sys/uio.h>
+#define KL_BSD_SENDFILE 1
+#endif
+
 #ifdef __APPLE__
 const char kl_module_suffix[] = ".dylib";
 #else
@@ -105,6 +113,72 @@ int kl_accept(kl_socket listener, kl_socket *out)
 void kl_socket_close(kl_socket sock)
 {
     close(sock);
+}
+
+int kl_socket_dup(kl_socket sock, kl_socket *out)
+{
+    int fd = fcntl(sock, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    *out = fd;
+    return 0;
+}
+
+int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sent)
+{
+    *sent = 0;
+    /* An offset off_t cannot hold (a 32-bit off_t) is left to the read
+     * path, which takes 64-bit offsets everywhere. */
+    off_t off = (off_t)offset;
+    if (off < 0 || (uint64_t)off != offset)
+        return UV_ENOSYS;
+#if defined(__linux__)
+    for (;;) {
+        ssize_t n = sendfile(sock, fd, &off, len);
+        if (n >= 0) {
+            *sent = (size_t)n;
+            return 0;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return UV_EAGAIN;
+        /* EINVAL: a file that cannot be mapped (some file systems, pipes). */
+        if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)
+            return UV_ENOSYS;
+        return -errno;
+    }
+#elif defined(KL_BSD_SENDFILE)
+    for (;;) {
+        /* A length of 0 would mean "to the end of the file" here; callers
+         * never pass one. Both report what left before EAGAIN or EINTR. */
+#if defined(__APPLE__)
+        off_t n = (off_t)len;
+        int rc = sendfile(fd, sock, off, &n, NULL, 0);
+#else
+        off_t n = 0;
+        int rc = sendfile(fd, sock, off, len, NULL, &n, 0);
+#endif
+        *sent = (size_t)n;
+        if (rc == 0)
+            return 0;
+        if (errno == EINTR) {
+            if (n > 0)
+                return 0;
+            continue;
+        }
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return UV_EAGAIN;
+        if (errno == ENOTSOCK || errno == EOPNOTSUPP || errno == ENOSYS || errno == EINVAL)
+            return n > 0 ? 0 : UV_ENOSYS;
+        return n > 0 ? 0 : -errno;
+    }
+#else
+    (void)sock;
+    (void)fd;
+    (void)len;
+    return UV_ENOSYS;
+#endif
 }
 
 void kl_gmtime(int64_t seconds, struct tm *out)

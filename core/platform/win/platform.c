@@ -86,6 +86,26 @@ void kl_socket_close(kl_socket sock)
     closesocket(sock);
 }
 
+int kl_socket_dup(kl_socket sock, kl_socket *out)
+{
+    (void)sock;
+    (void)out;
+    return UV_ENOSYS;
+}
+
+/* TransmitFile would be the equivalent, but it wants an overlapped socket
+ * driven by its own completion, which libuv's handle owns; the caller's
+ * read-and-write path serves Windows instead. */
+int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sent)
+{
+    (void)sock;
+    (void)fd;
+    (void)offset;
+    (void)len;
+    *sent = 0;
+    return UV_ENOSYS;
+}
+
 void kl_gmtime(int64_t seconds, struct tm *out)
 {
     __time64_t t = (__time64_t)seconds;

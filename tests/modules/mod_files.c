@@ -1,0 +1,287 @@
+/* files — serves one file through keel_response_send_file (HTTP) and
+ * keel_conn_write_file (a raw protocol), for test_sendfile.c.
+ *
+ *     [files]
+ *     path = /tmp/.../data.bin   ; the file served
+ *     body_filter = off          ; on: add a pass-through body filter, which
+ *                                ; makes the core read the file in pieces
+ *
+ * HTTP routes (behind http1):
+ *     GET /file                     the whole file
+ *     GET /range?offset=N&length=M  those bytes, as 206 with Content-Range
+ *     GET /short                    promises 1000 bytes more than the file has
+ *     GET /notmodified              304 answered through send_file: no body
+ *     GET /trailer                  the whole file with a trailer field (chunked)
+ *     GET /small                    "small\n" from memory
+ *
+ * Protocol "filecat", one command a line:
+ *     file    "BEGIN\n", the file, "END\n": a write, a file, a write
+ *     twice   "BEGIN\n", the file, "MID\n", the file, "END\n"
+ * and each transfer's end is logged as "files: transfer done: STATUS".
+ */
+#include <keel/keel.h>
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#ifdef _WIN32
+#include <io.h>
+#else
+#include <unistd.h>
+#endif
+
+#ifndef O_BINARY
+#define O_BINARY 0
+#endif
+
+struct files {
+    keel_module *module;
+    const char *path;
+    int body_filter;
+    keel_http_filter filter;
+};
+
+static int open_file(const struct files *f, uint64_t *size)
+{
+    int fd = open(f->path, O_RDONLY | O_BINARY);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_size < 0) {
+        close(fd);
+        return -1;
+    }
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
+static uint64_t query_u64(keel_request *req, const char *name, uint64_t def)
+{
+    keel_str v;
+    if (keel_request_query_param(req, name, &v) != KEEL_OK || v.len == 0 || v.len > 18)
+        return def;
+    uint64_t n = 0;
+    for (size_t i = 0; i < v.len; i++) {
+        if (v.ptr[i] < '0' || v.ptr[i] > '9')
+            return def;
+        n = n * 10 + (uint64_t)(v.ptr[i] - '0');
+    }
+    return n;
+}
+
+/* ---- HTTP ------------------------------------------------------------------ */
+
+static int get_file(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)req;
+    uint64_t size;
+    int fd = open_file(userdata, &size);
+    if (fd < 0)
+        return keel_response_send_status(res, 404);
+    keel_response_header_set(res, "Content-Type", "application/octet-stream");
+    return keel_response_send_file(res, fd, 0, size, 1);
+}
+
+static int get_range(keel_request *req, keel_response *res, void *userdata)
+{
+    uint64_t size;
+    int fd = open_file(userdata, &size);
+    if (fd < 0)
+        return keel_response_send_status(res, 404);
+    uint64_t offset = query_u64(req, "offset", 0);
+    uint64_t length = query_u64(req, "length", 0);
+    if (offset >= size || length == 0 || length > size - offset) {
+        close(fd);
+        return keel_response_send_status(res, 416);
+    }
+    char range[96];
+    snprintf(range, sizeof range, "bytes %llu-%llu/%llu", (unsigned long long)offset,
+             (unsigned long long)(offset + length - 1), (unsigned long long)size);
+    keel_response_set_status(res, 206);
+    keel_response_header_set(res, "Content-Range", range);
+    return keel_response_send_file(res, fd, offset, length, 1);
+}
+
+static int get_short(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)req;
+    uint64_t size;
+    int fd = open_file(userdata, &size);
+    if (fd < 0)
+        return keel_response_send_status(res, 404);
+    return keel_response_send_file(res, fd, 0, size + 1000, 1);
+}
+
+static int get_notmodified(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)req;
+    uint64_t size;
+    int fd = open_file(userdata, &size);
+    if (fd < 0)
+        return keel_response_send_status(res, 404);
+    keel_response_set_status(res, 304);
+    return keel_response_send_file(res, fd, 0, size, 1);
+}
+
+/* A trailer needs chunked framing, which a protocol cannot wrap around a
+ * file it sends whole: the core must fall back to reading it. */
+static int get_trailer(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)req;
+    uint64_t size;
+    int fd = open_file(userdata, &size);
+    if (fd < 0)
+        return keel_response_send_status(res, 404);
+    keel_response_header_set(res, "Trailer", "X-Done");
+    keel_response_trailer_add(res, "X-Done", "yes");
+    return keel_response_send_file(res, fd, 0, size, 1);
+}
+
+static int get_small(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)req;
+    (void)userdata;
+    return keel_response_send(res, "small\n", 6, NULL, NULL);
+}
+
+/* Passes the body on untouched: its only effect is that a body filter
+ * exists, so the core cannot hand the file to the protocol whole. */
+static int pass_body(keel_request *req, keel_response *res, const keel_buf *bufs, size_t nbufs,
+                     int last, void *userdata)
+{
+    (void)req;
+    (void)userdata;
+    return keel_response_filter_emit(res, bufs, nbufs, last);
+}
+
+/* ---- the filecat protocol --------------------------------------------------- */
+
+typedef struct xfer {
+    keel_module *module;
+    int fd;
+} xfer;
+
+static void on_sent(keel_conn *conn, int status, void *userdata)
+{
+    xfer *x = userdata;
+    (void)conn;
+    close(x->fd);
+    keel_log(x->module, KEEL_LOG_INFO, "transfer done: %s",
+             status == KEEL_OK           ? "ok"
+             : status == KEEL_ERR_CLOSED ? "closed"
+             : status == KEEL_ERR_IO     ? "io"
+                                         : "other");
+    free(x);
+}
+
+static int send_whole(keel_conn *conn)
+{
+    keel_module *m = keel_conn_module(conn);
+    const struct files *f = keel_module_data(m);
+    xfer *x = malloc(sizeof *x);
+    uint64_t size = 0;
+    if (x == NULL)
+        return KEEL_ERR_NOMEM;
+    x->module = m;
+    if ((x->fd = open_file(f, &size)) < 0) {
+        free(x);
+        return KEEL_ERR_NOTFOUND;
+    }
+    int rc = keel_conn_write_file(conn, x->fd, 0, size, on_sent, x);
+    if (rc != KEEL_OK) {
+        close(x->fd);
+        free(x);
+    }
+    return rc;
+}
+
+static int filecat_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
+{
+    size_t at = 0;
+    const char *nl;
+    while ((nl = memchr(data + at, '\n', len - at)) != NULL) {
+        size_t n = (size_t)(nl - (data + at)) + 1;
+        const char *line = data + at;
+        at += n;
+        int rc = KEEL_OK;
+        if (n == 5 && memcmp(line, "file\n", 5) == 0) {
+            keel_conn_write_copy(conn, "BEGIN\n", 6);
+            rc = send_whole(conn);
+            keel_conn_write_copy(conn, "END\n", 4);
+        } else if (n == 6 && memcmp(line, "twice\n", 6) == 0) {
+            static const keel_buf mid = {"MID\n", 4}; /* borrowed: static */
+            keel_conn_write_copy(conn, "BEGIN\n", 6);
+            rc = send_whole(conn);
+            if (rc == KEEL_OK)
+                rc = keel_conn_write(conn, &mid, 1, NULL, NULL);
+            if (rc == KEEL_OK)
+                rc = send_whole(conn);
+            keel_conn_write_copy(conn, "END\n", 4);
+        }
+        if (rc < 0) {
+            *consumed = at;
+            return rc;
+        }
+    }
+    *consumed = at;
+    return KEEL_OK;
+}
+
+static const keel_protocol filecat = {
+    .size = sizeof(keel_protocol),
+    .name = "filecat",
+    .on_data = filecat_data,
+};
+
+/* ---- life cycle -------------------------------------------------------------- */
+
+static int files_load(keel_module *module)
+{
+    struct files *f = calloc(1, sizeof *f);
+    if (f == NULL)
+        return KEEL_ERR_NOMEM;
+    f->module = module;
+    int rc = keel_config_string(module, "path", "", &f->path);
+    if (rc == KEEL_OK)
+        rc = keel_config_bool(module, "body_filter", 0, &f->body_filter);
+    if (rc == KEEL_OK && f->path[0] == '\0') {
+        keel_log(module, KEEL_LOG_ERROR, "[files] path is required");
+        rc = KEEL_ERR_CONFIG;
+    }
+    if (rc != KEEL_OK) {
+        free(f);
+        return rc;
+    }
+    keel_module_set_data(module, f);
+    static const struct {
+        const char *path;
+        keel_http_handler handler;
+    } routes[] = {
+        {"/file", get_file},       {"/range", get_range},
+        {"/short", get_short},     {"/notmodified", get_notmodified},
+        {"/trailer", get_trailer}, {"/small", get_small},
+    };
+    for (size_t i = 0; rc == KEEL_OK && i < sizeof routes / sizeof routes[0]; i++)
+        rc = keel_route_add(module, "GET", routes[i].path, routes[i].handler, f);
+    if (rc == KEEL_OK && f->body_filter) {
+        f->filter = (keel_http_filter){
+            .size = sizeof(keel_http_filter), .name = "files", .on_response_body = pass_body};
+        rc = keel_http_filter_add(module, &f->filter);
+    }
+    if (rc == KEEL_OK)
+        rc = keel_protocol_register(module, &filecat);
+    if (rc != KEEL_OK) {
+        keel_module_set_data(module, NULL); /* a module whose load failed is not unloaded */
+        free(f);
+    }
+    return rc;
+}
+
+static void files_unload(keel_module *module)
+{
+    free(keel_module_data(module));
+}
+
+KEEL_MODULE(files, .version = "1.0.0", .load = files_load, .unload = files_unload);

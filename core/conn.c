@@ -30,9 +30,44 @@ static void update_reading(keel_conn *c);
 static void close_gracefully(keel_conn *c, int status);
 static void on_close(uv_handle_t *handle);
 
+/* What a connection's handle carries in `data`: it tells connections
+ * apart from the worker's other TCP handles in kl_conn_each. */
+static const char conn_tag;
+
+static keel_conn *conn_of(uv_handle_t *handle)
+{
+    return (keel_conn *)handle; /* tcp is the first member */
+}
+
+const kl_transport *kl_conn_transport(const keel_conn *c)
+{
+    return c->listener->transport;
+}
+
+typedef struct each_ctx {
+    void (*fn)(keel_conn *conn, void *arg);
+    void *arg;
+} each_ctx;
+
+static void each_handle(uv_handle_t *handle, void *arg)
+{
+    const each_ctx *ctx = arg;
+    if (handle->type != UV_TCP || handle->data != &conn_tag || uv_is_closing(handle))
+        return;
+    keel_conn *c = conn_of(handle);
+    if (c->flags & KL_CONN_STARTED)
+        ctx->fn(c, ctx->arg);
+}
+
+void kl_conn_each(keel_worker *w, void (*fn)(keel_conn *conn, void *arg), void *arg)
+{
+    each_ctx ctx = {fn, arg};
+    uv_walk(&w->loop, each_handle, &ctx);
+}
+
 static keel_server *server_of(keel_conn *c)
 {
-    return c->worker->server;
+    return kl_conn_worker(c)->server;
 }
 
 static uint64_t read_timeout(keel_conn *c)
@@ -42,19 +77,19 @@ static uint64_t read_timeout(keel_conn *c)
 
 static void set_timeout(keel_conn *c, uint64_t ms)
 {
-    if (kl_timeouts_set(&c->worker->timeouts, &c->timeout, ms) != KEEL_OK)
+    if (kl_timeouts_set(&kl_conn_worker(c)->timeouts, &c->timeout, ms) != KEEL_OK)
         kl_conn_abort_status(c, KEEL_ERR_NOMEM);
 }
 
 int kl_conn_writing(keel_conn *c)
 {
-    return c->writes_pending > 0 || c->ops != NULL;
+    return c->writes_pending > 0 || kl_ops_pending(c);
 }
 
 /* What write_high_water is compared with: libuv's queue and ours. */
 static uint64_t queued(keel_conn *c)
 {
-    return (uint64_t)c->tcp.write_queue_size + c->ops_bytes;
+    return (uint64_t)c->tcp.write_queue_size + kl_ops_bytes(c);
 }
 
 /* ---- reading ----------------------------------------------------------- */
@@ -62,7 +97,7 @@ static uint64_t queued(keel_conn *c)
 static void release_buffer(keel_conn *c)
 {
     if (c->rbuf != NULL && c->rstart == c->rlen && !(c->flags & KL_CONN_PAUSED)) {
-        kl_bufpool_put(&c->worker->pool, c->rbuf, c->rcap);
+        kl_bufpool_put(&kl_conn_worker(c)->pool, c->rbuf, c->rcap);
         c->rbuf = NULL;
         c->rcap = c->rstart = c->rlen = 0;
     }
@@ -71,7 +106,7 @@ static void release_buffer(keel_conn *c)
 /* Makes room for at least one more byte after rlen. */
 static int reserve(keel_conn *c, size_t want)
 {
-    kl_bufpool *pool = &c->worker->pool;
+    kl_bufpool *pool = &kl_conn_worker(c)->pool;
     if (c->rbuf == NULL) {
         if ((c->rbuf = kl_bufpool_get(pool)) == NULL)
             return KEEL_ERR_NOMEM;
@@ -102,10 +137,10 @@ static int reserve(keel_conn *c, size_t want)
 
 static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
-    keel_conn *c = handle->data;
+    keel_conn *c = conn_of(handle);
     (void)suggested;
-    if (c->transport != NULL || (c->flags & KL_CONN_LINGERING)) {
-        *buf = uv_buf_init(c->worker->scratch, SCRATCH_SIZE);
+    if (kl_conn_transport(c) != NULL || (c->flags & KL_CONN_LINGERING)) {
+        *buf = uv_buf_init(kl_conn_worker(c)->scratch, SCRATCH_SIZE);
         return;
     }
     /* A zero-length buffer makes libuv report UV_ENOBUFS to on_read. */
@@ -146,18 +181,18 @@ static void deliver(keel_conn *c)
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
-    keel_conn *c = stream->data;
+    keel_conn *c = conn_of((uv_handle_t *)stream);
     if (nread > 0) {
         /* While writes wait, only their progress counts: a peer that keeps
          * sending but never reads must still hit the write timeout. */
         if (!kl_conn_writing(c))
-            kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
+            kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
         if (c->flags & KL_CONN_LINGERING)
             return; /* discarded */
-        if (c->transport != NULL) {
+        if (kl_conn_transport(c) != NULL) {
             c->flags |= KL_CONN_IN_TRANSPORT;
-            int rc = c->transport->cb.on_read
-                         ? c->transport->cb.on_read(c, buf->base, (size_t)nread)
+            int rc = kl_conn_transport(c)->cb.on_read
+                         ? kl_conn_transport(c)->cb.on_read(c, buf->base, (size_t)nread)
                          : keel_transport_deliver(c, buf->base, (size_t)nread);
             c->flags &= ~KL_CONN_IN_TRANSPORT;
             if (rc < 0) {
@@ -215,9 +250,9 @@ static void schedule_delivery(keel_conn *c)
     if (c->flags & KL_CONN_PENDING)
         return;
     c->flags |= KL_CONN_PENDING;
-    c->pending_next = c->worker->pending;
-    c->worker->pending = c;
-    kl_worker_kick(c->worker);
+    c->pending_next = kl_conn_worker(c)->pending;
+    kl_conn_worker(c)->pending = c;
+    kl_worker_kick(kl_conn_worker(c));
 }
 
 void kl_conn_deliver_pending(keel_conn *c)
@@ -254,7 +289,7 @@ void kl_conn_arm_write_timeout(keel_conn *c)
 
 void kl_conn_progress(keel_conn *c)
 {
-    kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
+    kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
 }
 
 void kl_conn_check_pressure(keel_conn *c)
@@ -269,6 +304,7 @@ void kl_conn_settle(keel_conn *c)
 {
     if (c->flags & KL_CONN_HANDLE_CLOSED)
         return;
+    kl_ops_trim(c);
     if (!kl_conn_writing(c) && !(c->flags & KL_CONN_CLOSING))
         set_timeout(c, read_timeout(c));
     if ((c->flags & KL_CONN_BACKPRESSURE) &&
@@ -280,7 +316,7 @@ void kl_conn_settle(keel_conn *c)
         if (c->flags & KL_CONN_HANDLE_CLOSED)
             return;
     }
-    if ((c->flags & KL_CONN_CLOSE_OWED) && c->ops == NULL) {
+    if ((c->flags & KL_CONN_CLOSE_OWED) && !kl_ops_pending(c)) {
         c->flags &= ~KL_CONN_CLOSE_OWED;
         shut_down(c);
     } else if ((c->flags & KL_CONN_FLUSHING) && c->writes_pending == 0) {
@@ -291,7 +327,7 @@ void kl_conn_settle(keel_conn *c)
 static void on_write_done(uv_write_t *req, int status)
 {
     kl_write *w = KL_CONTAINER_OF(req, kl_write, req);
-    keel_conn *c = req->handle->data;
+    keel_conn *c = conn_of((uv_handle_t *)req->handle);
     c->writes_pending--;
     if (w->cb != NULL)
         w->cb(c, status_from_write(status), w->userdata);
@@ -302,10 +338,10 @@ static void on_write_done(uv_write_t *req, int status)
         kl_conn_abort_status(c, KEEL_ERR_IO);
         return;
     }
-    kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
+    kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
     kl_conn_settle(c);
     /* A file waits for libuv's queue to empty before it is sent. */
-    if (!(c->flags & KL_CONN_HANDLE_CLOSED) && c->writes_pending == 0 && c->ops != NULL)
+    if (!(c->flags & KL_CONN_HANDLE_CLOSED) && c->writes_pending == 0 && kl_ops_pending(c))
         kl_ops_run(c);
 }
 
@@ -350,9 +386,9 @@ static int raw_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_writ
         }
         done = n > 0 ? (size_t)n : 0;
         if (done == total) {
-            kl_timeouts_touch(&c->worker->timeouts, &c->timeout);
+            kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
             if (completion != NULL)
-                kl_worker_defer(c->worker, completion);
+                kl_worker_defer(kl_conn_worker(c), completion);
             goto out;
         }
         free(completion);
@@ -406,18 +442,20 @@ out:
 
 int kl_conn_send(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_cb cb, void *ud)
 {
-    if (c->transport != NULL) {
+    if (kl_conn_transport(c) != NULL) {
         kl_deferred *completion = NULL;
         if (cb != NULL && (completion = kl_deferred_new(c, cb, ud, KEEL_OK)) == NULL)
             return KEEL_ERR_NOMEM;
-        int rc = c->transport->cb.on_write ? c->transport->cb.on_write(c, bufs, nbufs) : KEEL_OK;
+        int rc = kl_conn_transport(c)->cb.on_write
+                     ? kl_conn_transport(c)->cb.on_write(c, bufs, nbufs)
+                     : KEEL_OK;
         if (rc < 0) {
             free(completion);
             kl_conn_abort_status(c, rc);
             return rc;
         }
         if (completion != NULL)
-            kl_worker_defer(c->worker, completion);
+            kl_worker_defer(kl_conn_worker(c), completion);
         return KEEL_OK;
     }
     int rc = raw_write(c, bufs, nbufs, cb, ud, 0);
@@ -430,7 +468,7 @@ int keel_conn_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write
 {
     if (c->flags & KL_CONN_CLOSING)
         return KEEL_ERR_CLOSED;
-    if (c->ops != NULL)
+    if (kl_ops_pending(c))
         return kl_ops_hold(c, bufs, nbufs, cb, ud, 0);
     return kl_conn_send(c, bufs, nbufs, cb, ud);
 }
@@ -440,9 +478,9 @@ int keel_conn_write_copy(keel_conn *c, const void *data, size_t len)
     if (c->flags & KL_CONN_CLOSING)
         return KEEL_ERR_CLOSED;
     keel_buf buf = {data, len};
-    if (c->ops != NULL)
+    if (kl_ops_pending(c))
         return kl_ops_hold(c, &buf, 1, NULL, NULL, 1);
-    if (c->transport != NULL)
+    if (kl_conn_transport(c) != NULL)
         return keel_conn_write(c, &buf, 1, NULL, NULL);
     int rc = raw_write(c, &buf, 1, NULL, NULL, 1);
     if (rc == KEEL_ERR_IO)
@@ -453,7 +491,7 @@ int keel_conn_write_copy(keel_conn *c, const void *data, size_t len)
 size_t keel_conn_write_queued(keel_conn *c)
 {
     size_t q = c->tcp.write_queue_size;
-    return c->ops_bytes > (uint64_t)(SIZE_MAX - q) ? SIZE_MAX : q + (size_t)c->ops_bytes;
+    return kl_ops_bytes(c) > (uint64_t)(SIZE_MAX - q) ? SIZE_MAX : q + (size_t)kl_ops_bytes(c);
 }
 
 int keel_transport_send(keel_conn *c, const void *data, size_t len)
@@ -487,7 +525,7 @@ int keel_transport_deliver(keel_conn *c, const void *data, size_t len)
 
 static void on_shutdown_done(uv_shutdown_t *req, int status)
 {
-    keel_conn *c = req->handle->data;
+    keel_conn *c = conn_of((uv_handle_t *)req->handle);
     free(req);
     if (c->flags & KL_CONN_HANDLE_CLOSED)
         return;
@@ -518,8 +556,8 @@ static void finish_close(keel_conn *c)
  * libuv's queue is empty. */
 static void shut_down(keel_conn *c)
 {
-    if (c->transport != NULL && c->transport->cb.on_shutdown != NULL)
-        c->transport->cb.on_shutdown(c);
+    if (kl_conn_transport(c) != NULL && kl_conn_transport(c)->cb.on_shutdown != NULL)
+        kl_conn_transport(c)->cb.on_shutdown(c);
     if (c->flags & KL_CONN_HANDLE_CLOSED)
         return;
     if (c->writes_pending > 0)
@@ -536,7 +574,7 @@ static void close_gracefully(keel_conn *c, int status)
     c->close_status = status;
     update_reading(c);
     /* A file still going out, and what waits behind it, leave first. */
-    if (c->ops != NULL) {
+    if (kl_ops_pending(c)) {
         c->flags |= KL_CONN_CLOSE_OWED;
         return;
     }
@@ -568,7 +606,7 @@ void keel_conn_abort(keel_conn *c)
 
 static void unlink_pending(keel_conn *c)
 {
-    keel_conn **p = &c->worker->pending;
+    keel_conn **p = &kl_conn_worker(c)->pending;
     while (*p != NULL && *p != c)
         p = &(*p)->pending_next;
     if (*p == c)
@@ -577,7 +615,7 @@ static void unlink_pending(keel_conn *c)
 
 static void on_close(uv_handle_t *handle)
 {
-    keel_conn *c = handle->data;
+    keel_conn *c = conn_of(handle);
     /* The file's owner may close it from the transfer's callback: not
      * while the thread pool still reads it. The read's completion comes
      * back here (kl_conn_teardown). */
@@ -590,23 +628,17 @@ static void on_close(uv_handle_t *handle)
 
 void kl_conn_teardown(keel_conn *c)
 {
-    keel_worker *w = c->worker;
+    keel_worker *w = kl_conn_worker(c);
     if (c->flags & KL_CONN_PENDING)
         unlink_pending(c);
     /* Callbacks of writes that completed at once are still owed, then
      * those of a file and of the writes held behind it. */
     kl_worker_run_deferred_for(w, c);
     kl_ops_fail(c);
-    if (c->next)
-        c->next->prev = c->prev;
-    if (c->prev)
-        c->prev->next = c->next;
-    else
-        w->conns = c->next;
     if (!(c->flags & KL_CONN_SILENT_CLOSE) && c->protocol->cb.on_close != NULL)
         c->protocol->cb.on_close(c, c->close_status);
-    if ((c->flags & KL_CONN_TRANSPORT_OPEN) && c->transport->cb.on_close != NULL)
-        c->transport->cb.on_close(c);
+    if ((c->flags & KL_CONN_TRANSPORT_OPEN) && kl_conn_transport(c)->cb.on_close != NULL)
+        kl_conn_transport(c)->cb.on_close(c);
     if (c->rbuf != NULL)
         kl_bufpool_put(&w->pool, c->rbuf, c->rcap);
     free(c);
@@ -626,15 +658,14 @@ keel_conn *kl_conn_new(keel_worker *w, kl_listener *listener)
         free(c);
         return NULL;
     }
-    c->tcp.data = c;
-    c->worker = w;
+    c->tcp.data = (void *)&conn_tag;
     c->listener = listener;
     return c;
 }
 
 static void on_discarded(uv_handle_t *handle)
 {
-    free(handle->data);
+    free(conn_of(handle));
 }
 
 void kl_conn_discard(keel_conn *c)
@@ -644,16 +675,12 @@ void kl_conn_discard(keel_conn *c)
 
 void kl_conn_start(keel_conn *c)
 {
-    keel_worker *w = c->worker;
-    c->next = w->conns;
-    if (w->conns)
-        w->conns->prev = c;
-    w->conns = c;
+    keel_worker *w = kl_conn_worker(c);
+    c->flags |= KL_CONN_STARTED;
     w->nconns++;
     w->accepted++;
     c->id = kl_atomic_add(&w->server->next_conn_id, 1);
     c->protocol = c->listener->protocol;
-    c->transport = c->listener->transport;
     /* Request/response protocols want small writes to leave at once. */
     uv_tcp_nodelay(&c->tcp, 1);
     set_timeout(c, read_timeout(c));
@@ -662,8 +689,8 @@ void kl_conn_start(keel_conn *c)
      * on_close to release. */
     c->flags |= KL_CONN_SILENT_CLOSE;
     int rc = KEEL_OK;
-    if (c->transport != NULL) {
-        rc = c->transport->cb.on_open ? c->transport->cb.on_open(c) : KEEL_OK;
+    if (kl_conn_transport(c) != NULL) {
+        rc = kl_conn_transport(c)->cb.on_open ? kl_conn_transport(c)->cb.on_open(c) : KEEL_OK;
         if (rc == KEEL_OK)
             c->flags |= KL_CONN_TRANSPORT_OPEN;
     }
@@ -792,7 +819,7 @@ void keel_conn_set_timeout(keel_conn *c, uint64_t timeout_ms)
 
 keel_worker *keel_conn_worker(keel_conn *c)
 {
-    return c->worker;
+    return kl_conn_worker(c);
 }
 
 uint64_t keel_conn_id(keel_conn *c)

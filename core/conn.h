@@ -26,21 +26,26 @@ enum {
     KL_CONN_FILE_ACTIVE = 1 << 12,    /* the file at the head of ops is being sent */
     KL_CONN_CLOSE_OWED = 1 << 13,     /* a graceful close waits for ops to drain */
     KL_CONN_IN_WRITE_FILE = 1 << 14,  /* inside keel_conn_write_file */
-    KL_CONN_TEARDOWN_WAIT = 1 << 15   /* handle closed; a file read is still in flight */
+    KL_CONN_TEARDOWN_WAIT = 1 << 15,  /* handle closed; a file read is still in flight */
+    KL_CONN_STARTED = 1 << 16         /* counted in the worker's nconns */
 };
 
-/* A file transfer, or a write held behind one (core/conn_file.c). */
+/* A file transfer, or a write held behind one, and their queue
+ * (core/conn_file.c). */
 typedef struct kl_op kl_op;
+typedef struct kl_ops kl_ops;
 
 struct keel_conn {
-    uv_tcp_t tcp; /* first, so the handle converts to the conn */
-    keel_worker *worker;
+    /* First, so the handle converts to the conn; its loop's data is the
+     * worker (kl_conn_worker). Every idle connection pays for each field
+     * below: what can be derived is not stored (the worker from the loop,
+     * the transport from the listener, the worker's connections from
+     * uv_walk). */
+    uv_tcp_t tcp;
     kl_listener *listener;
     const kl_protocol *protocol;
     void *protocol_data;
-    const kl_transport *transport;
     void *transport_data;
-    keel_conn *prev, *next;  /* worker's list of connections */
     keel_conn *pending_next; /* worker's list of pending deliveries */
     kl_tnode timeout;
     uint64_t timeout_ms; /* 0: the server's idle timeout */
@@ -50,12 +55,28 @@ struct keel_conn {
     uint32_t flags;
     uint32_t writes_pending; /* uv_write requests in flight */
     int close_status;
-    /* While a file is being sent, later writes wait here in order behind
-     * it; the head of a non-empty queue is the file in progress (or one
-     * waiting for libuv's queued writes to leave first). */
-    kl_op *ops, *ops_tail;
-    uint64_t ops_bytes; /* held bytes plus file bytes not yet sent */
+    /* While a file is being sent, later writes wait in this queue, in
+     * order behind it (conn_file.c). NULL until the connection sends a
+     * file, and again once the queue has drained. */
+    kl_ops *ops;
 };
+
+/* 128 bytes beside libuv's handle on 64-bit: with glibc's malloc a conn on
+ * Linux (248-byte uv_tcp_t) fits a 384-byte chunk. */
+_Static_assert(sizeof(void *) != 8 || sizeof(keel_conn) - sizeof(uv_tcp_t) <= 128,
+               "keel_conn outgrew its budget");
+
+static inline keel_worker *kl_conn_worker(const keel_conn *conn)
+{
+    return (keel_worker *)conn->tcp.loop->data;
+}
+
+/* The listener's transport (TLS), or NULL for plain TCP. */
+const kl_transport *kl_conn_transport(const keel_conn *conn);
+
+/* Calls fn for each open connection of the worker (closing ones aside);
+ * fn may close the connection it is given. */
+void kl_conn_each(keel_worker *w, void (*fn)(keel_conn *conn, void *arg), void *arg);
 
 /* Takes an accepted handle (already initialised and accepted/opened into
  * conn->tcp) and starts the protocol. On failure the conn is closed. */
@@ -106,6 +127,16 @@ void kl_conn_settle(keel_conn *conn);
 /* The rest of closing once the handle is closed and no file read is in
  * flight any more: callbacks owed, on_close, free. */
 void kl_conn_teardown(keel_conn *conn);
+
+/* conn_file.c: non-zero while a file or writes held behind one wait. */
+int kl_ops_pending(const keel_conn *conn);
+
+/* conn_file.c: held bytes plus file bytes not yet sent. */
+uint64_t kl_ops_bytes(const keel_conn *conn);
+
+/* conn_file.c: frees the queue once it has drained (an idle connection
+ * keeps no trace of the files it sent). */
+void kl_ops_trim(keel_conn *conn);
 
 /* conn_file.c: holds a write behind the file in progress (copying the
  * bytes with `copy`, else only the keel_buf array). */

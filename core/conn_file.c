@@ -64,21 +64,57 @@ struct kl_op {
     keel_buf bufs[];
 };
 
+struct kl_ops {
+    kl_op *head, *tail;
+    uint64_t bytes; /* held bytes plus file bytes not yet sent */
+};
+
+int kl_ops_pending(const keel_conn *c)
+{
+    return c->ops != NULL && c->ops->head != NULL;
+}
+
+uint64_t kl_ops_bytes(const keel_conn *c)
+{
+    return c->ops != NULL ? c->ops->bytes : 0;
+}
+
+void kl_ops_trim(keel_conn *c)
+{
+    if (c->ops != NULL && c->ops->head == NULL) {
+        free(c->ops);
+        c->ops = NULL;
+    }
+}
+
+/* The queue exists before anything is appended to it. */
+static int ensure_queue(keel_conn *c)
+{
+    if (c->ops == NULL && (c->ops = calloc(1, sizeof *c->ops)) == NULL)
+        return KEEL_ERR_NOMEM;
+    return KEEL_OK;
+}
+
+static kl_op *head(keel_conn *c)
+{
+    return c->ops != NULL ? c->ops->head : NULL;
+}
+
 static void append(keel_conn *c, kl_op *op)
 {
-    if (c->ops_tail != NULL)
-        c->ops_tail->next = op;
+    if (c->ops->tail != NULL)
+        c->ops->tail->next = op;
     else
-        c->ops = op;
-    c->ops_tail = op;
+        c->ops->head = op;
+    c->ops->tail = op;
 }
 
 static kl_op *pop(keel_conn *c)
 {
-    kl_op *op = c->ops;
-    c->ops = op->next;
-    if (c->ops == NULL)
-        c->ops_tail = NULL;
+    kl_op *op = c->ops->head;
+    c->ops->head = op->next;
+    if (c->ops->head == NULL)
+        c->ops->tail = NULL;
     op->next = NULL;
     return op;
 }
@@ -126,6 +162,8 @@ int kl_ops_hold(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_cb 
             return KEEL_ERR_INVAL;
         total += bufs[i].len;
     }
+    if (ensure_queue(c) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
     size_t nslots = copy ? 1 : nbufs;
     kl_op *op = calloc(1, sizeof *op + nslots * sizeof(keel_buf) + (copy ? total : 0));
     if (op == NULL)
@@ -149,7 +187,7 @@ int kl_ops_hold(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_cb 
     op->userdata = ud;
     op->conn = c;
     append(c, op);
-    c->ops_bytes += total;
+    c->ops->bytes += total;
     kl_conn_check_pressure(c);
     return KEEL_OK;
 }
@@ -176,7 +214,7 @@ static void file_finished(keel_conn *c)
     void *ud = op->userdata;
     int inside_call = (c->flags & KL_CONN_IN_WRITE_FILE) != 0;
     if (inside_call && op->early != NULL) {
-        kl_worker_defer(c->worker, op->early);
+        kl_worker_defer(kl_conn_worker(c), op->early);
         op->early = NULL;
         cb = NULL;
     }
@@ -200,7 +238,7 @@ static void on_writable(uv_poll_t *handle, int status, int events)
     keel_conn *c = handle->data;
     (void)events;
     /* Closing the connection closes this watcher first, so c is alive. */
-    kl_op *op = c->ops;
+    kl_op *op = c->ops->head;
     if (status < 0) {
         fail(c, op, KEEL_ERR_IO);
         return;
@@ -222,7 +260,7 @@ static void wait_writable(keel_conn *c, kl_op *op, kl_socket sock)
     }
     int rc = kl_socket_dup(sock, &p->sock);
     if (rc == 0) {
-        rc = uv_poll_init_socket(&c->worker->loop, &p->handle, p->sock);
+        rc = uv_poll_init_socket(&kl_conn_worker(c)->loop, &p->handle, p->sock);
         if (rc != 0)
             kl_socket_close(p->sock);
     }
@@ -275,7 +313,7 @@ static void pump(keel_conn *c, kl_op *op)
         if (sent > 0) {
             op->offset += sent;
             op->bytes -= sent;
-            c->ops_bytes -= sent;
+            c->ops->bytes -= sent;
             budget -= sent;
             kl_conn_progress(c);
         }
@@ -334,7 +372,7 @@ static void on_read_done(uv_fs_t *fs)
         n = (ssize_t)op->bytes;
     op->offset += (uint64_t)n;
     op->bytes -= (uint64_t)n;
-    c->ops_bytes -= (uint64_t)n;
+    c->ops->bytes -= (uint64_t)n;
     keel_buf piece = {op->buf, (size_t)n};
     int rc = kl_conn_send(c, &piece, 1, on_piece_written, op);
     if (rc != KEEL_OK)
@@ -355,8 +393,8 @@ static void read_next(keel_conn *c, kl_op *op)
     uv_buf_t buf = uv_buf_init(op->buf, (unsigned)want);
     op->fs.data = op;
     op->reading = 1;
-    if (uv_fs_read(&c->worker->loop, &op->fs, op->fd, &buf, 1, (int64_t)op->offset, on_read_done) !=
-        0) {
+    if (uv_fs_read(&kl_conn_worker(c)->loop, &op->fs, op->fd, &buf, 1, (int64_t)op->offset,
+                   on_read_done) != 0) {
         op->reading = 0;
         fail(c, op, KEEL_ERR_IO);
     }
@@ -366,8 +404,8 @@ static void read_next(keel_conn *c, kl_op *op)
 
 void kl_ops_run(keel_conn *c)
 {
-    while (c->ops != NULL && !(c->flags & KL_CONN_HANDLE_CLOSED)) {
-        kl_op *op = c->ops;
+    while (head(c) != NULL && !(c->flags & KL_CONN_HANDLE_CLOSED)) {
+        kl_op *op = head(c);
         if (op->is_file) {
             if (c->flags & KL_CONN_FILE_ACTIVE)
                 return;
@@ -384,7 +422,7 @@ void kl_ops_run(keel_conn *c)
             return;
         }
         pop(c);
-        c->ops_bytes -= op->bytes;
+        c->ops->bytes -= op->bytes;
         int rc;
         if (op->owned) {
             rc = kl_conn_send(c, op->bufs, op->nbufs, on_owned_written, op);
@@ -406,18 +444,18 @@ void kl_ops_run(keel_conn *c)
 
 void kl_ops_abort(keel_conn *c)
 {
-    if (c->ops != NULL)
-        close_poll(c->ops);
+    if (head(c) != NULL)
+        close_poll(head(c));
 }
 
 int kl_ops_reading(keel_conn *c)
 {
-    return c->ops != NULL && c->ops->reading;
+    return head(c) != NULL && head(c)->reading;
 }
 
 void kl_ops_fail(keel_conn *c)
 {
-    while (c->ops != NULL) {
+    while (head(c) != NULL) {
         kl_op *op = pop(c);
         close_poll(op);
         keel_write_cb cb = op->owned ? NULL : op->cb;
@@ -427,7 +465,8 @@ void kl_ops_fail(keel_conn *c)
         if (cb != NULL)
             cb(c, status, ud);
     }
-    c->ops_bytes = 0;
+    free(c->ops);
+    c->ops = NULL;
     c->flags &= ~KL_CONN_FILE_ACTIVE;
 }
 
@@ -440,7 +479,7 @@ int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length,
         return KEEL_ERR_CLOSED;
     if (fd < 0 || offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX - offset)
         return KEEL_ERR_INVAL;
-    kl_op *op = calloc(1, sizeof *op);
+    kl_op *op = ensure_queue(c) == KEEL_OK ? calloc(1, sizeof *op) : NULL;
     if (op == NULL)
         return KEEL_ERR_NOMEM;
     op->is_file = 1;
@@ -450,14 +489,14 @@ int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length,
     op->cb = cb;
     op->userdata = userdata;
     op->conn = c;
-    op->fallback = c->transport != NULL;
-    int first = c->ops == NULL;
+    op->fallback = kl_conn_transport(c) != NULL;
+    int first = c->ops->head == NULL;
     if (first && cb != NULL && (op->early = kl_deferred_new(c, cb, userdata, KEEL_OK)) == NULL) {
         free(op);
         return KEEL_ERR_NOMEM;
     }
     append(c, op);
-    c->ops_bytes += length;
+    c->ops->bytes += length;
     if (first) {
         uint32_t outer = c->flags & KL_CONN_IN_WRITE_FILE;
         c->flags |= KL_CONN_IN_WRITE_FILE;

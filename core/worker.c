@@ -39,6 +39,18 @@ struct keel_timer {
 static void on_wakeup(uv_async_t *async);
 static void on_idle(uv_idle_t *idle);
 static void begin_stop(keel_worker *w);
+
+static void abort_for_shutdown(keel_conn *c, void *arg)
+{
+    (void)arg;
+    kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN);
+}
+
+static void shutdown_one(keel_conn *c, void *arg)
+{
+    (void)arg;
+    kl_conn_shutdown(c);
+}
 static void finish(keel_worker *w);
 
 keel_worker *kl_worker_new(keel_server *server, unsigned id)
@@ -244,10 +256,8 @@ static void on_wakeup(uv_async_t *async)
         free(handoffs);
     if (stop && !w->stopping)
         begin_stop(w);
-    if (force) {
-        for (keel_conn *c = w->conns; c != NULL; c = c->next)
-            kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN);
-    }
+    if (force)
+        kl_conn_each(w, abort_for_shutdown, NULL);
 }
 
 int keel_worker_post(keel_worker *w, keel_post_fn fn, void *userdata)
@@ -374,8 +384,7 @@ static void on_shutdown_deadline(uv_timer_t *timer)
     if (w->nconns > 0)
         kl_log(KEEL_LOG_WARN, "worker %u: shutdown deadline reached, closing %llu connections",
                w->id, (unsigned long long)w->nconns);
-    for (keel_conn *c = w->conns; c != NULL; c = c->next)
-        kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN);
+    kl_conn_each(w, abort_for_shutdown, NULL);
 }
 
 static void begin_stop(keel_worker *w)
@@ -384,10 +393,7 @@ static void begin_stop(keel_worker *w)
     for (size_t i = 0; i < w->nlisteners; i++)
         uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
     w->nlisteners = 0;
-    for (keel_conn *c = w->conns, *next; c != NULL; c = next) {
-        next = c->next;
-        kl_conn_shutdown(c);
-    }
+    kl_conn_each(w, shutdown_one, NULL);
     uv_timer_start(&w->shutdown_timer, on_shutdown_deadline,
                    w->server->settings.shutdown_timeout_ms, 0);
     if (w->nconns == 0)

@@ -52,7 +52,6 @@ struct keel_worker {
     size_t modules_started;
     kl_worker_listener *listeners;
     size_t nlisteners;
-    keel_conn *conns; /* all open connections (doubly linked) */
     uint64_t nconns;
     kl_timeouts timeouts;
     kl_bufpool pool;

@@ -137,6 +137,11 @@ class Keel:
                 self.cond.wait(0.2)
         raise Failure("kl_ctrl did not acknowledge %r" % what)
 
+    def ended_silently(self):
+        """The process has exited without writing a single line."""
+        with self.cond:
+            return self.done and not self.lines and self.proc.poll() is not None
+
     def stderr_text(self):
         with self.cond:
             return "".join(line + "\n" for line in self.lines)
@@ -739,6 +744,48 @@ def http1_hello_routes():
         k.kill()
 
 
+@test
+def http1_send_file_reads_on_windows():
+    # keel_response_send_file: no sendfile(2) on Windows, so the core reads
+    # the file through libuv's thread pool (a CRT descriptor) and writes it.
+    data = bytes((i * 7 + (i >> 8)) & 0xFF for i in range(3 * 1024 * 1024 + 123))
+    path = os.path.join(TMP, "served.bin")
+    with open(path, "wb") as f:
+        f.write(data)
+    cfg = (
+        "[keel]\n"
+        "listen = 127.0.0.1:0 http1\n"
+        "workers = 1\n"
+        "modules = http1 files\n"
+        "module_path = %s %s\n"
+        "[files]\n"
+        "path = %s\n" % (modules_dir(), test_modules_dir(), path)
+    )
+    k = Keel(cfg)
+    try:
+        (port,) = k.ports()
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_TIMEOUT)
+        c.request("GET", "/file")
+        r = c.getresponse()
+        body = r.read()
+        check(r.status == 200 and body == data, "GET /file: %s, %d of %d bytes" % (r.status, len(body), len(data)), k)
+        check(r.getheader("Content-Length") == str(len(data)), "Content-Length %s" % r.getheader("Content-Length"), k)
+        c.request("GET", "/range?offset=1000000&length=70000")
+        r = c.getresponse()
+        body = r.read()
+        check(r.status == 206 and body == data[1000000:1070000], "GET /range: %s, %d bytes" % (r.status, len(body)), k)
+        c.request("HEAD", "/file")
+        r = c.getresponse()
+        check(r.status == 200 and r.read() == b"", "HEAD /file: %s" % r.status, k)
+        c.request("GET", "/small")
+        r = c.getresponse()
+        check(r.status == 200 and r.read() == b"small\n", "GET /small after the file: %s" % r.status, k)
+        c.close()
+        check(stop(k) == 0, "exit status", k)
+    finally:
+        k.kill()
+
+
 def graceful(how):
     k = Keel(echo_config(workers=2), console=(how != "sigint"))
     try:
@@ -859,7 +906,20 @@ def main():
                 continue
             start = time.monotonic()
             try:
-                fn()
+                try:
+                    fn()
+                except Failure:
+                    # keel never exits without a line on stderr; a process
+                    # that ended silently is Wine failing to start it (seen
+                    # now and then on a loaded machine): the test runs again.
+                    silent = [k for k in RUNNING if k.ended_silently()]
+                    if not silent:
+                        raise
+                    print("[NOTE] windows::%s: Wine ended a process silently (exit status %s); once more" % (fn.__name__, silent[0].proc.returncode), flush=True)
+                    for k in RUNNING:
+                        k.kill()
+                    RUNNING.clear()
+                    fn()
             except Skip as e:
                 skipped += 1
                 print("[SKIP] windows::%s: %s" % (fn.__name__, e), flush=True)

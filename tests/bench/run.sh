@@ -13,6 +13,9 @@
 #   pipeline  wrk -t1 -c64, 16 GET / per write        (HTTP/1.1 pipelining)
 #   post      wrk -t1 -c64 POST /echo, 4 KiB bodies
 #   idle      RSS growth for 10,000 idle keep-alive connections
+#   syscalls  system calls per plaintext request (perf stat on the
+#             raw_syscalls:sys_enter tracepoint; skipped without perf):
+#             with instr, where the server's CPU time goes, minus the noise
 #   instr     user-space instructions per plaintext request, counted by
 #             valgrind's callgrind (keel, nginx, h2o; not node, whose JIT
 #             makes the count meaningless): repeatable where the machine's
@@ -26,7 +29,7 @@
 #   DURATION [10]  seconds per measurement      WARMUP [2]   seconds of warm-up before each
 #   CONNS [64]     wrk connections              DEPTH [16]   requests per pipelined write
 #   BODY [4096]    POST body bytes              IDLE [10000] idle connections
-#   SERVERS ["keel nginx h2o node"]             TESTS ["plain pipeline post idle instr"]
+#   SERVERS ["keel nginx h2o node"]   TESTS ["plain pipeline post idle syscalls instr"]
 #   ROUNDS [1]     measurements per server and test, in turns; the median is reported
 #   SERVER_CPU [0] CLIENT_CPU [1]               BASE_PORT [19080] (keel; peers +1, +2, +3)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
@@ -34,7 +37,8 @@
 #   NO_INSTALL=1   do not apt-get missing packages
 #
 # Packages (installed with apt-get when missing): wrk nginx-light
-# libnginx-mod-http-echo (nginx's POST /echo) h2o nodejs python3.
+# libnginx-mod-http-echo (nginx's POST /echo) h2o nodejs python3 valgrind;
+# perf (linux-perf) is used when present.
 # Everything listens on 127.0.0.1 only; every load is bounded in time; every
 # server this script started is killed when it exits (trap).
 set -euo pipefail
@@ -49,7 +53,7 @@ DEPTH=${DEPTH:-16}
 BODY=${BODY:-4096}
 IDLE=${IDLE:-10000}
 SERVERS=${SERVERS:-"keel nginx h2o node"}
-TESTS=${TESTS:-"plain pipeline post idle instr"}
+TESTS=${TESTS:-"plain pipeline post idle syscalls instr"}
 INSTR_SECS=${INSTR_SECS:-5}
 WRAP=()
 SERVER_CPU=${SERVER_CPU:-0}
@@ -312,7 +316,7 @@ check_server() {
 
 # ---- Measurements ----------------------------------------------------------------
 
-declare -A RPS=() P99=() CPURPS=() ERRS=() MEM=() WRKFAIL=() RPS_L=() P99_L=() CPURPS_L=() INSTR=()
+declare -A RPS=() P99=() CPURPS=() ERRS=() MEM=() WRKFAIL=() RPS_L=() P99_L=() CPURPS_L=() INSTR=() SYSCALLS=()
 
 # The median of a list of numbers, printed with the printf format $2.
 median() {
@@ -392,6 +396,30 @@ measure_idle() {
     log "bench: $name idle: RSS $before KiB -> $after KiB for $IDLE connections" \
         "(${MEM[$name]} B each; $held still open at the end)"
     sleep 1 # let the closes settle before the next server
+}
+
+# System calls per request: perf counts the server's syscall entries while
+# wrk runs for INSTR_SECS.
+measure_syscalls() {
+    local name=$1 port pids out requests calls
+    port=$(port_of "$name")
+    pids=$(server_pids "${PID[$name]}" | paste -sd, -)
+    perf stat -x, -e raw_syscalls:sys_enter -p "$pids" -o "$TMP/perf.$name" 2>/dev/null &
+    local perf_pid=$!
+    sleep 0.5
+    out=$(timeout $((INSTR_SECS + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" \
+        -d"${INSTR_SECS}s" "http://127.0.0.1:$port/" 2>&1) || true
+    kill -INT "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+    requests=$(awk '/requests in/ {print $1}' <<<"$out")
+    calls=$(awk -F, '/raw_syscalls:sys_enter/ {print $1}' "$TMP/perf.$name" 2>/dev/null)
+    if [[ -z "$requests" || "$requests" -eq 0 || ! "$calls" =~ ^[0-9]+$ ]]; then
+        log "bench: $name syscalls: no count (is perf usable here?)"
+        SYSCALLS[$name]=fail
+        return 0
+    fi
+    SYSCALLS[$name]=$(awk -v c="$calls" -v r="$requests" 'BEGIN{printf "%.2f", c / r}')
+    log "bench: $name syscalls: $calls for $requests requests (${SYSCALLS[$name]} each)"
 }
 
 # Instructions per request: the server runs under callgrind; its counters
@@ -484,6 +512,13 @@ done
 if wants idle; then
     for s in $ok_servers; do measure_idle "$s"; done
 fi
+if wants syscalls; then
+    if command -v perf >/dev/null; then
+        for s in $ok_servers; do measure_syscalls "$s"; done
+    else
+        log "bench: no perf: syscalls skipped (apt-get install linux-perf)"
+    fi
+fi
 if wants instr; then
     # One server at a time under valgrind: stop the others first.
     for s in $ok_servers; do kill "${PID[$s]}" 2>/dev/null || true; done
@@ -516,11 +551,13 @@ titles=("plaintext (keep-alive)" "pipelined x$DEPTH" "POST /echo ${BODY} B")
 printf '%-8s' "server"
 for i in 0 1 2; do wants "${names[$i]}" && printf ' | %-34s' "${titles[$i]}"; done
 wants idle && printf ' | %s' "idle conn"
+wants syscalls && printf ' | %s' "syscalls"
 wants instr && printf ' | %s' "user instr"
 echo
 printf '%-8s' ""
 for t in "${names[@]}"; do wants "$t" && printf ' | %10s %9s %13s' "req/s" "p99 ms" "req/CPU-s"; done
 wants idle && printf ' | %9s' "bytes"
+wants syscalls && printf ' | %8s' "/request"
 wants instr && printf ' | %10s' "/request"
 echo
 for s in $ok_servers; do
@@ -530,6 +567,7 @@ for s in $ok_servers; do
         printf ' | %10s %9s %13s' "${RPS[$s,$t]:--}" "${P99[$s,$t]:--}" "${CPURPS[$s,$t]:--}"
     done
     wants idle && printf ' | %9s' "${MEM[$s]:--}"
+    wants syscalls && printf ' | %8s' "${SYSCALLS[$s]:--}"
     wants instr && printf ' | %10s' "${INSTR[$s]:--}"
     echo
 done
@@ -546,10 +584,11 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN{ if (a+0 > 0 && b+0 > 0) printf "%.2fx"
 
 if [[ " $ok_servers " == *" keel "* ]]; then
     echo
-    echo "keel / peer (above 1.00x keel is ahead; for memory and instructions, below 1.00x keel uses less):"
+    echo "keel / peer (above 1.00x keel is ahead; for memory, syscalls and instructions, below 1.00x keel uses less):"
     printf '%-8s' "peer"
     for i in 0 1 2; do wants "${names[$i]}" && printf ' | %-25s' "${titles[$i]}"; done
     wants idle && printf ' | %s' "idle conn memory"
+    wants syscalls && printf ' | %s' "syscalls/request"
     wants instr && printf ' | %s' "user instr/request"
     echo
     printf '%-8s' ""
@@ -564,6 +603,7 @@ if [[ " $ok_servers " == *" keel "* ]]; then
                 "$(ratio "${CPURPS[keel,$t]:-0}" "${CPURPS[$s,$t]:-0}")"
         done
         wants idle && printf ' | %-16s' "$(ratio "${MEM[keel]:-0}" "${MEM[$s]:-0}")"
+        wants syscalls && printf ' | %-16s' "$(ratio "${SYSCALLS[keel]:-0}" "${SYSCALLS[$s]:-0}")"
         wants instr && printf ' | %s' "$(ratio "${INSTR[keel]:-0}" "${INSTR[$s]:-0}")"
         echo
     done

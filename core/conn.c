@@ -340,9 +340,13 @@ static void on_write_done(uv_write_t *req, int status)
     }
     kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
     kl_conn_settle(c);
-    /* A file waits for libuv's queue to empty before it is sent. */
-    if (!(c->flags & KL_CONN_HANDLE_CLOSED) && c->writes_pending == 0 && kl_ops_pending(c))
-        kl_ops_run(c);
+    /* A file waits for libuv's queue to empty before it is sent, and a
+     * file read through a transport for it to drain. */
+    if (!(c->flags & KL_CONN_HANDLE_CLOSED) && kl_ops_pending(c)) {
+        if (c->writes_pending == 0)
+            kl_ops_run(c);
+        kl_ops_on_drain(c);
+    }
 }
 
 /* Writes to the socket: straight away when nothing is queued (most small

@@ -138,6 +138,10 @@ uint64_t kl_ops_bytes(const keel_conn *conn);
  * keeps no trace of the files it sent). */
 void kl_ops_trim(keel_conn *conn);
 
+/* conn_file.c: libuv's queue shrank (a write completed): a file read
+ * that waited for it goes on. */
+void kl_ops_on_drain(keel_conn *conn);
+
 /* conn_file.c: holds a write behind the file in progress (copying the
  * bytes with `copy`, else only the keel_buf array). */
 int kl_ops_hold(keel_conn *conn, const keel_buf *bufs, size_t nbufs, keel_write_cb cb, void *ud,

@@ -13,7 +13,8 @@
  * missing (Windows, some file systems), the file is read in pieces through
  * libuv's thread pool, so the loop never waits for a disk, and each piece
  * is written as keel_conn_write would write it; the next read starts once
- * the piece has left, which paces the transfer by the peer.
+ * the piece has left (through a transport: once libuv's queue is down to a
+ * piece), which paces the transfer by the peer.
  *
  * Everything here runs on the connection's worker thread.
  */
@@ -52,6 +53,7 @@ struct kl_op {
     int fd;
     int fallback; /* read and write instead of sendfile */
     int reading;  /* fs is in the thread pool */
+    int draining; /* the next read waits for libuv's queue to drain */
     int status;   /* what cb gets if the connection dies first (0: KEEL_ERR_CLOSED) */
     uint64_t offset;
     uint64_t bytes; /* held write: its size; file: what is left to send */
@@ -349,7 +351,25 @@ static void on_piece_written(keel_conn *c, int status, void *userdata)
     if (status < 0 || (c->flags & KL_CONN_HANDLE_CLOSED))
         return;
     kl_conn_progress(c);
+    /* A transport takes the piece (and calls back) at once, then queues
+     * its own bytes with libuv: the next read waits until the socket has
+     * taken most of them, so a slow peer paces the transfer rather than
+     * the file piling up in memory. */
+    if (c->tcp.write_queue_size > FILE_CHUNK) {
+        op->draining = 1;
+        return;
+    }
     read_next(c, op);
+}
+
+void kl_ops_on_drain(keel_conn *c)
+{
+    kl_op *op = head(c);
+    if (op != NULL && op->draining && !(c->flags & KL_CONN_HANDLE_CLOSED) &&
+        c->tcp.write_queue_size <= FILE_CHUNK) {
+        op->draining = 0;
+        read_next(c, op);
+    }
 }
 
 static void on_read_done(uv_fs_t *fs)

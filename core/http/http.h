@@ -92,7 +92,9 @@ struct keel_response {
     int file_close;
     uint64_t file_offset, file_left;
     char *file_buf;
-    int piece_busy; /* `piece` below carries a body piece */
+    int piece_busy;            /* `piece` below carries a body piece */
+    uint32_t pieces_in_flight; /* handed to the protocol, not yet written */
+    int file_paused;           /* send_file's read loop waits for them */
     /* Not zeroed for each request (keel_http_request_start): set before use. */
     kl_field inline_headers[8];
     kl_body_piece piece; /* the one piece most responses need, unallocated */

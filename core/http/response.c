@@ -244,6 +244,8 @@ static void free_block(void *data, void *userdata)
     free(data);
 }
 
+static void on_chunk_sent(void *data, void *userdata);
+
 static kl_body_piece *piece_new(keel_request *req)
 {
     if (!req->res.piece_busy) {
@@ -259,12 +261,17 @@ static void on_piece_written(keel_conn *conn, int status, void *userdata)
     keel_request *req = piece->req;
     (void)conn;
     (void)status;
+    req->res.pieces_in_flight--;
     if (piece->free_fn != NULL)
         piece->free_fn(piece->data, piece->userdata);
     if (piece == &req->res.piece)
         req->res.piece_busy = 0;
     else
         free(piece);
+    if (req->res.file_paused && req->res.pieces_in_flight == 0) {
+        req->res.file_paused = 0;
+        on_chunk_sent(NULL, &req->res);
+    }
     kl_request_unref(req);
 }
 
@@ -315,6 +322,7 @@ static int to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int l
         nbufs = 1;
     }
     kl_request_ref(req);
+    res->pieces_in_flight++;
     int rc = req->sink->send_body(req->exchange, bufs, nbufs, last, trailers, ntrailers,
                                   on_piece_written, piece);
     if (rc != KEEL_OK)
@@ -527,6 +535,13 @@ static void on_chunk_sent(void *data, void *userdata)
             end_response(res);
         file_done(res);
         kl_request_unref(res->req); /* the transfer's reference */
+        return;
+    }
+    if (res->pieces_in_flight > 0) {
+        /* A body filter copied the piece and its output is still on its
+         * way: read on once the peer has taken it, not at the disk's
+         * pace (the file would pile up in memory for a slow peer). */
+        res->file_paused = 1;
         return;
     }
     read_next(res);

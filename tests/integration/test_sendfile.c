@@ -14,7 +14,9 @@
 #include <netinet/in.h>
 #include <sys/stat.h>
 
-#define FILE_SIZE (4u * 1024 * 1024)
+/* The pacing tests want a file larger than a socket's buffers can hide. */
+static unsigned g_file_size = 4u * 1024 * 1024;
+#define FILE_SIZE g_file_size
 
 static char g_dir[256];
 static char g_path[300];
@@ -131,6 +133,23 @@ static void expect_fds_back(kh_proc *p, int baseline)
         n = count_fds(p);
     }
     kh_assert(p, n <= baseline, "keel holds %d descriptors, %d before", n, baseline);
+}
+
+/* Bytes the keel process has read with read(2)-like calls, from
+ * /proc/PID/io (Linux; pread through libuv's thread pool included), or -1. */
+static long long bytes_read(kh_proc *p)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/io", (int)p->pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    long long n = -1;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "rchar: %lld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
 }
 
 static void expect_clean_exit(kh_proc *p)
@@ -369,7 +388,7 @@ Test(sendfile, head_and_304_send_no_body, .timeout = 60, .fini = cleanup)
 Test(sendfile, ranges_are_exact, .timeout = 60, .fini = cleanup)
 {
     kh_proc *p = start("", "", NULL, NULL);
-    static const struct {
+    const struct {
         size_t offset, length;
     } cases[] = {
         {0, 1}, {12345, 1000000}, {FILE_SIZE - 1, 1}, {65535, 65537}, {1, FILE_SIZE - 1},
@@ -458,6 +477,34 @@ Test(sendfile, body_filter_reads_the_file_instead, .timeout = 60, .fini = cleanu
     ht_resp_free(&r);
     expect_response(p, c, &r, 0);
     kh_assert(p, strcmp(r.body, "small\n") == 0, "then '%.40s'", r.body);
+    ht_resp_free(&r);
+    ht_close(c);
+    expect_clean_exit(p);
+}
+
+Test(sendfile, body_filter_reads_at_the_peers_pace, .timeout = 120, .fini = cleanup)
+{
+    g_file_size = 32u * 1024 * 1024;
+    kh_proc *p = start("", "", NULL, "body_filter = on\n");
+    ht_resp r;
+    ht_roundtrip(p, GET("/small"), &r);
+    ht_resp_free(&r);
+    long long before = bytes_read(p);
+    ht_conn *c = wrap(connect_small_window(kh_port(p, 0)));
+    ht_send_str(c, GET("/file"));
+    /* The client reads nothing: the filter's copies must wait for the
+     * socket, not pull the whole file into keel's memory. Paced, keel
+     * reads what the socket's buffers take (a few MiB on loopback);
+     * unpaced it read the whole file within 2 s here. */
+    kh_sleep_ms(2000);
+    long long during = bytes_read(p);
+    kh_assert(p, before < 0 || during - before < 12 * 1024 * 1024,
+              "keel read %lld bytes while the reader stalled (file: %u)", during - before,
+              FILE_SIZE);
+    expect_response(p, c, &r, 0);
+    kh_assert(p,
+              r.status == 200 && r.body_len == FILE_SIZE && memcmp(r.body, g_data, FILE_SIZE) == 0,
+              "status %d, %zu bytes", r.status, r.body_len);
     ht_resp_free(&r);
     ht_close(c);
     expect_clean_exit(p);
@@ -558,6 +605,38 @@ Test(sendfile, writes_after_a_file_wait_for_it, .timeout = 120, .fini = cleanup)
     free(got);
     kh_assert(p, kh_count_log(p, "transfer done: ok") == 3, "%d ok callbacks for 3 files",
               kh_count_log(p, "transfer done: ok"));
+    expect_clean_exit(p);
+}
+
+Test(sendfile, transport_reads_at_the_peers_pace, .timeout = 120, .fini = cleanup)
+{
+    g_file_size = 32u * 1024 * 1024;
+    kh_proc *p = start("", "rot13", NULL, NULL);
+    long long before = bytes_read(p);
+    int fd = connect_small_window(kh_port(p, 1));
+    char cmd[] = "file\n";
+    rot13(cmd, sizeof cmd - 1);
+    kh_assert(p, kh_send_str(fd, cmd) == 0, "send");
+    /* The transport takes each piece at once; the next read must still
+     * wait until the socket has taken it, so a reader that stalls stops
+     * the reading of the file. */
+    kh_sleep_ms(2000);
+    long long during = bytes_read(p);
+    kh_assert(p, before < 0 || during - before < 12 * 1024 * 1024,
+              "keel read %lld bytes while the reader stalled (file: %u)", during - before,
+              FILE_SIZE);
+    kh_assert(p, kh_count_log(p, "transfer done") == 0,
+              "the file was read whole while the peer read nothing");
+    shutdown(fd, SHUT_WR);
+    size_t len;
+    char *got = read_to_eof(fd, &len, 30000);
+    close(fd);
+    rot13(got, len);
+    kh_assert(p, len >= 8 && memcmp(got + len - 8, "#closed\n", 8) == 0,
+              "no closing record last (%zu bytes)", len);
+    expect_framed(p, got, len - 8, 1);
+    free(got);
+    kh_assert(p, kh_count_log(p, "transfer done: ok") == 1, "no 'transfer done: ok'");
     expect_clean_exit(p);
 }
 

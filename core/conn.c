@@ -342,8 +342,8 @@ static void on_write_done(uv_write_t *req, int status)
     kl_conn_settle(c);
     /* A file waits for libuv's queue to empty before it is sent, and a
      * file read through a transport for it to drain. */
-    if (!(c->flags & KL_CONN_HANDLE_CLOSED) && kl_ops_pending(c)) {
-        if (c->writes_pending == 0)
+    if (!(c->flags & KL_CONN_HANDLE_CLOSED) && c->ops != NULL) {
+        if (c->writes_pending == 0 && kl_ops_pending(c))
             kl_ops_run(c);
         kl_ops_on_drain(c);
     }
@@ -458,7 +458,8 @@ int kl_conn_send(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_cb
             kl_conn_abort_status(c, rc);
             return rc;
         }
-        if (completion != NULL)
+        if (completion != NULL &&
+            (c->tcp.write_queue_size <= KL_PACE_BYTES || kl_ops_park(c, completion) != KEEL_OK))
             kl_worker_defer(kl_conn_worker(c), completion);
         return KEEL_OK;
     }

@@ -34,6 +34,7 @@ enum {
  * (core/conn_file.c). */
 typedef struct kl_op kl_op;
 typedef struct kl_ops kl_ops;
+typedef struct kl_deferred kl_deferred; /* core/worker.c */
 
 struct keel_conn {
     /* First, so the handle converts to the conn; its loop's data is the
@@ -138,8 +139,19 @@ uint64_t kl_ops_bytes(const keel_conn *conn);
  * keeps no trace of the files it sent). */
 void kl_ops_trim(keel_conn *conn);
 
-/* conn_file.c: libuv's queue shrank (a write completed): a file read
- * that waited for it goes on. */
+/* A write through a transport completes for its caller once libuv's
+ * queue holds no more than this: the transport takes the bytes at once,
+ * and a caller that writes again on completion must still be paced by the
+ * peer (a file's pieces, a streamed response). */
+#define KL_PACE_BYTES (64 * 1024)
+
+/* conn_file.c: holds a transport write's completion until libuv's queue
+ * is down to KL_PACE_BYTES; KEEL_ERR_NOMEM if it cannot (the caller then
+ * completes it at once). */
+int kl_ops_park(keel_conn *conn, kl_deferred *completion);
+
+/* conn_file.c: libuv's queue shrank (a write completed): completions held
+ * by kl_ops_park go out once it is down to KL_PACE_BYTES. */
 void kl_ops_on_drain(keel_conn *conn);
 
 /* conn_file.c: holds a write behind the file in progress (copying the

@@ -13,8 +13,8 @@
  * missing (Windows, some file systems), the file is read in pieces through
  * libuv's thread pool, so the loop never waits for a disk, and each piece
  * is written as keel_conn_write would write it; the next read starts once
- * the piece has left (through a transport: once libuv's queue is down to a
- * piece), which paces the transfer by the peer.
+ * the piece has left (through a transport: once libuv's queue is down to
+ * KL_PACE_BYTES, see kl_ops_park), which paces the transfer by the peer.
  *
  * Everything here runs on the connection's worker thread.
  */
@@ -53,7 +53,6 @@ struct kl_op {
     int fd;
     int fallback; /* read and write instead of sendfile */
     int reading;  /* fs is in the thread pool */
-    int draining; /* the next read waits for libuv's queue to drain */
     int status;   /* what cb gets if the connection dies first (0: KEEL_ERR_CLOSED) */
     uint64_t offset;
     uint64_t bytes; /* held write: its size; file: what is left to send */
@@ -68,7 +67,8 @@ struct kl_op {
 
 struct kl_ops {
     kl_op *head, *tail;
-    uint64_t bytes; /* held bytes plus file bytes not yet sent */
+    uint64_t bytes;      /* held bytes plus file bytes not yet sent */
+    kl_deferred *parked; /* transport write completions (kl_ops_park) */
 };
 
 int kl_ops_pending(const keel_conn *c)
@@ -83,7 +83,7 @@ uint64_t kl_ops_bytes(const keel_conn *c)
 
 void kl_ops_trim(keel_conn *c)
 {
-    if (c->ops != NULL && c->ops->head == NULL) {
+    if (c->ops != NULL && c->ops->head == NULL && c->ops->parked == NULL) {
         free(c->ops);
         c->ops = NULL;
     }
@@ -351,25 +351,7 @@ static void on_piece_written(keel_conn *c, int status, void *userdata)
     if (status < 0 || (c->flags & KL_CONN_HANDLE_CLOSED))
         return;
     kl_conn_progress(c);
-    /* A transport takes the piece (and calls back) at once, then queues
-     * its own bytes with libuv: the next read waits until the socket has
-     * taken most of them, so a slow peer paces the transfer rather than
-     * the file piling up in memory. */
-    if (c->tcp.write_queue_size > FILE_CHUNK) {
-        op->draining = 1;
-        return;
-    }
     read_next(c, op);
-}
-
-void kl_ops_on_drain(keel_conn *c)
-{
-    kl_op *op = head(c);
-    if (op != NULL && op->draining && !(c->flags & KL_CONN_HANDLE_CLOSED) &&
-        c->tcp.write_queue_size <= FILE_CHUNK) {
-        op->draining = 0;
-        read_next(c, op);
-    }
 }
 
 static void on_read_done(uv_fs_t *fs)
@@ -418,6 +400,26 @@ static void read_next(keel_conn *c, kl_op *op)
         op->reading = 0;
         fail(c, op, KEEL_ERR_IO);
     }
+}
+
+/* ---- pacing writes through a transport ------------------------------------ */
+
+int kl_ops_park(keel_conn *c, kl_deferred *completion)
+{
+    if (ensure_queue(c) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    kl_deferred_append(&c->ops->parked, completion);
+    return KEEL_OK;
+}
+
+void kl_ops_on_drain(keel_conn *c)
+{
+    if (c->ops == NULL || c->ops->parked == NULL || (c->flags & KL_CONN_HANDLE_CLOSED) ||
+        c->tcp.write_queue_size > KL_PACE_BYTES)
+        return;
+    kl_worker_defer_all(kl_conn_worker(c), c->ops->parked);
+    c->ops->parked = NULL;
+    kl_ops_trim(c);
 }
 
 /* ---- the queue ------------------------------------------------------------- */
@@ -485,8 +487,12 @@ void kl_ops_fail(keel_conn *c)
         if (cb != NULL)
             cb(c, status, ud);
     }
-    free(c->ops);
-    c->ops = NULL;
+    if (c->ops != NULL) {
+        /* The bytes may never have left: the callers learn it. */
+        kl_deferred_fail_all(c->ops->parked, KEEL_ERR_CLOSED);
+        free(c->ops);
+        c->ops = NULL;
+    }
     c->flags &= ~KL_CONN_FILE_ACTIVE;
 }
 

@@ -335,6 +335,34 @@ int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, 
     return KEEL_OK;
 }
 
+void kl_deferred_append(kl_deferred **list, kl_deferred *d)
+{
+    while (*list != NULL) /* held lists are a few pieces long */
+        list = &(*list)->next;
+    d->next = NULL;
+    *list = d;
+}
+
+void kl_worker_defer_all(keel_worker *w, kl_deferred *list)
+{
+    while (list != NULL) {
+        kl_deferred *next = list->next;
+        list->next = NULL;
+        kl_worker_defer(w, list);
+        list = next;
+    }
+}
+
+void kl_deferred_fail_all(kl_deferred *list, int status)
+{
+    while (list != NULL) {
+        kl_deferred *next = list->next;
+        list->cb(list->conn, status, list->userdata);
+        free(list);
+        list = next;
+    }
+}
+
 void kl_worker_run_deferred_for(keel_worker *w, keel_conn *conn)
 {
     kl_deferred **link = &w->deferred, *last = NULL;

@@ -100,6 +100,13 @@ int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, 
 kl_deferred *kl_deferred_new(keel_conn *conn, keel_write_cb cb, void *ud, int status);
 void kl_worker_defer(keel_worker *w, kl_deferred *d);
 
+/* A list of records held back (kl_ops: completions waiting for a
+ * connection's queue to drain): append keeps their order; defer_all queues
+ * them all on the worker; fail_all calls them at once with `status`. */
+void kl_deferred_append(kl_deferred **list, kl_deferred *d);
+void kl_worker_defer_all(keel_worker *w, kl_deferred *list);
+void kl_deferred_fail_all(kl_deferred *list, int status);
+
 /* Runs now the deferred write callbacks owed to a closing connection. */
 void kl_worker_run_deferred_for(keel_worker *w, keel_conn *conn);
 

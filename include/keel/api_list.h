@@ -165,7 +165,10 @@ KEEL_VFN(timer_stop, (keel_timer *timer), (timer))
  * valid until cb (may be NULL) is called, exactly once. Writes leave in
  * order. Returns KEEL_ERR_CLOSED if the connection is closing (cb is not
  * called then). When the queue exceeds the high watermark, reading pauses
- * until it drains (protocol on_drain). */
+ * until it drains (protocol on_drain). cb comes once the bytes have left,
+ * or, through a transport (which copies them), once the connection's
+ * queue is down to 64 KiB: a caller that writes again from cb is paced by
+ * the peer either way. */
 KEEL_FN(int, conn_write,
         (keel_conn *conn, const keel_buf *bufs, size_t nbufs, keel_write_cb cb, void *userdata),
         (conn, bufs, nbufs, cb, userdata))

@@ -152,6 +152,18 @@ static long long bytes_read(kh_proc *p)
     return n;
 }
 
+/* With a reader that reads nothing for 2 s, keel reads only what the
+ * socket's buffers take (a few MiB on loopback); unpaced, it read the whole
+ * 32 MiB file in that time here. `before`: bytes_read() at the start. */
+static void expect_reading_stalls(kh_proc *p, long long before)
+{
+    kh_sleep_ms(2000);
+    long long during = bytes_read(p);
+    kh_assert(p, before < 0 || during - before < 12 * 1024 * 1024,
+              "keel read %lld bytes while the reader stalled (file: %u)", during - before,
+              FILE_SIZE);
+}
+
 static void expect_clean_exit(kh_proc *p)
 {
     kh_signal(p, SIGTERM);
@@ -493,14 +505,8 @@ Test(sendfile, body_filter_reads_at_the_peers_pace, .timeout = 120, .fini = clea
     ht_conn *c = wrap(connect_small_window(kh_port(p, 0)));
     ht_send_str(c, GET("/file"));
     /* The client reads nothing: the filter's copies must wait for the
-     * socket, not pull the whole file into keel's memory. Paced, keel
-     * reads what the socket's buffers take (a few MiB on loopback);
-     * unpaced it read the whole file within 2 s here. */
-    kh_sleep_ms(2000);
-    long long during = bytes_read(p);
-    kh_assert(p, before < 0 || during - before < 12 * 1024 * 1024,
-              "keel read %lld bytes while the reader stalled (file: %u)", during - before,
-              FILE_SIZE);
+     * socket, not pull the whole file into keel's memory. */
+    expect_reading_stalls(p, before);
     expect_response(p, c, &r, 0);
     kh_assert(p,
               r.status == 200 && r.body_len == FILE_SIZE && memcmp(r.body, g_data, FILE_SIZE) == 0,
@@ -618,13 +624,8 @@ Test(sendfile, transport_reads_at_the_peers_pace, .timeout = 120, .fini = cleanu
     rot13(cmd, sizeof cmd - 1);
     kh_assert(p, kh_send_str(fd, cmd) == 0, "send");
     /* The transport takes each piece at once; the next read must still
-     * wait until the socket has taken it, so a reader that stalls stops
-     * the reading of the file. */
-    kh_sleep_ms(2000);
-    long long during = bytes_read(p);
-    kh_assert(p, before < 0 || during - before < 12 * 1024 * 1024,
-              "keel read %lld bytes while the reader stalled (file: %u)", during - before,
-              FILE_SIZE);
+     * wait until the socket has taken it. */
+    expect_reading_stalls(p, before);
     kh_assert(p, kh_count_log(p, "transfer done") == 0,
               "the file was read whole while the peer read nothing");
     shutdown(fd, SHUT_WR);

@@ -3,11 +3,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "log.h"
-#include "server.h"
-#include "util.h"
-#include "worker.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "runtime/server.h"
+#include "base/util.h"
+#include "net/worker.h"
 
 /* ---- registration (main thread, during load) ---------------------------- */
 

@@ -3,10 +3,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "conn.h"
-#include "http.h"
-#include "server.h"
-#include "worker.h"
+#include "net/conn.h"
+#include "http/http.h"
+#include "runtime/server.h"
+#include "net/worker.h"
 
 /* ---- arena ------------------------------------------------------------- */
 

@@ -5,9 +5,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "server.h"
-#include "worker.h"
+#include "http/http.h"
+#include "runtime/server.h"
+#include "net/worker.h"
 
 #define FILE_CHUNK (64 * 1024)
 

@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "http.h"
-#include "util.h"
+#include "http/http.h"
+#include "base/util.h"
 
 typedef struct kl_route_handler {
     char *method; /* "*" for any */

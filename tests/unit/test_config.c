@@ -5,7 +5,7 @@
 
 #include <keel/types.h>
 
-#include "config.h"
+#include "runtime/config.h"
 
 #include <stdint.h>
 #include <stdio.h>

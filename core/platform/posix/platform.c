@@ -1,5 +1,5 @@
 /* POSIX side of core/platform.h (Linux, macOS, the BSDs). */
-#include "platform.h"
+#include "platform/platform.h"
 
 #include <errno.h>
 #include <fcntl.h>

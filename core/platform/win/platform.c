@@ -1,5 +1,5 @@
 /* Windows side of core/platform.h. */
-#include "platform.h"
+#include "platform/platform.h"
 
 #include <winsock2.h>
 #include <ws2tcpip.h>

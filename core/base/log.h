@@ -1,0 +1,30 @@
+/* core/base/log.h — the process-wide log: one line per message, any thread. */
+#ifndef KEEL_CORE_LOG_H
+#define KEEL_CORE_LOG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+
+#include <keel/export.h>
+#include <keel/types.h>
+
+/* Must run once before any other log call (keel_server_new does it). */
+void kl_log_init(void);
+
+/* Directs the log to "stderr" or to a file opened for appending, and sets the
+ * most verbose level written. On failure the log is unchanged and err says
+ * why. Main thread, while no worker runs. */
+int kl_log_configure(const char *target, int level, char *err, size_t errlen);
+
+/* Parses "error", "warn", "info" or "debug". Returns the level or -1. */
+int kl_log_level_parse(const char *name);
+
+/* Logs on behalf of the core (no module prefix). */
+void kl_log(int level, const char *fmt, ...) KEEL_PRINTF(2, 3);
+
+/* Logs with an optional prefix (a module's name); prefix may be NULL. */
+void kl_log_prefixed(const char *prefix, int level, const char *fmt, va_list ap);
+
+int kl_log_enabled(int level);
+
+#endif

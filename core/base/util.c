@@ -1,0 +1,51 @@
+#include "base/util.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <keel/types.h>
+
+char *kl_strndup(const char *s, size_t n)
+{
+    char *copy = malloc(n + 1);
+    if (copy != NULL) {
+        memcpy(copy, s, n);
+        copy[n] = '\0';
+    }
+    return copy;
+}
+
+char *kl_strdup(const char *s)
+{
+    return kl_strndup(s, strlen(s));
+}
+
+char *kl_path_join(const char *dir, const char *name)
+{
+    size_t dl = strlen(dir), nl = strlen(name);
+    char *path = malloc(dl + nl + 2);
+    if (path == NULL)
+        return NULL;
+    memcpy(path, dir, dl);
+    size_t at = dl;
+    /* "/" works on Windows too; only add one if the dir lacks a separator. */
+    if (dl > 0 && dir[dl - 1] != '/' && dir[dl - 1] != '\\')
+        path[at++] = '/';
+    memcpy(path + at, name, nl + 1);
+    return path;
+}
+
+int kl_grow(void **items, size_t *cap, size_t need, size_t elem_size)
+{
+    if (need <= *cap)
+        return KEEL_OK;
+    size_t n = *cap ? *cap : 4;
+    while (n < need)
+        n *= 2;
+    void *grown = realloc(*items, n * elem_size);
+    if (grown == NULL)
+        return KEEL_ERR_NOMEM;
+    *items = grown;
+    *cap = n;
+    return KEEL_OK;
+}

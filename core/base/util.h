@@ -1,0 +1,22 @@
+/* core/base/util.h — small helpers shared by the core. */
+#ifndef KEEL_CORE_UTIL_H
+#define KEEL_CORE_UTIL_H
+
+#include <stddef.h>
+
+#define KL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Recovers the struct from a pointer to one of its members. */
+#define KL_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
+
+char *kl_strdup(const char *s);
+char *kl_strndup(const char *s, size_t n);
+
+/* dir + separator + name, newly allocated; NULL if out of memory. */
+char *kl_path_join(const char *dir, const char *name);
+
+/* Grows *items (of elem_size bytes each) so that it can hold `need`
+ * elements; *cap is updated. KEEL_OK or KEEL_ERR_NOMEM. */
+int kl_grow(void **items, size_t *cap, size_t need, size_t elem_size);
+
+#endif

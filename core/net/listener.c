@@ -1,0 +1,185 @@
+/* Listeners: binding the sockets of each `listen` line, and the single
+ * acceptor used where the kernel cannot balance one port over several
+ * sockets (Windows, macOS): the main loop accepts and hands each socket to
+ * a worker, round robin. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/atomic.h"
+#include "base/log.h"
+#include "runtime/server.h"
+#include "net/worker.h"
+
+static unsigned port_of(const struct sockaddr_storage *addr)
+{
+    if (addr->ss_family == AF_INET6)
+        return ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
+    return ntohs(((const struct sockaddr_in *)addr)->sin_port);
+}
+
+static void set_port(struct sockaddr_storage *addr, unsigned port)
+{
+    if (addr->ss_family == AF_INET6)
+        ((struct sockaddr_in6 *)addr)->sin6_port = htons((uint16_t)port);
+    else
+        ((struct sockaddr_in *)addr)->sin_port = htons((uint16_t)port);
+}
+
+/* The port the kernel chose for a socket bound to port 0. */
+static unsigned bound_port(kl_socket sock)
+{
+    struct sockaddr_storage addr;
+    socklen_t len = sizeof addr;
+    memset(&addr, 0, sizeof addr);
+    if (getsockname(sock, (struct sockaddr *)&addr, &len) != 0)
+        return 0;
+    return port_of(&addr);
+}
+
+static int cannot_listen(const kl_listener *l, int uv_error)
+{
+    char where[300];
+    kl_log(KEEL_LOG_ERROR, "%s: cannot listen on %s: %s",
+           kl_config_where(l->spec->where, where, sizeof where), l->spec->text,
+           uv_strerror(uv_error));
+    return KEEL_ERR_IO;
+}
+
+int kl_listeners_bind(keel_server *s)
+{
+    const kl_settings *cfg = &s->settings;
+    size_t per = cfg->reuseport ? s->nworkers : 1;
+    for (size_t i = 0; i < s->nlisteners; i++) {
+        kl_listener *l = &s->listeners[i];
+        l->sockets = malloc(per * sizeof *l->sockets);
+        if (l->sockets == NULL)
+            return KEEL_ERR_NOMEM;
+        struct sockaddr_storage addr = l->spec->addr;
+        /* SO_REUSEPORT would let this join another process's group on the
+         * same port and silently split its traffic: a socket without it
+         * must be able to bind first (a stale instance is an error). */
+        if (cfg->reuseport && port_of(&addr) != 0) {
+            kl_socket probe;
+            int rc = kl_listen_socket((struct sockaddr *)&addr, 0, 1, &probe);
+            if (rc != 0)
+                return cannot_listen(l, rc);
+            kl_socket_close(probe);
+        }
+        for (size_t k = 0; k < per; k++) {
+            int rc = kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
+                                      &l->sockets[k]);
+            if (rc != 0)
+                return cannot_listen(l, rc);
+            l->nsockets++;
+            /* With port 0 the first socket picks the port and the others
+             * (one per worker) join it. */
+            if (k == 0) {
+                l->port = bound_port(l->sockets[0]);
+                set_port(&addr, l->port);
+            }
+        }
+    }
+    return KEEL_OK;
+}
+
+static void on_acceptable(uv_poll_t *poll, int status, int events);
+
+static void on_retry(uv_timer_t *timer)
+{
+    kl_listener *l = timer->data;
+    if (l->polling)
+        uv_poll_start(&l->poll, UV_READABLE, on_acceptable);
+}
+
+static void on_acceptable(uv_poll_t *poll, int status, int events)
+{
+    kl_listener *l = poll->data;
+    keel_server *s = l->server;
+    (void)events;
+    if (status < 0) {
+        kl_log(KEEL_LOG_WARN, "accept on %s: %s", l->spec->text, uv_strerror(status));
+        return;
+    }
+    /* Bounded so one busy listener cannot starve the others. */
+    for (int n = 0; n < 64; n++) {
+        kl_socket sock;
+        int rc = kl_accept(l->sockets[0], &sock);
+        if (rc == UV_EAGAIN)
+            return;
+        if (rc == UV_ECONNABORTED || rc == UV_EINTR || rc == UV_EPERM)
+            continue; /* that one connection failed, not the listener */
+        if (rc != 0) {
+            /* Out of descriptors or memory: the connection stays queued and
+             * the poll would fire again at once, so pause accepting. */
+            uint64_t now = uv_now(&s->loop);
+            if (now - l->last_warning >= 1000 || l->last_warning == 0) {
+                kl_log(KEEL_LOG_WARN, "accept on %s: %s (pausing accepts for 100ms)", l->spec->text,
+                       uv_strerror(rc));
+                l->last_warning = now;
+            }
+            uv_poll_stop(&l->poll);
+            uv_timer_start(&l->retry, on_retry, 100, 0);
+            return;
+        }
+        if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {
+            kl_atomic_sub(&s->connections, 1);
+            s->acceptor_rejected++;
+            kl_socket_close(sock);
+            continue;
+        }
+        keel_worker *w = s->workers[l->next_worker++ % s->nworkers];
+        if (kl_worker_handoff(w, sock, l) != KEEL_OK) {
+            kl_atomic_sub(&s->connections, 1);
+            kl_socket_close(sock);
+        }
+    }
+}
+
+int kl_listeners_start_acceptor(keel_server *s)
+{
+    if (s->settings.reuseport)
+        return KEEL_OK;
+    for (size_t i = 0; i < s->nlisteners; i++) {
+        kl_listener *l = &s->listeners[i];
+        int rc = uv_poll_init_socket(&s->loop, &l->poll, l->sockets[0]);
+        if (rc == 0) {
+            l->poll.data = l;
+            l->polling = 1;
+            uv_timer_init(&s->loop, &l->retry);
+            l->retry.data = l;
+            rc = uv_poll_start(&l->poll, UV_READABLE, on_acceptable);
+        }
+        if (rc != 0) {
+            kl_log(KEEL_LOG_ERROR, "cannot accept on %s: %s", l->spec->text, uv_strerror(rc));
+            return KEEL_ERR_IO;
+        }
+    }
+    return KEEL_OK;
+}
+
+void kl_listeners_stop_acceptor(keel_server *s)
+{
+    for (size_t i = 0; i < s->nlisteners; i++) {
+        kl_listener *l = &s->listeners[i];
+        if (l->polling) {
+            uv_close((uv_handle_t *)&l->poll, NULL);
+            uv_close((uv_handle_t *)&l->retry, NULL);
+            l->polling = 0;
+        }
+    }
+}
+
+/* Closes the sockets no worker took over (all of them in single-acceptor
+ * mode, once the poll handles are closed). */
+void kl_listeners_close(keel_server *s)
+{
+    for (size_t i = 0; i < s->nlisteners; i++) {
+        kl_listener *l = &s->listeners[i];
+        for (size_t k = 0; k < l->nsockets; k++)
+            if (l->sockets[k] != (kl_socket)-1)
+                kl_socket_close(l->sockets[k]);
+        free(l->sockets);
+        l->sockets = NULL;
+        l->nsockets = 0;
+    }
+}

@@ -1,0 +1,630 @@
+/* Workers: a thread each, with its own loop, listeners (or handed-over
+ * sockets), connections, module state, timers and graceful stop. */
+#include "net/worker.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/atomic.h"
+#include "net/conn.h"
+#include "http/http.h"
+#include "base/log.h"
+#include "base/util.h"
+
+#define SCRATCH_SIZE  (64 * 1024)
+#define POOL_MAX_FREE 64
+
+struct kl_post {
+    keel_post_fn fn;
+    void *userdata;
+    kl_post *next;
+};
+
+struct kl_deferred {
+    keel_conn *conn;
+    keel_write_cb cb;
+    void *userdata;
+    int status;
+    kl_deferred *next;
+};
+
+struct keel_timer {
+    uv_timer_t handle;
+    keel_worker *worker;
+    keel_timer_cb cb;
+    void *userdata;
+    keel_timer *prev, *next;
+};
+
+static void on_wakeup(uv_async_t *async);
+static void on_idle(uv_idle_t *idle);
+static void begin_stop(keel_worker *w);
+
+static void abort_for_shutdown(keel_conn *c, void *arg)
+{
+    (void)arg;
+    kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN);
+}
+
+static void shutdown_one(keel_conn *c, void *arg)
+{
+    (void)arg;
+    kl_conn_shutdown(c);
+}
+static void finish(keel_worker *w);
+
+keel_worker *kl_worker_new(keel_server *server, unsigned id)
+{
+    keel_worker *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return NULL;
+    w->server = server;
+    w->id = id;
+    w->module_state = calloc(server->nmodules ? server->nmodules : 1, sizeof *w->module_state);
+    w->scratch = malloc(SCRATCH_SIZE);
+    if (w->module_state == NULL || w->scratch == NULL ||
+        kl_bufpool_init(&w->pool, server->settings.read_buffer_size, POOL_MAX_FREE) != KEEL_OK)
+        goto fail;
+    for (size_t i = 0; i < server->nmodules; i++) {
+        size_t size = server->modules[i]->desc.worker_state_size;
+        if (size > 0 && (w->module_state[i] = calloc(1, size)) == NULL)
+            goto fail;
+    }
+    /* Everything on the loop is set up here, before the thread exists; from
+     * then on only the worker thread touches it (save for the async). */
+    if (uv_loop_init(&w->loop) != 0)
+        goto fail;
+    w->loop.data = w;
+    uv_mutex_init(&w->lock);
+    uv_sem_init(&w->started, 0);
+    uv_sem_init(&w->go, 0);
+    uv_async_init(&w->loop, &w->wakeup, on_wakeup);
+    w->wakeup.data = w;
+    uv_idle_init(&w->loop, &w->idle);
+    w->idle.data = w;
+    uv_timer_init(&w->loop, &w->shutdown_timer);
+    w->shutdown_timer.data = w;
+    kl_timeouts_init(&w->timeouts, &w->loop, kl_conn_on_timeout);
+    return w;
+fail:
+    kl_worker_free(w);
+    return NULL;
+}
+
+static void close_any(uv_handle_t *handle, void *arg)
+{
+    (void)arg;
+    if (!uv_is_closing(handle))
+        uv_close(handle, NULL);
+}
+
+void kl_worker_free(keel_worker *w)
+{
+    if (w == NULL)
+        return;
+    if (w->loop.data == w) {
+        /* A worker whose thread never ran still has its handles open. */
+        uv_walk(&w->loop, close_any, NULL);
+        uv_run(&w->loop, UV_RUN_DEFAULT);
+        uv_loop_close(&w->loop);
+        uv_mutex_destroy(&w->lock);
+        uv_sem_destroy(&w->started);
+        uv_sem_destroy(&w->go);
+    }
+    for (size_t i = 0; w->module_state && i < w->server->nmodules; i++)
+        free(w->module_state[i]);
+    free(w->module_state);
+    free(w->scratch);
+    free(w->listeners);
+    free(w->handoffs);
+    kl_bufpool_free(&w->pool);
+    kl_http_pool_free(w);
+    free(w);
+}
+
+/* ---- accepting --------------------------------------------------------- */
+
+static int admit(keel_worker *w)
+{
+    keel_server *s = w->server;
+    if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {
+        kl_atomic_sub(&s->connections, 1);
+        w->rejected++;
+        return 0;
+    }
+    return 1;
+}
+
+static void on_connection(uv_stream_t *listener, int status)
+{
+    kl_worker_listener *wl = listener->data;
+    keel_worker *w = wl->worker;
+    if (status < 0) {
+        kl_log(KEEL_LOG_WARN, "accept on %s: %s", wl->listener->spec->text, uv_strerror(status));
+        return;
+    }
+    keel_conn *c = kl_conn_new(w, wl->listener);
+    if (c == NULL) {
+        kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory", wl->listener->spec->text);
+        return;
+    }
+    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
+        kl_conn_discard(c);
+        return;
+    }
+    /* Over the limit: closed at once, before any protocol sees it. */
+    if (!admit(w)) {
+        kl_conn_discard(c);
+        return;
+    }
+    kl_conn_start(c);
+}
+
+static int open_listeners(keel_worker *w)
+{
+    keel_server *s = w->server;
+    if (!s->settings.reuseport)
+        return KEEL_OK;
+    w->listeners = calloc(s->nlisteners ? s->nlisteners : 1, sizeof *w->listeners);
+    if (w->listeners == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < s->nlisteners; i++) {
+        kl_listener *l = &s->listeners[i];
+        kl_worker_listener *wl = &w->listeners[i];
+        wl->listener = l;
+        wl->worker = w;
+        uv_tcp_init(&w->loop, &wl->tcp);
+        wl->tcp.data = wl;
+        w->nlisteners++;
+        int rc = uv_tcp_open(&wl->tcp, l->sockets[w->id]);
+        if (rc == 0) {
+            /* The socket now belongs to the handle, closed with it. */
+            l->sockets[w->id] = (kl_socket)-1;
+            rc = uv_listen((uv_stream_t *)&wl->tcp, s->settings.backlog, on_connection);
+        }
+        if (rc != 0) {
+            kl_log(KEEL_LOG_ERROR, "worker %u: cannot listen on %s: %s", w->id, l->spec->text,
+                   uv_strerror(rc));
+            return KEEL_ERR_IO;
+        }
+    }
+    return KEEL_OK;
+}
+
+static void start_handoff(keel_worker *w, kl_handoff *h)
+{
+    keel_conn *c = kl_conn_new(w, h->listener);
+    if (c == NULL || uv_tcp_open(&c->tcp, h->sock) != 0) {
+        if (c != NULL)
+            kl_conn_discard(c);
+        kl_socket_close(h->sock);
+        kl_atomic_sub(&w->server->connections, 1);
+        return;
+    }
+    kl_conn_start(c);
+}
+
+int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener)
+{
+    int rc = KEEL_OK;
+    uv_mutex_lock(&w->lock);
+    if (w->closed)
+        rc = KEEL_ERR_SHUTDOWN;
+    else if ((rc = kl_grow((void **)&w->handoffs, &w->handoffs_cap, w->nhandoffs + 1,
+                           sizeof *w->handoffs)) == KEEL_OK)
+        w->handoffs[w->nhandoffs++] = (kl_handoff){sock, listener};
+    /* Sent under the lock: once `closed` is set the handle may be gone. */
+    if (rc == KEEL_OK)
+        uv_async_send(&w->wakeup);
+    uv_mutex_unlock(&w->lock);
+    return rc;
+}
+
+/* ---- cross-thread wake-ups --------------------------------------------- */
+
+static void on_wakeup(uv_async_t *async)
+{
+    keel_worker *w = async->data;
+    uv_mutex_lock(&w->lock);
+    kl_post *posts = w->posts;
+    w->posts = w->posts_tail = NULL;
+    kl_handoff small[16];
+    kl_handoff *handoffs = w->handoffs;
+    size_t nhandoffs = w->nhandoffs;
+    if (nhandoffs <= KL_ARRAY_SIZE(small)) {
+        if (nhandoffs > 0)
+            memcpy(small, w->handoffs, nhandoffs * sizeof *small);
+        handoffs = small;
+    } else {
+        w->handoffs = NULL;
+        w->handoffs_cap = 0;
+    }
+    w->nhandoffs = 0;
+    int stop = w->stop_requested, force = w->force_requested;
+    uv_mutex_unlock(&w->lock);
+
+    for (kl_post *p = posts; p != NULL; p = p->next)
+        p->fn(w, p->userdata);
+    for (kl_post *p = posts; p != NULL;) {
+        kl_post *next = p->next;
+        free(p);
+        p = next;
+    }
+    for (size_t i = 0; i < nhandoffs; i++)
+        start_handoff(w, &handoffs[i]);
+    if (handoffs != small)
+        free(handoffs);
+    if (stop && !w->stopping)
+        begin_stop(w);
+    if (force)
+        kl_conn_each(w, abort_for_shutdown, NULL);
+}
+
+int keel_worker_post(keel_worker *w, keel_post_fn fn, void *userdata)
+{
+    if (fn == NULL)
+        return KEEL_ERR_INVAL;
+    kl_post *p = malloc(sizeof *p);
+    if (p == NULL)
+        return KEEL_ERR_NOMEM;
+    p->fn = fn;
+    p->userdata = userdata;
+    p->next = NULL;
+    uv_mutex_lock(&w->lock);
+    int closed = w->closed;
+    if (!closed) {
+        if (w->posts_tail)
+            w->posts_tail->next = p;
+        else
+            w->posts = p;
+        w->posts_tail = p;
+        uv_async_send(&w->wakeup);
+    }
+    uv_mutex_unlock(&w->lock);
+    if (closed) {
+        free(p);
+        return KEEL_ERR_SHUTDOWN;
+    }
+    return KEEL_OK;
+}
+
+void kl_worker_request_stop(keel_worker *w, int force)
+{
+    uv_mutex_lock(&w->lock);
+    w->stop_requested = 1;
+    if (force)
+        w->force_requested = 1;
+    if (!w->closed)
+        uv_async_send(&w->wakeup);
+    uv_mutex_unlock(&w->lock);
+}
+
+/* ---- deferred work ----------------------------------------------------- */
+
+void kl_worker_kick(keel_worker *w)
+{
+    if (!uv_is_active((uv_handle_t *)&w->idle))
+        uv_idle_start(&w->idle, on_idle);
+}
+
+kl_deferred *kl_deferred_new(keel_conn *conn, keel_write_cb cb, void *ud, int status)
+{
+    kl_deferred *d = malloc(sizeof *d);
+    if (d != NULL)
+        *d = (kl_deferred){conn, cb, ud, status, NULL};
+    return d;
+}
+
+void kl_worker_defer(keel_worker *w, kl_deferred *d)
+{
+    if (w->deferred_tail)
+        w->deferred_tail->next = d;
+    else
+        w->deferred = d;
+    w->deferred_tail = d;
+    kl_worker_kick(w);
+}
+
+int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, void *ud,
+                             int status)
+{
+    kl_deferred *d = kl_deferred_new(conn, cb, ud, status);
+    if (d == NULL)
+        return KEEL_ERR_NOMEM;
+    kl_worker_defer(w, d);
+    return KEEL_OK;
+}
+
+void kl_deferred_append(kl_deferred **list, kl_deferred *d)
+{
+    while (*list != NULL) /* held lists are a few pieces long */
+        list = &(*list)->next;
+    d->next = NULL;
+    *list = d;
+}
+
+void kl_worker_defer_all(keel_worker *w, kl_deferred *list)
+{
+    while (list != NULL) {
+        kl_deferred *next = list->next;
+        list->next = NULL;
+        kl_worker_defer(w, list);
+        list = next;
+    }
+}
+
+void kl_deferred_fail_all(kl_deferred *list, int status)
+{
+    while (list != NULL) {
+        kl_deferred *next = list->next;
+        list->cb(list->conn, status, list->userdata);
+        free(list);
+        list = next;
+    }
+}
+
+void kl_worker_run_deferred_for(keel_worker *w, keel_conn *conn)
+{
+    kl_deferred **link = &w->deferred, *last = NULL;
+    while (*link != NULL) {
+        kl_deferred *d = *link;
+        if (d->conn != conn) {
+            last = d;
+            link = &d->next;
+            continue;
+        }
+        *link = d->next;
+        d->cb(d->conn, d->status, d->userdata);
+        free(d);
+    }
+    w->deferred_tail = last;
+}
+
+static void on_idle(uv_idle_t *idle)
+{
+    keel_worker *w = idle->data;
+    /* Work added while this runs waits for the next turn of the loop, so a
+     * protocol that keeps writing cannot starve I/O. */
+    keel_conn *pending = w->pending;
+    w->pending = NULL;
+    while (pending != NULL) {
+        keel_conn *c = pending;
+        pending = c->pending_next;
+        kl_conn_deliver_pending(c);
+    }
+    kl_deferred *d = w->deferred;
+    w->deferred = w->deferred_tail = NULL;
+    while (d != NULL) {
+        kl_deferred *next = d->next;
+        d->cb(d->conn, d->status, d->userdata);
+        free(d);
+        d = next;
+    }
+    if (w->pending == NULL && w->deferred == NULL)
+        uv_idle_stop(&w->idle);
+}
+
+/* ---- stopping ---------------------------------------------------------- */
+
+static void on_shutdown_deadline(uv_timer_t *timer)
+{
+    keel_worker *w = timer->data;
+    if (w->nconns > 0)
+        kl_log(KEEL_LOG_WARN, "worker %u: shutdown deadline reached, closing %llu connections",
+               w->id, (unsigned long long)w->nconns);
+    kl_conn_each(w, abort_for_shutdown, NULL);
+}
+
+static void begin_stop(keel_worker *w)
+{
+    w->stopping = 1;
+    for (size_t i = 0; i < w->nlisteners; i++)
+        uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
+    w->nlisteners = 0;
+    kl_conn_each(w, shutdown_one, NULL);
+    uv_timer_start(&w->shutdown_timer, on_shutdown_deadline,
+                   w->server->settings.shutdown_timeout_ms, 0);
+    if (w->nconns == 0)
+        finish(w);
+}
+
+void kl_worker_conn_closed(keel_worker *w)
+{
+    if (w->stopping && w->nconns == 0)
+        finish(w);
+}
+
+static void close_timer(keel_timer *t);
+
+/* The last connection is gone: stop the modules and close every handle so
+ * that the loop ends. */
+static void finish(keel_worker *w)
+{
+    if (w->finishing)
+        return;
+    w->finishing = 1;
+    keel_server *s = w->server;
+
+    /* Posts accepted so far run now, before any module stops (they may use
+     * what stop releases); from here on posts are refused. */
+    uv_mutex_lock(&w->lock);
+    w->closed = 1;
+    kl_post *posts = w->posts;
+    w->posts = w->posts_tail = NULL;
+    uv_mutex_unlock(&w->lock);
+    while (posts != NULL) {
+        kl_post *next = posts->next;
+        posts->fn(w, posts->userdata);
+        free(posts);
+        posts = next;
+    }
+
+    for (size_t i = w->modules_started; i-- > 0;) {
+        keel_module *m = s->modules[i];
+        if (m->desc.stop != NULL)
+            m->desc.stop(m, w, w->module_state[i]);
+    }
+    while (w->timers != NULL)
+        close_timer(w->timers);
+    for (size_t i = 0; i < w->nhandoffs; i++) {
+        kl_socket_close(w->handoffs[i].sock);
+        kl_atomic_sub(&s->connections, 1);
+    }
+    w->nhandoffs = 0;
+    for (size_t i = 0; i < w->nlisteners; i++)
+        uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
+    w->nlisteners = 0;
+    uv_close((uv_handle_t *)&w->wakeup, NULL);
+    uv_close((uv_handle_t *)&w->idle, NULL);
+    uv_close((uv_handle_t *)&w->shutdown_timer, NULL);
+    kl_timeouts_close(&w->timeouts);
+}
+
+/* ---- the thread -------------------------------------------------------- */
+
+static int start_modules(keel_worker *w)
+{
+    keel_server *s = w->server;
+    for (size_t i = 0; i < s->nmodules; i++) {
+        keel_module *m = s->modules[i];
+        if (m->desc.start != NULL) {
+            int rc = m->desc.start(m, w, w->module_state[i]);
+            if (rc < 0) {
+                kl_log(KEEL_LOG_ERROR, "module '%s': start failed on worker %u: %s", m->name, w->id,
+                       keel_strerror(rc));
+                return rc;
+            }
+        }
+        w->modules_started = i + 1;
+    }
+    return KEEL_OK;
+}
+
+static void worker_main(void *arg)
+{
+    keel_worker *w = arg;
+    int rc = start_modules(w);
+    w->start_status = rc;
+    uv_sem_post(&w->started);
+    /* Accept only once every worker's modules have started, so that a
+     * failing worker never makes others drop connections they took. */
+    uv_sem_wait(&w->go);
+    if (rc == KEEL_OK)
+        rc = w->go_status;
+    if (rc == KEEL_OK)
+        rc = open_listeners(w);
+    if (rc != KEEL_OK) {
+        w->stopping = 1;
+        finish(w);
+    }
+    uv_run(&w->loop, UV_RUN_DEFAULT);
+    kl_log(KEEL_LOG_INFO, "worker %u stopped: %llu connections, %llu rejected", w->id,
+           (unsigned long long)w->accepted, (unsigned long long)w->rejected);
+    kl_atomic_add(&w->server->workers_done, 1);
+    uv_async_send(&w->server->wakeup);
+}
+
+int kl_worker_start(keel_worker *w)
+{
+    if (uv_thread_create(&w->thread, worker_main, w) != 0) {
+        kl_log(KEEL_LOG_ERROR, "worker %u: cannot create thread", w->id);
+        return KEEL_ERR_NOMEM;
+    }
+    w->thread_started = 1;
+    uv_sem_wait(&w->started);
+    return w->start_status;
+}
+
+void kl_worker_go(keel_worker *w, int status)
+{
+    w->go_status = status;
+    uv_sem_post(&w->go);
+}
+
+void kl_worker_join(keel_worker *w)
+{
+    if (w->thread_started) {
+        uv_thread_join(&w->thread);
+        w->thread_started = 0;
+    }
+}
+
+/* ---- the worker and timer API ------------------------------------------ */
+
+void *keel_worker_state(keel_worker *w, keel_module *m)
+{
+    return w->module_state[m->index];
+}
+
+unsigned keel_worker_id(keel_worker *w)
+{
+    return w->id;
+}
+
+unsigned keel_worker_count(keel_worker *w)
+{
+    return (unsigned)w->server->nworkers;
+}
+
+uint64_t keel_worker_now_ms(keel_worker *w)
+{
+    return uv_now(&w->loop);
+}
+
+int keel_worker_stopping(keel_worker *w)
+{
+    uv_mutex_lock(&w->server->lock);
+    int stopping = w->server->state >= KL_STOPPING;
+    uv_mutex_unlock(&w->server->lock);
+    return stopping;
+}
+
+static void on_timer(uv_timer_t *handle)
+{
+    keel_timer *t = handle->data;
+    t->cb(t, t->userdata);
+}
+
+static void on_timer_closed(uv_handle_t *handle)
+{
+    free(handle->data);
+}
+
+static void close_timer(keel_timer *t)
+{
+    keel_worker *w = t->worker;
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        w->timers = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    uv_close((uv_handle_t *)&t->handle, on_timer_closed);
+}
+
+keel_timer *keel_timer_start(keel_worker *w, uint64_t timeout_ms, uint64_t repeat_ms,
+                             keel_timer_cb cb, void *userdata)
+{
+    if (cb == NULL || w->finishing)
+        return NULL;
+    keel_timer *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return NULL;
+    uv_timer_init(&w->loop, &t->handle);
+    t->handle.data = t;
+    t->worker = w;
+    t->cb = cb;
+    t->userdata = userdata;
+    t->next = w->timers;
+    if (w->timers)
+        w->timers->prev = t;
+    w->timers = t;
+    uv_timer_start(&t->handle, on_timer, timeout_ms, repeat_ms);
+    return t;
+}
+
+void keel_timer_stop(keel_timer *t)
+{
+    if (t != NULL)
+        close_timer(t);
+}

@@ -1,0 +1,119 @@
+/* core/net/worker.h — a worker: one thread, one uv_loop, its connections. */
+#ifndef KEEL_CORE_WORKER_H
+#define KEEL_CORE_WORKER_H
+
+#include <keel/types.h>
+#include <uv.h>
+
+#include "net/bufpool.h"
+#include "platform/platform.h"
+#include "runtime/server.h"
+#include "net/timeouts.h"
+
+typedef struct kl_post kl_post;
+typedef struct kl_deferred kl_deferred;
+
+/* A listening socket a worker accepts on itself (reuseport mode). */
+typedef struct kl_worker_listener {
+    uv_tcp_t tcp;
+    kl_listener *listener;
+    keel_worker *worker;
+} kl_worker_listener;
+
+/* A socket the single acceptor accepted and handed over. */
+typedef struct kl_handoff {
+    kl_socket sock;
+    kl_listener *listener;
+} kl_handoff;
+
+struct keel_worker {
+    keel_server *server;
+    unsigned id;
+    uv_thread_t thread;
+    int thread_started;
+    uv_loop_t loop;
+    uv_sem_t started; /* posted once the modules have started on the thread */
+    int start_status;
+    uv_sem_t go; /* posted by the main thread: every worker started */
+    int go_status;
+
+    /* Shared with other threads, under `lock`. */
+    uv_mutex_t lock;
+    uv_async_t wakeup;
+    kl_post *posts, *posts_tail;
+    kl_handoff *handoffs;
+    size_t nhandoffs, handoffs_cap;
+    int stop_requested;  /* graceful shutdown asked */
+    int force_requested; /* abort everything now */
+    int closed;          /* no more posts accepted */
+
+    /* Owned by the worker thread. */
+    void **module_state; /* indexed by keel_module.index */
+    size_t modules_started;
+    kl_worker_listener *listeners;
+    size_t nlisteners;
+    uint64_t nconns;
+    kl_timeouts timeouts;
+    kl_bufpool pool;
+    char *scratch;      /* raw reads for connections with a transport */
+    uv_idle_t idle;     /* runs deferred deliveries and callbacks */
+    keel_conn *pending; /* connections with bytes to deliver again */
+    kl_deferred *deferred, *deferred_tail;
+    keel_timer *timers; /* module timers, freed on stop */
+    uv_timer_t shutdown_timer;
+    int stopping;
+    int finishing;
+
+    uint64_t accepted;
+    uint64_t rejected;
+    keel_request *http_pool; /* spare request objects (core/http) */
+    unsigned http_pool_n;
+};
+
+keel_worker *kl_worker_new(keel_server *server, unsigned id);
+void kl_worker_free(keel_worker *w);
+
+/* Starts the thread: it starts every module and reports through
+ * start_status (waited for inside). Main thread. */
+int kl_worker_start(keel_worker *w);
+
+/* Second phase, once every worker has started: accept connections
+ * (status KEEL_OK) or wind down (an error). Main thread. */
+void kl_worker_go(keel_worker *w, int status);
+
+/* Asks for a graceful stop (force: abort every connection). Any thread. */
+void kl_worker_request_stop(keel_worker *w, int force);
+
+/* Waits for the thread to end. Main thread. */
+void kl_worker_join(keel_worker *w);
+
+/* Queues an accepted socket for the worker. Any thread. */
+int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener);
+
+/* Runs cb(conn, status, userdata) from the loop soon, not from inside the
+ * caller. Worker thread. */
+int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, void *ud,
+                             int status);
+
+/* The same in two steps, for callers that must not fail after an action:
+ * make the record first (NULL if out of memory), queue it later. */
+kl_deferred *kl_deferred_new(keel_conn *conn, keel_write_cb cb, void *ud, int status);
+void kl_worker_defer(keel_worker *w, kl_deferred *d);
+
+/* A list of records held back (kl_ops: completions waiting for a
+ * connection's queue to drain): append keeps their order; defer_all queues
+ * them all on the worker; fail_all calls them at once with `status`. */
+void kl_deferred_append(kl_deferred **list, kl_deferred *d);
+void kl_worker_defer_all(keel_worker *w, kl_deferred *list);
+void kl_deferred_fail_all(kl_deferred *list, int status);
+
+/* Runs now the deferred write callbacks owed to a closing connection. */
+void kl_worker_run_deferred_for(keel_worker *w, keel_conn *conn);
+
+/* Makes sure the idle handle runs (there is deferred work). */
+void kl_worker_kick(keel_worker *w);
+
+/* A connection closed: the worker may now finish a shutdown. */
+void kl_worker_conn_closed(keel_worker *w);
+
+#endif

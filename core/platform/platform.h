@@ -1,0 +1,63 @@
+/* core/platform/platform.h — the little the core needs beyond libuv, per platform.
+ *
+ * Implementations: platform/posix/platform.c and platform/win/platform.c.
+ * Everything else in core/ uses libuv and standard C only.
+ */
+#ifndef KEEL_CORE_PLATFORM_H
+#define KEEL_CORE_PLATFORM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <uv.h>
+
+/* A raw socket as libuv's uv_os_sock_t (int on POSIX, SOCKET on Windows). */
+typedef uv_os_sock_t kl_socket;
+
+/* File name suffix of loadable modules: ".so", ".dylib" or ".dll". */
+extern const char kl_module_suffix[];
+
+/* Once per process before anything else (ignores SIGPIPE on POSIX, starts
+ * Winsock on Windows). */
+void kl_platform_init(void);
+
+/* Non-zero where several sockets can bind one port and the kernel spreads
+ * connections over them (Linux SO_REUSEPORT, FreeBSD SO_REUSEPORT_LB). */
+int kl_reuseport_balances(void);
+
+/* Creates a non-blocking listening socket bound to addr. With `shared`, the
+ * port may be bound again by other sockets made the same way (reuseport). A
+ * negative libuv error code on failure. */
+int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out);
+
+/* Accepts one pending connection without blocking; the new socket is
+ * non-blocking. Returns 0, UV_EAGAIN when none is pending, or a negative
+ * libuv error code. */
+int kl_accept(kl_socket listener, kl_socket *out);
+
+void kl_socket_close(kl_socket sock);
+
+/* uv_dlopen without side effects on the user: on Windows a DLL whose own
+ * dependency is missing would otherwise raise a modal error box. */
+int kl_lib_open(const char *path, uv_lib_t *lib);
+
+/* A second descriptor for the same socket (close-on-exec), so that it can
+ * be watched with a uv_poll_t of its own: libuv allows one watcher per
+ * descriptor, and the connection's uv_tcp_t is that one already. UV_ENOSYS
+ * where sockets cannot be duplicated that way (Windows). */
+int kl_socket_dup(kl_socket sock, kl_socket *out);
+
+/* Sends up to len (> 0) bytes of the file fd, from offset, to the
+ * non-blocking socket sock without copying them through the process.
+ * Returns 0 with *sent the bytes that left (0 only at the end of the file),
+ * UV_EAGAIN when the socket is full (*sent may still be non-zero: some
+ * systems report a partial send that way), UV_ENOSYS where the system or
+ * this kind of file has no sendfile (the caller reads and writes instead;
+ * nothing was sent then), or another negative libuv error. */
+int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sent);
+
+/* gmtime that is thread-safe everywhere. */
+void kl_gmtime(int64_t seconds, struct tm *out);
+
+#endif

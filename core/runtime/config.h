@@ -1,0 +1,86 @@
+/* core/runtime/config.h — the config file: a strict INI dialect with line numbers.
+ *
+ * Syntax:
+ *   [section]                  names: [a-z0-9_-]+
+ *   key = value                keys: [a-z0-9_.-]+, value trimmed, may be empty
+ *   key = "quoted ; value"     double quotes keep ; and #; escapes \" and \\
+ *   ; comment   # comment      at line start, or after whitespace in a value
+ * A key may repeat (e.g. listen); a section may appear only once. Every value
+ * remembers its file and line so that errors can name them.
+ *
+ * Internal to libkeel; not thread-safe (used on the main thread only).
+ */
+#ifndef KEEL_CORE_CONFIG_H
+#define KEEL_CORE_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct kl_config kl_config;
+typedef struct kl_config_section kl_config_section;
+
+typedef struct kl_config_value {
+    const char *text; /* NUL-terminated, owned by the config */
+    const char *file; /* file name, the config's name, or "--set" */
+    unsigned line;    /* 1-based; 0 for values from --set */
+} kl_config_value;
+
+kl_config *kl_config_new(void);
+void kl_config_free(kl_config *cfg);
+
+/* Parse a file / a string into cfg. May be called once per config (a second
+ * call fails with KEEL_ERR_STATE). On error returns KEEL_ERR_CONFIG (syntax)
+ * or KEEL_ERR_NOTFOUND / KEEL_ERR_IO (file) and writes "FILE:LINE: reason"
+ * (or "FILE: reason") into err. */
+int kl_config_parse_file(kl_config *cfg, const char *path, char *err, size_t errlen);
+int kl_config_parse_string(kl_config *cfg, const char *text, const char *name, char *err,
+                           size_t errlen);
+
+/* Apply "section.key=value" (the command line's --set). The first override of
+ * a key drops the values the file gave it; later overrides of the same key
+ * add values. Creates the section if needed. KEEL_ERR_CONFIG on a malformed
+ * assignment, with the reason in err. May be called before or after parsing:
+ * overrides always win over the file. */
+int kl_config_override(kl_config *cfg, const char *assignment, char *err, size_t errlen);
+
+/* Sections in file order (sections created by overrides come last). */
+size_t kl_config_section_count(const kl_config *cfg);
+kl_config_section *kl_config_section_at(kl_config *cfg, size_t index);
+kl_config_section *kl_config_section_find(kl_config *cfg, const char *name);
+const char *kl_config_section_name(const kl_config_section *sec);
+const char *kl_config_section_file(const kl_config_section *sec);
+unsigned kl_config_section_line(const kl_config_section *sec);
+
+/* Number of values a key has in the section (0 if absent or sec is NULL).
+ * Marks the key as used. */
+size_t kl_config_count(kl_config_section *sec, const char *key);
+
+/* The index-th value of key (file order, overrides applied), or NULL.
+ * Marks the key as used. sec may be NULL. */
+const kl_config_value *kl_config_get(kl_config_section *sec, const char *key, size_t index);
+
+/* The single value of a key that must not repeat: NULL if absent; if the key
+ * has several values returns KEEL_ERR_CONFIG with
+ * "FILE:LINE: [section] key: given more than once (first at line N)" in err.
+ * Marks the key as used. */
+int kl_config_get_single(kl_config_section *sec, const char *key, const kl_config_value **out,
+                         char *err, size_t errlen);
+
+/* Finds the first key of the section that was never used and writes
+ * "FILE:LINE: [section] unknown key 'KEY'" into err; returns KEEL_ERR_CONFIG,
+ * or KEEL_OK when every key was used. */
+int kl_config_check_unused(kl_config_section *sec, char *err, size_t errlen);
+
+/* Where a value was written, for messages: "FILE:LINE", or "--set" for an
+ * override. Returns buf. */
+const char *kl_config_where(const kl_config_value *v, char *buf, size_t len);
+
+/* Value parsers shared by the core's settings and the module config API.
+ * They return KEEL_OK or KEEL_ERR_CONFIG and, on error, write a short reason
+ * ("expected an integer between 1 and 64") into err. */
+int kl_parse_int(const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen);
+int kl_parse_bool(const char *s, int *out, char *err, size_t errlen);      /* on/off yes/no ... */
+int kl_parse_size(const char *s, uint64_t *out, char *err, size_t errlen); /* 64k, 1m, 2g */
+int kl_parse_duration_ms(const char *s, uint64_t *out, char *err, size_t errlen); /* 250ms 10s */
+
+#endif

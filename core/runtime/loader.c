@@ -1,0 +1,274 @@
+/* The module loader: finds mod_<name> on the module path (or takes a
+ * descriptor compiled into the program), checks its ABI and requirements,
+ * hands it the host's function table and runs load() in config order.
+ * Any failure names the module in one line and stops start-up. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/api_table.h"
+#include "runtime/appender.h"
+#include "base/log.h"
+#include "platform/platform.h"
+#include "runtime/server.h"
+#include "base/util.h"
+
+/* Logs a module failure, prefixed with where the config's `modules` line
+ * is (for modules the program compiled in and the list does not name,
+ * there is no such place). */
+static KEEL_PRINTF(2, 3) void module_error(const keel_server *s, const char *fmt, ...)
+{
+    char where[512];
+    va_list ap;
+    va_start(ap, fmt);
+    if (s->settings.modules_where != NULL) {
+        kl_config_where(s->settings.modules_where, where, sizeof where);
+        kl_log_prefixed(where, KEEL_LOG_ERROR, fmt, ap);
+    } else {
+        kl_log_prefixed(NULL, KEEL_LOG_ERROR, fmt, ap);
+    }
+    va_end(ap);
+}
+
+static keel_module *find_loaded(keel_server *s, const char *name)
+{
+    for (size_t i = 0; i < s->nmodules; i++)
+        if (strcmp(s->modules[i]->name, name) == 0)
+            return s->modules[i];
+    return NULL;
+}
+
+static const keel_module_desc *find_builtin(keel_server *s, const char *name)
+{
+    for (size_t i = 0; i < s->nbuiltins; i++)
+        if (strcmp(s->builtins[i]->name, name) == 0)
+            return s->builtins[i];
+    return NULL;
+}
+
+static int file_exists(keel_server *s, const char *path)
+{
+    uv_fs_t req;
+    int rc = uv_fs_stat(&s->loop, &req, path, NULL);
+    uv_fs_req_cleanup(&req);
+    return rc == 0;
+}
+
+/* Looks for mod_<name><suffix> in each directory of module_path. */
+static char *find_file(keel_server *s, const char *name)
+{
+    char file[128];
+    snprintf(file, sizeof file, "mod_%s%s", name, kl_module_suffix);
+    for (size_t i = 0; i < s->settings.nmodule_path; i++) {
+        char *path = kl_path_join(s->settings.module_path[i], file);
+        if (path == NULL || file_exists(s, path))
+            return path;
+        free(path);
+    }
+    char dirs[1024] = "";
+    size_t used = 0;
+    for (size_t i = 0; i < s->settings.nmodule_path && used < sizeof dirs; i++) {
+        int n = snprintf(dirs + used, sizeof dirs - used, "%s%s", i ? ", " : "",
+                         s->settings.module_path[i]);
+        if (n > 0)
+            used += (size_t)n;
+    }
+    module_error(s, "module '%s': not found (looked for %s in %s)", name, file, dirs);
+    return NULL;
+}
+
+/* Opens the shared object and returns its descriptor, or NULL (logged). */
+static const keel_module_desc *open_file(keel_module *m)
+{
+    if ((m->path = find_file(m->server, m->name)) == NULL)
+        return NULL;
+    if (kl_lib_open(m->path, &m->lib) != 0) {
+        /* Windows' messages end in a line break: one line per error. */
+        char why[512];
+        snprintf(why, sizeof why, "%s", uv_dlerror(&m->lib));
+        size_t n = strlen(why);
+        while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == '\r' || why[n - 1] == ' '))
+            why[--n] = '\0';
+        module_error(m->server, "module '%s': cannot load %s: %s", m->name, m->path, why);
+        uv_dlclose(&m->lib);
+        return NULL;
+    }
+    m->lib_open = 1;
+    char symbol[128];
+    void *desc = NULL;
+    snprintf(symbol, sizeof symbol, KEEL_MODULE_SYMBOL_PREFIX "%s", m->name);
+    if (uv_dlsym(&m->lib, symbol, &desc) != 0 || desc == NULL) {
+        module_error(m->server, "module '%s': %s is not a keel module (no symbol %s)", m->name,
+                     m->path, symbol);
+        return NULL;
+    }
+    return desc;
+}
+
+static int check_desc(keel_module *m, const keel_module_desc *d)
+{
+    /* The first fields up to `name` are the same in every ABI; read the
+     * version before trusting anything else. */
+    if (d->abi_major != KEEL_ABI_MAJOR || d->abi_minor > KEEL_ABI_MINOR) {
+        module_error(m->server, "module '%s': built for ABI %u.%u, this keel has ABI %u.%u",
+                     m->name, (unsigned)d->abi_major, (unsigned)d->abi_minor, KEEL_ABI_MAJOR,
+                     KEEL_ABI_MINOR);
+        return KEEL_ERR_ABI;
+    }
+    if (d->size < offsetof(keel_module_desc, unload) + sizeof d->unload) {
+        module_error(m->server, "module '%s': descriptor too small (%zu bytes)", m->name,
+                     (size_t)d->size);
+        return KEEL_ERR_ABI;
+    }
+    if (d->name == NULL || strcmp(d->name, m->name) != 0) {
+        module_error(m->server, "module '%s': its descriptor is named '%s'", m->name,
+                     d->name ? d->name : "(null)");
+        return KEEL_ERR_ABI;
+    }
+    memset(&m->desc, 0, sizeof m->desc);
+    memcpy(&m->desc, d, d->size < sizeof m->desc ? d->size : sizeof m->desc);
+    for (const char *const *r = m->desc.dependencies; r != NULL && *r != NULL; r++) {
+        keel_module *dep = find_loaded(m->server, *r);
+        if (dep == NULL || !dep->loaded) {
+            module_error(m->server,
+                         "module '%s': requires module '%s', which is not loaded before it",
+                         m->name, *r);
+            return KEEL_ERR_NOTFOUND;
+        }
+    }
+    return KEEL_OK;
+}
+
+static int load_one(keel_server *s, const char *name)
+{
+    if (find_loaded(s, name) != NULL) {
+        module_error(s, "module '%s' is listed twice in [keel] modules", name);
+        return KEEL_ERR_CONFIG;
+    }
+    keel_module *m = calloc(1, sizeof *m);
+    if (m == NULL || (m->name = kl_strdup(name)) == NULL) {
+        free(m);
+        return KEEL_ERR_NOMEM;
+    }
+    m->server = s;
+    m->index = s->nmodules;
+    s->modules[s->nmodules++] = m;
+
+    const keel_module_desc *d = find_builtin(s, name);
+    if (d == NULL && (d = open_file(m)) == NULL)
+        return KEEL_ERR_NOTFOUND;
+    int rc = check_desc(m, d);
+    if (rc != KEEL_OK)
+        return rc;
+    if (m->desc.api != NULL)
+        *m->desc.api = &kl_host_api;
+    m->section = kl_config_section_find(s->config, name);
+    if (m->desc.load != NULL) {
+        rc = m->desc.load(m);
+        if (rc < 0) {
+            module_error(s, "module '%s': load failed: %s", name, keel_strerror(rc));
+            return rc;
+        }
+    }
+    m->loaded = 1;
+    kl_log(KEEL_LOG_DEBUG, "module '%s' %s loaded from %s", name,
+           m->desc.version ? m->desc.version : "", m->path ? m->path : "the program");
+    return KEEL_OK;
+}
+
+/* What only the full set of loaded modules can tell. */
+static int check_config(keel_server *s)
+{
+    char err[512];
+    for (size_t i = 0; i < s->nmodules; i++) {
+        kl_config_section *sec = s->modules[i]->section;
+        if (sec != NULL && kl_config_check_unused(sec, err, sizeof err) != KEEL_OK) {
+            kl_log(KEEL_LOG_ERROR, "%s", err);
+            return KEEL_ERR_CONFIG;
+        }
+    }
+    size_t nsections = kl_config_section_count(s->config);
+    for (size_t i = 0; i < nsections; i++) {
+        kl_config_section *sec = kl_config_section_at(s->config, i);
+        const char *name = kl_config_section_name(sec);
+        if (strcmp(name, "keel") != 0 && find_loaded(s, name) == NULL) {
+            kl_log(KEEL_LOG_ERROR, "%s:%u: unknown section [%s] (no module '%s' is loaded)",
+                   kl_config_section_file(sec), kl_config_section_line(sec), name, name);
+            return KEEL_ERR_CONFIG;
+        }
+    }
+    for (size_t i = 0; i < s->nlisteners; i++) {
+        kl_listener *l = &s->listeners[i];
+        const kl_listen_spec *spec = l->spec;
+        char where[300];
+        l->protocol = kl_registry_protocol(&s->registry, spec->protocol);
+        if (l->protocol == NULL) {
+            kl_log(KEEL_LOG_ERROR, "%s: [keel] listen: unknown protocol '%s'%s",
+                   kl_config_where(spec->where, where, sizeof where), spec->protocol,
+                   s->registry.nprotocols ? "" : " (no loaded module registers a protocol)");
+            return KEEL_ERR_CONFIG;
+        }
+        /* A bare word after the protocol names a transport ("tls"). */
+        for (size_t k = 0; k < spec->noptions; k++) {
+            if (spec->options[k].value[0] != '\0')
+                continue;
+            const kl_transport *t = kl_registry_transport(&s->registry, spec->options[k].key);
+            if (t == NULL || l->transport != NULL) {
+                kl_log(KEEL_LOG_ERROR, "%s: [keel] listen: %s '%s'",
+                       kl_config_where(spec->where, where, sizeof where),
+                       t ? "a second transport" : "unknown transport", spec->options[k].key);
+                return KEEL_ERR_CONFIG;
+            }
+            l->transport = t;
+        }
+    }
+    return KEEL_OK;
+}
+
+int kl_modules_load(keel_server *s)
+{
+    size_t total = s->settings.nmodules + s->nbuiltins;
+    s->modules = calloc(total ? total : 1, sizeof *s->modules);
+    if (s->modules == NULL)
+        return KEEL_ERR_NOMEM;
+    s->loading = 1;
+    int rc = KEEL_OK;
+    for (size_t i = 0; rc == KEEL_OK && i < s->settings.nmodules; i++)
+        rc = load_one(s, s->settings.modules[i]);
+    /* Compiled-in modules the list does not name come after it. */
+    for (size_t i = 0; rc == KEEL_OK && i < s->nbuiltins; i++)
+        if (find_loaded(s, s->builtins[i]->name) == NULL)
+            rc = load_one(s, s->builtins[i]->name);
+    s->loading = 0;
+    if (rc == KEEL_OK)
+        rc = check_config(s);
+    if (rc == KEEL_OK)
+        rc = kl_http_prepare(s);
+    return rc;
+}
+
+void kl_modules_unload(keel_server *s)
+{
+    for (size_t i = s->nmodules; i-- > 0;) {
+        keel_module *m = s->modules[i];
+        if (m->loaded && m->desc.unload != NULL)
+            m->desc.unload(m);
+        m->loaded = 0;
+    }
+    kl_appenders_close(s);
+}
+
+void kl_modules_free(keel_server *s)
+{
+    /* Never dlclose: a module's code may still be referenced (atexit
+     * handlers, threads of its libraries); the OS unmaps it at exit. */
+    for (size_t i = 0; i < s->nmodules; i++) {
+        free(s->modules[i]->name);
+        free(s->modules[i]->path);
+        free(s->modules[i]);
+    }
+    free(s->modules);
+    s->modules = NULL;
+    s->nmodules = 0;
+}

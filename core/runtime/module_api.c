@@ -1,0 +1,234 @@
+/* The module-facing API: identity, configuration getters, registries,
+ * services and logging. */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/log.h"
+#include "runtime/server.h"
+
+const char *keel_module_name(keel_module *m)
+{
+    return m->name;
+}
+
+void keel_module_set_data(keel_module *m, void *data)
+{
+    m->data = data;
+}
+
+void *keel_module_data(keel_module *m)
+{
+    return m->data;
+}
+
+/* ---- configuration ----------------------------------------------------- */
+
+/* The single value of a key, or NULL; duplicates are reported. */
+static int single_value(keel_module *m, const char *key, const kl_config_value **v)
+{
+    char err[512];
+    *v = NULL;
+    if (m->section == NULL)
+        return KEEL_OK;
+    int rc = kl_config_get_single(m->section, key, v, err, sizeof err);
+    if (rc != KEEL_OK)
+        kl_log(KEEL_LOG_ERROR, "%s", err);
+    return rc;
+}
+
+static int bad_value(keel_module *m, const kl_config_value *v, const char *key, const char *why)
+{
+    char where[300];
+    kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where), m->name, key,
+           why);
+    return KEEL_ERR_CONFIG;
+}
+
+int keel_config_string(keel_module *m, const char *key, const char *def, const char **out)
+{
+    const kl_config_value *v;
+    *out = def;
+    int rc = single_value(m, key, &v);
+    if (rc == KEEL_OK && v != NULL)
+        *out = v->text;
+    return rc;
+}
+
+int keel_config_int(keel_module *m, const char *key, int64_t def, int64_t min, int64_t max,
+                    int64_t *out)
+{
+    const kl_config_value *v;
+    char why[128];
+    *out = def;
+    int rc = single_value(m, key, &v);
+    if (rc != KEEL_OK || v == NULL)
+        return rc;
+    int64_t value;
+    if (kl_parse_int(v->text, min, max, &value, why, sizeof why) != KEEL_OK)
+        return bad_value(m, v, key, why);
+    *out = value;
+    return KEEL_OK;
+}
+
+int keel_config_bool(keel_module *m, const char *key, int def, int *out)
+{
+    const kl_config_value *v;
+    char why[128];
+    *out = def ? 1 : 0;
+    int rc = single_value(m, key, &v);
+    if (rc != KEEL_OK || v == NULL)
+        return rc;
+    int value;
+    if (kl_parse_bool(v->text, &value, why, sizeof why) != KEEL_OK)
+        return bad_value(m, v, key, why);
+    *out = value;
+    return KEEL_OK;
+}
+
+/* A single unsigned value read by `parse` (sizes, durations). */
+static int config_u64(keel_module *m, const char *key, uint64_t def, uint64_t *out,
+                      int (*parse)(const char *, uint64_t *, char *, size_t))
+{
+    const kl_config_value *v;
+    char why[128];
+    *out = def;
+    int rc = single_value(m, key, &v);
+    if (rc != KEEL_OK || v == NULL)
+        return rc;
+    uint64_t value;
+    if (parse(v->text, &value, why, sizeof why) != KEEL_OK)
+        return bad_value(m, v, key, why);
+    *out = value;
+    return KEEL_OK;
+}
+
+int keel_config_size(keel_module *m, const char *key, uint64_t def, uint64_t *out)
+{
+    return config_u64(m, key, def, out, kl_parse_size);
+}
+
+int keel_config_duration_ms(keel_module *m, const char *key, uint64_t def, uint64_t *out)
+{
+    return config_u64(m, key, def, out, kl_parse_duration_ms);
+}
+
+size_t keel_config_count(keel_module *m, const char *key)
+{
+    return kl_config_count(m->section, key);
+}
+
+int keel_config_string_at(keel_module *m, const char *key, size_t index, const char **out)
+{
+    const kl_config_value *v = kl_config_get(m->section, key, index);
+    *out = v ? v->text : NULL;
+    return v ? KEEL_OK : KEEL_ERR_NOTFOUND;
+}
+
+/* ---- registries and services ------------------------------------------- */
+
+static int registering(keel_module *m, const char *what, const char *name)
+{
+    if (m->server->loading)
+        return KEEL_OK;
+    kl_log(KEEL_LOG_ERROR, "module '%s': %s '%s' outside load()", m->name, what,
+           name ? name : "(null)");
+    return KEEL_ERR_STATE;
+}
+
+int keel_protocol_register(keel_module *m, const keel_protocol *p)
+{
+    int rc = registering(m, "registers protocol", p ? p->name : NULL);
+    return rc ? rc : kl_registry_add_protocol(&m->server->registry, m, p);
+}
+
+int keel_transport_register(keel_module *m, const keel_transport *t)
+{
+    int rc = registering(m, "registers transport", t ? t->name : NULL);
+    return rc ? rc : kl_registry_add_transport(&m->server->registry, m, t);
+}
+
+int keel_service_publish(keel_module *m, const char *name, uint32_t version, const void *table)
+{
+    int rc = registering(m, "publishes service", name);
+    return rc ? rc : kl_registry_add_service(&m->server->registry, m, name, version, table);
+}
+
+int keel_service_lookup(keel_module *m, const char *name, uint32_t min_version, const void **table,
+                        uint32_t *version_out)
+{
+    *table = NULL;
+    const kl_service *svc = kl_registry_service(&m->server->registry, name);
+    if (svc == NULL)
+        return KEEL_ERR_NOTFOUND;
+    if (version_out != NULL)
+        *version_out = svc->version;
+    if (svc->version < min_version)
+        return KEEL_ERR_ABI;
+    *table = svc->table;
+    return KEEL_OK;
+}
+
+/* ---- logging ----------------------------------------------------------- */
+
+void keel_logv(keel_module *m, int level, const char *fmt, va_list ap)
+{
+    kl_log_prefixed(m ? m->name : NULL, level, fmt, ap);
+}
+
+void keel_log(keel_module *m, int level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    kl_log_prefixed(m ? m->name : NULL, level, fmt, ap);
+    va_end(ap);
+}
+
+int keel_log_enabled(int level)
+{
+    return kl_log_enabled(level);
+}
+
+/* ---- status strings ---------------------------------------------------- */
+
+const char *keel_strerror(int status)
+{
+    switch (status) {
+    case KEEL_OK:
+        return "success";
+    case KEEL_ERR_NOMEM:
+        return "out of memory";
+    case KEEL_ERR_INVAL:
+        return "invalid argument";
+    case KEEL_ERR_NOTFOUND:
+        return "not found";
+    case KEEL_ERR_EXISTS:
+        return "already exists";
+    case KEEL_ERR_IO:
+        return "I/O error";
+    case KEEL_ERR_CLOSED:
+        return "connection closed";
+    case KEEL_ERR_STATE:
+        return "not allowed in this state";
+    case KEEL_ERR_LIMIT:
+        return "limit exceeded";
+    case KEEL_ERR_TIMEOUT:
+        return "timed out";
+    case KEEL_ERR_CONFIG:
+        return "invalid configuration";
+    case KEEL_ERR_ABI:
+        return "incompatible ABI";
+    case KEEL_ERR_SHUTDOWN:
+        return "shutting down";
+    case KEEL_ERR_PROTOCOL:
+        return "protocol error";
+    case KEEL_ERR_UNSUPPORTED:
+        return "not supported";
+    default:
+        return "unknown error";
+    }
+}
+
+const char *keel_version(void)
+{
+    return KEEL_VERSION_STRING;
+}

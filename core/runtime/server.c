@@ -1,0 +1,446 @@
+/* The server: the embedding API, start-up in a fixed order (config, log,
+ * modules, listeners, workers) and the graceful stop driven from the main
+ * thread's loop. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/atomic.h"
+#include "base/log.h"
+#include "runtime/server.h"
+#include "base/util.h"
+#include "net/worker.h"
+
+static char *executable_dir(void)
+{
+    char path[4096];
+    size_t len = sizeof path;
+    if (uv_exepath(path, &len) != 0)
+        return kl_strdup(".");
+    while (len > 0 && path[len - 1] != '/' && path[len - 1] != '\\')
+        len--;
+    if (len > 1)
+        len--; /* drop the separator */
+    return len ? kl_strndup(path, len) : kl_strdup(".");
+}
+
+keel_server *keel_server_new(void)
+{
+    kl_platform_init();
+    kl_log_init();
+    keel_server *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return NULL;
+    s->config = kl_config_new();
+    s->exe_dir = executable_dir();
+    if (s->config == NULL || s->exe_dir == NULL || uv_mutex_init(&s->lock) != 0) {
+        kl_config_free(s->config);
+        free(s->exe_dir);
+        free(s);
+        return NULL;
+    }
+    s->next_conn_id = 0;
+    return s;
+}
+
+void keel_server_free(keel_server *s)
+{
+    if (s == NULL || s->state == KL_RUNNING || s->state == KL_STOPPING)
+        return;
+    kl_config_free(s->config);
+    if (s->settings_read)
+        kl_settings_free(&s->settings);
+    kl_registry_free(&s->registry);
+    kl_http_free(&s->http);
+    free(s->builtins);
+    free(s->exe_dir);
+    uv_mutex_destroy(&s->lock);
+    free(s);
+}
+
+static int config_error(int rc, const char *err)
+{
+    kl_log(KEEL_LOG_ERROR, "%s", err);
+    return rc;
+}
+
+int keel_server_load_config_file(keel_server *s, const char *path)
+{
+    char err[512];
+    if (s->config_read)
+        return KEEL_ERR_STATE;
+    int rc = kl_config_parse_file(s->config, path, err, sizeof err);
+    s->config_read = 1;
+    return rc == KEEL_OK ? rc : config_error(rc, err);
+}
+
+int keel_server_load_config_string(keel_server *s, const char *text, const char *name)
+{
+    char err[512];
+    if (s->config_read)
+        return KEEL_ERR_STATE;
+    int rc = kl_config_parse_string(s->config, text, name ? name : "(config)", err, sizeof err);
+    s->config_read = 1;
+    return rc == KEEL_OK ? rc : config_error(rc, err);
+}
+
+int keel_server_set(keel_server *s, const char *assignment)
+{
+    char err[512];
+    int rc = kl_config_override(s->config, assignment, err, sizeof err);
+    return rc == KEEL_OK ? rc : config_error(rc, err);
+}
+
+int keel_server_add_module(keel_server *s, const keel_module_desc *desc)
+{
+    if (desc == NULL || desc->name == NULL || s->state != KL_NEW)
+        return KEEL_ERR_INVAL;
+    for (size_t i = 0; i < s->nbuiltins; i++)
+        if (strcmp(s->builtins[i]->name, desc->name) == 0)
+            return KEEL_ERR_EXISTS;
+    if (kl_grow((void **)&s->builtins, &s->builtins_cap, s->nbuiltins + 1, sizeof *s->builtins))
+        return KEEL_ERR_NOMEM;
+    s->builtins[s->nbuiltins++] = desc;
+    return KEEL_OK;
+}
+
+unsigned keel_server_listener_port(keel_server *s, unsigned index)
+{
+    uv_mutex_lock(&s->lock);
+    unsigned port = index < s->nlisteners ? s->listeners[index].port : 0;
+    uv_mutex_unlock(&s->lock);
+    return port;
+}
+
+/* ---- start-up ---------------------------------------------------------- */
+
+/* Reads [keel], points the log where it says, sizes the worker pool. */
+static int prepare(keel_server *s)
+{
+    char err[512];
+    int rc = kl_settings_load(&s->settings, s->config, s->exe_dir, err, sizeof err);
+    if (rc != KEEL_OK)
+        return config_error(rc, err);
+    s->settings_read = 1;
+    rc = kl_log_configure(s->settings.log_target, s->settings.log_level, err, sizeof err);
+    if (rc != KEEL_OK)
+        return config_error(rc, err);
+    if (s->settings.workers == 0) {
+        unsigned n = (unsigned)uv_available_parallelism();
+        s->settings.workers = n ? n : 1;
+    }
+    s->nworkers = s->settings.workers;
+    size_t n = s->settings.nlisten;
+    kl_listener *listeners = calloc(n ? n : 1, sizeof *listeners);
+    if (listeners == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        listeners[i].server = s;
+        listeners[i].spec = &s->settings.listen[i];
+        listeners[i].index = (unsigned)i;
+    }
+    /* Published under the lock: keel_server_listener_port reads them from
+     * any thread. */
+    uv_mutex_lock(&s->lock);
+    s->listeners = listeners;
+    s->nlisteners = n;
+    uv_mutex_unlock(&s->lock);
+    if (uv_loop_init(&s->loop) != 0)
+        return KEEL_ERR_IO;
+    s->loop_ready = 1;
+    return KEEL_OK;
+}
+
+static void release(keel_server *s)
+{
+    kl_listeners_close(s);
+    /* Modules unload before the workers are freed: a module's own thread
+     * may still call keel_worker_post until its unload joins it (and gets
+     * KEEL_ERR_SHUTDOWN, not a freed worker). */
+    kl_modules_unload(s);
+    for (size_t i = 0; i < s->nworkers && s->workers; i++)
+        kl_worker_free(s->workers[i]);
+    free(s->workers);
+    s->workers = NULL;
+    kl_modules_free(s);
+    uv_mutex_lock(&s->lock);
+    kl_listener *listeners = s->listeners;
+    s->listeners = NULL;
+    s->nlisteners = 0;
+    uv_mutex_unlock(&s->lock);
+    free(listeners);
+    if (s->loop_ready) {
+        /* Run once more so closed handles finish before the loop goes. */
+        uv_run(&s->loop, UV_RUN_NOWAIT);
+        uv_loop_close(&s->loop);
+        s->loop_ready = 0;
+    }
+}
+
+int keel_server_check(keel_server *s)
+{
+    if (s->state != KL_NEW)
+        return KEEL_ERR_STATE;
+    int rc = prepare(s);
+    if (rc == KEEL_OK)
+        rc = kl_modules_load(s);
+    release(s);
+    s->state = KL_STOPPED;
+    return rc;
+}
+
+/* ---- stopping ---------------------------------------------------------- */
+
+static void close_main_handles(keel_server *s)
+{
+    kl_listeners_stop_acceptor(s);
+    for (size_t i = 0; i < s->nsignals; i++)
+        uv_close((uv_handle_t *)&s->signals[i], NULL);
+    s->nsignals = 0;
+    uv_mutex_lock(&s->lock);
+    int close_wakeup = s->wakeup_ready;
+    s->wakeup_ready = 0;
+    uv_mutex_unlock(&s->lock);
+    if (close_wakeup)
+        uv_close((uv_handle_t *)&s->wakeup, NULL);
+}
+
+static const char *signal_name(int signum)
+{
+    switch (signum) {
+    case SIGINT:
+        return "SIGINT";
+    case SIGTERM:
+        return "SIGTERM";
+#ifdef _WIN32
+    case SIGBREAK:
+        return "Ctrl-Break";
+    case SIGHUP:
+        return "console closed";
+#endif
+    default:
+        return "signal";
+    }
+}
+
+/* Runs on the main loop for stop requests, signals and finished workers. */
+static void on_wakeup(uv_async_t *async)
+{
+    keel_server *s = async->data;
+    uv_mutex_lock(&s->lock);
+    int requests = s->stop_requests;
+    int handled = s->stop_handled;
+    s->stop_handled = requests;
+    if (requests > 0 && s->state == KL_RUNNING)
+        s->state = KL_STOPPING;
+    uv_mutex_unlock(&s->lock);
+
+    if (requests > handled) {
+        int force = requests > 1;
+        if (handled == 0) {
+            if (s->signal_number)
+                kl_log(KEEL_LOG_INFO, "shutting down (%s)", signal_name(s->signal_number));
+            else
+                kl_log(KEEL_LOG_INFO, "shutting down");
+            /* Stop accepting first, then let every worker wind down. */
+            kl_listeners_stop_acceptor(s);
+        }
+        if (force)
+            kl_log(KEEL_LOG_WARN, "second stop request: closing all connections now");
+        for (size_t i = 0; i < s->nworkers; i++)
+            kl_worker_request_stop(s->workers[i], force);
+    }
+    if (kl_atomic_load(&s->workers_done) == s->nworkers)
+        close_main_handles(s);
+}
+
+void keel_server_stop(keel_server *s)
+{
+    /* Sent under the lock so that the main loop cannot close the async
+     * handle between the state check and the send. */
+    uv_mutex_lock(&s->lock);
+    if ((s->state == KL_RUNNING || s->state == KL_STOPPING) && s->wakeup_ready) {
+        s->stop_requests++;
+        uv_async_send(&s->wakeup);
+    } else if (s->state == KL_NEW) {
+        /* Still starting: remembered, acted on once the loop runs. */
+        s->stop_requests++;
+    }
+    uv_mutex_unlock(&s->lock);
+}
+
+static void on_signal(uv_signal_t *handle, int signum)
+{
+    keel_server *s = handle->data;
+    s->signal_number = signum;
+    keel_server_stop(s);
+}
+
+static int watch_signals(keel_server *s)
+{
+    /* On Windows libuv turns Ctrl-C into SIGINT, Ctrl-Break into SIGBREAK
+     * and closing the console into SIGHUP. */
+    static const int signals[] = {
+        SIGINT,
+        SIGTERM,
+#ifdef _WIN32
+        SIGBREAK,
+        SIGHUP,
+#endif
+    };
+    for (size_t i = 0; i < KL_ARRAY_SIZE(signals); i++) {
+        uv_signal_t *h = &s->signals[s->nsignals];
+        if (uv_signal_init(&s->loop, h) != 0)
+            return KEEL_ERR_IO;
+        h->data = s;
+        s->nsignals++;
+        if (uv_signal_start(h, on_signal, signals[i]) != 0)
+            return KEEL_ERR_IO;
+    }
+    return KEEL_OK;
+}
+
+/* ---- running ----------------------------------------------------------- */
+
+static void log_listeners(keel_server *s)
+{
+    for (size_t i = 0; i < s->nlisteners; i++) {
+        const kl_listener *l = &s->listeners[i];
+        const kl_listen_spec *spec = l->spec;
+        char host[64] = "?";
+        if (spec->addr.ss_family == AF_INET6)
+            uv_ip6_name((const struct sockaddr_in6 *)&spec->addr, host, sizeof host);
+        else
+            uv_ip4_name((const struct sockaddr_in *)&spec->addr, host, sizeof host);
+        int v6 = spec->addr.ss_family == AF_INET6;
+        kl_log(KEEL_LOG_INFO, "listening on %s%s%s:%u (%s%s%s)", v6 ? "[" : "", host, v6 ? "]" : "",
+               l->port, spec->protocol, l->transport ? ", " : "",
+               l->transport ? l->transport->cb.name : "");
+    }
+}
+
+/* Starts every worker; if one fails, stops those already running. */
+static int start_workers(keel_server *s)
+{
+    s->workers = calloc(s->nworkers, sizeof *s->workers);
+    if (s->workers == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < s->nworkers; i++)
+        if ((s->workers[i] = kl_worker_new(s, (unsigned)i)) == NULL)
+            return KEEL_ERR_NOMEM;
+    int rc = KEEL_OK;
+    size_t started = 0;
+    while (started < s->nworkers && rc == KEEL_OK) {
+        rc = kl_worker_start(s->workers[started]);
+        if (rc != KEEL_OK && !s->workers[started]->thread_started)
+            break;
+        started++;
+    }
+    /* Second phase: all accept, or all wind down without having accepted. */
+    for (size_t i = 0; i < started; i++)
+        kl_worker_go(s->workers[i], rc == KEEL_OK ? KEEL_OK : KEEL_ERR_SHUTDOWN);
+    if (rc != KEEL_OK)
+        for (size_t i = 0; i < started; i++)
+            kl_worker_join(s->workers[i]);
+    return rc;
+}
+
+int keel_server_run(keel_server *s)
+{
+    if (s->state != KL_NEW)
+        return KEEL_ERR_STATE;
+    int rc = prepare(s);
+    if (rc == KEEL_OK)
+        rc = kl_modules_load(s);
+    if (rc == KEEL_OK && s->nlisteners == 0) {
+        kl_log(KEEL_LOG_ERROR, "nothing to do: no [keel] listen line");
+        rc = KEEL_ERR_CONFIG;
+    }
+    if (rc == KEEL_OK) {
+        uv_mutex_lock(&s->lock);
+        rc = kl_listeners_bind(s);
+        uv_mutex_unlock(&s->lock);
+    }
+    if (rc == KEEL_OK) {
+        if (uv_async_init(&s->loop, &s->wakeup, on_wakeup) == 0)
+            s->wakeup_ready = 1;
+        else
+            rc = KEEL_ERR_IO;
+        s->wakeup.data = s;
+    }
+    if (rc == KEEL_OK)
+        rc = watch_signals(s);
+    if (rc == KEEL_OK) {
+        uv_mutex_lock(&s->lock);
+        s->state = KL_RUNNING;
+        uv_mutex_unlock(&s->lock);
+        rc = start_workers(s);
+    }
+    if (rc == KEEL_OK)
+        rc = kl_listeners_start_acceptor(s);
+    if (rc != KEEL_OK) {
+        if (s->state == KL_RUNNING) {
+            for (size_t i = 0; s->workers && i < s->nworkers; i++)
+                if (s->workers[i] && s->workers[i]->thread_started) {
+                    kl_worker_request_stop(s->workers[i], 1);
+                    kl_worker_join(s->workers[i]);
+                }
+            close_main_handles(s);
+        } else {
+            close_main_handles(s);
+        }
+        uv_mutex_lock(&s->lock);
+        s->state = KL_STOPPED;
+        uv_mutex_unlock(&s->lock);
+        release(s);
+        return rc;
+    }
+
+    uv_mutex_lock(&s->lock);
+    if (s->stop_requests > 0)
+        uv_async_send(&s->wakeup); /* asked to stop while starting */
+    uv_mutex_unlock(&s->lock);
+    kl_log(KEEL_LOG_INFO, "keel %s started: %zu worker%s, %s", KEEL_VERSION_STRING, s->nworkers,
+           s->nworkers == 1 ? "" : "s",
+           s->settings.reuseport ? "one listening socket per worker" : "one acceptor");
+    log_listeners(s);
+    uv_run(&s->loop, UV_RUN_DEFAULT);
+
+    for (size_t i = 0; i < s->nworkers; i++)
+        kl_worker_join(s->workers[i]);
+    if (s->acceptor_rejected > 0)
+        kl_log(KEEL_LOG_INFO, "acceptor rejected %llu connections over max_connections",
+               (unsigned long long)s->acceptor_rejected);
+    uv_mutex_lock(&s->lock);
+    s->state = KL_STOPPED;
+    uv_mutex_unlock(&s->lock);
+    release(s);
+    kl_log(KEEL_LOG_INFO, "stopped");
+    return KEEL_OK;
+}
+
+int kl_status_from_uv(int uv_error)
+{
+    switch (uv_error) {
+    case 0:
+        return KEEL_OK;
+    case UV_ENOMEM:
+        return KEEL_ERR_NOMEM;
+    case UV_EINVAL:
+        return KEEL_ERR_INVAL;
+    case UV_ENOENT:
+        return KEEL_ERR_NOTFOUND;
+    case UV_EEXIST:
+        return KEEL_ERR_EXISTS;
+    case UV_ETIMEDOUT:
+        return KEEL_ERR_TIMEOUT;
+    case UV_ECANCELED:
+    case UV_EOF:
+    case UV_EPIPE:
+    case UV_ECONNRESET:
+        return KEEL_ERR_CLOSED;
+    default:
+        return KEEL_ERR_IO;
+    }
+}

@@ -1,0 +1,108 @@
+/* core/runtime/server.h — the server instance, loaded modules and listeners. */
+#ifndef KEEL_CORE_SERVER_H
+#define KEEL_CORE_SERVER_H
+
+#include <keel/embed.h>
+#include <uv.h>
+
+#include "runtime/config.h"
+#include "http/http.h"
+#include "platform/platform.h"
+#include "runtime/registry.h"
+#include "runtime/settings.h"
+
+struct keel_module {
+    keel_server *server;
+    keel_module_desc desc; /* host-layout copy of the module's descriptor */
+    char *name;
+    char *path; /* NULL for a module compiled into the program */
+    uv_lib_t lib;
+    int lib_open;
+    int loaded;   /* load() succeeded: unload() is due */
+    size_t index; /* position in load order = per-worker state slot */
+    void *data;   /* keel_module_set_data */
+    kl_config_section *section;
+};
+
+/* One `listen` line once bound. */
+typedef struct kl_listener {
+    keel_server *server;
+    const kl_listen_spec *spec;
+    const kl_protocol *protocol;
+    const kl_transport *transport; /* NULL: plain TCP */
+    unsigned index;
+    unsigned port;      /* the port actually bound */
+    kl_socket *sockets; /* one per worker (reuseport) or a single one */
+    size_t nsockets;
+    uv_poll_t poll;   /* single-acceptor mode: readable = pending accept */
+    uv_timer_t retry; /* restarts the poll after running out of fds */
+    uint64_t last_warning;
+    int polling;
+    unsigned next_worker;
+} kl_listener;
+
+enum kl_server_state { KL_NEW, KL_RUNNING, KL_STOPPING, KL_STOPPED };
+
+struct keel_server {
+    kl_config *config;
+    int config_read;
+    kl_settings settings;
+    int settings_read;
+    char *exe_dir;
+
+    const keel_module_desc **builtins;
+    size_t nbuiltins, builtins_cap;
+
+    keel_module **modules; /* in load order */
+    size_t nmodules;
+    int loading; /* registries accept entries only while modules load */
+    kl_registry registry;
+    kl_http http;             /* routes and filters */
+    keel_appender *appenders; /* closed after unload */
+
+    kl_listener *listeners;
+    size_t nlisteners;
+    keel_worker **workers;
+    size_t nworkers;
+
+    uv_loop_t loop; /* the main thread's: signals, stop requests, acceptor */
+    int loop_ready;
+    uv_async_t wakeup; /* keel_server_stop and finished workers */
+    int wakeup_ready;
+    uv_signal_t signals[4];
+    size_t nsignals;
+    uv_mutex_t lock; /* guards state across threads */
+    int state;
+    int stop_requests; /* how many stops were asked for (2nd forces) */
+    int stop_handled;
+    int signal_number;
+
+    volatile uint64_t connections; /* open connections, all workers */
+    volatile uint64_t next_conn_id;
+    volatile uint64_t workers_done;
+    uint64_t acceptor_rejected; /* single-acceptor mode, main thread */
+};
+
+/* Loads every module (file or compiled in) in config order, runs load(),
+ * and checks what only the loaded set can tell: unknown sections and keys,
+ * listeners naming unknown protocols or transports. Logs the first error. */
+int kl_modules_load(keel_server *server);
+
+/* Calls unload() in reverse order. Shared objects stay mapped until the
+ * process exits (callbacks may still be referenced by late frees). */
+void kl_modules_unload(keel_server *server);
+
+/* Frees the module records (after the workers, whose state they size). */
+void kl_modules_free(keel_server *server);
+
+/* Binds every listener's socket(s) and logs nothing yet. */
+int kl_listeners_bind(keel_server *server);
+/* Starts accepting in single-acceptor mode (main loop). */
+int kl_listeners_start_acceptor(keel_server *server);
+void kl_listeners_stop_acceptor(keel_server *server);
+void kl_listeners_close(keel_server *server);
+
+/* Normalises a status from libuv into keel's codes. */
+int kl_status_from_uv(int uv_error);
+
+#endif

@@ -1,0 +1,343 @@
+#include "runtime/settings.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <keel/types.h>
+
+#include "base/log.h"
+#include "platform/platform.h"
+#include "base/util.h"
+
+/* Where an installed keel finds its modules, relative to the executable's
+ * folder (the build defines it; this is the usual layout). */
+#ifndef KEEL_INSTALL_MODULE_DIR_FROM_BINDIR
+#define KEEL_INSTALL_MODULE_DIR_FROM_BINDIR "../lib/keel/modules"
+#endif
+
+char **kl_split_words(const char *text, size_t *count)
+{
+    size_t n = 0, cap = 4;
+    char **words = malloc(cap * sizeof *words);
+    if (words == NULL)
+        return NULL;
+    const char *p = text;
+    for (;;) {
+        while (*p == ' ' || *p == '\t' || *p == ',')
+            p++;
+        if (*p == '\0')
+            break;
+        const char *start = p;
+        while (*p && *p != ' ' && *p != '\t' && *p != ',')
+            p++;
+        if (n + 1 >= cap) {
+            char **grown = realloc(words, (cap *= 2) * sizeof *words);
+            if (grown == NULL)
+                goto fail;
+            words = grown;
+        }
+        if ((words[n] = kl_strndup(start, (size_t)(p - start))) == NULL)
+            goto fail;
+        n++;
+    }
+    words[n] = NULL;
+    *count = n;
+    return words;
+fail:
+    kl_free_words(words, n);
+    return NULL;
+}
+
+void kl_free_words(char **words, size_t count)
+{
+    if (words == NULL)
+        return;
+    for (size_t i = 0; i < count; i++)
+        free(words[i]);
+    free(words);
+}
+
+/* "127.0.0.1:80", "[::1]:0", "*:80", "localhost:80". */
+static int parse_address(const char *text, struct sockaddr_storage *out, char *err, size_t errlen)
+{
+    char host[64];
+    const char *colon;
+    const char *host_start = text;
+    size_t host_len;
+    int v6 = text[0] == '[';
+    if (v6) {
+        const char *close = strchr(text, ']');
+        if (close == NULL || close[1] != ':') {
+            snprintf(err, errlen, "expected [IPV6]:PORT, got '%s'", text);
+            return KEEL_ERR_CONFIG;
+        }
+        host_start = text + 1;
+        host_len = (size_t)(close - host_start);
+        colon = close + 1;
+    } else {
+        colon = strrchr(text, ':');
+        if (colon == NULL) {
+            snprintf(err, errlen, "expected ADDRESS:PORT, got '%s'", text);
+            return KEEL_ERR_CONFIG;
+        }
+        host_len = (size_t)(colon - text);
+    }
+    if (host_len == 0 || host_len >= sizeof host) {
+        snprintf(err, errlen, "bad address in '%s'", text);
+        return KEEL_ERR_CONFIG;
+    }
+    memcpy(host, host_start, host_len);
+    host[host_len] = '\0';
+
+    int64_t port;
+    char perr[128];
+    if (kl_parse_int(colon + 1, 0, 65535, &port, perr, sizeof perr) != KEEL_OK) {
+        snprintf(err, errlen, "bad port in '%s': %s", text, perr);
+        return KEEL_ERR_CONFIG;
+    }
+    if (!v6 && strcmp(host, "*") == 0)
+        strcpy(host, "0.0.0.0");
+    else if (!v6 && strcmp(host, "localhost") == 0)
+        strcpy(host, "127.0.0.1");
+
+    memset(out, 0, sizeof *out);
+    int rc = v6 ? uv_ip6_addr(host, (int)port, (struct sockaddr_in6 *)out)
+                : uv_ip4_addr(host, (int)port, (struct sockaddr_in *)out);
+    if (rc != 0) {
+        snprintf(err, errlen, "'%s' is not an IP%s address", host, v6 ? "v6" : "v4");
+        return KEEL_ERR_CONFIG;
+    }
+    return KEEL_OK;
+}
+
+static void listen_spec_free(kl_listen_spec *l)
+{
+    free(l->text);
+    free(l->protocol);
+    free(l->transport);
+    for (size_t i = 0; i < l->noptions; i++) {
+        free(l->options[i].key);
+        free(l->options[i].value);
+    }
+    free(l->options);
+}
+
+static int parse_listen(kl_listen_spec *l, const kl_config_value *v, char *err, size_t errlen)
+{
+    size_t n;
+    char **words = kl_split_words(v->text, &n);
+    if (words == NULL)
+        return KEEL_ERR_NOMEM;
+    int rc = KEEL_OK;
+    char why[256];
+    memset(l, 0, sizeof *l);
+    l->where = v;
+    if (n < 2) {
+        snprintf(why, sizeof why, "expected ADDRESS:PORT PROTOCOL [options], got '%s'", v->text);
+        rc = KEEL_ERR_CONFIG;
+    } else {
+        rc = parse_address(words[0], &l->addr, why, sizeof why);
+    }
+    if (rc == KEEL_OK) {
+        l->text = words[0];
+        l->protocol = words[1];
+        words[0] = words[1] = NULL;
+        l->options = calloc(n, sizeof *l->options);
+        if (l->options == NULL)
+            rc = KEEL_ERR_NOMEM;
+    }
+    for (size_t i = 2; rc == KEEL_OK && i < n; i++) {
+        kl_listen_option *o = &l->options[l->noptions];
+        char *eq = strchr(words[i], '=');
+        o->key = eq ? kl_strndup(words[i], (size_t)(eq - words[i])) : kl_strdup(words[i]);
+        o->value = kl_strdup(eq ? eq + 1 : "");
+        l->noptions++;
+        if (o->key == NULL || o->value == NULL)
+            rc = KEEL_ERR_NOMEM;
+    }
+    kl_free_words(words, n);
+    char where[300];
+    if (rc == KEEL_ERR_CONFIG)
+        snprintf(err, errlen, "%s: [keel] listen: %s", kl_config_where(v, where, sizeof where),
+                 why);
+    if (rc != KEEL_OK)
+        listen_spec_free(l);
+    return rc;
+}
+
+/* Fetches a single-valued key and runs one of the value parsers on it,
+ * turning its reason into a message that names file, line and key. */
+typedef struct key_reader {
+    kl_config_section *sec;
+    char *err;
+    size_t errlen;
+    int rc;
+} key_reader;
+
+static const kl_config_value *read_key(key_reader *r, const char *key)
+{
+    const kl_config_value *v = NULL;
+    if (r->rc == KEEL_OK)
+        r->rc = kl_config_get_single(r->sec, key, &v, r->err, r->errlen);
+    return r->rc == KEEL_OK ? v : NULL;
+}
+
+static void bad_value(key_reader *r, const kl_config_value *v, const char *key, const char *why)
+{
+    char where[300];
+    snprintf(r->err, r->errlen, "%s: [keel] %s: %s", kl_config_where(v, where, sizeof where), key,
+             why);
+    r->rc = KEEL_ERR_CONFIG;
+}
+
+static void read_duration(key_reader *r, const char *key, uint64_t *out)
+{
+    const kl_config_value *v = read_key(r, key);
+    char why[128];
+    if (v && kl_parse_duration_ms(v->text, out, why, sizeof why) != KEEL_OK)
+        bad_value(r, v, key, why);
+}
+
+static void read_size(key_reader *r, const char *key, size_t min, size_t *out)
+{
+    const kl_config_value *v = read_key(r, key);
+    char why[160];
+    uint64_t value;
+    if (v == NULL)
+        return;
+    if (kl_parse_size(v->text, &value, why, sizeof why) != KEEL_OK)
+        bad_value(r, v, key, why);
+    else if (value < min || value > ((uint64_t)1 << 30)) {
+        /* Read buffers are indexed with 32 bits; 1 GiB is far beyond any
+         * sane setting anyway. */
+        snprintf(why, sizeof why, "must be between %zu bytes and 1g", min);
+        bad_value(r, v, key, why);
+    } else
+        *out = (size_t)value;
+}
+
+static void read_int(key_reader *r, const char *key, int64_t min, int64_t max, int64_t *out)
+{
+    const kl_config_value *v = read_key(r, key);
+    char why[128];
+    if (v && kl_parse_int(v->text, min, max, out, why, sizeof why) != KEEL_OK)
+        bad_value(r, v, key, why);
+}
+
+static void read_words(key_reader *r, const char *key, char ***out, size_t *count)
+{
+    const kl_config_value *v = read_key(r, key);
+    if (v == NULL)
+        return;
+    size_t n;
+    char **words = kl_split_words(v->text, &n);
+    if (words == NULL) {
+        r->rc = KEEL_ERR_NOMEM;
+        return;
+    }
+    kl_free_words(*out, *count);
+    *out = words;
+    *count = n;
+}
+
+int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *err, size_t errlen)
+{
+    memset(s, 0, sizeof *s);
+    s->workers = 0; /* auto */
+    s->max_connections = 10000;
+    s->idle_timeout_ms = 60000;
+    s->write_timeout_ms = 60000;
+    s->shutdown_timeout_ms = 10000;
+    s->backlog = 511;
+    s->reuseport = kl_reuseport_balances();
+    s->read_buffer_size = 16 * 1024;
+    s->read_buffer_max = 1024 * 1024;
+    s->write_high_water = 256 * 1024;
+    s->log_level = KEEL_LOG_INFO;
+
+    key_reader r = {kl_config_section_find(cfg, "keel"), err, errlen, KEEL_OK};
+
+    /* module_path defaults to the modules folder beside the executable
+     * (build/modules in a build tree) and then the install location. */
+    if ((s->module_path = calloc(3, sizeof *s->module_path)) == NULL ||
+        (s->module_path[0] = kl_path_join(exe_dir, "modules")) == NULL ||
+        (s->module_path[1] = kl_path_join(exe_dir, KEEL_INSTALL_MODULE_DIR_FROM_BINDIR)) == NULL) {
+        s->nmodule_path = s->module_path ? 2 : 0;
+        kl_settings_free(s);
+        return KEEL_ERR_NOMEM;
+    }
+    s->nmodule_path = 2;
+
+    size_t nlisten = kl_config_count(r.sec, "listen");
+    if (nlisten > 0 && (s->listen = calloc(nlisten, sizeof *s->listen)) == NULL)
+        r.rc = KEEL_ERR_NOMEM;
+    for (size_t i = 0; r.rc == KEEL_OK && i < nlisten; i++) {
+        r.rc = parse_listen(&s->listen[i], kl_config_get(r.sec, "listen", i), err, errlen);
+        if (r.rc == KEEL_OK)
+            s->nlisten++;
+    }
+
+    const kl_config_value *v = read_key(&r, "workers");
+    if (v && strcmp(v->text, "auto") != 0) {
+        int64_t n;
+        char why[128];
+        if (kl_parse_int(v->text, 1, 1024, &n, why, sizeof why) != KEEL_OK)
+            bad_value(&r, v, "workers", "expected 'auto' or a number between 1 and 1024");
+        else
+            s->workers = (unsigned)n;
+    }
+    read_words(&r, "modules", &s->modules, &s->nmodules);
+    s->modules_where = kl_config_get(r.sec, "modules", 0);
+    read_words(&r, "module_path", &s->module_path, &s->nmodule_path);
+
+    int64_t n = (int64_t)s->max_connections;
+    read_int(&r, "max_connections", 1, 100000000, &n);
+    s->max_connections = (uint64_t)n;
+    n = s->backlog;
+    read_int(&r, "backlog", 1, 65535, &n);
+    s->backlog = (int)n;
+
+    read_duration(&r, "idle_timeout", &s->idle_timeout_ms);
+    read_duration(&r, "write_timeout", &s->write_timeout_ms);
+    read_duration(&r, "shutdown_timeout", &s->shutdown_timeout_ms);
+    read_size(&r, "read_buffer_size", 1024, &s->read_buffer_size);
+    read_size(&r, "read_buffer_max", 1024, &s->read_buffer_max);
+    read_size(&r, "write_high_water", 1024, &s->write_high_water);
+    if (r.rc == KEEL_OK && s->read_buffer_max < s->read_buffer_size)
+        s->read_buffer_max = s->read_buffer_size;
+
+    if ((v = read_key(&r, "reuseport")) != NULL) {
+        char why[128];
+        if (kl_parse_bool(v->text, &s->reuseport, why, sizeof why) != KEEL_OK)
+            bad_value(&r, v, "reuseport", why);
+        else if (s->reuseport && !kl_reuseport_balances())
+            bad_value(&r, v, "reuseport", "not supported on this platform");
+    }
+    if ((v = read_key(&r, "log")) != NULL && (s->log_target = kl_strdup(v->text)) == NULL)
+        r.rc = KEEL_ERR_NOMEM;
+    if ((v = read_key(&r, "log_level")) != NULL) {
+        s->log_level = kl_log_level_parse(v->text);
+        if (s->log_level < 0)
+            bad_value(&r, v, "log_level", "expected error, warn, info or debug");
+    }
+
+    if (r.rc == KEEL_OK && r.sec != NULL)
+        r.rc = kl_config_check_unused(r.sec, err, errlen);
+    if (r.rc == KEEL_ERR_NOMEM)
+        snprintf(err, errlen, "out of memory reading [keel]");
+    if (r.rc != KEEL_OK)
+        kl_settings_free(s);
+    return r.rc;
+}
+
+void kl_settings_free(kl_settings *s)
+{
+    for (size_t i = 0; i < s->nlisten; i++)
+        listen_spec_free(&s->listen[i]);
+    free(s->listen);
+    kl_free_words(s->modules, s->nmodules);
+    kl_free_words(s->module_path, s->nmodule_path);
+    free(s->log_target);
+    memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,61 @@
+/* core/runtime/settings.h — the [keel] section, parsed and validated. */
+#ifndef KEEL_CORE_SETTINGS_H
+#define KEEL_CORE_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <uv.h>
+
+#include "runtime/config.h"
+
+typedef struct kl_listen_option {
+    char *key;
+    char *value; /* "" for a bare word */
+} kl_listen_option;
+
+/* One `listen = ADDRESS:PORT PROTOCOL [options]` line. */
+typedef struct kl_listen_spec {
+    char *text; /* the address as written, for messages */
+    struct sockaddr_storage addr;
+    char *protocol;  /* checked against the registry once modules loaded */
+    char *transport; /* NULL for plain TCP */
+    kl_listen_option *options;
+    size_t noptions;
+    const kl_config_value *where; /* the config line, for messages */
+} kl_listen_spec;
+
+typedef struct kl_settings {
+    kl_listen_spec *listen;
+    size_t nlisten;
+    unsigned workers;
+    char **modules; /* names in load order */
+    size_t nmodules;
+    const kl_config_value *modules_where; /* the `modules` line, for messages */
+    char **module_path;                   /* directories, searched in order */
+    size_t nmodule_path;
+    uint64_t max_connections;
+    uint64_t idle_timeout_ms;
+    uint64_t write_timeout_ms;
+    uint64_t shutdown_timeout_ms;
+    int backlog;
+    int reuseport; /* 1: one socket per worker; 0: one acceptor */
+    size_t read_buffer_size;
+    size_t read_buffer_max;
+    size_t write_high_water;
+    char *log_target;
+    int log_level;
+} kl_settings;
+
+/* Reads [keel] from cfg (defaults for what is absent). exe_dir is used for
+ * the default module path. On error returns KEEL_ERR_CONFIG with
+ * "FILE:LINE: [keel] key: reason" in err; *s is then freed already. */
+int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *err, size_t errlen);
+void kl_settings_free(kl_settings *s);
+
+/* Splits a space- or comma-separated list into a NULL-terminated array of
+ * newly allocated strings; *count receives its length. NULL if out of memory. */
+char **kl_split_words(const char *text, size_t *count);
+void kl_free_words(char **words, size_t count);
+
+#endif

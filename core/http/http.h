@@ -142,8 +142,15 @@ struct keel_request {
     char inline_arena[512];
 };
 
-/* Frees a worker's pool of spare requests (when the worker is freed). */
-void kl_http_pool_free(keel_worker *w);
+/* The HTTP layer's per-worker slot (KL_SLOT_HTTP): spare request objects,
+ * so that a request costs no allocation in the steady state. */
+typedef struct kl_http_worker {
+    keel_request *pool;
+    unsigned npool;
+} kl_http_worker;
+
+/* Frees the slot's spare requests (when the worker is freed). */
+void kl_http_worker_dispose(void *state);
 
 /* Case-insensitive comparison of a field name with b[0..blen). */
 int kl_name_equals(keel_str a, const char *b, size_t blen);

@@ -67,10 +67,11 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
     /* Requests come from the worker's pool of spares: no allocation per
      * request in the steady state. */
     keel_worker *w = keel_conn_worker(conn);
-    keel_request *req = w->http_pool;
+    kl_http_worker *hw = kl_worker_slot(w, KL_SLOT_HTTP);
+    keel_request *req = hw->pool;
     if (req != NULL) {
-        w->http_pool = req->next_free;
-        w->http_pool_n--;
+        hw->pool = req->next_free;
+        hw->npool--;
     } else if ((req = malloc(sizeof *req)) == NULL) {
         return NULL;
     }
@@ -117,24 +118,25 @@ void kl_request_unref(keel_request *req)
     free(req->res.file_buf);
     free(req->module_data);
     arena_free(&req->arena);
-    keel_worker *w = req->worker;
-    if (w->http_pool_n < 64) {
-        req->next_free = w->http_pool;
-        w->http_pool = req;
-        w->http_pool_n++;
+    kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
+    if (hw->npool < 64) {
+        req->next_free = hw->pool;
+        hw->pool = req;
+        hw->npool++;
     } else {
         free(req);
     }
 }
 
-void kl_http_pool_free(keel_worker *w)
+void kl_http_worker_dispose(void *state)
 {
-    while (w->http_pool != NULL) {
-        keel_request *req = w->http_pool;
-        w->http_pool = req->next_free;
+    kl_http_worker *hw = state;
+    while (hw->pool != NULL) {
+        keel_request *req = hw->pool;
+        hw->pool = req->next_free;
         free(req);
     }
-    w->http_pool_n = 0;
+    hw->npool = 0;
 }
 
 void keel_http_request_abort(keel_request *req)

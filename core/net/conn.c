@@ -163,7 +163,9 @@ static void deliver(keel_conn *c)
         if (p->cb.on_data == NULL) {
             consumed = avail;
         } else {
+            c->flags |= KL_CONN_IN_DATA;
             int rc = p->cb.on_data(c, c->rbuf + c->rstart, avail, &consumed);
+            c->flags &= ~KL_CONN_IN_DATA;
             if (rc < 0) {
                 kl_conn_abort_status(c, rc);
                 return;
@@ -792,6 +794,18 @@ int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
      * rest; from anywhere else, schedule it. */
     if (c->rbuf != NULL && c->rstart < c->rlen)
         schedule_delivery(c);
+    return KEEL_OK;
+}
+
+int keel_conn_consume(keel_conn *c, size_t len)
+{
+    if (c->flags & KL_CONN_IN_DATA)
+        return KEEL_ERR_STATE;
+    size_t avail = c->rbuf != NULL ? c->rlen - c->rstart : 0;
+    if (len > avail)
+        return KEEL_ERR_INVAL;
+    c->rstart += (uint32_t)len;
+    release_buffer(c);
     return KEEL_OK;
 }
 

@@ -27,7 +27,8 @@ enum {
     KL_CONN_CLOSE_OWED = 1 << 13,     /* a graceful close waits for ops to drain */
     KL_CONN_IN_WRITE_FILE = 1 << 14,  /* inside keel_conn_write_file */
     KL_CONN_TEARDOWN_WAIT = 1 << 15,  /* handle closed; a file read is still in flight */
-    KL_CONN_STARTED = 1 << 16         /* counted in the worker's nconns */
+    KL_CONN_STARTED = 1 << 16,        /* counted in the worker's nconns */
+    KL_CONN_IN_DATA = 1 << 17         /* inside the protocol's on_data */
 };
 
 /* A file transfer, or a write held behind one, and their queue

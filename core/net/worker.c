@@ -7,18 +7,11 @@
 
 #include "base/atomic.h"
 #include "net/conn.h"
-#include "http/http.h"
 #include "base/log.h"
 #include "base/util.h"
 
 #define SCRATCH_SIZE  (64 * 1024)
 #define POOL_MAX_FREE 64
-
-struct kl_post {
-    keel_post_fn fn;
-    void *userdata;
-    kl_post *next;
-};
 
 struct kl_deferred {
     keel_conn *conn;
@@ -26,14 +19,6 @@ struct kl_deferred {
     void *userdata;
     int status;
     kl_deferred *next;
-};
-
-struct keel_timer {
-    uv_timer_t handle;
-    keel_worker *worker;
-    keel_timer_cb cb;
-    void *userdata;
-    keel_timer *prev, *next;
 };
 
 static void on_wakeup(uv_async_t *async);
@@ -70,6 +55,9 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
         if (size > 0 && (w->module_state[i] = calloc(1, size)) == NULL)
             goto fail;
     }
+    for (size_t i = 0; i < KL_SLOT_COUNT; i++)
+        if (server->slots[i].size > 0 && (w->slots[i] = calloc(1, server->slots[i].size)) == NULL)
+            goto fail;
     /* Everything on the loop is set up here, before the thread exists; from
      * then on only the worker thread touches it (save for the async). */
     if (uv_loop_init(&w->loop) != 0)
@@ -118,7 +106,11 @@ void kl_worker_free(keel_worker *w)
     free(w->listeners);
     free(w->handoffs);
     kl_bufpool_free(&w->pool);
-    kl_http_pool_free(w);
+    for (size_t i = 0; i < KL_SLOT_COUNT; i++) {
+        if (w->slots[i] != NULL && w->server->slots[i].dispose != NULL)
+            w->server->slots[i].dispose(w->slots[i]);
+        free(w->slots[i]);
+    }
     free(w);
 }
 
@@ -243,13 +235,7 @@ static void on_wakeup(uv_async_t *async)
     int stop = w->stop_requested, force = w->force_requested;
     uv_mutex_unlock(&w->lock);
 
-    for (kl_post *p = posts; p != NULL; p = p->next)
-        p->fn(w, p->userdata);
-    for (kl_post *p = posts; p != NULL;) {
-        kl_post *next = p->next;
-        free(p);
-        p = next;
-    }
+    kl_posts_run(w, posts);
     for (size_t i = 0; i < nhandoffs; i++)
         start_handoff(w, &handoffs[i]);
     if (handoffs != small)
@@ -258,34 +244,6 @@ static void on_wakeup(uv_async_t *async)
         begin_stop(w);
     if (force)
         kl_conn_each(w, abort_for_shutdown, NULL);
-}
-
-int keel_worker_post(keel_worker *w, keel_post_fn fn, void *userdata)
-{
-    if (fn == NULL)
-        return KEEL_ERR_INVAL;
-    kl_post *p = malloc(sizeof *p);
-    if (p == NULL)
-        return KEEL_ERR_NOMEM;
-    p->fn = fn;
-    p->userdata = userdata;
-    p->next = NULL;
-    uv_mutex_lock(&w->lock);
-    int closed = w->closed;
-    if (!closed) {
-        if (w->posts_tail)
-            w->posts_tail->next = p;
-        else
-            w->posts = p;
-        w->posts_tail = p;
-        uv_async_send(&w->wakeup);
-    }
-    uv_mutex_unlock(&w->lock);
-    if (closed) {
-        free(p);
-        return KEEL_ERR_SHUTDOWN;
-    }
-    return KEEL_OK;
 }
 
 void kl_worker_request_stop(keel_worker *w, int force)
@@ -434,8 +392,6 @@ void kl_worker_conn_closed(keel_worker *w)
         finish(w);
 }
 
-static void close_timer(keel_timer *t);
-
 /* The last connection is gone: stop the modules and close every handle so
  * that the loop ends. */
 static void finish(keel_worker *w)
@@ -452,20 +408,14 @@ static void finish(keel_worker *w)
     kl_post *posts = w->posts;
     w->posts = w->posts_tail = NULL;
     uv_mutex_unlock(&w->lock);
-    while (posts != NULL) {
-        kl_post *next = posts->next;
-        posts->fn(w, posts->userdata);
-        free(posts);
-        posts = next;
-    }
+    kl_posts_run(w, posts);
 
     for (size_t i = w->modules_started; i-- > 0;) {
         keel_module *m = s->modules[i];
         if (m->desc.stop != NULL)
             m->desc.stop(m, w, w->module_state[i]);
     }
-    while (w->timers != NULL)
-        close_timer(w->timers);
+    kl_timers_close_all(w);
     for (size_t i = 0; i < w->nhandoffs; i++) {
         kl_socket_close(w->handoffs[i].sock);
         kl_atomic_sub(&s->connections, 1);
@@ -577,54 +527,4 @@ int keel_worker_stopping(keel_worker *w)
     int stopping = w->server->state >= KL_STOPPING;
     uv_mutex_unlock(&w->server->lock);
     return stopping;
-}
-
-static void on_timer(uv_timer_t *handle)
-{
-    keel_timer *t = handle->data;
-    t->cb(t, t->userdata);
-}
-
-static void on_timer_closed(uv_handle_t *handle)
-{
-    free(handle->data);
-}
-
-static void close_timer(keel_timer *t)
-{
-    keel_worker *w = t->worker;
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        w->timers = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
-    uv_close((uv_handle_t *)&t->handle, on_timer_closed);
-}
-
-keel_timer *keel_timer_start(keel_worker *w, uint64_t timeout_ms, uint64_t repeat_ms,
-                             keel_timer_cb cb, void *userdata)
-{
-    if (cb == NULL || w->finishing)
-        return NULL;
-    keel_timer *t = calloc(1, sizeof *t);
-    if (t == NULL)
-        return NULL;
-    uv_timer_init(&w->loop, &t->handle);
-    t->handle.data = t;
-    t->worker = w;
-    t->cb = cb;
-    t->userdata = userdata;
-    t->next = w->timers;
-    if (w->timers)
-        w->timers->prev = t;
-    w->timers = t;
-    uv_timer_start(&t->handle, on_timer, timeout_ms, repeat_ms);
-    return t;
-}
-
-void keel_timer_stop(keel_timer *t)
-{
-    if (t != NULL)
-        close_timer(t);
 }

@@ -64,11 +64,18 @@ struct keel_worker {
     int stopping;
     int finishing;
 
+    void *slots[KL_SLOT_COUNT]; /* the core's own per-worker state (server.h) */
+
     uint64_t accepted;
     uint64_t rejected;
-    keel_request *http_pool; /* spare request objects (core/http) */
-    unsigned http_pool_n;
 };
+
+/* A core subsystem's per-worker block (see kl_slot_type), NULL if the
+ * subsystem is not in use. Worker thread. */
+static inline void *kl_worker_slot(keel_worker *w, int slot)
+{
+    return w->slots[slot];
+}
 
 keel_worker *kl_worker_new(keel_server *server, unsigned id);
 void kl_worker_free(keel_worker *w);
@@ -115,5 +122,11 @@ void kl_worker_kick(keel_worker *w);
 
 /* A connection closed: the worker may now finish a shutdown. */
 void kl_worker_conn_closed(keel_worker *w);
+
+/* net/posts.c: runs and frees a list taken from w->posts, in order. */
+void kl_posts_run(keel_worker *w, kl_post *list);
+
+/* net/timers.c: stops and frees every module timer (the worker stops). */
+void kl_timers_close_all(keel_worker *w);
 
 #endif

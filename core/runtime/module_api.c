@@ -124,6 +124,37 @@ int keel_config_string_at(keel_module *m, const char *key, size_t index, const c
     return v ? KEEL_OK : KEEL_ERR_NOTFOUND;
 }
 
+int keel_config_errorv(keel_module *m, const char *key, const char *fmt, va_list ap)
+{
+    char why[512], where[300];
+    vsnprintf(why, sizeof why, fmt, ap);
+    size_t n = kl_config_count(m->section, key);
+    const kl_config_value *v = n > 0 ? kl_config_get(m->section, key, n - 1) : NULL;
+    if (v != NULL)
+        kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where), m->name,
+               key, why);
+    else if (m->section != NULL)
+        kl_log(KEEL_LOG_ERROR, "%s:%u: [%s] %s: %s", kl_config_section_file(m->section),
+               kl_config_section_line(m->section), m->name, key, why);
+    else
+        kl_log(KEEL_LOG_ERROR, "[%s] %s: %s", m->name, key, why);
+    return KEEL_ERR_CONFIG;
+}
+
+int keel_config_error(keel_module *m, const char *key, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = keel_config_errorv(m, key, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+unsigned keel_module_worker_count(keel_module *m)
+{
+    return (unsigned)m->server->nworkers;
+}
+
 /* ---- registries and services ------------------------------------------- */
 
 static int registering(keel_module *m, const char *what, const char *name)

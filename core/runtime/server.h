@@ -43,6 +43,18 @@ typedef struct kl_listener {
 
 enum kl_server_state { KL_NEW, KL_RUNNING, KL_STOPPING, KL_STOPPED };
 
+/* The core's own per-worker state, one slot per subsystem above the
+ * network layer: the mechanism modules get through worker_state_size,
+ * so that the worker knows sizes and disposers, not subsystems. A
+ * subsystem describes its slot in server->slots while modules load; each
+ * worker allocates it zeroed (kl_worker_slot) and disposes of it when the
+ * worker is freed. */
+enum { KL_SLOT_HTTP, KL_SLOT_COUNT };
+typedef struct kl_slot_type {
+    size_t size;                  /* 0: the subsystem is not in use */
+    void (*dispose)(void *state); /* may be NULL; the block itself is freed by the worker */
+} kl_slot_type;
+
 struct keel_server {
     kl_config *config;
     int config_read;
@@ -57,7 +69,8 @@ struct keel_server {
     size_t nmodules;
     int loading; /* registries accept entries only while modules load */
     kl_registry registry;
-    kl_http http;             /* routes and filters */
+    kl_http http; /* routes and filters */
+    kl_slot_type slots[KL_SLOT_COUNT];
     keel_appender *appenders; /* closed after unload */
 
     kl_listener *listeners;

@@ -28,6 +28,15 @@ extern "C" {
 /* The table. Its size and version let a module check, should it need to,
  * whether the host it runs on has an entry appended after the module's own
  * minor version (the loader already refuses hosts older than the module). */
+/* Entries up to the ABI minor the code targets (keel/version.h): a
+ * module built for an older host sees the table as that host has it. libkeel
+ * itself and embedding programs (KEEL_LINKED) see everything. */
+#if defined(KEEL_LINKED)
+#define KEEL__WANT(minor) 1
+#else
+#define KEEL__WANT(minor) ((minor) <= KEEL_TARGET_ABI_MINOR)
+#endif
+
 struct keel_api {
     size_t size;
     uint32_t abi_major;
@@ -49,6 +58,10 @@ struct keel_api {
 
 /* printf-style logging; see keel_logv in api_list.h. Any thread. */
 KEEL_EXPORT void keel_log(keel_module *module, int level, const char *fmt, ...) KEEL_PRINTF(3, 4);
+
+/* printf-style keel_config_errorv (ABI 1.3). Main thread, from load. */
+KEEL_EXPORT int keel_config_error(keel_module *module, const char *key, const char *fmt, ...)
+    KEEL_PRINTF(3, 4);
 
 #else /* a module: call through the host's table */
 
@@ -74,6 +87,41 @@ static inline KEEL_PRINTF(3, 4) void keel_log(keel_module *module, int level, co
     keel__api->logv(module, level, fmt, ap);
     va_end(ap);
 }
+
+#if KEEL_TARGET_ABI_MINOR >= 3
+/* printf-style keel_config_errorv (ABI 1.3): returns KEEL_ERR_CONFIG.
+ * Main thread, from load. */
+static inline KEEL_PRINTF(3, 4) int keel_config_error(keel_module *module, const char *key,
+                                                      const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = keel__api->config_errorv(module, key, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+#endif
+
+/* What the targeted minor lacks is declared but unavailable: a call is a
+ * compile error (GCC 12+ and clang: `unavailable`; older GCC: `error`,
+ * which fires for any call left in the code; MSVC: a deprecation warning,
+ * an error under /WX), never a crash on an older host. */
+#undef KEEL__WANT
+#define KEEL__WANT(minor) ((minor) > KEEL_TARGET_ABI_MINOR)
+#if defined(__clang__) || (defined(__GNUC__) && __GNUC__ >= 12)
+#define KEEL__UNAVAILABLE __attribute__((unavailable("newer than KEEL_TARGET_ABI_MINOR")))
+#elif defined(__GNUC__)
+#define KEEL__UNAVAILABLE __attribute__((error("newer than KEEL_TARGET_ABI_MINOR")))
+#elif defined(_MSC_VER)
+#define KEEL__UNAVAILABLE __declspec(deprecated("newer than KEEL_TARGET_ABI_MINOR"))
+#else
+#define KEEL__UNAVAILABLE
+#endif
+#define KEEL_FN(ret, name, params, args) KEEL__UNAVAILABLE ret keel_##name params;
+#define KEEL_VFN(name, params, args)     KEEL__UNAVAILABLE void keel_##name params;
+#include "api_list.h"
+#undef KEEL_FN
+#undef KEEL_VFN
 
 #endif
 

@@ -7,6 +7,11 @@
  *     KEEL_VFN(name, (parameters), (arguments))       for void functions
  * and so has no include guard. Each entry becomes keel_<name>().
  *
+ * Each ABI minor's entries sit inside `#if KEEL__WANT(minor)`; the includer
+ * defines KEEL__WANT to pick the entries it generates (keel/api.h: the ones
+ * a module's KEEL_TARGET_ABI_MINOR has, then the ones it lacks, declared
+ * unavailable so that calling them does not compile).
+ *
  * ABI RULE: entries are only ever appended at the end, with KEEL_ABI_MINOR
  * bumped. Never reorder, remove or change an entry's signature.
  *
@@ -16,6 +21,7 @@
  */
 /* clang-format off */
 
+#if KEEL__WANT(0)
 /* ---- Modules (ABI 1.0) ------------------------------------------------- */
 
 /* The module's name as written in the config. Never NULL; valid until
@@ -94,8 +100,8 @@ KEEL_FN(int, service_publish,
         (keel_module *module, const char *name, uint32_t version, const void *table),
         (module, name, version, table))
 
-/* Looks up a service published by a module loaded earlier (list it in
- * `requires` to be sure). Fails with KEEL_ERR_NOTFOUND if absent and
+/* Looks up a service published by a module loaded earlier (name it in
+ * the descriptor's `dependencies` to be sure). Fails with KEEL_ERR_NOTFOUND if absent and
  * KEEL_ERR_ABI if its version is below min_version. *version_out (may be
  * NULL) receives the published version. Main thread, from load. */
 KEEL_FN(int, service_lookup,
@@ -248,6 +254,9 @@ KEEL_FN(int, transport_deliver, (keel_conn *conn, const void *data, size_t len),
 /* Queues encoded bytes for the socket, copying them. */
 KEEL_FN(int, transport_send, (keel_conn *conn, const void *data, size_t len), (conn, data, len))
 
+#endif /* KEEL__WANT(0) */
+
+#if KEEL__WANT(1)
 /* ---- HTTP: requests (ABI 1.1) ---------------------------------------------
  * For handlers and filters; worker thread of the request. A keel_request
  * and its keel_response are valid from the first filter until the log phase
@@ -447,7 +456,7 @@ KEEL_FN(const char *, http_reason, (int status), (status))
  * For access logs and the like: writes are buffered in memory and written
  * by a background thread, so a slow disk never stalls a loop. */
 
-/* Opens (creating, appending) a file for keel_file_append. Main thread,
+/* Opens (creating, appending) a file for keel_appender_write. Main thread,
  * from load; the file is closed after unload. NULL on error (logged). */
 KEEL_FN(keel_appender *, appender_open, (keel_module *module, const char *path), (module, path))
 
@@ -469,6 +478,9 @@ KEEL_FN(int64_t, time_now, (void), ())
 KEEL_FN(size_t, time_format, (int64_t unix_seconds, int style, char *buf, size_t size),
         (unix_seconds, style, buf, size))
 
+#endif /* KEEL__WANT(1) */
+
+#if KEEL__WANT(2)
 /* ---- Connections: files (ABI 1.2) ------------------------------------------ */
 
 /* Writes bytes [offset, offset + length) of an open file to the connection,
@@ -500,3 +512,118 @@ KEEL_FN(int, conn_write_file,
         (keel_conn *conn, int fd, uint64_t offset, uint64_t length, keel_write_cb cb,
          void *userdata),
         (conn, fd, offset, length, cb, userdata))
+#endif /* KEEL__WANT(2) */
+
+#if KEEL__WANT(3)
+/* ---- Modules and configuration (ABI 1.3) ------------------------------- */
+
+/* Reports a bad value of one of the module's own keys the way the core's
+ * getters do: logs "FILE:LINE: [section] key: message" naming the key's
+ * (last) occurrence, or the section's line if the key is absent, or just
+ * "[section] key: message" if the module has no section. Returns
+ * KEEL_ERR_CONFIG, so that load can `return keel_config_error(...)`. Use
+ * the printf-style wrapper keel_config_error(). Main thread, from load. */
+KEEL_FN(int, config_errorv,
+        (keel_module *module, const char *key, const char *fmt, va_list ap),
+        (module, key, fmt, ap))
+
+/* A short English description of a keel_status value ("connection
+ * closed"); "unknown error" for anything else. Never NULL; static
+ * storage. Any thread. */
+KEEL_FN(const char *, strerror, (int status), (status))
+
+/* How many workers the server runs, known from load on (so a module can
+ * size what it shares between them before any worker starts). Any
+ * thread. */
+KEEL_FN(unsigned, module_worker_count, (keel_module *module), (module))
+
+/* ---- Timers and work off the loop (ABI 1.3) ---------------------------- */
+
+/* Re-arms a timer to fire after timeout_ms, then every repeat_ms if that
+ * is non-zero, whether it was pending, repeating or had already fired (a
+ * one-shot timer stays valid until keel_timer_stop). No allocation: this
+ * is the cheap way to push a deadline back. Safe inside the timer's own
+ * callback. KEEL_ERR_SHUTDOWN once the worker is stopping its modules.
+ * Worker thread of the timer. */
+KEEL_FN(int, timer_restart, (keel_timer *timer, uint64_t timeout_ms, uint64_t repeat_ms),
+        (timer, timeout_ms, repeat_ms))
+
+/* Runs work(userdata) on libuv's thread pool (it may block; it must not
+ * call keel), then done(worker, status, userdata) back on the worker's
+ * thread: status KEEL_OK, or KEEL_ERR_SHUTDOWN when the worker began
+ * stopping meanwhile (done still runs, before the module's stop, and
+ * should only release). Not tied to a request: for protocol modules,
+ * timers, anything. Returns KEEL_ERR_INVAL (work or done NULL),
+ * KEEL_ERR_SHUTDOWN, KEEL_ERR_NOMEM; done is then never called. Worker
+ * thread. */
+KEEL_FN(int, worker_offload,
+        (keel_worker *worker, keel_offload_fn work, keel_work_done_fn done, void *userdata),
+        (worker, work, done, userdata))
+
+/* ---- Connections (ABI 1.3) --------------------------------------------- */
+
+/* Drops len bytes from the front of the connection's unconsumed input, as
+ * if on_data had reported them consumed: for a protocol that finishes
+ * with bytes outside on_data (an exchange decided later, then handed
+ * over). The rest stays buffered and is presented again as on_data
+ * promises. KEEL_ERR_INVAL if fewer than len bytes are buffered (nothing
+ * is dropped then), KEEL_ERR_STATE inside on_data (use *consumed there).
+ * Worker thread of the connection. */
+KEEL_FN(int, conn_consume, (keel_conn *conn, size_t len), (conn, len))
+
+/* Opens a connection from this worker (a reverse proxy's upstream, a
+ * Redis link, a health check). The host name is resolved off the loop
+ * (getaddrinfo on libuv's thread pool; a numeric address skips that),
+ * each address is tried in turn within options->timeout_ms, and once
+ * connected (through options->transport, if named) the connection is
+ * driven like an accepted one: the protocol's on_open(conn, options->arg)
+ * runs, then on_data, on_drain, on_timeout, on_close as usual. If it
+ * cannot be made, options->on_error(worker, status, options->arg) runs
+ * instead: KEEL_ERR_NOTFOUND (the name does not resolve), KEEL_ERR_REFUSED
+ * (every address refused), KEEL_ERR_TIMEOUT, KEEL_ERR_SHUTDOWN (the
+ * worker is stopping), KEEL_ERR_IO. Exactly one of on_open and on_error
+ * is called, never from inside this call, unless the attempt is
+ * cancelled first.
+ *
+ * The options and the strings they point to are copied. *out (may be
+ * NULL) receives a handle valid until on_open or on_error is called, for
+ * keel_connect_cancel. Returns KEEL_ERR_INVAL (no host, port 0 or over
+ * 65535, unknown protocol or transport), KEEL_ERR_SHUTDOWN, KEEL_ERR_NOMEM;
+ * nothing is called then. Outbound connections count in no listener's
+ * max_connections; a graceful shutdown asks their protocol to finish as
+ * for any other. Worker thread. */
+KEEL_FN(int, conn_connect,
+        (keel_worker *worker, const keel_connect_options *options, keel_connect **out),
+        (worker, options, out))
+
+/* Gives up an attempt still in progress: neither on_open nor on_error
+ * will be called. Only before one of them has run. Worker thread. */
+KEEL_VFN(connect_cancel, (keel_connect *connect), (connect))
+
+/* For a connection keel opened with keel_conn_connect: the host it was
+ * asked to reach (for TLS server-name indication and certificate checks).
+ * NULL for an accepted connection, which is how a transport tells the two
+ * apart. Valid as long as the connection. */
+KEEL_FN(const char *, conn_remote_host, (keel_conn *conn), (conn))
+
+/* ---- HTTP (ABI 1.3) ---------------------------------------------------- */
+
+/* Turns the exchange into another protocol (RFC 9110 7.8): the response
+ * head filters run, then the protocol module sends 101 Switching
+ * Protocols with the headers set on res (Upgrade, Connection and the new
+ * protocol's own, e.g. Sec-WebSocket-Accept), releases its exchange and
+ * hands the connection to `protocol` (its on_open(conn, arg) runs) with
+ * the bytes that followed the request head, without copying them. The
+ * log phase then runs (status 101) and the request and response are
+ * gone: arg must not point into them.
+ *
+ * Call once, instead of sending a response, from the handler or later.
+ * Returns KEEL_ERR_NOTFOUND (no such protocol: nothing was sent, answer
+ * normally), KEEL_ERR_UNSUPPORTED (this exchange's protocol cannot switch,
+ * e.g. HTTP/2, or an HTTP/1.0 request), KEEL_ERR_STATE (a response was
+ * already begun, or the request has a body that was not read), or
+ * KEEL_ERR_CLOSED (the client left: the request is gone). Worker thread
+ * of the request. */
+KEEL_FN(int, response_upgrade, (keel_response *res, const char *protocol, void *arg),
+        (res, protocol, arg))
+#endif /* KEEL__WANT(3) */

@@ -182,6 +182,20 @@ typedef struct keel_http_sink {
      * is registered (filters need the bytes). */
     int (*send_file)(void *exchange, int fd, uint64_t offset, uint64_t length, int last,
                      keel_write_cb cb, void *userdata);
+
+    /* (ABI 1.3, optional.) The handler switched protocols
+     * (keel_response_upgrade): send `status` (101) with these headers (the
+     * filters have run), give up the exchange as `done` would (the core
+     * calls no sink function for it afterwards and holds no reference to
+     * the head's views), consume the request head, and hand the connection
+     * to `protocol` with keel_conn_set_protocol(conn, protocol, arg), so the
+     * bytes after the head go to the new protocol. KEEL_ERR_NOTFOUND for an
+     * unknown protocol (nothing sent), KEEL_ERR_UNSUPPORTED where this
+     * protocol cannot switch (HTTP/2; HTTP/1.0), KEEL_ERR_STATE while a
+     * request body is unread; the exchange is then unchanged. NULL means
+     * KEEL_ERR_UNSUPPORTED. */
+    int (*upgrade)(void *exchange, int status, const keel_header *headers, size_t nheaders,
+                   const char *protocol, void *arg);
 } keel_http_sink;
 
 #ifdef __cplusplus

@@ -76,8 +76,18 @@ typedef struct keel_module_desc {
 /* Each module shared object holds its own private pointer to the host's
  * table; KEEL_MODULE defines it and the host fills it before load. */
 extern KEEL_HIDDEN const struct keel_api *keel__api;
-#define KEEL_MODULE_API_SLOT_       &keel__api
-#define KEEL_MODULE_API_DEFINITION_ KEEL_EXTERN_C_ KEEL_HIDDEN const struct keel_api *keel__api = 0;
+#define KEEL_MODULE_API_SLOT_ &keel__api
+#ifdef __cplusplus
+/* The braced form gives C linkage without declaring the variable extern
+ * (`extern "C" T x = 0;` is an extern declaration with an initialiser,
+ * which g++ warns about). */
+#define KEEL_MODULE_API_DEFINITION_                                                                \
+    extern "C" {                                                                                   \
+    KEEL_HIDDEN const struct keel_api *keel__api = 0;                                              \
+    }
+#else
+#define KEEL_MODULE_API_DEFINITION_ KEEL_HIDDEN const struct keel_api *keel__api = 0;
+#endif
 #endif
 
 /* Declares the descriptor of a module compiled into an embedding program,
@@ -93,7 +103,7 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
     KEEL_EXTERN_C_ KEEL_MODULE_EXPORT const keel_module_desc keel_module_##ident = {               \
         .size = sizeof(keel_module_desc),                                                          \
         .abi_major = KEEL_ABI_MAJOR,                                                               \
-        .abi_minor = KEEL_ABI_MINOR,                                                               \
+        .abi_minor = KEEL_TARGET_ABI_MINOR,                                                        \
         .name = #ident,                                                                            \
         .api = KEEL_MODULE_API_SLOT_,                                                              \
         __VA_ARGS__}

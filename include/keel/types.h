@@ -21,20 +21,21 @@ extern "C" {
  * negative values; callbacks return them too. */
 typedef enum keel_status {
     KEEL_OK = 0,
-    KEEL_ERR_NOMEM = -1,       /* an allocation failed */
-    KEEL_ERR_INVAL = -2,       /* an argument was invalid */
-    KEEL_ERR_NOTFOUND = -3,    /* no such name (protocol, service, key, file) */
-    KEEL_ERR_EXISTS = -4,      /* the name is already registered */
-    KEEL_ERR_IO = -5,          /* the operating system reported an I/O error */
-    KEEL_ERR_CLOSED = -6,      /* the connection is closed or closing */
-    KEEL_ERR_STATE = -7,       /* not allowed now (wrong phase or thread) */
-    KEEL_ERR_LIMIT = -8,       /* a configured limit was exceeded */
-    KEEL_ERR_TIMEOUT = -9,     /* a timeout expired */
-    KEEL_ERR_CONFIG = -10,     /* a configuration value is missing or invalid */
-    KEEL_ERR_ABI = -11,        /* a module was built for an incompatible ABI */
-    KEEL_ERR_SHUTDOWN = -12,   /* the server is shutting down */
-    KEEL_ERR_PROTOCOL = -13,   /* the peer violated the protocol */
-    KEEL_ERR_UNSUPPORTED = -14 /* not possible this way here: use another way (ABI 1.2) */
+    KEEL_ERR_NOMEM = -1,        /* an allocation failed */
+    KEEL_ERR_INVAL = -2,        /* an argument was invalid */
+    KEEL_ERR_NOTFOUND = -3,     /* no such name (protocol, service, key, file) */
+    KEEL_ERR_EXISTS = -4,       /* the name is already registered */
+    KEEL_ERR_IO = -5,           /* the operating system reported an I/O error */
+    KEEL_ERR_CLOSED = -6,       /* the connection is closed or closing */
+    KEEL_ERR_STATE = -7,        /* not allowed now (wrong phase or thread) */
+    KEEL_ERR_LIMIT = -8,        /* a configured limit was exceeded */
+    KEEL_ERR_TIMEOUT = -9,      /* a timeout expired */
+    KEEL_ERR_CONFIG = -10,      /* a configuration value is missing or invalid */
+    KEEL_ERR_ABI = -11,         /* a module was built for an incompatible ABI */
+    KEEL_ERR_SHUTDOWN = -12,    /* the server is shutting down */
+    KEEL_ERR_PROTOCOL = -13,    /* the peer violated the protocol */
+    KEEL_ERR_UNSUPPORTED = -14, /* not possible this way here: use another way (ABI 1.2) */
+    KEEL_ERR_REFUSED = -15      /* the peer refused the connection (ABI 1.3) */
 } keel_status;
 
 /* Log levels, most severe first. */
@@ -55,6 +56,7 @@ typedef struct keel_worker keel_worker;     /* one worker thread and its loop */
 typedef struct keel_conn keel_conn;         /* one accepted connection */
 typedef struct keel_timer keel_timer;       /* a one-shot or repeating timer */
 typedef struct keel_appender keel_appender; /* a file appended to off the loop */
+typedef struct keel_connect keel_connect;   /* an outbound connection being made (ABI 1.3) */
 
 /* A borrowed span of bytes, used for scatter-gather writes. Arrays of these
  * cross the boundary, so this struct never grows. One span holds at most
@@ -78,6 +80,26 @@ typedef void (*keel_timer_cb)(keel_timer *timer, void *userdata);
 
 /* A function posted to a worker's thread with keel_worker_post(). */
 typedef void (*keel_post_fn)(keel_worker *worker, void *userdata);
+
+/* Back on the worker's thread after keel_worker_offload's work (ABI 1.3). */
+typedef void (*keel_work_done_fn)(keel_worker *worker, int status, void *userdata);
+
+/* An outbound connection could not be made (ABI 1.3): see
+ * keel_conn_connect for the statuses. arg is the options' arg. */
+typedef void (*keel_connect_error_fn)(keel_worker *worker, int status, void *arg);
+
+/* What keel_conn_connect is asked to do (ABI 1.3). Set size to
+ * sizeof(keel_connect_options); grows at the end. */
+typedef struct keel_connect_options {
+    size_t size;
+    const char *host;               /* a name, or an IPv4 / IPv6 literal (no brackets) */
+    unsigned port;                  /* 1..65535 */
+    const char *protocol;           /* the registered protocol that drives the connection */
+    void *arg;                      /* to the protocol's on_open(conn, arg), or to on_error */
+    uint64_t timeout_ms;            /* resolution plus connect; 0: the server's connect_timeout */
+    const char *transport;          /* NULL: plain TCP; else a registered transport ("tls") */
+    keel_connect_error_fn on_error; /* required */
+} keel_connect_options;
 
 /* A connection-level protocol (echo, http1, websocket, ...). A module
  * registers it by name during load; a listener names it in the config.

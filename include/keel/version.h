@@ -17,6 +17,22 @@
 #define KEEL_ABI_MAJOR 1
 /* Bumped whenever a function is appended to the host table or a field to a
  * sized struct. */
-#define KEEL_ABI_MINOR 2
+#define KEEL_ABI_MINOR 3
+
+/* The ABI minor a module is built for. A module that must also load on
+ * older hosts defines it before including keel/keel.h (Node-API's
+ * NAPI_VERSION is the precedent):
+ *
+ *     #define KEEL_TARGET_ABI_MINOR 2   // loads on any host with ABI >= 1.2
+ *     #include <keel/keel.h>
+ *
+ * Its descriptor then says 1.2, and calling a function that came later
+ * does not compile. Defaults to the headers' own minor. */
+#ifndef KEEL_TARGET_ABI_MINOR
+#define KEEL_TARGET_ABI_MINOR KEEL_ABI_MINOR
+#endif
+#if KEEL_TARGET_ABI_MINOR > KEEL_ABI_MINOR || KEEL_TARGET_ABI_MINOR < 0
+#error "KEEL_TARGET_ABI_MINOR must be between 0 and KEEL_ABI_MINOR"
+#endif
 
 #endif

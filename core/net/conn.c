@@ -41,7 +41,7 @@ static keel_conn *conn_of(uv_handle_t *handle)
 
 const kl_transport *kl_conn_transport(const keel_conn *c)
 {
-    return c->listener->transport;
+    return c->origin->transport;
 }
 
 typedef struct each_ctx {
@@ -648,17 +648,22 @@ void kl_conn_teardown(keel_conn *c)
         kl_conn_transport(c)->cb.on_close(c);
     if (c->rbuf != NULL)
         kl_bufpool_put(&w->pool, c->rbuf, c->rcap);
+    int accepted = c->origin->spec != NULL; /* outbound ones count in no max_connections */
     free(c);
     w->nconns--;
-    kl_atomic_sub(&w->server->connections, 1);
+    if (accepted)
+        kl_atomic_sub(&w->server->connections, 1);
     kl_worker_conn_closed(w);
 }
 
 /* ---- life cycle -------------------------------------------------------- */
 
-keel_conn *kl_conn_new(keel_worker *w, kl_listener *listener)
+/* Where the caller's tail block starts: after the conn, aligned. */
+#define TAIL_OFFSET ((sizeof(keel_conn) + 15) & ~(size_t)15)
+
+keel_conn *kl_conn_new(keel_worker *w, const kl_origin *origin, size_t tail)
 {
-    keel_conn *c = calloc(1, sizeof *c);
+    keel_conn *c = calloc(1, tail ? TAIL_OFFSET + tail : sizeof *c);
     if (c == NULL)
         return NULL;
     if (uv_tcp_init(&w->loop, &c->tcp) != 0) {
@@ -666,8 +671,13 @@ keel_conn *kl_conn_new(keel_worker *w, kl_listener *listener)
         return NULL;
     }
     c->tcp.data = (void *)&conn_tag;
-    c->listener = listener;
+    c->origin = origin;
     return c;
+}
+
+void *kl_conn_tail(keel_conn *c)
+{
+    return (char *)c + TAIL_OFFSET;
 }
 
 static void on_discarded(uv_handle_t *handle)
@@ -680,14 +690,14 @@ void kl_conn_discard(keel_conn *c)
     uv_close((uv_handle_t *)&c->tcp, on_discarded);
 }
 
-void kl_conn_start(keel_conn *c)
+void kl_conn_start(keel_conn *c, void *arg)
 {
     keel_worker *w = kl_conn_worker(c);
     c->flags |= KL_CONN_STARTED;
     w->nconns++;
     w->accepted++;
     c->id = kl_atomic_add(&w->server->next_conn_id, 1);
-    c->protocol = c->listener->protocol;
+    c->protocol = c->origin->protocol;
     /* Request/response protocols want small writes to leave at once. */
     uv_tcp_nodelay(&c->tcp, 1);
     set_timeout(c, read_timeout(c));
@@ -702,7 +712,7 @@ void kl_conn_start(keel_conn *c)
             c->flags |= KL_CONN_TRANSPORT_OPEN;
     }
     if (rc == KEEL_OK && !(c->flags & KL_CONN_CLOSING)) {
-        rc = c->protocol->cb.on_open ? c->protocol->cb.on_open(c, NULL) : KEEL_OK;
+        rc = c->protocol->cb.on_open ? c->protocol->cb.on_open(c, arg) : KEEL_OK;
         if (rc == KEEL_OK)
             c->flags &= ~KL_CONN_SILENT_CLOSE;
     }
@@ -871,7 +881,9 @@ int keel_conn_peer_name(keel_conn *c, char *buf, size_t size)
 
 const char *keel_conn_listener_option(keel_conn *c, const char *key)
 {
-    const kl_listen_spec *spec = c->listener->spec;
+    const kl_listen_spec *spec = c->origin->spec;
+    if (spec == NULL)
+        return NULL;
     for (size_t i = 0; i < spec->noptions; i++)
         if (strcmp(spec->options[i].key, key) == 0)
             return spec->options[i].value;

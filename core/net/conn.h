@@ -44,7 +44,7 @@ struct keel_conn {
      * the transport from the listener, the worker's connections from
      * uv_walk). */
     uv_tcp_t tcp;
-    kl_listener *listener;
+    const kl_origin *origin; /* protocol, transport, listener or remote host */
     const kl_protocol *protocol;
     void *protocol_data;
     void *transport_data;
@@ -80,12 +80,17 @@ const kl_transport *kl_conn_transport(const keel_conn *conn);
  * fn may close the connection it is given. */
 void kl_conn_each(keel_worker *w, void (*fn)(keel_conn *conn, void *arg), void *arg);
 
-/* Takes an accepted handle (already initialised and accepted/opened into
- * conn->tcp) and starts the protocol. On failure the conn is closed. */
-void kl_conn_start(keel_conn *conn);
+/* Takes a connected handle (accepted, opened from a handed-over socket, or
+ * connected outbound) and starts the transport, then the protocol with
+ * on_open(conn, arg). On failure the conn is closed. */
+void kl_conn_start(keel_conn *conn, void *arg);
 
-/* Allocates a conn with its uv_tcp_t initialised on the worker's loop. */
-keel_conn *kl_conn_new(keel_worker *w, kl_listener *listener);
+/* Allocates a conn with its uv_tcp_t initialised on the worker's loop,
+ * running what origin says (which must outlive it). tail extra bytes are
+ * allocated with it, zeroed, at kl_conn_tail() (an outbound connection
+ * keeps its origin and host name there), and freed with it. */
+keel_conn *kl_conn_new(keel_worker *w, const kl_origin *origin, size_t tail);
+void *kl_conn_tail(keel_conn *conn);
 
 /* Closes the handle of a conn that never started (limit, accept failure). */
 void kl_conn_discard(keel_conn *conn);

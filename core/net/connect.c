@@ -16,6 +16,5 @@ void keel_connect_cancel(keel_connect *connect)
 
 const char *keel_conn_remote_host(keel_conn *conn)
 {
-    (void)conn;
-    return NULL;
+    return conn->origin->remote_host;
 }

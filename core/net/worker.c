@@ -135,7 +135,7 @@ static void on_connection(uv_stream_t *listener, int status)
         kl_log(KEEL_LOG_WARN, "accept on %s: %s", wl->listener->spec->text, uv_strerror(status));
         return;
     }
-    keel_conn *c = kl_conn_new(w, wl->listener);
+    keel_conn *c = kl_conn_new(w, &wl->listener->origin, 0);
     if (c == NULL) {
         kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory", wl->listener->spec->text);
         return;
@@ -149,7 +149,7 @@ static void on_connection(uv_stream_t *listener, int status)
         kl_conn_discard(c);
         return;
     }
-    kl_conn_start(c);
+    kl_conn_start(c, NULL);
 }
 
 static int open_listeners(keel_worker *w)
@@ -185,7 +185,7 @@ static int open_listeners(keel_worker *w)
 
 static void start_handoff(keel_worker *w, kl_handoff *h)
 {
-    keel_conn *c = kl_conn_new(w, h->listener);
+    keel_conn *c = kl_conn_new(w, &h->listener->origin, 0);
     if (c == NULL || uv_tcp_open(&c->tcp, h->sock) != 0) {
         if (c != NULL)
             kl_conn_discard(c);
@@ -193,7 +193,7 @@ static void start_handoff(keel_worker *w, kl_handoff *h)
         kl_atomic_sub(&w->server->connections, 1);
         return;
     }
-    kl_conn_start(c);
+    kl_conn_start(c, NULL);
 }
 
 int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener)

@@ -24,6 +24,17 @@ struct keel_module {
     kl_config_section *section;
 };
 
+/* What a connection runs and where it came from: its first protocol, its
+ * transport, and either the listener's options (accepted) or the host it
+ * was asked to reach (outbound, net/connect.c). Connections point to one
+ * rather than carrying the fields. */
+typedef struct kl_origin {
+    const kl_protocol *protocol;
+    const kl_transport *transport; /* NULL: plain TCP */
+    const kl_listen_spec *spec;    /* accepted: the listen line; NULL for outbound */
+    const char *remote_host;       /* outbound: as asked for; NULL for accepted */
+} kl_origin;
+
 /* One `listen` line once bound. */
 typedef struct kl_listener {
     keel_server *server;
@@ -39,6 +50,7 @@ typedef struct kl_listener {
     uint64_t last_warning;
     int polling;
     unsigned next_worker;
+    kl_origin origin; /* for its connections; set when bound */
 } kl_listener;
 
 enum kl_server_state { KL_NEW, KL_RUNNING, KL_STOPPING, KL_STOPPED };

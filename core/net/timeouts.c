@@ -1,24 +1,23 @@
+/* The worker's heap of connection deadlines (see timeouts.h). */
 #include "net/timeouts.h"
 
 #include <stdlib.h>
 
 #include <keel/types.h>
 
-struct kl_tqueue {
-    uint64_t duration;
-    kl_tnode head; /* sentinel of a circular list, oldest first */
-    kl_tqueue *next;
-};
+/* A heap this much larger than its contents gives memory back. */
+#define SHRINK_BELOW 4
+#define MIN_CAP      64
 
 static void on_timer(uv_timer_t *timer);
 
 int kl_timeouts_init(kl_timeouts *t, uv_loop_t *loop, kl_timeout_fn expire)
 {
-    t->queues = NULL;
+    t->heap = NULL;
+    t->count = t->cap = 0;
     t->armed_for = 0;
     t->expire = expire;
-    int rc = uv_timer_init(loop, &t->timer);
-    if (rc != 0)
+    if (uv_timer_init(loop, &t->timer) != 0)
         return KEEL_ERR_IO;
     t->timer.data = t;
     /* The timer alone must not keep a worker's loop alive. */
@@ -26,112 +25,166 @@ int kl_timeouts_init(kl_timeouts *t, uv_loop_t *loop, kl_timeout_fn expire)
     return KEEL_OK;
 }
 
-static void arm(kl_timeouts *t, uint64_t deadline)
+static uint64_t now_of(kl_timeouts *t)
 {
-    if (t->armed_for != 0 && t->armed_for <= deadline)
-        return;
-    uint64_t now = uv_now(t->timer.loop);
-    t->armed_for = deadline;
-    uv_timer_start(&t->timer, on_timer, deadline > now ? deadline - now : 0, 0);
+    return uv_now(t->timer.loop);
 }
 
-static kl_tqueue *queue_for(kl_timeouts *t, uint64_t duration)
+/* ---- the heap ------------------------------------------------------------ */
+
+static void place(kl_timeouts *t, kl_tnode *node, uint32_t i)
 {
-    for (kl_tqueue *q = t->queues; q; q = q->next)
-        if (q->duration == duration)
-            return q;
-    kl_tqueue *q = malloc(sizeof *q);
-    if (q == NULL)
-        return NULL;
-    q->duration = duration;
-    q->head.prev = q->head.next = &q->head;
-    q->head.queue = q;
-    q->next = t->queues;
-    t->queues = q;
-    return q;
+    t->heap[i] = node;
+    node->index = i;
 }
 
-void kl_timeouts_remove(kl_tnode *node)
+static void sift_up(kl_timeouts *t, uint32_t i)
 {
-    if (node->queue == NULL)
-        return;
-    node->prev->next = node->next;
-    node->next->prev = node->prev;
-    node->queue = NULL;
+    kl_tnode *node = t->heap[i];
+    while (i > 0) {
+        uint32_t parent = (i - 1) / 2;
+        if (t->heap[parent]->key <= node->key)
+            break;
+        place(t, t->heap[parent], i);
+        i = parent;
+    }
+    place(t, node, i);
 }
 
-static void append(kl_timeouts *t, kl_tqueue *q, kl_tnode *node)
+static void sift_down(kl_timeouts *t, uint32_t i)
 {
-    node->deadline = uv_now(t->timer.loop) + q->duration;
-    node->queue = q;
-    node->prev = q->head.prev;
-    node->next = &q->head;
-    q->head.prev->next = node;
-    q->head.prev = node;
-    /* Only the first node of a queue can move the earliest deadline
-     * forward; later ones expire after it anyway. */
-    if (node->prev == &q->head)
-        arm(t, node->deadline);
+    kl_tnode *node = t->heap[i];
+    for (;;) {
+        uint32_t child = 2 * i + 1;
+        if (child >= t->count)
+            break;
+        if (child + 1 < t->count && t->heap[child + 1]->key < t->heap[child]->key)
+            child++;
+        if (node->key <= t->heap[child]->key)
+            break;
+        place(t, t->heap[child], i);
+        i = child;
+    }
+    place(t, node, i);
 }
 
-int kl_timeouts_set(kl_timeouts *t, kl_tnode *node, uint64_t duration)
+static int grow(kl_timeouts *t)
 {
-    kl_timeouts_remove(node);
-    if (duration == 0)
-        return KEEL_OK;
-    kl_tqueue *q = queue_for(t, duration);
-    if (q == NULL)
+    uint32_t cap = t->cap ? t->cap * 2 : MIN_CAP;
+    kl_tnode **heap = realloc(t->heap, cap * sizeof *heap);
+    if (heap == NULL)
         return KEEL_ERR_NOMEM;
-    append(t, q, node);
+    t->heap = heap;
+    t->cap = cap;
     return KEEL_OK;
 }
 
-void kl_timeouts_touch(kl_timeouts *t, kl_tnode *node)
+static void shrink(kl_timeouts *t)
 {
-    kl_tqueue *q = node->queue;
-    if (q == NULL)
+    if (t->cap <= MIN_CAP || t->count * SHRINK_BELOW > t->cap)
         return;
-    /* Already the newest: just move the deadline (the common case for a
-     * busy connection that is the only one in its queue). */
-    if (node->next == &q->head) {
-        node->deadline = uv_now(t->timer.loop) + q->duration;
+    kl_tnode **heap = realloc(t->heap, (t->cap / 2) * sizeof *heap);
+    if (heap != NULL) { /* keeping the larger array is harmless */
+        t->heap = heap;
+        t->cap /= 2;
+    }
+}
+
+/* ---- the timer ------------------------------------------------------------ */
+
+/* Keeps the timer set for the earliest key. Keys only move later lazily
+ * (touch does not re-arm): a wake-up for a key that moved finds it later
+ * and re-arms then. */
+static void arm(kl_timeouts *t)
+{
+    if (t->count == 0) {
+        if (t->armed_for != 0)
+            uv_timer_stop(&t->timer);
+        t->armed_for = 0;
         return;
     }
-    kl_timeouts_remove(node);
-    append(t, q, node);
+    uint64_t key = t->heap[0]->key;
+    if (t->armed_for == key)
+        return;
+    uint64_t now = now_of(t);
+    t->armed_for = key;
+    uv_timer_start(&t->timer, on_timer, key > now ? key - now : 0, 0);
 }
 
 static void on_timer(uv_timer_t *timer)
 {
     kl_timeouts *t = timer->data;
-    uint64_t now = uv_now(timer->loop);
+    uint64_t now = now_of(t);
     t->armed_for = 0;
-    for (kl_tqueue *q = t->queues; q; q = q->next) {
-        /* Expiring may re-add the node to this queue, at the tail with a
-         * later deadline, so the loop ends. */
-        while (q->head.next != &q->head && q->head.next->deadline <= now) {
-            kl_tnode *node = q->head.next;
-            kl_timeouts_remove(node);
-            t->expire(t, node);
+    while (t->count > 0 && t->heap[0]->key <= now) {
+        kl_tnode *node = t->heap[0];
+        if (node->deadline > now) {
+            /* Touched since it was keyed: its place is later. */
+            node->key = node->deadline;
+            sift_down(t, 0);
+            continue;
         }
+        kl_timeouts_remove(t, node);
+        t->expire(t, node); /* may schedule it again, later than now */
     }
-    uint64_t next = 0;
-    for (kl_tqueue *q = t->queues; q; q = q->next)
-        if (q->head.next != &q->head && (next == 0 || q->head.next->deadline < next))
-            next = q->head.next->deadline;
-    if (next != 0)
-        arm(t, next);
+    arm(t);
+}
+
+/* ---- the API ---------------------------------------------------------------- */
+
+void kl_timeouts_remove(kl_timeouts *t, kl_tnode *node)
+{
+    uint32_t i = node->index;
+    if (i == KL_TNODE_IDLE)
+        return;
+    node->index = KL_TNODE_IDLE;
+    kl_tnode *last = t->heap[--t->count];
+    if (last != node) {
+        place(t, last, i);
+        /* The moved node may belong above or below its new place. */
+        if (i > 0 && t->heap[(i - 1) / 2]->key > last->key)
+            sift_up(t, i);
+        else
+            sift_down(t, i);
+    }
+    shrink(t);
+}
+
+int kl_timeouts_set(kl_timeouts *t, kl_tnode *node, uint64_t duration)
+{
+    if (duration == 0) {
+        kl_timeouts_remove(t, node);
+        arm(t);
+        return KEEL_OK;
+    }
+    if (duration > UINT32_MAX - 1)
+        duration = UINT32_MAX - 1;
+    uint64_t deadline = now_of(t) + duration;
+    node->duration = (uint32_t)duration;
+    node->deadline = deadline;
+    if (node->index != KL_TNODE_IDLE) {
+        if (deadline >= node->key)
+            return KEEL_OK; /* later: found and re-keyed when its key comes */
+        node->key = deadline;
+        sift_up(t, node->index);
+    } else {
+        if (t->count == t->cap && grow(t) != KEEL_OK)
+            return KEEL_ERR_NOMEM;
+        node->key = deadline;
+        place(t, node, t->count++);
+        sift_up(t, node->index);
+    }
+    arm(t);
+    return KEEL_OK;
 }
 
 void kl_timeouts_close(kl_timeouts *t)
 {
-    while (t->queues) {
-        kl_tqueue *q = t->queues;
-        t->queues = q->next;
-        /* Unlink whatever is still queued so later removes are no-ops. */
-        while (q->head.next != &q->head)
-            kl_timeouts_remove(q->head.next);
-        free(q);
-    }
+    /* Leave every node idle so that later removes are no-ops. */
+    for (uint32_t i = 0; i < t->count; i++)
+        t->heap[i]->index = KL_TNODE_IDLE;
+    free(t->heap);
+    t->heap = NULL;
+    t->count = t->cap = 0;
     uv_close((uv_handle_t *)&t->timer, NULL);
 }

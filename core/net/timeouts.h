@@ -1,11 +1,15 @@
 /* core/net/timeouts.h — per-worker connection timeouts without a timer each.
  *
- * Connections use a handful of distinct durations (idle, write, linger and
- * whatever protocols set), so each duration gets a FIFO queue: appending
- * with deadline = now + duration keeps every queue sorted, and touching a
- * connection is an O(1) move to the tail. One uv_timer per worker fires at
- * the earliest head. This is the structure nginx and h2o use in spirit,
- * cheaper than one uv_timer (a heap node) per connection.
+ * Every connection has one deadline that moves on nearly every read and
+ * write. A min-heap of deadlines (one per worker) with lazy keys makes that
+ * move O(1): touching a node only records its new, later deadline; when
+ * the node reaches the top of the heap and its recorded deadline turns out
+ * to be later than its key, it is re-keyed then (at most once per period
+ * of its timeout). Only a deadline brought forward pays O(log n). nginx
+ * gets the same effect from its red-black tree with a lazy delay; keel's
+ * heap takes any duration (a protocol may set one per connection) without
+ * per-duration structures that would need freeing. One uv_timer per
+ * worker fires at the heap's earliest key.
  */
 #ifndef KEEL_CORE_TIMEOUTS_H
 #define KEEL_CORE_TIMEOUTS_H
@@ -14,12 +18,13 @@
 
 #include <uv.h>
 
-typedef struct kl_tqueue kl_tqueue;
+#define KL_TNODE_IDLE UINT32_MAX /* index of a node not in the heap */
 
 typedef struct kl_tnode {
-    struct kl_tnode *prev, *next;
-    uint64_t deadline;
-    kl_tqueue *queue; /* NULL when not scheduled */
+    uint64_t key;      /* its place in the heap: never later than deadline */
+    uint64_t deadline; /* when it really expires (loop time, ms) */
+    uint32_t index;    /* in the heap's array, or KL_TNODE_IDLE */
+    uint32_t duration; /* ms, what a touch adds to now */
 } kl_tnode;
 
 typedef struct kl_timeouts kl_timeouts;
@@ -27,23 +32,40 @@ typedef void (*kl_timeout_fn)(kl_timeouts *t, kl_tnode *node);
 
 struct kl_timeouts {
     uv_timer_t timer;
-    kl_tqueue *queues;
-    uint64_t armed_for; /* deadline the timer is set for; 0 if idle */
+    kl_tnode **heap;
+    uint32_t count, cap;
+    uint64_t armed_for; /* the key the timer is set for; 0 if idle */
     kl_timeout_fn expire;
 };
 
 int kl_timeouts_init(kl_timeouts *t, uv_loop_t *loop, kl_timeout_fn expire);
 
-/* Schedules node to expire `duration` ms from now (0 unschedules it).
- * Returns KEEL_ERR_NOMEM if a new queue could not be made. */
+/* A node that is in no heap yet (a new connection's). */
+static inline void kl_tnode_init(kl_tnode *node)
+{
+    node->index = KL_TNODE_IDLE;
+}
+
+static inline int kl_tnode_scheduled(const kl_tnode *node)
+{
+    return node->index != KL_TNODE_IDLE;
+}
+
+/* Schedules node to expire `duration` ms from now (0 unschedules it);
+ * durations beyond 2^32-2 ms (49 days) are clamped. Returns
+ * KEEL_ERR_NOMEM if the heap could not grow (the node is then idle). */
 int kl_timeouts_set(kl_timeouts *t, kl_tnode *node, uint64_t duration);
 
-/* Pushes an already scheduled node's deadline to now + its duration. */
-void kl_timeouts_touch(kl_timeouts *t, kl_tnode *node);
+/* Pushes a scheduled node's deadline to now + its duration: O(1). */
+static inline void kl_timeouts_touch(kl_timeouts *t, kl_tnode *node)
+{
+    if (node->index != KL_TNODE_IDLE)
+        node->deadline = uv_now(t->timer.loop) + node->duration;
+}
 
-void kl_timeouts_remove(kl_tnode *node);
+void kl_timeouts_remove(kl_timeouts *t, kl_tnode *node);
 
-/* Frees the queues and closes the timer (the caller runs the loop after). */
+/* Frees the heap and closes the timer (the caller runs the loop after). */
 void kl_timeouts_close(kl_timeouts *t);
 
 #endif

@@ -7,19 +7,12 @@
 
 #include "base/atomic.h"
 #include "net/conn.h"
+#include "net/output.h"
 #include "base/log.h"
 #include "base/util.h"
 
 #define SCRATCH_SIZE  (64 * 1024)
 #define POOL_MAX_FREE 64
-
-struct kl_deferred {
-    keel_conn *conn;
-    keel_write_cb cb;
-    void *userdata;
-    int status;
-    kl_deferred *next;
-};
 
 static void on_wakeup(uv_async_t *async);
 static void on_idle(uv_idle_t *idle);
@@ -106,6 +99,7 @@ void kl_worker_free(keel_worker *w)
     free(w->listeners);
     free(w->handoffs);
     kl_bufpool_free(&w->pool);
+    kl_output_cache_free(w);
     for (size_t i = 0; i < KL_SLOT_COUNT; i++) {
         if (w->slots[i] != NULL && w->server->slots[i].dispose != NULL)
             w->server->slots[i].dispose(w->slots[i]);
@@ -265,100 +259,25 @@ void kl_worker_kick(keel_worker *w)
         uv_idle_start(&w->idle, on_idle);
 }
 
-kl_deferred *kl_deferred_new(keel_conn *conn, keel_write_cb cb, void *ud, int status)
-{
-    kl_deferred *d = malloc(sizeof *d);
-    if (d != NULL)
-        *d = (kl_deferred){conn, cb, ud, status, NULL};
-    return d;
-}
-
-void kl_worker_defer(keel_worker *w, kl_deferred *d)
-{
-    if (w->deferred_tail)
-        w->deferred_tail->next = d;
-    else
-        w->deferred = d;
-    w->deferred_tail = d;
-    kl_worker_kick(w);
-}
-
-int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, void *ud,
-                             int status)
-{
-    kl_deferred *d = kl_deferred_new(conn, cb, ud, status);
-    if (d == NULL)
-        return KEEL_ERR_NOMEM;
-    kl_worker_defer(w, d);
-    return KEEL_OK;
-}
-
-void kl_deferred_append(kl_deferred **list, kl_deferred *d)
-{
-    while (*list != NULL) /* held lists are a few pieces long */
-        list = &(*list)->next;
-    d->next = NULL;
-    *list = d;
-}
-
-void kl_worker_defer_all(keel_worker *w, kl_deferred *list)
-{
-    while (list != NULL) {
-        kl_deferred *next = list->next;
-        list->next = NULL;
-        kl_worker_defer(w, list);
-        list = next;
-    }
-}
-
-void kl_deferred_fail_all(kl_deferred *list, int status)
-{
-    while (list != NULL) {
-        kl_deferred *next = list->next;
-        list->cb(list->conn, status, list->userdata);
-        free(list);
-        list = next;
-    }
-}
-
-void kl_worker_run_deferred_for(keel_worker *w, keel_conn *conn)
-{
-    kl_deferred **link = &w->deferred, *last = NULL;
-    while (*link != NULL) {
-        kl_deferred *d = *link;
-        if (d->conn != conn) {
-            last = d;
-            link = &d->next;
-            continue;
-        }
-        *link = d->next;
-        d->cb(d->conn, d->status, d->userdata);
-        free(d);
-    }
-    w->deferred_tail = last;
-}
-
 static void on_idle(uv_idle_t *idle)
 {
     keel_worker *w = idle->data;
     /* Work added while this runs waits for the next turn of the loop, so a
-     * protocol that keeps writing cannot starve I/O. */
-    keel_conn *pending = w->pending;
+     * protocol that keeps writing cannot starve I/O. For each connection
+     * its deliveries come first, then its completions, as a turn of the
+     * loop orders reads and write callbacks. No connection is freed during
+     * the pass (teardown runs from libuv's close callbacks), and one that
+     * schedules itself again joins the new list: take `next` first. */
+    keel_conn *c = w->pending;
     w->pending = NULL;
-    while (pending != NULL) {
-        keel_conn *c = pending;
-        pending = c->pending_next;
-        kl_conn_deliver_pending(c);
+    while (c != NULL) {
+        keel_conn *next = c->pending_next;
+        c->flags &= ~KL_CONN_PENDING;
+        kl_conn_run_delivery(c);
+        kl_conn_run_owed(c);
+        c = next;
     }
-    kl_deferred *d = w->deferred;
-    w->deferred = w->deferred_tail = NULL;
-    while (d != NULL) {
-        kl_deferred *next = d->next;
-        d->cb(d->conn, d->status, d->userdata);
-        free(d);
-        d = next;
-    }
-    if (w->pending == NULL && w->deferred == NULL)
+    if (w->pending == NULL)
         uv_idle_stop(&w->idle);
 }
 

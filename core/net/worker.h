@@ -11,7 +11,8 @@
 #include "net/timeouts.h"
 
 typedef struct kl_post kl_post;
-typedef struct kl_deferred kl_deferred;
+typedef struct kl_output kl_output;
+typedef struct kl_done kl_done;
 
 /* A listening socket a worker accepts on itself (reuseport mode). */
 typedef struct kl_worker_listener {
@@ -55,10 +56,12 @@ struct keel_worker {
     uint64_t nconns;
     kl_timeouts timeouts;
     kl_bufpool pool;
-    char *scratch;      /* raw reads for connections with a transport */
-    uv_idle_t idle;     /* runs deferred deliveries and callbacks */
-    keel_conn *pending; /* connections with bytes to deliver again */
-    kl_deferred *deferred, *deferred_tail;
+    char *scratch;           /* raw reads for connections with a transport */
+    uv_idle_t idle;          /* runs the work connections are owed */
+    keel_conn *pending;      /* connections with deliveries or completions owed */
+    kl_output *output_cache; /* spare output states (net/output.c) */
+    kl_done *done_cache;     /* spare completion records */
+    unsigned noutput_cache, ndone_cache;
     keel_timer *timers; /* module timers, freed on stop */
     uv_timer_t shutdown_timer;
     int stopping;
@@ -98,24 +101,9 @@ void kl_worker_join(keel_worker *w);
 int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener);
 
 /* Runs cb(conn, status, userdata) from the loop soon, not from inside the
- * caller. Worker thread. */
+ * caller: owed on the connection (net/output.c). Worker thread. */
 int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, void *ud,
                              int status);
-
-/* The same in two steps, for callers that must not fail after an action:
- * make the record first (NULL if out of memory), queue it later. */
-kl_deferred *kl_deferred_new(keel_conn *conn, keel_write_cb cb, void *ud, int status);
-void kl_worker_defer(keel_worker *w, kl_deferred *d);
-
-/* A list of records held back (kl_ops: completions waiting for a
- * connection's queue to drain): append keeps their order; defer_all queues
- * them all on the worker; fail_all calls them at once with `status`. */
-void kl_deferred_append(kl_deferred **list, kl_deferred *d);
-void kl_worker_defer_all(keel_worker *w, kl_deferred *list);
-void kl_deferred_fail_all(kl_deferred *list, int status);
-
-/* Runs now the deferred write callbacks owed to a closing connection. */
-void kl_worker_run_deferred_for(keel_worker *w, keel_conn *conn);
 
 /* Makes sure the idle handle runs (there is deferred work). */
 void kl_worker_kick(keel_worker *w);

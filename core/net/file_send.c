@@ -14,17 +14,20 @@
  * libuv's thread pool, so the loop never waits for a disk, and each piece
  * is written as keel_conn_write would write it; the next read starts once
  * the piece has left (through a transport: once libuv's queue is down to
- * KL_PACE_BYTES, see kl_ops_park), which paces the transfer by the peer.
+ * KL_PACE_BYTES, see output.c), which paces the transfer by the peer.
+ *
+ * Part of the output unit (net/output.h): its ops queue lives in the
+ * connection's kl_output.
  *
  * Everything here runs on the connection's worker thread.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "net/conn.h"
-#include "platform/platform.h"
 #include "base/util.h"
+#include "net/output.h"
 #include "net/worker.h"
+#include "platform/platform.h"
 
 /* One read of the fallback path. */
 #define FILE_CHUNK (64 * 1024)
@@ -60,63 +63,37 @@ struct kl_op {
     char *buf;
     /* Made before the first byte leaves, for a transfer that completes
      * inside keel_conn_write_file: its cb must still come from the loop. */
-    kl_deferred *early;
+    kl_done *early;
     uv_fs_t fs;
     keel_buf bufs[];
 };
 
-struct kl_ops {
-    kl_op *head, *tail;
-    uint64_t bytes;      /* held bytes plus file bytes not yet sent */
-    kl_deferred *parked; /* transport write completions (kl_ops_park) */
-};
-
-int kl_ops_pending(const keel_conn *c)
-{
-    return c->ops != NULL && c->ops->head != NULL;
-}
-
-uint64_t kl_ops_bytes(const keel_conn *c)
-{
-    return c->ops != NULL ? c->ops->bytes : 0;
-}
-
-void kl_ops_trim(keel_conn *c)
-{
-    if (c->ops != NULL && c->ops->head == NULL && c->ops->parked == NULL) {
-        free(c->ops);
-        c->ops = NULL;
-    }
-}
-
 /* The queue exists before anything is appended to it. */
 static int ensure_queue(keel_conn *c)
 {
-    if (c->ops == NULL && (c->ops = calloc(1, sizeof *c->ops)) == NULL)
-        return KEEL_ERR_NOMEM;
-    return KEEL_OK;
+    return kl_output_get(c) != NULL ? KEEL_OK : KEEL_ERR_NOMEM;
 }
 
-static kl_op *head(keel_conn *c)
+static kl_op *head(const keel_conn *c)
 {
-    return c->ops != NULL ? c->ops->head : NULL;
+    return c->out != NULL ? c->out->head : NULL;
 }
 
 static void append(keel_conn *c, kl_op *op)
 {
-    if (c->ops->tail != NULL)
-        c->ops->tail->next = op;
+    if (c->out->tail != NULL)
+        c->out->tail->next = op;
     else
-        c->ops->head = op;
-    c->ops->tail = op;
+        c->out->head = op;
+    c->out->tail = op;
 }
 
 static kl_op *pop(keel_conn *c)
 {
-    kl_op *op = c->ops->head;
-    c->ops->head = op->next;
-    if (c->ops->head == NULL)
-        c->ops->tail = NULL;
+    kl_op *op = c->out->head;
+    c->out->head = op->next;
+    if (c->out->head == NULL)
+        c->out->tail = NULL;
     op->next = NULL;
     return op;
 }
@@ -124,7 +101,8 @@ static kl_op *pop(keel_conn *c)
 static void free_op(kl_op *op)
 {
     free(op->buf);
-    free(op->early);
+    if (op->early != NULL)
+        free(op->early); /* never handed to the worker's cache: plain free */
     free(op);
 }
 
@@ -149,7 +127,7 @@ static void close_poll(kl_op *op)
 static void fail(keel_conn *c, kl_op *op, int status)
 {
     op->status = status;
-    if (!(c->flags & KL_CONN_HANDLE_CLOSED))
+    if (!kl_conn_handle_closed(c))
         kl_conn_abort_status(c, status);
 }
 
@@ -189,8 +167,8 @@ int kl_ops_hold(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_cb 
     op->userdata = ud;
     op->conn = c;
     append(c, op);
-    c->ops->bytes += total;
-    kl_conn_check_pressure(c);
+    c->out->held_bytes += total;
+    kl_conn_output_grew(c);
     return KEEL_OK;
 }
 
@@ -210,13 +188,13 @@ static void read_next(keel_conn *c, kl_op *op);
 static void file_finished(keel_conn *c)
 {
     kl_op *op = pop(c);
-    c->flags &= ~KL_CONN_FILE_ACTIVE;
+    c->out->file_active = 0;
     close_poll(op);
     keel_write_cb cb = op->cb;
     void *ud = op->userdata;
-    int inside_call = (c->flags & KL_CONN_IN_WRITE_FILE) != 0;
+    int inside_call = c->out->in_write_file;
     if (inside_call && op->early != NULL) {
-        kl_worker_defer(kl_conn_worker(c), op->early);
+        kl_output_owe_record(c, op->early);
         op->early = NULL;
         cb = NULL;
     }
@@ -224,15 +202,18 @@ static void file_finished(keel_conn *c)
     if (inside_call) {
         /* Nothing else was queued (the call started this op only because
          * the queue was empty): just leave the write timeout. */
-        kl_conn_settle(c);
+        kl_conn_output_settled(c);
         return;
     }
     if (cb != NULL)
         cb(c, KEEL_OK, ud);
-    if (c->flags & KL_CONN_HANDLE_CLOSED)
+    if (kl_conn_handle_closed(c))
         return;
     kl_ops_run(c);
-    kl_conn_settle(c);
+    if (kl_conn_handle_closed(c))
+        return;
+    kl_output_trim(c);
+    kl_conn_output_settled(c);
 }
 
 static void on_writable(uv_poll_t *handle, int status, int events)
@@ -240,7 +221,7 @@ static void on_writable(uv_poll_t *handle, int status, int events)
     keel_conn *c = handle->data;
     (void)events;
     /* Closing the connection closes this watcher first, so c is alive. */
-    kl_op *op = c->ops->head;
+    kl_op *op = c->out->head;
     if (status < 0) {
         fail(c, op, KEEL_ERR_IO);
         return;
@@ -315,9 +296,9 @@ static void pump(keel_conn *c, kl_op *op)
         if (sent > 0) {
             op->offset += sent;
             op->bytes -= sent;
-            c->ops->bytes -= sent;
+            c->out->held_bytes -= sent;
             budget -= sent;
-            kl_conn_progress(c);
+            kl_conn_output_progress(c);
         }
         if (rc == 0 && sent == 0) {
             fail(c, op, KEEL_ERR_IO); /* the file is shorter than promised */
@@ -348,9 +329,9 @@ static void on_piece_written(keel_conn *c, int status, void *userdata)
     kl_op *op = userdata;
     /* A failed write aborts the connection right after this; a closed one
      * fails the op in its teardown. */
-    if (status < 0 || (c->flags & KL_CONN_HANDLE_CLOSED))
+    if (status < 0 || kl_conn_handle_closed(c))
         return;
-    kl_conn_progress(c);
+    kl_conn_output_progress(c);
     read_next(c, op);
 }
 
@@ -361,8 +342,8 @@ static void on_read_done(uv_fs_t *fs)
     ssize_t n = fs->result;
     uv_fs_req_cleanup(fs);
     op->reading = 0;
-    if (c->flags & KL_CONN_HANDLE_CLOSED) {
-        if (c->flags & KL_CONN_TEARDOWN_WAIT)
+    if (kl_conn_handle_closed(c)) {
+        if (c->phase == KL_PHASE_CLOSED) /* the handle's close waited for this read */
             kl_conn_teardown(c);
         return;
     }
@@ -374,9 +355,9 @@ static void on_read_done(uv_fs_t *fs)
         n = (ssize_t)op->bytes;
     op->offset += (uint64_t)n;
     op->bytes -= (uint64_t)n;
-    c->ops->bytes -= (uint64_t)n;
+    c->out->held_bytes -= (uint64_t)n;
     keel_buf piece = {op->buf, (size_t)n};
-    int rc = kl_conn_send(c, &piece, 1, on_piece_written, op);
+    int rc = kl_output_send(c, &piece, 1, on_piece_written, op);
     if (rc != KEEL_OK)
         fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
 }
@@ -402,41 +383,21 @@ static void read_next(keel_conn *c, kl_op *op)
     }
 }
 
-/* ---- pacing writes through a transport ------------------------------------ */
-
-int kl_ops_park(keel_conn *c, kl_deferred *completion)
-{
-    if (ensure_queue(c) != KEEL_OK)
-        return KEEL_ERR_NOMEM;
-    kl_deferred_append(&c->ops->parked, completion);
-    return KEEL_OK;
-}
-
-void kl_ops_on_drain(keel_conn *c)
-{
-    if (c->ops == NULL || c->ops->parked == NULL || (c->flags & KL_CONN_HANDLE_CLOSED) ||
-        c->tcp.write_queue_size > KL_PACE_BYTES)
-        return;
-    kl_worker_defer_all(kl_conn_worker(c), c->ops->parked);
-    c->ops->parked = NULL;
-    kl_ops_trim(c);
-}
-
 /* ---- the queue ------------------------------------------------------------- */
 
 void kl_ops_run(keel_conn *c)
 {
-    while (head(c) != NULL && !(c->flags & KL_CONN_HANDLE_CLOSED)) {
+    while (head(c) != NULL && !kl_conn_handle_closed(c)) {
         kl_op *op = head(c);
         if (op->is_file) {
-            if (c->flags & KL_CONN_FILE_ACTIVE)
+            if (c->out->file_active)
                 return;
             /* sendfile bypasses libuv's queue: what is in it goes first.
              * The read path writes through that queue, in order anyway. */
-            if (!op->fallback && c->writes_pending > 0)
+            if (!op->fallback && c->out->in_flight > 0)
                 return;
-            c->flags |= KL_CONN_FILE_ACTIVE;
-            kl_conn_arm_write_timeout(c);
+            c->out->file_active = 1;
+            kl_conn_retime(c, 1); /* the write timeout runs from now */
             if (op->fallback)
                 read_next(c, op);
             else
@@ -444,20 +405,20 @@ void kl_ops_run(keel_conn *c)
             return;
         }
         pop(c);
-        c->ops->bytes -= op->bytes;
+        c->out->held_bytes -= op->bytes;
         int rc;
         if (op->owned) {
-            rc = kl_conn_send(c, op->bufs, op->nbufs, on_owned_written, op);
+            rc = kl_output_send(c, op->bufs, op->nbufs, on_owned_written, op);
             if (rc != KEEL_OK)
                 free(op);
         } else {
-            rc = kl_conn_send(c, op->bufs, op->nbufs, op->cb, op->userdata);
+            rc = kl_output_send(c, op->bufs, op->nbufs, op->cb, op->userdata);
             if (rc != KEEL_OK && op->cb != NULL)
                 op->cb(c, rc, op->userdata); /* it was accepted: the callback is owed */
             free(op);
         }
         if (rc != KEEL_OK) {
-            if (!(c->flags & KL_CONN_HANDLE_CLOSED))
+            if (!kl_conn_handle_closed(c))
                 kl_conn_abort_status(c, rc);
             return;
         }
@@ -470,7 +431,7 @@ void kl_ops_abort(keel_conn *c)
         close_poll(head(c));
 }
 
-int kl_ops_reading(keel_conn *c)
+int kl_ops_reading(const keel_conn *c)
 {
     return head(c) != NULL && head(c)->reading;
 }
@@ -487,13 +448,8 @@ void kl_ops_fail(keel_conn *c)
         if (cb != NULL)
             cb(c, status, ud);
     }
-    if (c->ops != NULL) {
-        /* The bytes may never have left: the callers learn it. */
-        kl_deferred_fail_all(c->ops->parked, KEEL_ERR_CLOSED);
-        free(c->ops);
-        c->ops = NULL;
-    }
-    c->flags &= ~KL_CONN_FILE_ACTIVE;
+    if (c->out != NULL)
+        c->out->file_active = 0;
 }
 
 /* ---- the API --------------------------------------------------------------- */
@@ -501,13 +457,15 @@ void kl_ops_fail(keel_conn *c)
 int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length, keel_write_cb cb,
                          void *userdata)
 {
-    if (c->flags & KL_CONN_CLOSING)
+    if (kl_conn_closing(c))
         return KEEL_ERR_CLOSED;
     if (fd < 0 || offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX - offset)
         return KEEL_ERR_INVAL;
     kl_op *op = ensure_queue(c) == KEEL_OK ? calloc(1, sizeof *op) : NULL;
-    if (op == NULL)
+    if (op == NULL) {
+        kl_output_trim(c);
         return KEEL_ERR_NOMEM;
+    }
     op->is_file = 1;
     op->fd = fd;
     op->offset = offset;
@@ -516,20 +474,27 @@ int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length,
     op->userdata = userdata;
     op->conn = c;
     op->fallback = kl_conn_transport(c) != NULL;
-    int first = c->ops->head == NULL;
-    if (first && cb != NULL && (op->early = kl_deferred_new(c, cb, userdata, KEEL_OK)) == NULL) {
+    int first = c->out->head == NULL;
+    if (first && cb != NULL && (op->early = kl_done_new(c, cb, userdata, KEEL_OK)) == NULL) {
         free(op);
+        kl_output_trim(c);
         return KEEL_ERR_NOMEM;
     }
     append(c, op);
-    c->ops->bytes += length;
+    c->out->held_bytes += length;
     if (first) {
-        uint32_t outer = c->flags & KL_CONN_IN_WRITE_FILE;
-        c->flags |= KL_CONN_IN_WRITE_FILE;
+        /* A transfer that ends inside this call must still complete from
+         * the loop (file_finished looks at this). */
+        kl_output *o = c->out;
+        int outer = o->in_write_file;
+        o->in_write_file = 1;
         kl_ops_run(c);
-        c->flags = (c->flags & ~(uint32_t)KL_CONN_IN_WRITE_FILE) | outer;
+        if (c->out == o)
+            o->in_write_file = outer;
     }
-    if (!(c->flags & KL_CONN_HANDLE_CLOSED))
-        kl_conn_check_pressure(c);
+    if (!kl_conn_handle_closed(c)) {
+        kl_conn_output_grew(c);
+        kl_output_trim(c);
+    }
     return KEEL_OK;
 }

@@ -1,0 +1,105 @@
+/* Closing a connection: the phases of kl_phase (net/conn.h), moved on by
+ * one function, so that what a closing connection waits for is read in
+ * one place:
+ *
+ *   OPEN -> DRAINING   keel_conn_close: reading stops; files and the
+ *                      writes held behind them leave first.
+ *   DRAINING -> FLUSHING  nothing held any more: the transport queues its
+ *                      closing record (TLS close_notify) behind the rest.
+ *   FLUSHING -> SHUTTING  libuv's queue is empty: uv_shutdown (FIN).
+ *   SHUTTING -> LINGERING the write side is shut: input is read and
+ *                      discarded for LINGER_MS at most, so that unread
+ *                      input does not turn into a reset that destroys the
+ *                      response in flight (nginx's lingering close); the
+ *                      peer's EOF or the budget ends it.
+ *   any -> CLOSING     an abort, or the end of the above: uv_close.
+ *   CLOSING -> CLOSED  the handle closed; teardown (completions owed,
+ *                      on_close, free) runs now, or once a thread-pool
+ *                      read of a file has come back.
+ *
+ * Worker thread of the connection. */
+#include <stdlib.h>
+
+#include "net/conn.h"
+#include "net/output.h"
+#include "net/worker.h"
+
+static void on_shutdown_done(uv_shutdown_t *req, int status)
+{
+    keel_conn *c = (keel_conn *)req->handle;
+    free(req);
+    if (kl_conn_handle_closed(c))
+        return;
+    /* Lingering is for input the peer may still send; after its EOF there
+     * is none (and on Windows the handle can no longer be read). */
+    if (status < 0 || (c->flags & KL_CONN_EOF)) {
+        kl_conn_abort_status(c, c->close_status);
+        return;
+    }
+    c->phase = KL_PHASE_LINGERING;
+    kl_conn_retime(c, 1);
+    kl_conn_update_reading(c);
+}
+
+static void start_shutdown(keel_conn *c)
+{
+    c->phase = KL_PHASE_SHUTTING;
+    uv_shutdown_t *req = malloc(sizeof *req);
+    if (req == NULL || uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown_done) != 0) {
+        free(req);
+        kl_conn_abort_status(c, c->close_status);
+    }
+}
+
+void kl_conn_advance_close(keel_conn *c)
+{
+    for (;;) {
+        switch ((kl_phase)c->phase) {
+        case KL_PHASE_DRAINING:
+            if (kl_output_held(c))
+                return;
+            c->phase = KL_PHASE_FLUSHING;
+            if (kl_conn_transport(c) != NULL && kl_conn_transport(c)->cb.on_shutdown != NULL) {
+                kl_conn_transport(c)->cb.on_shutdown(c);
+                if (c->phase != KL_PHASE_FLUSHING)
+                    return; /* it aborted */
+            }
+            continue;
+        case KL_PHASE_FLUSHING:
+            if (kl_output_in_flight(c))
+                return;
+            start_shutdown(c);
+            return;
+        case KL_PHASE_OPEN:
+        case KL_PHASE_SHUTTING:
+        case KL_PHASE_LINGERING:
+        case KL_PHASE_CLOSING:
+        case KL_PHASE_CLOSED:
+        default:
+            return; /* moved on by events of their own */
+        }
+    }
+}
+
+void kl_conn_close(keel_conn *c, int status)
+{
+    if (kl_conn_closing(c))
+        return;
+    c->phase = KL_PHASE_DRAINING;
+    c->close_status = status;
+    kl_conn_update_reading(c);
+    kl_conn_advance_close(c);
+}
+
+void kl_conn_abort_status(keel_conn *c, int status)
+{
+    if (kl_conn_handle_closed(c))
+        return;
+    if (!kl_conn_closing(c))
+        c->close_status = status;
+    c->phase = KL_PHASE_CLOSING;
+    c->flags &= ~KL_CONN_READING;
+    kl_timeouts_remove(&kl_conn_worker(c)->timeouts, &c->timeout);
+    kl_output_abort(c);
+    kl_conn_close_handle(c);
+}

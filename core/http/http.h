@@ -7,6 +7,7 @@
 #include <keel/http.h>
 #include <keel/types.h>
 #include <uv.h>
+#include "net/file_reader.h"
 
 typedef struct kl_route_node kl_route_node;
 
@@ -90,15 +91,14 @@ struct keel_response {
     /* send_file */
     int file_fd;
     int file_close;
-    uint64_t file_offset, file_left;
-    char *file_buf;
+    int file_reading;          /* file_reader is set up (freed with the request) */
     int piece_busy;            /* `piece` below carries a body piece */
     uint32_t pieces_in_flight; /* handed to the protocol, not yet written */
     int file_paused;           /* send_file's read loop waits for them */
     /* Not zeroed for each request (keel_http_request_start): set before use. */
     kl_field inline_headers[8];
-    kl_body_piece piece; /* the one piece most responses need, unallocated */
-    uv_fs_t file_req;
+    kl_body_piece piece;        /* the one piece most responses need, unallocated */
+    kl_file_reader file_reader; /* send_file without the protocol's send_file */
 };
 
 enum { KL_BODY_NONE, KL_BODY_READ, KL_BODY_STREAM, KL_BODY_DONE };

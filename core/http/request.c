@@ -115,7 +115,8 @@ void kl_request_unref(keel_request *req)
     if (req->res.headers != req->res.inline_headers)
         free(req->res.headers);
     free(req->res.trailers);
-    free(req->res.file_buf);
+    if (req->res.file_reading)
+        kl_file_reader_free(&req->res.file_reader);
     free(req->module_data);
     arena_free(&req->arena);
     kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);

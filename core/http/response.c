@@ -9,8 +9,6 @@
 #include "runtime/server.h"
 #include "net/worker.h"
 
-#define FILE_CHUNK (64 * 1024)
-
 /* ---- validation -------------------------------------------------------- */
 
 /* RFC 9110 5.1: field names are tokens (tchar: ALPHA, DIGIT and
@@ -530,7 +528,7 @@ static void on_chunk_sent(void *data, void *userdata)
 {
     keel_response *res = userdata;
     (void)data;
-    if (res->req->aborted || res->file_left == 0) {
+    if (res->req->aborted || res->file_reader.left == 0) {
         if (!res->ended)
             end_response(res);
         file_done(res);
@@ -547,33 +545,34 @@ static void on_chunk_sent(void *data, void *userdata)
     read_next(res);
 }
 
-static void on_file_read(uv_fs_t *fs)
+/* The transfer cannot go on: a short file breaks the promised length, so
+ * the connection must close (the client sees a truncated body). */
+static void file_failed(keel_response *res)
 {
-    keel_response *res = fs->data;
-    ssize_t n = fs->result;
-    uv_fs_req_cleanup(fs);
-    if (res->req->aborted || n <= 0) {
-        /* A short file: the promised length cannot be kept, so the
-         * connection must close (the client sees a truncated body). */
-        res->close_connection = 1;
-        if (!res->ended) {
-            if (!res->req->aborted)
-                send_piece(res, NULL, 0, 1, NULL, NULL);
-            end_response(res);
-        }
-        file_done(res);
-        kl_request_unref(res->req);
+    res->close_connection = 1;
+    if (!res->ended) {
+        if (!res->req->aborted)
+            send_piece(res, NULL, 0, 1, NULL, NULL);
+        end_response(res);
+    }
+    file_done(res);
+    kl_request_unref(res->req);
+}
+
+static void on_file_piece(kl_file_reader *r, int status, char *data, size_t len)
+{
+    keel_response *res = r->owner;
+    if (res->req->aborted || status != KEEL_OK) {
+        file_failed(res);
         return;
     }
-    res->file_offset += (uint64_t)n;
-    res->file_left -= (uint64_t)n;
-    int last = res->file_left == 0;
+    int last = r->left == 0;
     /* on_chunk_sent may run inside send_piece (a body filter copies the
      * piece; a small last piece is copied by the protocol) and end the
      * response and drop the transfer's reference there. */
     keel_request *req = res->req;
     kl_request_ref(req);
-    send_piece(res, res->file_buf, (size_t)n, last, on_chunk_sent, res);
+    send_piece(res, data, len, last, on_chunk_sent, res);
     if (last && !res->ended)
         end_response(res);
     kl_request_unref(req);
@@ -581,14 +580,8 @@ static void on_file_read(uv_fs_t *fs)
 
 static void read_next(keel_response *res)
 {
-    size_t want = res->file_left < FILE_CHUNK ? (size_t)res->file_left : FILE_CHUNK;
-    uv_buf_t buf = uv_buf_init(res->file_buf, (unsigned)want);
-    res->file_req.data = res;
-    if (uv_fs_read(&res->req->worker->loop, &res->file_req, res->file_fd, &buf, 1,
-                   (int64_t)res->file_offset, on_file_read) != 0) {
-        res->file_req.result = -1;
-        on_file_read(&res->file_req);
-    }
+    if (kl_file_reader_next(&res->file_reader, &res->req->worker->loop) != KEEL_OK)
+        file_failed(res);
 }
 
 /* The protocol sent the file itself (sink->send_file) or gave up: the
@@ -662,14 +655,16 @@ int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_
         }
         return rc;
     }
-    if (res->file_buf == NULL &&
-        (res->file_buf = malloc(length < FILE_CHUNK ? (size_t)length : FILE_CHUNK)) == NULL) {
+    /* Filters need the bytes, or the protocol frames them: read the file
+     * in pieces, each after the previous one has gone. */
+    if (res->file_reading)
+        kl_file_reader_free(&res->file_reader);
+    kl_file_reader_init(&res->file_reader, fd, offset, length, on_file_piece, res);
+    res->file_reading = 1;
+    if (kl_file_reader_next(&res->file_reader, &req->worker->loop) != KEEL_OK) {
         file_done(res);
         return KEEL_ERR_NOMEM;
     }
-    res->file_offset = offset;
-    res->file_left = length;
-    kl_request_ref(req);
-    read_next(res);
+    kl_request_ref(req); /* the transfer's, until its end */
     return KEEL_OK;
 }

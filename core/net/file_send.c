@@ -25,12 +25,11 @@
 #include <string.h>
 
 #include "base/util.h"
+#include "net/file_reader.h"
 #include "net/output.h"
 #include "net/worker.h"
 #include "platform/platform.h"
 
-/* One read of the fallback path. */
-#define FILE_CHUNK (64 * 1024)
 /* sendfile bytes per turn of the loop: a fast peer on a large file must not
  * starve the worker's other connections (nginx's sendfile_max_chunk). */
 #define TURN_BYTES (2 * 1024 * 1024)
@@ -55,16 +54,14 @@ struct kl_op {
     /* a file */
     int fd;
     int fallback; /* read and write instead of sendfile */
-    int reading;  /* fs is in the thread pool */
     int status;   /* what cb gets if the connection dies first (0: KEEL_ERR_CLOSED) */
     uint64_t offset;
     uint64_t bytes; /* held write: its size; file: what is left to send */
     kl_poll *poll;
-    char *buf;
     /* Made before the first byte leaves, for a transfer that completes
      * inside keel_conn_write_file: its cb must still come from the loop. */
     kl_done *early;
-    uv_fs_t fs;
+    kl_file_reader reader; /* the fallback's, set up when it starts */
     keel_buf bufs[];
 };
 
@@ -100,7 +97,7 @@ static kl_op *pop(keel_conn *c)
 
 static void free_op(kl_op *op)
 {
-    free(op->buf);
+    kl_file_reader_free(&op->reader);
     if (op->early != NULL)
         free(op->early); /* never handed to the worker's cache: plain free */
     free(op);
@@ -335,28 +332,23 @@ static void on_piece_written(keel_conn *c, int status, void *userdata)
     read_next(c, op);
 }
 
-static void on_read_done(uv_fs_t *fs)
+static void on_piece_read(kl_file_reader *r, int status, char *data, size_t len)
 {
-    kl_op *op = fs->data;
+    kl_op *op = r->owner;
     keel_conn *c = op->conn;
-    ssize_t n = fs->result;
-    uv_fs_req_cleanup(fs);
-    op->reading = 0;
     if (kl_conn_handle_closed(c)) {
         if (c->phase == KL_PHASE_CLOSED) /* the handle's close waited for this read */
             kl_conn_teardown(c);
         return;
     }
-    if (n <= 0) {
-        fail(c, op, KEEL_ERR_IO); /* a read error, or the file is shorter */
+    if (status != KEEL_OK) {
+        fail(c, op, status); /* a read error, or the file is shorter */
         return;
     }
-    if ((uint64_t)n > op->bytes)
-        n = (ssize_t)op->bytes;
-    op->offset += (uint64_t)n;
-    op->bytes -= (uint64_t)n;
-    c->out->held_bytes -= (uint64_t)n;
-    keel_buf piece = {op->buf, (size_t)n};
+    op->offset += len;
+    op->bytes -= len;
+    c->out->held_bytes -= len;
+    keel_buf piece = {data, len};
     int rc = kl_output_send(c, &piece, 1, on_piece_written, op);
     if (rc != KEEL_OK)
         fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
@@ -368,19 +360,12 @@ static void read_next(keel_conn *c, kl_op *op)
         file_finished(c);
         return;
     }
-    if (op->buf == NULL && (op->buf = malloc(FILE_CHUNK)) == NULL) {
-        fail(c, op, KEEL_ERR_NOMEM);
-        return;
-    }
-    size_t want = op->bytes < FILE_CHUNK ? (size_t)op->bytes : FILE_CHUNK;
-    uv_buf_t buf = uv_buf_init(op->buf, (unsigned)want);
-    op->fs.data = op;
-    op->reading = 1;
-    if (uv_fs_read(&kl_conn_worker(c)->loop, &op->fs, op->fd, &buf, 1, (int64_t)op->offset,
-                   on_read_done) != 0) {
-        op->reading = 0;
-        fail(c, op, KEEL_ERR_IO);
-    }
+    /* The reader starts where sendfile stopped, if it ran first. */
+    if (op->reader.on_piece == NULL)
+        kl_file_reader_init(&op->reader, op->fd, op->offset, op->bytes, on_piece_read, op);
+    int rc = kl_file_reader_next(&op->reader, &kl_conn_worker(c)->loop);
+    if (rc != KEEL_OK)
+        fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
 }
 
 /* ---- the queue ------------------------------------------------------------- */
@@ -433,7 +418,7 @@ void kl_ops_abort(keel_conn *c)
 
 int kl_ops_reading(const keel_conn *c)
 {
-    return head(c) != NULL && head(c)->reading;
+    return head(c) != NULL && head(c)->reader.reading;
 }
 
 void kl_ops_fail(keel_conn *c)

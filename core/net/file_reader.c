@@ -1,0 +1,58 @@
+/* Reading a file in pieces on the thread pool (see file_reader.h). */
+#include "net/file_reader.h"
+
+#include <stdlib.h>
+
+#include <keel/types.h>
+
+void kl_file_reader_init(kl_file_reader *r, int fd, uint64_t offset, uint64_t length,
+                         kl_file_piece_fn on_piece, void *owner)
+{
+    r->on_piece = on_piece;
+    r->owner = owner;
+    r->buf = NULL;
+    r->fd = fd;
+    r->reading = 0;
+    r->offset = offset;
+    r->left = length;
+}
+
+static void on_read(uv_fs_t *fs)
+{
+    kl_file_reader *r = fs->data;
+    ssize_t n = fs->result;
+    uv_fs_req_cleanup(fs);
+    r->reading = 0;
+    /* 0 before the promised length: the file shrank since it was sized. */
+    if (n <= 0) {
+        r->on_piece(r, KEEL_ERR_IO, NULL, 0);
+        return;
+    }
+    if ((uint64_t)n > r->left)
+        n = (ssize_t)r->left;
+    r->offset += (uint64_t)n;
+    r->left -= (uint64_t)n;
+    r->on_piece(r, KEEL_OK, r->buf, (size_t)n);
+}
+
+int kl_file_reader_next(kl_file_reader *r, uv_loop_t *loop)
+{
+    if (r->left == 0 || r->reading)
+        return KEEL_ERR_STATE;
+    size_t want = r->left < KL_FILE_PIECE ? (size_t)r->left : KL_FILE_PIECE;
+    /* Sized by the first read: a small file costs a small buffer. */
+    if (r->buf == NULL && (r->buf = malloc(want)) == NULL)
+        return KEEL_ERR_NOMEM;
+    uv_buf_t buf = uv_buf_init(r->buf, (unsigned)want);
+    r->fs.data = r;
+    if (uv_fs_read(loop, &r->fs, r->fd, &buf, 1, (int64_t)r->offset, on_read) != 0)
+        return KEEL_ERR_IO;
+    r->reading = 1;
+    return KEEL_OK;
+}
+
+void kl_file_reader_free(kl_file_reader *r)
+{
+    free(r->buf);
+    r->buf = NULL;
+}

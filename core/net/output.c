@@ -282,9 +282,6 @@ static int raw_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_writ
     for (size_t i = 0; i < nbufs; i++)
         if (bufs[i].len > KEEL_BUF_MAX)
             return KEEL_ERR_INVAL;
-    kl_output *o = kl_output_get(c);
-    if (o == NULL)
-        return KEEL_ERR_NOMEM;
     uv_buf_t stack[16], *ub;
     size_t total;
     if ((ub = to_uv(bufs, nbufs, stack, KL_ARRAY_SIZE(stack), &total)) == NULL)
@@ -293,11 +290,13 @@ static int raw_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_writ
     size_t done = 0;
     uv_buf_t *rest = ub;
     size_t nrest = nbufs;
-    if (o->in_flight == 0) {
+    if (!kl_output_in_flight(c)) {
         /* The completion may not fail to be recorded once bytes have left,
-         * so the record is made before writing. */
+         * so the record is made before writing. A write without one that
+         * leaves whole (most small responses) needs no state at all. */
         kl_done *record = NULL;
-        if (cb != NULL && (record = kl_done_new(c, cb, ud, KEEL_OK)) == NULL) {
+        if (cb != NULL &&
+            (kl_output_get(c) == NULL || (record = kl_done_new(c, cb, ud, KEEL_OK)) == NULL)) {
             rc = KEEL_ERR_NOMEM;
             goto out;
         }
@@ -326,7 +325,7 @@ static int raw_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_writ
         rest->base += skip;
         rest->len -= (unsigned)skip;
     }
-    rc = queue_rest(c, rest, nrest, cb, ud, copy);
+    rc = kl_output_get(c) != NULL ? queue_rest(c, rest, nrest, cb, ud, copy) : KEEL_ERR_NOMEM;
     /* Part of it is out already: the byte stream cannot be repaired. */
     if (rc == KEEL_ERR_NOMEM && done > 0)
         rc = KEEL_ERR_IO;

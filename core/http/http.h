@@ -7,6 +7,7 @@
 #include <keel/http.h>
 #include <keel/types.h>
 #include <uv.h>
+#include "base/freelist.h"
 #include "net/file_reader.h"
 
 typedef struct kl_route_node kl_route_node;
@@ -133,7 +134,6 @@ struct keel_request {
     keel_offload_fn work_fn;
     keel_offload_done_fn work_done;
     void *work_ud;
-    keel_request *next_free; /* in the worker's pool of spare requests */
     /* Everything above, and `res` up to its inline_headers, is zeroed for
      * each request; the rest is large and set before use. */
     struct keel_response res;
@@ -145,11 +145,12 @@ struct keel_request {
 /* The HTTP layer's per-worker slot (KL_SLOT_HTTP): spare request objects,
  * so that a request costs no allocation in the steady state. */
 typedef struct kl_http_worker {
-    keel_request *pool;
-    unsigned npool;
+    kl_freelist pool;
 } kl_http_worker;
 
-/* Frees the slot's spare requests (when the worker is freed). */
+/* Sets the slot up (the worker allocated it zeroed), and frees its spare
+ * requests (when the worker is freed). */
+void kl_http_worker_init(void *state);
 void kl_http_worker_dispose(void *state);
 
 /* Case-insensitive comparison of a field name with b[0..blen). */

@@ -78,7 +78,8 @@ static void move_filter(kl_filter *list, size_t from, size_t to)
 int kl_http_prepare(keel_server *s)
 {
     kl_http *http = &s->http;
-    s->slots[KL_SLOT_HTTP] = (kl_slot_type){sizeof(kl_http_worker), kl_http_worker_dispose};
+    s->slots[KL_SLOT_HTTP] =
+        (kl_slot_type){sizeof(kl_http_worker), kl_http_worker_init, kl_http_worker_dispose};
     kl_filter *f = http->filters;
     size_t n = http->nfilters;
     for (size_t i = 1; i < n; i++) /* insertion sort: stable, n is small */

@@ -68,13 +68,9 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
      * request in the steady state. */
     keel_worker *w = keel_conn_worker(conn);
     kl_http_worker *hw = kl_worker_slot(w, KL_SLOT_HTTP);
-    keel_request *req = hw->pool;
-    if (req != NULL) {
-        hw->pool = req->next_free;
-        hw->npool--;
-    } else if ((req = malloc(sizeof *req)) == NULL) {
+    keel_request *req = kl_freelist_get(&hw->pool, sizeof *req);
+    if (req == NULL)
         return NULL;
-    }
     memset(req, 0, offsetof(keel_request, res) + offsetof(keel_response, inline_headers));
     req->route.nparams = 0;
     req->route.allow[0] = '\0';
@@ -120,24 +116,19 @@ void kl_request_unref(keel_request *req)
     free(req->module_data);
     arena_free(&req->arena);
     kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
-    if (hw->npool < 64) {
-        req->next_free = hw->pool;
-        hw->pool = req;
-        hw->npool++;
-    } else {
-        free(req);
-    }
+    kl_freelist_put(&hw->pool, req);
+}
+
+void kl_http_worker_init(void *state)
+{
+    kl_http_worker *hw = state;
+    hw->pool.max = 64;
 }
 
 void kl_http_worker_dispose(void *state)
 {
     kl_http_worker *hw = state;
-    while (hw->pool != NULL) {
-        keel_request *req = hw->pool;
-        hw->pool = req->next_free;
-        free(req);
-    }
-    hw->npool = 0;
+    kl_freelist_clear(&hw->pool);
 }
 
 void keel_http_request_abort(keel_request *req)

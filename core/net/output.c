@@ -6,12 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/freelist.h"
 #include "base/util.h"
 #include "net/worker.h"
-
-/* Spare records and states a worker keeps, so that a response costs no
- * allocation for its completion in the steady state. */
-#define CACHE_MAX 256
 
 typedef struct kl_write {
     uv_write_t req;
@@ -26,28 +23,12 @@ kl_output *kl_output_get(keel_conn *c)
 {
     if (c->out != NULL)
         return c->out;
-    keel_worker *w = kl_conn_worker(c);
-    kl_output *o = w->output_cache;
+    kl_output *o = kl_freelist_get(&kl_conn_worker(c)->output_cache, sizeof *o);
     if (o != NULL) {
-        w->output_cache = o->next;
-        w->noutput_cache--;
-    } else if ((o = malloc(sizeof *o)) == NULL) {
-        return NULL;
+        memset(o, 0, sizeof *o);
+        c->out = o;
     }
-    memset(o, 0, sizeof *o);
-    c->out = o;
     return o;
-}
-
-static void give_back(keel_worker *w, kl_output *o)
-{
-    if (w->noutput_cache < CACHE_MAX) {
-        o->next = w->output_cache;
-        w->output_cache = o;
-        w->noutput_cache++;
-    } else {
-        free(o);
-    }
 }
 
 void kl_output_trim(keel_conn *c)
@@ -56,33 +37,21 @@ void kl_output_trim(keel_conn *c)
     if (o != NULL && o->head == NULL && o->in_flight == 0 && o->owed.head == NULL &&
         o->paced.head == NULL) {
         c->out = NULL;
-        give_back(kl_conn_worker(c), o);
+        kl_freelist_put(&kl_conn_worker(c)->output_cache, o);
     }
 }
 
 kl_done *kl_done_new(keel_conn *c, keel_write_cb cb, void *ud, int status)
 {
-    keel_worker *w = kl_conn_worker(c);
-    kl_done *d = w->done_cache;
-    if (d != NULL) {
-        w->done_cache = d->next;
-        w->ndone_cache--;
-    } else if ((d = malloc(sizeof *d)) == NULL) {
-        return NULL;
-    }
-    *d = (kl_done){NULL, cb, ud, status};
+    kl_done *d = kl_freelist_get(&kl_conn_worker(c)->done_cache, sizeof *d);
+    if (d != NULL)
+        *d = (kl_done){NULL, cb, ud, status};
     return d;
 }
 
 static void done_free(keel_worker *w, kl_done *d)
 {
-    if (w->ndone_cache < CACHE_MAX) {
-        d->next = w->done_cache;
-        w->done_cache = d;
-        w->ndone_cache++;
-    } else {
-        free(d);
-    }
+    kl_freelist_put(&w->done_cache, d);
 }
 
 void kl_done_push(kl_done_list *list, kl_done *d)
@@ -435,24 +404,14 @@ void kl_output_finish(keel_conn *c)
     run_list(c, take_all(&c->out->paced), KEEL_ERR_CLOSED);
     /* Callbacks run above may have owed more (a write refused now). */
     run_list(c, take_all(&c->out->owed), 0);
-    kl_output *o = c->out;
+    kl_freelist_put(&kl_conn_worker(c)->output_cache, c->out);
     c->out = NULL;
-    give_back(kl_conn_worker(c), o);
 }
 
 void kl_output_cache_free(keel_worker *w)
 {
-    while (w->output_cache != NULL) {
-        kl_output *o = w->output_cache;
-        w->output_cache = o->next;
-        free(o);
-    }
-    while (w->done_cache != NULL) {
-        kl_done *d = w->done_cache;
-        w->done_cache = d->next;
-        free(d);
-    }
-    w->noutput_cache = w->ndone_cache = 0;
+    kl_freelist_clear(&w->output_cache);
+    kl_freelist_clear(&w->done_cache);
 }
 
 /* ---- the public write API ------------------------------------------------------ */

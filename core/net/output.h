@@ -84,7 +84,7 @@ void kl_output_cache_free(keel_worker *w);
 
 /* A completion owed or held. */
 typedef struct kl_done {
-    struct kl_done *next;
+    struct kl_done *next; /* first: the link in the worker's cache too */
     keel_write_cb cb;
     void *userdata;
     int status;
@@ -98,14 +98,13 @@ typedef struct kl_done_list {
 typedef struct kl_op kl_op;
 
 struct kl_output {
-    kl_op *head, *tail;     /* files and held writes, in order */
-    uint64_t held_bytes;    /* held bytes plus file bytes not yet sent */
-    uint32_t in_flight;     /* libuv write requests */
-    int file_active;        /* the file at the head is being sent */
-    int in_write_file;      /* inside keel_conn_write_file */
-    kl_done_list owed;      /* to run from the loop */
-    kl_done_list paced;     /* transport completions held for libuv's queue */
-    struct kl_output *next; /* the worker's cache */
+    kl_op *head, *tail;  /* files and held writes, in order (first: the cache's link) */
+    uint64_t held_bytes; /* held bytes plus file bytes not yet sent */
+    uint32_t in_flight;  /* libuv write requests */
+    int file_active;     /* the file at the head is being sent */
+    int in_write_file;   /* inside keel_conn_write_file */
+    kl_done_list owed;   /* to run from the loop */
+    kl_done_list paced;  /* transport completions held for libuv's queue */
 };
 
 /* The state, made on first need. NULL if out of memory. */

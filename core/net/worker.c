@@ -49,8 +49,12 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
             goto fail;
     }
     for (size_t i = 0; i < KL_SLOT_COUNT; i++)
-        if (server->slots[i].size > 0 && (w->slots[i] = calloc(1, server->slots[i].size)) == NULL)
-            goto fail;
+        if (server->slots[i].size > 0) {
+            if ((w->slots[i] = calloc(1, server->slots[i].size)) == NULL)
+                goto fail;
+            if (server->slots[i].init != NULL)
+                server->slots[i].init(w->slots[i]);
+        }
     /* Everything on the loop is set up here, before the thread exists; from
      * then on only the worker thread touches it (save for the async). */
     if (uv_loop_init(&w->loop) != 0)
@@ -66,6 +70,8 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
     uv_timer_init(&w->loop, &w->shutdown_timer);
     w->shutdown_timer.data = w;
     kl_timeouts_init(&w->timeouts, &w->loop, kl_conn_on_timeout);
+    /* Enough spares for a burst of responses finishing in one turn. */
+    w->output_cache.max = w->done_cache.max = 256;
     return w;
 fail:
     kl_worker_free(w);

@@ -5,14 +5,13 @@
 #include <keel/types.h>
 #include <uv.h>
 
+#include "base/freelist.h"
 #include "net/bufpool.h"
 #include "platform/platform.h"
 #include "runtime/server.h"
 #include "net/timeouts.h"
 
 typedef struct kl_post kl_post;
-typedef struct kl_output kl_output;
-typedef struct kl_done kl_done;
 
 /* A listening socket a worker accepts on itself (reuseport mode). */
 typedef struct kl_worker_listener {
@@ -56,13 +55,12 @@ struct keel_worker {
     uint64_t nconns;
     kl_timeouts timeouts;
     kl_bufpool pool;
-    char *scratch;           /* raw reads for connections with a transport */
-    uv_idle_t idle;          /* runs the work connections are owed */
-    keel_conn *pending;      /* connections with deliveries or completions owed */
-    kl_output *output_cache; /* spare output states (net/output.c) */
-    kl_done *done_cache;     /* spare completion records */
-    unsigned noutput_cache, ndone_cache;
-    keel_timer *timers; /* module timers, freed on stop */
+    char *scratch;            /* raw reads for connections with a transport */
+    uv_idle_t idle;           /* runs the work connections are owed */
+    keel_conn *pending;       /* connections with deliveries or completions owed */
+    kl_freelist output_cache; /* spare output states (net/output.c) */
+    kl_freelist done_cache;   /* spare completion records */
+    keel_timer *timers;       /* module timers, freed on stop */
     uv_timer_t shutdown_timer;
     int stopping;
     int finishing;

@@ -64,6 +64,7 @@ enum kl_server_state { KL_NEW, KL_RUNNING, KL_STOPPING, KL_STOPPED };
 enum { KL_SLOT_HTTP, KL_SLOT_COUNT };
 typedef struct kl_slot_type {
     size_t size;                  /* 0: the subsystem is not in use */
+    void (*init)(void *state);    /* may be NULL; on the zeroed block, before the thread runs */
     void (*dispose)(void *state); /* may be NULL; the block itself is freed by the worker */
 } kl_slot_type;
 

@@ -172,8 +172,9 @@ static int load_one(keel_server *s, const char *name)
         }
     }
     m->loaded = 1;
-    kl_log(KEEL_LOG_DEBUG, "module '%s' %s loaded from %s", name,
-           m->desc.version ? m->desc.version : "", m->path ? m->path : "the program");
+    kl_log(KEEL_LOG_DEBUG, "module '%s' %s (ABI %u.%u) loaded from %s", name,
+           m->desc.version ? m->desc.version : "", (unsigned)m->desc.abi_major,
+           (unsigned)m->desc.abi_minor, m->path ? m->path : "the program");
     return KEEL_OK;
 }
 

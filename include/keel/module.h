@@ -62,11 +62,15 @@ typedef struct keel_module_desc {
 #define KEEL_MODULE_SYMBOL_PREFIX "keel_module_"
 
 /* In C++ the descriptor needs C linkage to keep its name, and an explicit
- * extern to be exported at all (a const object is internal otherwise). */
+ * extern to be exported at all (a const object is internal otherwise).
+ * KEEL_EXTERN_DECL_ starts a declaration that is not a definition: in C++
+ * `extern "C"` alone says so (`extern "C" extern` is an error). */
 #ifdef __cplusplus
-#define KEEL_EXTERN_C_ extern "C"
+#define KEEL_EXTERN_C_    extern "C"
+#define KEEL_EXTERN_DECL_ extern "C"
 #else
 #define KEEL_EXTERN_C_
+#define KEEL_EXTERN_DECL_ extern
 #endif
 
 #if defined(KEEL_LINKED)
@@ -92,21 +96,42 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
 
 /* Declares the descriptor of a module compiled into an embedding program,
  * so it can be passed to keel_server_add_module(). */
-#define KEEL_MODULE_DECLARE(ident) KEEL_EXTERN_C_ extern const keel_module_desc keel_module_##ident
+#define KEEL_MODULE_DECLARE(ident) KEEL_EXTERN_DECL_ const keel_module_desc keel_module_##ident
+
+/* C leaves the fields a designated initialiser omits zero without a word;
+ * g++ and clang++ warn about each one under -Wextra
+ * (-Wmissing-field-initializers), although C++20 zero-initialises them
+ * too. A descriptor names only the hooks it has, so in C++ the warning is
+ * switched off around the definition, and only there. The pop comes after
+ * the definition's closing brace, in front of a redeclaration that takes
+ * the caller's semicolon. */
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+#define KEEL_MODULE_DIAG_PUSH_                                                                     \
+    _Pragma("GCC diagnostic push")                                                                 \
+        _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")
+#define KEEL_MODULE_DIAG_POP_ _Pragma("GCC diagnostic pop")
+#else
+#define KEEL_MODULE_DIAG_PUSH_
+#define KEEL_MODULE_DIAG_POP_
+#endif
 
 /* clang-format off */
 /* Defines the module's descriptor. `ident` is the module's name as an
  * identifier; the remaining arguments are designated initialisers for the
- * other fields of keel_module_desc. */
+ * other fields of keel_module_desc, in declaration order (C++20 requires
+ * it; C does not mind). */
 #define KEEL_MODULE(ident, ...)                                                                    \
     KEEL_MODULE_API_DEFINITION_                                                                    \
+    KEEL_MODULE_DIAG_PUSH_                                                                         \
     KEEL_EXTERN_C_ KEEL_MODULE_EXPORT const keel_module_desc keel_module_##ident = {               \
         .size = sizeof(keel_module_desc),                                                          \
         .abi_major = KEEL_ABI_MAJOR,                                                               \
         .abi_minor = KEEL_TARGET_ABI_MINOR,                                                        \
         .name = #ident,                                                                            \
         .api = KEEL_MODULE_API_SLOT_,                                                              \
-        __VA_ARGS__}
+        __VA_ARGS__};                                                                              \
+    KEEL_MODULE_DIAG_POP_                                                                          \
+    KEEL_EXTERN_DECL_ KEEL_MODULE_EXPORT const keel_module_desc keel_module_##ident
 /* clang-format on */
 
 #ifdef __cplusplus

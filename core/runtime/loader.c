@@ -121,9 +121,26 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
                      (size_t)d->size);
         return KEEL_ERR_ABI;
     }
-    if (d->name == NULL || strcmp(d->name, m->name) != 0) {
-        module_error(m->server, "module '%s': its descriptor is named '%s'", m->name,
-                     d->name ? d->name : "(null)");
+    /* Never "%s" with a NULL name: glibc prints "(null)", others crash. */
+    if (d->name == NULL) {
+        module_error(m->server, "module '%s': its descriptor has no name", m->name);
+        return KEEL_ERR_ABI;
+    }
+    if (strcmp(d->name, m->name) != 0) {
+        module_error(m->server, "module '%s': its descriptor is named '%s'", m->name, d->name);
+        return KEEL_ERR_ABI;
+    }
+    /* KEEL_LINKED (from `pkg-config --cflags libkeel`, the embedding
+     * package) leaves the table slot NULL and makes every call name a
+     * libkeel symbol the host does not export: such a module would load
+     * and then die at its first call with "undefined symbol". Only code
+     * compiled into the program may call libkeel directly. */
+    if (d->api == NULL && m->path != NULL) {
+        module_error(m->server,
+                     "module '%s': %s was built with KEEL_LINKED (no slot for the host's "
+                     "function table); modules must not define it: build against "
+                     "`pkg-config --cflags keel` or keel::sdk, not libkeel",
+                     m->name, m->path);
         return KEEL_ERR_ABI;
     }
     memset(&m->desc, 0, sizeof m->desc);

@@ -94,7 +94,12 @@ int keel_server_set(keel_server *s, const char *assignment)
 
 int keel_server_add_module(keel_server *s, const keel_module_desc *desc)
 {
-    if (desc == NULL || desc->name == NULL || s->state != KL_NEW)
+    if (desc == NULL || desc->name == NULL) {
+        kl_log(KEEL_LOG_ERROR, "keel_server_add_module: %s",
+               desc ? "the descriptor has no name" : "no descriptor");
+        return KEEL_ERR_INVAL;
+    }
+    if (s->state != KL_NEW)
         return KEEL_ERR_INVAL;
     for (size_t i = 0; i < s->nbuiltins; i++)
         if (strcmp(s->builtins[i]->name, desc->name) == 0)

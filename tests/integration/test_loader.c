@@ -125,3 +125,20 @@ Test(loader, frozen_v1_module_works, .timeout = 30, .fini = kh_cleanup_all)
     kh_assert(p, status == 0, "exit status %d", status);
     kh_stop(p);
 }
+
+Test(loader, descriptor_without_name, .timeout = 30, .fini = kh_cleanup_all)
+{
+    refuses("echo noname", "module 'noname': its descriptor has no name");
+}
+
+/* A module compiled with KEEL_LINKED would load and then die with
+ * "undefined symbol" at its first call; the loader refuses it first. */
+Test(loader, module_built_with_keel_linked, .timeout = 30, .fini = kh_cleanup_all)
+{
+#if KEEL_TEST_HAVE_LINKED
+    refuses("echo linked",
+            "module 'linked': " KEEL_TEST_MODULE_DIR "/mod_linked.so was built with KEEL_LINKED");
+#else
+    cr_skip_test("mod_linked cannot be linked on this system");
+#endif
+}

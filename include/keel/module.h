@@ -29,20 +29,41 @@ struct keel_api;
  *   load    once per process, on the main thread, after the config is read
  *           and every module this one requires has loaded. Read config,
  *           register protocols/transports, publish and look up services.
+ *           The number of workers is already known
+ *           (keel_module_worker_count, ABI 1.3), so what the workers will
+ *           share can be sized here.
  *   start   on each worker's thread before it accepts connections.
  *           worker_state is this module's zeroed per-worker block.
  *   stop    on each worker's thread after its last connection closed.
  *   unload  once, on the main thread, after every worker has stopped; the
  *           shared object stays mapped until the process exits.
  * Any callback may be NULL. A negative status from load or start stops the
- * server's start-up with a message naming the module. */
+ * server's start-up with a message naming the module.
+ *
+ * Failures undo themselves: when load fails, unload is NOT called, so load
+ * releases what it allocated (and any module data it set) before
+ * returning the error; what it registered (protocols, routes, filters,
+ * services) is dropped with the server and needs no undoing. Modules
+ * loaded before it did succeed and are unloaded as usual. Likewise when
+ * start fails on a worker, stop is not called for that worker: start
+ * releases what it took; the workers where it succeeded get their stop.
+ *
+ * Per-worker state: worker_state_size zeroed bytes per worker, allocated
+ * by the core before start and freed by it after stop (the module frees in
+ * stop what it hung on the block, not the block). It belongs to that
+ * worker's thread: keel hands it out there only (start, stop,
+ * keel_worker_state), and another thread (a module's own, the thread pool)
+ * may read or write it only under the module's own synchronisation, and
+ * never after stop. */
 typedef struct keel_module_desc {
     size_t size;        /* sizeof(keel_module_desc) as the module was built */
     uint32_t abi_major; /* KEEL_ABI_MAJOR the module was built against */
-    uint32_t abi_minor; /* KEEL_ABI_MINOR the module was built against */
+    uint32_t abi_minor; /* KEEL_TARGET_ABI_MINOR: the oldest host minor it loads on */
     const char *name;   /* must match the file name: mod_<name> */
     /* Where the host stores its function table before calling load; NULL
-     * for code compiled with KEEL_LINKED (it calls libkeel directly).
+     * for code compiled with KEEL_LINKED (it calls libkeel directly), which
+     * only a descriptor compiled into the program may be: keel refuses a
+     * module file whose slot is NULL.
      * KEEL_MODULE fills the fields up to here; they come first so that the
      * macro's designated initialisers stay in declaration order (C++20). */
     const struct keel_api **api;

@@ -9,6 +9,7 @@
 
 #include "runtime/api_table.h"
 #include "runtime/appender.h"
+#include "runtime/crash.h"
 #include "base/log.h"
 #include "platform/platform.h"
 #include "runtime/server.h"
@@ -180,9 +181,11 @@ static int load_one(keel_server *s, const char *name)
         return rc;
     if (m->desc.api != NULL)
         *m->desc.api = &kl_host_api;
+    if (m->path != NULL && s->crash_reporting)
+        kl_crash_add_module(m->name, m->path, d);
     m->section = kl_config_section_find(s->config, name);
     if (m->desc.load != NULL) {
-        rc = m->desc.load(m);
+        KL_IN_MODULE(m->name, rc = m->desc.load(m));
         if (rc < 0) {
             module_error(s, "module '%s': load failed: %s", name, keel_strerror(rc));
             return rc;
@@ -271,7 +274,7 @@ void kl_modules_unload(keel_server *s)
     for (size_t i = s->nmodules; i-- > 0;) {
         keel_module *m = s->modules[i];
         if (m->loaded && m->desc.unload != NULL)
-            m->desc.unload(m);
+            KL_IN_MODULE(m->name, m->desc.unload(m));
         m->loaded = 0;
     }
     kl_appenders_close(s);

@@ -8,6 +8,7 @@
 
 #include "base/atomic.h"
 #include "base/log.h"
+#include "runtime/crash.h"
 #include "runtime/server.h"
 #include "base/util.h"
 #include "net/worker.h"
@@ -154,6 +155,13 @@ static int prepare(keel_server *s)
     if (uv_loop_init(&s->loop) != 0)
         return KEEL_ERR_IO;
     s->loop_ready = 1;
+    /* From here on module code runs: a crash in it names the module. */
+    if (s->settings.crash_report) {
+        if (kl_crash_enable() == KEEL_OK)
+            s->crash_reporting = 1;
+        else
+            kl_log(KEEL_LOG_WARN, "crash reports unavailable: cannot install signal handlers");
+    }
     return KEEL_OK;
 }
 
@@ -180,6 +188,10 @@ static void release(keel_server *s)
         uv_run(&s->loop, UV_RUN_NOWAIT);
         uv_loop_close(&s->loop);
         s->loop_ready = 0;
+    }
+    if (s->crash_reporting) {
+        kl_crash_disable();
+        s->crash_reporting = 0;
     }
 }
 

@@ -310,6 +310,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     s->read_buffer_max = 1024 * 1024;
     s->write_high_water = 256 * 1024;
     s->log_level = KEEL_LOG_INFO;
+    s->crash_report = 1;
 
     key_reader r = {kl_config_section_find(cfg, "keel"), err, errlen, KEEL_OK};
 
@@ -364,6 +365,12 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
         s->log_level = kl_log_level_parse(v->text);
         if (s->log_level < 0)
             bad_value(&r, v, "log_level", "expected error, warn, info or debug");
+    }
+
+    if ((v = read_key(&r, "crash_report")) != NULL) {
+        char why[128];
+        if (kl_parse_bool(v->text, &s->crash_report, why, sizeof why) != KEEL_OK)
+            bad_value(&r, v, "crash_report", why);
     }
 
     if (r.rc == KEEL_OK && r.sec != NULL)

@@ -45,6 +45,7 @@ typedef struct kl_settings {
     size_t write_high_water;
     char *log_target;
     int log_level;
+    int crash_report; /* log one line naming the module when a fatal signal ends keel */
 } kl_settings;
 
 /* Reads [keel] from cfg (defaults for what is absent). exe_dir is used for

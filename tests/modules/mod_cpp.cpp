@@ -33,7 +33,8 @@ class Greeter
     {
         std::string out = greeting_;
         out += ", ";
-        out.append(name.ptr, name.len);
+        if (name.ptr != nullptr)
+            out.append(name.ptr, name.len);
         out += ", from C++ (request " + std::to_string(request) + " on worker " +
                std::to_string(worker) + ")";
         return out;

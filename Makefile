@@ -88,10 +88,10 @@ win:
 test-win:
 	$(WIN_ENV) bash cmake/windows/build-and-test.sh
 
-# Every .c/.h we own; tests/abi/ holds frozen copies of released headers,
+# Every .c/.h/.cpp we own; tests/abi/ holds frozen copies of released headers,
 # which must stay byte-for-byte as released.
 FORMAT_FILES = $(shell find $(FORMAT_DIRS) -path tests/abi -prune -o \
-                 -type f \( -name '*.c' -o -name '*.h' \) -print 2>/dev/null)
+                 -type f \( -name '*.c' -o -name '*.h' -o -name '*.cpp' \) -print 2>/dev/null)
 
 format:
 	@test -n "$(FORMAT_FILES)" || { echo "nothing to format"; exit 0; }; \

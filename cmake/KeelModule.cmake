@@ -21,6 +21,13 @@
 # Linux and other Unix systems, mod_<name>.dylib on macOS and mod_<name>.dll
 # on Windows (no "lib" prefix anywhere, also with MinGW), with hidden
 # visibility: the only exported symbol is the descriptor KEEL_MODULE() writes.
+# SOURCES may be C or C++ (the project enables the languages it uses).
+# Hidden visibility alone does not keep C++ template instances out of the
+# dynamic symbol table (libstdc++ declares namespace std with default
+# visibility), nor the symbols of static libraries given to LINK, so the
+# export list is also enforced at link time: a version script on ELF
+# systems, -exported_symbol on macOS (on Windows only dllexport'ed symbols
+# leave a DLL anyway).
 #
 # A module never links against keel (libkeel or the executable): the host
 # hands it a function table at load time. keel_add_module() refuses LINK
@@ -51,6 +58,32 @@
 # Global property KEEL_MODULE_TARGETS lists every mod_<name> target created.
 
 include_guard(GLOBAL)
+
+# Lets only keel_module_* out of the module's dynamic symbol table. A
+# pattern rather than the exact name: a module built without a descriptor
+# (a loader test) must still link where the linker refuses version-script
+# names that are not defined (lld's --no-undefined-version).
+function(_keel_module_export_only_descriptor target)
+    if(APPLE)
+        target_link_options(${target} PRIVATE "LINKER:-exported_symbol,_keel_module_*")
+        return()
+    endif()
+    if(NOT CMAKE_SYSTEM_NAME MATCHES "^(Linux|FreeBSD|NetBSD|OpenBSD|DragonFly)$")
+        return()
+    endif()
+    set(map "${CMAKE_CURRENT_BINARY_DIR}/${target}.exports.map")
+    set(content "{\n  global: keel_module_*;\n  local: *;\n};\n")
+    # Rewritten only when it changes, so that a re-configure relinks nothing.
+    set(old "")
+    if(EXISTS "${map}")
+        file(READ "${map}" old)
+    endif()
+    if(NOT old STREQUAL content)
+        file(WRITE "${map}" "${content}")
+    endif()
+    target_link_options(${target} PRIVATE "LINKER:--version-script=${map}")
+    set_property(TARGET ${target} APPEND PROPERTY LINK_DEPENDS "${map}")
+endfunction()
 
 function(keel_add_module name)
     cmake_parse_arguments(PARSE_ARGV 1 ARG
@@ -103,6 +136,8 @@ function(keel_add_module name)
         OUTPUT_NAME "${target}"
         SUFFIX "${suffix}"
         C_VISIBILITY_PRESET hidden
+        CXX_VISIBILITY_PRESET hidden
+        VISIBILITY_INLINES_HIDDEN ON
         # A generator expression keeps multi-config generators from
         # appending a per-configuration subdirectory.
         LIBRARY_OUTPUT_DIRECTORY "$<1:${outdir}>"
@@ -133,6 +168,8 @@ function(keel_add_module name)
        AND CMAKE_C_COMPILER_ID MATCHES "GNU|Clang")
         target_link_options(${target} PRIVATE "LINKER:--no-undefined")
     endif()
+
+    _keel_module_export_only_descriptor(${target})
 
     if(ARG_INSTALL_DESTINATION)
         set(dest "${ARG_INSTALL_DESTINATION}")

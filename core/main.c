@@ -6,8 +6,10 @@
 
 #include <keel/embed.h>
 
-/* What `keel` runs without -c. Until the HTTP modules exist the first run
- * serves the echo plugin; it becomes http1 + static + stats with them. */
+/* What `keel` runs without -c: the echo plugin, until the static and stats
+ * modules exist (then http1 + static + stats). mod_echo is installed with
+ * the shipped modules for this, so that an installed keel runs it too
+ * (tests/sdk/check-sdk.sh). */
 static const char default_config[] = "[keel]\n"
                                      "listen = 127.0.0.1:8080 echo\n"
                                      "workers = auto\n"

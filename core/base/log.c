@@ -56,6 +56,15 @@ int kl_log_configure(const char *target, int level, char *err, size_t errlen)
     return KEEL_OK;
 }
 
+FILE *kl_log_file(void)
+{
+    kl_log_init();
+    uv_mutex_lock(&log_state.lock);
+    FILE *file = log_state.file;
+    uv_mutex_unlock(&log_state.lock);
+    return file;
+}
+
 int kl_log_enabled(int level)
 {
     return level <= log_state.level;

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include <keel/export.h>
 #include <keel/types.h>
@@ -26,5 +27,9 @@ void kl_log(int level, const char *fmt, ...) KEEL_PRINTF(2, 3);
 void kl_log_prefixed(const char *prefix, int level, const char *fmt, va_list ap);
 
 int kl_log_enabled(int level);
+
+/* The file the log is written to, or NULL for stderr. For the crash
+ * report, which writes to its descriptor directly. */
+FILE *kl_log_file(void);
 
 #endif

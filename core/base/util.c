@@ -35,6 +35,45 @@ char *kl_path_join(const char *dir, const char *name)
     return path;
 }
 
+static int is_separator(char c)
+{
+#ifdef _WIN32
+    return c == '/' || c == '\\';
+#else
+    return c == '/';
+#endif
+}
+
+int kl_path_is_absolute(const char *path)
+{
+    if (is_separator(path[0]))
+        return 1;
+#ifdef _WIN32
+    if (((path[0] >= 'A' && path[0] <= 'Z') || (path[0] >= 'a' && path[0] <= 'z')) &&
+        path[1] == ':' && is_separator(path[2]))
+        return 1;
+#endif
+    return 0;
+}
+
+size_t kl_path_dir_len(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 0 && !is_separator(path[n - 1]))
+        n--;
+    if (n == 0)
+        return 0;
+    /* Keep the root's separator ("/keel.conf" -> "/", "C:\\keel.conf" ->
+     * "C:\\"), drop any other. */
+    if (n == 1)
+        return 1;
+#ifdef _WIN32
+    if (path[n - 2] == ':')
+        return n;
+#endif
+    return n - 1;
+}
+
 int kl_grow(void **items, size_t *cap, size_t need, size_t elem_size)
 {
     if (need <= *cap)

@@ -15,6 +15,14 @@ char *kl_strndup(const char *s, size_t n);
 /* dir + separator + name, newly allocated; NULL if out of memory. */
 char *kl_path_join(const char *dir, const char *name);
 
+/* Non-zero for an absolute path: "/x", and on Windows also "\\x", "C:\\x"
+ * or "C:/x" ("C:x" is relative to a drive's current folder: not absolute). */
+int kl_path_is_absolute(const char *path);
+
+/* The length of path's folder part, without the final separator: 0 when
+ * path names no folder ("keel.conf"), 1 for a file in "/". */
+size_t kl_path_dir_len(const char *path);
+
 /* Grows *items (of elem_size bytes each) so that it can hold `need`
  * elements; *cap is updated. KEEL_OK or KEEL_ERR_NOMEM. */
 int kl_grow(void **items, size_t *cap, size_t need, size_t elem_size);

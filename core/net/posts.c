@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "net/worker.h"
+#include "runtime/crash.h"
 
 struct kl_post {
     keel_post_fn fn;
@@ -43,7 +44,7 @@ void kl_posts_run(keel_worker *w, kl_post *list)
 {
     while (list != NULL) {
         kl_post *next = list->next;
-        list->fn(w, list->userdata);
+        KL_IN_CALLBACK(list->fn, list->fn(w, list->userdata));
         free(list);
         list = next;
     }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "net/worker.h"
+#include "runtime/crash.h"
 
 struct keel_timer {
     uv_timer_t handle;
@@ -16,7 +17,7 @@ struct keel_timer {
 static void on_timer(uv_timer_t *handle)
 {
     keel_timer *t = handle->data;
-    t->cb(t, t->userdata);
+    KL_IN_CALLBACK(t->cb, t->cb(t, t->userdata));
 }
 
 static void on_timer_closed(uv_handle_t *handle)

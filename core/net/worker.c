@@ -10,6 +10,7 @@
 #include "net/output.h"
 #include "base/log.h"
 #include "base/util.h"
+#include "runtime/crash.h"
 
 #define SCRATCH_SIZE  (64 * 1024)
 #define POOL_MAX_FREE 64
@@ -338,7 +339,7 @@ static void finish(keel_worker *w)
     for (size_t i = w->modules_started; i-- > 0;) {
         keel_module *m = s->modules[i];
         if (m->desc.stop != NULL)
-            m->desc.stop(m, w, w->module_state[i]);
+            KL_IN_MODULE(m->name, m->desc.stop(m, w, w->module_state[i]));
     }
     kl_timers_close_all(w);
     for (size_t i = 0; i < w->nhandoffs; i++) {
@@ -360,10 +361,12 @@ static void finish(keel_worker *w)
 static int start_modules(keel_worker *w)
 {
     keel_server *s = w->server;
+    kl_crash_worker_thread(w->id);
     for (size_t i = 0; i < s->nmodules; i++) {
         keel_module *m = s->modules[i];
         if (m->desc.start != NULL) {
-            int rc = m->desc.start(m, w, w->module_state[i]);
+            int rc;
+            KL_IN_MODULE(m->name, rc = m->desc.start(m, w, w->module_state[i]));
             if (rc < 0) {
                 kl_log(KEEL_LOG_ERROR, "module '%s': start failed on worker %u: %s", m->name, w->id,
                        keel_strerror(rc));

@@ -8,6 +8,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <uv.h>
@@ -59,5 +60,37 @@ int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sen
 
 /* gmtime that is thread-safe everywhere. */
 void kl_gmtime(int64_t seconds, struct tm *out);
+
+/* ---- Crash reports (platform/posix/crash.c, platform/win/crash.c) -------
+ * runtime/crash.c says what the report is; these catch the crash, find the
+ * code addresses and write the line. */
+
+/* Catches the fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) or,
+ * on Windows, unhandled exceptions and abort(): writes the line from
+ * kl_crash_describe to stderr and, if the log goes to a file (`log` not
+ * NULL), there too, then lets the disposition that was there before end
+ * the process. Process-wide. KEEL_OK or KEEL_ERR_IO. */
+int kl_crash_platform_install(FILE *log);
+void kl_crash_platform_uninstall(void);
+
+/* What the calling thread needs for a report of its own stack overflow
+ * (an alternate signal stack; a stack guarantee on Windows), and its
+ * removal. begin is idempotent; a thread that ends without calling end is
+ * cleaned up when it exits. */
+void kl_crash_platform_thread_begin(void);
+void kl_crash_platform_thread_end(void);
+
+/* The shared object holding addr: its load base (what a symboliser's
+ * offsets count from) and the extent [lo, hi) of its mapped segments. hi
+ * is 0 where the system cannot tell (then kl_crash_platform_base_of is
+ * used). 0 on success, -1 if addr is in no shared object. */
+int kl_lib_extent(const void *addr, uintptr_t *base, uintptr_t *lo, uintptr_t *hi);
+
+/* The load base of the object holding pc, or 0. From the crash handler,
+ * only where kl_lib_extent cannot give extents. */
+uintptr_t kl_crash_platform_base_of(uintptr_t pc);
+
+/* The wall-clock time, async-signal-safe. */
+void kl_crash_platform_now(int64_t *seconds, unsigned *ms);
 
 #endif

@@ -55,6 +55,7 @@ struct kl_config_section {
 struct kl_config {
     char *name;   /* the parsed file's (or string's) name; values point at it */
     int parsed;   /* a config is parsed once */
+    int is_file;  /* parsed from a file (name is its path), not from a string */
     ptrvec sects; /* kl_config_section *: [0, nfile) from the file, then --set */
     size_t nfile;
     unsigned long set_seq;
@@ -531,8 +532,10 @@ int kl_config_parse_file(kl_config *cfg, const char *path, char *err, size_t err
         return e == ENOENT ? KEEL_ERR_NOTFOUND : KEEL_ERR_IO;
     }
     int rc = begin_parse(cfg, path, err, errlen);
-    if (rc == KEEL_OK)
+    if (rc == KEEL_OK) {
+        cfg->is_file = 1;
         rc = parse(cfg, fp, NULL, err, errlen);
+    }
     fclose(fp);
     return rc;
 }
@@ -591,6 +594,12 @@ int kl_config_override(kl_config *cfg, const char *assignment, char *err, size_t
 }
 
 /* ---- lookups ---------------------------------------------------------- */
+
+int kl_config_value_from_file(const kl_config *cfg, const kl_config_value *v)
+{
+    /* Overrides have line 0; a file's values point at its name. */
+    return cfg && v && cfg->is_file && v->line > 0 && v->file == cfg->name;
+}
 
 size_t kl_config_section_count(const kl_config *cfg)
 {

@@ -43,6 +43,10 @@ int kl_config_parse_string(kl_config *cfg, const char *text, const char *name, c
  * overrides always win over the file. */
 int kl_config_override(kl_config *cfg, const char *assignment, char *err, size_t errlen);
 
+/* Non-zero if v was read from a config file (so v->file is a path), zero
+ * for a value from a config string or an override. */
+int kl_config_value_from_file(const kl_config *cfg, const kl_config_value *v);
+
 /* Sections in file order (sections created by overrides come last). */
 size_t kl_config_section_count(const kl_config *cfg);
 kl_config_section *kl_config_section_at(kl_config *cfg, size_t index);

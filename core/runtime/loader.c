@@ -9,6 +9,7 @@
 
 #include "runtime/api_table.h"
 #include "runtime/appender.h"
+#include "runtime/crash.h"
 #include "base/log.h"
 #include "platform/platform.h"
 #include "runtime/server.h"
@@ -121,9 +122,26 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
                      (size_t)d->size);
         return KEEL_ERR_ABI;
     }
-    if (d->name == NULL || strcmp(d->name, m->name) != 0) {
-        module_error(m->server, "module '%s': its descriptor is named '%s'", m->name,
-                     d->name ? d->name : "(null)");
+    /* Never "%s" with a NULL name: glibc prints "(null)", others crash. */
+    if (d->name == NULL) {
+        module_error(m->server, "module '%s': its descriptor has no name", m->name);
+        return KEEL_ERR_ABI;
+    }
+    if (strcmp(d->name, m->name) != 0) {
+        module_error(m->server, "module '%s': its descriptor is named '%s'", m->name, d->name);
+        return KEEL_ERR_ABI;
+    }
+    /* KEEL_LINKED (from `pkg-config --cflags libkeel`, the embedding
+     * package) leaves the table slot NULL and makes every call name a
+     * libkeel symbol the host does not export: such a module would load
+     * and then die at its first call with "undefined symbol". Only code
+     * compiled into the program may call libkeel directly. */
+    if (d->api == NULL && m->path != NULL) {
+        module_error(m->server,
+                     "module '%s': %s was built with KEEL_LINKED (no slot for the host's "
+                     "function table); modules must not define it: build against "
+                     "`pkg-config --cflags keel` or keel::sdk, not libkeel",
+                     m->name, m->path);
         return KEEL_ERR_ABI;
     }
     memset(&m->desc, 0, sizeof m->desc);
@@ -163,17 +181,20 @@ static int load_one(keel_server *s, const char *name)
         return rc;
     if (m->desc.api != NULL)
         *m->desc.api = &kl_host_api;
+    if (m->path != NULL && s->crash_reporting)
+        kl_crash_add_module(m->name, m->path, d);
     m->section = kl_config_section_find(s->config, name);
     if (m->desc.load != NULL) {
-        rc = m->desc.load(m);
+        KL_IN_MODULE(m->name, rc = m->desc.load(m));
         if (rc < 0) {
             module_error(s, "module '%s': load failed: %s", name, keel_strerror(rc));
             return rc;
         }
     }
     m->loaded = 1;
-    kl_log(KEEL_LOG_DEBUG, "module '%s' %s loaded from %s", name,
-           m->desc.version ? m->desc.version : "", m->path ? m->path : "the program");
+    kl_log(KEEL_LOG_DEBUG, "module '%s' %s (ABI %u.%u) loaded from %s", name,
+           m->desc.version ? m->desc.version : "", (unsigned)m->desc.abi_major,
+           (unsigned)m->desc.abi_minor, m->path ? m->path : "the program");
     return KEEL_OK;
 }
 
@@ -253,7 +274,7 @@ void kl_modules_unload(keel_server *s)
     for (size_t i = s->nmodules; i-- > 0;) {
         keel_module *m = s->modules[i];
         if (m->loaded && m->desc.unload != NULL)
-            m->desc.unload(m);
+            KL_IN_MODULE(m->name, m->desc.unload(m));
         m->loaded = 0;
     }
     kl_appenders_close(s);

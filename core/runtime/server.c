@@ -8,6 +8,7 @@
 
 #include "base/atomic.h"
 #include "base/log.h"
+#include "runtime/crash.h"
 #include "runtime/server.h"
 #include "base/util.h"
 #include "net/worker.h"
@@ -94,7 +95,12 @@ int keel_server_set(keel_server *s, const char *assignment)
 
 int keel_server_add_module(keel_server *s, const keel_module_desc *desc)
 {
-    if (desc == NULL || desc->name == NULL || s->state != KL_NEW)
+    if (desc == NULL || desc->name == NULL) {
+        kl_log(KEEL_LOG_ERROR, "keel_server_add_module: %s",
+               desc ? "the descriptor has no name" : "no descriptor");
+        return KEEL_ERR_INVAL;
+    }
+    if (s->state != KL_NEW)
         return KEEL_ERR_INVAL;
     for (size_t i = 0; i < s->nbuiltins; i++)
         if (strcmp(s->builtins[i]->name, desc->name) == 0)
@@ -149,6 +155,13 @@ static int prepare(keel_server *s)
     if (uv_loop_init(&s->loop) != 0)
         return KEEL_ERR_IO;
     s->loop_ready = 1;
+    /* From here on module code runs: a crash in it names the module. */
+    if (s->settings.crash_report) {
+        if (kl_crash_enable() == KEEL_OK)
+            s->crash_reporting = 1;
+        else
+            kl_log(KEEL_LOG_WARN, "crash reports unavailable: cannot install signal handlers");
+    }
     return KEEL_OK;
 }
 
@@ -175,6 +188,10 @@ static void release(keel_server *s)
         uv_run(&s->loop, UV_RUN_NOWAIT);
         uv_loop_close(&s->loop);
         s->loop_ready = 0;
+    }
+    if (s->crash_reporting) {
+        kl_crash_disable();
+        s->crash_reporting = 0;
     }
 }
 

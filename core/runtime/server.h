@@ -74,6 +74,7 @@ struct keel_server {
     kl_settings settings;
     int settings_read;
     char *exe_dir;
+    int crash_reporting; /* kl_crash_enable succeeded: disable in release */
 
     const keel_module_desc **builtins;
     size_t nbuiltins, builtins_cap;

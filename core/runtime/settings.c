@@ -225,6 +225,61 @@ static void read_int(key_reader *r, const char *key, int64_t min, int64_t max, i
         bad_value(r, v, key, why);
 }
 
+/* Appends a copy of dir to the NULL-terminated list *paths (of *n). */
+static int path_append(char ***paths, size_t *n, char *dir)
+{
+    if (dir == NULL)
+        return KEEL_ERR_NOMEM;
+    char **grown = realloc(*paths, (*n + 2) * sizeof **paths);
+    if (grown == NULL) {
+        free(dir);
+        return KEEL_ERR_NOMEM;
+    }
+    grown[(*n)++] = dir;
+    grown[*n] = NULL;
+    *paths = grown;
+    return KEEL_OK;
+}
+
+/* A module_path directory as written in v: relative to the folder of the
+ * config file that holds v (as nginx's include), or, for a value from
+ * --set or a config string, relative to the working directory. */
+static char *resolve_dir(kl_config *cfg, const kl_config_value *v, const char *dir)
+{
+    size_t base = kl_config_value_from_file(cfg, v) ? kl_path_dir_len(v->file) : 0;
+    if (base == 0 || kl_path_is_absolute(dir))
+        return kl_strdup(dir);
+    char *folder = kl_strndup(v->file, base);
+    char *path = folder ? kl_path_join(folder, dir) : NULL;
+    free(folder);
+    return path;
+}
+
+/* module_path: repeatable, each value a list of directories; all of them
+ * are searched first, in order, then the defaults (beside the executable,
+ * then the install location). */
+static void read_module_path(key_reader *r, kl_config *cfg, const char *exe_dir, kl_settings *s)
+{
+    size_t nvalues = kl_config_count(r->sec, "module_path");
+    for (size_t i = 0; r->rc == KEEL_OK && i < nvalues; i++) {
+        const kl_config_value *v = kl_config_get(r->sec, "module_path", i);
+        size_t nwords;
+        char **words = kl_split_words(v->text, &nwords);
+        if (words == NULL) {
+            r->rc = KEEL_ERR_NOMEM;
+            return;
+        }
+        for (size_t k = 0; r->rc == KEEL_OK && k < nwords; k++)
+            r->rc = path_append(&s->module_path, &s->nmodule_path, resolve_dir(cfg, v, words[k]));
+        kl_free_words(words, nwords);
+    }
+    if (r->rc == KEEL_OK)
+        r->rc = path_append(&s->module_path, &s->nmodule_path, kl_path_join(exe_dir, "modules"));
+    if (r->rc == KEEL_OK)
+        r->rc = path_append(&s->module_path, &s->nmodule_path,
+                            kl_path_join(exe_dir, KEEL_INSTALL_MODULE_DIR_FROM_BINDIR));
+}
+
 static void read_words(key_reader *r, const char *key, char ***out, size_t *count)
 {
     const kl_config_value *v = read_key(r, key);
@@ -255,19 +310,9 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     s->read_buffer_max = 1024 * 1024;
     s->write_high_water = 256 * 1024;
     s->log_level = KEEL_LOG_INFO;
+    s->crash_report = 1;
 
     key_reader r = {kl_config_section_find(cfg, "keel"), err, errlen, KEEL_OK};
-
-    /* module_path defaults to the modules folder beside the executable
-     * (build/modules in a build tree) and then the install location. */
-    if ((s->module_path = calloc(3, sizeof *s->module_path)) == NULL ||
-        (s->module_path[0] = kl_path_join(exe_dir, "modules")) == NULL ||
-        (s->module_path[1] = kl_path_join(exe_dir, KEEL_INSTALL_MODULE_DIR_FROM_BINDIR)) == NULL) {
-        s->nmodule_path = s->module_path ? 2 : 0;
-        kl_settings_free(s);
-        return KEEL_ERR_NOMEM;
-    }
-    s->nmodule_path = 2;
 
     size_t nlisten = kl_config_count(r.sec, "listen");
     if (nlisten > 0 && (s->listen = calloc(nlisten, sizeof *s->listen)) == NULL)
@@ -289,7 +334,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     }
     read_words(&r, "modules", &s->modules, &s->nmodules);
     s->modules_where = kl_config_get(r.sec, "modules", 0);
-    read_words(&r, "module_path", &s->module_path, &s->nmodule_path);
+    read_module_path(&r, cfg, exe_dir, s);
 
     int64_t n = (int64_t)s->max_connections;
     read_int(&r, "max_connections", 1, 100000000, &n);
@@ -320,6 +365,12 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
         s->log_level = kl_log_level_parse(v->text);
         if (s->log_level < 0)
             bad_value(&r, v, "log_level", "expected error, warn, info or debug");
+    }
+
+    if ((v = read_key(&r, "crash_report")) != NULL) {
+        char why[128];
+        if (kl_parse_bool(v->text, &s->crash_report, why, sizeof why) != KEEL_OK)
+            bad_value(&r, v, "crash_report", why);
     }
 
     if (r.rc == KEEL_OK && r.sec != NULL)

@@ -32,7 +32,7 @@ typedef struct kl_settings {
     char **modules; /* names in load order */
     size_t nmodules;
     const kl_config_value *modules_where; /* the `modules` line, for messages */
-    char **module_path;                   /* directories, searched in order */
+    char **module_path;                   /* the config's directories, then the defaults */
     size_t nmodule_path;
     uint64_t max_connections;
     uint64_t idle_timeout_ms;
@@ -45,11 +45,13 @@ typedef struct kl_settings {
     size_t write_high_water;
     char *log_target;
     int log_level;
+    int crash_report; /* log one line naming the module when a fatal signal ends keel */
 } kl_settings;
 
 /* Reads [keel] from cfg (defaults for what is absent). exe_dir is used for
- * the default module path. On error returns KEEL_ERR_CONFIG with
- * "FILE:LINE: [keel] key: reason" in err; *s is then freed already. */
+ * the default module path, which follows the config's module_path
+ * directories (relative ones resolved against their config file's folder). On error returns
+ * KEEL_ERR_CONFIG with "FILE:LINE: [keel] key: reason" in err; *s is then freed already. */
 int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *err, size_t errlen);
 void kl_settings_free(kl_settings *s);
 

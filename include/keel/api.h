@@ -122,6 +122,11 @@ static inline KEEL_PRINTF(3, 4) int keel_config_error(keel_module *module, const
 #include "api_list.h"
 #undef KEEL_FN
 #undef KEEL_VFN
+#if KEEL_TARGET_ABI_MINOR < 3
+/* The printf-style wrapper too: an unavailable function, not an implicit
+ * declaration (a mere warning in C89-minded compilers). */
+KEEL__UNAVAILABLE int keel_config_error(keel_module *module, const char *key, const char *fmt, ...);
+#endif
 
 #endif
 

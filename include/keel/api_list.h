@@ -84,7 +84,15 @@ KEEL_FN(int, config_string_at,
  * Register and publish from load (main thread) only; names are unique per
  * server (KEEL_ERR_EXISTS otherwise). The structs and tables passed in are
  * borrowed and must stay valid until the module is unloaded (static
- * storage is the usual choice). */
+ * storage is the usual choice).
+ *
+ * Services: a module publishes a table in its load; another looks it up
+ * in its own load (only then: the registry is not for workers) and keeps
+ * the pointer. Modules unload in reverse load order, so a table found
+ * this way stays valid until the consumer's unload has returned. Calling
+ * the table's functions follows the service's own contract, which says on
+ * which threads (typically any worker, on that worker's objects) and what
+ * locking, if any, it does: the core neither checks nor serialises. */
 
 /* Registers a connection protocol under protocol->name. */
 KEEL_FN(int, protocol_register, (keel_module *module, const keel_protocol *protocol),
@@ -95,7 +103,8 @@ KEEL_FN(int, transport_register, (keel_module *module, const keel_transport *tra
         (module, transport))
 
 /* Publishes a named, versioned table of functions for other modules. By
- * convention the table starts with a size_t holding its own size. */
+ * convention the table starts with a size_t holding its own size. The
+ * table must stay valid until this module's unload returns. */
 KEEL_FN(int, service_publish,
         (keel_module *module, const char *name, uint32_t version, const void *table),
         (module, name, version, table))
@@ -129,7 +138,8 @@ KEEL_FN(void *, worker_state, (keel_worker *worker, keel_module *module), (worke
 /* The worker's index, 0 .. count-1. Any thread. */
 KEEL_FN(unsigned, worker_id, (keel_worker *worker), (worker))
 
-/* The number of workers of the server the worker belongs to. Any thread. */
+/* The number of workers of the server the worker belongs to. Any thread.
+ * (In load, before any worker exists: keel_module_worker_count, ABI 1.3.) */
 KEEL_FN(unsigned, worker_count, (keel_worker *worker), (worker))
 
 /* The loop's cached time in milliseconds (monotonic, arbitrary origin),
@@ -167,9 +177,11 @@ KEEL_VFN(timer_stop, (keel_timer *timer), (timer))
  * A keel_conn is valid from the protocol's on_open until its on_close
  * returns. All functions here run on the connection's worker thread. */
 
-/* Queues bytes for writing without copying them: the buffers must stay
- * valid until cb (may be NULL) is called, exactly once. Writes leave in
- * order. Returns KEEL_ERR_CLOSED if the connection is closing (cb is not
+/* Queues bytes for writing without copying them: the bytes the buffers
+ * point at must stay valid until cb (may be NULL) is called, exactly once.
+ * The keel_buf array itself is read during the call only (what the core
+ * keeps of it, it copies), so it may live on the caller's stack. Writes
+ * leave in order. Returns KEEL_ERR_CLOSED if the connection is closing (cb is not
  * called then). When the queue exceeds the high watermark, reading pauses
  * until it drains (protocol on_drain). cb comes once the bytes have left,
  * or, through a transport (which copies them), once the connection's
@@ -199,8 +211,9 @@ KEEL_VFN(conn_abort, (keel_conn *conn), (conn))
  * pointers on_data received stay valid. */
 KEEL_VFN(conn_pause, (keel_conn *conn), (conn))
 
-/* Resumes reading; bytes still buffered are delivered again soon (from the
- * loop, never from inside this call). */
+/* Resumes reading; bytes still buffered (unconsumed) are delivered again
+ * soon (from the loop, never from inside this call), even if no new byte
+ * arrives. */
 KEEL_VFN(conn_resume, (keel_conn *conn), (conn))
 
 /* Hands the connection to another protocol without copying its buffered

@@ -59,7 +59,16 @@ KEEL_EXPORT int keel_server_check(keel_server *server);
  * a graceful shutdown (SIGINT/SIGTERM, Ctrl-C or console close on Windows,
  * or keel_server_stop) completes. Returns KEEL_OK after a clean shutdown,
  * otherwise the error that stopped start-up (already logged, naming its
- * cause). Can be called once per server. */
+ * cause). Can be called once per server.
+ *
+ * While it runs (and during keel_server_check), keel handles the fatal
+ * signals SIGSEGV, SIGBUS, SIGFPE, SIGILL and SIGABRT (on Windows: an
+ * unhandled-exception filter and SIGABRT): it logs one line naming the
+ * signal, the thread and the module whose code crashed, then hands the
+ * signal to the handler that was installed before (the default: the
+ * process dies by it). The previous handlers are restored when it
+ * returns. A program with crash handling of its own opts out with
+ * keel_server_set(server, "keel.crash_report=off"). */
 KEEL_EXPORT int keel_server_run(keel_server *server);
 
 /* Begins a graceful shutdown of a running server. Any thread, including

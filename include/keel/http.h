@@ -14,6 +14,25 @@
  *   log               (on_log, after the response is complete)
  * Filters run in the order of the config's module list unless a filter
  * asks for a place (order, before, after).
+ *
+ * Responses keel makes itself:
+ *   - the core's answers to a request (404 and 405 from the router, 500
+ *     for a handler or filter error, 413 over keel_request_read_body's
+ *     limit, keel_response_send_status) are ordinary responses: the
+ *     response filters and the log phase run for them. The 400 for a path
+ *     that does not decode (or climbs above "/") is sent before the request
+ *     filters, so on_request does not see that request; 404 and 405 come
+ *     after them.
+ *   - a protocol module's own answers are written by the protocol: no
+ *     filter sees them. For http1 these are a malformed, oversized or
+ *     unsupported head (400, 414, 417, 431, 501), a declared
+ *     Content-Length over max_body (413) and a head not complete within
+ *     header_timeout (408), all before any request exists, so no phase
+ *     runs and nothing is logged; and, once the request was dispatched,
+ *     broken chunked framing (400), a chunked body over max_body (413) and
+ *     a body timeout (408): the exchange is then aborted, and on_log runs
+ *     with completed 0 and the status the core had sent (0 if none), not
+ *     the protocol's.
  */
 #ifndef KEEL_HTTP_H
 #define KEEL_HTTP_H

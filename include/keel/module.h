@@ -29,20 +29,41 @@ struct keel_api;
  *   load    once per process, on the main thread, after the config is read
  *           and every module this one requires has loaded. Read config,
  *           register protocols/transports, publish and look up services.
+ *           The number of workers is already known
+ *           (keel_module_worker_count, ABI 1.3), so what the workers will
+ *           share can be sized here.
  *   start   on each worker's thread before it accepts connections.
  *           worker_state is this module's zeroed per-worker block.
  *   stop    on each worker's thread after its last connection closed.
  *   unload  once, on the main thread, after every worker has stopped; the
  *           shared object stays mapped until the process exits.
  * Any callback may be NULL. A negative status from load or start stops the
- * server's start-up with a message naming the module. */
+ * server's start-up with a message naming the module.
+ *
+ * Failures undo themselves: when load fails, unload is NOT called, so load
+ * releases what it allocated (and any module data it set) before
+ * returning the error; what it registered (protocols, routes, filters,
+ * services) is dropped with the server and needs no undoing. Modules
+ * loaded before it did succeed and are unloaded as usual. Likewise when
+ * start fails on a worker, stop is not called for that worker: start
+ * releases what it took; the workers where it succeeded get their stop.
+ *
+ * Per-worker state: worker_state_size zeroed bytes per worker, allocated
+ * by the core before start and freed by it after stop (the module frees in
+ * stop what it hung on the block, not the block). It belongs to that
+ * worker's thread: keel hands it out there only (start, stop,
+ * keel_worker_state), and another thread (a module's own, the thread pool)
+ * may read or write it only under the module's own synchronisation, and
+ * never after stop. */
 typedef struct keel_module_desc {
     size_t size;        /* sizeof(keel_module_desc) as the module was built */
     uint32_t abi_major; /* KEEL_ABI_MAJOR the module was built against */
-    uint32_t abi_minor; /* KEEL_ABI_MINOR the module was built against */
+    uint32_t abi_minor; /* KEEL_TARGET_ABI_MINOR: the oldest host minor it loads on */
     const char *name;   /* must match the file name: mod_<name> */
     /* Where the host stores its function table before calling load; NULL
-     * for code compiled with KEEL_LINKED (it calls libkeel directly).
+     * for code compiled with KEEL_LINKED (it calls libkeel directly), which
+     * only a descriptor compiled into the program may be: keel refuses a
+     * module file whose slot is NULL.
      * KEEL_MODULE fills the fields up to here; they come first so that the
      * macro's designated initialisers stay in declaration order (C++20). */
     const struct keel_api **api;
@@ -62,11 +83,15 @@ typedef struct keel_module_desc {
 #define KEEL_MODULE_SYMBOL_PREFIX "keel_module_"
 
 /* In C++ the descriptor needs C linkage to keep its name, and an explicit
- * extern to be exported at all (a const object is internal otherwise). */
+ * extern to be exported at all (a const object is internal otherwise).
+ * KEEL_EXTERN_DECL_ starts a declaration that is not a definition: in C++
+ * `extern "C"` alone says so (`extern "C" extern` is an error). */
 #ifdef __cplusplus
-#define KEEL_EXTERN_C_ extern "C"
+#define KEEL_EXTERN_C_    extern "C"
+#define KEEL_EXTERN_DECL_ extern "C"
 #else
 #define KEEL_EXTERN_C_
+#define KEEL_EXTERN_DECL_ extern
 #endif
 
 #if defined(KEEL_LINKED)
@@ -92,21 +117,42 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
 
 /* Declares the descriptor of a module compiled into an embedding program,
  * so it can be passed to keel_server_add_module(). */
-#define KEEL_MODULE_DECLARE(ident) KEEL_EXTERN_C_ extern const keel_module_desc keel_module_##ident
+#define KEEL_MODULE_DECLARE(ident) KEEL_EXTERN_DECL_ const keel_module_desc keel_module_##ident
+
+/* C leaves the fields a designated initialiser omits zero without a word;
+ * g++ and clang++ warn about each one under -Wextra
+ * (-Wmissing-field-initializers), although C++20 zero-initialises them
+ * too. A descriptor names only the hooks it has, so in C++ the warning is
+ * switched off around the definition, and only there. The pop comes after
+ * the definition's closing brace, in front of a redeclaration that takes
+ * the caller's semicolon. */
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+#define KEEL_MODULE_DIAG_PUSH_                                                                     \
+    _Pragma("GCC diagnostic push")                                                                 \
+        _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")
+#define KEEL_MODULE_DIAG_POP_ _Pragma("GCC diagnostic pop")
+#else
+#define KEEL_MODULE_DIAG_PUSH_
+#define KEEL_MODULE_DIAG_POP_
+#endif
 
 /* clang-format off */
 /* Defines the module's descriptor. `ident` is the module's name as an
  * identifier; the remaining arguments are designated initialisers for the
- * other fields of keel_module_desc. */
+ * other fields of keel_module_desc, in declaration order (C++20 requires
+ * it; C does not mind). */
 #define KEEL_MODULE(ident, ...)                                                                    \
     KEEL_MODULE_API_DEFINITION_                                                                    \
+    KEEL_MODULE_DIAG_PUSH_                                                                         \
     KEEL_EXTERN_C_ KEEL_MODULE_EXPORT const keel_module_desc keel_module_##ident = {               \
         .size = sizeof(keel_module_desc),                                                          \
         .abi_major = KEEL_ABI_MAJOR,                                                               \
         .abi_minor = KEEL_TARGET_ABI_MINOR,                                                        \
         .name = #ident,                                                                            \
         .api = KEEL_MODULE_API_SLOT_,                                                              \
-        __VA_ARGS__}
+        __VA_ARGS__};                                                                              \
+    KEEL_MODULE_DIAG_POP_                                                                          \
+    KEEL_EXTERN_DECL_ KEEL_MODULE_EXPORT const keel_module_desc keel_module_##ident
 /* clang-format on */
 
 #ifdef __cplusplus

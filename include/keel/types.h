@@ -59,9 +59,11 @@ typedef struct keel_appender keel_appender; /* a file appended to off the loop *
 typedef struct keel_connect keel_connect;   /* an outbound connection being made (ABI 1.3) */
 
 /* A borrowed span of bytes, used for scatter-gather writes. Arrays of these
- * cross the boundary, so this struct never grows. One span holds at most
- * KEEL_BUF_MAX bytes (larger writes are refused with KEEL_ERR_INVAL: split
- * them). */
+ * cross the boundary, so this struct never grows. A function taking an
+ * array reads the array during the call only; whether the bytes are
+ * borrowed beyond it is said where the function is. One span holds at
+ * most KEEL_BUF_MAX bytes (larger writes are refused with KEEL_ERR_INVAL:
+ * split them). */
 #define KEEL_BUF_MAX 0x7fffffffu
 typedef struct keel_buf {
     const void *base;
@@ -118,7 +120,15 @@ typedef struct keel_protocol {
      * set *consumed to how many the protocol is done with (the rest are kept
      * and presented again, followed by newer bytes). `data` stays valid until
      * the callback returns, or for as long as reading is paused. Returning a
-     * negative status aborts the connection. */
+     * negative status aborts the connection.
+     *
+     * Unconsumed bytes are presented again only when something changes:
+     * more bytes arrive (the next read), reading resumes
+     * (keel_conn_resume, with or without new bytes), or the connection is
+     * handed to another protocol (keel_conn_set_protocol: the new one gets
+     * them). Never spontaneously: a protocol that leaves bytes unconsumed
+     * without pausing waits for the peer. The same protocol is not called
+     * twice for one read. */
     int (*on_data)(keel_conn *conn, const char *data, size_t len, size_t *consumed);
 
     /* The write queue fell below the low watermark after having been over

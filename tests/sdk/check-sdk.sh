@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The installed SDK, end to end, as a third party uses it:
-#   1. cmake --install the build tree into a fresh prefix;
+#   1. cmake --install the build tree into a fresh prefix; its keel runs
+#      the embedded default config from there;
 #   2. build plugins/echo out of tree with find_package(keel) against that
 #      prefix, and again with nothing but `pkg-config --cflags keel`;
 #   3. build an embedding program with `pkg-config --cflags --libs libkeel`;
@@ -22,6 +23,12 @@ cmake --install "$build" --prefix "$prefix" >"$work/install.log" 2>&1 ||
 for f in include/keel/keel.h include/keel/embed.h bin/keel; do
     [ -e "$prefix/$f" ] || fail "install lacks $f"
 done
+
+# 1b. the installed keel runs its embedded default config (no arguments):
+# everything it needs was installed and is found from bin/ alone. -t loads
+# the modules without binding 127.0.0.1:8080, which may be taken here.
+out=$(cd "$work" && "$prefix/bin/keel" -t 2>&1) || fail "installed keel -t (the default config): $out"
+case $out in *"configuration ok: (default)"*) ;; *) fail "installed keel -t said: $out" ;; esac
 pcdir=$(dirname "$(find "$prefix" -name keel.pc | head -n1)")
 [ -n "$pcdir" ] || fail "install lacks keel.pc"
 

@@ -290,3 +290,15 @@ Test(runtime, timers_and_posts_run_on_their_worker, .timeout = 30)
     cr_expect_eq(rt.wrong_worker, 0, "a post runs with the worker it was posted to");
     keel_server_free(s);
 }
+
+/* ---- status strings ----------------------------------------------------- */
+
+Test(runtime, every_status_has_a_description, .timeout = 10)
+{
+    /* KEEL_ERR_REFUSED is the last status (ABI 1.3); a new one must be
+     * added to keel_strerror too. */
+    for (int status = KEEL_OK; status >= KEEL_ERR_REFUSED; status--)
+        cr_expect_str_neq(keel_strerror(status), "unknown error", "status %d", status);
+    cr_expect_str_eq(keel_strerror(KEEL_ERR_REFUSED - 1), "unknown error");
+    cr_expect_str_eq(keel_strerror(1), "unknown error");
+}

@@ -1,0 +1,47 @@
+# Proves KEEL_TARGET_ABI_MINOR at compile time: a call to an ABI 1.3 function
+# from code that targets 1.2 must not compile, and the same call targeting
+# 1.3 must. Run by ctest as
+#
+#   cmake -DCOMPILER=<cc or c++> -DLANG=C|CXX -DINCLUDE_DIR=<include/>
+#         -DSOURCE=<target_minor.c> -DWORK_DIR=<scratch dir> -P check-target-minor.cmake
+#
+# GCC and Clang only (MSVC reports the call as a deprecation warning).
+
+foreach(var COMPILER LANG INCLUDE_DIR SOURCE WORK_DIR)
+    if(NOT DEFINED ${var})
+        message(FATAL_ERROR "check-target-minor: -D${var}=... is required")
+    endif()
+endforeach()
+file(MAKE_DIRECTORY "${WORK_DIR}")
+
+if(LANG STREQUAL "CXX")
+    set(lang_flags -x c++ -std=c++20)
+else()
+    set(lang_flags -x c -std=c11)
+endif()
+
+set(failures "")
+foreach(probe STRERROR WORKER_COUNT CONFIG_ERROR TIMER_RESTART)
+    foreach(minor 2 3)
+        execute_process(
+            COMMAND "${COMPILER}" ${lang_flags} -Wall -Wextra -Werror
+                    -DKEEL_TARGET_ABI_MINOR=${minor} -DPROBE_${probe}
+                    -I "${INCLUDE_DIR}" -c "${SOURCE}" -o "${WORK_DIR}/probe.o"
+            RESULT_VARIABLE rc
+            OUTPUT_VARIABLE out
+            ERROR_VARIABLE out)
+        if(minor EQUAL 3 AND NOT rc EQUAL 0)
+            string(APPEND failures "${probe} targeting 1.3 does not compile:\n${out}\n")
+        elseif(minor EQUAL 2 AND rc EQUAL 0)
+            string(APPEND failures "${probe} targeting 1.2 compiles: it must not\n")
+        elseif(minor EQUAL 2 AND NOT out MATCHES "newer than KEEL_TARGET_ABI_MINOR")
+            # It failed, but not because of the target.
+            string(APPEND failures "${probe} targeting 1.2 fails for another reason:\n${out}\n")
+        endif()
+    endforeach()
+endforeach()
+
+if(failures)
+    message(FATAL_ERROR "${failures}")
+endif()
+message(STATUS "KEEL_TARGET_ABI_MINOR=2 refuses every 1.3 call (${LANG}), 3 accepts them")

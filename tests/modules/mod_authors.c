@@ -1,0 +1,75 @@
+/* authors — what module authors asked for in ABI 1.3, exercised through the
+ * real binary (test_authors.c):
+ *
+ *   [authors]
+ *   mode = fast | safe       anything else: keel_config_error names the
+ *                            key's FILE:LINE
+ *   require_port = on        then `port` must be given: when it is absent
+ *                            keel_config_error names the section's line
+ *
+ * In load it logs "load sees N workers" (keel_module_worker_count), and
+ * start fails on a worker whose keel_worker_count disagrees. It registers
+ * the protocol "authors", which answers "strerror: TEXT" with
+ * keel_strerror(KEEL_ERR_CLOSED) to any line. */
+#include <keel/keel.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static unsigned load_workers;
+
+static int authors_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
+{
+    const char *nl = memchr(data, '\n', len);
+    if (nl == NULL) {
+        *consumed = 0;
+        return KEEL_OK;
+    }
+    *consumed = (size_t)(nl - data) + 1;
+    char line[128];
+    int n = snprintf(line, sizeof line, "strerror: %s\n", keel_strerror(KEEL_ERR_CLOSED));
+    if (n < 0)
+        return KEEL_ERR_INVAL;
+    return keel_conn_write_copy(conn, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+static const keel_protocol authors_protocol = {
+    .size = sizeof(keel_protocol),
+    .name = "authors",
+    .on_data = authors_data,
+};
+
+static int authors_load(keel_module *module)
+{
+    const char *mode;
+    int rc = keel_config_string(module, "mode", "fast", &mode);
+    if (rc != KEEL_OK)
+        return rc;
+    if (strcmp(mode, "fast") != 0 && strcmp(mode, "safe") != 0)
+        return keel_config_error(module, "mode", "expected fast or safe, got '%s'", mode);
+
+    int require_port;
+    int64_t port;
+    if ((rc = keel_config_bool(module, "require_port", 0, &require_port)) != KEEL_OK ||
+        (rc = keel_config_int(module, "port", 0, 0, 65535, &port)) != KEEL_OK)
+        return rc;
+    if (require_port && port == 0)
+        return keel_config_error(module, "port", "required when require_port is on");
+
+    load_workers = keel_module_worker_count(module);
+    keel_log(module, KEEL_LOG_INFO, "load sees %u workers", load_workers);
+    return keel_protocol_register(module, &authors_protocol);
+}
+
+static int authors_start(keel_module *module, keel_worker *worker, void *state)
+{
+    (void)state;
+    if (keel_worker_count(worker) != load_workers) {
+        keel_log(module, KEEL_LOG_ERROR, "load saw %u workers, worker %u sees %u", load_workers,
+                 keel_worker_id(worker), keel_worker_count(worker));
+        return KEEL_ERR_STATE;
+    }
+    return KEEL_OK;
+}
+
+KEEL_MODULE(authors, .version = "1.0.0", .load = authors_load, .start = authors_start);

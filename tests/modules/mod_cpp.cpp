@@ -1,0 +1,120 @@
+// cpp — a module written in C++ (built as C++20, or C++17 where that is all
+// the compiler has), to keep <keel/keel.h> and keel_add_module() usable
+// from C++ under -Wall -Wextra -Werror. It serves
+//
+//     GET /cpp/:name   "Hello, NAME, from C++ (request N on worker W)"
+//
+// with the greeting from its config:
+//
+//     [cpp]
+//     greeting = Hello
+//
+// What it shows: module-wide data owned by a C++ object (made in load,
+// deleted in unload, also when load fails); per-worker state that is a C++
+// object constructed in the zeroed block keel allocates (placement new in
+// start, destructor in stop); and no exception ever crossing back into C.
+#include <keel/keel.h>
+
+#include <cstdint>
+#include <exception>
+#include <new>
+#include <string>
+
+namespace
+{
+
+// Read once in load, shared read-only by every worker.
+class Greeter
+{
+  public:
+    explicit Greeter(std::string greeting) : greeting_(std::move(greeting)) {}
+
+    std::string greet(const keel_str &name, std::uint64_t request, unsigned worker) const
+    {
+        std::string out = greeting_;
+        out += ", ";
+        if (name.ptr != nullptr)
+            out.append(name.ptr, name.len);
+        out += ", from C++ (request " + std::to_string(request) + " on worker " +
+               std::to_string(worker) + ")";
+        return out;
+    }
+
+  private:
+    std::string greeting_;
+};
+
+// One per worker, touched only on that worker's thread.
+class WorkerCounter
+{
+  public:
+    std::uint64_t next()
+    {
+        return ++served_;
+    }
+
+  private:
+    std::uint64_t served_ = 0;
+};
+
+keel_module *self;
+
+int hello(keel_request *req, keel_response *res, void *userdata)
+{
+    const auto *greeter = static_cast<const Greeter *>(userdata);
+    keel_worker *worker = keel_conn_worker(keel_request_conn(req));
+    auto *counter = static_cast<WorkerCounter *>(keel_worker_state(worker, self));
+    try {
+        std::string body = greeter->greet(keel_request_param(req, "name"), counter->next(),
+                                          keel_worker_id(worker));
+        keel_response_header_set(res, "Content-Type", "text/plain");
+        return keel_response_send_copy(res, body.data(), body.size());
+    } catch (const std::exception &) {
+        // std::bad_alloc, in practice: a C caller cannot unwind.
+        return KEEL_ERR_NOMEM;
+    }
+}
+
+int cpp_load(keel_module *module)
+{
+    self = module;
+    const char *greeting = nullptr;
+    int rc = keel_config_string(module, "greeting", "Hello", &greeting);
+    if (rc != KEEL_OK)
+        return rc;
+    auto *greeter = new (std::nothrow) Greeter(greeting);
+    if (greeter == nullptr)
+        return KEEL_ERR_NOMEM;
+    rc = keel_route_add(module, "GET", "/cpp/:name", hello, greeter);
+    if (rc != KEEL_OK) {
+        delete greeter; // unload is not called when load fails
+        return rc;
+    }
+    keel_module_set_data(module, greeter);
+    return KEEL_OK;
+}
+
+void cpp_unload(keel_module *module)
+{
+    delete static_cast<Greeter *>(keel_module_data(module));
+}
+
+int cpp_start(keel_module *, keel_worker *, void *state)
+{
+    new (state) WorkerCounter();
+    return KEEL_OK;
+}
+
+void cpp_stop(keel_module *, keel_worker *, void *state)
+{
+    static_cast<WorkerCounter *>(state)->~WorkerCounter();
+}
+
+} // namespace
+
+KEEL_MODULE(cpp, .version = "1.0.0", .worker_state_size = sizeof(WorkerCounter), .load = cpp_load,
+            .start = cpp_start, .stop = cpp_stop, .unload = cpp_unload);
+
+// An embedder declares a compiled-in descriptor this way; it must compile
+// in C++ too (and agree with the definition above).
+KEEL_MODULE_DECLARE(cpp);

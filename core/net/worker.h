@@ -60,6 +60,7 @@ struct keel_worker {
     keel_conn *pending; /* connections with bytes to deliver again */
     kl_deferred *deferred, *deferred_tail;
     keel_timer *timers; /* module timers, freed on stop */
+    uint64_t offloads;  /* keel_worker_offload calls whose done has not run (offload.c) */
     uv_timer_t shutdown_timer;
     int stopping;
     int finishing;
@@ -122,6 +123,11 @@ void kl_worker_kick(keel_worker *w);
 
 /* A connection closed: the worker may now finish a shutdown. */
 void kl_worker_conn_closed(keel_worker *w);
+
+/* Something a graceful stop waits for besides connections ended (an
+ * offload's done ran): the worker finishes if it is stopping and nothing
+ * else is left. */
+void kl_worker_try_finish(keel_worker *w);
 
 /* net/posts.c: runs and frees a list taken from w->posts, in order. */
 void kl_posts_run(keel_worker *w, kl_post *list);

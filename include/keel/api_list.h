@@ -549,13 +549,18 @@ KEEL_FN(int, timer_restart, (keel_timer *timer, uint64_t timeout_ms, uint64_t re
         (timer, timeout_ms, repeat_ms))
 
 /* Runs work(userdata) on libuv's thread pool (it may block; it must not
- * call keel), then done(worker, status, userdata) back on the worker's
- * thread: status KEEL_OK, or KEEL_ERR_SHUTDOWN when the worker began
- * stopping meanwhile (done still runs, before the module's stop, and
- * should only release). Not tied to a request: for protocol modules,
- * timers, anything. Returns KEEL_ERR_INVAL (work or done NULL),
- * KEEL_ERR_SHUTDOWN, KEEL_ERR_NOMEM; done is then never called. Worker
- * thread. */
+ * call keel functions bound to the worker thread: keel_log and
+ * keel_worker_post, which any thread may call, are fine), then
+ * done(worker, status, userdata) back on the worker's thread: status
+ * KEEL_OK, or KEEL_ERR_SHUTDOWN when the worker is stopping by then (done
+ * still runs, and should only release). work always runs, exactly once.
+ * A graceful stop waits for every done before the modules' stop() on
+ * that worker; the shutdown deadline does not cut work short (a thread of
+ * the pool cannot be interrupted). Not tied to a request: for protocol
+ * modules, timers, anything. Returns KEEL_ERR_INVAL (work or done NULL),
+ * KEEL_ERR_SHUTDOWN once the worker is stopping its modules (from stop(),
+ * say; during the graceful stop before that, offloads are accepted),
+ * KEEL_ERR_NOMEM; done is then never called. Worker thread. */
 KEEL_FN(int, worker_offload,
         (keel_worker *worker, keel_offload_fn work, keel_work_done_fn done, void *userdata),
         (worker, work, done, userdata))

@@ -59,8 +59,9 @@ struct keel_worker {
     uv_idle_t idle;     /* runs deferred deliveries and callbacks */
     keel_conn *pending; /* connections with bytes to deliver again */
     kl_deferred *deferred, *deferred_tail;
-    keel_timer *timers; /* module timers, freed on stop */
-    uint64_t offloads;  /* keel_worker_offload calls whose done has not run (offload.c) */
+    keel_timer *timers;     /* module timers, freed on stop */
+    keel_connect *connects; /* outbound attempts until their handles are closed (connect.c) */
+    uint64_t offloads;      /* keel_worker_offload calls whose done has not run (offload.c) */
     uv_timer_t shutdown_timer;
     int stopping;
     int finishing;
@@ -125,8 +126,8 @@ void kl_worker_kick(keel_worker *w);
 void kl_worker_conn_closed(keel_worker *w);
 
 /* Something a graceful stop waits for besides connections ended (an
- * offload's done ran): the worker finishes if it is stopping and nothing
- * else is left. */
+ * outbound attempt's last handle closed, an offload's done ran): the
+ * worker finishes if it is stopping and nothing else is left. */
 void kl_worker_try_finish(keel_worker *w);
 
 /* net/posts.c: runs and frees a list taken from w->posts, in order. */
@@ -134,5 +135,10 @@ void kl_posts_run(keel_worker *w, kl_post *list);
 
 /* net/timers.c: stops and frees every module timer (the worker stops). */
 void kl_timers_close_all(keel_worker *w);
+
+/* net/connect.c: the worker begins to stop: every outbound attempt still
+ * in progress ends with on_error(KEEL_ERR_SHUTDOWN). Their handles close
+ * afterwards; w->connects empties as they do. */
+void kl_connects_stop(keel_worker *w);
 
 #endif

@@ -254,6 +254,8 @@ const char *keel_strerror(int status)
         return "protocol error";
     case KEEL_ERR_UNSUPPORTED:
         return "not supported";
+    case KEEL_ERR_REFUSED:
+        return "connection refused";
     default:
         return "unknown error";
     }

@@ -224,22 +224,19 @@ static int try_next_address(keel_connect *a)
 }
 
 /* Connected: the attempt ends and the connection starts like an accepted
- * one (the transport's on_open, then the protocol's on_open(conn, arg)). */
+ * one (the transport's on_open, then the protocol's on_open(conn, arg)).
+ * The attempt outlives this call: its timer's close is still pending. */
 static void succeed(keel_connect *a, keel_conn *c)
 {
-    keel_worker *w = a->worker;
-    void *arg = a->arg;
-    keel_connect_error_fn on_error = a->on_error;
-    int has_transport = a->origin.transport != NULL;
     end_attempt(a);
-    kl_conn_start(c, arg);
+    kl_conn_start(c, a->arg);
     /* A transport that refused the connection in its on_open kept the
      * protocol's on_open from running: the caller still gets its one
      * answer. The conn is closing, not freed (uv_close calls back later),
      * so its flags can still be read. */
-    if (has_transport && !(c->flags & KL_CONN_TRANSPORT_OPEN)) {
+    if (a->origin.transport != NULL && !(c->flags & KL_CONN_TRANSPORT_OPEN)) {
         kl_log(KEEL_LOG_DEBUG, "connect to %s port %u: the transport refused it", a->host, a->port);
-        on_error(w, KEEL_ERR_IO, arg);
+        a->on_error(a->worker, KEEL_ERR_IO, a->arg);
     }
 }
 

@@ -248,6 +248,23 @@ Test(connect, through_a_transport, .timeout = 30, .fini = kh_cleanup_all)
     kh_stop(p);
 }
 
+Test(connect, refused_by_the_transport, .timeout = 30, .fini = kh_cleanup_all)
+{
+    /* mod_connect's "refuser" transport fails its on_open: the protocol's
+     * on_open never runs, so on_error must, once. */
+    kh_proc *p = start("echo connect", NULL);
+    int fd = open_ctl(p);
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "CONNECT 127.0.0.1 %u 0 refuser", kh_port(p, 0));
+    const char *got = ask(p, fd, cmd);
+    kh_assert(p, strcmp(got, "ERR IO") == 0, "got '%s'", got);
+    got = ask(p, fd, "PING");
+    kh_assert(p, strcmp(got, "PONG") == 0, "a second answer came: '%s'", got);
+    close(fd);
+    stop_keel(p);
+    kh_stop(p);
+}
+
 Test(connect, refused, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_proc *p = start("echo connect", NULL);

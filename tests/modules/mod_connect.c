@@ -34,6 +34,8 @@
  *                        "TIMER order=BA"
  *   PING                 "PONG"
  *
+ * Transport "refuser" refuses every connection in its on_open.
+ *
  * Every callback checks that it does not run inside keel_conn_connect
  * (the answer then ends in " REENTERED"). A cancelled attempt's callback
  * is counted; stop() logs "connect: stop: offload=S timer_restart=S
@@ -635,6 +637,20 @@ static const keel_protocol ctl_protocol = {
     .on_close = ctl_close,
 };
 
+/* ---- a transport that refuses every connection ---------------------------------- */
+
+static int refuser_open(keel_conn *conn)
+{
+    (void)conn;
+    return KEEL_ERR_PROTOCOL;
+}
+
+static const keel_transport refuser = {
+    .size = sizeof(keel_transport),
+    .name = "refuser",
+    .on_open = refuser_open,
+};
+
 /* ---- the module ------------------------------------------------------------------ */
 
 static void stop_timer_fired(keel_timer *t, void *userdata)
@@ -683,7 +699,9 @@ static int connect_load(keel_module *m)
 {
     self = m;
     int rc = keel_protocol_register(m, &ctl_protocol);
-    return rc ? rc : keel_protocol_register(m, &probe_protocol);
+    if (rc == KEEL_OK)
+        rc = keel_protocol_register(m, &probe_protocol);
+    return rc ? rc : keel_transport_register(m, &refuser);
 }
 
 KEEL_MODULE(connect, .version = "1.0.0", .load = connect_load, .start = connect_start,

@@ -476,12 +476,13 @@ void kl_conn_discard(keel_conn *c)
     uv_close((uv_handle_t *)&c->tcp, on_discarded);
 }
 
-void kl_conn_start(keel_conn *c, void *arg)
+int kl_conn_start(keel_conn *c, void *arg)
 {
     keel_worker *w = kl_conn_worker(c);
     c->flags |= KL_CONN_STARTED;
     w->nconns++;
-    w->accepted++;
+    if (c->origin->spec != NULL)
+        w->accepted++; /* outbound connections are not accepted ones */
     c->id = kl_atomic_add(&w->server->next_conn_id, 1);
     c->protocol = c->origin->protocol;
     /* Request/response protocols want small writes to leave at once. */
@@ -490,26 +491,28 @@ void kl_conn_start(keel_conn *c, void *arg)
 
     /* Until the protocol's on_open has succeeded there is nothing for its
      * on_close to release. */
-    int rc = KEEL_OK;
+    int rc = KEEL_OK, opened = 0;
     if (kl_conn_transport(c) != NULL) {
         rc = kl_conn_transport(c)->cb.on_open ? kl_conn_transport(c)->cb.on_open(c) : KEEL_OK;
         if (rc == KEEL_OK)
             c->flags |= KL_CONN_TRANSPORT_OPEN;
     }
     if (rc == KEEL_OK && !kl_conn_closing(c)) {
+        opened = 1;
         rc = c->protocol->cb.on_open ? c->protocol->cb.on_open(c, arg) : KEEL_OK;
         if (rc == KEEL_OK)
             c->flags |= KL_CONN_PROTOCOL_OPEN;
     }
     if (rc < 0) {
         kl_conn_abort_status(c, rc);
-        return;
+        return opened;
     }
     if (kl_conn_closing(c))
-        return; /* on_open closed it (a banner, say): let that finish */
+        return opened; /* on_open closed it (a banner, say): let that finish */
     if (w->stopping)
         kl_conn_shutdown(c);
     kl_conn_update_reading(c);
+    return opened;
 }
 
 void kl_conn_shutdown(keel_conn *c)

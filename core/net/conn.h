@@ -112,8 +112,11 @@ void *kl_conn_tail(keel_conn *conn);
 
 /* Takes a connected handle (accepted, opened from a handed-over socket, or
  * connected outbound) and starts the transport, then the protocol with
- * on_open(conn, arg). On failure the conn is closed. */
-void kl_conn_start(keel_conn *conn, void *arg);
+ * on_open(conn, arg). On failure the conn is closed. Returns non-zero if
+ * the protocol's on_open was called (whatever it returned): zero means the
+ * transport refused or closed the connection first, and an outbound
+ * connection's caller must still be told. */
+int kl_conn_start(keel_conn *conn, void *arg);
 
 /* Closes the handle of a conn that never started (limit, accept failure). */
 void kl_conn_discard(keel_conn *conn);

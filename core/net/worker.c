@@ -305,16 +305,24 @@ static void begin_stop(keel_worker *w)
     for (size_t i = 0; i < w->nlisteners; i++)
         uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
     w->nlisteners = 0;
+    kl_connects_stop(w);
     kl_conn_each(w, shutdown_one, NULL);
     uv_timer_start(&w->shutdown_timer, on_shutdown_deadline,
                    w->server->settings.shutdown_timeout_ms, 0);
-    if (w->nconns == 0)
-        finish(w);
+    kl_worker_try_finish(w);
 }
 
 void kl_worker_conn_closed(keel_worker *w)
 {
-    if (w->stopping && w->nconns == 0)
+    kl_worker_try_finish(w);
+}
+
+/* Modules stop only once nothing can call into them any more: no
+ * connection is open, no outbound attempt holds a handle or a resolver
+ * request, no offloaded work waits for its done. */
+void kl_worker_try_finish(keel_worker *w)
+{
+    if (w->stopping && w->nconns == 0 && w->connects == NULL && w->offloads == 0)
         finish(w);
 }
 
@@ -391,10 +399,10 @@ static void worker_main(void *arg)
         rc = w->go_status;
     if (rc == KEEL_OK)
         rc = open_listeners(w);
-    if (rc != KEEL_OK) {
-        w->stopping = 1;
-        finish(w);
-    }
+    /* The ordinary stop: whatever a module's start() began (an outbound
+     * attempt, an offload) ends before the modules stop. */
+    if (rc != KEEL_OK)
+        begin_stop(w);
     uv_run(&w->loop, UV_RUN_DEFAULT);
     kl_log(KEEL_LOG_INFO, "worker %u stopped: %llu connections, %llu rejected", w->id,
            (unsigned long long)w->accepted, (unsigned long long)w->rejected);

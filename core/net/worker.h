@@ -61,6 +61,8 @@ struct keel_worker {
     kl_freelist output_cache; /* spare output states (net/output.c) */
     kl_freelist done_cache;   /* spare completion records */
     keel_timer *timers;       /* module timers, freed on stop */
+    keel_connect *connects;   /* outbound attempts until their handles are closed (connect.c) */
+    uint64_t offloads;        /* keel_worker_offload calls whose done has not run (offload.c) */
     uv_timer_t shutdown_timer;
     int stopping;
     int finishing;
@@ -109,10 +111,20 @@ void kl_worker_kick(keel_worker *w);
 /* A connection closed: the worker may now finish a shutdown. */
 void kl_worker_conn_closed(keel_worker *w);
 
+/* Something a graceful stop waits for besides connections ended (an
+ * outbound attempt's last handle closed, an offload's done ran): the
+ * worker finishes if it is stopping and nothing else is left. */
+void kl_worker_try_finish(keel_worker *w);
+
 /* net/posts.c: runs and frees a list taken from w->posts, in order. */
 void kl_posts_run(keel_worker *w, kl_post *list);
 
 /* net/timers.c: stops and frees every module timer (the worker stops). */
 void kl_timers_close_all(keel_worker *w);
+
+/* net/connect.c: the worker begins to stop: every outbound attempt still
+ * in progress ends with on_error(KEEL_ERR_SHUTDOWN). Their handles close
+ * afterwards; w->connects empties as they do. */
+void kl_connects_stop(keel_worker *w);
 
 #endif

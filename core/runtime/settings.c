@@ -304,6 +304,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     s->idle_timeout_ms = 60000;
     s->write_timeout_ms = 60000;
     s->shutdown_timeout_ms = 10000;
+    s->connect_timeout_ms = 10000;
     s->backlog = 511;
     s->reuseport = kl_reuseport_balances();
     s->read_buffer_size = 16 * 1024;
@@ -346,6 +347,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     read_duration(&r, "idle_timeout", &s->idle_timeout_ms);
     read_duration(&r, "write_timeout", &s->write_timeout_ms);
     read_duration(&r, "shutdown_timeout", &s->shutdown_timeout_ms);
+    read_duration(&r, "connect_timeout", &s->connect_timeout_ms);
     read_size(&r, "read_buffer_size", 1024, &s->read_buffer_size);
     read_size(&r, "read_buffer_max", 1024, &s->read_buffer_max);
     read_size(&r, "write_high_water", 1024, &s->write_high_water);

@@ -562,13 +562,18 @@ KEEL_FN(int, timer_restart, (keel_timer *timer, uint64_t timeout_ms, uint64_t re
         (timer, timeout_ms, repeat_ms))
 
 /* Runs work(userdata) on libuv's thread pool (it may block; it must not
- * call keel), then done(worker, status, userdata) back on the worker's
- * thread: status KEEL_OK, or KEEL_ERR_SHUTDOWN when the worker began
- * stopping meanwhile (done still runs, before the module's stop, and
- * should only release). Not tied to a request: for protocol modules,
- * timers, anything. Returns KEEL_ERR_INVAL (work or done NULL),
- * KEEL_ERR_SHUTDOWN, KEEL_ERR_NOMEM; done is then never called. Worker
- * thread. */
+ * call keel functions bound to the worker thread: keel_log and
+ * keel_worker_post, which any thread may call, are fine), then
+ * done(worker, status, userdata) back on the worker's thread: status
+ * KEEL_OK, or KEEL_ERR_SHUTDOWN when the worker is stopping by then (done
+ * still runs, and should only release). work always runs, exactly once.
+ * A graceful stop waits for every done before the modules' stop() on
+ * that worker; the shutdown deadline does not cut work short (a thread of
+ * the pool cannot be interrupted). Not tied to a request: for protocol
+ * modules, timers, anything. Returns KEEL_ERR_INVAL (work or done NULL),
+ * KEEL_ERR_SHUTDOWN once the worker is stopping its modules (from stop(),
+ * say; during the graceful stop before that, offloads are accepted),
+ * KEEL_ERR_NOMEM; done is then never called. Worker thread. */
 KEEL_FN(int, worker_offload,
         (keel_worker *worker, keel_offload_fn work, keel_work_done_fn done, void *userdata),
         (worker, work, done, userdata))
@@ -586,31 +591,42 @@ KEEL_FN(int, conn_consume, (keel_conn *conn, size_t len), (conn, len))
 
 /* Opens a connection from this worker (a reverse proxy's upstream, a
  * Redis link, a health check). The host name is resolved off the loop
- * (getaddrinfo on libuv's thread pool; a numeric address skips that),
- * each address is tried in turn within options->timeout_ms, and once
- * connected (through options->transport, if named) the connection is
- * driven like an accepted one: the protocol's on_open(conn, options->arg)
- * runs, then on_data, on_drain, on_timeout, on_close as usual. If it
- * cannot be made, options->on_error(worker, status, options->arg) runs
- * instead: KEEL_ERR_NOTFOUND (the name does not resolve), KEEL_ERR_REFUSED
- * (every address refused), KEEL_ERR_TIMEOUT, KEEL_ERR_SHUTDOWN (the
- * worker is stopping), KEEL_ERR_IO. Exactly one of on_open and on_error
- * is called, never from inside this call, unless the attempt is
- * cancelled first.
+ * (getaddrinfo on libuv's thread pool; a numeric IPv4 or IPv6 address
+ * skips that), each address is tried in turn, in the resolver's order,
+ * all within options->timeout_ms (0: the server's [keel] connect_timeout),
+ * and once connected (through options->transport, if named) the
+ * connection is driven like an accepted one: the transport's on_open,
+ * the protocol's on_open(conn, options->arg), then on_data, on_drain,
+ * on_timeout, on_close as usual. If it cannot be made,
+ * options->on_error(worker, status, options->arg) runs instead:
+ * KEEL_ERR_NOTFOUND (the name does not resolve, or to no TCP address),
+ * KEEL_ERR_REFUSED (every address refused), KEEL_ERR_TIMEOUT (the
+ * deadline passed), KEEL_ERR_SHUTDOWN (the worker began a graceful stop
+ * first), KEEL_ERR_NOMEM, KEEL_ERR_IO (anything else: unreachable, mixed
+ * failures, the transport's on_open refused). Exactly one of the
+ * protocol's on_open and on_error is called, never from inside this call,
+ * unless the attempt is cancelled first. (An on_open that fails has
+ * answered too: the connection then closes without on_close.)
  *
- * The options and the strings they point to are copied. *out (may be
- * NULL) receives a handle valid until on_open or on_error is called, for
- * keel_connect_cancel. Returns KEEL_ERR_INVAL (no host, port 0 or over
- * 65535, unknown protocol or transport), KEEL_ERR_SHUTDOWN, KEEL_ERR_NOMEM;
- * nothing is called then. Outbound connections count in no listener's
- * max_connections; a graceful shutdown asks their protocol to finish as
- * for any other. Worker thread. */
+ * The options and the strings they point to are copied; a module built
+ * against a smaller keel_connect_options gets zero for the fields it
+ * lacks. *out (may be NULL) receives a handle valid until on_open or
+ * on_error is called, for keel_connect_cancel; the core frees it. Returns
+ * KEEL_ERR_INVAL (options NULL, no host, port 0 or over 65535, unknown
+ * protocol or transport, no on_error), KEEL_ERR_SHUTDOWN (the worker is
+ * stopping), KEEL_ERR_NOMEM; nothing is called then. Outbound connections
+ * count in the worker's connections but in no max_connections; a
+ * graceful shutdown asks their protocol to finish (on_shutdown) as for
+ * any other, and aborts them at its deadline. Worker thread. */
 KEEL_FN(int, conn_connect,
         (keel_worker *worker, const keel_connect_options *options, keel_connect **out),
         (worker, options, out))
 
 /* Gives up an attempt still in progress: neither on_open nor on_error
- * will be called. Only before one of them has run. Worker thread. */
+ * will be called. What is in flight stops (the resolver request is
+ * cancelled, or its late answer dropped; the connecting socket is
+ * closed) and the core frees the handle: do not use it again. Only before
+ * on_open or on_error has run. Worker thread. */
 KEEL_VFN(connect_cancel, (keel_connect *connect), (connect))
 
 /* For a connection keel opened with keel_conn_connect: the host it was

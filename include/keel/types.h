@@ -111,9 +111,10 @@ typedef struct keel_protocol {
     const char *name;
 
     /* A connection starts using this protocol: accepted on a listener
-     * (arg == NULL) or handed over by keel_conn_set_protocol (arg is the
-     * value passed there). Returning a negative status closes the
-     * connection without calling on_close. */
+     * (arg == NULL), opened by keel_conn_connect (arg is the options'
+     * arg) or handed over by keel_conn_set_protocol (arg is the value
+     * passed there). Returning a negative status closes the connection
+     * without calling on_close. */
     int (*on_open)(keel_conn *conn, void *arg);
 
     /* Bytes arrived. `data` holds every byte not yet consumed, oldest first;

@@ -34,7 +34,9 @@ struct keel_api;
  *           share can be sized here.
  *   start   on each worker's thread before it accepts connections.
  *           worker_state is this module's zeroed per-worker block.
- *   stop    on each worker's thread after its last connection closed.
+ *   stop    on each worker's thread after its last connection closed, its
+ *           outbound attempts ended and its keel_worker_offload calls
+ *           came back (their done ran), and after the posts accepted.
  *   unload  once, on the main thread, after every worker has stopped; the
  *           shared object stays mapped until the process exits.
  * Any callback may be NULL. A negative status from load or start stops the

@@ -222,6 +222,51 @@ static const keel_protocol proto_quick = {
     .on_close = common_close,
 };
 
+/* A write from the callback of a write that went through libuv's queue
+ * (called back from libuv's write completion), when that write was the
+ * last one in flight: the common "write the next piece when the previous
+ * one has left" pattern. */
+static int chain_index = -1, chain_rc = -1000;
+
+static void on_chain_written(keel_conn *c, int status, void *ud)
+{
+    on_written(c, status, ud);
+    if ((int)(uintptr_t)ud != chain_index)
+        return;
+    chain_rc = keel_conn_write_copy(c, "after\n", 6);
+    record_close(c);
+}
+
+static int qchain_data(keel_conn *c, const char *data, size_t len, size_t *consumed)
+{
+    (void)data;
+    *consumed = len;
+    if (g.ndata++ > 0)
+        return KEEL_OK;
+    while (keel_conn_write_queued(c) == 0 && g.nw < MAXW - 8) {
+        int i = g.nw++;
+        keel_buf b = {pattern + g.total % PERIOD, CHUNK};
+        STORE(g.in_call, 1);
+        g.rc[i] = keel_conn_write(c, &b, 1, on_chain_written, (void *)(uintptr_t)i);
+        STORE(g.in_call, 0);
+        if (g.rc[i] != KEEL_OK)
+            break;
+        g.total += CHUNK;
+        chain_index = i;
+    }
+    g.queued_after = keel_conn_write_queued(c);
+    STORE(g.phase1, 1);
+    return KEEL_OK;
+}
+
+static const keel_protocol proto_qchain = {
+    .size = sizeof(keel_protocol),
+    .name = "qchain",
+    .on_open = common_open,
+    .on_data = qchain_data,
+    .on_close = common_close,
+};
+
 /* ---- (b) a write after close ----------------------------------------------------------- */
 
 static void never_called(keel_conn *c, int status, void *ud)
@@ -693,7 +738,7 @@ static int conntest_load(keel_module *m)
     const keel_protocol *all[] = {&proto_quick,    &proto_after_close, &proto_bp,
                                   &proto_abort,    &proto_file,        &proto_linger,
                                   &proto_timeouts, &proto_consume,     &proto_switch_a,
-                                  &proto_switch_b, &proto_tfile};
+                                  &proto_switch_b, &proto_tfile,       &proto_qchain};
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
         int rc = keel_protocol_register(m, all[i]);
         if (rc != KEEL_OK)
@@ -940,6 +985,12 @@ static void check_callbacks(int (*status_for)(int i))
         cr_assert_gt(g.close_seq, last_seq, "on_close came before a write's callback");
 }
 
+static int all_ok(int i)
+{
+    (void)i;
+    return KEEL_OK;
+}
+
 /* ---- (a) ----------------------------------------------------------------------------------- */
 
 Test(conn, writes_that_complete_at_once_call_back_from_the_loop, .timeout = 30)
@@ -970,6 +1021,27 @@ Test(conn, writes_that_complete_at_once_call_back_from_the_loop, .timeout = 30)
     worker_sync(); /* a second callback would have come by now */
     cr_assert_eq(g.close_status, KEEL_OK);
     check_callbacks(NULL);
+    server_stop();
+}
+
+Test(conn, a_write_from_a_queued_write_callback, .timeout = 30)
+{
+    server_start("qchain", NULL);
+    int fd = cl_connect(16 * 1024);
+    cl_send(fd, "go", 2);
+    cr_assert(wait_for(&g.phase1, 1, 10000), "on_data did not run");
+    cr_assert_gt(g.queued_after, 0, "nothing was queued (the test needs a queued write)");
+    expect e = {0, g.total, "after\n", 6};
+    rd r = cl_read(fd, &e, UINT64_MAX, 20000);
+    uint64_t want = g.total + 6;
+    cr_assert(r.err == 0 && r.total == want && r.good == want,
+              "got %llu bytes (%llu as written) of %llu, then %s", (unsigned long long)r.total,
+              (unsigned long long)r.good, (unsigned long long)want, err_name(r.err));
+    close(fd);
+    cr_assert(wait_for(&g.nclose, 1, 5000), "on_close did not come");
+    cr_assert_eq(chain_rc, KEEL_OK, "keel_conn_write_copy from the callback: %d", chain_rc);
+    cr_assert_eq(g.close_status, KEEL_OK);
+    check_callbacks(all_ok);
     server_stop();
 }
 
@@ -1025,12 +1097,6 @@ static int backpressure_begin(void)
     cr_assert_eq(g.ndata_at_sync, 1, "on_data ran for bytes sent under back-pressure");
     cr_assert(!g.reading_flag, "reading resumed while the queue is still full");
     return fd;
-}
-
-static int all_ok(int i)
-{
-    (void)i;
-    return KEEL_OK;
 }
 
 Test(conn, close_with_output_past_high_water_delivers_everything, .timeout = 60)

@@ -203,6 +203,12 @@ static void on_write_done(uv_write_t *req, int status)
     kl_write *w = KL_CONTAINER_OF(req, kl_write, req);
     keel_conn *c = (keel_conn *)req->handle;
     c->out->in_flight--;
+    /* Completions owed for earlier writes (they left at once and wait for
+     * the idle pass) come first, so that callbacks keep the writes' order:
+     * a write cancelled by the handle's close is called back from libuv's
+     * close, before the teardown would run what is owed. */
+    if (c->out->owed.head != NULL)
+        run_list(c, take_all(&c->out->owed), 0);
     if (w->cb != NULL)
         w->cb(c, status_from_write(status), w->userdata);
     free(w);
@@ -431,9 +437,10 @@ void kl_output_finish(keel_conn *c)
         return;
     /* Writes that completed at once: their callbacks are owed as is. */
     run_list(c, take_all(&c->out->owed), 0);
-    kl_ops_fail(c);
-    /* Paced bytes may never have left: the callers learn it. */
+    /* Paced bytes may never have left: the callers learn it, before the
+     * files and held writes queued after them. */
     run_list(c, take_all(&c->out->paced), KEEL_ERR_CLOSED);
+    kl_ops_fail(c);
     /* Callbacks run above may have owed more (a write refused now). */
     run_list(c, take_all(&c->out->owed), 0);
     kl_output *o = c->out;

@@ -220,8 +220,10 @@ static void on_write_done(uv_write_t *req, int status)
     }
     kl_conn_output_progress(c);
     /* A file waits for libuv's queue to empty before it is sent (sendfile
-     * bypasses the queue), and transport completions for it to drain. */
-    if (c->out->in_flight == 0 && c->out->head != NULL)
+     * bypasses the queue), and transport completions for it to drain.
+     * The callbacks above may have written through a public entry point,
+     * which gives the state back once nothing is left: c->out may be NULL. */
+    if (kl_output_held(c) && !kl_output_in_flight(c))
         kl_ops_run(c);
     if (kl_conn_handle_closed(c))
         return;

@@ -172,6 +172,12 @@ static void on_write_done(uv_write_t *req, int status)
     kl_write *w = KL_CONTAINER_OF(req, kl_write, req);
     keel_conn *c = (keel_conn *)req->handle;
     c->out->in_flight--;
+    /* Completions owed for earlier writes (they left at once and wait for
+     * the idle pass) come first, so that callbacks keep the writes' order:
+     * a write cancelled by the handle's close is called back from libuv's
+     * close, before the teardown would run what is owed. */
+    if (c->out->owed.head != NULL)
+        run_list(c, take_all(&c->out->owed), 0);
     if (w->cb != NULL)
         w->cb(c, status_from_write(status), w->userdata);
     free(w);
@@ -183,8 +189,10 @@ static void on_write_done(uv_write_t *req, int status)
     }
     kl_conn_output_progress(c);
     /* A file waits for libuv's queue to empty before it is sent (sendfile
-     * bypasses the queue), and transport completions for it to drain. */
-    if (c->out->in_flight == 0 && c->out->head != NULL)
+     * bypasses the queue), and transport completions for it to drain.
+     * The callbacks above may have written through a public entry point,
+     * which gives the state back once nothing is left: c->out may be NULL. */
+    if (kl_output_held(c) && !kl_output_in_flight(c))
         kl_ops_run(c);
     if (kl_conn_handle_closed(c))
         return;
@@ -399,9 +407,10 @@ void kl_output_finish(keel_conn *c)
         return;
     /* Writes that completed at once: their callbacks are owed as is. */
     run_list(c, take_all(&c->out->owed), 0);
-    kl_ops_fail(c);
-    /* Paced bytes may never have left: the callers learn it. */
+    /* Paced bytes may never have left: the callers learn it, before the
+     * files and held writes queued after them. */
     run_list(c, take_all(&c->out->paced), KEEL_ERR_CLOSED);
+    kl_ops_fail(c);
     /* Callbacks run above may have owed more (a write refused now). */
     run_list(c, take_all(&c->out->owed), 0);
     kl_freelist_put(&kl_conn_worker(c)->output_cache, c->out);

@@ -291,6 +291,11 @@ int kh_wait_exit(kh_proc *p, int timeout_ms)
     return -1;
 }
 
+int kh_exited(kh_proc *p)
+{
+    return kh_reap(p, 0);
+}
+
 void kh_stop(kh_proc *p)
 {
     if (!p)

@@ -88,6 +88,10 @@ void kh_signal(kh_proc *p, int sig);
  * killed). */
 int kh_wait_exit(kh_proc *p, int timeout_ms);
 
+/* Without waiting: 1 if keel has exited (it is then reaped, and
+ * kh_wait_exit returns its status at once), 0 if it is still running. */
+int kh_exited(kh_proc *p);
+
 /* Kills (if running) and reaps keel, removes its files, frees p. */
 void kh_stop(kh_proc *p);
 

@@ -580,7 +580,7 @@ int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
     }
     /* Inside the old protocol's on_data the delivery loop hands over the
      * rest; from anywhere else, schedule it. */
-    if (c->rbuf != NULL && c->rstart < c->rlen)
+    if (!(c->flags & KL_CONN_IN_DATA) && c->rbuf != NULL && c->rstart < c->rlen)
         schedule_delivery(c);
     return KEEL_OK;
 }

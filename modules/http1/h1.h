@@ -24,6 +24,11 @@
 
 /* ---- configuration ([http1], read once in load) ------------------------- */
 
+/* The status codes whose lines are prebuilt (RFC 9110 15: three digits,
+ * 1xx to 5xx). */
+#define H1_STATUS_MIN 100
+#define H1_STATUS_MAX 599
+
 typedef struct h1_config {
     uint64_t max_request_line; /* 414 above this */
     uint64_t max_header_bytes; /* the whole head; 431 above this */
@@ -35,6 +40,11 @@ typedef struct h1_config {
     uint64_t max_requests; /* per connection; 0: unlimited */
     char server_line[256]; /* "Server: keel\r\n", or "" */
     size_t server_line_len;
+    /* "HTTP/1.1 NNN Reason\r\n" for each code, with the core's phrases
+     * (serialize.c): code k's line is status_text[status_off[k - MIN],
+     * status_off[k - MIN + 1]). */
+    char *status_text;
+    uint32_t status_off[H1_STATUS_MAX - H1_STATUS_MIN + 2];
 } h1_config;
 
 /* ---- output buffers ----------------------------------------------------- */
@@ -309,10 +319,10 @@ void h1_head_build(h1_conn *c, const char *head);
 
 /* ---- serialize.c -------------------------------------------------------- */
 
-/* "HTTP/1.1 200 OK\r\n" for common codes; NULL otherwise. */
-const char *h1_status_line(int status, size_t *len);
-/* The reason phrase of a code in that table; NULL otherwise. */
-const char *h1_reason(int status);
+/* Builds cfg's status lines from keel_http_reason (load). */
+int h1_status_lines_build(h1_config *cfg);
+/* "HTTP/1.1 200 OK\r\n" for 100..599; NULL otherwise. */
+const char *h1_status_line(const h1_config *cfg, int status, size_t *len);
 
 /* Serialises a response head into c->out and decides the body's framing
  * (c->framing, c->resp_left) and whether the connection closes after it. */

@@ -393,8 +393,11 @@ static int h1_load(keel_module *m)
         return KEEL_ERR_NOMEM;
     int rc = read_config(m, cfg);
     if (rc == KEEL_OK)
+        rc = h1_status_lines_build(cfg);
+    if (rc == KEEL_OK)
         rc = keel_protocol_register(m, &h1_protocol);
     if (rc != KEEL_OK) {
+        free(cfg->status_text);
         free(cfg);
         return rc;
     }
@@ -404,7 +407,10 @@ static int h1_load(keel_module *m)
 
 static void h1_unload(keel_module *m)
 {
-    free(keel_module_data(m));
+    h1_config *cfg = keel_module_data(m);
+    if (cfg != NULL)
+        free(cfg->status_text);
+    free(cfg);
 }
 
 static int h1_start(keel_module *m, keel_worker *worker, void *state)

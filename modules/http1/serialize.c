@@ -1,93 +1,51 @@
 /* serialize.c — response heads and body framing as bytes.
  *
  * A head is written straight into the connection's output buffer: the
- * status line from a precomputed table, the handler's fields, then Date,
- * Server, the framing field and Connection. Its size is computed first so
- * the buffer is reserved once.
+ * status line from a table built at load from the core's reason phrases,
+ * the handler's fields, then Date, Server, the framing field and
+ * Connection. Its size is computed first so the buffer is reserved once.
  */
 #include "h1.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* clang-format off */
-#define H1_STATUS_LINES(X)                          \
-    X(100, "Continue")                              \
-    X(101, "Switching Protocols")                   \
-    X(103, "Early Hints")                           \
-    X(200, "OK")                                    \
-    X(201, "Created")                               \
-    X(202, "Accepted")                              \
-    X(203, "Non-Authoritative Information")         \
-    X(204, "No Content")                            \
-    X(205, "Reset Content")                         \
-    X(206, "Partial Content")                       \
-    X(300, "Multiple Choices")                      \
-    X(301, "Moved Permanently")                     \
-    X(302, "Found")                                 \
-    X(303, "See Other")                             \
-    X(304, "Not Modified")                          \
-    X(307, "Temporary Redirect")                    \
-    X(308, "Permanent Redirect")                    \
-    X(400, "Bad Request")                           \
-    X(401, "Unauthorized")                          \
-    X(402, "Payment Required")                      \
-    X(403, "Forbidden")                             \
-    X(404, "Not Found")                             \
-    X(405, "Method Not Allowed")                    \
-    X(406, "Not Acceptable")                        \
-    X(407, "Proxy Authentication Required")         \
-    X(408, "Request Timeout")                       \
-    X(409, "Conflict")                              \
-    X(410, "Gone")                                  \
-    X(411, "Length Required")                       \
-    X(412, "Precondition Failed")                   \
-    X(413, "Content Too Large")                     \
-    X(414, "URI Too Long")                          \
-    X(415, "Unsupported Media Type")                \
-    X(416, "Range Not Satisfiable")                 \
-    X(417, "Expectation Failed")                    \
-    X(421, "Misdirected Request")                   \
-    X(422, "Unprocessable Content")                 \
-    X(425, "Too Early")                             \
-    X(426, "Upgrade Required")                      \
-    X(428, "Precondition Required")                 \
-    X(429, "Too Many Requests")                     \
-    X(431, "Request Header Fields Too Large")       \
-    X(451, "Unavailable For Legal Reasons")         \
-    X(500, "Internal Server Error")                 \
-    X(501, "Not Implemented")                       \
-    X(502, "Bad Gateway")                           \
-    X(503, "Service Unavailable")                   \
-    X(504, "Gateway Timeout")                       \
-    X(505, "HTTP Version Not Supported")
-/* clang-format on */
-
-const char *h1_status_line(int status, size_t *len)
+int h1_status_lines_build(h1_config *cfg)
 {
-    switch (status) {
-#define X(code, reason)                                                                            \
-    case code:                                                                                     \
-        *len = sizeof("HTTP/1.1 " #code " " reason "\r\n") - 1;                                    \
-        return "HTTP/1.1 " #code " " reason "\r\n";
-        H1_STATUS_LINES(X)
-#undef X
-    default:
-        return NULL;
+    /* Two passes over the same codes: sizes, then bytes. */
+    size_t total = 0;
+    for (int code = H1_STATUS_MIN; code <= H1_STATUS_MAX; code++)
+        total += sizeof("HTTP/1.1 NNN \r\n") - 1 + strlen(keel_http_reason(code));
+    if ((cfg->status_text = malloc(total)) == NULL)
+        return KEEL_ERR_NOMEM;
+    char *p = cfg->status_text;
+    for (int code = H1_STATUS_MIN; code <= H1_STATUS_MAX; code++) {
+        const char *reason = keel_http_reason(code);
+        size_t rl = strlen(reason);
+        cfg->status_off[code - H1_STATUS_MIN] = (uint32_t)(p - cfg->status_text);
+        /* RFC 9112 4: status-line = HTTP-version SP status-code SP
+         * [ reason-phrase ]; the second SP stays when there is no phrase. */
+        memcpy(p, "HTTP/1.1 ", 9);
+        p[9] = (char)('0' + code / 100);
+        p[10] = (char)('0' + code / 10 % 10);
+        p[11] = (char)('0' + code % 10);
+        p[12] = ' ';
+        memcpy(p + 13, reason, rl);
+        memcpy(p + 13 + rl, "\r\n", 2);
+        p += 15 + rl;
     }
+    cfg->status_off[H1_STATUS_MAX - H1_STATUS_MIN + 1] = (uint32_t)total;
+    return KEEL_OK;
 }
 
-const char *h1_reason(int status)
+const char *h1_status_line(const h1_config *cfg, int status, size_t *len)
 {
-    switch (status) {
-#define X(code, reason)                                                                            \
-    case code:                                                                                     \
-        return reason;
-        H1_STATUS_LINES(X)
-#undef X
-    default:
+    if (status < H1_STATUS_MIN || status > H1_STATUS_MAX)
         return NULL;
-    }
+    size_t k = (size_t)(status - H1_STATUS_MIN);
+    *len = cfg->status_off[k + 1] - cfg->status_off[k];
+    return cfg->status_text + cfg->status_off[k];
 }
 
 size_t h1_u64_dec(char *p, uint64_t v)
@@ -227,12 +185,12 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
         return KEEL_ERR_NOMEM;
     char *p = start;
     size_t sl_len;
-    const char *sl = h1_status_line(status, &sl_len);
+    const char *sl = h1_status_line(c->w->cfg, status, &sl_len);
     if (sl != NULL) {
         p = put(p, sl, sl_len);
     } else {
-        const char *reason = keel_http_reason(status);
-        int w = snprintf(p, 64, "HTTP/1.1 %03d %.40s\r\n", status, reason ? reason : "");
+        /* 600..999, which the core lets through: no phrase for them. */
+        int w = snprintf(p, 64, "HTTP/1.1 %03d %.40s\r\n", status, keel_http_reason(status));
         p += w > 0 && w < 64 ? w : 0;
     }
     for (size_t i = 0; i < n; i++) {

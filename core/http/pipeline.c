@@ -149,6 +149,11 @@ void kl_request_finish(keel_request *req)
     }
 }
 
+int keel_http_request_keep_alive(keel_request *req)
+{
+    return !req->res.close_connection;
+}
+
 static void answer_error(keel_request *req, int status)
 {
     if (!req->res.ended && !req->res.head_sent)

@@ -449,8 +449,9 @@ static int start_body(keel_request *req, int mode, uint64_t max)
     req->body_mode = mode;
     req->body_max = max;
     if (req->head.content_length > 0 && max > 0 && (uint64_t)req->head.content_length > max) {
+        /* What becomes of the unread body (skipped, the stream reset, the
+         * connection closed) is the protocol's call. */
         kl_response_send_status(&req->res, 413);
-        req->res.close_connection = 1;
         kl_request_fail_body(req, KEEL_ERR_LIMIT);
         return KEEL_OK;
     }
@@ -510,7 +511,6 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
     if (req->body_mode == KL_BODY_READ) {
         if (req->body_max > 0 && req->body_received > req->body_max) {
             kl_response_send_status(&req->res, 413);
-            req->res.close_connection = 1;
             kl_request_fail_body(req, KEEL_ERR_LIMIT);
             return KEEL_ERR_LIMIT;
         }

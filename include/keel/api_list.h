@@ -398,7 +398,10 @@ KEEL_FN(int, response_trailer_add, (keel_response *res, const char *name, const 
 /* Ends a streamed response. */
 KEEL_FN(int, response_end, (keel_response *res), (res))
 
-/* Asks for the connection to close once this response is sent. */
+/* Asks for the connection to close once this response is sent (so does
+ * a "Connection: close" field: the core turns it into this request and
+ * leaves the field itself to the protocol, see
+ * keel_http_request_keep_alive). */
 KEEL_VFN(response_close_connection, (keel_response *res), (res))
 
 /* For on_response_body filters only: passes bytes on to the next filter
@@ -626,4 +629,19 @@ KEEL_FN(const char *, conn_remote_host, (keel_conn *conn), (conn))
  * of the request. */
 KEEL_FN(int, response_upgrade, (keel_response *res, const char *protocol, void *arg),
         (res, protocol, arg))
+
+/* For HTTP protocol modules: 1 while nothing in the core asks for the
+ * connection to end after this exchange, 0 once the handler, a filter or
+ * the core did (keel_response_close_connection, or a response field
+ * "Connection: close", which the core takes out of the head: it never
+ * hands a protocol connection-specific fields, RFC 9110 7.6.1). Ask from
+ * the sink's send_head: HTTP/1.1 then writes "Connection: close" and
+ * closes after the response; HTTP/2 can finish the stream and send GOAWAY
+ * (RFC 9113 6.8). The protocol's own reasons (what the client asked, its
+ * limits, a shutdown) are not included; done's keep_alive is the final
+ * word, as a response cut short after its head asks to close too.
+ * req is one the protocol started (keel_http_request_start), before its
+ * done or abort. Never fails; allocates nothing. Worker thread of the
+ * request. */
+KEEL_FN(int, http_request_keep_alive, (keel_request *req), (req))
 #endif /* KEEL__WANT(3) */

@@ -130,8 +130,13 @@ typedef struct keel_http_head {
     const keel_header *headers;
     size_t nheaders;
     int64_t content_length; /* -1: unknown (chunked), 0: no body */
-    int keep_alive;         /* the protocol's view before the handler runs */
-    int expect_continue;    /* the client sent Expect: 100-continue */
+    /* Deprecated (ABI 1.3), kept for the layout: HTTP/1 notions the core
+     * never reads. Persistence is the protocol's own business, told to it
+     * by keel_http_request_keep_alive and done's keep_alive; a
+     * "100 Continue" is sent when the core calls want_body. A protocol may
+     * leave both 0. */
+    int keep_alive;
+    int expect_continue;
 } keel_http_head;
 
 /* How the core hands a response back to the protocol module that owns the
@@ -144,7 +149,15 @@ typedef struct keel_http_sink {
 
     /* The final status and headers (filters applied). content_length is the
      * body size, or -1 when it is not known (the protocol frames it: chunked
-     * for HTTP/1.1). The protocol adds Date, Server and framing headers. */
+     * for HTTP/1.1). The headers never hold Content-Length or the
+     * connection-specific fields of RFC 9110 7.6.1 (Connection, Keep-Alive,
+     * Proxy-Connection, Transfer-Encoding): framing and the connection are
+     * the protocol's, which adds what its version needs (Date, Server,
+     * framing), and asks keel_http_request_keep_alive (ABI 1.3) whether
+     * this response ends the connection. (A sink built before ABI 1.3,
+     * smaller than this struct, still gets "Connection: close" then, as
+     * it always did.) Upgrade is passed on (a 426 needs it, RFC 9110
+     * 15.5.22); HTTP/2 drops it (RFC 9113 8.2.2). */
     int (*send_head)(void *exchange, int status, const keel_header *headers, size_t nheaders,
                      int64_t content_length);
 
@@ -163,7 +176,9 @@ typedef struct keel_http_sink {
 
     /* The exchange is over: the response was fully handed over (or failed)
      * and the core holds no reference to the head's views any more.
-     * keep_alive is 0 if the handler or a filter asked to close. */
+     * keep_alive is 0 if the handler, a filter or the core asked to close
+     * (keel_http_request_keep_alive said so, or the response was cut
+     * short). */
     void (*done)(void *exchange, int keep_alive);
 
     /* (ABI 1.2, optional.) The body, or the next part of it, straight from

@@ -44,14 +44,13 @@ void h1_exchange_start(h1_conn *c)
     c->had_request = 1;
     c->is_head = x->method == HTTP_HEAD;
     c->version10 = x->head.version == 10;
-    c->client_keepalive = x->head.keep_alive != 0;
+    c->client_keepalive = x->keep_alive;
     c->expect_continue = x->expect_continue;
     c->x->head_deadline_ms = 0;
     /* RFC 9112 9.3: persistence as the client asked, and the limits on it. */
     if (!c->client_keepalive || c->shutdown || c->w->cfg->keepalive_timeout_ms == 0 ||
         (c->w->cfg->max_requests != 0 && c->nrequests >= c->w->cfg->max_requests))
         c->close_after = 1;
-    x->head.keep_alive = !c->close_after;
 
     c->msg = x->has_body ? H1_MSG_HOLD : H1_MSG_DONE;
     if (x->has_body)
@@ -125,12 +124,22 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
         return KEEL_ERR_CLOSED;
     if (status == 101)
         return KEEL_ERR_INVAL; /* upgrades: see the hook in parse.c */
-    /* A final answer before the body was read: if the client waits for
-     * 100 Continue it will not send it, so the connection cannot stay. */
-    if (status >= 200 && c->msg == H1_MSG_HOLD && c->expect_continue && !c->continue_sent)
-        c->close_after = 1;
-    if (status >= 200 && c->shutdown)
-        c->close_after = 1;
+    if (status >= 200) {
+        /* The core's wish (the handler's "Connection: close", say) comes
+         * as a flag: connection fields are ours to write. */
+        if (!keel_http_request_keep_alive(c->x->req) || c->shutdown)
+            c->close_after = 1;
+        /* A final answer before the body was read: if the client waits
+         * for 100 Continue it will not send it, so the connection cannot
+         * stay. */
+        if (c->msg == H1_MSG_HOLD && c->expect_continue && !c->continue_sent)
+            c->close_after = 1;
+        /* RFC 9110 15.5.9: a 408 says the server closes rather than wait
+         * on; 15.5.14: after a 413 it may close, which spares reading a
+         * body nobody wants (HTTP/1.1 cannot cancel it otherwise). */
+        if (status == 408 || status == 413)
+            c->close_after = 1;
+    }
     /* The head waits in the output buffer for the first body piece (or the
      * end of on_data), so head and small body leave in one write. */
     return h1_head_serialize(c, status, headers, nheaders, content_length);

@@ -119,6 +119,7 @@ struct h1_exch {
     uint32_t te_present : 1;
     uint32_t cl_present : 1;
     uint32_t expect_continue : 1;
+    uint32_t keep_alive : 1;     /* the client's wish (RFC 9112 9.3), before our limits */
     uint8_t method;              /* llhttp's method number */
     int host_index;              /* the Host field, -1 if none */
     uint32_t auth_off, auth_len; /* absolute-form authority, or UINT32_MAX */

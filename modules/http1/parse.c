@@ -179,7 +179,7 @@ static int on_headers_complete(llhttp_t *p)
     h1_exch *x = c->x;
     x->head_done = 1;
     x->has_body = (p->flags & F_CHUNKED) || p->content_length > 0;
-    x->head.keep_alive = llhttp_should_keep_alive(p);
+    x->keep_alive = llhttp_should_keep_alive(p) != 0;
     x->head.content_length = (p->flags & F_CHUNKED) ? -1 : (int64_t)p->content_length;
     x->head.version = p->http_major * 10 + p->http_minor;
     x->te_present = (p->flags & F_TRANSFER_ENCODING) != 0;
@@ -234,6 +234,7 @@ void h1_parse_init(h1_conn *c, h1_exch *x)
     x->head_len = 0;
     x->line_done = x->head_done = x->has_body = x->in_name = 0;
     x->te_present = x->cl_present = x->expect_continue = 0;
+    x->keep_alive = 0;
     x->nheaders = 0;
     x->host_index = -1;
     x->auth_off = UINT32_MAX;

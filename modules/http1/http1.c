@@ -330,12 +330,6 @@ static int keep_first(int rc, int r)
     return rc != KEEL_OK ? rc : r;
 }
 
-static int range_error(keel_module *m, const char *key, const char *what)
-{
-    keel_log(m, KEEL_LOG_ERROR, "[http1] %s: %s", key, what);
-    return KEEL_ERR_CONFIG;
-}
-
 static int read_config(keel_module *m, h1_config *cfg)
 {
     int rc = KEEL_OK;
@@ -359,23 +353,23 @@ static int read_config(keel_module *m, h1_config *cfg)
 
     /* Offsets within a head are 32-bit. */
     if (cfg->max_request_line < 64 || cfg->max_request_line > (1u << 30))
-        return range_error(m, "max_request_line", "must be between 64 and 1g");
+        return keel_config_error(m, "max_request_line", "must be between 64 and 1g");
     if (cfg->max_header_bytes < 256 || cfg->max_header_bytes > (1u << 30))
-        return range_error(m, "max_header_bytes", "must be between 256 and 1g");
+        return keel_config_error(m, "max_header_bytes", "must be between 256 and 1g");
     if (cfg->header_timeout_ms == 0)
-        return range_error(m, "header_timeout", "must be more than 0");
+        return keel_config_error(m, "header_timeout", "must be more than 0");
     if (cfg->body_timeout_ms == 0)
-        return range_error(m, "body_timeout", "must be more than 0");
+        return keel_config_error(m, "body_timeout", "must be more than 0");
 
     /* RFC 9110 10.2.4: Server = product *( RWS ( product / comment ) ):
      * visible characters and spaces only, so it cannot split a response. */
     size_t len = strlen(server);
     if (len > 200)
-        return range_error(m, "server", "longer than 200 characters");
+        return keel_config_error(m, "server", "longer than 200 characters (%zu)", len);
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)server[i];
         if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-            return range_error(m, "server", "contains a control character");
+            return keel_config_error(m, "server", "control character 0x%02x at %zu", ch, i);
     }
     if (len > 0) {
         memcpy(cfg->server_line, "Server: ", 8);

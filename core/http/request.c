@@ -1,5 +1,6 @@
 /* Requests: creation from a protocol's head, the handler-facing accessors,
  * path decoding, query parameters, request bodies and reference counting. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +150,57 @@ void keel_http_request_abort(keel_request *req)
     if (!req->logged)
         kl_request_finish(req); /* logs as not completed; no sink calls */
     kl_request_unref(req);      /* the exchange's reference */
+}
+
+/* ---- owning the head ----------------------------------------------------- */
+
+/* A view inside [from, from + len) moves to the same place in `to`. (The
+ * view may point anywhere, so addresses are compared as integers: relational
+ * operators on pointers into different objects are undefined in C.) */
+static void rebase(keel_str *s, const char *from, size_t len, const char *to)
+{
+    uintptr_t p = (uintptr_t)s->ptr, f = (uintptr_t)from;
+    if (s->ptr != NULL && p >= f && p - f + s->len <= len)
+        s->ptr = to + (p - f);
+}
+
+static int own_str(kl_arena *a, keel_str *s)
+{
+    if (s->ptr == NULL)
+        return KEEL_OK;
+    char *copy = kl_arena_dup(a, s->ptr, s->len);
+    if (copy == NULL)
+        return KEEL_ERR_NOMEM;
+    s->ptr = copy;
+    return KEEL_OK;
+}
+
+int kl_request_own_head(keel_request *req)
+{
+    keel_http_head *h = &req->head;
+    keel_str old_target = h->target;
+    keel_header *fields = kl_arena_alloc(&req->arena, (h->nheaders + 1) * sizeof *fields);
+    if (fields == NULL || own_str(&req->arena, &h->method) != KEEL_OK ||
+        own_str(&req->arena, &h->target) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < h->nheaders; i++) {
+        fields[i] = h->headers[i];
+        if (own_str(&req->arena, &fields[i].name) != KEEL_OK ||
+            own_str(&req->arena, &fields[i].value) != KEEL_OK)
+            return KEEL_ERR_NOMEM;
+    }
+    h->headers = fields;
+    /* The path is a view into the target unless it had to be decoded (then
+     * it is in the arena already); the query always is one, and route
+     * parameters are views into the path. */
+    if (old_target.ptr != NULL) {
+        const char *from = old_target.ptr, *to = h->target.ptr;
+        for (size_t i = 0; i < req->route.nparams; i++)
+            rebase(&req->route.values[i], from, old_target.len, to);
+        rebase(&req->path, from, old_target.len, to);
+        rebase(&req->query, from, old_target.len, to);
+    }
+    return KEEL_OK;
 }
 
 /* ---- the target -------------------------------------------------------- */

@@ -46,9 +46,13 @@ static size_t value_length(const char *v)
 
 int keel_response_set_status(keel_response *res, int status)
 {
-    if (res->head_sent || res->ended)
+    /* An upgrade's head filters see 101 and cannot turn it into something
+     * else: the protocol switch is decided by then. */
+    if (res->head_sent || res->ended || res->upgrading)
         return KEEL_ERR_STATE;
-    if (status < 100 || status > 999)
+    /* 101 ends the exchange in a different way (keel_response_upgrade),
+     * and a final response cannot carry it. */
+    if (status < 100 || status > 999 || status == 101)
         return KEEL_ERR_INVAL;
     res->status = status;
     return KEEL_OK;
@@ -454,12 +458,17 @@ static int send_piece(keel_response *res, const void *data, size_t len, int last
 }
 
 /* The response is complete: the log phase, then the protocol may go on. */
-static void end_response(keel_response *res)
+void kl_response_finish(keel_response *res)
 {
     keel_request *req = res->req;
     res->ended = 1;
     kl_request_finish(req);
     kl_request_unref(req); /* the response's reference */
+}
+
+static void end_response(keel_response *res)
+{
+    kl_response_finish(res);
 }
 
 void kl_response_release_if_aborted(keel_response *res)
@@ -537,7 +546,7 @@ int kl_response_send_status(keel_response *res, int status)
 
 int keel_response_send_status(keel_response *res, int status)
 {
-    if (status < 100 || status > 999)
+    if (status < 100 || status > 999 || status == 101)
         return KEEL_ERR_INVAL;
     return kl_response_send_status(res, status);
 }

@@ -157,7 +157,8 @@ typedef struct keel_http_sink {
      * this response ends the connection. (A sink built before ABI 1.3,
      * smaller than this struct, still gets "Connection: close" then, as
      * it always did.) Upgrade is passed on (a 426 needs it, RFC 9110
-     * 15.5.22); HTTP/2 drops it (RFC 9113 8.2.2). */
+     * 15.5.22); HTTP/2 drops it (RFC 9113 8.2.2). Status 101 never comes
+     * here (see upgrade). */
     int (*send_head)(void *exchange, int status, const keel_header *headers, size_t nheaders,
                      int64_t content_length);
 
@@ -200,15 +201,25 @@ typedef struct keel_http_sink {
 
     /* (ABI 1.3, optional.) The handler switched protocols
      * (keel_response_upgrade): send `status` (101) with these headers (the
-     * filters have run), give up the exchange as `done` would (the core
-     * calls no sink function for it afterwards and holds no reference to
-     * the head's views), consume the request head, and hand the connection
-     * to `protocol` with keel_conn_set_protocol(conn, protocol, arg), so the
-     * bytes after the head go to the new protocol. KEEL_ERR_NOTFOUND for an
-     * unknown protocol (nothing sent), KEEL_ERR_UNSUPPORTED where this
-     * protocol cannot switch (HTTP/2; HTTP/1.0), KEEL_ERR_STATE while a
-     * request body is unread; the exchange is then unchanged. NULL means
-     * KEEL_ERR_UNSUPPORTED. */
+     * filters have run; as in send_head, no framing or connection-specific
+     * field), give up the exchange as `done` would (the core calls no sink
+     * function for it afterwards and keeps its own copy of what the head's
+     * views showed), consume the request's bytes, and hand the connection
+     * to `protocol` with keel_conn_set_protocol(conn, protocol, arg), so
+     * that the bytes after the request go to the new protocol. Outside the
+     * protocol's on_data (an asynchronous handler), keel_conn_consume drops
+     * the request's bytes first, or the new protocol would be given them.
+     *
+     * The core has checked that `protocol` is registered, that no response
+     * was begun and that any request body was read whole. Return KEEL_OK
+     * once the connection is handed over, whatever the new protocol's
+     * on_open then did with it. Refuse with nothing sent and the exchange
+     * unchanged: KEEL_ERR_UNSUPPORTED where this exchange cannot switch
+     * (HTTP/2; HTTP/1.0; a request that did not ask to), KEEL_ERR_INVAL
+     * for headers the switch cannot go with, KEEL_ERR_STATE.
+     * KEEL_ERR_CLOSED if the connection is closing or broke while
+     * switching: the exchange is then still the protocol's, and the core
+     * ends it with `done`. NULL means KEEL_ERR_UNSUPPORTED. */
     int (*upgrade)(void *exchange, int status, const keel_header *headers, size_t nheaders,
                    const char *protocol, void *arg);
 } keel_http_sink;

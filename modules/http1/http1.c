@@ -75,7 +75,7 @@ static uint64_t head_timeout_left(h1_conn *c)
 void h1_process(h1_conn *c)
 {
     c->in_process = 1;
-    while (!c->closing) {
+    while (!c->closing && !c->handed_over) {
         int r;
         switch (c->msg) {
         case H1_MSG_HEAD:
@@ -249,7 +249,39 @@ static int h1_on_data(keel_conn *conn, const char *data, size_t len, size_t *con
     if (c->head_started)
         c->head_base = 0; /* the kept head is at the start again */
     h1_process(c);
+    if (c->handed_over) {
+        /* The bytes up to pos were ours; the core gives the rest to the new
+         * protocol right after this returns. */
+        *consumed = c->pos;
+        h1_conn_free(c);
+        return KEEL_OK;
+    }
     *consumed = settle(c);
+    return KEEL_OK;
+}
+
+int h1_hand_over(h1_conn *c, const char *protocol, void *arg)
+{
+    /* Outside on_data the bytes of the finished request are still in the
+     * connection's buffer (they stayed unconsumed while its exchange was
+     * in flight): drop them, or the new protocol would be given the
+     * request itself. */
+    if (!c->in_process && c->skip > 0) {
+        if (keel_conn_consume(c->conn, c->skip) != KEEL_OK)
+            return KEEL_ERR_CLOSED; /* our count is off: hand over nothing */
+        c->skip = 0;
+    }
+    /* The new protocol starts from the server's idle timeout, not from
+     * one of ours; it sets its own in on_open if it wants. */
+    h1_set_timeout(c, 0);
+    int rc = keel_conn_set_protocol(c->conn, protocol, arg);
+    if (rc == KEEL_ERR_NOTFOUND || rc == KEEL_ERR_CLOSED)
+        return rc; /* still ours, unchanged but for the timeout */
+    /* Ours no longer, even if the new protocol's on_open refused it (the
+     * core then aborts it without an on_close for anyone). */
+    c->handed_over = 1;
+    if (!c->in_process)
+        h1_conn_free(c);
     return KEEL_OK;
 }
 
@@ -296,12 +328,8 @@ static void h1_on_shutdown(keel_conn *conn)
     h1_close(c);
 }
 
-static void h1_on_close(keel_conn *conn, int status)
+void h1_conn_free(h1_conn *c)
 {
-    (void)status;
-    h1_conn *c = keel_conn_data(conn);
-    if (c == NULL)
-        return;
     h1_exchange_abort(c);
     if (c->x != NULL)
         h1_exch_put(c->w, c->x);
@@ -309,8 +337,17 @@ static void h1_on_close(keel_conn *conn, int status)
         c->out->len = 0;
         h1_obuf_free(c->w, c->out);
     }
-    keel_conn_set_data(conn, NULL);
     free(c);
+}
+
+static void h1_on_close(keel_conn *conn, int status)
+{
+    (void)status;
+    h1_conn *c = keel_conn_data(conn);
+    if (c == NULL)
+        return;
+    keel_conn_set_data(conn, NULL);
+    h1_conn_free(c);
 }
 
 static const keel_protocol h1_protocol = {

@@ -293,6 +293,29 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     return KEEL_OK;
 }
 
+int h1_upgrade_serialize(h1_conn *c, const keel_header *h, size_t n)
+{
+    field_scan f = scan_fields(c, h, n);
+    /* RFC 9110 15.2.2: the server MUST generate an Upgrade field naming
+     * the protocol(s) switched to; only the handler knows it. */
+    if (!f.upgrade)
+        return KEEL_ERR_INVAL;
+    char *start = h1_out_reserve(c, f.bytes + fixed_need(c, &f));
+    if (start == NULL)
+        return KEEL_ERR_NOMEM;
+    /* A 1xx ends at its empty line: no Content-Length (RFC 9110 8.6), no
+     * Transfer-Encoding (RFC 9112 6.1). Date and Server as on every
+     * response of this module (RFC 9110 6.6.1 allows Date on a 1xx). */
+    char *p = put_status_line(c, start, 101);
+    p = put_fields(p, h, n);
+    p = put_date_server(c, p, &f);
+    p = put_connection(p, 1, 0, 0);
+    p = PUT_LIT(p, "\r\n");
+    h1_out_commit(c, (size_t)(p - start));
+    c->head_sent = 1;
+    return KEEL_OK;
+}
+
 size_t h1_trailers_size(const keel_header *t, size_t n)
 {
     size_t need = 0;

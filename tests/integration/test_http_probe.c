@@ -2,7 +2,8 @@
  * module (tests/modules/mod_probe.c) feeds it requests and writes down, as
  * text, every sink call it gets. What an HTTP/2 module would be handed must
  * not carry HTTP/1 habits: no Connection field (RFC 9113 8.2.2 forbids it),
- * the wish to close told by keel_http_request_keep_alive and done. */
+ * the wish to close told by keel_http_request_keep_alive and done, and an
+ * upgrade refused where the sink has none. */
 #define _GNU_SOURCE
 #include "test_http.h"
 
@@ -131,5 +132,42 @@ Test(http_probe, http1_writes_its_own_connection_field, .timeout = 30, .fini = k
     kh_assert(p, closed == 1, "%s after Connection: close",
               closed ? "the next request was answered" : "no close");
     ht_close(c);
+    kh_stop(p);
+}
+
+/* A sink without upgrade refuses an upgrade as HTTP/2 would: the handler
+ * learns KEEL_ERR_UNSUPPORTED and answers normally; so does one built
+ * before ABI 1.3, which has no upgrade member at all. A
+ * sink with one gets 101 with the handler's and filters' fields, none of
+ * them connection-specific, and the bytes after the request go to the new
+ * protocol. */
+Test(http_probe, upgrade_through_the_sink, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start("probe", "probe upgrade");
+    expect_exchange(p, "GET /upgrade/upper\n",
+                    "head 200 keep-alive=1 Content-Type: text/plain; X-Head-Filter: 200\n"
+                    "body 26 last=1\n"
+                    "done keep-alive=1\n");
+    kh_stop(p);
+
+    p = start("probe-old", "probe upgrade");
+    expect_exchange(p, "GET /upgrade/upper\n",
+                    "head 200 keep-alive=1 Content-Type: text/plain; X-Head-Filter: 200\n"
+                    "body 26 last=1\n"
+                    "done keep-alive=1\n");
+    kh_stop(p);
+
+    p = start("probe-up", "probe upgrade");
+    expect_exchange(p, "GET /upgrade/upper\nafter\n",
+                    "upgrade 101 Upgrade: upper; X-Head-Filter: 101; X-Set-Status: STATE\n"
+                    "upper ready\n"
+                    "AFTER\n");
+    /* The protocol's wire form is its own: the probe switches without
+     * asking about Upgrade fields, so the core alone refuses a protocol
+     * nobody registered. */
+    expect_exchange(p, "GET /upgrade/nosuch\n",
+                    "head 200 keep-alive=1 Content-Type: text/plain; X-Head-Filter: 200\n"
+                    "body 23 last=1\n"
+                    "done keep-alive=1\n");
     kh_stop(p);
 }

@@ -72,6 +72,32 @@ static uint64_t head_timeout_left(h1_conn *c)
 
 /* ---- the state machine ------------------------------------------------------- */
 
+/* RFC 9113 3.4: the client connection preface of HTTP/2, which opens a
+ * connection whose client knows the server speaks HTTP/2 (3.3). */
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN (sizeof h2_preface - 1)
+
+/* A connection that opens with the HTTP/2 preface goes, preface and all, to
+ * the protocol registered as "h2" if there is one; HTTP/1 parsing answers
+ * it with 505 otherwise (RFC 9110 15.6.6). Only the very first bytes of a
+ * connection count: later, "PRI" is just an unknown method. H1_NEED_MORE:
+ * the bytes so far begin the preface; H1_READY: parse them as HTTP/1;
+ * H1_FAILED: the connection is no longer ours, or is closing. */
+static int h2_preface_check(h1_conn *c)
+{
+    size_t n = c->len < H2_PREFACE_LEN ? c->len : H2_PREFACE_LEN;
+    if (c->nrequests != 0 || c->pos != 0 || memcmp(c->data, h2_preface, n) != 0)
+        return H1_READY;
+    if (n < H2_PREFACE_LEN)
+        return H1_NEED_MORE;
+    int rc = h1_hand_over(c, "h2", NULL);
+    if (rc == KEEL_ERR_NOTFOUND)
+        return H1_READY;
+    if (rc != KEEL_OK)
+        c->closing = 1; /* the core is closing the connection already */
+    return H1_FAILED;
+}
+
 void h1_process(h1_conn *c)
 {
     c->in_process = 1;
@@ -93,6 +119,12 @@ void h1_process(h1_conn *c)
                 c->head_base = c->pos;
                 c->x->head_deadline_ms = now_ms(c) + c->w->cfg->header_timeout_ms;
                 h1_parse_init(c, c->x);
+            }
+            if ((r = h2_preface_check(c)) != H1_READY) {
+                /* An incomplete preface waits, its deadline running. */
+                if (r == H1_NEED_MORE && now_ms(c) >= c->x->head_deadline_ms)
+                    h1_fail(c, 408);
+                goto out;
             }
             if ((r = h1_parse_head(c)) != H1_READY) {
                 /* Bytes trickling in keep the connection's inactivity

@@ -1,9 +1,10 @@
-/* HTTP upgrades over real sockets, with the real keel: the upgrade test
- * module (tests/modules/mod_upgrade.c) switches to its line protocol
- * "upper" from the handler, from a timer and from an offload's completion.
- * The byte-exact cases (the 101's fields, refusals) are in
- * tests/http/cases/upgrade-*.txt; here are the ones that need timing, the
- * access log or several connections. */
+/* HTTP upgrades and the HTTP/2 preface over real sockets, with the real
+ * keel: the upgrade test module (tests/modules/mod_upgrade.c) switches to
+ * its line protocol "upper" from the handler, from a timer and from an
+ * offload's completion; fakeh2 (tests/modules/mod_fakeh2.c) stands in for
+ * an HTTP/2 module. The byte-exact cases (the 101's fields, refusals) are in
+ * tests/http/cases/upgrade-*.txt and conn-h2-preface-*.txt; here are the
+ * ones that need timing, the access log or several connections. */
 #define _GNU_SOURCE
 #include "test_http.h"
 
@@ -300,4 +301,47 @@ Test(http_upgrade, access_log_records_101, .timeout = 30, .fini = kh_cleanup_all
     kh_stop(p);
     unlink(log);
     rmdir(dir);
+}
+
+/* ---- The HTTP/2 preface ------------------------------------------------------------- */
+
+#define PREFACE "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+static const char settings[9] = {0, 0, 0, 4, 0, 0, 0, 0, 0};
+
+Test(http_upgrade, h2_preface_goes_to_h2, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start("http1 hello fakeh2", NULL);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    ht_send_str(c, PREFACE "abc");
+    kh_assert(p, ht_wait_bytes(c, sizeof settings + 3, 5000) == 0, "got %zu bytes: '%.*s'",
+              ht_avail(c), (int)ht_avail(c), c->buf + c->pos);
+    kh_assert(p,
+              memcmp(c->buf + c->pos, settings, sizeof settings) == 0 &&
+                  memcmp(c->buf + c->pos + sizeof settings, "abc", 3) == 0,
+              "not the fake h2's SETTINGS and echo: '%.*s'", (int)ht_avail(c), c->buf + c->pos);
+    c->pos += sizeof settings + 3;
+    ht_send_str(c, "def");
+    expect_bytes(p, c, "def");
+    ht_close(c);
+
+    /* An HTTP/1.1 connection on the same listener is still HTTP/1.1. */
+    ht_resp r;
+    ht_roundtrip(p, "GET / HTTP/1.1\r\nHost: x\r\n\r\n", &r);
+    kh_assert(p, r.status == 200, "status %d", r.status);
+    ht_resp_free(&r);
+    kh_stop(p);
+}
+
+Test(http_upgrade, h2_preface_without_h2_is_505, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start("http1 hello", NULL);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    ht_send_str(c, PREFACE);
+    ht_resp r;
+    ht_expect_response(p, c, &r, 0);
+    kh_assert(p, r.status == 505, "status %d, expected 505", r.status);
+    kh_assert(p, ht_wait_closed(c, 5000) == 1, "not closed after the 505");
+    ht_resp_free(&r);
+    ht_close(c);
+    kh_stop(p);
 }

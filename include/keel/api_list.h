@@ -661,7 +661,7 @@ KEEL_FN(int, response_upgrade, (keel_response *res, const char *protocol, void *
  * limits, a shutdown) are not included; done's keep_alive is the final
  * word, as a response cut short after its head asks to close too.
  * req is one the protocol started (keel_http_request_start), before its
- * done or abort. Never fails; allocates nothing. Worker thread of the
- * request. */
+ * done or abort; it stays the core's. Never fails and allocates nothing.
+ * Worker thread of the request. */
 KEEL_FN(int, http_request_keep_alive, (keel_request *req), (req))
 #endif /* KEEL__WANT(3) */

@@ -85,7 +85,8 @@ struct keel_response {
     size_t ntrailers, trailers_cap;
     int head_sent;
     int ended;
-    int close_connection;
+    int close_connection;   /* the connection ends after this exchange */
+    int upgrading;          /* keel_response_upgrade is running the head filters */
     int64_t content_length; /* from a handler's Content-Length, else -1 */
     size_t filter_pos;      /* body filter being run (keel_response_filter_emit) */
     uint64_t body_bytes;
@@ -172,6 +173,37 @@ void kl_request_finish(keel_request *req);
 
 /* Ends the response with the status's short text body. */
 int kl_response_send_status(keel_response *res, int status);
+
+/* The response is over (sent, refused or abandoned): the log phase runs,
+ * the protocol is told (unless the exchange was already given up), and the
+ * response's reference to the request is dropped. */
+void kl_response_finish(keel_response *res);
+
+/* Runs every filter's on_response_head. */
+void kl_response_head_filters(keel_response *res);
+
+/* Takes out of the response's fields what is the protocol's to write:
+ * Content-Length (returned, the first valid one; -1 if none) and the
+ * connection-specific fields of RFC 9110 7.6.1 (Connection, Keep-Alive,
+ * Proxy-Connection, Transfer-Encoding); a Connection field listing
+ * "close" sets close_connection. */
+int64_t kl_response_take_framing(keel_response *res);
+
+/* The response's fields as the keel_header views a sink takes, with room
+ * for `room` more: inline for the usual few, allocated beyond. */
+typedef struct kl_views {
+    keel_header *h;
+    size_t n;
+    keel_header small[16];
+} kl_views;
+int kl_views_make(kl_views *v, const keel_response *res, size_t room);
+void kl_views_free(kl_views *v);
+
+/* Copies what the request's head points to (method, target, fields) into
+ * the request's arena, and moves the views derived from it (path, query,
+ * route parameters) along: for an exchange whose protocol takes the head's
+ * memory back before the log phase (an upgrade consumes the head). */
+int kl_request_own_head(keel_request *req);
 
 /* Body callbacks owed when the connection went away. */
 void kl_request_fail_body(keel_request *req, int status);

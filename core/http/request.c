@@ -1,5 +1,6 @@
 /* Requests: creation from a protocol's head, the handler-facing accessors,
  * path decoding, query parameters, request bodies and reference counting. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -141,6 +142,57 @@ void keel_http_request_abort(keel_request *req)
     if (!req->logged)
         kl_request_finish(req); /* logs as not completed; no sink calls */
     kl_request_unref(req);      /* the exchange's reference */
+}
+
+/* ---- owning the head ----------------------------------------------------- */
+
+/* A view inside [from, from + len) moves to the same place in `to`. (The
+ * view may point anywhere, so addresses are compared as integers: relational
+ * operators on pointers into different objects are undefined in C.) */
+static void rebase(keel_str *s, const char *from, size_t len, const char *to)
+{
+    uintptr_t p = (uintptr_t)s->ptr, f = (uintptr_t)from;
+    if (s->ptr != NULL && p >= f && p - f + s->len <= len)
+        s->ptr = to + (p - f);
+}
+
+static int own_str(kl_arena *a, keel_str *s)
+{
+    if (s->ptr == NULL)
+        return KEEL_OK;
+    char *copy = kl_arena_dup(a, s->ptr, s->len);
+    if (copy == NULL)
+        return KEEL_ERR_NOMEM;
+    s->ptr = copy;
+    return KEEL_OK;
+}
+
+int kl_request_own_head(keel_request *req)
+{
+    keel_http_head *h = &req->head;
+    keel_str old_target = h->target;
+    keel_header *fields = kl_arena_alloc(&req->arena, (h->nheaders + 1) * sizeof *fields);
+    if (fields == NULL || own_str(&req->arena, &h->method) != KEEL_OK ||
+        own_str(&req->arena, &h->target) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < h->nheaders; i++) {
+        fields[i] = h->headers[i];
+        if (own_str(&req->arena, &fields[i].name) != KEEL_OK ||
+            own_str(&req->arena, &fields[i].value) != KEEL_OK)
+            return KEEL_ERR_NOMEM;
+    }
+    h->headers = fields;
+    /* The path is a view into the target unless it had to be decoded (then
+     * it is in the arena already); the query always is one, and route
+     * parameters are views into the path. */
+    if (old_target.ptr != NULL) {
+        const char *from = old_target.ptr, *to = h->target.ptr;
+        for (size_t i = 0; i < req->route.nparams; i++)
+            rebase(&req->route.values[i], from, old_target.len, to);
+        rebase(&req->path, from, old_target.len, to);
+        rebase(&req->query, from, old_target.len, to);
+    }
+    return KEEL_OK;
 }
 
 /* ---- the target -------------------------------------------------------- */
@@ -441,8 +493,9 @@ static int start_body(keel_request *req, int mode, uint64_t max)
     req->body_mode = mode;
     req->body_max = max;
     if (req->head.content_length > 0 && max > 0 && (uint64_t)req->head.content_length > max) {
+        /* What becomes of the unread body (skipped, the stream reset, the
+         * connection closed) is the protocol's call. */
         kl_response_send_status(&req->res, 413);
-        req->res.close_connection = 1;
         kl_request_fail_body(req, KEEL_ERR_LIMIT);
         return KEEL_OK;
     }
@@ -502,7 +555,6 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
     if (req->body_mode == KL_BODY_READ) {
         if (req->body_max > 0 && req->body_received > req->body_max) {
             kl_response_send_status(&req->res, 413);
-            req->res.close_connection = 1;
             kl_request_fail_body(req, KEEL_ERR_LIMIT);
             return KEEL_ERR_LIMIT;
         }

@@ -44,9 +44,13 @@ static size_t value_length(const char *v)
 
 int keel_response_set_status(keel_response *res, int status)
 {
-    if (res->head_sent || res->ended)
+    /* An upgrade's head filters see 101 and cannot turn it into something
+     * else: the protocol switch is decided by then. */
+    if (res->head_sent || res->ended || res->upgrading)
         return KEEL_ERR_STATE;
-    if (status < 100 || status > 999)
+    /* 101 ends the exchange in a different way (keel_response_upgrade),
+     * and a final response cannot carry it. */
+    if (status < 100 || status > 999 || status == 101)
         return KEEL_ERR_INVAL;
     res->status = status;
     return KEEL_OK;
@@ -165,10 +169,46 @@ static const kl_http *http_of(keel_request *req)
     return &req->server->http;
 }
 
-/* Framing is the protocol's: the handler's Content-Length (the first one,
- * checked) and Transfer-Encoding become the content_length argument;
- * Connection: close becomes close_connection. One pass over the fields. */
-static int64_t take_framing(keel_response *res)
+/* Does a field value, a comma-separated list of tokens (RFC 9110 5.6.1),
+ * hold token[0..n) (case-insensitive)? */
+static int list_has_token(keel_str v, const char *token, size_t n)
+{
+    size_t i = 0;
+    while (i < v.len) {
+        while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < v.len && v.ptr[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (v.ptr[end - 1] == ' ' || v.ptr[end - 1] == '\t'))
+            end--;
+        if (kl_name_equals((keel_str){v.ptr + start, end - start}, token, n))
+            return 1;
+    }
+    return 0;
+}
+
+/* Fields the core never hands to a protocol, because they describe one
+ * connection rather than the message (RFC 9110 7.6.1): each protocol writes
+ * its own, or none (HTTP/2 forbids them, RFC 9113 8.2.2). Upgrade is the
+ * exception: it is end-to-end meaningful in a 101 or 426 (RFC 9110 7.8,
+ * 15.5.22), so it is passed on, and an HTTP/2 module drops it. */
+static int connection_specific(keel_str name)
+{
+    switch (name.len) {
+    case 10:
+        return kl_name_equals(name, "Connection", 10) || kl_name_equals(name, "Keep-Alive", 10);
+    case 16:
+        return kl_name_equals(name, "Proxy-Connection", 16);
+    case 17:
+        return kl_name_equals(name, "Transfer-Encoding", 17);
+    default:
+        return 0;
+    }
+}
+
+int64_t kl_response_take_framing(keel_response *res)
 {
     int64_t length = -1;
     int seen_length = 0;
@@ -186,10 +226,12 @@ static int64_t take_framing(keel_response *res)
             }
             if (ok)
                 length = v;
-        } else if (kl_name_equals(f.name, "Connection", 10)) {
-            if (kl_name_equals(f.value, "close", 5))
+        } else if (connection_specific(f.name)) {
+            /* A handler's "Connection: close" still means what it says:
+             * it becomes the flag the protocol asks for. */
+            if (kl_name_equals(f.name, "Connection", 10) && list_has_token(f.value, "close", 5))
                 res->close_connection = 1;
-        } else if (!kl_name_equals(f.name, "Transfer-Encoding", 17)) {
+        } else {
             res->headers[out++] = f;
         }
     }
@@ -197,42 +239,75 @@ static int64_t take_framing(keel_response *res)
     return length;
 }
 
+void kl_response_head_filters(keel_response *res)
+{
+    keel_request *req = res->req;
+    const kl_http *http = http_of(req);
+    for (size_t i = 0; i < http->nfilters; i++)
+        if (http->filters[i].cb.on_response_head != NULL)
+            http->filters[i].cb.on_response_head(req, res, http->filters[i].cb.userdata);
+}
+
+int kl_views_make(kl_views *v, const keel_response *res, size_t room)
+{
+    size_t n = res->nheaders;
+    v->h = n + room <= sizeof v->small / sizeof v->small[0] ? v->small
+                                                            : malloc((n + room) * sizeof *v->h);
+    if (v->h == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        v->h[i] = (keel_header){res->headers[i].name, res->headers[i].value};
+    v->n = n;
+    return KEEL_OK;
+}
+
+void kl_views_free(kl_views *v)
+{
+    if (v->h != v->small)
+        free(v->h);
+    v->h = NULL;
+}
+
+/* A protocol built before ABI 1.3 cannot ask keel_http_request_keep_alive:
+ * it learned that a response ends its connection from a "Connection:
+ * close" field the core added, and still does. Such a sink is one without
+ * the upgrade member, appended in 1.3. */
+static int legacy_close_field(const keel_request *req)
+{
+    return req->res.close_connection &&
+           req->sink->size < offsetof(keel_http_sink, upgrade) + sizeof req->sink->upgrade;
+}
+
 /* Runs the head filters and sends the head (once). content_length: the
- * body's size if the caller knows it, else -1. */
+ * body's size if the caller knows it, else -1. Whether the connection
+ * stays open is not a field here: the protocol asks
+ * keel_http_request_keep_alive. */
 static int send_head(keel_response *res, int64_t content_length)
 {
     keel_request *req = res->req;
     if (res->head_sent)
         return KEEL_OK;
-    const kl_http *http = http_of(req);
-    for (size_t i = 0; i < http->nfilters; i++)
-        if (http->filters[i].cb.on_response_head != NULL)
-            http->filters[i].cb.on_response_head(req, res, http->filters[i].cb.userdata);
-    int64_t declared = take_framing(res);
+    kl_response_head_filters(res);
+    int64_t declared = kl_response_take_framing(res);
     if (content_length < 0)
         content_length = declared;
     /* A body filter may change the length (compression): then it is not
      * known in advance unless a filter set it again. */
-    if (http->has_body_filters && declared < 0)
+    if (http_of(req)->has_body_filters && declared < 0)
         content_length = -1;
     res->content_length = content_length;
     res->head_sent = 1;
     if (req->aborted)
         return KEEL_ERR_CLOSED;
-    /* One slot more for "Connection: close": the protocol learns from it
-     * that this response ends the connection. */
-    keel_header small[17];
-    size_t n = res->nheaders;
-    keel_header *hs = n < 17 ? small : malloc((n + 1) * sizeof *hs);
-    if (hs == NULL)
-        return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++)
-        hs[i] = (keel_header){res->headers[i].name, res->headers[i].value};
-    if (res->close_connection)
-        hs[n++] = (keel_header){{"Connection", 10}, {"close", 5}};
-    int rc = req->sink->send_head(req->exchange, res->status, hs, n, content_length);
-    if (hs != small)
-        free(hs);
+    kl_views views;
+    int legacy = legacy_close_field(req);
+    int rc = kl_views_make(&views, res, (size_t)legacy);
+    if (rc != KEEL_OK)
+        return rc;
+    if (legacy)
+        views.h[views.n++] = (keel_header){{"Connection", 10}, {"close", 5}};
+    rc = req->sink->send_head(req->exchange, res->status, views.h, views.n, content_length);
+    kl_views_free(&views);
     return rc;
 }
 
@@ -381,12 +456,17 @@ static int send_piece(keel_response *res, const void *data, size_t len, int last
 }
 
 /* The response is complete: the log phase, then the protocol may go on. */
-static void end_response(keel_response *res)
+void kl_response_finish(keel_response *res)
 {
     keel_request *req = res->req;
     res->ended = 1;
     kl_request_finish(req);
     kl_request_unref(req); /* the response's reference */
+}
+
+static void end_response(keel_response *res)
+{
+    kl_response_finish(res);
 }
 
 void kl_response_release_if_aborted(keel_response *res)
@@ -456,14 +536,15 @@ int kl_response_send_status(keel_response *res, int status)
     keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
     if (status == 405 && res->req->route.allow[0] != '\0')
         keel_response_header_set(res, "Allow", res->req->route.allow);
-    if (status == 400 || status == 408 || status == 413 || status == 414 || status == 431)
-        res->close_connection = 1;
+    /* Whether a status ends the connection is the protocol's call (an
+     * HTTP/1.1 server closes after 408, RFC 9110 15.5.9; HTTP/2 only ends
+     * the stream), so none is made here. */
     return keel_response_send_copy(res, text, (size_t)n);
 }
 
 int keel_response_send_status(keel_response *res, int status)
 {
-    if (status < 100 || status > 999)
+    if (status < 100 || status > 999 || status == 101)
         return KEEL_ERR_INVAL;
     return kl_response_send_status(res, status);
 }

@@ -350,7 +350,8 @@ KEEL_FN(int, offload,
  * KEEL_ERR_INVAL, so a handler can never split a response. Strings are
  * copied. */
 
-/* 200 unless set; 100..999. */
+/* 200 unless set; 100..999, except 101: switching protocols is
+ * keel_response_upgrade (KEEL_ERR_INVAL here). */
 KEEL_FN(int, response_set_status, (keel_response *res, int status), (res, status))
 KEEL_FN(int, response_status, (keel_response *res), (res))
 
@@ -381,7 +382,7 @@ KEEL_FN(int, response_send_copy, (keel_response *res, const void *data, size_t l
         (res, data, len))
 
 /* Ends the response with the status's standard short text body (404 Not
- * Found, ...), replacing the status. */
+ * Found, ...), replacing the status (100..999, not 101). */
 KEEL_FN(int, response_send_status, (keel_response *res, int status), (res, status))
 
 /* Sends length bytes of an open file from offset and ends the response;
@@ -411,7 +412,10 @@ KEEL_FN(int, response_trailer_add, (keel_response *res, const char *name, const 
 /* Ends a streamed response. */
 KEEL_FN(int, response_end, (keel_response *res), (res))
 
-/* Asks for the connection to close once this response is sent. */
+/* Asks for the connection to close once this response is sent (so does
+ * a "Connection: close" field: the core turns it into this request and
+ * leaves the field itself to the protocol, see
+ * keel_http_request_keep_alive). */
 KEEL_VFN(response_close_connection, (keel_response *res), (res))
 
 /* For on_response_body filters only: passes bytes on to the next filter
@@ -638,21 +642,55 @@ KEEL_FN(const char *, conn_remote_host, (keel_conn *conn), (conn))
 /* ---- HTTP (ABI 1.3) ---------------------------------------------------- */
 
 /* Turns the exchange into another protocol (RFC 9110 7.8): the response
- * head filters run, then the protocol module sends 101 Switching
- * Protocols with the headers set on res (Upgrade, Connection and the new
- * protocol's own, e.g. Sec-WebSocket-Accept), releases its exchange and
+ * head filters run (with status 101, which they cannot change), then the
+ * protocol module sends 101 Switching Protocols with the fields set on res
+ * (Upgrade, naming what is switched to, and the new protocol's own, e.g.
+ * Sec-WebSocket-Accept; Content-Length, Transfer-Encoding and Connection
+ * are the protocol's to write and are dropped), releases its exchange and
  * hands the connection to `protocol` (its on_open(conn, arg) runs) with
- * the bytes that followed the request head, without copying them. The
- * log phase then runs (status 101) and the request and response are
- * gone: arg must not point into them.
+ * the bytes that followed the request, without copying them: what the
+ * client sent right behind the request, pipelined requests included, is
+ * the new protocol's. The log phase then runs (status 101) and the request
+ * and response are gone: arg must not point into them.
  *
- * Call once, instead of sending a response, from the handler or later.
- * Returns KEEL_ERR_NOTFOUND (no such protocol: nothing was sent, answer
- * normally), KEEL_ERR_UNSUPPORTED (this exchange's protocol cannot switch,
- * e.g. HTTP/2, or an HTTP/1.0 request), KEEL_ERR_STATE (a response was
- * already begun, or the request has a body that was not read), or
- * KEEL_ERR_CLOSED (the client left: the request is gone). Worker thread
- * of the request. */
+ * Call once, instead of sending a response, from the handler or later (a
+ * timer, an offload's completion): either way the new protocol never sees
+ * the request itself. KEEL_OK once the connection is the new protocol's,
+ * even if its on_open then refuses it (arg is on_open's to release from
+ * then on). Otherwise nothing was sent, arg stays the caller's, and the
+ * response is as the handler left it (the head filters may have run), so
+ * the handler can answer normally:
+ *   KEEL_ERR_NOTFOUND     no protocol of that name is registered;
+ *   KEEL_ERR_UNSUPPORTED  this exchange cannot switch: its protocol has no
+ *                         upgrade (HTTP/2), an HTTP/1.0 request (RFC 9110
+ *                         7.8), an HTTP/1.1 request that did not ask for
+ *                         one (an Upgrade field and Connection: upgrade);
+ *   KEEL_ERR_STATE        a response was begun, or the request has a body
+ *                         that was not read whole (read it first);
+ *   KEEL_ERR_INVAL        protocol is NULL, or res has no Upgrade field
+ *                         where the protocol needs one (HTTP/1.1, RFC 9110
+ *                         15.2.2);
+ *   KEEL_ERR_SHUTDOWN     the server is stopping;
+ *   KEEL_ERR_NOMEM;
+ *   KEEL_ERR_CLOSED       the client left, or the connection broke while
+ *                         switching: the request is gone (as after any
+ *                         response call that returns it).
+ * Worker thread of the request. */
 KEEL_FN(int, response_upgrade, (keel_response *res, const char *protocol, void *arg),
         (res, protocol, arg))
+
+/* For HTTP protocol modules: 1 while nothing in the core asks for the
+ * connection to end after this exchange, 0 once the handler, a filter or
+ * the core did (keel_response_close_connection, or a response field
+ * "Connection: close", which the core takes out of the head: it never
+ * hands a protocol connection-specific fields, RFC 9110 7.6.1). Ask from
+ * the sink's send_head: HTTP/1.1 then writes "Connection: close" and
+ * closes after the response; HTTP/2 can finish the stream and send GOAWAY
+ * (RFC 9113 6.8). The protocol's own reasons (what the client asked, its
+ * limits, a shutdown) are not included; done's keep_alive is the final
+ * word, as a response cut short after its head asks to close too.
+ * req is one the protocol started (keel_http_request_start), before its
+ * done or abort; it stays the core's. Never fails and allocates nothing.
+ * Worker thread of the request. */
+KEEL_FN(int, http_request_keep_alive, (keel_request *req), (req))
 #endif /* KEEL__WANT(3) */

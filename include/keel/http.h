@@ -149,8 +149,13 @@ typedef struct keel_http_head {
     const keel_header *headers;
     size_t nheaders;
     int64_t content_length; /* -1: unknown (chunked), 0: no body */
-    int keep_alive;         /* the protocol's view before the handler runs */
-    int expect_continue;    /* the client sent Expect: 100-continue */
+    /* Deprecated (ABI 1.3), kept for the layout: HTTP/1 notions the core
+     * never reads. Persistence is the protocol's own business, told to it
+     * by keel_http_request_keep_alive and done's keep_alive; a
+     * "100 Continue" is sent when the core calls want_body. A protocol may
+     * leave both 0. */
+    int keep_alive;
+    int expect_continue;
 } keel_http_head;
 
 /* How the core hands a response back to the protocol module that owns the
@@ -163,7 +168,16 @@ typedef struct keel_http_sink {
 
     /* The final status and headers (filters applied). content_length is the
      * body size, or -1 when it is not known (the protocol frames it: chunked
-     * for HTTP/1.1). The protocol adds Date, Server and framing headers. */
+     * for HTTP/1.1). The headers never hold Content-Length or the
+     * connection-specific fields of RFC 9110 7.6.1 (Connection, Keep-Alive,
+     * Proxy-Connection, Transfer-Encoding): framing and the connection are
+     * the protocol's, which adds what its version needs (Date, Server,
+     * framing), and asks keel_http_request_keep_alive (ABI 1.3) whether
+     * this response ends the connection. (A sink built before ABI 1.3,
+     * smaller than this struct, still gets "Connection: close" then, as
+     * it always did.) Upgrade is passed on (a 426 needs it, RFC 9110
+     * 15.5.22); HTTP/2 drops it (RFC 9113 8.2.2). Status 101 never comes
+     * here (see upgrade). */
     int (*send_head)(void *exchange, int status, const keel_header *headers, size_t nheaders,
                      int64_t content_length);
 
@@ -182,7 +196,9 @@ typedef struct keel_http_sink {
 
     /* The exchange is over: the response was fully handed over (or failed)
      * and the core holds no reference to the head's views any more.
-     * keep_alive is 0 if the handler or a filter asked to close. */
+     * keep_alive is 0 if the handler, a filter or the core asked to close
+     * (keel_http_request_keep_alive said so, or the response was cut
+     * short). */
     void (*done)(void *exchange, int keep_alive);
 
     /* (ABI 1.2, optional.) The body, or the next part of it, straight from
@@ -204,15 +220,25 @@ typedef struct keel_http_sink {
 
     /* (ABI 1.3, optional.) The handler switched protocols
      * (keel_response_upgrade): send `status` (101) with these headers (the
-     * filters have run), give up the exchange as `done` would (the core
-     * calls no sink function for it afterwards and holds no reference to
-     * the head's views), consume the request head, and hand the connection
-     * to `protocol` with keel_conn_set_protocol(conn, protocol, arg), so the
-     * bytes after the head go to the new protocol. KEEL_ERR_NOTFOUND for an
-     * unknown protocol (nothing sent), KEEL_ERR_UNSUPPORTED where this
-     * protocol cannot switch (HTTP/2; HTTP/1.0), KEEL_ERR_STATE while a
-     * request body is unread; the exchange is then unchanged. NULL means
-     * KEEL_ERR_UNSUPPORTED. */
+     * filters have run; as in send_head, no framing or connection-specific
+     * field), give up the exchange as `done` would (the core calls no sink
+     * function for it afterwards and keeps its own copy of what the head's
+     * views showed), consume the request's bytes, and hand the connection
+     * to `protocol` with keel_conn_set_protocol(conn, protocol, arg), so
+     * that the bytes after the request go to the new protocol. Outside the
+     * protocol's on_data (an asynchronous handler), keel_conn_consume drops
+     * the request's bytes first, or the new protocol would be given them.
+     *
+     * The core has checked that `protocol` is registered, that no response
+     * was begun and that any request body was read whole. Return KEEL_OK
+     * once the connection is handed over, whatever the new protocol's
+     * on_open then did with it. Refuse with nothing sent and the exchange
+     * unchanged: KEEL_ERR_UNSUPPORTED where this exchange cannot switch
+     * (HTTP/2; HTTP/1.0; a request that did not ask to), KEEL_ERR_INVAL
+     * for headers the switch cannot go with, KEEL_ERR_STATE.
+     * KEEL_ERR_CLOSED if the connection is closing or broke while
+     * switching: the exchange is then still the protocol's, and the core
+     * ends it with `done`. NULL means KEEL_ERR_UNSUPPORTED. */
     int (*upgrade)(void *exchange, int status, const keel_header *headers, size_t nheaders,
                    const char *protocol, void *arg);
 } keel_http_sink;

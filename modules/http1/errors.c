@@ -16,12 +16,12 @@ static size_t error_response(h1_conn *c, int status, char *p0)
 {
     char *p = p0;
     size_t sl_len, date_len;
-    const char *sl = h1_status_line(status, &sl_len);
-    const char *reason = h1_reason(status);
-    if (sl == NULL || reason == NULL) {
-        sl = h1_status_line(500, &sl_len);
-        reason = h1_reason(500);
+    const char *sl = h1_status_line(c->w->cfg, status, &sl_len);
+    const char *reason = keel_http_reason(status);
+    if (sl == NULL || reason[0] == '\0') {
         status = 500;
+        sl = h1_status_line(c->w->cfg, status, &sl_len);
+        reason = keel_http_reason(status);
     }
     memcpy(p, sl, sl_len);
     p += sl_len;

@@ -44,14 +44,13 @@ void h1_exchange_start(h1_conn *c)
     c->had_request = 1;
     c->is_head = x->method == HTTP_HEAD;
     c->version10 = x->head.version == 10;
-    c->client_keepalive = x->head.keep_alive != 0;
+    c->client_keepalive = x->keep_alive;
     c->expect_continue = x->expect_continue;
     c->x->head_deadline_ms = 0;
     /* RFC 9112 9.3: persistence as the client asked, and the limits on it. */
     if (!c->client_keepalive || c->shutdown || c->w->cfg->keepalive_timeout_ms == 0 ||
         (c->w->cfg->max_requests != 0 && c->nrequests >= c->w->cfg->max_requests))
         c->close_after = 1;
-    x->head.keep_alive = !c->close_after;
 
     c->msg = x->has_body ? H1_MSG_HOLD : H1_MSG_DONE;
     if (x->has_body)
@@ -124,13 +123,23 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     if (c->closing)
         return KEEL_ERR_CLOSED;
     if (status == 101)
-        return KEEL_ERR_INVAL; /* upgrades: see the hook in parse.c */
-    /* A final answer before the body was read: if the client waits for
-     * 100 Continue it will not send it, so the connection cannot stay. */
-    if (status >= 200 && c->msg == H1_MSG_HOLD && c->expect_continue && !c->continue_sent)
-        c->close_after = 1;
-    if (status >= 200 && c->shutdown)
-        c->close_after = 1;
+        return KEEL_ERR_INVAL; /* only through sink_upgrade */
+    if (status >= 200) {
+        /* The core's wish (the handler's "Connection: close", say) comes
+         * as a flag: connection fields are ours to write. */
+        if (!keel_http_request_keep_alive(c->x->req) || c->shutdown)
+            c->close_after = 1;
+        /* A final answer before the body was read: if the client waits
+         * for 100 Continue it will not send it, so the connection cannot
+         * stay. */
+        if (c->msg == H1_MSG_HOLD && c->expect_continue && !c->continue_sent)
+            c->close_after = 1;
+        /* RFC 9110 15.5.9: a 408 says the server closes rather than wait
+         * on; 15.5.14: after a 413 it may close, which spares reading a
+         * body nobody wants (HTTP/1.1 cannot cancel it otherwise). */
+        if (status == 408 || status == 413)
+            c->close_after = 1;
+    }
     /* The head waits in the output buffer for the first body piece (or the
      * end of on_data), so head and small body leave in one write. */
     return h1_head_serialize(c, status, headers, nheaders, content_length);
@@ -329,6 +338,55 @@ static void sink_done(void *exchange, int keep_alive)
         h1_after_exchange(c);
 }
 
+/* RFC 9110 7.8: the request asked to switch, the handler agreed. The 101
+ * and the hand-over (http1.c) happen at once, synchronously or not: from
+ * inside h1_process (the handler decided at once) h1_on_data reports the
+ * request's bytes consumed; from outside it (a timer, an offload) they
+ * still wait in the connection's buffer and h1_hand_over drops them first.
+ * Either way the new protocol's first delivery starts right after the
+ * request, with whatever the client sent behind it. */
+static int sink_upgrade(void *exchange, int status, const keel_header *headers, size_t nheaders,
+                        const char *protocol, void *arg)
+{
+    h1_conn *c = exchange;
+    if (c->ex != H1_EX_ACTIVE || c->head_sent)
+        return KEEL_ERR_STATE;
+    if (c->closing)
+        return KEEL_ERR_CLOSED;
+    /* RFC 9110 7.8: a server MUST ignore Upgrade in an HTTP/1.0 request,
+     * and MUST NOT switch to a protocol the client did not offer. Which
+     * protocol the Upgrade field names is the handler's to match. */
+    if (c->version10 || !c->x->upgrade_asked)
+        return KEEL_ERR_UNSUPPORTED;
+    if (status != 101 || protocol == NULL)
+        return KEEL_ERR_INVAL;
+    /* The request must be read whole: its body would otherwise sit
+     * between the 101 and the new protocol's bytes. (With "Expect:
+     * 100-continue" the 100 went out when the body was asked for, as RFC
+     * 9110 7.8 wants it before the 101; a request without content gets
+     * none, 10.1.1.) */
+    if (c->msg != H1_MSG_DONE)
+        return KEEL_ERR_STATE;
+    int rc = h1_upgrade_serialize(c, headers, nheaders);
+    if (rc != KEEL_OK)
+        return rc;
+    /* The exchange is over for us (c may be freed by the hand-over). */
+    keel_request *req = c->x->req;
+    c->ex = H1_EX_FINISHED;
+    c->x->req = NULL;
+    /* The 101, behind whatever earlier pipelined responses still wait in
+     * the buffer, leaves before the new protocol can write a byte. */
+    if (h1_out_flush(c) == KEEL_OK && h1_hand_over(c, protocol, arg) == KEEL_OK)
+        return KEEL_OK;
+    /* The connection broke (or closed) with the 101 possibly out: nothing
+     * can follow on it. The exchange is still the core's to end. */
+    c->ex = H1_EX_ACTIVE;
+    c->x->req = req;
+    c->close_after = 1;
+    h1_close(c);
+    return KEEL_ERR_CLOSED;
+}
+
 const keel_http_sink h1_sink = {
     .size = sizeof(keel_http_sink),
     .send_head = sink_send_head,
@@ -336,4 +394,5 @@ const keel_http_sink h1_sink = {
     .want_body = sink_want_body,
     .done = sink_done,
     .send_file = sink_send_file,
+    .upgrade = sink_upgrade,
 };

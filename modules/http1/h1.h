@@ -24,6 +24,11 @@
 
 /* ---- configuration ([http1], read once in load) ------------------------- */
 
+/* The status codes whose lines are prebuilt (RFC 9110 15: three digits,
+ * 1xx to 5xx). */
+#define H1_STATUS_MIN 100
+#define H1_STATUS_MAX 599
+
 typedef struct h1_config {
     uint64_t max_request_line; /* 414 above this */
     uint64_t max_header_bytes; /* the whole head; 431 above this */
@@ -35,6 +40,11 @@ typedef struct h1_config {
     uint64_t max_requests; /* per connection; 0: unlimited */
     char server_line[256]; /* "Server: keel\r\n", or "" */
     size_t server_line_len;
+    /* "HTTP/1.1 NNN Reason\r\n" for each code, with the core's phrases
+     * (serialize.c): code k's line is status_text[status_off[k - MIN],
+     * status_off[k - MIN + 1]). */
+    char *status_text;
+    uint32_t status_off[H1_STATUS_MAX - H1_STATUS_MIN + 2];
 } h1_config;
 
 /* ---- output buffers ----------------------------------------------------- */
@@ -109,6 +119,8 @@ struct h1_exch {
     uint32_t te_present : 1;
     uint32_t cl_present : 1;
     uint32_t expect_continue : 1;
+    uint32_t keep_alive : 1;     /* the client's wish (RFC 9112 9.3), before our limits */
+    uint32_t upgrade_asked : 1;  /* Upgrade with Connection: upgrade (RFC 9110 7.8) */
     uint8_t method;              /* llhttp's method number */
     int host_index;              /* the Host field, -1 if none */
     uint32_t auth_off, auth_len; /* absolute-form authority, or UINT32_MAX */
@@ -206,6 +218,7 @@ typedef struct h1_conn {
     unsigned head_copied : 1;  /* the head's views point into x->copy */
     unsigned had_request : 1;  /* keep-alive (not header) timeout when idle */
     unsigned head_started : 1; /* bytes of the current head have arrived */
+    unsigned handed_over : 1;  /* the connection is another protocol's now */
 } h1_conn;
 
 /* Every idle keep-alive connection pays for this (malloc rounds 88 bytes
@@ -231,6 +244,17 @@ void h1_close(h1_conn *c);
 /* The exchange finished outside h1_process (an asynchronous response):
  * flush, then go on with the connection (next request, discard or close). */
 void h1_after_exchange(h1_conn *c);
+
+/* Hands the connection to `protocol` (keel_conn_set_protocol) once the
+ * bytes up to c->pos are done with: consumed here from outside h1_process,
+ * reported by h1_on_data from inside it. Returns KEEL_OK if the connection
+ * is no longer http1's (c is then freed, or will be by h1_on_data), or the
+ * error of keel_conn_set_protocol that left it http1's (KEEL_ERR_NOTFOUND,
+ * KEEL_ERR_CLOSED). */
+int h1_hand_over(h1_conn *c, const char *protocol, void *arg);
+
+/* Frees the connection's state (on_close, or a hand-over). */
+void h1_conn_free(h1_conn *c);
 
 /* ---- pool.c ------------------------------------------------------------- */
 
@@ -309,14 +333,18 @@ void h1_head_build(h1_conn *c, const char *head);
 
 /* ---- serialize.c -------------------------------------------------------- */
 
-/* "HTTP/1.1 200 OK\r\n" for common codes; NULL otherwise. */
-const char *h1_status_line(int status, size_t *len);
-/* The reason phrase of a code in that table; NULL otherwise. */
-const char *h1_reason(int status);
+/* Builds cfg's status lines from keel_http_reason (load). */
+int h1_status_lines_build(h1_config *cfg);
+/* "HTTP/1.1 200 OK\r\n" for 100..599; NULL otherwise. */
+const char *h1_status_line(const h1_config *cfg, int status, size_t *len);
 
 /* Serialises a response head into c->out and decides the body's framing
  * (c->framing, c->resp_left) and whether the connection closes after it. */
 int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, int64_t length);
+
+/* Serialises "101 Switching Protocols" with the handler's fields into
+ * c->out; KEEL_ERR_INVAL (nothing written) if they hold no Upgrade. */
+int h1_upgrade_serialize(h1_conn *c, const keel_header *h, size_t n);
 
 /* A trailer section's size bound, and its bytes (framing fields left out). */
 size_t h1_trailers_size(const keel_header *t, size_t n);

@@ -72,10 +72,36 @@ static uint64_t head_timeout_left(h1_conn *c)
 
 /* ---- the state machine ------------------------------------------------------- */
 
+/* RFC 9113 3.4: the client connection preface of HTTP/2, which opens a
+ * connection whose client knows the server speaks HTTP/2 (3.3). */
+static const char h2_preface[] = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+#define H2_PREFACE_LEN (sizeof h2_preface - 1)
+
+/* A connection that opens with the HTTP/2 preface goes, preface and all, to
+ * the protocol registered as "h2" if there is one; HTTP/1 parsing answers
+ * it with 505 otherwise (RFC 9110 15.6.6). Only the very first bytes of a
+ * connection count: later, "PRI" is just an unknown method. H1_NEED_MORE:
+ * the bytes so far begin the preface; H1_READY: parse them as HTTP/1;
+ * H1_FAILED: the connection is no longer ours, or is closing. */
+static int h2_preface_check(h1_conn *c)
+{
+    size_t n = c->len < H2_PREFACE_LEN ? c->len : H2_PREFACE_LEN;
+    if (c->nrequests != 0 || c->pos != 0 || memcmp(c->data, h2_preface, n) != 0)
+        return H1_READY;
+    if (n < H2_PREFACE_LEN)
+        return H1_NEED_MORE;
+    int rc = h1_hand_over(c, "h2", NULL);
+    if (rc == KEEL_ERR_NOTFOUND)
+        return H1_READY;
+    if (rc != KEEL_OK)
+        c->closing = 1; /* the core is closing the connection already */
+    return H1_FAILED;
+}
+
 void h1_process(h1_conn *c)
 {
     c->in_process = 1;
-    while (!c->closing) {
+    while (!c->closing && !c->handed_over) {
         int r;
         switch (c->msg) {
         case H1_MSG_HEAD:
@@ -93,6 +119,12 @@ void h1_process(h1_conn *c)
                 c->head_base = c->pos;
                 c->x->head_deadline_ms = now_ms(c) + c->w->cfg->header_timeout_ms;
                 h1_parse_init(c, c->x);
+            }
+            if ((r = h2_preface_check(c)) != H1_READY) {
+                /* An incomplete preface waits, its deadline running. */
+                if (r == H1_NEED_MORE && now_ms(c) >= c->x->head_deadline_ms)
+                    h1_fail(c, 408);
+                goto out;
             }
             if ((r = h1_parse_head(c)) != H1_READY) {
                 /* Bytes trickling in keep the connection's inactivity
@@ -249,7 +281,39 @@ static int h1_on_data(keel_conn *conn, const char *data, size_t len, size_t *con
     if (c->head_started)
         c->head_base = 0; /* the kept head is at the start again */
     h1_process(c);
+    if (c->handed_over) {
+        /* The bytes up to pos were ours; the core gives the rest to the new
+         * protocol right after this returns. */
+        *consumed = c->pos;
+        h1_conn_free(c);
+        return KEEL_OK;
+    }
     *consumed = settle(c);
+    return KEEL_OK;
+}
+
+int h1_hand_over(h1_conn *c, const char *protocol, void *arg)
+{
+    /* Outside on_data the bytes of the finished request are still in the
+     * connection's buffer (they stayed unconsumed while its exchange was
+     * in flight): drop them, or the new protocol would be given the
+     * request itself. */
+    if (!c->in_process && c->skip > 0) {
+        if (keel_conn_consume(c->conn, c->skip) != KEEL_OK)
+            return KEEL_ERR_CLOSED; /* our count is off: hand over nothing */
+        c->skip = 0;
+    }
+    /* The new protocol starts from the server's idle timeout, not from
+     * one of ours; it sets its own in on_open if it wants. */
+    h1_set_timeout(c, 0);
+    int rc = keel_conn_set_protocol(c->conn, protocol, arg);
+    if (rc == KEEL_ERR_NOTFOUND || rc == KEEL_ERR_CLOSED)
+        return rc; /* still ours, unchanged but for the timeout */
+    /* Ours no longer, even if the new protocol's on_open refused it (the
+     * core then aborts it without an on_close for anyone). */
+    c->handed_over = 1;
+    if (!c->in_process)
+        h1_conn_free(c);
     return KEEL_OK;
 }
 
@@ -296,12 +360,8 @@ static void h1_on_shutdown(keel_conn *conn)
     h1_close(c);
 }
 
-static void h1_on_close(keel_conn *conn, int status)
+void h1_conn_free(h1_conn *c)
 {
-    (void)status;
-    h1_conn *c = keel_conn_data(conn);
-    if (c == NULL)
-        return;
     h1_exchange_abort(c);
     if (c->x != NULL)
         h1_exch_put(c->w, c->x);
@@ -309,8 +369,17 @@ static void h1_on_close(keel_conn *conn, int status)
         c->out->len = 0;
         h1_obuf_free(c->w, c->out);
     }
-    keel_conn_set_data(conn, NULL);
     free(c);
+}
+
+static void h1_on_close(keel_conn *conn, int status)
+{
+    (void)status;
+    h1_conn *c = keel_conn_data(conn);
+    if (c == NULL)
+        return;
+    keel_conn_set_data(conn, NULL);
+    h1_conn_free(c);
 }
 
 static const keel_protocol h1_protocol = {
@@ -328,12 +397,6 @@ static const keel_protocol h1_protocol = {
 static int keep_first(int rc, int r)
 {
     return rc != KEEL_OK ? rc : r;
-}
-
-static int range_error(keel_module *m, const char *key, const char *what)
-{
-    keel_log(m, KEEL_LOG_ERROR, "[http1] %s: %s", key, what);
-    return KEEL_ERR_CONFIG;
 }
 
 static int read_config(keel_module *m, h1_config *cfg)
@@ -359,23 +422,23 @@ static int read_config(keel_module *m, h1_config *cfg)
 
     /* Offsets within a head are 32-bit. */
     if (cfg->max_request_line < 64 || cfg->max_request_line > (1u << 30))
-        return range_error(m, "max_request_line", "must be between 64 and 1g");
+        return keel_config_error(m, "max_request_line", "must be between 64 and 1g");
     if (cfg->max_header_bytes < 256 || cfg->max_header_bytes > (1u << 30))
-        return range_error(m, "max_header_bytes", "must be between 256 and 1g");
+        return keel_config_error(m, "max_header_bytes", "must be between 256 and 1g");
     if (cfg->header_timeout_ms == 0)
-        return range_error(m, "header_timeout", "must be more than 0");
+        return keel_config_error(m, "header_timeout", "must be more than 0");
     if (cfg->body_timeout_ms == 0)
-        return range_error(m, "body_timeout", "must be more than 0");
+        return keel_config_error(m, "body_timeout", "must be more than 0");
 
     /* RFC 9110 10.2.4: Server = product *( RWS ( product / comment ) ):
      * visible characters and spaces only, so it cannot split a response. */
     size_t len = strlen(server);
     if (len > 200)
-        return range_error(m, "server", "longer than 200 characters");
+        return keel_config_error(m, "server", "longer than 200 characters (%zu)", len);
     for (size_t i = 0; i < len; i++) {
         unsigned char ch = (unsigned char)server[i];
         if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-            return range_error(m, "server", "contains a control character");
+            return keel_config_error(m, "server", "control character 0x%02x at %zu", ch, i);
     }
     if (len > 0) {
         memcpy(cfg->server_line, "Server: ", 8);
@@ -393,8 +456,11 @@ static int h1_load(keel_module *m)
         return KEEL_ERR_NOMEM;
     int rc = read_config(m, cfg);
     if (rc == KEEL_OK)
+        rc = h1_status_lines_build(cfg);
+    if (rc == KEEL_OK)
         rc = keel_protocol_register(m, &h1_protocol);
     if (rc != KEEL_OK) {
+        free(cfg->status_text);
         free(cfg);
         return rc;
     }
@@ -404,7 +470,10 @@ static int h1_load(keel_module *m)
 
 static void h1_unload(keel_module *m)
 {
-    free(keel_module_data(m));
+    h1_config *cfg = keel_module_data(m);
+    if (cfg != NULL)
+        free(cfg->status_text);
+    free(cfg);
 }
 
 static int h1_start(keel_module *m, keel_worker *worker, void *state)

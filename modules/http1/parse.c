@@ -179,18 +179,19 @@ static int on_headers_complete(llhttp_t *p)
     h1_exch *x = c->x;
     x->head_done = 1;
     x->has_body = (p->flags & F_CHUNKED) || p->content_length > 0;
-    x->head.keep_alive = llhttp_should_keep_alive(p);
+    x->keep_alive = llhttp_should_keep_alive(p) != 0;
     x->head.content_length = (p->flags & F_CHUNKED) ? -1 : (int64_t)p->content_length;
     x->head.version = p->http_major * 10 + p->http_minor;
     x->te_present = (p->flags & F_TRANSFER_ENCODING) != 0;
     x->cl_present = (p->flags & F_CONTENT_LENGTH) != 0;
     x->method = p->method;
-    /* Upgrade hook point (RFC 9110 7.8): a request with "Upgrade" and
-     * "Connection: upgrade" is where the websocket module will take the
-     * connection over (keel_conn_set_protocol after the response). Until
-     * then the upgrade is ignored, which the RFC allows, and the request is
-     * answered as plain HTTP; clearing the flag keeps llhttp parsing the
-     * bytes that follow as HTTP. CONNECT is refused with 501 later. */
+    /* RFC 9110 7.8: a client asks to switch with an Upgrade field and the
+     * "upgrade" connection option (llhttp reads both token lists). Whether
+     * to switch is the handler's call (keel_response_upgrade); the request
+     * is an ordinary one until then, so llhttp's own upgrade flag is
+     * cleared to keep it parsing what follows as HTTP. CONNECT is refused
+     * with 501 later. */
+    x->upgrade_asked = (p->flags & F_UPGRADE) && (p->flags & F_CONNECTION_UPGRADE);
     p->upgrade = 0;
     /* Stop before the body: it is read only when the core asks for it,
      * and framed by body.c, not by llhttp. A message without a body stops
@@ -234,6 +235,7 @@ void h1_parse_init(h1_conn *c, h1_exch *x)
     x->head_len = 0;
     x->line_done = x->head_done = x->has_body = x->in_name = 0;
     x->te_present = x->cl_present = x->expect_continue = 0;
+    x->keep_alive = x->upgrade_asked = 0;
     x->nheaders = 0;
     x->host_index = -1;
     x->auth_off = UINT32_MAX;

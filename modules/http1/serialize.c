@@ -1,93 +1,51 @@
 /* serialize.c — response heads and body framing as bytes.
  *
  * A head is written straight into the connection's output buffer: the
- * status line from a precomputed table, the handler's fields, then Date,
- * Server, the framing field and Connection. Its size is computed first so
- * the buffer is reserved once.
+ * status line from a table built at load from the core's reason phrases,
+ * the handler's fields, then Date, Server, the framing field and
+ * Connection. Its size is computed first so the buffer is reserved once.
  */
 #include "h1.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
-/* clang-format off */
-#define H1_STATUS_LINES(X)                          \
-    X(100, "Continue")                              \
-    X(101, "Switching Protocols")                   \
-    X(103, "Early Hints")                           \
-    X(200, "OK")                                    \
-    X(201, "Created")                               \
-    X(202, "Accepted")                              \
-    X(203, "Non-Authoritative Information")         \
-    X(204, "No Content")                            \
-    X(205, "Reset Content")                         \
-    X(206, "Partial Content")                       \
-    X(300, "Multiple Choices")                      \
-    X(301, "Moved Permanently")                     \
-    X(302, "Found")                                 \
-    X(303, "See Other")                             \
-    X(304, "Not Modified")                          \
-    X(307, "Temporary Redirect")                    \
-    X(308, "Permanent Redirect")                    \
-    X(400, "Bad Request")                           \
-    X(401, "Unauthorized")                          \
-    X(402, "Payment Required")                      \
-    X(403, "Forbidden")                             \
-    X(404, "Not Found")                             \
-    X(405, "Method Not Allowed")                    \
-    X(406, "Not Acceptable")                        \
-    X(407, "Proxy Authentication Required")         \
-    X(408, "Request Timeout")                       \
-    X(409, "Conflict")                              \
-    X(410, "Gone")                                  \
-    X(411, "Length Required")                       \
-    X(412, "Precondition Failed")                   \
-    X(413, "Content Too Large")                     \
-    X(414, "URI Too Long")                          \
-    X(415, "Unsupported Media Type")                \
-    X(416, "Range Not Satisfiable")                 \
-    X(417, "Expectation Failed")                    \
-    X(421, "Misdirected Request")                   \
-    X(422, "Unprocessable Content")                 \
-    X(425, "Too Early")                             \
-    X(426, "Upgrade Required")                      \
-    X(428, "Precondition Required")                 \
-    X(429, "Too Many Requests")                     \
-    X(431, "Request Header Fields Too Large")       \
-    X(451, "Unavailable For Legal Reasons")         \
-    X(500, "Internal Server Error")                 \
-    X(501, "Not Implemented")                       \
-    X(502, "Bad Gateway")                           \
-    X(503, "Service Unavailable")                   \
-    X(504, "Gateway Timeout")                       \
-    X(505, "HTTP Version Not Supported")
-/* clang-format on */
-
-const char *h1_status_line(int status, size_t *len)
+int h1_status_lines_build(h1_config *cfg)
 {
-    switch (status) {
-#define X(code, reason)                                                                            \
-    case code:                                                                                     \
-        *len = sizeof("HTTP/1.1 " #code " " reason "\r\n") - 1;                                    \
-        return "HTTP/1.1 " #code " " reason "\r\n";
-        H1_STATUS_LINES(X)
-#undef X
-    default:
-        return NULL;
+    /* Two passes over the same codes: sizes, then bytes. */
+    size_t total = 0;
+    for (int code = H1_STATUS_MIN; code <= H1_STATUS_MAX; code++)
+        total += sizeof("HTTP/1.1 NNN \r\n") - 1 + strlen(keel_http_reason(code));
+    if ((cfg->status_text = malloc(total)) == NULL)
+        return KEEL_ERR_NOMEM;
+    char *p = cfg->status_text;
+    for (int code = H1_STATUS_MIN; code <= H1_STATUS_MAX; code++) {
+        const char *reason = keel_http_reason(code);
+        size_t rl = strlen(reason);
+        cfg->status_off[code - H1_STATUS_MIN] = (uint32_t)(p - cfg->status_text);
+        /* RFC 9112 4: status-line = HTTP-version SP status-code SP
+         * [ reason-phrase ]; the second SP stays when there is no phrase. */
+        memcpy(p, "HTTP/1.1 ", 9);
+        p[9] = (char)('0' + code / 100);
+        p[10] = (char)('0' + code / 10 % 10);
+        p[11] = (char)('0' + code % 10);
+        p[12] = ' ';
+        memcpy(p + 13, reason, rl);
+        memcpy(p + 13 + rl, "\r\n", 2);
+        p += 15 + rl;
     }
+    cfg->status_off[H1_STATUS_MAX - H1_STATUS_MIN + 1] = (uint32_t)total;
+    return KEEL_OK;
 }
 
-const char *h1_reason(int status)
+const char *h1_status_line(const h1_config *cfg, int status, size_t *len)
 {
-    switch (status) {
-#define X(code, reason)                                                                            \
-    case code:                                                                                     \
-        return reason;
-        H1_STATUS_LINES(X)
-#undef X
-    default:
+    if (status < H1_STATUS_MIN || status > H1_STATUS_MAX)
         return NULL;
-    }
+    size_t k = (size_t)(status - H1_STATUS_MIN);
+    *len = cfg->status_off[k + 1] - cfg->status_off[k];
+    return cfg->status_text + cfg->status_off[k];
 }
 
 size_t h1_u64_dec(char *p, uint64_t v)
@@ -133,31 +91,35 @@ static int name_is(keel_str name, const char *lit, size_t n)
 }
 
 /* Fields the module writes itself; a handler's copy of a framing field is
- * dropped (the core strips them already; this is the last line of defence
- * against a body framed twice). */
-enum { F_KEEP = 0, F_SKIP, F_DATE, F_SERVER, F_CONNECTION, F_TRAILER };
+ * dropped (the core takes them out already; this is the last line of
+ * defence against a body framed twice). */
+enum { FLD_KEEP = 0, FLD_SKIP, FLD_DATE, FLD_SERVER, FLD_CONNECTION, FLD_TRAILER, FLD_UPGRADE };
 
 static int classify(keel_str name)
 {
     switch (name.len) {
     case 4:
-        return name_is(name, "date", 4) ? F_DATE : F_KEEP;
+        return name_is(name, "date", 4) ? FLD_DATE : FLD_KEEP;
     case 6:
-        return name_is(name, "server", 6) ? F_SERVER : F_KEEP;
+        return name_is(name, "server", 6) ? FLD_SERVER : FLD_KEEP;
     case 7:
-        return name_is(name, "trailer", 7) ? F_TRAILER : F_KEEP;
+        return name_is(name, "trailer", 7)   ? FLD_TRAILER
+               : name_is(name, "upgrade", 7) ? FLD_UPGRADE
+                                             : FLD_KEEP;
     case 10:
-        return name_is(name, "connection", 10) ? F_CONNECTION : F_KEEP;
+        return name_is(name, "connection", 10) ? FLD_CONNECTION : FLD_KEEP;
     case 14:
-        return name_is(name, "content-length", 14) ? F_SKIP : F_KEEP;
+        return name_is(name, "content-length", 14) ? FLD_SKIP : FLD_KEEP;
     case 17:
-        return name_is(name, "transfer-encoding", 17) ? F_SKIP : F_KEEP;
+        return name_is(name, "transfer-encoding", 17) ? FLD_SKIP : FLD_KEEP;
     default:
-        return F_KEEP;
+        return FLD_KEEP;
     }
 }
 
-/* Does a Connection value list "close"? */
+/* Does a Connection value list "close"? The core turns a handler's
+ * Connection field into keel_http_request_keep_alive and never passes it
+ * on; a field that reaches this far anyway still means what it says. */
 static int lists_close(keel_str v)
 {
     for (size_t i = 0; i + 5 <= v.len; i++)
@@ -174,38 +136,115 @@ static char *put(char *p, const void *s, size_t n)
 
 #define PUT_LIT(p, lit) put(p, lit, sizeof(lit) - 1)
 
+/* What a head's fields are made of, from one pass before writing, and the
+ * Date line to add if the handler wrote none. */
+typedef struct field_scan {
+    size_t bytes; /* the fields as written */
+    unsigned date : 1, server : 1, trailer : 1, upgrade : 1, close : 1;
+    const char *date_line;
+    size_t date_len;
+} field_scan;
+
+static field_scan scan_fields(h1_conn *c, const keel_header *h, size_t n)
+{
+    field_scan f = {0};
+    for (size_t i = 0; i < n; i++) {
+        int kind = classify(h[i].name);
+        if (kind == FLD_CONNECTION) {
+            f.close |= lists_close(h[i].value);
+            continue;
+        }
+        if (kind == FLD_SKIP)
+            continue;
+        f.date |= kind == FLD_DATE;
+        f.server |= kind == FLD_SERVER;
+        f.trailer |= kind == FLD_TRAILER;
+        f.upgrade |= kind == FLD_UPGRADE;
+        f.bytes += h[i].name.len + h[i].value.len + 4;
+    }
+    if (!f.date)
+        f.date_line = h1_date_line(c->w, &f.date_len);
+    return f;
+}
+
+/* The fields that are the handler's (framing and Connection left out). */
+static char *put_fields(char *p, const keel_header *h, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int kind = classify(h[i].name);
+        if (kind == FLD_SKIP || kind == FLD_CONNECTION)
+            continue;
+        p = put(p, h[i].name.ptr, h[i].name.len);
+        p = PUT_LIT(p, ": ");
+        p = put(p, h[i].value.ptr, h[i].value.len);
+        p = PUT_LIT(p, "\r\n");
+    }
+    return p;
+}
+
+static char *put_status_line(h1_conn *c, char *p, int status)
+{
+    size_t sl_len;
+    const char *sl = h1_status_line(c->w->cfg, status, &sl_len);
+    if (sl != NULL)
+        return put(p, sl, sl_len);
+    /* 600..999, which the core lets through: no phrase for them. */
+    int w = snprintf(p, 64, "HTTP/1.1 %03d %.40s\r\n", status, keel_http_reason(status));
+    return p + (w > 0 && w < 64 ? w : 0);
+}
+
+/* Date and Server, unless the handler wrote its own. */
+static char *put_date_server(h1_conn *c, char *p, const field_scan *f)
+{
+    if (f->date_line != NULL)
+        p = put(p, f->date_line, f->date_len);
+    if (!f->server)
+        p = put(p, c->w->cfg->server_line, c->w->cfg->server_line_len);
+    return p;
+}
+
+/* Room put_status_line, put_date_server and a Connection field need. */
+static size_t fixed_need(h1_conn *c, const field_scan *f)
+{
+    return 64 + f->date_len + (f->server ? 0 : c->w->cfg->server_line_len) +
+           sizeof("Connection: upgrade, keep-alive, close\r\n") + 2;
+}
+
+/* RFC 9110 7.6.1 options: close (9112 9.6), keep-alive for an HTTP/1.0
+ * client (9112 C.2.2), and upgrade wherever an Upgrade field is sent
+ * (RFC 9110 7.8: "A sender of Upgrade MUST also send an upgrade connection
+ * option"). */
+static char *put_connection(char *p, int upgrade, int keep_alive, int close)
+{
+    if (!upgrade && !keep_alive && !close)
+        return p;
+    p = PUT_LIT(p, "Connection: ");
+    const char *sep = "";
+    if (upgrade) {
+        p = PUT_LIT(p, "upgrade");
+        sep = ", ";
+    }
+    if (keep_alive) {
+        p = put(p, sep, strlen(sep));
+        p = PUT_LIT(p, "keep-alive");
+        sep = ", ";
+    }
+    if (close) {
+        p = put(p, sep, strlen(sep));
+        p = PUT_LIT(p, "close");
+    }
+    return PUT_LIT(p, "\r\n");
+}
+
 int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, int64_t length)
 {
     int interim = status < 200;
-    int close = c->close_after;
-    int have_date = 0, have_server = 0, have_trailer = 0;
-
-    /* The size first, so the buffer is reserved once. */
-    size_t need = 64 /* status line of an unlisted code */ + 2;
-    for (size_t i = 0; i < n; i++) {
-        int kind = classify(h[i].name);
-        if (kind == F_CONNECTION) {
-            if (lists_close(h[i].value))
-                close = 1;
-            continue;
-        }
-        if (kind == F_SKIP)
-            continue;
-        have_date |= kind == F_DATE;
-        have_server |= kind == F_SERVER;
-        have_trailer |= kind == F_TRAILER;
-        need += h[i].name.len + h[i].value.len + 4;
-    }
-
-    size_t date_len = 0;
-    const char *date = have_date ? NULL : h1_date_line(c->w, &date_len);
-    need += date_len + (have_server ? 0 : c->w->cfg->server_line_len);
-    need +=
-        sizeof("Content-Length: 18446744073709551615\r\n") + sizeof("Connection: keep-alive\r\n");
+    field_scan f = scan_fields(c, h, n);
+    int close = c->close_after || f.close;
 
     /* Framing, RFC 9112 6.3. A response that announces trailer fields is
      * chunked even when its length is known: only chunked carries them. */
-    int use_length = length >= 0 && !(have_trailer && !c->version10);
+    int use_length = length >= 0 && !(f.trailer && !c->version10);
     int framing;
     if (interim || status == 204 || status == 304) {
         framing = H1_BODY_NONE; /* never a body, never a length (RFC 9110 8.6) */
@@ -222,37 +261,19 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
         close = 1;
     }
 
+    /* The size first, so the buffer is reserved once. */
+    size_t need = f.bytes + fixed_need(c, &f) + sizeof("Content-Length: 18446744073709551615\r\n");
     char *start = h1_out_reserve(c, need);
     if (start == NULL)
         return KEEL_ERR_NOMEM;
-    char *p = start;
-    size_t sl_len;
-    const char *sl = h1_status_line(status, &sl_len);
-    if (sl != NULL) {
-        p = put(p, sl, sl_len);
-    } else {
-        const char *reason = keel_http_reason(status);
-        int w = snprintf(p, 64, "HTTP/1.1 %03d %.40s\r\n", status, reason ? reason : "");
-        p += w > 0 && w < 64 ? w : 0;
-    }
-    for (size_t i = 0; i < n; i++) {
-        int kind = classify(h[i].name);
-        if (kind == F_SKIP || kind == F_CONNECTION)
-            continue;
-        p = put(p, h[i].name.ptr, h[i].name.len);
-        p = PUT_LIT(p, ": ");
-        p = put(p, h[i].value.ptr, h[i].value.len);
-        p = PUT_LIT(p, "\r\n");
-    }
+    char *p = put_status_line(c, start, status);
+    p = put_fields(p, h, n);
     if (interim) {
         p = PUT_LIT(p, "\r\n");
         h1_out_commit(c, (size_t)(p - start));
         return KEEL_OK;
     }
-    if (date != NULL)
-        p = put(p, date, date_len);
-    if (!have_server)
-        p = put(p, c->w->cfg->server_line, c->w->cfg->server_line_len);
+    p = put_date_server(c, p, &f);
     if (framing == H1_BODY_LENGTH ||
         (framing == H1_BODY_NONE && c->is_head && use_length && status != 204 && status != 304)) {
         p = PUT_LIT(p, "Content-Length: ");
@@ -261,16 +282,36 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     } else if (framing == H1_BODY_CHUNKED) {
         p = PUT_LIT(p, "Transfer-Encoding: chunked\r\n");
     }
-    if (close)
-        p = PUT_LIT(p, "Connection: close\r\n");
-    else if (c->version10)
-        p = PUT_LIT(p, "Connection: keep-alive\r\n");
+    p = put_connection(p, f.upgrade, c->version10 && !close, close);
     p = PUT_LIT(p, "\r\n");
     h1_out_commit(c, (size_t)(p - start));
 
     c->framing = (uint8_t)framing;
     c->x->resp_left = framing == H1_BODY_LENGTH ? (uint64_t)length : 0;
     c->close_after = close ? 1u : 0u;
+    c->head_sent = 1;
+    return KEEL_OK;
+}
+
+int h1_upgrade_serialize(h1_conn *c, const keel_header *h, size_t n)
+{
+    field_scan f = scan_fields(c, h, n);
+    /* RFC 9110 15.2.2: the server MUST generate an Upgrade field naming
+     * the protocol(s) switched to; only the handler knows it. */
+    if (!f.upgrade)
+        return KEEL_ERR_INVAL;
+    char *start = h1_out_reserve(c, f.bytes + fixed_need(c, &f));
+    if (start == NULL)
+        return KEEL_ERR_NOMEM;
+    /* A 1xx ends at its empty line: no Content-Length (RFC 9110 8.6), no
+     * Transfer-Encoding (RFC 9112 6.1). Date and Server as on every
+     * response of this module (RFC 9110 6.6.1 allows Date on a 1xx). */
+    char *p = put_status_line(c, start, 101);
+    p = put_fields(p, h, n);
+    p = put_date_server(c, p, &f);
+    p = put_connection(p, 1, 0, 0);
+    p = PUT_LIT(p, "\r\n");
+    h1_out_commit(c, (size_t)(p - start));
     c->head_sent = 1;
     return KEEL_OK;
 }
@@ -287,7 +328,7 @@ char *h1_trailers_put(char *p, const keel_header *t, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         /* Framing fields are never allowed in a trailer (RFC 9110 6.5.1). */
-        if (classify(t[i].name) != F_KEEP)
+        if (classify(t[i].name) != FLD_KEEP)
             continue;
         p = put(p, t[i].name.ptr, t[i].name.len);
         p = PUT_LIT(p, ": ");

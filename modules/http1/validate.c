@@ -284,5 +284,8 @@ void h1_head_build(h1_conn *c, const char *head)
     h->target = (keel_str){head + x->url_off, x->url_len};
     h->headers = x->headers;
     h->nheaders = n;
-    h->expect_continue = x->expect_continue;
+    /* keep_alive and expect_continue are deprecated and left 0: both are
+     * ours to act on (exchange.c), not the core's. */
+    h->keep_alive = 0;
+    h->expect_continue = 0;
 }

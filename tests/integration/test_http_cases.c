@@ -99,7 +99,9 @@ enum step_kind {
     S_BODYHAS,     /* data */
     S_TRAILER,     /* name: value */
     S_CLOSED,
-    S_SILENCE
+    S_SILENCE,
+    S_REASON, /* data */
+    S_BYTES   /* data */
 };
 
 struct step {
@@ -326,6 +328,16 @@ static void parse_case(struct case_file *cf, const char *text)
                     st = add_step(cf, S_BODYHAS, lineno);
                     ht_append(&st->data, &st->len, "", 0);
                     decode(cf, lineno, e + 14, 0, &st->data, &st->len);
+                } else if (strcmp(e, "reason") == 0 || strncmp(e, "reason ", 7) == 0) {
+                    st = add_step(cf, S_REASON, lineno);
+                    ht_append(&st->data, &st->len, "", 0);
+                    decode(cf, lineno, e[6] ? e + 7 : e + 6, 0, &st->data, &st->len);
+                } else if (strncmp(e, "bytes ", 6) == 0) {
+                    st = add_step(cf, S_BYTES, lineno);
+                    ht_append(&st->data, &st->len, "", 0);
+                    decode(cf, lineno, e + 6, 0, &st->data, &st->len);
+                    if (st->len == 0)
+                        case_fail(cf, lineno, "'expect bytes' needs at least one byte");
                 } else if (strcmp(e, "closed") == 0) {
                     add_step(cf, S_CLOSED, lineno);
                 } else if (strncmp(e, "silence ", 8) == 0) {
@@ -526,6 +538,25 @@ static void run_step(struct run *rn, struct step *st)
         if (!memmem(rn->r.body, rn->r.body_len, st->data, st->len))
             run_fail(rn, st, "body '%s' does not contain '%s'", show(rn->r.body, rn->r.body_len),
                      show(st->data, st->len));
+        break;
+    case S_REASON:
+        need_head(rn, st);
+        if (strlen(rn->r.reason) != st->len || memcmp(rn->r.reason, st->data, st->len) != 0)
+            run_fail(rn, st, "reason phrase '%s', expected '%s'", rn->r.reason,
+                     show(st->data, st->len));
+        break;
+    case S_BYTES:
+        /* Raw bytes after the response read so far (what a protocol the
+         * connection was handed to sends). */
+        finish_body(rn, st);
+        if (ht_wait_bytes(rn->c, st->len, 5000) < 0)
+            run_fail(rn, st, "expected %zu bytes '%s', got '%s'%s", st->len,
+                     show(st->data, st->len), show(rn->c->buf + rn->c->pos, ht_avail(rn->c)),
+                     rn->c->eof ? " and a close" : "");
+        if (memcmp(rn->c->buf + rn->c->pos, st->data, st->len) != 0)
+            run_fail(rn, st, "expected bytes '%s', got '%s'", show(st->data, st->len),
+                     show(rn->c->buf + rn->c->pos, st->len));
+        rn->c->pos += st->len;
         break;
     case S_CLOSED: {
         finish_body(rn, st);

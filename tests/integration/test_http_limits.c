@@ -345,3 +345,36 @@ Test(http_limits, silent_connection_is_closed, .timeout = 30, .fini = kh_cleanup
     ht_close(c);
     kh_stop(p);
 }
+
+/* A value out of range stops keel at start with a line that names the
+ * file and line of the key (keel_config_error), as the core's getters do
+ * for a value they cannot parse. */
+Test(http_limits, out_of_range_values_name_file_and_line, .timeout = 30, .fini = kh_cleanup_all)
+{
+    static const struct {
+        const char *line, *key, *why;
+    } cases[] = {
+        {"max_request_line = 10", "max_request_line", "must be between 64 and 1g"},
+        {"max_header_bytes = 2g", "max_header_bytes", "must be between 256 and 1g"},
+        {"header_timeout = 0", "header_timeout", "must be more than 0"},
+        {"body_timeout = 0ms", "body_timeout", "must be more than 0"},
+        {"server = a\x7f", "server", "control character 0x7f at 1"},
+    };
+    const char *args[] = {"-t", NULL};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char conf[1024];
+        /* The key is on line 7: [keel] + 4 lines (module_path is one) + [http1]. */
+        snprintf(conf, sizeof conf,
+                 "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1\n" KH_MODULE_PATH
+                 "[http1]\nkeepalive_timeout = 5s\n%s\n",
+                 cases[i].line);
+        kh_proc *p = kh_spawn(conf, args);
+        int status = kh_wait_exit(p, 10000);
+        kh_assert(p, status == 1, "%s: keel -t exit status %d", cases[i].line, status);
+        char want[512];
+        snprintf(want, sizeof want, "%s:7: [http1] %s: %s", p->conf, cases[i].key, cases[i].why);
+        kh_assert(p, strstr(kh_stderr(p), want) != NULL, "%s: no '%s' in the log", cases[i].line,
+                  want);
+        kh_stop(p);
+    }
+}

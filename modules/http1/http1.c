@@ -56,18 +56,13 @@ static uint64_t now_ms(h1_conn *c)
     return keel_worker_now_ms(c->w->worker);
 }
 
-/* The inactivity timeout that brings a head's deadline back: what is left,
- * rounded up to a tenth of header_timeout. The core keeps one queue per
- * distinct duration, so only a handful of values may be used; the deadline
- * itself is checked exactly on each delivery and in on_timeout. */
+/* The inactivity timeout that brings a head's deadline back: exactly what
+ * is left (the core's timeouts take any duration at the same cost); the
+ * deadline itself is also checked on each delivery and in on_timeout. */
 static uint64_t head_timeout_left(h1_conn *c)
 {
     uint64_t now = now_ms(c);
-    if (now >= c->x->head_deadline_ms)
-        return 1;
-    uint64_t left = c->x->head_deadline_ms - now;
-    uint64_t step = c->w->cfg->header_timeout_ms / 10 ? c->w->cfg->header_timeout_ms / 10 : 1;
-    return (left + step - 1) / step * step;
+    return now >= c->x->head_deadline_ms ? 1 : c->x->head_deadline_ms - now;
 }
 
 /* ---- the state machine ------------------------------------------------------- */

@@ -141,21 +141,25 @@ static char *put(char *p, const void *s, size_t n)
 typedef struct field_scan {
     size_t bytes; /* the fields as written */
     unsigned date : 1, server : 1, trailer : 1, upgrade : 1, close : 1;
+    unsigned dropped : 1; /* a framing or Connection field to leave out */
     const char *date_line;
     size_t date_len;
 } field_scan;
 
-static field_scan scan_fields(h1_conn *c, const keel_header *h, size_t n)
+static inline field_scan scan_fields(h1_conn *c, const keel_header *h, size_t n)
 {
     field_scan f = {0};
     for (size_t i = 0; i < n; i++) {
         int kind = classify(h[i].name);
         if (kind == FLD_CONNECTION) {
             f.close |= lists_close(h[i].value);
+            f.dropped = 1;
             continue;
         }
-        if (kind == FLD_SKIP)
+        if (kind == FLD_SKIP) {
+            f.dropped = 1;
             continue;
+        }
         f.date |= kind == FLD_DATE;
         f.server |= kind == FLD_SERVER;
         f.trailer |= kind == FLD_TRAILER;
@@ -167,13 +171,17 @@ static field_scan scan_fields(h1_conn *c, const keel_header *h, size_t n)
     return f;
 }
 
-/* The fields that are the handler's (framing and Connection left out). */
-static char *put_fields(char *p, const keel_header *h, size_t n)
+/* The fields that are the handler's (framing and Connection left out:
+ * the scan says whether any is there, so the usual head is copied without
+ * looking at the names again). */
+static inline char *put_fields(char *p, const keel_header *h, size_t n, const field_scan *f)
 {
     for (size_t i = 0; i < n; i++) {
-        int kind = classify(h[i].name);
-        if (kind == FLD_SKIP || kind == FLD_CONNECTION)
-            continue;
+        if (f->dropped) {
+            int kind = classify(h[i].name);
+            if (kind == FLD_SKIP || kind == FLD_CONNECTION)
+                continue;
+        }
         p = put(p, h[i].name.ptr, h[i].name.len);
         p = PUT_LIT(p, ": ");
         p = put(p, h[i].value.ptr, h[i].value.len);
@@ -267,7 +275,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     if (start == NULL)
         return KEEL_ERR_NOMEM;
     char *p = put_status_line(c, start, status);
-    p = put_fields(p, h, n);
+    p = put_fields(p, h, n, &f);
     if (interim) {
         p = PUT_LIT(p, "\r\n");
         h1_out_commit(c, (size_t)(p - start));
@@ -307,7 +315,7 @@ int h1_upgrade_serialize(h1_conn *c, const keel_header *h, size_t n)
      * Transfer-Encoding (RFC 9112 6.1). Date and Server as on every
      * response of this module (RFC 9110 6.6.1 allows Date on a 1xx). */
     char *p = put_status_line(c, start, 101);
-    p = put_fields(p, h, n);
+    p = put_fields(p, h, n, &f);
     p = put_date_server(c, p, &f);
     p = put_connection(p, 1, 0, 0);
     p = PUT_LIT(p, "\r\n");

@@ -131,7 +131,40 @@ check_artifacts() {
             return 1
         fi
         echo "    imports: only Windows system DLLs (mingw runtime linked statically)"
+        check_exports "$objdump" || return 1
     fi
+}
+
+# The names a PE file exports (objdump's "[Ordinal/Name Pointer] Table").
+exported_names() {
+    "$1" -p "$2" | sed -n '/^\[Ordinal\/Name Pointer\] Table/,/^$/s/^\t\[ *[0-9]*\] //p'
+}
+
+# libkeel.dll exports keel's API; a program linked with the static libkeel
+# exports none of it (the static library's objects carry no dllexport:
+# KEEL_STATIC, see CMakeLists.txt), and a module exports its descriptor only.
+# (An embedding program that compiles a module in, like examples/embed_echo,
+# still exports that module's keel_module_<name>: KEEL_MODULE's attribute,
+# not libkeel's.)
+check_exports() {
+    local objdump=$1 f api names bad=""
+    api=$(exported_names "$objdump" "$build/lib/libkeel.dll" | sort)
+    grep -qx keel_server_run <<<"$api" ||
+        bad+="$build/lib/libkeel.dll does not export keel_server_run"$'\n'
+    for f in "$build"/keel.exe "$build"/examples/*.exe "$build"/tests/*.exe; do
+        [ -f "$f" ] || continue
+        names=$(exported_names "$objdump" "$f" | sort | comm -12 - <(echo "$api") | head -n 3 | tr '\n' ' ')
+        [ -z "$names" ] || bad+="$f exports libkeel's API: $names..."$'\n'
+    done
+    for f in "$build"/modules/mod_*.dll; do
+        names=$(exported_names "$objdump" "$f" | grep -v '^keel_module_' | head -n 3 | tr '\n' ' ')
+        [ -z "$names" ] || bad+="$f exports more than its descriptor: $names"$'\n'
+    done
+    if [ -n "$bad" ]; then
+        printf '%s' "$bad"
+        return 1
+    fi
+    echo "    exports: libkeel.dll its API; the programs linked with libkeel.a nothing of keel's; modules their descriptor"
 }
 step artifacts check_artifacts
 

@@ -730,6 +730,40 @@ def set_override_and_frozen_v1_module():
 
 
 @test
+def restart_right_after_stop_binds_the_port():
+    # A stop closes the connections keel accepted, keel first, so they
+    # linger (TIME_WAIT) on its port; the next keel must still bind it
+    # (core/platform/win: SO_EXCLUSIVEADDRUSE, and why it may fall back),
+    # and while that one runs, no other keel gets the port.
+    k = Keel(echo_config(workers=1))
+    try:
+        (port,) = k.ports()
+        open_conns = [echo_exchange(port, i, 1) for i in range(3)]
+        check(stop(k) == 0, "exit status of the first keel", k)
+        for s in open_conns:
+            check(is_closed(s, 5), "a connection outlived the first keel", k)
+            s.close()
+    finally:
+        k.kill()
+    cfg = echo_config(workers=1).replace("127.0.0.1:0", "127.0.0.1:%d" % port)
+    again = Keel(cfg, name="again.conf")
+    try:
+        check(again.ports() == [port], "the restarted keel did not get port %d" % port, again)
+        echo_exchange(port, 0, 1).close()
+        rival = Keel(cfg, name="rival.conf")
+        try:
+            code = rival.wait_exit()
+            check(code == 1, "a second keel on port %d: exit status %s, expected 1" % (port, code), rival)
+            check(rival.wait_line(r"\[error\] .*cannot listen on 127\.0\.0\.1:%d" % port, 1), "no listen error", rival)
+        finally:
+            rival.kill()
+        echo_exchange(port, 1, 1).close()  # the rival took nothing away
+        check(stop(again) == 0, "exit status of the restarted keel", again)
+    finally:
+        again.kill()
+
+
+@test
 def default_config_finds_modules_beside_the_exe():
     # No -c: the embedded default, whose module_path defaults to modules\
     # beside keel.exe (found through uv_exepath, a backslash path).

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Black-box tests of the Windows build of keel, run from Linux: keel.exe
-under Wine, driven over real sockets on 127.0.0.1.
+"""Black-box tests of the Windows build of keel: keel.exe driven over real
+sockets on 127.0.0.1, under Wine from Linux or natively on Windows.
 
-    tests/windows/blackbox.py --build build-win [--filter GLOB] [-v]
+    tests/windows/blackbox.py --build build-win [--filter GLOB] [-v]    (Linux, Wine)
+    py tests\windows\blackbox.py --build build                         (Windows)
 
 Each test starts keel.exe with a config that listens on 127.0.0.1:0, reads
 the `listening on 127.0.0.1:PORT (PROTO)` line from its stderr and talks to
@@ -10,11 +11,12 @@ it. keel runs on a console of its own (tests/windows/kl_ctrl.exe starts it
 there), so that a graceful stop is what it is on Windows: a real console
 control event, CTRL_C_EVENT raised with GenerateConsoleCtrlEvent. One test
 also stops a keel.exe started directly with SIGINT to its Wine process,
-which Wine turns into CTRL_C_EVENT as a terminal's Ctrl-C would.
+which Wine turns into CTRL_C_EVENT as a terminal's Ctrl-C would (skipped
+on Windows, where there is no Wine process to signal).
 Every wait is bounded; a test that leaves keel running has it killed.
 
 Prints one line per test and `N passed, N failed[, N skipped]` at the end;
-exits 1 if anything failed. Standard library only. The caller
+exits 1 if anything failed. Standard library only. Under Wine the caller
 (cmake/windows/build-and-test.sh) sets WINEPREFIX and WINEDEBUG and ends
 the wineserver afterwards.
 """
@@ -54,20 +56,34 @@ def check(cond, msg, proc=None):
 
 
 def win_path(path):
-    """A Linux path as Wine's Z: drive shows it, with backslashes."""
+    """A path the Windows way: drive letter and backslashes (under Wine, a
+    Linux path as its Z: drive shows it)."""
+    if NATIVE:
+        return os.path.abspath(path)
     return "Z:" + os.path.abspath(path).replace("/", "\\")
 
 
 def wine_cmd(exe, *args):
-    return [ARGS.wine, exe, *args]
+    """The command line running a Windows program: through Wine, or as is."""
+    return [ARGS.wine, exe, *args] if ARGS.wine else [exe, *args]
+
+
+CTRL_PREFIX = "kl_ctrl: "
+CTRL_ACK = re.compile(r"kl_ctrl: (raised |cannot raise |unknown command )")
+CTRL_STATUS = re.compile(r"kl_ctrl: exit status (\d+)$")
 
 
 class Keel:
-    """keel.exe under Wine, its stderr collected line by line.
+    """keel.exe started through kl_ctrl.exe, its stderr collected line by line.
 
-    console=True (the default) starts it through kl_ctrl.exe on a console of
-    its own, where stop("ctrl-c") raises CTRL_C_EVENT; console=False starts
-    it directly, to be stopped with SIGINT to the Wine process."""
+    console=True (the default): `kl_ctrl run`, on a console of its own, where
+    stop("ctrl-c") raises CTRL_C_EVENT. console=False: `kl_ctrl exec`, no
+    console, to be stopped with SIGINT to its Wine process (Wine only).
+
+    Either way kl_ctrl reports keel's exit status as Windows has it (its
+    "kl_ctrl: exit status N" line): under Wine the Unix exit status of a Wine
+    process is not that, the wineserver SIGKILLs one whose Unix side is slow
+    to go after its Windows side ended (see tests/windows/kl_ctrl.c)."""
 
     def __init__(self, config=None, args=(), name="keel.conf", console=True):
         cmd = [os.path.join(ARGS.build, "keel.exe")]
@@ -928,6 +944,8 @@ def shutdown_on_ctrl_c_event():
 
 @test
 def shutdown_on_sigint_to_wine():
+    if not ARGS.wine:
+        raise Skip("no Wine process to send SIGINT to (native Windows; the console tests cover Ctrl-C)")
     err = graceful("sigint")
     check("shutting down (SIGINT)" in err, "not reported as SIGINT: %r" % err)
 
@@ -1005,7 +1023,11 @@ def main():
     global ARGS, TMP
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build-win", help="the Windows build directory")
-    ap.add_argument("--wine", default=shutil.which("wine") or "wine")
+    ap.add_argument(
+        "--wine",
+        default="" if NATIVE else (shutil.which("wine") or "wine"),
+        help="what runs a Windows program (default: wine; none on Windows)",
+    )
     ap.add_argument("--filter", default="*", help="glob on test names")
     ap.add_argument("-v", "--verbose", action="store_true", help="echo keel's stderr")
     ARGS = ap.parse_args()

@@ -99,15 +99,9 @@ step configure configure
 build_all() {
     export CCACHE_BASEDIR="$src" CCACHE_NOHASHDIR=1
     cmake --build "$build" --parallel "$jobs"
+    # Not in `all` (most of its tests fail on purpose); the black-box
+    # tests run it. tests/windows/kl_ctrl.exe, their other helper, is.
     cmake --build "$build" --parallel "$jobs" --target kl_criterion_selftest
-    # The console-event helper: one file, Windows API only.
-    local cc
-    cc=$(sed -n "s/^KEEL_MINGW_CC:[A-Z]*=//p" "$build/CMakeCache.txt")
-    mkdir -p "$build/tests/windows"
-    if [ ! "$build/tests/windows/kl_ctrl.exe" -nt tests/windows/kl_ctrl.c ]; then
-        "$cc" -std=c11 -O2 -Wall -Wextra -Werror -static-libgcc \
-            -o "$build/tests/windows/kl_ctrl.exe" tests/windows/kl_ctrl.c -lshell32
-    fi
 }
 step build build_all
 
@@ -131,7 +125,40 @@ check_artifacts() {
             return 1
         fi
         echo "    imports: only Windows system DLLs (mingw runtime linked statically)"
+        check_exports "$objdump" || return 1
     fi
+}
+
+# The names a PE file exports (objdump's "[Ordinal/Name Pointer] Table").
+exported_names() {
+    "$1" -p "$2" | sed -n '/^\[Ordinal\/Name Pointer\] Table/,/^$/s/^\t\[ *[0-9]*\] //p'
+}
+
+# libkeel.dll exports keel's API; a program linked with the static libkeel
+# exports none of it (the static library's objects carry no dllexport:
+# KEEL_STATIC, see CMakeLists.txt), and a module exports its descriptor only.
+# (An embedding program that compiles a module in, like examples/embed_echo,
+# still exports that module's keel_module_<name>: KEEL_MODULE's attribute,
+# not libkeel's.)
+check_exports() {
+    local objdump=$1 f api names bad=""
+    api=$(exported_names "$objdump" "$build/lib/libkeel.dll" | sort)
+    grep -qx keel_server_run <<<"$api" ||
+        bad+="$build/lib/libkeel.dll does not export keel_server_run"$'\n'
+    for f in "$build"/keel.exe "$build"/examples/*.exe "$build"/tests/*.exe; do
+        [ -f "$f" ] || continue
+        names=$(exported_names "$objdump" "$f" | sort | comm -12 - <(echo "$api") | head -n 3 | tr '\n' ' ')
+        [ -z "$names" ] || bad+="$f exports libkeel's API: $names..."$'\n'
+    done
+    for f in "$build"/modules/mod_*.dll; do
+        names=$(exported_names "$objdump" "$f" | grep -v '^keel_module_' | head -n 3 | tr '\n' ' ')
+        [ -z "$names" ] || bad+="$f exports more than its descriptor: $names"$'\n'
+    done
+    if [ -n "$bad" ]; then
+        printf '%s' "$bad"
+        return 1
+    fi
+    echo "    exports: libkeel.dll its API; the programs linked with libkeel.a nothing of keel's; modules their descriptor"
 }
 step artifacts check_artifacts
 
@@ -164,19 +191,31 @@ stop_wine() { wineserver -k 9>&- >/dev/null 2>&1 || true; }
 trap stop_wine EXIT
 
 wine_up() {
+    mkdir -p "$WINEPREFIX"
+    # One persistent wineserver for the whole run, started before anything
+    # else. A server already running on this prefix is a leftover (a crashed
+    # run, a wineboot): we hold the prefix's lock, so it is ended first,
+    # because `wineserver -p` cannot make a running server persistent, it
+    # fails. And it must not fail quietly: Debian's /usr/bin/wineserver
+    # starts every server with -p0, so the one a Wine program starts on its
+    # own quits as soon as no program runs, and is started again (Wine's
+    # services with it) by the next program of the run.
+    wineserver -k </dev/null >/dev/null 2>&1 9>&- || true
+    wineserver -w </dev/null >/dev/null 2>&1 9>&- || true
+    if ! wineserver -p </dev/null 9>&-; then
+        echo "build-and-test: cannot start a persistent wineserver for $WINEPREFIX" >&2
+        return 1
+    fi
     if [ ! -f "$WINEPREFIX/system.reg" ]; then
         echo "    creating the Wine prefix $WINEPREFIX (once)"
-        mkdir -p "$WINEPREFIX"
         timeout 300 wineboot --init </dev/null >/dev/null 2>&1 9>&- ||
             timeout 300 "$wine" wineboot --init </dev/null >/dev/null 2>&1 9>&-
     fi
-    # One wineserver for the whole run instead of one per test process, and
     # Wine's background services (services.exe, winedevice.exe...) started
     # now: the first Wine program starts them, they inherit its standard
-    # handles and live until `wineserver -k`. Started from a test, they
+    # handles and live as long as the server. Started from a test, they
     # would hold ctest's output pipe open and ctest would wait for it (a
     # test "times out" after printing its results).
-    wineserver -p </dev/null >/dev/null 2>&1 9>&- || true
     timeout 120 "$wine" cmd /c exit </dev/null >/dev/null 2>&1 9>&- || true
 }
 step wine wine_up

@@ -20,6 +20,9 @@
 #ifdef __linux__
 #include <sys/prctl.h>
 #endif
+#ifndef MSG_NOSIGNAL
+#define MSG_NOSIGNAL 0 /* SO_NOSIGPIPE on the socket instead (kh_connect) */
+#endif
 
 #define KH_MAX_PROCS 16
 
@@ -357,9 +360,23 @@ int kh_connect(const char *host, unsigned port)
         return -1;
     }
 
+#if defined(SOCK_CLOEXEC) && defined(SOCK_NONBLOCK)
     int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
+#else
+    /* macOS has neither flag for socket(): the same two steps later. */
+    int fd = socket(ss.ss_family, SOCK_STREAM, 0);
+    if (fd < 0)
+        return -1;
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+#endif
+#ifdef SO_NOSIGPIPE
+    /* Where send() may lack MSG_NOSIGNAL (macOS), the socket says it. */
+    int nosigpipe = 1;
+    setsockopt(fd, SOL_SOCKET, SO_NOSIGPIPE, &nosigpipe, sizeof nosigpipe);
+#endif
     if (connect(fd, (struct sockaddr *)&ss, len) < 0) {
         int err = 0;
         socklen_t elen = sizeof err;

@@ -49,8 +49,14 @@ cc -std=c11 -shared -fPIC -fvisibility=hidden -Wall -Wextra -Werror \
     $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags keel) \
     "$src/plugins/echo/echo.c" -o "$work/pc/mod_echo.so" || fail "pkg-config build of echo"
 
-# The descriptor is the only symbol a module exports.
-exported=$(nm -D --defined-only "$work/pc/mod_echo.so" | awk '{print $3}' | grep -v '^_' || true)
+# The descriptor is the only symbol a module exports. Mach-O has no ELF
+# dynamic symbol table: its exports are the global defined symbols, with
+# the C compiler's leading underscore.
+if [ "$(uname -s)" = Darwin ]; then
+    exported=$(nm -gU "$work/pc/mod_echo.so" | awk '{print $3}' | sed 's/^_//' | grep -v '^_' || true)
+else
+    exported=$(nm -D --defined-only "$work/pc/mod_echo.so" | awk '{print $3}' | grep -v '^_' || true)
+fi
 [ "$exported" = "keel_module_echo" ] || fail "mod_echo exports: $exported"
 
 # 3. an embedding program through libkeel.pc (static and shared both link).

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
-"""Black-box tests of the Windows build of keel, run from Linux: keel.exe
-under Wine, driven over real sockets on 127.0.0.1.
+"""Black-box tests of the Windows build of keel: keel.exe driven over real
+sockets on 127.0.0.1, under Wine from Linux or natively on Windows.
 
-    tests/windows/blackbox.py --build build-win [--filter GLOB] [-v]
+    tests/windows/blackbox.py --build build-win [--filter GLOB] [-v]    (Linux, Wine)
+    py tests\windows\blackbox.py --build build                         (Windows)
 
 Each test starts keel.exe with a config that listens on 127.0.0.1:0, reads
 the `listening on 127.0.0.1:PORT (PROTO)` line from its stderr and talks to
@@ -10,11 +11,12 @@ it. keel runs on a console of its own (tests/windows/kl_ctrl.exe starts it
 there), so that a graceful stop is what it is on Windows: a real console
 control event, CTRL_C_EVENT raised with GenerateConsoleCtrlEvent. One test
 also stops a keel.exe started directly with SIGINT to its Wine process,
-which Wine turns into CTRL_C_EVENT as a terminal's Ctrl-C would.
+which Wine turns into CTRL_C_EVENT as a terminal's Ctrl-C would (skipped
+on Windows, where there is no Wine process to signal).
 Every wait is bounded; a test that leaves keel running has it killed.
 
 Prints one line per test and `N passed, N failed[, N skipped]` at the end;
-exits 1 if anything failed. Standard library only. The caller
+exits 1 if anything failed. Standard library only. Under Wine the caller
 (cmake/windows/build-and-test.sh) sets WINEPREFIX and WINEDEBUG and ends
 the wineserver afterwards.
 """
@@ -36,6 +38,7 @@ import traceback
 
 ARGS = None
 TMP = None
+NATIVE = os.name == "nt"  # on Windows itself: the programs run as they are
 START_TIMEOUT = 60.0  # seconds for keel.exe to start listening (Wine is slow the first time)
 EXIT_TIMEOUT = 30.0
 IO_TIMEOUT = 15.0
@@ -53,20 +56,34 @@ def check(cond, msg, proc=None):
 
 
 def win_path(path):
-    """A Linux path as Wine's Z: drive shows it, with backslashes."""
+    """A path the Windows way: drive letter and backslashes (under Wine, a
+    Linux path as its Z: drive shows it)."""
+    if NATIVE:
+        return os.path.abspath(path)
     return "Z:" + os.path.abspath(path).replace("/", "\\")
 
 
 def wine_cmd(exe, *args):
-    return [ARGS.wine, exe, *args]
+    """The command line running a Windows program: through Wine, or as is."""
+    return [ARGS.wine, exe, *args] if ARGS.wine else [exe, *args]
+
+
+CTRL_PREFIX = "kl_ctrl: "
+CTRL_ACK = re.compile(r"kl_ctrl: (raised |cannot raise |unknown command )")
+CTRL_STATUS = re.compile(r"kl_ctrl: exit status (\d+)$")
 
 
 class Keel:
-    """keel.exe under Wine, its stderr collected line by line.
+    """keel.exe started through kl_ctrl.exe, its stderr collected line by line.
 
-    console=True (the default) starts it through kl_ctrl.exe on a console of
-    its own, where stop("ctrl-c") raises CTRL_C_EVENT; console=False starts
-    it directly, to be stopped with SIGINT to the Wine process."""
+    console=True (the default): `kl_ctrl run`, on a console of its own, where
+    stop("ctrl-c") raises CTRL_C_EVENT. console=False: `kl_ctrl exec`, no
+    console, to be stopped with SIGINT to its Wine process (Wine only).
+
+    Either way kl_ctrl reports keel's exit status as Windows has it (its
+    "kl_ctrl: exit status N" line): under Wine the Unix exit status of a Wine
+    process is not that, the wineserver SIGKILLs one whose Unix side is slow
+    to go after its Windows side ended (see tests/windows/kl_ctrl.c)."""
 
     def __init__(self, config=None, args=(), name="keel.conf", console=True):
         cmd = [os.path.join(ARGS.build, "keel.exe")]
@@ -76,20 +93,25 @@ class Keel:
                 f.write(config)
             cmd += ["-c", path]
         cmd += list(args)
-        if console:
-            cmd = [ctrl_exe(), "run"] + cmd
+        cmd = [ctrl_exe(), "run" if console else "exec"] + cmd
         self.console = console
         self.win_pid = None
-        self.lines = []
+        self.status = None  # keel's exit status, from kl_ctrl's report
+        self.lines = []  # keel's stderr
+        self.ctrl_lines = []  # kl_ctrl's own
+        self.output = []  # both, in order (for failure reports)
         self.stdout = b""
         self.cond = threading.Condition()
         self.done = False
+        # A session of its own under Wine, so that kill() and sigint() can
+        # reach the Wine processes behind it as a group; Windows has
+        # taskkill /T for that.
         self.proc = subprocess.Popen(
             wine_cmd(*cmd),
             stdin=subprocess.PIPE if console else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=not NATIVE,
         )
         self.reader = threading.Thread(target=self._read_stderr, daemon=True)
         self.reader.start()
@@ -101,7 +123,17 @@ class Keel:
         for raw in self.proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip("\r\n")
             with self.cond:
-                self.lines.append(line)
+                self.output.append(line)
+                if line.startswith(CTRL_PREFIX):
+                    self.ctrl_lines.append(line)
+                    m = re.match(r"kl_ctrl: pid (\d+)$", line)
+                    if m:
+                        self.win_pid = int(m.group(1))
+                    m = CTRL_STATUS.match(line)
+                    if m:
+                        self.status = int(m.group(1))
+                else:
+                    self.lines.append(line)
                 self.cond.notify_all()
             if ARGS.verbose:
                 print("    keel: " + line, flush=True)
@@ -110,17 +142,19 @@ class Keel:
             self.cond.notify_all()
 
     def _read_stdout(self):
-        if self.console:
-            first = self.proc.stdout.readline()  # kl_ctrl: keel's process id
-            if first.strip().isdigit():
-                self.win_pid = int(first)
         data = self.proc.stdout.read()
         self.stdout = data or b""
+
+    def finished(self):
+        """keel has ended (kl_ctrl said so) or the pipe closed: no more lines
+        will come from it. Call with self.cond held."""
+        return self.done or self.status is not None
 
     def command(self, what):
         """A command for kl_ctrl ("c" or "break"); returns its answer line."""
         check(self.console, "not started on a console of its own", self)
-        before = len(self.lines)
+        with self.cond:
+            before = len(self.ctrl_lines)
         try:
             self.proc.stdin.write((what + "\n").encode())
             self.proc.stdin.flush()
@@ -129,22 +163,25 @@ class Keel:
         deadline = time.monotonic() + IO_TIMEOUT
         with self.cond:
             while time.monotonic() < deadline:
-                for line in self.lines[before:]:
-                    if line.startswith("kl_ctrl: "):
+                for line in self.ctrl_lines[before:]:
+                    if CTRL_ACK.match(line):
                         return line
-                if self.done:
+                # kl_ctrl answers a command before it reports the exit
+                # status; after that, or the end of its output, no answer.
+                if self.finished():
                     break
                 self.cond.wait(0.2)
         raise Failure("kl_ctrl did not acknowledge %r" % what)
 
     def ended_silently(self):
-        """The process has exited without writing a single line."""
+        """keel has exited without writing a single line."""
         with self.cond:
-            return self.done and not self.lines and self.proc.poll() is not None
+            return self.finished() and not self.lines and self.proc.poll() is not None
 
     def stderr_text(self):
+        """keel's stderr, kl_ctrl's lines included (for failure reports)."""
         with self.cond:
-            return "".join(line + "\n" for line in self.lines)
+            return "".join(line + "\n" for line in self.output)
 
     def wait_line(self, pattern, timeout=START_TIMEOUT):
         """The first stderr line matching the regex, waiting for it."""
@@ -159,7 +196,7 @@ class Keel:
                         return m
                 seen = len(self.lines)
                 left = deadline - time.monotonic()
-                if self.done or left <= 0:
+                if self.finished() or left <= 0:
                     return None
                 self.cond.wait(min(left, 0.5))
 
@@ -170,7 +207,7 @@ class Keel:
         while True:
             with self.cond:
                 ports = [int(m.group(1)) for m in map(rx.search, self.lines) if m]
-                done = self.done
+                done = self.finished()
             if len(ports) >= count:
                 return ports[:count]
             if done or time.monotonic() > deadline:
@@ -178,16 +215,47 @@ class Keel:
             time.sleep(0.05)
 
     def wait_exit(self, timeout=EXIT_TIMEOUT):
+        """keel's exit status as kl_ctrl reports it, or None while keel is
+        still running after `timeout` seconds. kl_ctrl's own Unix exit
+        status is not it (see the class comment); a difference is noted."""
+        deadline = time.monotonic() + timeout
+        with self.cond:
+            while self.status is None and not self.done:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self.cond.wait(min(left, 0.5))
+            status = self.status
         try:
-            code = self.proc.wait(timeout=timeout)
+            unix_status = self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            return None
-        self.reader.join(5)
-        self.out_reader.join(5)
-        return code
+            unix_status = None
+        if status is None:
+            raise Failure(
+                "kl_ctrl ended (exit status %s) without reporting keel's\n---- output ----\n%s---- end ----"
+                % (unix_status, self.stderr_text())
+            )
+        # What kl_ctrl's own exit status should be: the same code, cut to 8
+        # bits by Wine (which turns a non-zero code ending in 0x00 into 1).
+        expected = status if NATIVE else (status & 0xFF or (1 if status else 0))
+        if unix_status is not None and unix_status != expected:
+            print("    [NOTE] keel's exit status %d, but kl_ctrl's process ended with %d" % (status, unix_status), flush=True)
+        return status
 
     def kill(self):
-        if self.proc.poll() is None:
+        if self.proc.poll() is None and NATIVE:
+            # kl_ctrl and the keel it started, or keel alone.
+            subprocess.run(
+                ["taskkill", "/F", "/T", "/PID", str(self.proc.pid)],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=30,
+            )
+            try:
+                self.proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+        elif self.proc.poll() is None:
             if self.console and self.win_pid:
                 # keel.exe is a Wine process of its own: end it by its id.
                 subprocess.run(
@@ -215,12 +283,21 @@ RUNNING = []
 
 
 def run_exe(*args, timeout=EXIT_TIMEOUT):
-    """Runs a Windows program to completion: (exit code, stdout, stderr)."""
+    """Runs a Windows program to completion through `kl_ctrl exec`: (exit
+    code as Windows reports it, stdout, stderr without kl_ctrl's lines)."""
     try:
-        p = subprocess.run(wine_cmd(*args), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+        p = subprocess.run(
+            wine_cmd(ctrl_exe(), "exec", *args), stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         raise Failure("%s timed out after %ss" % (" ".join(args), timeout))
-    return p.returncode, p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
+    err = p.stderr.decode("utf-8", "replace")
+    own = [l for l in err.splitlines() if l.startswith(CTRL_PREFIX)]
+    status = next((int(m.group(1)) for m in map(CTRL_STATUS.match, own) if m), None)
+    if status is None:
+        raise Failure("kl_ctrl exec %s ended (exit status %s) without a report:\n%s" % (" ".join(args), p.returncode, err))
+    err = "".join(l + "\n" for l in err.splitlines() if not l.startswith(CTRL_PREFIX))
+    return status, p.stdout.decode("utf-8", "replace"), err
 
 
 # ---- stopping keel: console control events ---------------------------------
@@ -240,11 +317,33 @@ def ctrl_c(k):
     check(answer == "kl_ctrl: raised c", answer, k)
 
 
+def unix_pids(group, name):
+    """Linux processes of a process group whose name (comm) is `name`: Wine
+    names a process after its .exe, and one started by another Wine process
+    stays in that one's group."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % entry) as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.index("(") + 1 : stat.rindex(")")]
+        fields = stat[stat.rindex(")") + 2 :].split()  # state ppid pgrp ...
+        if comm == name and int(fields[2]) == group:
+            pids.append(int(entry))
+    return pids
+
+
 def sigint(k):
-    """SIGINT to the Wine process of a keel started without kl_ctrl: Wine
-    raises CTRL_C_EVENT in it, as for Ctrl-C in a terminal."""
+    """SIGINT to the Wine process of a keel started with `kl_ctrl exec`, as a
+    terminal's Ctrl-C sends it: Wine raises CTRL_C_EVENT in it."""
     check(not k.console, "sigint needs console=False", k)
-    k.proc.send_signal(signal.SIGINT)
+    pids = unix_pids(k.proc.pid, "keel.exe")
+    check(len(pids) == 1, "keel.exe processes in kl_ctrl's group: %r" % pids, k)
+    os.kill(pids[0], signal.SIGINT)
 
 
 STOPPERS = {"ctrl-c": ctrl_c, "sigint": sigint}
@@ -647,6 +746,40 @@ def set_override_and_frozen_v1_module():
 
 
 @test
+def restart_right_after_stop_binds_the_port():
+    # A stop closes the connections keel accepted, keel first, so they
+    # linger (TIME_WAIT) on its port; the next keel must still bind it
+    # (core/platform/win: SO_EXCLUSIVEADDRUSE, and why it may fall back),
+    # and while that one runs, no other keel gets the port.
+    k = Keel(echo_config(workers=1))
+    try:
+        (port,) = k.ports()
+        open_conns = [echo_exchange(port, i, 1) for i in range(3)]
+        check(stop(k) == 0, "exit status of the first keel", k)
+        for s in open_conns:
+            check(is_closed(s, 5), "a connection outlived the first keel", k)
+            s.close()
+    finally:
+        k.kill()
+    cfg = echo_config(workers=1).replace("127.0.0.1:0", "127.0.0.1:%d" % port)
+    again = Keel(cfg, name="again.conf")
+    try:
+        check(again.ports() == [port], "the restarted keel did not get port %d" % port, again)
+        echo_exchange(port, 0, 1).close()
+        rival = Keel(cfg, name="rival.conf")
+        try:
+            code = rival.wait_exit()
+            check(code == 1, "a second keel on port %d: exit status %s, expected 1" % (port, code), rival)
+            check(rival.wait_line(r"\[error\] .*cannot listen on 127\.0\.0\.1:%d" % port, 1), "no listen error", rival)
+        finally:
+            rival.kill()
+        echo_exchange(port, 1, 1).close()  # the rival took nothing away
+        check(stop(again) == 0, "exit status of the restarted keel", again)
+    finally:
+        again.kill()
+
+
+@test
 def default_config_finds_modules_beside_the_exe():
     # No -c: the embedded default, whose module_path defaults to modules\
     # beside keel.exe (found through uv_exepath, a backslash path).
@@ -811,6 +944,8 @@ def shutdown_on_ctrl_c_event():
 
 @test
 def shutdown_on_sigint_to_wine():
+    if not ARGS.wine:
+        raise Skip("no Wine process to send SIGINT to (native Windows; the console tests cover Ctrl-C)")
     err = graceful("sigint")
     check("shutting down (SIGINT)" in err, "not reported as SIGINT: %r" % err)
 
@@ -888,7 +1023,11 @@ def main():
     global ARGS, TMP
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--build", default="build-win", help="the Windows build directory")
-    ap.add_argument("--wine", default=shutil.which("wine") or "wine")
+    ap.add_argument(
+        "--wine",
+        default="" if NATIVE else (shutil.which("wine") or "wine"),
+        help="what runs a Windows program (default: wine; none on Windows)",
+    )
     ap.add_argument("--filter", default="*", help="glob on test names")
     ap.add_argument("-v", "--verbose", action="store_true", help="echo keel's stderr")
     ARGS = ap.parse_args()
@@ -915,7 +1054,11 @@ def main():
                     silent = [k for k in RUNNING if k.ended_silently()]
                     if not silent:
                         raise
-                    print("[NOTE] windows::%s: Wine ended a process silently (exit status %s); once more" % (fn.__name__, silent[0].proc.returncode), flush=True)
+                    print(
+                        "[NOTE] windows::%s: Wine ended a process silently (exit status %s); once more"
+                        % (fn.__name__, silent[0].status if silent[0].status is not None else silent[0].proc.returncode),
+                        flush=True,
+                    )
                     for k in RUNNING:
                         k.kill()
                     RUNNING.clear()

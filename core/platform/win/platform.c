@@ -24,10 +24,10 @@ static int wsa_error(void)
     return uv_translate_sys_error(WSAGetLastError());
 }
 
-int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out)
+/* A non-blocking socket bound to addr and listening; with `exclusive`,
+ * bound with SO_EXCLUSIVEADDRUSE. */
+static int listen_socket(const struct sockaddr *addr, int exclusive, int backlog, SOCKET *out)
 {
-    if (shared)
-        return UV_ENOTSUP;
     int family = addr->sa_family;
     int len =
         family == AF_INET6 ? (int)sizeof(struct sockaddr_in6) : (int)sizeof(struct sockaddr_in);
@@ -38,9 +38,8 @@ int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_so
     int rc = 0;
     BOOL on = TRUE;
     u_long nonblocking = 1;
-    /* SO_REUSEADDR on Windows lets another process steal the port; the
-     * exclusive flag is the safe equivalent of the POSIX default. */
-    if (setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on, sizeof on) != 0)
+    if (exclusive &&
+        setsockopt(s, SOL_SOCKET, SO_EXCLUSIVEADDRUSE, (const char *)&on, sizeof on) != 0)
         rc = wsa_error();
     if (rc == 0 && family == AF_INET6 &&
         setsockopt(s, IPPROTO_IPV6, IPV6_V6ONLY, (const char *)&on, sizeof on) != 0)
@@ -55,6 +54,34 @@ int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_so
         closesocket(s);
         return rc;
     }
+    *out = s;
+    return 0;
+}
+
+int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out)
+{
+    if (shared)
+        return UV_ENOTSUP;
+    /* Not SO_REUSEADDR: on Windows it lets any other socket that sets it
+     * bind the same port and take connections from us. SO_EXCLUSIVEADDRUSE
+     * is the opposite, no other socket can bind the port while we hold it
+     * (with a wildcard address, not even to one specific address). */
+    int rc = listen_socket(addr, 1, backlog, out);
+    if (rc != UV_EADDRINUSE)
+        return rc;
+    /* But an exclusive bind can be refused while connections accepted by an
+     * earlier listener on the port are still there, TIME_WAIT included
+     * (Microsoft's "Using SO_REUSEADDR and SO_EXCLUSIVEADDRUSE"; libuv does
+     * not use the option for that reason): just what a restart right after
+     * a stop leaves. A plain bind is refused only by a socket actually
+     * bound to the address, so it tells the two apart: if it succeeds, the
+     * port was held by leftovers of an earlier instance and keel listens
+     * without the exclusive flag, as libuv always does; else the port is
+     * taken. (Programs of other accounts still cannot bind that listener's
+     * port, SO_REUSEADDR or not: Windows' default socket security.) */
+    SOCKET s;
+    if (listen_socket(addr, 0, backlog, &s) != 0)
+        return rc;
     *out = s;
     return 0;
 }

@@ -26,5 +26,6 @@ if(NOT WIN32)
     find_package(Threads REQUIRED)
     target_link_libraries(kl_criterion_selftest PRIVATE Threads::Threads)
 endif()
+# $<1:...>: no per-configuration subfolder with multi-config generators.
 set_target_properties(kl_criterion_selftest PROPERTIES
-    RUNTIME_OUTPUT_DIRECTORY "${CMAKE_BINARY_DIR}/tests/windows")
+    RUNTIME_OUTPUT_DIRECTORY "$<1:${CMAKE_BINARY_DIR}/tests/windows>")

@@ -194,7 +194,7 @@ int64_t kl_response_take_framing(keel_response *res);
 typedef struct kl_views {
     keel_header *h;
     size_t n;
-    keel_header small[16];
+    keel_header inline_views[16];
 } kl_views;
 int kl_views_make(kl_views *v, const keel_response *res, size_t room);
 void kl_views_free(kl_views *v);

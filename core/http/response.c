@@ -251,8 +251,9 @@ void kl_response_head_filters(keel_response *res)
 int kl_views_make(kl_views *v, const keel_response *res, size_t room)
 {
     size_t n = res->nheaders;
-    v->h = n + room <= sizeof v->small / sizeof v->small[0] ? v->small
-                                                            : malloc((n + room) * sizeof *v->h);
+    v->h = n + room <= sizeof v->inline_views / sizeof v->inline_views[0]
+               ? v->inline_views
+               : malloc((n + room) * sizeof *v->h);
     if (v->h == NULL)
         return KEEL_ERR_NOMEM;
     for (size_t i = 0; i < n; i++)
@@ -263,7 +264,7 @@ int kl_views_make(kl_views *v, const keel_response *res, size_t room)
 
 void kl_views_free(kl_views *v)
 {
-    if (v->h != v->small)
+    if (v->h != v->inline_views)
         free(v->h);
     v->h = NULL;
 }

@@ -22,8 +22,8 @@ typedef struct head_state {
     int status;
     int close_connection;
     size_t nheaders;
-    kl_field *fields; /* `small`, or allocated for many fields */
-    kl_field small[16];
+    kl_field *fields; /* `inline_fields`, or allocated for many fields */
+    kl_field inline_fields[16];
 } head_state;
 
 static int head_save(head_state *st, const keel_response *res)
@@ -32,8 +32,9 @@ static int head_save(head_state *st, const keel_response *res)
     st->status = res->status;
     st->close_connection = res->close_connection;
     st->nheaders = n;
-    st->fields =
-        n <= sizeof st->small / sizeof st->small[0] ? st->small : malloc(n * sizeof *st->fields);
+    st->fields = n <= sizeof st->inline_fields / sizeof st->inline_fields[0]
+                     ? st->inline_fields
+                     : malloc(n * sizeof *st->fields);
     if (st->fields == NULL)
         return KEEL_ERR_NOMEM;
     if (n > 0)
@@ -43,7 +44,7 @@ static int head_save(head_state *st, const keel_response *res)
 
 static void head_forget(head_state *st)
 {
-    if (st->fields != st->small)
+    if (st->fields != st->inline_fields)
         free(st->fields);
     st->fields = NULL;
 }

@@ -221,13 +221,13 @@ static void on_wakeup(uv_async_t *async)
     uv_mutex_lock(&w->lock);
     kl_post *posts = w->posts;
     w->posts = w->posts_tail = NULL;
-    kl_handoff small[16];
+    kl_handoff on_stack[16];
     kl_handoff *handoffs = w->handoffs;
     size_t nhandoffs = w->nhandoffs;
-    if (nhandoffs <= KL_ARRAY_SIZE(small)) {
+    if (nhandoffs <= KL_ARRAY_SIZE(on_stack)) {
         if (nhandoffs > 0)
-            memcpy(small, w->handoffs, nhandoffs * sizeof *small);
-        handoffs = small;
+            memcpy(on_stack, w->handoffs, nhandoffs * sizeof *on_stack);
+        handoffs = on_stack;
     } else {
         w->handoffs = NULL;
         w->handoffs_cap = 0;
@@ -239,7 +239,7 @@ static void on_wakeup(uv_async_t *async)
     kl_posts_run(w, posts);
     for (size_t i = 0; i < nhandoffs; i++)
         start_handoff(w, &handoffs[i]);
-    if (handoffs != small)
+    if (handoffs != on_stack)
         free(handoffs);
     if (stop && !w->stopping)
         begin_stop(w);

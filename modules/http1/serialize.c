@@ -136,6 +136,15 @@ static char *put(char *p, const void *s, size_t n)
 
 #define PUT_LIT(p, lit) put(p, lit, sizeof(lit) - 1)
 
+/* "Name: value\r\n", as the core handed it (already checked for CR/LF). */
+static char *put_field(char *p, const keel_header *f)
+{
+    p = put(p, f->name.ptr, f->name.len);
+    p = PUT_LIT(p, ": ");
+    p = put(p, f->value.ptr, f->value.len);
+    return PUT_LIT(p, "\r\n");
+}
+
 /* What a head's fields are made of, from one pass before writing, and the
  * Date line to add if the handler wrote none. */
 typedef struct field_scan {
@@ -182,10 +191,7 @@ static inline char *put_fields(char *p, const keel_header *h, size_t n, const fi
             if (kind == FLD_SKIP || kind == FLD_CONNECTION)
                 continue;
         }
-        p = put(p, h[i].name.ptr, h[i].name.len);
-        p = PUT_LIT(p, ": ");
-        p = put(p, h[i].value.ptr, h[i].value.len);
-        p = PUT_LIT(p, "\r\n");
+        p = put_field(p, &h[i]);
     }
     return p;
 }
@@ -338,10 +344,7 @@ char *h1_trailers_put(char *p, const keel_header *t, size_t n)
         /* Framing fields are never allowed in a trailer (RFC 9110 6.5.1). */
         if (classify(t[i].name) != FLD_KEEP)
             continue;
-        p = put(p, t[i].name.ptr, t[i].name.len);
-        p = PUT_LIT(p, ": ");
-        p = put(p, t[i].value.ptr, t[i].value.len);
-        p = PUT_LIT(p, "\r\n");
+        p = put_field(p, &t[i]);
     }
     return p;
 }

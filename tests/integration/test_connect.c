@@ -165,6 +165,20 @@ static int have_ipv6_loopback(void)
 
 /* ---- connecting ----------------------------------------------------------- */
 
+/* Starts keel with echo and the connect module, asks one question on the
+ * control connection, expects `want` as the answer, and stops keel
+ * cleanly. */
+static void expect_answer(const char *cmd, const char *want)
+{
+    kh_proc *p = start("echo connect", NULL);
+    int fd = open_ctl(p);
+    const char *got = ask(p, fd, cmd);
+    kh_assert(p, strcmp(got, want) == 0, "%s: got '%s'", cmd, got);
+    close(fd);
+    stop_keel(p);
+    kh_stop(p);
+}
+
 Test(connect, by_ip_literal, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_proc *p = start("echo connect", NULL);
@@ -284,13 +298,7 @@ Test(connect, unreachable_is_reported_later, .timeout = 30, .fini = kh_cleanup_a
      * connect(2) itself (ENETUNREACH; no packet is made): libuv returns
      * that from uv_tcp_connect, inside keel_conn_connect, and the answer
      * must still come later, from the loop (else " REENTERED"). */
-    kh_proc *p = start("echo connect", NULL);
-    int fd = open_ctl(p);
-    const char *got = ask(p, fd, "CONNECT 255.255.255.255 80");
-    kh_assert(p, strcmp(got, "ERR IO") == 0, "got '%s'", got);
-    close(fd);
-    stop_keel(p);
-    kh_stop(p);
+    expect_answer("CONNECT 255.255.255.255 80", "ERR IO");
 }
 
 Test(connect, name_that_does_not_resolve, .timeout = 30, .fini = kh_cleanup_all)
@@ -499,13 +507,7 @@ Test(offload, running_work_finishes_before_the_module_stops, .timeout = 60, .fin
 
 Test(timer, restart_inside_its_callback, .timeout = 30, .fini = kh_cleanup_all)
 {
-    kh_proc *p = start("echo connect", NULL);
-    int fd = open_ctl(p);
-    const char *got = ask(p, fd, "TIMER_IN_CB");
-    kh_assert(p, strcmp(got, "TIMER fired=2") == 0, "got '%s'", got);
-    close(fd);
-    stop_keel(p);
-    kh_stop(p);
+    expect_answer("TIMER_IN_CB", "TIMER fired=2");
 }
 
 Test(timer, restart_a_fired_one_shot, .timeout = 30, .fini = kh_cleanup_all)
@@ -526,11 +528,5 @@ Test(timer, restart_a_fired_one_shot, .timeout = 30, .fini = kh_cleanup_all)
 
 Test(timer, restart_pushes_a_pending_deadline_back, .timeout = 30, .fini = kh_cleanup_all)
 {
-    kh_proc *p = start("echo connect", NULL);
-    int fd = open_ctl(p);
-    const char *got = ask(p, fd, "TIMER_PUSHBACK");
-    kh_assert(p, strcmp(got, "TIMER order=BA") == 0, "got '%s'", got);
-    close(fd);
-    stop_keel(p);
-    kh_stop(p);
+    expect_answer("TIMER_PUSHBACK", "TIMER order=BA");
 }

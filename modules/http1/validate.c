@@ -202,7 +202,7 @@ int h1_head_check(h1_conn *c, const char *head)
     if (status != 0)
         return status;
 
-    int hosts = 0;
+    int hosts = 0, te_fields = 0;
     x->expect_continue = 0;
     for (size_t i = 0; i < x->nheaders; i++) {
         const h1_span *s = &x->spans[i];
@@ -227,6 +227,7 @@ int h1_head_check(h1_conn *c, const char *head)
             break;
         case 17:
             if (ieq(name, "transfer-encoding", 17)) {
+                te_fields++;
                 /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message
                  * means the framing is faulty. */
                 if (x->head.version == 10)
@@ -253,6 +254,14 @@ int h1_head_check(h1_conn *c, const char *head)
      * and every repeated Content-Length (RFC 9112 6.3 allows refusing
      * those with 400); make sure of the first, whatever its build. */
     if (x->te_present && x->cl_present)
+        return 400;
+    /* RFC 9112 6.3: a Transfer-Encoding whose final coding is not chunked
+     * leaves the body's length unknowable: 400 and close. llhttp marks
+     * the message chunked only when it saw chunked last; a field it did
+     * not count (an empty or all-blank value) would otherwise let
+     * Content-Length, or nothing, frame a body the sender meant otherwise
+     * (request smuggling). */
+    if (te_fields > 0 && !x->te_present)
         return 400;
     /* A declared body over the limit is refused before a byte of it is
      * read, with or without 100-continue (RFC 9110 15.5.14). */

@@ -155,12 +155,12 @@ int keel_http_request_keep_alive(keel_request *req)
     return !req->res.close_connection;
 }
 
+/* Answers with `status`, or, once a head has gone, cuts the response
+ * short (kl_response_send_status knows which). */
 static void answer_error(keel_request *req, int status)
 {
-    if (!req->res.ended && !req->res.head_sent)
+    if (!req->res.ended)
         kl_response_send_status(&req->res, status);
-    else if (!req->res.ended)
-        kl_response_send_status(&req->res, status); /* cuts it short */
 }
 
 void keel_http_request_dispatch(keel_request *req)

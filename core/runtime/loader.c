@@ -48,6 +48,16 @@ static const keel_module_desc *find_builtin(keel_server *s, const char *name)
     return NULL;
 }
 
+/* Whether the config's module list (or the program's compiled-in ones)
+ * names `name`, loaded yet or not. */
+static int module_listed(keel_server *s, const char *name)
+{
+    for (size_t i = 0; i < s->settings.nmodules; i++)
+        if (strcmp(s->settings.modules[i], name) == 0)
+            return 1;
+    return find_builtin(s, name) != NULL;
+}
+
 static int file_exists(keel_server *s, const char *path)
 {
     uv_fs_t req;
@@ -147,6 +157,18 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
     memset(&m->desc, 0, sizeof m->desc);
     memcpy(&m->desc, d, d->size < sizeof m->desc ? d->size : sizeof m->desc);
     for (const char *const *r = m->desc.dependencies; r != NULL && *r != NULL; r++) {
+        /* "?name" (ABI 1.4): used if present, so it must load first when
+         * the list names it; absent is fine. */
+        if ((*r)[0] == '?') {
+            if (find_loaded(m->server, *r + 1) == NULL && module_listed(m->server, *r + 1)) {
+                module_error(m->server,
+                             "module '%s': uses module '%s' when it is loaded, so list '%s' "
+                             "before '%s' in [keel] modules",
+                             m->name, *r + 1, *r + 1, m->name);
+                return KEEL_ERR_CONFIG;
+            }
+            continue;
+        }
         keel_module *dep = find_loaded(m->server, *r);
         if (dep == NULL || !dep->loaded) {
             module_error(m->server,

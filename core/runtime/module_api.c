@@ -265,3 +265,34 @@ const char *keel_version(void)
 {
     return KEEL_VERSION_STRING;
 }
+
+/* ---- reports (ABI 1.4) ------------------------------------------------- */
+
+int keel_module_at(keel_module *m, size_t index, const char **name, const char **version)
+{
+    keel_server *s = m->server;
+    size_t seen = 0;
+    for (size_t i = 0; i < s->nmodules; i++) {
+        keel_module *x = s->modules[i];
+        if (!x->loaded || seen++ != index)
+            continue;
+        if (name)
+            *name = x->name;
+        if (version)
+            *version = x->desc.version ? x->desc.version : "";
+        return KEEL_OK;
+    }
+    return KEEL_ERR_NOTFOUND;
+}
+
+const char *keel_host_version(void)
+{
+    return KEEL_VERSION_STRING;
+}
+
+#define KL_STR_(x) #x
+#define KL_STR(x)  KL_STR_(x)
+const char *keel_host_abi(void)
+{
+    return KL_STR(KEEL_ABI_MAJOR) "." KL_STR(KEEL_ABI_MINOR);
+}

@@ -18,6 +18,7 @@
 #include <stdarg.h>
 
 #include "http.h"
+#include "metrics.h"
 #include "module.h"
 #include "types.h"
 

@@ -694,3 +694,61 @@ KEEL_FN(int, response_upgrade, (keel_response *res, const char *protocol, void *
  * Worker thread of the request. */
 KEEL_FN(int, http_request_keep_alive, (keel_request *req), (req))
 #endif /* KEEL__WANT(3) */
+
+#if KEEL__WANT(4)
+/* ---- Metrics (ABI 1.4) --------------------------------------------------
+ * The types are in keel/metrics.h, which says what the API is for. */
+
+/* Registers one series (a family's name plus labels) and gives its handle
+ * in *out. Main thread, from load only (every worker's storage is laid out
+ * before the workers start). KEEL_ERR_INVAL for a bad name, type, labels
+ * or bounds, or a series whose family was registered with another type
+ * (or, for histograms, other bounds); KEEL_ERR_EXISTS for a series
+ * registered twice; KEEL_ERR_STATE after load; KEEL_ERR_NOMEM. The core's
+ * own families start with "keel_" (docs/metrics.md lists them). */
+KEEL_FN(int, metric_register,
+        (keel_module *module, const keel_metric_desc *desc, keel_metric **out),
+        (module, desc, out))
+
+/* Adds delta to this worker's copy: a counter (delta >= 0) or a gauge
+ * (any delta). No lock and no atomic read-modify-write. NULL metric: no
+ * effect. Worker thread of `worker` only (never a pool thread: post back
+ * first). */
+KEEL_VFN(metric_add, (keel_worker *worker, keel_metric *metric, int64_t delta),
+         (worker, metric, delta))
+
+/* Sets this worker's copy of a gauge (the sum over workers is what is
+ * read). Worker thread of `worker`. */
+KEEL_VFN(metric_set, (keel_worker *worker, keel_metric *metric, int64_t value),
+         (worker, metric, value))
+
+/* Counts one observation in a histogram: its bucket, count and sum.
+ * Worker thread of `worker`. */
+KEEL_VFN(metric_observe, (keel_worker *worker, keel_metric *metric, int64_t value),
+         (worker, metric, value))
+
+/* Reads every registered series, the core's included, and calls fn for
+ * each value (keel/metrics.h: order, flags). Values are read without
+ * stopping the workers: each is exact, a collection is not a snapshot
+ * taken at one instant. KEEL_ERR_STATE before the workers exist (in load).
+ * Any thread; fn runs on the calling thread. */
+KEEL_FN(int, metrics_collect,
+        (keel_module *module, unsigned flags, keel_metric_visit_fn fn, void *userdata),
+        (module, flags, fn, userdata))
+
+/* ---- The server, for reports (ABI 1.4) --------------------------------- */
+
+/* The index-th loaded module (0-based, in load order): its name and
+ * version ("" if it gave none), static strings valid until unload.
+ * KEEL_ERR_NOTFOUND past the last one. Either pointer may be NULL. Any
+ * thread, once load has returned. */
+KEEL_FN(int, module_at,
+        (keel_module *module, size_t index, const char **name, const char **version),
+        (module, index, name, version))
+
+/* The host's release version ("0.1.0") and ABI ("1.4"): what is running,
+ * which may be newer than the headers a module was built with. Static
+ * strings. Any thread. */
+KEEL_FN(const char *, host_version, (void), ())
+KEEL_FN(const char *, host_abi, (void), ())
+#endif /* KEEL__WANT(4) */

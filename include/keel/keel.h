@@ -9,6 +9,7 @@
 #include "export.h"
 #include "types.h"
 #include "http.h"
+#include "metrics.h"
 #include "module.h"
 #include "api.h"
 

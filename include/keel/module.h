@@ -71,7 +71,10 @@ typedef struct keel_module_desc {
     const struct keel_api **api;
     const char *version;
     /* NULL-terminated list of module names that must be loaded first.
-     * (Not called `requires`: that is a C++20 keyword.) */
+     * A name written "?name" (ABI 1.4) is optional: the module uses it
+     * when it is loaded (websocket uses deflate), so it must come first
+     * if the config lists it, and its absence is no error. (Not called
+     * `requires`: that is a C++20 keyword.) */
     const char *const *dependencies;
     /* Bytes of zeroed per-worker state the core allocates for this module. */
     size_t worker_state_size;

@@ -97,21 +97,16 @@ void st_buf_put_double(st_buf *b, double v)
         st_buf_puts(b, v > 0 ? "+Inf" : "-Inf");
         return;
     }
-    /* Integers below 2^53 print exactly and without an exponent, the
-     * common case for counters with scale 1. */
-    if (v == floor(v) && fabs(v) < 9007199254740992.0) {
+    /* Whole numbers print in full, without an exponent: the common case
+     * of counters with scale 1 (a byte count past 1e15 included). */
+    if (v == floor(v) && fabs(v) < 1e18) {
         st_buf_printf(b, "%.0f", v);
         return;
     }
-    /* The shortest of 15..17 digits that reads back as the same double:
-     * 1e-06 * 123 is 0.000123, not 0.00012299999999999998. */
-    char tmp[40];
-    for (int prec = 15; prec <= 17; prec++) {
-        snprintf(tmp, sizeof tmp, "%.*g", prec, v);
-        if (strtod(tmp, NULL) == v)
-            break;
-    }
-    st_buf_puts(b, tmp);
+    /* 15 significant digits, what a double carries reliably in decimal:
+     * a stored integer times its scale is not exact in binary, and
+     * 100000 * 1e-6 should read 0.1, not 0.09999999999999999. */
+    st_buf_printf(b, "%.15g", v);
 }
 
 void st_buf_put_json_str(st_buf *b, const char *s, size_t len)

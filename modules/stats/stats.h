@@ -40,8 +40,8 @@ void st_buf_put(st_buf *b, const void *data, size_t len);
 void st_buf_puts(st_buf *b, const char *s);
 void st_buf_putc(st_buf *b, char c);
 void st_buf_printf(st_buf *b, const char *fmt, ...) ST_PRINTF(2, 3);
-/* The shortest decimal that reads back as v ("0.25", "1e-06", "3"); NaN
- * and infinities as the exposition format spells them. */
+/* v in at most 15 significant digits ("0.25", "1e-06", "3"); NaN and
+ * infinities as the exposition format spells them. */
 void st_buf_put_double(st_buf *b, double v);
 /* A JSON string literal, quotes included. */
 void st_buf_put_json_str(st_buf *b, const char *s, size_t len);

@@ -80,7 +80,7 @@ static void put_requests(st_buf *b, const st_snap *s, double uptime)
         /* class="2xx" reads as "2xx"; other labels as they are. */
         const char *l = t->labels;
         char name[64];
-        if (strncmp(l, "class=\"", 7) == 0 && strlen(l) == 12)
+        if (strncmp(l, "class=\"", 7) == 0 && strlen(l) == 11)
             snprintf(name, sizeof name, "%.3s", l + 7);
         else
             snprintf(name, sizeof name, "%s", l[0] ? l : "all");

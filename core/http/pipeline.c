@@ -137,7 +137,7 @@ static void count_exchange(keel_request *req, const keel_http_log_info *info)
 {
     if (info->status < 100 || info->status > 599)
         return;
-    keel_worker *w = keel_conn_worker(req->conn);
+    keel_worker *w = req->worker;
     const kl_core_metrics *cm = &req->server->core_metrics;
     kl_metric_add_slot(w->metrics, cm->requests[info->status / 100 - 1]->slot, 1);
     if (info->completed)

@@ -296,6 +296,8 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     keel_conn *c = conn_of((uv_handle_t *)stream);
     if (nread > 0) {
+        keel_worker *w = kl_conn_worker(c);
+        kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_in->slot, nread);
         if (c->phase == KL_PHASE_LINGERING)
             return; /* discarded, and the linger budget is not renewed */
         /* While output waits, only its progress counts: a peer that keeps
@@ -421,6 +423,7 @@ void kl_conn_teardown(keel_conn *c)
     if (!started)
         return;
     w->nconns--;
+    kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_open->slot, -1);
     if (accepted)
         kl_atomic_sub(&w->server->connections, 1);
     kl_worker_conn_closed(w);
@@ -481,8 +484,12 @@ int kl_conn_start(keel_conn *c, void *arg)
     keel_worker *w = kl_conn_worker(c);
     c->flags |= KL_CONN_STARTED;
     w->nconns++;
-    if (c->origin->spec != NULL)
+    const kl_core_metrics *cm = &w->server->core_metrics;
+    kl_metric_add_slot(w->metrics, cm->conns_open->slot, 1);
+    if (c->origin->spec != NULL) {
         w->accepted++; /* outbound connections are not accepted ones */
+        kl_metric_add_slot(w->metrics, cm->conns_accepted->slot, 1);
+    }
     c->id = kl_atomic_add(&w->server->next_conn_id, 1);
     c->protocol = c->origin->protocol;
     /* Request/response protocols want small writes to leave at once. */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/util.h"
 #include "runtime/server.h"
 
 const char *keel_module_name(keel_module *m)
@@ -290,9 +291,7 @@ const char *keel_host_version(void)
     return KEEL_VERSION_STRING;
 }
 
-#define KL_STR_(x) #x
-#define KL_STR(x)  KL_STR_(x)
 const char *keel_host_abi(void)
 {
-    return KL_STR(KEEL_ABI_MAJOR) "." KL_STR(KEEL_ABI_MINOR);
+    return KL_STRINGIFY(KEEL_ABI_MAJOR) "." KL_STRINGIFY(KEEL_ABI_MINOR);
 }

@@ -54,6 +54,7 @@ void keel_server_free(keel_server *s)
         kl_settings_free(&s->settings);
     kl_registry_free(&s->registry);
     kl_http_free(&s->http);
+    kl_metrics_free(&s->metrics);
     free(s->builtins);
     free(s->exe_dir);
     uv_mutex_destroy(&s->lock);
@@ -199,6 +200,9 @@ int keel_server_check(keel_server *s)
 {
     if (s->state != KL_NEW)
         return KEEL_ERR_STATE;
+    uv_timeval64_t now;
+    if (uv_gettimeofday(&now) == 0)
+        s->start_time_ms = now.tv_sec * 1000 + now.tv_usec / 1000;
     int rc = prepare(s);
     if (rc == KEEL_OK)
         rc = kl_modules_load(s);
@@ -367,6 +371,9 @@ int keel_server_run(keel_server *s)
 {
     if (s->state != KL_NEW)
         return KEEL_ERR_STATE;
+    uv_timeval64_t now;
+    if (uv_gettimeofday(&now) == 0)
+        s->start_time_ms = now.tv_sec * 1000 + now.tv_usec / 1000;
     int rc = prepare(s);
     if (rc == KEEL_OK)
         rc = kl_modules_load(s);

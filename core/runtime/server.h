@@ -8,6 +8,7 @@
 #include "runtime/config.h"
 #include "http/http.h"
 #include "platform/platform.h"
+#include "runtime/metrics.h"
 #include "runtime/registry.h"
 #include "runtime/settings.h"
 
@@ -107,7 +108,11 @@ struct keel_server {
     volatile uint64_t connections; /* open connections, all workers */
     volatile uint64_t next_conn_id;
     volatile uint64_t workers_done;
-    uint64_t acceptor_rejected; /* single-acceptor mode, main thread */
+    volatile uint64_t acceptor_rejected; /* single-acceptor mode: written by the main thread */
+
+    kl_metrics metrics;           /* the registry (runtime/metrics.c) */
+    kl_core_metrics core_metrics; /* the core's own series */
+    int64_t start_time_ms;        /* keel_server_run began (Unix ms) */
 };
 
 /* Loads every module (file or compiled in) in config order, runs load(),

@@ -736,6 +736,16 @@ KEEL_FN(int, metrics_collect,
         (keel_module *module, unsigned flags, keel_metric_visit_fn fn, void *userdata),
         (module, flags, fn, userdata))
 
+/* ---- HTTP filters (ABI 1.4) -------------------------------------------- */
+
+/* From a filter's on_response_head: this filter leaves this response's
+ * body alone (a compressor declining an image, say), so its
+ * on_response_body is not called for it. When every body filter skips a
+ * response, the body goes to the protocol as if none were registered:
+ * without copies, and a file with sendfile. KEEL_ERR_STATE outside
+ * on_response_head. Worker thread of the request. */
+KEEL_FN(int, response_filter_skip_body, (keel_response *res), (res))
+
 /* ---- The server, for reports (ABI 1.4) --------------------------------- */
 
 /* The index-th loaded module (0-based, in load order): its name and

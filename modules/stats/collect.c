@@ -5,6 +5,8 @@
  * value may be a little newer than its sum. */
 #include "mod.h"
 
+#include <time.h>
+
 static void visit_sum(const keel_metric_sample *sample, void *userdata)
 {
     st_snap_add(userdata, sample);
@@ -21,7 +23,13 @@ void st_collect(const stats *st, keel_worker *worker, st_snap *snap)
     st_snap_init(snap, keel_module_worker_count(m));
     snap->version = keel_host_version();
     snap->abi = keel_host_abi();
-    snap->now = keel_time_now();
+    /* Milliseconds, as the core's start time has them: keel_time_now's
+     * whole seconds would make a young server's uptime jump. */
+    struct timespec ts;
+    if (timespec_get(&ts, TIME_UTC) == TIME_UTC)
+        snap->now = (double)ts.tv_sec + (double)(ts.tv_nsec / 1000000) / 1e3;
+    else
+        snap->now = (double)keel_time_now();
     snap->mono_ms = worker ? keel_worker_now_ms(worker) : 0;
     const char *name, *version;
     for (size_t i = 0; keel_module_at(m, i, &name, &version) == KEEL_OK; i++)

@@ -105,11 +105,12 @@ void st_render_json(st_buf *b, const st_snap *s)
     st_buf_put_json_str(b, s->version, strlen(s->version));
     st_buf_puts(b, ",\"abi\":");
     st_buf_put_json_str(b, s->abi, strlen(s->abi));
-    st_buf_printf(b, ",\"time\":%lld,\"mono_ms\":%llu,\"start_time\":", (long long)s->now,
-                  (unsigned long long)s->mono_ms);
+    st_buf_puts(b, ",\"time\":");
+    put_num(b, s->now);
+    st_buf_printf(b, ",\"mono_ms\":%llu,\"start_time\":", (unsigned long long)s->mono_ms);
     put_num(b, s->start_time);
     st_buf_puts(b, ",\"uptime_seconds\":");
-    put_num(b, s->start_time > 0 ? (double)s->now - s->start_time : 0);
+    put_num(b, s->start_time > 0 && s->now > s->start_time ? s->now - s->start_time : 0);
     st_buf_printf(b, ",\"workers\":%u,\"modules\":[", s->nworkers);
     for (size_t i = 0; i < s->nmodules; i++) {
         st_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");

@@ -98,7 +98,7 @@ typedef struct st_module_info {
 
 typedef struct st_snap {
     const char *version, *abi; /* the host's */
-    int64_t now;               /* Unix seconds when collected */
+    double now;                /* Unix time (seconds, ms precision) when collected */
     uint64_t mono_ms;          /* the collecting worker's loop clock */
     double start_time;         /* Unix seconds the server started */
     unsigned nworkers;

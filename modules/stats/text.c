@@ -147,7 +147,7 @@ static void put_all(st_buf *b, const st_snap *s)
 
 void st_render_text(st_buf *b, const st_snap *s)
 {
-    double uptime = s->start_time > 0 ? (double)s->now - s->start_time : 0;
+    double uptime = s->start_time > 0 && s->now > s->start_time ? s->now - s->start_time : 0;
     st_buf_printf(b, "keel %s (ABI %s)\n\n", s->version, s->abi);
     put_row(b, "uptime");
     put_duration(b, uptime);

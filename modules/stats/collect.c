@@ -5,7 +5,29 @@
  * value may be a little newer than its sum. */
 #include "mod.h"
 
+#ifdef _WIN32
+#include <windows.h>
+#else
 #include <time.h>
+#endif
+
+/* Unix time in milliseconds, as the core's start time has it:
+ * keel_time_now's whole seconds would make a young server's uptime jump.
+ * timespec_get is C11, but mingw-w64's msvcrt lacks it. */
+static double wall_seconds(void)
+{
+#ifdef _WIN32
+    FILETIME ft; /* 100 ns units since 1601 */
+    GetSystemTimeAsFileTime(&ft);
+    uint64_t t = ((uint64_t)ft.dwHighDateTime << 32) | ft.dwLowDateTime;
+    return (double)((t - 116444736000000000ULL) / 10000) / 1e3;
+#else
+    struct timespec ts;
+    if (timespec_get(&ts, TIME_UTC) != TIME_UTC)
+        return (double)keel_time_now();
+    return (double)ts.tv_sec + (double)(ts.tv_nsec / 1000000) / 1e3;
+#endif
+}
 
 static void visit_sum(const keel_metric_sample *sample, void *userdata)
 {
@@ -23,13 +45,7 @@ void st_collect(const stats *st, keel_worker *worker, st_snap *snap)
     st_snap_init(snap, keel_module_worker_count(m));
     snap->version = keel_host_version();
     snap->abi = keel_host_abi();
-    /* Milliseconds, as the core's start time has them: keel_time_now's
-     * whole seconds would make a young server's uptime jump. */
-    struct timespec ts;
-    if (timespec_get(&ts, TIME_UTC) == TIME_UTC)
-        snap->now = (double)ts.tv_sec + (double)(ts.tv_nsec / 1000000) / 1e3;
-    else
-        snap->now = (double)keel_time_now();
+    snap->now = wall_seconds();
     snap->mono_ms = worker ? keel_worker_now_ms(worker) : 0;
     const char *name, *version;
     for (size_t i = 0; keel_module_at(m, i, &name, &version) == KEEL_OK; i++)

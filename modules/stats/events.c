@@ -9,10 +9,10 @@
  * slow reader is written to at its own pace and never buffered for.
  *
  * How a stream ends:
- *   - the client leaves: the core runs the log phase at once (the request
- *     is aborted); on_log takes the stream off the list and ends the
- *     response, which releases the request (as plugins/hello's /slow does);
- *   - a write says KEEL_ERR_CLOSED: the same, found one beat later;
+ *   - the client leaves: the next beat's write says KEEL_ERR_CLOSED (the
+ *     core keeps the request until then) and the stream is dropped. A log
+ *     filter would notice at once, but it would run for every request of
+ *     the server, and this module keeps off the request path;
  *   - the server stops gracefully: http1's on_shutdown lets an exchange in
  *     progress finish, so a stream would hold shutdown up until
  *     shutdown_timeout. The timer ticks at most every 250 ms and, once
@@ -110,11 +110,10 @@ static void stream_maybe_free(st_stream *s)
 }
 
 /* The request is over for us: off the list, nothing more to write. */
-static void stream_detach(st_stream *s, keel_module *m)
+static void stream_detach(st_stream *s)
 {
     if (s->req == NULL)
         return;
-    keel_request_set_data(s->req, m, NULL);
     stream_unlink(s);
     s->req = NULL;
 }
@@ -128,7 +127,7 @@ static void event_released(void *data, void *userdata)
 }
 
 /* Writes ev to s, unless its previous event has not left yet. */
-static void stream_write(st_stream *s, st_event *ev, keel_module *m)
+static void stream_write(st_stream *s, st_event *ev)
 {
     if (s->in_flight || s->res == NULL)
         return;
@@ -139,18 +138,18 @@ static void stream_write(st_stream *s, st_event *ev, keel_module *m)
     s->in_call = 0;
     if (rc < 0) {
         /* The client left (event_released has run): the response is over
-         * and on_log has seen it, or will not need to. */
+         * and the request released. */
         s->res = NULL;
-        stream_detach(s, m);
+        stream_detach(s);
     }
     stream_maybe_free(s);
 }
 
-static void stream_end(st_stream *s, keel_module *m)
+static void stream_end(st_stream *s)
 {
     keel_response *res = s->res;
     s->res = NULL;
-    stream_detach(s, m); /* on_log, run by the end, finds nothing */
+    stream_detach(s);
     if (res != NULL) {
         s->in_call = 1;
         keel_response_end(res);
@@ -163,7 +162,6 @@ static void tick(keel_timer *timer, void *userdata)
 {
     st_worker *ws = userdata;
     const stats *st = ws->st;
-    keel_module *m = st->module;
     if (ws->streams == NULL) {
         keel_timer_stop(timer);
         ws->timer = NULL;
@@ -174,9 +172,9 @@ static void tick(keel_timer *timer, void *userdata)
         while (ws->streams != NULL) {
             st_stream *s = ws->streams;
             if (bye != NULL)
-                stream_write(s, bye, m);
+                stream_write(s, bye);
             if (ws->streams == s)
-                stream_end(s, m);
+                stream_end(s);
         }
         if (bye != NULL)
             event_unref(bye);
@@ -195,7 +193,7 @@ static void tick(keel_timer *timer, void *userdata)
         return; /* out of memory: try again next beat */
     for (st_stream *s = ws->streams, *next; s != NULL; s = next) {
         next = s->next;
-        stream_write(s, ev, m);
+        stream_write(s, ev);
     }
     event_unref(ev);
 }
@@ -230,7 +228,6 @@ int st_events_handler(keel_request *req, keel_response *res, void *userdata)
         ws->streams->prev = s;
     ws->streams = s;
     ws->nstreams++;
-    keel_request_set_data(req, st->module, s);
 
     if (ws->timer == NULL) {
         ws->st = st;
@@ -238,7 +235,7 @@ int st_events_handler(keel_request *req, keel_response *res, void *userdata)
         uint64_t period = st->interval_ms < TICK_MS ? st->interval_ms : TICK_MS;
         ws->timer = keel_timer_start(w, period, period, tick, ws);
         if (ws->timer == NULL) {
-            stream_detach(s, st->module);
+            stream_detach(s);
             free(s);
             return KEEL_ERR_NOMEM;
         }
@@ -254,7 +251,7 @@ int st_events_handler(keel_request *req, keel_response *res, void *userdata)
             hello->len = first->len + sizeof retry - 1;
             memcpy(hello->data, retry, sizeof retry - 1);
             memcpy(hello->data + sizeof retry - 1, first->data, first->len);
-            stream_write(s, hello, st->module);
+            stream_write(s, hello);
             event_unref(hello);
         }
         event_unref(first);
@@ -262,32 +259,13 @@ int st_events_handler(keel_request *req, keel_response *res, void *userdata)
     return KEEL_OK;
 }
 
-void st_events_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
-                      void *userdata)
-{
-    (void)info;
-    const stats *st = userdata;
-    st_stream *s = keel_request_data(req, st->module);
-    if (s == NULL)
-        return;
-    stream_detach(s, st->module);
-    if (!s->in_call && s->res != NULL) {
-        /* The client left while the stream waited for its next beat: end
-         * the response, which releases the request (it answers
-         * KEEL_ERR_CLOSED, the client being gone). */
-        s->res = NULL;
-        s->in_call = 1;
-        keel_response_end(res);
-        s->in_call = 0;
-    }
-    s->res = NULL;
-    stream_maybe_free(s);
-}
-
 void st_events_stop(st_worker *ws)
 {
-    /* Every connection is closed by now, so every stream's log phase has
-     * run; the timer is freed by the worker after stop. */
+    /* Every connection is closed by now. A stream whose client left
+     * between two beats still holds its request (the core keeps it until
+     * the handler learns of it): ending the response releases it. */
+    while (ws->streams != NULL)
+        stream_end(ws->streams);
     if (ws->timer != NULL) {
         keel_timer_stop(ws->timer);
         ws->timer = NULL;

@@ -11,7 +11,6 @@
 /* Made in load, read-only afterwards, shared by every worker. */
 typedef struct stats {
     keel_module *module;
-    keel_http_filter filter; /* on_log: a dashboard that left */
     st_allow allow;
     const char *text_path, *json_path, *metrics_path, *dashboard_path;
     char *events_path;
@@ -41,8 +40,6 @@ void st_collect(const stats *st, keel_worker *worker, st_snap *snap);
 
 /* events.c */
 int st_events_handler(keel_request *req, keel_response *res, void *userdata);
-void st_events_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
-                      void *userdata);
 void st_events_stop(st_worker *ws);
 
 /* stats.c: 1 if the client may see the pages; otherwise it has answered

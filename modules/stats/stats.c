@@ -238,15 +238,9 @@ static int stats_load(keel_module *m)
         return KEEL_ERR_NOMEM;
     st->module = m;
     st->loaded_at = keel_time_now();
-    st->filter = (keel_http_filter){
-        .size = sizeof(keel_http_filter),
-        .name = "stats",
-        .userdata = st,
-        .on_log = st_events_on_log,
-    };
     int rc;
     if ((rc = read_config(m, st)) < 0 || (rc = build_page(st)) < 0 ||
-        (rc = add_routes(m, st)) < 0 || (rc = keel_http_filter_add(m, &st->filter)) < 0) {
+        (rc = add_routes(m, st)) < 0) {
         stats_free(st);
         return rc;
     }

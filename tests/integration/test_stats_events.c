@@ -67,8 +67,8 @@ Test(stats_events, a_client_that_leaves_frees_its_place, .timeout = 60, .fini = 
     kh_assert(p, wait_count(a, "event: snapshot\n", 1, 5000), "first event");
     cr_assert_eq(st_fetch(p, "/__stats/events", NULL), 503, "over max_event_streams");
     ht_close(a);
-    /* The log phase runs when the connection closes: the place is free
-     * again without waiting for a beat to fail. */
+    /* The next beat's write finds the client gone (200 ms here) and frees
+     * the place. */
     int status = 0;
     for (int i = 0; i < 50 && status != 200; i++) {
         kh_sleep_ms(20);

@@ -105,3 +105,19 @@ Test(stats_events, graceful_shutdown_ends_the_stream, .timeout = 60, .fini = kh_
     kh_assert(p, took < 1500, "shutdown took %lld ms with a dashboard connected", took);
     kh_assert(p, strstr(kh_stderr(p), "shutdown deadline") == NULL, "no connection was cut");
 }
+
+Test(stats_events, shutdown_right_after_a_client_left, .timeout = 60, .fini = kh_cleanup_all)
+{
+    /* The client leaves between two beats and the server stops long before
+     * the next: the stream still holds its request, which the stopping
+     * beat (or, failing that, stop()) must release. Under ASan a leak makes
+     * the exit status non-zero. */
+    kh_proc *p = st_start(1, "events_interval = 60s\n", NULL);
+    ht_conn *c = open_stream(p);
+    kh_assert(p, wait_count(c, "event: snapshot\n", 1, 5000), "first event");
+    ht_close(c);
+    kh_sleep_ms(50);
+    kh_signal(p, SIGTERM);
+    int rc = kh_wait_exit(p, 10000);
+    kh_assert(p, rc == 0, "exit status %d", rc);
+}

@@ -736,6 +736,21 @@ KEEL_FN(int, metrics_collect,
         (keel_module *module, unsigned flags, keel_metric_visit_fn fn, void *userdata),
         (module, flags, fn, userdata))
 
+/* ---- Configuration (ABI 1.4) -------------------------------------------- */
+
+/* Resolves `path`, a file or directory name the module read from the
+ * index-th value of `key` (a word of it, say), as keel resolves its own
+ * module_path: relative to the folder of the config file that holds that
+ * value (as nginx's include), unchanged if absolute or if the value came
+ * from --set or a config held in memory (then relative to the working
+ * directory). Writes the result to buf (NUL-terminated). KEEL_ERR_NOTFOUND
+ * if the key has no index-th value, KEEL_ERR_INVAL if buf is too small.
+ * Main thread, from load. */
+KEEL_FN(int, config_path,
+        (keel_module *module, const char *key, size_t index, const char *path, char *buf,
+         size_t size),
+        (module, key, index, path, buf, size))
+
 /* ---- HTTP filters (ABI 1.4) -------------------------------------------- */
 
 /* From a filter's on_response_head: this filter leaves this response's

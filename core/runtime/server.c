@@ -26,6 +26,30 @@ static char *executable_dir(void)
     return len ? kl_strndup(path, len) : kl_strdup(".");
 }
 
+#ifndef KEEL_INSTALL_DATA_DIR_FROM_BINDIR
+#define KEEL_INSTALL_DATA_DIR_FROM_BINDIR "../share/keel"
+#endif
+
+/* keel's shipped data: beside the executable in a build tree
+ * (build/share/keel), else where an install puts it relative to bin/. */
+const char *keel_server_data_dir(keel_server *s)
+{
+    if (s->data_dir == NULL) {
+        char *build = kl_path_join(s->exe_dir, "share/keel");
+        uv_fs_t req;
+        int here = build != NULL && uv_fs_stat(NULL, &req, build, NULL) == 0;
+        if (build != NULL)
+            uv_fs_req_cleanup(&req);
+        if (here)
+            s->data_dir = build;
+        else {
+            free(build);
+            s->data_dir = kl_path_join(s->exe_dir, KEEL_INSTALL_DATA_DIR_FROM_BINDIR);
+        }
+    }
+    return s->data_dir ? s->data_dir : ".";
+}
+
 keel_server *keel_server_new(void)
 {
     kl_platform_init();
@@ -57,6 +81,7 @@ void keel_server_free(keel_server *s)
     kl_metrics_free(&s->metrics);
     free(s->builtins);
     free(s->exe_dir);
+    free(s->data_dir);
     uv_mutex_destroy(&s->lock);
     free(s);
 }

@@ -75,6 +75,7 @@ struct keel_server {
     kl_settings settings;
     int settings_read;
     char *exe_dir;
+    char *data_dir;      /* keel_server_data_dir, found on first use */
     int crash_reporting; /* kl_crash_enable succeeded: disable in release */
 
     const keel_module_desc **builtins;

@@ -76,11 +76,15 @@ try {
   if (!(total >= 400)) fail("the requests tile shows " + st.total + " after 400 requests");
   if (!/^v\d+\.\d+\.\d+ · ABI \d+\.\d+ · \d+ workers$/.test(st.version)) fail("header: " + st.version);
   if (st.workers < 1) fail("no worker in the utilisation legend");
-  // The latency chart must have drawn a line for the load's interval.
+  // "All metrics" lists every series once opened.
+  await page.click("#all summary");
+  const rows = await page.evaluate(() => document.querySelectorAll("#metrics tr").length);
+  if (rows < 10) fail("the metrics table has " + rows + " rows");
+  await page.click("#all summary");
   const lat = await page.evaluate(() => document.getElementById("h-lat").textContent);
   await page.screenshot({ path: shot, fullPage: true });
   if (errors.length) fail("errors in the page: " + errors.join("; "));
-  console.log(`ok: ${st.draws} draws, ${s1 + 2}+ snapshots over SSE, requests ${st.total}, latency "${lat}"`);
+  console.log(`ok: ${st.draws} draws, ${s1 + 2}+ snapshots over SSE, requests ${st.total}, ${rows} series, latency "${lat}"`);
 
   // The fallback: no EventSource, so the page polls the JSON page.
   // (In the dark scheme, and narrow, for a second screenshot.)

@@ -43,8 +43,12 @@ for _ in $(seq 100); do
 done
 [ -n "$port" ] || { echo "FAIL: keel did not start"; cat "$work/keel.log"; exit 1; }
 
+# A deadline from outside too where coreutils' timeout exists (not on a
+# stock macOS; dashboard.mjs has its own).
+deadline=""
+command -v timeout >/dev/null && deadline="timeout 120"
 status=0
-timeout 120 node "$here/dashboard.mjs" "http://127.0.0.1:$port" "$out/dashboard.png" "$npm_dir" || status=$?
+$deadline node "$here/dashboard.mjs" "http://127.0.0.1:$port" "$out/dashboard.png" "$npm_dir" || status=$?
 if [ $status -ne 0 ]; then
     echo "---- keel's log ----"; cat "$work/keel.log"
     exit $status

@@ -53,10 +53,23 @@ static const st_mount *find_mount(const st_config *cfg, const char *path, size_t
     return best;
 }
 
+/* A short text body ("404 Not Found\n") that keeps the fields already set
+ * (keel_response_send_status starts the head afresh, and a 301 needs its
+ * Location, a 416 its Content-Range). The text names the status only,
+ * never a path. */
+static int send_short(keel_response *res, int status)
+{
+    char body[96];
+    int n = snprintf(body, sizeof body, "%d %s\n", status, keel_http_reason(status));
+    keel_response_set_status(res, status);
+    keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
+    return keel_response_send_copy(res, body, n > 0 && (size_t)n < sizeof body ? (size_t)n : 0);
+}
+
 static int answer(const st_config *cfg, keel_request *req, keel_response *res, int status)
 {
     st_count(cfg, req, status, 0);
-    return keel_response_send_status(res, status);
+    return send_short(res, status);
 }
 
 /* 301 to the same path with a slash (and the query kept): a directory's
@@ -88,8 +101,7 @@ static int redirect_slash(const st_config *cfg, keel_request *req, keel_response
     free(heap);
     if (rc != KEEL_OK) /* a query with a control byte: no redirect then */
         return answer(cfg, req, res, 404);
-    st_count(cfg, req, 301, 0);
-    return keel_response_send_status(res, 301);
+    return answer(cfg, req, res, 301);
 }
 
 /* Chooses a precompressed sibling of rel: br or gzip, by q-value (br on a

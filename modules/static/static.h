@@ -35,8 +35,9 @@ enum st_resolver {
 typedef struct st_mount {
     char *prefix; /* URL prefix without a trailing slash ("" for "/") */
     size_t prefix_len;
-    char *root;  /* directory, absolute or as written (relative: to the working directory) */
-    int root_fd; /* POSIX: the root directory, opened once at load; -1 on Windows */
+    char *root;     /* directory, absolute or as written (relative: to the working directory) */
+    int root_fd;    /* POSIX: the root directory, opened once at load; -1 on Windows */
+    void *platform; /* Windows: the root's full and final paths (resolve_win.c) */
     char *index[ST_MAX_INDEX];
     size_t nindex;
     int listing;

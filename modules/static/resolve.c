@@ -71,6 +71,7 @@ static void fill_info(const struct stat *st, st_info *info)
 #else
     info->mtime_nsec = st->st_mtim.tv_nsec;
 #endif
+    info->gone = st->st_nlink == 0;
     info->kind = S_ISREG(st->st_mode)   ? ST_KIND_FILE
                  : S_ISDIR(st->st_mode) ? ST_KIND_DIR
                                         : ST_KIND_OTHER;
@@ -83,6 +84,11 @@ int st_fstat(int fd, st_info *info)
         return -1;
     fill_info(&st, info);
     return 0;
+}
+
+int st_dup(int fd)
+{
+    return fcntl(fd, F_DUPFD_CLOEXEC, 0);
 }
 
 void st_close(int fd)

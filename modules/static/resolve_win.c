@@ -96,6 +96,7 @@ static int info_of(HANDLE h, st_info *info)
     info->ino = ((uint64_t)fi.nFileIndexHigh << 32) | fi.nFileIndexLow;
     info->dev = fi.dwVolumeSerialNumber;
     from_filetime(fi.ftLastWriteTime, info);
+    info->gone = fi.nNumberOfLinks == 0;
     info->kind = (fi.dwFileAttributes & FILE_ATTRIBUTE_REPARSE_POINT) ? ST_KIND_OTHER
                  : (fi.dwFileAttributes & FILE_ATTRIBUTE_DIRECTORY)   ? ST_KIND_DIR
                                                                       : ST_KIND_FILE;
@@ -106,6 +107,11 @@ int st_fstat(int fd, st_info *info)
 {
     HANDLE h = (HANDLE)_get_osfhandle(fd);
     return h == INVALID_HANDLE_VALUE ? -1 : info_of(h, info);
+}
+
+int st_dup(int fd)
+{
+    return _dup(fd);
 }
 
 void st_close(int fd)

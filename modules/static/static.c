@@ -23,6 +23,7 @@ static const int counted[] = {200, 206, 301, 304, 403, 404, 412, 416};
 
 typedef struct st_module {
     st_config cfg;
+    keel_http_filter filter;            /* on_log only: no body filter, sendfile stays */
     keel_metric *m_codes[NCOUNTED + 1]; /* the last: any other status */
 } st_module;
 
@@ -104,13 +105,81 @@ static int redirect_slash(const st_config *cfg, keel_request *req, keel_response
     return answer(cfg, req, res, 301);
 }
 
-/* Chooses a precompressed sibling of rel: br or gzip, by q-value (br on a
- * tie), when the mount allows it and the sibling is a regular file. On a
- * hit *fd and *info are the sibling's and the coding's name is returned. */
-static const char *pick_sibling(const st_mount *m, keel_request *req, char *rel, size_t rlen,
-                                int *fd, st_info *info)
+/* ---- opened files: owned, or shared with the cache ---------------------------- */
+
+/* What one request works with. */
+typedef struct st_ctx {
+    const st_config *cfg;
+    keel_request *req;
+    keel_response *res;
+    st_worker *ws; /* NULL without the cache */
+    uint64_t now_ms;
+} st_ctx;
+
+typedef struct st_open_file {
+    int fd;
+    st_info info;
+    st_file *shared; /* the cache's; NULL when fd is ours alone */
+} st_open_file;
+
+static int open_rel(const st_ctx *x, const st_mount *m, const char *rel, st_open_file *of)
 {
-    keel_str ae = keel_request_header(req, "Accept-Encoding");
+    if (x->ws == NULL) {
+        of->shared = NULL;
+        return st_open(m, rel, &of->fd, &of->info);
+    }
+    st_file *f;
+    int rc = st_cache_open(&x->ws->cache, x->now_ms, m, rel, &f);
+    if (rc != 0)
+        return rc;
+    of->shared = f;
+    of->fd = f->fd;
+    of->info = f->info;
+    return 0;
+}
+
+static void of_close(st_open_file *of)
+{
+    if (of->shared)
+        st_file_release(of->shared);
+    else
+        st_close(of->fd);
+    of->shared = NULL;
+    of->fd = -1;
+}
+
+/* A descriptor the caller owns (multipart and listing read and close their
+ * own on the pool), or -1. */
+static int of_take(st_open_file *of)
+{
+    if (of->shared == NULL) {
+        int fd = of->fd;
+        of->fd = -1;
+        return fd;
+    }
+    int fd = st_dup(of->fd);
+    of_close(of);
+    return fd;
+}
+
+/* Sends [off, off + len) and ends the response. A shared descriptor stays
+ * open (close_fd 0) until the log phase releases the request's reference,
+ * once the last byte has left. */
+static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t len)
+{
+    if (of->shared == NULL)
+        return keel_response_send_file(x->res, of->fd, off, len, 1);
+    keel_request_set_data(x->req, x->cfg->module, of->shared);
+    return keel_response_send_file(x->res, of->fd, off, len, 0);
+}
+
+/* Chooses a precompressed sibling of rel: br or gzip, by q-value (br on a
+ * tie), when the sibling is a regular file. On a hit *sib is the sibling
+ * and the coding's name is returned. */
+static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, size_t rlen,
+                                st_open_file *sib)
+{
+    keel_str ae = keel_request_header(x->req, "Accept-Encoding");
     if (ae.ptr == NULL || rlen + 4 > ST_PATH_MAX)
         return NULL;
     int qbr = st_accept_q(ae, "br"), qgz = st_accept_q(ae, "gzip");
@@ -128,44 +197,41 @@ static const char *pick_sibling(const st_mount *m, keel_request *req, char *rel,
         if (order[i].q <= 0)
             continue;
         memcpy(rel + rlen, order[i].ext, 4);
-        int sfd;
-        st_info sinfo;
-        int rc = st_open(m, rel, &sfd, &sinfo);
+        int rc = open_rel(x, m, rel, sib);
         rel[rlen] = '\0';
         if (rc != 0)
             continue;
-        if (sinfo.kind != ST_KIND_FILE) {
-            st_close(sfd);
+        if (sib->info.kind != ST_KIND_FILE) {
+            of_close(sib);
             continue;
         }
-        *fd = sfd;
-        *info = sinfo;
         return order[i].coding;
     }
     return NULL;
 }
 
-static int serve_file(const st_config *cfg, const st_mount *m, keel_request *req,
-                      keel_response *res, int fd, st_info info, char *rel, size_t rlen)
+static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char *rel, size_t rlen)
 {
+    const st_config *cfg = x->cfg;
+    keel_request *req = x->req;
+    keel_response *res = x->res;
     const char *type = st_mime_type(cfg, rel, rlen);
     const char *coding = NULL;
     if (m->precompressed) {
-        int sfd;
-        st_info sinfo;
-        coding = pick_sibling(m, req, rel, rlen, &sfd, &sinfo);
+        st_open_file sib;
+        coding = pick_sibling(x, m, rel, rlen, &sib);
         if (coding != NULL) {
-            st_close(fd);
-            fd = sfd;
-            info = sinfo;
+            of_close(of);
+            *of = sib;
         }
         /* Every answer of such a mount varies, the identity one included,
          * or a cache would hand it to a client that asked for br. */
         keel_response_header_set(res, "Vary", "Accept-Encoding");
     }
+    const st_info *info = &of->info;
     char etag[ST_ETAG_MAX], date[64];
-    st_etag(&info, coding, etag, sizeof etag);
-    keel_time_format(info.mtime, KEEL_TIME_HTTP, date, sizeof date);
+    st_etag(info, coding, etag, sizeof etag);
+    keel_time_format(info->mtime, KEEL_TIME_HTTP, date, sizeof date);
     keel_response_header_set(res, "ETag", etag);
     keel_response_header_set(res, "Last-Modified", date);
     if (m->cache_control)
@@ -173,57 +239,69 @@ static int serve_file(const st_config *cfg, const st_mount *m, keel_request *req
     if (coding)
         keel_response_header_set(res, "Content-Encoding", coding);
 
-    int pc = st_preconditions(req, etag, info.mtime);
+    int pc = st_preconditions(req, etag, info->mtime);
     if (pc == 304) {
         /* 15.4.5: the fields a 200 would carry that describe the
          * representation's metadata go with it; no body. */
-        st_close(fd);
+        of_close(of);
         st_count(cfg, req, 304, 0);
         keel_response_set_status(res, 304);
         return keel_response_end(res);
     }
     if (pc == 412) {
-        st_close(fd);
+        of_close(of);
         return answer(cfg, req, res, 412);
     }
     keel_response_header_set(res, "Content-Type", type);
     keel_response_header_set(res, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none");
 
+    uint64_t size = info->size;
     keel_str range = keel_request_header(req, "Range");
-    if (range.ptr != NULL && st_if_range(req, etag, info.mtime)) {
+    if (range.ptr != NULL && st_if_range(req, etag, info->mtime)) {
         st_range *ranges;
         size_t n;
-        int r = st_range_parse(range.ptr, range.len, info.size, cfg->max_ranges, &ranges, &n);
+        int r = st_range_parse(range.ptr, range.len, size, cfg->max_ranges, &ranges, &n);
         if (r == ST_RANGE_UNSAT) {
             char cr[64];
-            snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)info.size);
-            st_close(fd);
+            snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
+            of_close(of);
             keel_response_header_set(res, "Content-Range", cr);
             return answer(cfg, req, res, 416);
         }
         if (r == ST_RANGE_OK && n == 1) {
             char cr[96];
             snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)ranges[0].first,
-                     (unsigned long long)ranges[0].last, (unsigned long long)info.size);
+                     (unsigned long long)ranges[0].last, (unsigned long long)size);
             uint64_t off = ranges[0].first, len = ranges[0].last - ranges[0].first + 1;
             free(ranges);
             keel_response_set_status(res, 206);
             keel_response_header_set(res, "Content-Range", cr);
             st_count(cfg, req, 206, len);
-            return keel_response_send_file(res, fd, off, len, 1);
+            return send_range(x, of, off, len);
         }
         if (r == ST_RANGE_OK) {
             st_count(cfg, req, 206, 0);
-            return st_multipart_send(cfg, req, res, fd, info.size, type, ranges, n);
+            int fd = of_take(of);
+            if (fd < 0) {
+                free(ranges);
+                return answer(cfg, req, res, 500);
+            }
+            return st_multipart_send(cfg, req, res, fd, size, type, ranges, n);
         }
     }
-    st_count(cfg, req, 200, info.size);
-    return keel_response_send_file(res, fd, 0, info.size, 1);
+    st_count(cfg, req, 200, size);
+    return send_range(x, of, 0, size);
 }
 
 static int handle(keel_request *req, keel_response *res, void *userdata)
 {
     const st_config *cfg = userdata;
+    st_ctx x = {.cfg = cfg, .req = req, .res = res};
+    if (cfg->cache_on) {
+        keel_worker *w = keel_conn_worker(keel_request_conn(req));
+        x.ws = keel_worker_state(w, cfg->module);
+        x.now_ms = keel_worker_now_ms(w);
+    }
     keel_str path = keel_request_path(req);
     const st_mount *m = find_mount(cfg, path.ptr, path.len);
     if (m == NULL)
@@ -247,21 +325,20 @@ static int handle(keel_request *req, keel_response *res, void *userdata)
         rlen--;
     rel[rlen] = '\0';
 
-    int fd;
-    st_info info;
-    rc = st_open(m, rel, &fd, &info);
+    st_open_file of;
+    rc = open_rel(&x, m, rel, &of);
     if (rc != 0)
         return answer(cfg, req, res, rc);
-    if (info.kind == ST_KIND_FILE) {
+    if (of.info.kind == ST_KIND_FILE) {
         if (slash) { /* "/file.txt/" names no file (nginx: ENOTDIR, 404) */
-            st_close(fd);
+            of_close(&of);
             return answer(cfg, req, res, 404);
         }
-        return serve_file(cfg, m, req, res, fd, info, rel, rlen);
+        return serve_file(&x, m, &of, rel, rlen);
     }
     /* A directory. */
     if (!slash) {
-        st_close(fd);
+        of_close(&of);
         return redirect_slash(cfg, req, res, path.ptr, path.len);
     }
     for (size_t i = 0; i < m->nindex; i++) {
@@ -270,23 +347,40 @@ static int handle(keel_request *req, keel_response *res, void *userdata)
             rel[at++] = '/';
         size_t nl = strlen(m->index[i]);
         memcpy(rel + at, m->index[i], nl + 1);
-        int ifd;
-        st_info iinfo;
-        if (st_open(m, rel, &ifd, &iinfo) == 0) {
-            if (iinfo.kind == ST_KIND_FILE) {
-                st_close(fd);
-                return serve_file(cfg, m, req, res, ifd, iinfo, rel, at + nl);
+        st_open_file idx;
+        if (open_rel(&x, m, rel, &idx) == 0) {
+            if (idx.info.kind == ST_KIND_FILE) {
+                of_close(&of);
+                return serve_file(&x, m, &idx, rel, at + nl);
             }
-            st_close(ifd);
+            of_close(&idx);
         }
         rel[rlen] = '\0';
     }
     if (m->listing) {
+        int fd = of_take(&of);
+        if (fd < 0)
+            return answer(cfg, req, res, 500);
         st_count(cfg, req, 200, 0);
         return st_listing_send(m, req, res, path.ptr, path.len, rel, fd);
     }
-    st_close(fd);
+    of_close(&of);
     return answer(cfg, req, res, 403); /* a directory without an index (nginx: 403) */
+}
+
+/* The log phase: the response is over, its last byte gone: the request's
+ * reference to a shared descriptor goes. */
+static void release_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
+                           void *userdata)
+{
+    const st_config *cfg = userdata;
+    (void)res;
+    (void)info;
+    st_file *f = keel_request_data(req, cfg->module);
+    if (f != NULL) {
+        keel_request_set_data(req, cfg->module, NULL);
+        st_file_release(f);
+    }
 }
 
 /* ---- configuration -------------------------------------------------------------- */
@@ -377,6 +471,12 @@ static int static_load(keel_module *module)
     if (rc == KEEL_OK && cfg->max_ranges > 1000)
         rc = keel_config_error(module, "max_ranges", "must be at most 1000");
     if (rc == KEEL_OK)
+        rc = keel_config_duration_ms(module, "cache_valid", 1000, &cfg->cache_valid_ms);
+    if (rc == KEEL_OK)
+        rc = keel_config_int(module, "cache_entries", 1024, 0, 1 << 20,
+                             (int64_t *)&cfg->cache_entries);
+    cfg->cache_on = cfg->cache_valid_ms > 0 && cfg->cache_entries > 0;
+    if (rc == KEEL_OK)
         rc = read_types(module, cfg);
     size_t n = keel_config_count(module, "mount");
     if (rc == KEEL_OK && n > 0) {
@@ -419,12 +519,43 @@ static int static_load(keel_module *module)
         if (rc == KEEL_OK && m->prefix_len == 0)
             rc = keel_route_add(module, "GET", "/", handle, cfg);
     }
+    if (rc == KEEL_OK && cfg->cache_on) {
+        sm->filter = (keel_http_filter){.size = sizeof(keel_http_filter),
+                                        .name = "static",
+                                        .order = KEEL_ORDER_LAST,
+                                        .userdata = cfg,
+                                        .on_log = release_on_log};
+        rc = keel_http_filter_add(module, &sm->filter);
+    }
     if (rc != KEEL_OK) {
         config_free(sm);
         return rc;
     }
     keel_module_set_data(module, sm);
     return KEEL_OK;
+}
+
+static int static_start(keel_module *module, keel_worker *worker, void *state)
+{
+    (void)worker;
+    const st_module *sm = keel_module_data(module);
+    st_worker *ws = state;
+    if (!sm->cfg.cache_on)
+        return KEEL_OK;
+    return st_cache_init(&ws->cache, sm->cfg.cache_valid_ms, (size_t)sm->cfg.cache_entries);
+}
+
+/* Every request is over by now (the worker stopped its connections): the
+ * cache holds the only references left. */
+static void static_stop(keel_module *module, keel_worker *worker, void *state)
+{
+    st_worker *ws = state;
+    if (ws->cache.buckets != NULL) {
+        keel_log(module, KEEL_LOG_DEBUG, "worker %u: open-file cache: %llu hits, %llu misses",
+                 keel_worker_id(worker), (unsigned long long)ws->cache.hits,
+                 (unsigned long long)ws->cache.misses);
+        st_cache_free(&ws->cache);
+    }
 }
 
 static void static_unload(keel_module *module)
@@ -435,4 +566,4 @@ static void static_unload(keel_module *module)
 }
 
 KEEL_MODULE(static, .version = "1.0.0", .worker_state_size = sizeof(st_worker), .load = static_load,
-            .unload = static_unload);
+            .start = static_start, .stop = static_stop, .unload = static_unload);

@@ -61,7 +61,8 @@ typedef struct st_config {
     size_t ntypes;
     uint64_t max_ranges;
     uint64_t cache_valid_ms; /* open-file cache validity; 0: off */
-    uint64_t cache_entries;
+    uint64_t cache_entries;  /* per worker */
+    int cache_on;
     keel_metric *m_status[6]; /* 2xx/3xx/4xx by class: static_responses_total */
     keel_metric *m_bytes;     /* static_bytes_sent_total (bodies promised) */
 } st_config;
@@ -80,6 +81,7 @@ typedef struct st_info {
     int64_t mtime;   /* seconds */
     long mtime_nsec; /* 0 where the system keeps whole seconds */
     int kind;
+    int gone; /* unlinked since it was opened (st_nlink 0): open the name again */
 } st_info;
 
 /* ---- pathcheck.c ---------------------------------------------------------- */
@@ -101,6 +103,10 @@ void st_root_close(st_mount *m);
  * non-blocking so that a FIFO cannot stall the loop) and *info filled;
  * otherwise the status to answer (403, 404, 500) and no descriptor. */
 int st_open(const st_mount *m, const char *rel, int *fd, st_info *info);
+
+/* A second descriptor for the same open file (for a reader that closes
+ * its own), or -1. */
+int st_dup(int fd);
 
 /* Fills info for an open descriptor: 0, or -1. */
 int st_fstat(int fd, st_info *info);
@@ -199,9 +205,44 @@ size_t st_html_escape(const char *s, size_t len, char *out, size_t cap);
 int st_casecmp_n(const char *a, const char *b, size_t n);
 int st_mime_table_sorted(void);
 
-/* Per-worker state: the boundary counter for multipart bodies. */
+/* ---- cache.c ------------------------------------------------------------------------ */
+
+/* An open file shared by the cache and the requests sending it. */
+typedef struct st_file {
+    int fd;
+    st_info info;
+    unsigned refs;
+} st_file;
+
+typedef struct st_centry st_centry;
+
+/* One worker's open-file cache (no lock: only its worker touches it). */
+typedef struct st_cache {
+    st_centry **buckets;
+    size_t nbuckets;
+    size_t count;
+    st_centry *lru_head, *lru_tail; /* most recently used first */
+    uint64_t valid_ms;
+    size_t max;
+    uint64_t hits, misses; /* for the log at stop, and the benchmark */
+} st_cache;
+
+int st_cache_init(st_cache *c, uint64_t valid_ms, size_t max);
+void st_cache_free(st_cache *c);
+
+/* st_open through the cache: 0 and *file (one reference, the caller's) or
+ * a status. An entry younger than valid_ms is used after an fstat of its
+ * descriptor (so a file rewritten in place is seen at once, with its new
+ * size and ETag); an older one, or one whose file was unlinked, is opened
+ * again by name and kept only if it is still the same file. Misses (404)
+ * are cached the same way. */
+int st_cache_open(st_cache *c, uint64_t now_ms, const st_mount *m, const char *rel, st_file **file);
+void st_file_release(st_file *f);
+
+/* Per-worker state. */
 typedef struct st_worker {
-    uint64_t boundary_seq;
+    uint64_t boundary_seq; /* multipart boundaries */
+    st_cache cache;
 } st_worker;
 
 /* Counts a response in static_responses_total and static_bytes_sent_total. */

@@ -196,3 +196,32 @@ T(precompressed_siblings_by_q_value, 30)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         free(tags[i]);
 }
+
+T(open_file_cache_sees_deletes_and_new_files, 30)
+{
+    st_make_tree();
+    st_write_str("www/f.txt", "one");
+    kh_proc *p = st_start("mount = / %R\ncache_valid = 500ms\n");
+    ht_resp r;
+    st_get(p, "/f.txt", NULL, &r);
+    st_assert_status(p, &r, 200);
+    ht_resp_free(&r);
+    /* Unlinked: the cached descriptor says so at once (no link left). */
+    cr_assert(unlink(st_path("www/f.txt")) == 0);
+    st_get(p, "/f.txt", NULL, &r);
+    st_assert_status(p, &r, 404);
+    ht_resp_free(&r);
+    /* A name remembered as missing is looked up again after cache_valid. */
+    st_write_str("www/f.txt", "two");
+    kh_sleep_ms(700);
+    st_get(p, "/f.txt", NULL, &r);
+    st_assert_status(p, &r, 200);
+    kh_assert(p, strcmp(r.body, "two") == 0, "body %s", r.body);
+    ht_resp_free(&r);
+    /* Rewritten in place, shorter: the new length, never a truncated body. */
+    st_write_str("www/f.txt", "3");
+    st_get(p, "/f.txt", NULL, &r);
+    st_assert_status(p, &r, 200);
+    kh_assert(p, strcmp(r.body, "3") == 0 && r.content_length == 1, "body %s", r.body);
+    ht_resp_free(&r);
+}

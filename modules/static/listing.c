@@ -126,7 +126,8 @@ static void build(void *arg)
         l->failed = 1;
     if (l->failed)
         return;
-    qsort(l->e, l->n, sizeof *l->e, by_kind_name);
+    if (l->n > 1)
+        qsort(l->e, l->n, sizeof *l->e, by_kind_name);
     size_t cap = l->url_len * 6 + 1;
     char *title = malloc(cap);
     if (title == NULL || st_html_escape(l->url, l->url_len, title, cap) == 0) {

@@ -348,7 +348,10 @@ void st_root_close(st_mount *m)
 int st_dir_each(const st_mount *m, const char *rel, int dirfd, st_dir_fn fn, void *arg)
 {
     (void)rel;
-    int fd = dup(dirfd);
+    /* A new open file description, not a dup: a dup shares the directory
+     * offset with the cached descriptor (and with a listing running at the
+     * same time on another pool thread). */
+    int fd = openat(dirfd, ".", O_RDONLY | O_CLOEXEC | O_DIRECTORY);
     if (fd < 0)
         return -1;
     DIR *d = fdopendir(fd);

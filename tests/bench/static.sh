@@ -19,7 +19,8 @@
 # Environment (defaults in brackets):
 #   DURATION [10] WARMUP [2] ROUNDS [1] CONNS [64] CONNS_LARGE [16]
 #   SERVERS ["keel nginx h2o"]  TESTS ["small large"]
-#   SERVER_CPU [0] CLIENT_CPU [1] BASE_PORT [19180] (keel; nginx +1, h2o +2)
+#                               (keel_nocache: keel with cache_valid = 0, to measure the cache)
+#   SERVER_CPU [0] CLIENT_CPU [1] BASE_PORT [19180] (keel; nginx +1, h2o +2, keel_nocache +3)
 #   KEEL_BUILD [<repo>/build]   where keel and modules/ are; built (Release) if missing
 #   KEEL_STATIC_OPTS [""]       extra words for keel's mount line
 #   NO_INSTALL=1                do not apt-get missing packages
@@ -109,6 +110,7 @@ port_of() {
     keel) echo "$BASE_PORT" ;;
     nginx) echo $((BASE_PORT + 1)) ;;
     h2o) echo $((BASE_PORT + 2)) ;;
+    keel_nocache) echo $((BASE_PORT + 3)) ;;
     esac
 }
 
@@ -123,13 +125,13 @@ make_files() {
 }
 
 start_keel() {
-    local port=$1 bin="$KEEL_BUILD/keel"
+    local port=$1 bin="$KEEL_BUILD/keel" name=${2:-keel} cache=${3:-1s}
     if [[ ! -x "$bin" || ! -e "$KEEL_BUILD/modules/mod_static.so" ]]; then
         log "static bench: building keel in $KEEL_BUILD (Release)"
         cmake -S "$ROOT" -B "$KEEL_BUILD" -DCMAKE_BUILD_TYPE=Release -DKEEL_BUILD_TESTS=OFF >&2
         cmake --build "$KEEL_BUILD" >&2
     fi
-    cat >"$TMP/keel.conf" <<EOF
+    cat >"$TMP/$name.conf" <<EOF
 [keel]
 listen = 127.0.0.1:$port http1
 workers = 1
@@ -142,9 +144,15 @@ keepalive_timeout = 5m
 max_requests = 0
 [static]
 mount = / $WWW $KEEL_STATIC_OPTS
+cache_valid = $cache
 EOF
-    taskset -c "$SERVER_CPU" "$bin" -c "$TMP/keel.conf" >"$TMP/keel.log" 2>&1 &
-    PID[keel]=$!
+    taskset -c "$SERVER_CPU" "$bin" -c "$TMP/$name.conf" >"$TMP/$name.log" 2>&1 &
+    PID[$name]=$!
+}
+
+# keel without its open-file cache: open + fstat + close on every request.
+start_keel_nocache() {
+    start_keel "$1" keel_nocache 0
 }
 
 start_nginx() {

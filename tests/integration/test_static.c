@@ -202,6 +202,13 @@ T(listing_escapes_sorts_and_hides_dotfiles, 30)
     kh_assert(p, dir && a && b && s && dir < s && s < a && a < b,
               "order: directories first, then by name:\n%s", r.body);
     kh_assert(p, strstr(r.body, ">3<") != NULL, "size of 'a b.txt':\n%s", r.body);
+    /* Again (the directory's descriptor now comes from the cache): the
+     * same page, not one read from where the last listing stopped. */
+    ht_resp again;
+    st_get(p, "/d/", NULL, &again);
+    kh_assert(p, again.body_len == r.body_len && memcmp(again.body, r.body, r.body_len) == 0,
+              "second listing differs:\n%s", again.body);
+    ht_resp_free(&again);
     ht_resp_free(&r);
     /* The escaped link leads to the file. */
     st_get(p, "/d/%3Cscript%3E.txt", NULL, &r);

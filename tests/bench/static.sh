@@ -234,7 +234,7 @@ check_server() {
 declare -A VAL_L=() CPU_L=()
 
 median() {
-    tr ' ' '\n' <<<"$1" | grep . | sort -g | awk -v fmt="$2" '{v[NR] = $1} END {
+    tr ' ' '\n' <<<"$1" | { grep . || true; } | sort -g | awk -v fmt="$2" '{v[NR] = $1} END {
         if (NR == 0) print "-";
         else printf fmt "\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }

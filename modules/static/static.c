@@ -467,14 +467,15 @@ static int static_load(keel_module *module)
         return KEEL_ERR_NOMEM;
     st_config *cfg = &sm->cfg;
     cfg->module = module;
-    int rc = keel_config_size(module, "max_ranges", 16, &cfg->max_ranges);
-    if (rc == KEEL_OK && cfg->max_ranges > 1000)
-        rc = keel_config_error(module, "max_ranges", "must be at most 1000");
+    int64_t max_ranges = 16;
+    int rc = keel_config_int(module, "max_ranges", 16, 0, 1000, &max_ranges);
+    cfg->max_ranges = (uint64_t)max_ranges;
     if (rc == KEEL_OK)
         rc = keel_config_duration_ms(module, "cache_valid", 1000, &cfg->cache_valid_ms);
+    int64_t entries = 1024;
     if (rc == KEEL_OK)
-        rc = keel_config_int(module, "cache_entries", 1024, 0, 1 << 20,
-                             (int64_t *)&cfg->cache_entries);
+        rc = keel_config_int(module, "cache_entries", 1024, 0, 1 << 20, &entries);
+    cfg->cache_entries = (uint64_t)entries;
     cfg->cache_on = cfg->cache_valid_ms > 0 && cfg->cache_entries > 0;
     if (rc == KEEL_OK)
         rc = read_types(module, cfg);

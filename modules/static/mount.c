@@ -7,9 +7,9 @@
  * blanks and commas. Every error names the key's file and line through
  * keel_config_error and stops keel (nothing runs half-configured).
  *
- * A relative DIRECTORY is relative to the working directory: the ABI does
- * not tell a module where its config file is (module_path, resolved by
- * the core, is relative to the config file's folder; see docs/static.md).
+ * A relative DIRECTORY is relative to the folder of the config file that
+ * holds the line (keel_config_path, as keel's own module_path and nginx's
+ * include), or to the working directory for a line from --set.
  */
 #include "static.h"
 
@@ -167,7 +167,7 @@ static int set_option(keel_module *module, st_mount *m, const char *key, const c
     return keel_config_error(module, "mount", "unknown option '%s'", key);
 }
 
-int st_mount_parse(keel_module *module, const char *line, st_mount *m)
+int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount *m)
 {
     memset(m, 0, sizeof *m);
     m->root_fd = -1;
@@ -187,6 +187,17 @@ int st_mount_parse(keel_module *module, const char *line, st_mount *m)
     size_t plen = strlen(prefix);
     while (plen > 0 && prefix[plen - 1] == '/')
         prefix[--plen] = '\0';
+    char resolved[4096];
+    if (keel_config_path(module, "mount", index, root, resolved, sizeof resolved) != KEEL_OK) {
+        free(prefix);
+        free(root);
+        return keel_config_error(module, "mount", "directory path too long");
+    }
+    free(root);
+    if ((root = dupn(resolved, strlen(resolved))) == NULL) {
+        free(prefix);
+        return KEEL_ERR_NOMEM;
+    }
     size_t rlen = strlen(root);
     while (rlen > 1 && root[rlen - 1] == '/')
         root[--rlen] = '\0';

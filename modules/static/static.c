@@ -489,7 +489,7 @@ static int static_load(keel_module *module)
         const char *line;
         rc = keel_config_string_at(module, "mount", i, &line);
         if (rc == KEEL_OK) {
-            rc = st_mount_parse(module, line, &cfg->mounts[i]);
+            rc = st_mount_parse(module, line, i, &cfg->mounts[i]);
             cfg->nmounts = i + 1;
         }
         for (size_t j = 0; rc == KEEL_OK && j < i; j++)

@@ -67,7 +67,8 @@ typedef struct st_config {
     keel_metric *m_bytes;     /* static_bytes_sent_total (bodies promised) */
 } st_config;
 
-int st_mount_parse(keel_module *module, const char *line, st_mount *out);
+/* Parses the index-th `mount` value, line. */
+int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount *out);
 void st_mount_free(st_mount *m);
 
 /* ---- what a file is ------------------------------------------------------- */

@@ -146,6 +146,22 @@ T(empty_file, 30)
     ht_resp_free(&r);
 }
 
+/* A relative directory is relative to the config file's folder (keel
+ * writes the config to its own temporary folder, a sibling of st_base). */
+T(relative_directory_is_relative_to_the_config_file, 30)
+{
+    st_make_tree();
+    st_write_str("www/rel.txt", "found relative\n");
+    const char *base = strrchr(st_base, '/') + 1;
+    kh_proc *p = st_start(ht_fmt("mount = / ../%s/www\n", base));
+    ht_resp r;
+    st_get(p, "/rel.txt", NULL, &r);
+    st_assert_status(p, &r, 200);
+    kh_assert(p, r.body_len == 15 && memcmp(r.body, "found relative\n", 15) == 0, "body '%s'",
+              r.body);
+    ht_resp_free(&r);
+}
+
 T(cache_control_per_mount_and_longest_prefix, 30)
 {
     st_make_tree();

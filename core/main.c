@@ -12,16 +12,15 @@
  * keel_server_data_dir), and the stats dashboard at /__stats/. The
  * docroot's path is absolute, so %s is filled in at run time; quoted, so a
  * path with blanks stays one word. */
-static const char default_config_format[] =
-    "[keel]\n"
-    "listen = 127.0.0.1:8080 http1\n"
-    "workers = auto\n"
-    "modules = http1 static stats\n"
-    "\n"
-    "[static]\n"
-    "mount = / \"%s/www\"\n"
-    "mount = /docs \"%s/www/docs\" listing=on\n"
-    "type = .md text/plain\n";
+static const char default_config_format[] = "[keel]\n"
+                                            "listen = 127.0.0.1:8080 http1\n"
+                                            "workers = auto\n"
+                                            "modules = http1 static stats\n"
+                                            "\n"
+                                            "[static]\n"
+                                            "mount = / \"%s/www\"\n"
+                                            "mount = /docs \"%s/www/docs\" listing=on\n"
+                                            "type = .md text/plain\n";
 
 /* The default config for this executable, or NULL (out of memory). */
 static char *default_config(keel_server *server)

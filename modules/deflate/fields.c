@@ -61,6 +61,17 @@ int kd_type_matches(keel_str ct, const char *const *patterns, size_t n)
     return 0;
 }
 
+int kd_name_is(keel_str name, const char *lit)
+{
+    size_t n = strlen(lit);
+    if (name.ptr == NULL || name.len != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (lower((unsigned char)name.ptr[i]) != lower((unsigned char)lit[i]))
+            return 0;
+    return 1;
+}
+
 int kd_list_has(keel_str v, const char *token)
 {
     size_t tl = strlen(token), i = 0;

@@ -62,6 +62,9 @@ int kd_accept_choose(const kd_accept *acc); /* enum kd_coding */
  * alone (lower case). */
 int kd_type_matches(keel_str content_type, const char *const *patterns, size_t n);
 
+/* Is a field name this one (case-insensitive)? */
+int kd_name_is(keel_str name, const char *lit);
+
 /* Does a comma-separated field value hold this token (case-insensitive)? */
 int kd_list_has(keel_str value, const char *token);
 

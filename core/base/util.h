@@ -5,6 +5,8 @@
 #include <stddef.h>
 
 #define KL_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define KL_STRINGIFY_(x) #x
+#define KL_STRINGIFY(x)  KL_STRINGIFY_(x)
 
 /* Recovers the struct from a pointer to one of its members. */
 #define KL_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))

@@ -25,6 +25,7 @@ typedef struct kl_http {
     kl_filter *filters; /* sorted into run order by kl_http_prepare */
     size_t nfilters, filters_cap;
     int has_body_filters;
+    uint64_t body_filter_mask; /* filters (by index < 64) with on_response_body */
 } kl_http;
 
 void kl_http_free(kl_http *http);
@@ -89,6 +90,8 @@ struct keel_response {
     int upgrading;          /* keel_response_upgrade is running the head filters */
     int64_t content_length; /* from a handler's Content-Length, else -1 */
     size_t filter_pos;      /* body filter being run (keel_response_filter_emit) */
+    size_t head_filter;     /* 1 + the head filter being run, 0 outside them */
+    uint64_t body_skipped;  /* filters (by index) that leave this body alone */
     uint64_t body_bytes;
     /* send_file */
     int file_fd;

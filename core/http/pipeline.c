@@ -108,8 +108,15 @@ int kl_http_prepare(keel_server *s)
                     break;
                 }
         }
-        if (!moved)
+        if (!moved) {
+            /* Which filters want bodies, in their final order; past the
+             * 64th, all of them count (keel_response_filter_skip_body
+             * then has no effect on them). */
+            for (size_t i = 0; i < n; i++)
+                if (f[i].cb.on_response_body != NULL || i >= 64)
+                    http->body_filter_mask |= i < 64 ? (uint64_t)1 << i : ~(uint64_t)0;
             return KEEL_OK;
+        }
     }
     kl_log(KEEL_LOG_ERROR, "HTTP filters: contradictory before/after constraints");
     return KEEL_ERR_CONFIG;
@@ -123,6 +130,19 @@ void kl_http_free(kl_http *http)
 }
 
 /* ---- the exchange ------------------------------------------------------ */
+
+/* keel_http_requests_total and keel_http_request_duration_seconds: every
+ * response that had a status (its class), the duration of completed ones. */
+static void count_exchange(keel_request *req, const keel_http_log_info *info)
+{
+    if (info->status < 100 || info->status > 599)
+        return;
+    keel_worker *w = req->worker;
+    const kl_core_metrics *cm = &req->server->core_metrics;
+    kl_metric_add_slot(w->metrics, cm->requests[info->status / 100 - 1]->slot, 1);
+    if (info->completed)
+        kl_metric_observe_slots(w->metrics, cm->request_duration, (int64_t)info->duration_us);
+}
 
 void kl_request_finish(keel_request *req)
 {
@@ -138,6 +158,7 @@ void kl_request_finish(keel_request *req)
         uv_hrtime() / 1000 - req->start_us,
         req->res.ended && !req->aborted,
     };
+    count_exchange(req, &info);
     for (size_t i = 0; i < http->nfilters; i++)
         if (http->filters[i].cb.on_log != NULL)
             http->filters[i].cb.on_log(req, &req->res, &info, http->filters[i].cb.userdata);

@@ -244,8 +244,29 @@ void kl_response_head_filters(keel_response *res)
     keel_request *req = res->req;
     const kl_http *http = http_of(req);
     for (size_t i = 0; i < http->nfilters; i++)
-        if (http->filters[i].cb.on_response_head != NULL)
+        if (http->filters[i].cb.on_response_head != NULL) {
+            res->head_filter = i + 1;
             http->filters[i].cb.on_response_head(req, res, http->filters[i].cb.userdata);
+        }
+    res->head_filter = 0;
+}
+
+int keel_response_filter_skip_body(keel_response *res)
+{
+    size_t i = res->head_filter;
+    if (i == 0 || res->head_sent)
+        return KEEL_ERR_STATE;
+    if (i <= 64)
+        res->body_skipped |= (uint64_t)1 << (i - 1);
+    return KEEL_OK;
+}
+
+/* Whether this response's body goes through a filter: one that has a body
+ * hook and did not skip it. Decided once the head filters have run. */
+static int body_filtered(const keel_response *res)
+{
+    const kl_http *http = http_of(res->req);
+    return http->has_body_filters && (http->body_filter_mask & ~res->body_skipped) != 0;
 }
 
 int kl_views_make(kl_views *v, const keel_response *res, size_t room)
@@ -294,7 +315,7 @@ static int send_head(keel_response *res, int64_t content_length)
         content_length = declared;
     /* A body filter may change the length (compression): then it is not
      * known in advance unless a filter set it again. */
-    if (http_of(req)->has_body_filters && declared < 0)
+    if (body_filtered(res) && declared < 0)
         content_length = -1;
     res->content_length = content_length;
     res->head_sent = 1;
@@ -410,7 +431,8 @@ static int run_body_filters(keel_response *res, size_t from, const keel_buf *buf
 {
     const kl_http *http = http_of(res->req);
     for (size_t i = from; i < http->nfilters; i++) {
-        if (http->filters[i].cb.on_response_body == NULL)
+        if (http->filters[i].cb.on_response_body == NULL ||
+            (i < 64 && (res->body_skipped >> i) & 1))
             continue;
         size_t saved = res->filter_pos;
         res->filter_pos = i + 1;
@@ -436,7 +458,7 @@ static int send_piece(keel_response *res, const void *data, size_t len, int last
 {
     keel_request *req = res->req;
     keel_buf buf = {data, len};
-    if (http_of(req)->has_body_filters) {
+    if (body_filtered(res)) {
         int rc = run_body_filters(res, 0, &buf, len ? 1 : 0, last);
         if (free_fn != NULL)
             free_fn((void *)data, userdata);
@@ -689,7 +711,7 @@ static void on_file_sent(keel_conn *conn, int status, void *userdata)
 static int send_file_whole(keel_response *res, uint64_t offset, uint64_t length)
 {
     keel_request *req = res->req;
-    if (http_of(req)->has_body_filters || req->sink->send_file == NULL)
+    if (body_filtered(res) || req->sink->send_file == NULL)
         return KEEL_ERR_UNSUPPORTED;
     /* One reference for the transfer (until on_file_sent), one for this
      * call: the protocol may call back at once (a 304 sends no body) and

@@ -291,6 +291,8 @@ static void pump(keel_conn *c, kl_op *op)
         if (sent > want)
             sent = want;
         if (sent > 0) {
+            keel_worker *w = kl_conn_worker(c);
+            kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_out->slot, (int64_t)sent);
             op->offset += sent;
             op->bytes -= sent;
             c->out->held_bytes -= sent;

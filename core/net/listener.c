@@ -124,7 +124,7 @@ static void on_acceptable(uv_poll_t *poll, int status, int events)
         }
         if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {
             kl_atomic_sub(&s->connections, 1);
-            s->acceptor_rejected++;
+            kl_atomic_add(&s->acceptor_rejected, 1);
             kl_socket_close(sock);
             continue;
         }

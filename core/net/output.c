@@ -201,6 +201,13 @@ static void on_write_done(uv_write_t *req, int status)
     kl_conn_output_settled(c);
 }
 
+/* keel_bytes_sent_total. */
+static void count_sent(keel_conn *c, size_t n)
+{
+    keel_worker *w = kl_conn_worker(c);
+    kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_out->slot, (int64_t)n);
+}
+
 /* The part of bufs not written yet, as uv_buf_t (in `stack` if it fits). */
 static uv_buf_t *to_uv(const keel_buf *bufs, size_t nbufs, uv_buf_t *stack, size_t nstack,
                        size_t *total)
@@ -245,6 +252,7 @@ static int queue_rest(keel_conn *c, uv_buf_t *rest, size_t nrest, keel_write_cb 
         free(w);
         return KEEL_ERR_IO;
     }
+    count_sent(c, left); /* libuv writes it or the connection dies */
     if (c->out->in_flight++ == 0)
         kl_conn_retime(c, 0); /* the write timeout starts */
     kl_conn_output_grew(c);
@@ -285,6 +293,7 @@ static int raw_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_writ
             goto out;
         }
         done = n > 0 ? (size_t)n : 0;
+        count_sent(c, done);
         if (done == total) {
             kl_conn_output_progress(c);
             if (record != NULL)

@@ -58,8 +58,11 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
         }
     /* Everything on the loop is set up here, before the thread exists; from
      * then on only the worker thread touches it (save for the async). */
-    if (uv_loop_init(&w->loop) != 0)
+    if ((w->metrics = kl_metrics_worker_slots(server)) == NULL || uv_loop_init(&w->loop) != 0)
         goto fail;
+    /* keel_worker_loop_idle_seconds_total: libuv measures the time spent
+     * waiting in the poll, which costs a clock read per poll. */
+    uv_loop_configure(&w->loop, UV_METRICS_IDLE_TIME);
     w->loop.data = w;
     uv_mutex_init(&w->lock);
     uv_sem_init(&w->started, 0);
@@ -103,6 +106,7 @@ void kl_worker_free(keel_worker *w)
         free(w->module_state[i]);
     free(w->module_state);
     free(w->scratch);
+    free(w->metrics);
     free(w->listeners);
     free(w->handoffs);
     kl_bufpool_free(&w->pool);
@@ -123,6 +127,7 @@ static int admit(keel_worker *w)
     if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {
         kl_atomic_sub(&s->connections, 1);
         w->rejected++;
+        kl_metric_add_slot(w->metrics, s->core_metrics.conns_rejected->slot, 1);
         return 0;
     }
     return 1;
@@ -150,7 +155,7 @@ static void on_connection(uv_stream_t *listener, int status)
         kl_conn_discard(c);
         return;
     }
-    kl_conn_start(c, NULL);
+    kl_conn_start(c, NULL, NULL);
 }
 
 static int open_listeners(keel_worker *w)
@@ -194,7 +199,7 @@ static void start_handoff(keel_worker *w, kl_handoff *h)
         kl_atomic_sub(&w->server->connections, 1);
         return;
     }
-    kl_conn_start(c, NULL);
+    kl_conn_start(c, NULL, NULL);
 }
 
 int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener)

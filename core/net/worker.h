@@ -71,6 +71,7 @@ struct keel_worker {
 
     uint64_t accepted;
     uint64_t rejected;
+    int64_t *metrics; /* this worker's metric slots (runtime/metrics.h) */
 };
 
 /* A core subsystem's per-worker block (see kl_slot_type), NULL if the

@@ -275,8 +275,9 @@ int kl_modules_load(keel_server *s)
     s->modules = calloc(total ? total : 1, sizeof *s->modules);
     if (s->modules == NULL)
         return KEEL_ERR_NOMEM;
+    /* The core's series come first: modules may read their names. */
+    int rc = kl_metrics_register_core(s);
     s->loading = 1;
-    int rc = KEEL_OK;
     for (size_t i = 0; rc == KEEL_OK && i < s->settings.nmodules; i++)
         rc = load_one(s, s->settings.modules[i]);
     /* Compiled-in modules the list does not name come after it. */
@@ -284,6 +285,7 @@ int kl_modules_load(keel_server *s)
         if (find_loaded(s, s->builtins[i]->name) == NULL)
             rc = load_one(s, s->builtins[i]->name);
     s->loading = 0;
+    kl_metrics_seal(s);
     if (rc == KEEL_OK)
         rc = check_config(s);
     if (rc == KEEL_OK)

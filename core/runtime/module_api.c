@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "base/log.h"
+#include "base/util.h"
 #include "runtime/server.h"
 
 const char *keel_module_name(keel_module *m)
@@ -122,6 +123,22 @@ int keel_config_string_at(keel_module *m, const char *key, size_t index, const c
     const kl_config_value *v = kl_config_get(m->section, key, index);
     *out = v ? v->text : NULL;
     return v ? KEEL_OK : KEEL_ERR_NOTFOUND;
+}
+
+int keel_config_path(keel_module *m, const char *key, size_t index, const char *path, char *buf,
+                     size_t size)
+{
+    const kl_config_value *v = m->section ? kl_config_get(m->section, key, index) : NULL;
+    if (v == NULL || path == NULL)
+        return KEEL_ERR_NOTFOUND;
+    size_t base = kl_config_value_from_file(m->server->config, v) ? kl_path_dir_len(v->file) : 0;
+    int n;
+    if (base == 0 || kl_path_is_absolute(path))
+        n = snprintf(buf, size, "%s", path);
+    else
+        n = snprintf(buf, size, "%.*s%s%s", (int)base, v->file,
+                     v->file[base - 1] == '/' || v->file[base - 1] == '\\' ? "" : "/", path);
+    return n >= 0 && (size_t)n < size ? KEEL_OK : KEEL_ERR_INVAL;
 }
 
 int keel_config_errorv(keel_module *m, const char *key, const char *fmt, va_list ap)
@@ -290,9 +307,7 @@ const char *keel_host_version(void)
     return KEEL_VERSION_STRING;
 }
 
-#define KL_STR_(x) #x
-#define KL_STR(x)  KL_STR_(x)
 const char *keel_host_abi(void)
 {
-    return KL_STR(KEEL_ABI_MAJOR) "." KL_STR(KEEL_ABI_MINOR);
+    return KL_STRINGIFY(KEEL_ABI_MAJOR) "." KL_STRINGIFY(KEEL_ABI_MINOR);
 }

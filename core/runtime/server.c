@@ -26,6 +26,30 @@ static char *executable_dir(void)
     return len ? kl_strndup(path, len) : kl_strdup(".");
 }
 
+#ifndef KEEL_INSTALL_DATA_DIR_FROM_BINDIR
+#define KEEL_INSTALL_DATA_DIR_FROM_BINDIR "../share/keel"
+#endif
+
+/* keel's shipped data: beside the executable in a build tree
+ * (build/share/keel), else where an install puts it relative to bin/. */
+const char *keel_server_data_dir(keel_server *s)
+{
+    if (s->data_dir == NULL) {
+        char *build = kl_path_join(s->exe_dir, "share/keel");
+        uv_fs_t req;
+        int here = build != NULL && uv_fs_stat(NULL, &req, build, NULL) == 0;
+        if (build != NULL)
+            uv_fs_req_cleanup(&req);
+        if (here)
+            s->data_dir = build;
+        else {
+            free(build);
+            s->data_dir = kl_path_join(s->exe_dir, KEEL_INSTALL_DATA_DIR_FROM_BINDIR);
+        }
+    }
+    return s->data_dir ? s->data_dir : ".";
+}
+
 keel_server *keel_server_new(void)
 {
     kl_platform_init();
@@ -54,8 +78,10 @@ void keel_server_free(keel_server *s)
         kl_settings_free(&s->settings);
     kl_registry_free(&s->registry);
     kl_http_free(&s->http);
+    kl_metrics_free(&s->metrics);
     free(s->builtins);
     free(s->exe_dir);
+    free(s->data_dir);
     uv_mutex_destroy(&s->lock);
     free(s);
 }
@@ -199,6 +225,9 @@ int keel_server_check(keel_server *s)
 {
     if (s->state != KL_NEW)
         return KEEL_ERR_STATE;
+    uv_timeval64_t now;
+    if (uv_gettimeofday(&now) == 0)
+        s->start_time_ms = now.tv_sec * 1000 + now.tv_usec / 1000;
     int rc = prepare(s);
     if (rc == KEEL_OK)
         rc = kl_modules_load(s);
@@ -367,6 +396,9 @@ int keel_server_run(keel_server *s)
 {
     if (s->state != KL_NEW)
         return KEEL_ERR_STATE;
+    uv_timeval64_t now;
+    if (uv_gettimeofday(&now) == 0)
+        s->start_time_ms = now.tv_sec * 1000 + now.tv_usec / 1000;
     int rc = prepare(s);
     if (rc == KEEL_OK)
         rc = kl_modules_load(s);

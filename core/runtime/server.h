@@ -8,6 +8,7 @@
 #include "runtime/config.h"
 #include "http/http.h"
 #include "platform/platform.h"
+#include "runtime/metrics.h"
 #include "runtime/registry.h"
 #include "runtime/settings.h"
 
@@ -74,6 +75,7 @@ struct keel_server {
     kl_settings settings;
     int settings_read;
     char *exe_dir;
+    char *data_dir;      /* keel_server_data_dir, found on first use */
     int crash_reporting; /* kl_crash_enable succeeded: disable in release */
 
     const keel_module_desc **builtins;
@@ -107,7 +109,11 @@ struct keel_server {
     volatile uint64_t connections; /* open connections, all workers */
     volatile uint64_t next_conn_id;
     volatile uint64_t workers_done;
-    uint64_t acceptor_rejected; /* single-acceptor mode, main thread */
+    volatile uint64_t acceptor_rejected; /* single-acceptor mode: written by the main thread */
+
+    kl_metrics metrics;           /* the registry (runtime/metrics.c) */
+    kl_core_metrics core_metrics; /* the core's own series */
+    int64_t start_time_ms;        /* keel_server_run began (Unix ms) */
 };
 
 /* Loads every module (file or compiled in) in config order, runs load(),

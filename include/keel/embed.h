@@ -84,6 +84,12 @@ KEEL_EXPORT unsigned keel_server_listener_port(keel_server *server, unsigned ind
 /* Frees a server that is not running. NULL is ignored. */
 KEEL_EXPORT void keel_server_free(keel_server *server);
 
+/* The folder of keel's shipped data (the welcome docroot is its www/):
+ * share/keel beside the executable in a build tree, else the install's
+ * share/keel relative to the executable's bin/ (so a relocated install
+ * finds it). The string belongs to the server. Main thread. */
+KEEL_EXPORT const char *keel_server_data_dir(keel_server *server);
+
 /* The release version string, e.g. "0.1.0". */
 KEEL_EXPORT const char *keel_version(void);
 

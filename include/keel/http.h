@@ -128,7 +128,10 @@ typedef struct keel_http_filter {
 
     /* Each piece of the response body on its way out. Pass the (possibly
      * transformed) bytes on with keel_response_filter_emit() — zero, one or
-     * several times — before returning; last is set on the final call. */
+     * several times — before returning; last is set on the final call.
+     * A filter that leaves a response alone says so from on_response_head
+     * with keel_response_filter_skip_body (ABI 1.4): registering this hook
+     * otherwise costs every response a copy, and files their sendfile. */
     int (*on_response_body)(keel_request *req, keel_response *res, const keel_buf *bufs,
                             size_t nbufs, int last, void *userdata);
 

@@ -164,3 +164,24 @@ Test(authors, cpp_module_serves_http, .timeout = 30, .fini = kh_cleanup_all)
     cr_skip_test("no C++ compiler: mod_cpp was not built");
 #endif
 }
+
+/* ---- keel_config_path (ABI 1.4) -------------------------------------------- */
+
+Test(authors, config_path_is_relative_to_the_config_file, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start_with("authors", "authors", "[authors]\nfile = data/x.txt\n");
+    char want[600];
+    snprintf(want, sizeof want, "file resolves to %s/data/x.txt", p->dir);
+    kh_assert(p, kh_wait_log(p, want, 5000), "expected '%s'", want);
+    stop_cleanly(p);
+
+    /* From --set (no file): as written, relative to the working directory. */
+    const char *args[] = {"--set", "authors.file=rel/y.txt", NULL};
+    char config[1024];
+    snprintf(
+        config, sizeof config,
+        "[keel]\nlisten = 127.0.0.1:0 authors\nworkers = 1\nmodules = authors\n" KH_MODULE_PATH);
+    p = kh_start(config, args, 1, 10000);
+    kh_assert(p, kh_wait_log(p, "file resolves to rel/y.txt\n", 5000), "a --set path was changed");
+    stop_cleanly(p);
+}

@@ -500,6 +500,30 @@ Test(sendfile, body_filter_reads_the_file_instead, .timeout = 60, .fini = cleanu
     expect_clean_exit(p);
 }
 
+/* A body filter that skips the response (ABI 1.4) leaves it as if there were
+ * none: its body hook never runs, and the file keeps its Content-Length
+ * framing and the protocol's send_file. */
+Test(sendfile, body_filter_that_skips_leaves_the_file_alone, .timeout = 60, .fini = cleanup)
+{
+    kh_proc *p = start("", "", NULL, "body_filter = skip\n");
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    ht_send_str(c, GET("/file") GET("/small"));
+    ht_resp r;
+    expect_response(p, c, &r, 0);
+    kh_assert(p,
+              r.status == 200 && !r.chunked && r.content_length == FILE_SIZE &&
+                  r.body_len == FILE_SIZE && memcmp(r.body, g_data, FILE_SIZE) == 0,
+              "status %d, chunked %d, %zu bytes", r.status, r.chunked, r.body_len);
+    ht_resp_free(&r);
+    expect_response(p, c, &r, 0);
+    kh_assert(p, strcmp(r.body, "small\n") == 0, "then '%.40s'", r.body);
+    ht_resp_free(&r);
+    ht_close(c);
+    kh_assert(p, kh_count_log(p, "files: filter saw a body") == 0, "the skipped filter ran");
+    kh_assert(p, kh_count_log(p, "skip_body refused") == 0, "skip_body was refused");
+    expect_clean_exit(p);
+}
+
 Test(sendfile, body_filter_reads_at_the_peers_pace, .timeout = 120, .fini = cleanup)
 {
     g_file_size = 32u * 1024 * 1024;

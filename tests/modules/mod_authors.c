@@ -6,6 +6,8 @@
  *                            key's FILE:LINE
  *   require_port = on        then `port` must be given: when it is absent
  *                            keel_config_error names the section's line
+ *   file = NAME              logged as "file resolves to PATH" through
+ *                            keel_config_path (ABI 1.4)
  *
  * In load it logs "load sees N workers" (keel_module_worker_count), and
  * start fails on a worker whose keel_worker_count disagrees. It registers
@@ -55,6 +57,19 @@ static int authors_load(keel_module *module)
         return rc;
     if (require_port && port == 0)
         return keel_config_error(module, "port", "required when require_port is on");
+
+    if (keel_config_count(module, "file") > 0) {
+        const char *file;
+        char path[1024];
+        if ((rc = keel_config_string(module, "file", "", &file)) != KEEL_OK ||
+            (rc = keel_config_path(module, "file", 0, file, path, sizeof path)) != KEEL_OK)
+            return rc;
+        keel_log(module, KEEL_LOG_INFO, "file resolves to %s", path);
+        char tiny[4];
+        if (keel_config_path(module, "file", 0, file, tiny, sizeof tiny) != KEEL_ERR_INVAL ||
+            keel_config_path(module, "file", 1, file, path, sizeof path) != KEEL_ERR_NOTFOUND)
+            return keel_config_error(module, "file", "keel_config_path's errors are wrong");
+    }
 
     load_workers = keel_module_worker_count(module);
     keel_log(module, KEEL_LOG_INFO, "load sees %u workers", load_workers);

@@ -4,7 +4,11 @@
  *     [files]
  *     path = /tmp/.../data.bin   ; the file served
  *     body_filter = off          ; on: add a pass-through body filter, which
- *                                ; makes the core read the file in pieces
+ *                                ; makes the core read the file in pieces;
+ *                                ; skip: the filter skips every body
+ *                                ; (keel_response_filter_skip_body, ABI 1.4)
+ *                                ; and logs "files: filter saw a body" if its
+ *                                ; body hook runs all the same
  *
  * HTTP routes (behind http1):
  *     GET /file                     the whole file
@@ -40,6 +44,7 @@ struct files {
     keel_module *module;
     const char *path;
     int body_filter;
+    int skip_body;
     keel_http_filter filter;
 };
 
@@ -152,8 +157,18 @@ static int pass_body(keel_request *req, keel_response *res, const keel_buf *bufs
                      int last, void *userdata)
 {
     (void)req;
-    (void)userdata;
+    struct files *f = userdata;
+    if (f->skip_body)
+        keel_log(f->module, KEEL_LOG_INFO, "files: filter saw a body");
     return keel_response_filter_emit(res, bufs, nbufs, last);
+}
+
+static void skip_head(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)req;
+    struct files *f = userdata;
+    if (f->skip_body && keel_response_filter_skip_body(res) != KEEL_OK)
+        keel_log(f->module, KEEL_LOG_ERROR, "files: skip_body refused");
 }
 
 /* ---- the filecat protocol --------------------------------------------------- */
@@ -244,8 +259,11 @@ static int files_load(keel_module *module)
         return KEEL_ERR_NOMEM;
     f->module = module;
     int rc = keel_config_string(module, "path", "", &f->path);
+    const char *filter = "off";
     if (rc == KEEL_OK)
-        rc = keel_config_bool(module, "body_filter", 0, &f->body_filter);
+        rc = keel_config_string(module, "body_filter", "off", &filter);
+    f->skip_body = strcmp(filter, "skip") == 0;
+    f->body_filter = f->skip_body || strcmp(filter, "on") == 0;
     if (rc == KEEL_OK && f->path[0] == '\0') {
         keel_log(module, KEEL_LOG_ERROR, "[files] path is required");
         rc = KEEL_ERR_CONFIG;
@@ -267,7 +285,12 @@ static int files_load(keel_module *module)
         rc = keel_route_add(module, "GET", routes[i].path, routes[i].handler, f);
     if (rc == KEEL_OK && f->body_filter) {
         f->filter = (keel_http_filter){
-            .size = sizeof(keel_http_filter), .name = "files", .on_response_body = pass_body};
+            .size = sizeof(keel_http_filter),
+            .name = "files",
+            .userdata = f,
+            .on_response_head = skip_head,
+            .on_response_body = pass_body,
+        };
         rc = keel_http_filter_add(module, &f->filter);
     }
     if (rc == KEEL_OK)

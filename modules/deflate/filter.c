@@ -62,16 +62,13 @@ static int64_t declared_length(keel_response *res)
     return n;
 }
 
-/* Leaves this response's body to the core: no compression, and the
- * body filter passes its bytes on unchanged (it finds no kd_reply).
- * TODO(ABI 1.4): call keel_response_filter_pass(res) here once the core
- * has it (the name is the core engineer's working name), so that a
- * declined response keeps its Content-Length and a file body its
- * sendfile(2) path, which the core otherwise gives up for every response
- * as soon as any body filter is registered. */
+/* Leaves this response's body alone: the core then skips this filter's
+ * on_response_body for it, and if no other body filter wants it, the body
+ * goes out as if none were registered (its length kept, a file with
+ * sendfile(2)). The only way the filter declines. */
 static void decline(keel_response *res)
 {
-    (void)res;
+    keel_response_filter_skip_body(res);
 }
 
 /* Would the core send this body from a file (keel_response_send_file)?

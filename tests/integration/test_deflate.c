@@ -191,6 +191,8 @@ Test(deflate, nothing_acceptable_gives_identity_with_vary, .timeout = 60, .fini 
         kh_assert(p, r.status == 200 && r.body_len == 5000, "case %zu: %d, %zu bytes", i, r.status,
                   r.body_len);
         expect_identity(p, &r);
+        /* Declined (keel_response_filter_skip_body): the length survives. */
+        kh_assert(p, r.content_length == 5000 && !r.chunked, "case %zu: framing\n%s", i, r.head);
         kh_assert(p, vary_count(&r, "Accept-Encoding") == 1, "case %zu: Vary\n%s", i, r.head);
         ht_resp_free(&r);
     }
@@ -222,6 +224,11 @@ Test(deflate, untouched_responses, .timeout = 60, .fini = kh_cleanup_all)
                   "%s: Vary on a response never compressed\n%s", targets[i], r.head);
         ht_resp_free(&r);
     }
+    /* Left alone, a body keeps its length, declared or not. */
+    ht_resp r0;
+    get(p, "/fix/body?len=5000&type=image/png", AE_GZIP, &r0);
+    kh_assert(p, r0.content_length == 5000 && !r0.chunked, "image: framing\n%s", r0.head);
+    ht_resp_free(&r0);
     /* The body left alone is the very body the handler sent. */
     ht_resp r;
     get(p, "/fix/body?len=100&cl=1", AE_GZIP, &r);
@@ -239,6 +246,7 @@ Test(deflate, head_204_304_untouched, .timeout = 60, .fini = kh_cleanup_all)
     kh_assert(p, r.status == 200, "HEAD: %d", r.status);
     expect_identity(p, &r);
     kh_assert(p, vary_count(&r, "Accept-Encoding") == 0, "HEAD: Vary\n%s", r.head);
+    kh_assert(p, r.content_length == 5000, "HEAD: the length was lost\n%s", r.head);
     ht_resp_free(&r);
     const char *statuses[] = {"204", "304"};
     for (int i = 0; i < 2; i++) {
@@ -599,6 +607,44 @@ Test(deflate, service_from_another_module, .timeout = 60, .fini = kh_cleanup_all
     char *text = decode(p, r.body, r.body_len, GZIP, &n);
     kh_assert(p, n == 100000 && memcmp(text, "line 0: the quick", 17) == 0, "%zu bytes", n);
     free(text);
+    ht_resp_free(&r);
+    stop_clean(p);
+}
+
+/* ---- metrics ----------------------------------------------------------------- */
+
+/* The value of an unlabelled series on a Prometheus page, or -1. */
+static long long prom_value(const char *page, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *s = page; (s = strstr(s, name)) != NULL; s += n)
+        if ((s == page || s[-1] == '\n') && s[n] == ' ')
+            return atoll(s + n + 1);
+    return -1;
+}
+
+Test(deflate, metrics_count_responses_and_bytes, .timeout = 60, .fini = kh_cleanup_all)
+{
+    char conf[4096];
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 2\n"
+             "modules = http1 deflate deflatefix stats\n" KH_MODULE_PATH);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    ht_resp r;
+    for (int i = 0; i < 3; i++) {
+        get(p, "/fix/body?len=20000", AE_GZIP, &r);
+        kh_assert(p, ht_header(&r, "Content-Encoding") != NULL, "not compressed");
+        ht_resp_free(&r);
+    }
+    get(p, "/fix/body?len=20000", "", &r); /* declined: counted nowhere */
+    ht_resp_free(&r);
+    get(p, "/metrics", "", &r);
+    kh_assert(p, r.status == 200, "/metrics: %d", r.status);
+    long long n = prom_value(r.body, "deflate_responses_compressed_total");
+    long long in = prom_value(r.body, "deflate_bytes_in_total");
+    long long out = prom_value(r.body, "deflate_bytes_out_total");
+    kh_assert(p, n == 3 && in == 60000 && out > 0 && out < in / 3,
+              "responses %lld, in %lld, out %lld\n%s", n, in, out, r.body);
     ht_resp_free(&r);
     stop_clean(p);
 }

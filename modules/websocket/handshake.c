@@ -104,9 +104,16 @@ static int pick_protocol(const char *s, size_t n, void *ud)
     return 0;
 }
 
+/* keel_response_send_status would drop the fields a refusal carries
+ * (Sec-WebSocket-Version, Upgrade): the same short text body, by hand. */
 static int refuse(keel_response *res, int status)
 {
-    return keel_response_send_status(res, status);
+    char text[96];
+    int n = snprintf(text, sizeof text, "%d %s\n", status, keel_http_reason(status));
+    int rc = keel_response_set_status(res, status);
+    if (rc == KEEL_OK)
+        rc = keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
+    return rc == KEEL_OK ? keel_response_send_copy(res, text, (size_t)n) : rc;
 }
 
 int ws_handshake(keel_request *req, keel_response *res, void *userdata)

@@ -1,0 +1,137 @@
+/* The opening handshake (RFC 6455 4.2): what is accepted, what is refused
+ * and with which status, subprotocols, Origin, the endpoint's own refusal,
+ * and hello's /ws echo working (and absent without the websocket module). */
+#define _GNU_SOURCE
+#include "ws_test.h"
+
+#include <strings.h>
+
+#define KEY     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+#define VERSION "Sec-WebSocket-Version: 13\r\n"
+#define UPGRADE "Upgrade: websocket\r\nConnection: Upgrade\r\n"
+
+static int status_of(kh_proc *p, const char *path, const char *fields, wsc **out)
+{
+    wsc *c = wsc_connect(kh_port(p, 0));
+    int st = wsc_handshake(c, path, fields, 1, 5000);
+    if (out)
+        *out = c;
+    else
+        wsc_close(c);
+    return st;
+}
+
+Test(ws_handshake, accepts_and_echoes, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start(NULL);
+    wsc *c = wsc_open(kh_port(p, 0), "/ws", NULL);
+    kh_assert(p, strcasecmp(wsc_header(c, "Upgrade"), "websocket") == 0, "Upgrade: %s",
+              wsc_header(c, "Upgrade"));
+    kh_assert(p, strcasestr(wsc_header(c, "Connection"), "upgrade") != NULL, "%s", c->head);
+    kh_assert(p, wsc_header(c, "Sec-WebSocket-Extensions")[0] == 0,
+              "an extension without a deflate module: %s", c->head);
+    wsc_send_text(c, "hello");
+    wt_expect_text(p, c, "hello");
+    uint8_t bin[3] = {0, 0xff, 7};
+    wsc_send(c, 1, 2, bin, 3);
+    wt_expect(p, c, 2, bin, 3);
+    wsc_close(c);
+}
+
+Test(ws_handshake, tokens_in_lists_and_any_case, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start(NULL);
+    int st = status_of(
+        p, "/ws", "Upgrade: foo/2, WebSocket\r\nConnection: keep-alive, UPGRADE\r\n" KEY VERSION,
+        NULL);
+    kh_assert(p, st == 101, "status %d", st);
+}
+
+Test(ws_handshake, refusals, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start(NULL);
+    wsc *c;
+    /* Version other than 13, or none: 426 naming 13 (4.2.2, 4.4). */
+    int st = status_of(p, "/ws", UPGRADE KEY "Sec-WebSocket-Version: 12\r\n", &c);
+    kh_assert(p, st == 426, "version 12: %d", st);
+    kh_assert(p, strcmp(wsc_header(c, "Sec-WebSocket-Version"), "13") == 0, "%s", c->head);
+    wsc_close(c);
+    st = status_of(p, "/ws", UPGRADE KEY, NULL);
+    kh_assert(p, st == 426, "no version: %d", st);
+    /* No websocket in Upgrade: 426 with Upgrade: websocket. */
+    st = status_of(p, "/ws", KEY VERSION, &c);
+    kh_assert(p, st == 426, "no Upgrade: %d", st);
+    kh_assert(p, strcasecmp(wsc_header(c, "Upgrade"), "websocket") == 0, "%s", c->head);
+    wsc_close(c);
+    /* Keys: missing, not base64, not 16 bytes, two of them. */
+    st = status_of(p, "/ws", UPGRADE VERSION, NULL);
+    kh_assert(p, st == 400, "no key: %d", st);
+    st = status_of(p, "/ws", UPGRADE VERSION "Sec-WebSocket-Key: !!!!!!!!!!!!!!!!!!!!!!==\r\n",
+                   NULL);
+    kh_assert(p, st == 400, "bad key: %d", st);
+    st = status_of(p, "/ws", UPGRADE VERSION "Sec-WebSocket-Key: AAAAAAAAAAAAAAAAAAAA\r\n", NULL);
+    kh_assert(p, st == 400, "15-byte key: %d", st);
+    st = status_of(p, "/ws", UPGRADE VERSION KEY KEY, NULL);
+    kh_assert(p, st == 400, "two keys: %d", st);
+    /* Connection without upgrade. */
+    st = status_of(p, "/ws", "Upgrade: websocket\r\nConnection: keep-alive\r\n" KEY VERSION, NULL);
+    kh_assert(p, st == 400, "no Connection: upgrade: %d", st);
+    /* A body. */
+    st = status_of(p, "/ws", UPGRADE KEY VERSION "Content-Length: 5\r\n", &c);
+    kh_assert(p, st == 400, "with a body: %d", st);
+    wsc_close(c);
+    /* No such route. */
+    st = status_of(p, "/nowhere", UPGRADE KEY VERSION, NULL);
+    kh_assert(p, st == 404, "unknown path: %d", st);
+    /* The endpoint's own refusal. */
+    st = status_of(p, "/t/app?refuse=401", UPGRADE KEY VERSION, NULL);
+    kh_assert(p, st == 401, "on_handshake's refusal: %d", st);
+}
+
+Test(ws_handshake, http10_is_refused, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start(NULL);
+    wsc *c = wsc_connect(kh_port(p, 0));
+    const char *req = "GET /ws HTTP/1.0\r\nHost: x\r\n" UPGRADE KEY VERSION "\r\n";
+    wsc_send_raw(c, req, strlen(req));
+    char buf[512];
+    size_t n = kh_recv_n(c->fd, buf, sizeof buf, 12, 5000);
+    kh_assert(p, n >= 12 && memcmp(buf + 9, "400", 3) == 0, "HTTP/1.0: '%.*s'", (int)n, buf);
+    wsc_close(c);
+}
+
+Test(ws_handshake, origin, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start(NULL);
+    int st =
+        status_of(p, "/t/origin", UPGRADE KEY VERSION "Origin: https://evil.example\r\n", NULL);
+    kh_assert(p, st == 403, "foreign origin: %d", st);
+    st = status_of(p, "/t/origin", UPGRADE KEY VERSION "Origin: HTTPS://GOOD.example\r\n", NULL);
+    kh_assert(p, st == 101, "allowed origin: %d", st);
+    st = status_of(p, "/t/origin", UPGRADE KEY VERSION, NULL);
+    kh_assert(p, st == 101, "no origin (not a browser): %d", st);
+}
+
+Test(ws_handshake, subprotocols, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start(NULL);
+    wsc *c = wsc_open(kh_port(p, 0), "/t/app", "Sec-WebSocket-Protocol: foo, superchat, chat\r\n");
+    kh_assert(p, strcmp(wsc_header(c, "Sec-WebSocket-Protocol"), "superchat") == 0, "%s", c->head);
+    wsc_send_text(c, "proto");
+    wt_expect_text(p, c, "proto superchat");
+    wsc_close(c);
+    c = wsc_open(kh_port(p, 0), "/t/app", "Sec-WebSocket-Protocol: foo\r\n");
+    kh_assert(p, wsc_header(c, "Sec-WebSocket-Protocol")[0] == 0, "%s", c->head);
+    wsc_send_text(c, "proto");
+    wt_expect_text(p, c, "proto (none)");
+    wsc_close(c);
+}
+
+Test(ws_handshake, hello_without_websocket, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start_modules(1, "http1 hello", NULL);
+    int st = status_of(p, "/ws", UPGRADE KEY VERSION, NULL);
+    kh_assert(p, st == 404, "/ws without the websocket module: %d", st);
+    st = status_of(p, "/", "", NULL);
+    kh_assert(p, st == 200, "hello's / : %d", st);
+}

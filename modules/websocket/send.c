@@ -78,7 +78,7 @@ static void write_done(keel_ws *ws)
 
 void ws_check_drain(keel_ws *ws)
 {
-    if (!(ws->flags & WS_DRAIN_WANTED) || (ws->flags & WS_APP_CLOSED) || ws->dead)
+    if (!(ws->flags & WS_DRAIN_WANTED) || (ws->flags & (WS_APP_CLOSED | WS_CLOSE_SENT)) || ws->dead)
         return;
     if (keel_conn_write_queued(ws->conn) > ws_g->cfg.send_low_water)
         return;

@@ -149,22 +149,25 @@ static void activity_post(keel_worker *worker, void *ud)
     free(a);
 }
 
-static void topic_delta(ws_worker *w, const ws_topic *t, int delta)
+/* Tells the topic's home worker that this worker gained its first
+ * subscriber (+1) or lost its last (-1). Takes the name, not the topic:
+ * applying the change here may free the topic. */
+static void topic_delta(ws_worker *w, const char *name, size_t len, uint32_t hash, int delta)
 {
     if (!ws_g->observers)
         return;
-    unsigned home = ws_g->nworkers ? t->hash % ws_g->nworkers : 0;
+    unsigned home = ws_g->nworkers ? hash % ws_g->nworkers : 0;
     keel_worker *hw = ws_g->workers[home];
     if (!hw || hw == w->worker) {
-        home_apply(w, t->name, t->len, delta);
+        home_apply(w, name, len, delta);
         return;
     }
-    activity *a = malloc(sizeof *a + t->len);
+    activity *a = malloc(sizeof *a + len);
     if (!a)
         return;
     a->delta = delta;
-    a->len = t->len;
-    memcpy(a->name, t->name, t->len);
+    a->len = (uint8_t)len;
+    memcpy(a->name, name, len);
     if (keel_worker_post(hw, activity_post, a) != KEEL_OK)
         free(a);
 }
@@ -210,7 +213,7 @@ int ws_subscribe(keel_ws *ws, const char *topic)
     t->subs[t->nsubs++] = ws;
     ws->subs[ws->nsubs++] = t;
     if (t->nsubs == 1)
-        topic_delta(w, t, +1);
+        topic_delta(w, t->name, t->len, t->hash, +1);
     return KEEL_OK;
 }
 
@@ -222,11 +225,15 @@ static void drop(ws_worker *w, keel_ws *ws, ws_topic *t)
             break;
         }
     if (t->nsubs == 0) {
-        topic_delta(w, t, -1);
+        char name[256];
+        size_t len = t->len;
+        uint32_t hash = t->hash;
+        memcpy(name, t->name, len);
         free(t->subs);
         t->subs = NULL;
         t->cap = 0;
-        maybe_free(w, t);
+        maybe_free(w, t); /* t may be gone from here on */
+        topic_delta(w, name, len, hash, -1);
     }
 }
 

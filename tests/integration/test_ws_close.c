@@ -26,6 +26,7 @@ Test(ws_close, server_initiated, .timeout = 30, .fini = kh_cleanup_all)
     kh_assert(p, wsc_wait_eof(c, 5000) == 1, "no TCP close after the handshake");
     kh_assert(p, kh_wait_log(p, "wstest close code=4000", 5000), "on_close not called");
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_close, client_initiated, .timeout = 30, .fini = kh_cleanup_all)
@@ -44,6 +45,7 @@ Test(ws_close, client_initiated, .timeout = 30, .fini = kh_cleanup_all)
     kh_assert(p, kh_wait_log(p, "wstest close code=1000 reason=see you", 5000),
               "on_close with the peer's code and reason");
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_close, close_timeout, .timeout = 30, .fini = kh_cleanup_all)
@@ -60,6 +62,7 @@ Test(ws_close, close_timeout, .timeout = 30, .fini = kh_cleanup_all)
     kh_assert(p, waited >= 200 && waited < 3000, "closed after %lld ms", waited);
     kh_assert(p, kh_wait_log(p, "wstest close code=1006", 5000), "on_close should say 1006");
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_close, idle_ping_and_idle_close, .timeout = 30, .fini = kh_cleanup_all)
@@ -81,6 +84,7 @@ Test(ws_close, idle_ping_and_idle_close, .timeout = 30, .fini = kh_cleanup_all)
     long long waited = kh_now_ms() - t0;
     kh_assert(p, waited >= 400, "closed after %lld ms", waited);
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_close, non_reading_peer, .timeout = 60, .fini = kh_cleanup_all)
@@ -101,6 +105,7 @@ Test(ws_close, non_reading_peer, .timeout = 60, .fini = kh_cleanup_all)
     /* What the kernel had buffered still arrives, then the end. */
     kh_assert(p, wsc_wait_eof(c, 20000) == 1, "connection not dropped");
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_close, shutdown_says_going_away, .timeout = 30, .fini = kh_cleanup_all)

@@ -55,6 +55,7 @@ Test(ws_deflate, negotiation, .timeout = 30, .fini = kh_cleanup_all)
     expect_answer(p, "permessage-deflate; server_no_context_takeover=1", "");
     /* Other extensions are skipped. */
     expect_answer(p, "x-webkit-deflate-frame, permessage-deflate", NCT);
+    wt_finish(p);
 }
 
 Test(ws_deflate, context_takeover_when_configured, .timeout = 30, .fini = kh_cleanup_all)
@@ -63,12 +64,14 @@ Test(ws_deflate, context_takeover_when_configured, .timeout = 30, .fini = kh_cle
     expect_answer(p, "permessage-deflate", "permessage-deflate");
     expect_answer(p, "permessage-deflate; client_no_context_takeover",
                   "permessage-deflate; client_no_context_takeover");
+    wt_finish(p);
 }
 
 Test(ws_deflate, off_when_configured, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_proc *p = wt_start_modules(1, MODULES, "[websocket]\ncompression = off\n");
     expect_answer(p, "permessage-deflate", "");
+    wt_finish(p);
 }
 
 /* RFC 7692 7.2.3.1-7.2.3.3: "Hello" compressed, fragmented, and as a
@@ -100,6 +103,7 @@ Test(ws_deflate, rfc_examples, .timeout = 30, .fini = kh_cleanup_all)
     wsc_send_text(c, "plain");
     wt_expect_text(p, c, "plain");
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_deflate, rsv1_rules_and_corrupt_data, .timeout = 30, .fini = kh_cleanup_all)
@@ -134,6 +138,7 @@ Test(ws_deflate, rsv1_rules_and_corrupt_data, .timeout = 30, .fini = kh_cleanup_
     wsc_send_raw(c, buf, n);
     wt_expect_close(p, c, 1007, 0);
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_deflate, server_compresses_large_messages, .timeout = 30, .fini = kh_cleanup_all)
@@ -157,4 +162,5 @@ Test(ws_deflate, server_compresses_large_messages, .timeout = 30, .fini = kh_cle
     kh_assert(p, wsc_read(c, &f, 5000) == 0 && !(f.rsv & 4) && f.len == 4, "tiny message");
     wsc_frame_free(&f);
     wsc_close(c);
+    wt_finish(p);
 }

@@ -40,6 +40,7 @@ Test(ws_frames, lengths, .timeout = 60, .fini = kh_cleanup_all)
     expect_frame_failure(p, 1, 0, 1, big, 300, 1, 127, 1002, "64-bit length for 300 bytes");
     uint8_t msb[] = {0x81, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 1, 1, 2, 3, 4};
     expect_failure(p, msb, sizeof msb, 1002, "64-bit length with the top bit set");
+    wt_finish(p);
 }
 
 Test(ws_frames, masking_rsv_opcodes, .timeout = 60, .fini = kh_cleanup_all)
@@ -55,6 +56,7 @@ Test(ws_frames, masking_rsv_opcodes, .timeout = 60, .fini = kh_cleanup_all)
         snprintf(what, sizeof what, "opcode %d", ops[i]);
         expect_frame_failure(p, 1, 0, ops[i], "", 0, 1, 0, 1002, what);
     }
+    wt_finish(p);
 }
 
 Test(ws_frames, control_frames, .timeout = 60, .fini = kh_cleanup_all)
@@ -75,6 +77,7 @@ Test(ws_frames, control_frames, .timeout = 60, .fini = kh_cleanup_all)
     wsc_send(c, 1, 9, "", 0);
     wt_expect(p, c, 10, "", 0);
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_frames, continuation_rules, .timeout = 60, .fini = kh_cleanup_all)
@@ -88,6 +91,7 @@ Test(ws_frames, continuation_rules, .timeout = 60, .fini = kh_cleanup_all)
     n = wsc_build(buf, 0, 0, 2, "part", 4, 1, 0);
     n += wsc_build(buf + n, 1, 0, 2, "new", 3, 1, 0);
     expect_failure(p, buf, n, 1002, "a new binary message inside a fragmented one");
+    wt_finish(p);
 }
 
 Test(ws_frames, close_codes, .timeout = 60, .fini = kh_cleanup_all)
@@ -117,4 +121,5 @@ Test(ws_frames, close_codes, .timeout = 60, .fini = kh_cleanup_all)
     wsc_send(c, 1, 8, "", 0);
     wt_expect_close(p, c, 1005, 0);
     wsc_close(c);
+    wt_finish(p);
 }

@@ -36,6 +36,7 @@ Test(ws_handshake, accepts_and_echoes, .timeout = 30, .fini = kh_cleanup_all)
     wsc_send(c, 1, 2, bin, 3);
     wt_expect(p, c, 2, bin, 3);
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_handshake, tokens_in_lists_and_any_case, .timeout = 30, .fini = kh_cleanup_all)
@@ -45,6 +46,7 @@ Test(ws_handshake, tokens_in_lists_and_any_case, .timeout = 30, .fini = kh_clean
         p, "/ws", "Upgrade: foo/2, WebSocket\r\nConnection: keep-alive, UPGRADE\r\n" KEY VERSION,
         NULL);
     kh_assert(p, st == 101, "status %d", st);
+    wt_finish(p);
 }
 
 Test(ws_handshake, refusals, .timeout = 30, .fini = kh_cleanup_all)
@@ -86,6 +88,7 @@ Test(ws_handshake, refusals, .timeout = 30, .fini = kh_cleanup_all)
     /* The endpoint's own refusal. */
     st = status_of(p, "/t/app?refuse=401", UPGRADE KEY VERSION, NULL);
     kh_assert(p, st == 401, "on_handshake's refusal: %d", st);
+    wt_finish(p);
 }
 
 Test(ws_handshake, http10_is_refused, .timeout = 30, .fini = kh_cleanup_all)
@@ -98,6 +101,7 @@ Test(ws_handshake, http10_is_refused, .timeout = 30, .fini = kh_cleanup_all)
     size_t n = kh_recv_n(c->fd, buf, sizeof buf, 12, 5000);
     kh_assert(p, n >= 12 && memcmp(buf + 9, "400", 3) == 0, "HTTP/1.0: '%.*s'", (int)n, buf);
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_handshake, origin, .timeout = 30, .fini = kh_cleanup_all)
@@ -110,6 +114,7 @@ Test(ws_handshake, origin, .timeout = 30, .fini = kh_cleanup_all)
     kh_assert(p, st == 101, "allowed origin: %d", st);
     st = status_of(p, "/t/origin", UPGRADE KEY VERSION, NULL);
     kh_assert(p, st == 101, "no origin (not a browser): %d", st);
+    wt_finish(p);
 }
 
 Test(ws_handshake, subprotocols, .timeout = 30, .fini = kh_cleanup_all)
@@ -125,6 +130,7 @@ Test(ws_handshake, subprotocols, .timeout = 30, .fini = kh_cleanup_all)
     wsc_send_text(c, "proto");
     wt_expect_text(p, c, "proto (none)");
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_handshake, hello_without_websocket, .timeout = 30, .fini = kh_cleanup_all)
@@ -134,4 +140,5 @@ Test(ws_handshake, hello_without_websocket, .timeout = 30, .fini = kh_cleanup_al
     kh_assert(p, st == 404, "/ws without the websocket module: %d", st);
     st = status_of(p, "/", "", NULL);
     kh_assert(p, st == 200, "hello's / : %d", st);
+    wt_finish(p);
 }

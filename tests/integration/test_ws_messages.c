@@ -29,6 +29,7 @@ Test(ws_messages, fragmented_with_interleaved_control, .timeout = 60, .fini = kh
     wsc_send(c, 1, 1, "", 0);
     wt_expect(p, c, 1, "", 0);
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_messages, utf8_across_fragments, .timeout = 60, .fini = kh_cleanup_all)
@@ -68,6 +69,7 @@ Test(ws_messages, utf8_across_fragments, .timeout = 60, .fini = kh_cleanup_all)
     wsc_send_raw(c, frame, fl - 4);
     wt_expect_close(p, c, 1007, 0);
     wsc_close(c);
+    wt_finish(p);
 }
 
 /* A stream of frames (a text message in two fragments with a ping in
@@ -99,6 +101,7 @@ Test(ws_messages, split_at_every_boundary, .timeout = 90, .fini = kh_cleanup_all
     wt_expect(p, c, 1, "caf\xc3\xa9!", 6);
     wt_expect(p, c, 2, bin, sizeof bin);
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_messages, limits, .timeout = 60, .fini = kh_cleanup_all)
@@ -129,6 +132,7 @@ Test(ws_messages, limits, .timeout = 60, .fini = kh_cleanup_all)
     wsc_send_raw(c, hdr, sizeof hdr);
     wt_expect_close(p, c, 1009, 0);
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_messages, streaming_pieces, .timeout = 60, .fini = kh_cleanup_all)
@@ -143,6 +147,7 @@ Test(ws_messages, streaming_pieces, .timeout = 60, .fini = kh_cleanup_all)
     wt_expect_text(p, c, "F00:z");
     wt_expect_text(p, c, "F01:");
     wsc_close(c);
+    wt_finish(p);
 }
 
 Test(ws_messages, server_fragments, .timeout = 60, .fini = kh_cleanup_all)
@@ -160,4 +165,5 @@ Test(ws_messages, server_fragments, .timeout = 60, .fini = kh_cleanup_all)
         wsc_frame_free(&f);
     }
     wsc_close(c);
+    wt_finish(p);
 }

@@ -81,4 +81,5 @@ Test(ws_pubsub, across_workers, .timeout = 60, .fini = kh_cleanup_all)
               kh_count_log(p, "wstest topic active news"));
     kh_assert(p, kh_count_log(p, "wstest topic idle news") == 1, "idle called %d times",
               kh_count_log(p, "wstest topic idle news"));
+    wt_finish(p);
 }

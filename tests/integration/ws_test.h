@@ -66,4 +66,19 @@ WT_FN void wt_expect_close(kh_proc *p, wsc *c, int code, int answer)
     kh_assert(p, wsc_wait_eof(c, 5000) == 1, "the server did not close the TCP connection");
 }
 
+/* Ends a test: keel stops gracefully (SIGTERM) and exits 0, and its log
+ * holds no sanitizer report (in the ASan build, LeakSanitizer runs at that
+ * exit: every connection, message and subscription must be freed). Close
+ * the test's connections first, or the shutdown waits for their close
+ * handshakes. */
+WT_FN void wt_finish(kh_proc *p)
+{
+    if (!kh_exited(p))
+        kh_signal(p, SIGTERM);
+    int rc = kh_wait_exit(p, 20000);
+    kh_assert(p, rc == 0, "keel exited with %d", rc);
+    const char *log = kh_stderr(p);
+    kh_assert(p, !strstr(log, "Sanitizer") && !strstr(log, "runtime error"), "sanitizer report");
+}
+
 #endif

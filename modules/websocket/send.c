@@ -181,7 +181,7 @@ static int write_copied(keel_ws *ws, const uint8_t *hdr, size_t hlen, const void
 /* A whole message, compressed when that was negotiated and it is worth it
  * (RFC 7692 7.2.1: RSV1 on the frame, the 00 00 ff ff tail removed). */
 static int send_message(keel_ws *ws, int kind, const void *data, size_t len, keel_free_fn free_fn,
-                        void *userdata)
+                        void *userdata, int must_copy)
 {
     if (ws->pmd && len >= ws_g->cfg.threshold) {
         size_t clen;
@@ -217,7 +217,7 @@ static int send_message(keel_ws *ws, int kind, const void *data, size_t len, kee
     int rc = ws_queue_check(ws, hlen + len);
     if (rc != KEEL_OK)
         goto fail;
-    if (len <= WS_SMALL && keel_conn_write_queued(ws->conn) == 0) {
+    if (must_copy || (len <= WS_SMALL && keel_conn_write_queued(ws->conn) == 0)) {
         rc = write_copied(ws, hdr, hlen, data, len);
         if (free_fn)
             free_fn((void *)data, userdata);
@@ -265,13 +265,7 @@ int ws_send(keel_ws *ws, int kind, const void *data, size_t len, keel_free_fn fr
         return rc;
     }
     keel_metric_add(keel_conn_worker(ws->conn), ws_g->m_out, 1);
-    return send_message(ws, kind, data, len, free_fn, userdata);
-}
-
-static void free_copy(void *data, void *userdata)
-{
-    (void)userdata;
-    free(data);
+    return send_message(ws, kind, data, len, free_fn, userdata, 0);
 }
 
 int ws_send_copy(keel_ws *ws, int kind, const void *data, size_t len)
@@ -283,16 +277,10 @@ int ws_send_copy(keel_ws *ws, int kind, const void *data, size_t len)
         return KEEL_ERR_INVAL;
     if (ws->flags & WS_OUT_OPEN)
         return KEEL_ERR_STATE;
-    /* Small, or compressed (the compressor copies): no copy of our own. */
-    if ((len <= WS_SMALL && keel_conn_write_queued(ws->conn) == 0) ||
-        (ws->pmd && len >= ws_g->cfg.threshold))
-        return ws_send(ws, kind, data, len, NULL, NULL);
-    void *copy = malloc(len ? len : 1);
-    if (!copy)
-        return KEEL_ERR_NOMEM;
-    if (len)
-        memcpy(copy, data, len);
-    return ws_send(ws, kind, copy, len, free_copy, NULL);
+    keel_metric_add(keel_conn_worker(ws->conn), ws_g->m_out, 1);
+    /* One copy at most: the compressor's output, or header and payload in
+     * one block (none when the core can write a small frame at once). */
+    return send_message(ws, kind, data, len, NULL, NULL, 1);
 }
 
 int ws_send_fragment(keel_ws *ws, int kind, const void *data, size_t len, int first, int last)

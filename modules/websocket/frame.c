@@ -360,6 +360,12 @@ int ws_on_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
     uint8_t *p = (uint8_t *)(uintptr_t)data; /* see the top of this file */
     size_t pos = 0;
     ws->last_read_ms = keel_worker_now_ms(keel_conn_worker(conn));
+    if ((ws->flags & (WS_CLOSE_SENT | WS_CLOSE_RCVD)) == WS_CLOSE_SENT &&
+        ws->last_read_ms >= ws->close_by_ms) {
+        keel_conn_abort(conn); /* close_timeout passed without the peer's close */
+        *consumed = len;
+        return KEEL_OK;
+    }
 
     for (;;) {
         if (ws->flags & WS_CLOSE_RCVD) {

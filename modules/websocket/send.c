@@ -379,8 +379,14 @@ int ws_send_close(keel_ws *ws, int code, const char *reason, size_t reason_len)
      * it failed; data frames still arriving are dropped while we wait for
      * the peer's close, at most close_timeout. */
     ws->flags |= WS_CLOSE_SENT | WS_DISCARD;
-    if (!(ws->flags & WS_CLOSE_RCVD))
+    if (!(ws->flags & WS_CLOSE_RCVD)) {
+        /* A deadline, not only inactivity: a peer that keeps sending
+         * without ever answering must not keep the connection (frame.c
+         * checks it on every read, the timeout when it goes quiet). */
+        ws->close_by_ms =
+            keel_worker_now_ms(keel_conn_worker(ws->conn)) + ws_g->cfg.close_timeout_ms;
         keel_conn_set_timeout(ws->conn, ws_g->cfg.close_timeout_ms);
+    }
     return rc;
 }
 

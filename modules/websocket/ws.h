@@ -113,6 +113,7 @@ struct keel_ws {
     uint64_t remaining;      /* payload bytes of the current frame still to come */
     uint64_t msg_len;        /* bytes of the current message so far (decompressed) */
     uint64_t last_read_ms;   /* loop time of the last byte read */
+    uint64_t close_by_ms;    /* after our close frame: abort if the peer's has not come */
     uint32_t nsubs, capsubs;
     uint8_t mask[4];
     uint8_t mask_off;   /* position within mask of the next payload byte */

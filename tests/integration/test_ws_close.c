@@ -65,6 +65,25 @@ Test(ws_close, close_timeout, .timeout = 30, .fini = kh_cleanup_all)
     wt_finish(p);
 }
 
+Test(ws_close, close_timeout_is_a_deadline, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start("[websocket]\nclose_timeout = 500ms\n");
+    wsc *c = wsc_open(kh_port(p, 0), "/t/app", NULL);
+    wsc_send_text(c, "close");
+    kh_assert(p, wsc_expect_close(c, NULL, 0, 5000) == 1000, "no close");
+    /* Keep talking without answering: the deadline still holds. */
+    long long t0 = kh_now_ms();
+    while (!c->eof && kh_now_ms() - t0 < 5000) {
+        if (wsc_send_text(c, "still here") != 0)
+            break;
+        wsc_wait_eof(c, 100);
+    }
+    long long waited = kh_now_ms() - t0;
+    kh_assert(p, waited >= 400 && waited < 2000, "closed after %lld ms", waited);
+    wsc_close(c);
+    wt_finish(p);
+}
+
 Test(ws_close, idle_ping_and_idle_close, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_proc *p = wt_start("[websocket]\nping_interval = 200ms\nidle_timeout = 700ms\n");

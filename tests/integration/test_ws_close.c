@@ -127,6 +127,32 @@ Test(ws_close, non_reading_peer, .timeout = 60, .fini = kh_cleanup_all)
     wt_finish(p);
 }
 
+Test(ws_close, drain_paces_a_producer, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start("[websocket]\nsend_queue_limit = 1m\nsend_high_water = 128k\n"
+                          "send_low_water = 32k\n");
+    wsc *c = wsc_open(kh_port(p, 0), "/t/app", NULL);
+    wsc_send_text(c, "fill");
+    /* A slow reader: 64 blocks of 64 KiB arrive, in order, then "done";
+     * the producer stayed under the limit by waiting for on_drain. */
+    kh_sleep_ms(300);
+    for (int i = 0; i < 64; i++) {
+        wsc_frame f;
+        int rc = wsc_read(c, &f, 10000);
+        kh_assert(p, rc == 0 && f.op == 2 && f.len == 65536 && f.data[0] == (uint8_t)i,
+                  "block %d: rc %d op %d len %zu first %d", i, rc, f.op, f.len,
+                  f.data ? f.data[0] : -1);
+        wsc_frame_free(&f);
+        if (i % 8 == 0)
+            kh_sleep_ms(20);
+    }
+    wt_expect_text(p, c, "done");
+    kh_assert(p, kh_count_log(p, "wstest drain") >= 1, "on_drain never called");
+    kh_assert(p, !strstr(kh_stderr(p), "wstest close"), "closed");
+    wsc_close(c);
+    wt_finish(p);
+}
+
 Test(ws_close, shutdown_says_going_away, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_proc *p = wt_start(NULL);

@@ -22,6 +22,8 @@ static void expect_frame_failure(kh_proc *p, int fin, int rsv, int op, const voi
     expect_failure(p, buf, n, code, what);
 }
 
+static char buf_for_bytewise[70000];
+
 Test(ws_frames, lengths, .timeout = 60, .fini = kh_cleanup_all)
 {
     kh_proc *p = wt_start(NULL);
@@ -34,6 +36,11 @@ Test(ws_frames, lengths, .timeout = 60, .fini = kh_cleanup_all)
         wsc_send(c, 1, 1, big, sizes[i]);
         wt_expect(p, c, 1, big, sizes[i]);
     }
+    /* The 64-bit form with its header arriving a byte at a time. */
+    size_t n = wsc_build((uint8_t *)buf_for_bytewise, 1, 0, 1, big, 65536, 1, 0);
+    wsc_send_bytewise(c, buf_for_bytewise, 20);
+    wsc_send_raw(c, buf_for_bytewise + 20, n - 20);
+    wt_expect(p, c, 1, big, 65536);
     wsc_close(c);
     /* Non-minimal: 1002 (5.2: "the minimal number of bytes MUST be used"). */
     expect_frame_failure(p, 1, 0, 1, "hello", 5, 1, 126, 1002, "16-bit length for 5 bytes");

@@ -3,7 +3,9 @@
  *
  *   /t/app     text commands: "close", "close4000", "ping", "sub T",
  *              "unsub T", "pub T MSG", "flood", "stream", "proto",
- *              "queued"; anything else is echoed. Pongs are answered
+ *              "fill" (64 binary blocks of 64 KiB sent at the peer's pace:
+ *              up to send_high_water, the rest from on_drain, then "done");
+ *              anything else is echoed. Pongs are answered
  *              "pong:DATA". ?refuse=CODE refuses the handshake with CODE.
  *              Subprotocols "chat" and "superchat".
  *   /t/origin  only Origin https://good.example (or none)
@@ -33,6 +35,25 @@ static int handshake(keel_request *req, const char *subprotocol, void **data, vo
         return (v.ptr[0] - '0') * 100 + (v.ptr[1] - '0') * 10 + (v.ptr[2] - '0');
     *data = malloc(16); /* freed in on_close: ASan sees a leak otherwise */
     return *data ? KEEL_OK : KEEL_ERR_NOMEM;
+}
+
+/* "fill": blocks sent so far on the one connection that asked. */
+static keel_ws *filling;
+static int filled;
+
+static void fill_more(keel_ws *ws)
+{
+    static char block[65536];
+    while (filled < 64 && keel_ws_queued(ws) <= 128 * 1024) {
+        block[0] = (char)filled; /* changes: a copy, not a borrowed send */
+        if (keel_ws_send_copy(ws, KEEL_WS_BINARY, block, sizeof block) != KEEL_OK)
+            return;
+        filled++;
+    }
+    if (filled == 64) {
+        keel_ws_send_copy(ws, KEEL_WS_TEXT, "done", 4);
+        filling = NULL;
+    }
 }
 
 static void reply(keel_ws *ws, const char *fmt, ...) KEEL_PRINTF(2, 3);
@@ -80,6 +101,10 @@ static void on_message(keel_ws *ws, int kind, const char *data, size_t len, void
             n++;
         }
         keel_log(self, KEEL_LOG_INFO, "wstest flood rc=%s after %zu", keel_strerror(rc), n);
+    } else if (kind == KEEL_WS_TEXT && strcmp(cmd, "fill") == 0) {
+        filling = ws;
+        filled = 0;
+        fill_more(ws);
     } else if (kind == KEEL_WS_TEXT && strcmp(cmd, "stream") == 0) {
         keel_ws_send_fragment(ws, KEEL_WS_TEXT, "one ", 4, 1, 0);
         keel_ws_ping(ws, "mid", 3);
@@ -102,13 +127,17 @@ static void on_pong(keel_ws *ws, const char *data, size_t len, void *ud)
 
 static void on_drain(keel_ws *ws, void *ud)
 {
-    (void)ws, (void)ud;
+    (void)ud;
     keel_log(self, KEEL_LOG_INFO, "wstest drain");
+    if (ws == filling)
+        fill_more(ws);
 }
 
 static void on_close(keel_ws *ws, int code, const char *reason, size_t len, void *ud)
 {
     (void)ud;
+    if (ws == filling)
+        filling = NULL;
     free(keel_ws_data(ws));
     keel_log(self, KEEL_LOG_INFO, "wstest close code=%d reason=%.*s", code, (int)len, reason);
 }

@@ -167,3 +167,78 @@ Test(ws_messages, server_fragments, .timeout = 60, .fini = kh_cleanup_all)
     wsc_close(c);
     wt_finish(p);
 }
+
+/* Random messages (text from 1- to 4-byte characters, binary), each cut
+ * into 1-5 frames with pings between them, all sent as one stream in
+ * random-sized writes: the echoes and pongs come back in order. Seeded,
+ * so a failure repeats. */
+Test(ws_messages, random_streams, .timeout = 90, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start(NULL);
+    static const char *chars[] = {"a",
+                                  "Z",
+                                  " ",
+                                  "\xc3\xa9",
+                                  "\xce\xbb",
+                                  "\xe2\x82\xac",
+                                  "\xe6\x97\xa5",
+                                  "\xf0\x9f\x98\x80",
+                                  "\xf4\x8f\xbf\xbf"};
+    srand(4242);
+    enum { NMSG = 150 };
+    static uint8_t stream[1 << 20];
+    size_t slen = 0;
+    struct expect {
+        int op;
+        size_t off, len; /* in the payload store */
+    } want[NMSG * 8];
+    static uint8_t store[1 << 20];
+    size_t nwant = 0, stored = 0;
+    for (int m = 0; m < NMSG; m++) {
+        int text = rand() % 2;
+        size_t target = (size_t)(rand() % 3000), len = 0;
+        uint8_t *msg = store + stored;
+        while (len < target) {
+            if (text) {
+                const char *ch = chars[rand() % 9];
+                memcpy(msg + len, ch, strlen(ch));
+                len += strlen(ch);
+            } else {
+                msg[len++] = (uint8_t)rand();
+            }
+        }
+        int nfrag = 1 + rand() % 5;
+        size_t at = 0;
+        for (int f = 0; f < nfrag; f++) {
+            size_t piece = f == nfrag - 1 ? len - at : (size_t)rand() % (len - at + 1);
+            slen += wsc_build(stream + slen, f == nfrag - 1, 0, f == 0 ? (text ? 1 : 2) : 0,
+                              msg + at, piece, 1, 0);
+            at += piece;
+            if (rand() % 3 == 0 && f < nfrag - 1) {
+                char ping[8];
+                int pl = snprintf(ping, sizeof ping, "p%d", m);
+                memcpy(store + stored + len, ping, (size_t)pl);
+                slen += wsc_build(stream + slen, 1, 0, 9, ping, (size_t)pl, 1, 0);
+                want[nwant++] = (struct expect){10, stored + len, (size_t)pl};
+                len += (size_t)pl; /* keep the ping's bytes after the message's */
+                target = len;
+            }
+        }
+        want[nwant++] = (struct expect){text ? 1 : 2, stored, at};
+        stored += len;
+    }
+    wsc *c = wsc_open(kh_port(p, 0), "/ws", NULL);
+    for (size_t at = 0; at < slen;) {
+        size_t n = 1 + (size_t)rand() % 700;
+        if (n > slen - at)
+            n = slen - at;
+        wsc_send_raw(c, stream + at, n);
+        at += n;
+        if (rand() % 4 == 0)
+            kh_sleep_ms(1);
+    }
+    for (size_t i = 0; i < nwant; i++)
+        wt_expect(p, c, want[i].op, store + want[i].off, want[i].len);
+    wsc_close(c);
+    wt_finish(p);
+}

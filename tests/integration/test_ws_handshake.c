@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "ws_test.h"
 
+#include <stdlib.h>
 #include <strings.h>
 
 #define KEY     "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
@@ -141,4 +142,57 @@ Test(ws_handshake, hello_without_websocket, .timeout = 30, .fini = kh_cleanup_al
     st = status_of(p, "/", "", NULL);
     kh_assert(p, st == 200, "hello's / : %d", st);
     wt_finish(p);
+}
+
+/* Frames sent right behind the request, in the same write, reach the
+ * WebSocket side exactly once (the upgrade hands over the buffered bytes). */
+Test(ws_handshake, frames_behind_the_request, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = wt_start(NULL);
+    wsc *c = wsc_connect(kh_port(p, 0));
+    uint8_t buf[1024];
+    int n = snprintf((char *)buf, sizeof buf,
+                     "GET /ws HTTP/1.1\r\nHost: x\r\n" UPGRADE KEY VERSION "\r\n");
+    size_t len = (size_t)n + wsc_build(buf + n, 1, 0, 1, "early", 5, 1, 0);
+    len += wsc_build(buf + len, 1, 0, 2, "bird", 4, 1, 0);
+    wsc_send_raw(c, buf, len);
+    char head[512];
+    size_t got = 0;
+    while (got < sizeof head - 1 && !(got >= 4 && memcmp(head + got - 4, "\r\n\r\n", 4) == 0)) {
+        size_t r = kh_recv_n(c->fd, head + got, sizeof head - got, 1, 5000);
+        kh_assert(p, r == 1, "the 101 head ended early");
+        got++;
+    }
+    kh_assert(p, strncmp(head, "HTTP/1.1 101", 12) == 0, "%.*s", (int)got, head);
+    wt_expect_text(p, c, "early");
+    wt_expect(p, c, 2, "bird", 4);
+    wsc_close(c);
+    wt_finish(p);
+}
+
+/* The handshake is a request like any other: the access log records it
+ * (101) and a refusal (426). */
+Test(ws_handshake, access_log, .timeout = 30, .fini = kh_cleanup_all)
+{
+    char dir[] = "/tmp/keel-wslog-XXXXXX";
+    cr_assert(mkdtemp(dir), "mkdtemp");
+    char extra[700], path[600];
+    snprintf(path, sizeof path, "%s/access.log", dir);
+    snprintf(extra, sizeof extra, "[accesslog]\npath = %s\n", path);
+    kh_proc *p = wt_start_modules(1, "http1 accesslog websocket hello", extra);
+    wsc *c = wsc_open(kh_port(p, 0), "/ws", NULL);
+    wsc_close(c);
+    int st = status_of(p, "/ws", KEY VERSION, NULL);
+    kh_assert(p, st == 426, "status %d", st);
+    wt_finish(p);
+    FILE *f = fopen(path, "r");
+    kh_assert(p, f, "no access log at %s", path);
+    char log[4096];
+    size_t n = fread(log, 1, sizeof log - 1, f);
+    fclose(f);
+    log[n] = 0;
+    kh_assert(p, strstr(log, "\"GET /ws HTTP/1.1\" 101") && strstr(log, "\"GET /ws HTTP/1.1\" 426"),
+              "access log:\n%s", log);
+    unlink(path);
+    rmdir(dir);
 }

@@ -108,9 +108,7 @@ static void fragment_out(keel_ws *ws, const uint8_t *p, size_t n, int last)
         return;
     int first = !ws->first_sent;
     ws->first_sent = 1;
-    ws->flags |= WS_IN_CB;
     ep->on_fragment(ws, ws->msg_kind, (const char *)p, n, first, last, ep->userdata);
-    ws->flags &= (uint8_t)~WS_IN_CB;
 }
 
 /* Streaming text must end each piece on a character boundary: the bytes
@@ -193,10 +191,8 @@ static void message_end(keel_ws *ws)
     if (ep->on_fragment) {
         fragment_out(ws, (const uint8_t *)"", 0, 1);
     } else if (ep->on_message) {
-        ws->flags |= WS_IN_CB;
         ep->on_message(ws, ws->msg_kind, ws->msg ? ws->msg->data : "", ws->msg ? ws->msg->len : 0,
                        ep->userdata);
-        ws->flags &= (uint8_t)~WS_IN_CB;
     }
     msg_reset(ws);
 }
@@ -248,9 +244,7 @@ static void control(keel_ws *ws, int op, uint8_t *p, size_t n)
     }
     if (op == WS_OP_PONG) {
         if (ep->on_pong && !(ws->flags & WS_DISCARD)) {
-            ws->flags |= WS_IN_CB;
             ep->on_pong(ws, (const char *)p, n, ep->userdata);
-            ws->flags &= (uint8_t)~WS_IN_CB;
         }
         return;
     }
@@ -413,9 +407,7 @@ int ws_on_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
                 }
                 keel_metric_add(keel_conn_worker(conn), ws_g->m_in, 1);
                 if (ep->on_message) {
-                    ws->flags |= WS_IN_CB;
                     ep->on_message(ws, ws->msg_kind, (const char *)pl, (size_t)plen, ep->userdata);
-                    ws->flags &= (uint8_t)~WS_IN_CB;
                 }
                 ws->msg_kind = 0;
                 continue;

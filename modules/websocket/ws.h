@@ -98,8 +98,7 @@ enum ws_flag {
     WS_DRAIN_WANTED = 1 << 3, /* queue went over send_high_water */
     WS_OUT_OPEN = 1 << 4,     /* send_fragment began a message */
     WS_OPENED = 1 << 5,       /* on_open ran */
-    WS_DISCARD = 1 << 6,      /* closing: frames are parsed, data dropped */
-    WS_IN_CB = 1 << 7         /* inside an endpoint callback from on_data */
+    WS_DISCARD = 1 << 6       /* closing: frames are parsed, data dropped */
 };
 
 struct keel_ws {

@@ -69,6 +69,26 @@ Test(ws_pubsub, across_workers, .timeout = 60, .fini = kh_cleanup_all)
                       f.data);
         }
     }
+    /* The observer saw both publications, once each. */
+    kh_assert(p,
+              kh_count_log(p, "wstest observed news: hello from 0") == 1 &&
+                  kh_count_log(p, "wstest observed news: hello from 1") == 1,
+              "on_publish calls");
+    /* publish_local: delivered everywhere, not shown to the observers. */
+    wsc_send_text(c[0], "local news from elsewhere");
+    for (int i = 0; i < n; i++) {
+        for (int k = 0; k < 1 + (i == 0); k++) {
+            wsc_frame f;
+            kh_assert(p, wsc_read(c[i], &f, 5000) == 0, "connection %d: no local delivery", i);
+            kh_assert(p,
+                      strcmp((char *)f.data, "from elsewhere") == 0 ||
+                          (i == 0 && strncmp((char *)f.data, "published", 9) == 0),
+                      "connection %d got '%s'", i, f.data);
+            wsc_frame_free(&f);
+        }
+    }
+    kh_assert(p, kh_count_log(p, "wstest observed news: from elsewhere") == 0,
+              "publish_local was shown to the observer");
     /* Unsubscribe one explicitly, close the rest: idle exactly once. */
     wsc_send_text(c[0], "unsub news");
     wt_expect_text(p, c[0], "unsubscribed news 0");

@@ -2,7 +2,7 @@
  * against keel/websocket.h as any endpoint author would.
  *
  *   /t/app     text commands: "close", "close4000", "ping", "sub T",
- *              "unsub T", "pub T MSG", "flood", "stream", "proto",
+ *              "unsub T", "pub T MSG", "local T MSG" (publish_local), "flood", "stream", "proto",
  *              "fill" (64 binary blocks of 64 KiB sent at the peer's pace:
  *              up to send_high_water, the rest from on_drain, then "done");
  *              anything else is echoed. Pongs are answered
@@ -101,6 +101,13 @@ static void on_message(keel_ws *ws, int kind, const char *data, size_t len, void
             n++;
         }
         keel_log(self, KEEL_LOG_INFO, "wstest flood rc=%s after %zu", keel_strerror(rc), n);
+    } else if (kind == KEEL_WS_TEXT && strncmp(cmd, "local ", 6) == 0) {
+        char *topic = cmd + 6, *msg = strchr(topic, ' ');
+        if (!msg)
+            return;
+        *msg++ = 0;
+        int n = keel_ws_publish_local(worker, topic, KEEL_WS_TEXT, msg, strlen(msg));
+        reply(ws, "published %d", n);
     } else if (kind == KEEL_WS_TEXT && strcmp(cmd, "fill") == 0) {
         filling = ws;
         filled = 0;
@@ -190,10 +197,19 @@ static void topic_idle(keel_worker *w, const char *topic, size_t len, void *ud)
              keel_worker_id(w));
 }
 
+static void published(keel_worker *w, const char *topic, size_t tlen, int kind, const void *data,
+                      size_t len, void *ud)
+{
+    (void)w, (void)kind, (void)ud;
+    keel_log(self, KEEL_LOG_INFO, "wstest observed %.*s: %.*s", (int)tlen, topic, (int)len,
+             (const char *)data);
+}
+
 static const keel_ws_observer observer = {
     .size = sizeof observer,
     .on_topic_active = topic_active,
     .on_topic_idle = topic_idle,
+    .on_publish = published,
 };
 
 static int wstest_load(keel_module *m)

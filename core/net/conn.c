@@ -540,8 +540,13 @@ static void on_close(uv_handle_t *handle)
     kl_conn_teardown(c);
 }
 
-void kl_conn_close_handle(keel_conn *c)
+void kl_conn_close_handle(keel_conn *c, int reset)
 {
+    /* A reset (SO_LINGER 0) frees at once what the kernel still holds for
+     * the peer, megabytes for one that stopped reading; an orderly end
+     * keeps the plain close, whose FIN follows the data. */
+    if (reset && uv_tcp_close_reset(&c->tcp, on_close) == 0)
+        return;
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 

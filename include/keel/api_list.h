@@ -204,7 +204,9 @@ KEEL_FN(size_t, conn_write_queued, (keel_conn *conn), (conn))
 KEEL_VFN(conn_close, (keel_conn *conn), (conn))
 
 /* Closes at once, dropping queued writes (their callbacks get
- * KEEL_ERR_CLOSED). Idempotent. */
+ * KEEL_ERR_CLOSED); on TCP with a reset (SO_LINGER 0, since ABI 1.4), so
+ * that the kernel frees at once what it held for the peer (a peer that
+ * stopped reading). Idempotent. */
 KEEL_VFN(conn_abort, (keel_conn *conn), (conn))
 
 /* Stops delivering data (the socket is not read); buffered bytes and the

@@ -803,6 +803,27 @@ KEEL_FN(int, config_path,
  * on_response_head. Worker thread of the request. */
 KEEL_FN(int, response_filter_skip_body, (keel_response *res), (res))
 
+/* What a head filter needs to know of the body to come (ABI 1.4): its
+ * length in bytes when known (a body given whole: keel_response_send,
+ * _send_copy, _send_file; or a Content-Length the handler set), -1 when
+ * it will be streamed (keel_response_write) without a declared length.
+ * From on_response_head (or a handler). Worker thread of the request. */
+KEEL_FN(int64_t, response_body_length, (keel_response *res), (res))
+
+/* 1 if the body comes from keel_response_send_file (a compressor may
+ * leave files to precompressed siblings and sendfile), else 0. From
+ * on_response_head. Worker thread of the request. */
+KEEL_FN(int, response_body_from_file, (keel_response *res), (res))
+
+/* The response's header fields, in order: how many, and the index-th as
+ * views valid until the headers change (KEEL_ERR_NOTFOUND past the end).
+ * For filters that must see every field of a name (Vary, Cache-Control),
+ * which keel_response_header (the first) does not. Worker thread of the
+ * request. */
+KEEL_FN(size_t, response_header_count, (keel_response *res), (res))
+KEEL_FN(int, response_header_at, (keel_response *res, size_t index, keel_header *out),
+        (res, index, out))
+
 /* ---- The server, for reports (ABI 1.4) --------------------------------- */
 
 /* The index-th loaded module (0-based, in load order): its name and

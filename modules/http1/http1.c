@@ -56,6 +56,20 @@ static uint64_t now_ms(h1_conn *c)
     return keel_worker_now_ms(c->w->worker);
 }
 
+/* Between requests (or before the first, as nginx counts a new connection
+ * reusable too) nothing is lost if the connection closes: a client retries
+ * a request on a keep-alive connection that closed (RFC 9112 9.3.1). At
+ * max_connections the core may close it, least recently idle first, to
+ * admit a new client (keel_conn_set_idle). The core clears the mark when
+ * it hands us bytes. */
+static void mark_idle(h1_conn *c)
+{
+    if (!c->idle_marked && !c->closing && !c->handed_over && !c->shutdown) {
+        c->idle_marked = 1;
+        keel_conn_set_idle(c->conn, 1);
+    }
+}
+
 /* The inactivity timeout that brings a head's deadline back: exactly what
  * is left (the core's timeouts take any duration at the same cost); the
  * deadline itself is also checked on each delivery and in on_timeout. */
@@ -220,7 +234,7 @@ static size_t settle(h1_conn *c)
         return c->len;
     size_t keep = c->pos;
     uint64_t timeout = 0;
-    int wait = 0;
+    int wait = 0, idle = 0;
     switch (c->msg) {
     case H1_MSG_HEAD:
         if (c->head_started) {
@@ -234,6 +248,7 @@ static size_t settle(h1_conn *c)
                 h1_exch_put(c->w, c->x); /* idle: hold nothing */
                 c->x = NULL;
             }
+            idle = 1;
         }
         break;
     case H1_MSG_HOLD:
@@ -258,6 +273,8 @@ static size_t settle(h1_conn *c)
     h1_out_flush(c);
     h1_set_timeout(c, timeout);
     h1_out_release(c);
+    if (idle)
+        mark_idle(c);
     return keep;
 }
 
@@ -271,13 +288,16 @@ void h1_after_exchange(h1_conn *c)
             return;
         h1_out_flush(c);
         h1_set_timeout(c, c->w->cfg->keepalive_timeout_ms);
-        if (c->skip == 0 && c->pos == c->len && c->x != NULL) {
+        int idle = c->skip == 0 && c->pos == c->len;
+        if (idle && c->x != NULL) {
             /* Nothing left for the core to deliver again: idle now. */
             h1_exch_put(c->w, c->x);
             c->x = NULL;
         }
         h1_out_release(c);
         h1_resume(c);
+        if (idle)
+            mark_idle(c);
         break;
     case H1_MSG_HOLD:
     case H1_MSG_BODY:
@@ -305,6 +325,7 @@ static int h1_on_open(keel_conn *conn, void *arg)
     c->w = keel_worker_state(keel_conn_worker(conn), keel_conn_module(conn));
     keel_conn_set_data(conn, c);
     h1_set_timeout(c, c->w->cfg->header_timeout_ms);
+    mark_idle(c);
     return KEEL_OK;
 }
 
@@ -315,6 +336,7 @@ static int h1_on_data(keel_conn *conn, const char *data, size_t len, size_t *con
         *consumed = len;
         return KEEL_OK;
     }
+    c->idle_marked = 0; /* the core cleared it: bytes came */
     if (c->skip > len)
         return KEEL_ERR_STATE; /* the core lost bytes we left: cannot go on */
     c->data = data;

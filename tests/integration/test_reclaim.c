@@ -8,13 +8,16 @@
 
 #define GET "GET / HTTP/1.1\r\nHost: h\r\n\r\n"
 
-/* keel with http1 + hello, `workers` workers, max_connections = max,
- * debug log (the reclaim line), and `reuseport`. */
+/* keel with http1 + hello + the metrics test module, `workers` workers,
+ * max_connections = max, debug log (the reclaim line), and `reuseport`. */
 static kh_proc *start(int workers, int max, const char *reuseport)
 {
     const char *args[] = {
-        "--set", ht_fmt("keel.max_connections=%d", max), "--set", "keel.log_level=debug",
-        "--set", ht_fmt("keel.reuseport=%s", reuseport), NULL};
+        "--set", ht_fmt("keel.max_connections=%d", max),
+        "--set", "keel.log_level=debug",
+        "--set", ht_fmt("keel.reuseport=%s", reuseport),
+        "--set", "keel.modules=http1 hello metrics", /* tests/modules: GET /dump */
+        NULL};
     return ht_start_n(workers, NULL, args);
 }
 
@@ -70,10 +73,37 @@ Test(reclaim, idle_keepalive_makes_room, .timeout = 60, .fini = kh_cleanup_all)
     kh_assert(p, ht_wait_closed(d, 5000) == 1, "the least recently idle connection is open");
     kh_assert(p, count(kh_stderr(p), "idle connection closed to admit") == 2,
               "expected two reclaims");
+    /* And the metric counts them. */
+    ht_send_str(e, "GET /dump HTTP/1.1\r\nHost: h\r\n\r\n");
+    ht_resp r;
+    ht_expect_response(p, e, &r, 0);
+    kh_assert(p, r.status == 200 && strstr(r.body, "keel_connections_reclaimed_total{} 2"),
+              "/dump: %d\n%s", r.status, r.body);
+    ht_resp_free(&r);
     for (int i = 0; i < 3; i++)
         ht_close(c[i]);
     ht_close(d);
     ht_close(e);
+    kh_stop(p);
+}
+
+/* Connections opened and left silent to fill max_connections are idle too
+ * (nginx counts a connection waiting for its first request reusable):
+ * the oldest makes room for a real client. */
+Test(reclaim, silent_connections_make_room, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start(1, 2, "on");
+    ht_conn *a = ht_connect(kh_port(p, 0));
+    kh_sleep_ms(50);
+    ht_conn *b = ht_connect(kh_port(p, 0));
+    kh_sleep_ms(50);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    get_ok(p, c, "a client while two silent connections hold every slot");
+    kh_assert(p, ht_wait_closed(a, 5000) == 1, "the oldest silent connection is still open");
+    get_ok(p, b, "the other silent connection");
+    ht_close(a);
+    ht_close(b);
+    ht_close(c);
     kh_stop(p);
 }
 

@@ -232,9 +232,16 @@ void kl_conn_update_reading(keel_conn *c)
 {
     if (kl_conn_handle_closed(c))
         return;
-    int want = c->phase == KL_PHASE_LINGERING ||
-               (c->phase == KL_PHASE_OPEN &&
-                !(c->flags & (KL_CONN_PAUSED | KL_CONN_BACKPRESSURE | KL_CONN_EOF)));
+    int open = c->phase == KL_PHASE_OPEN && !(c->flags & (KL_CONN_BACKPRESSURE | KL_CONN_EOF));
+    int want = c->phase == KL_PHASE_LINGERING || (open && !(c->flags & KL_CONN_PAUSED));
+    /* A pause alone stops reading lazily: most pauses (a response in
+     * flight, a file being sent) end before the peer sends more, and
+     * stopping and restarting the poll for each costs two epoll_ctl
+     * calls per request. Bytes that do arrive meanwhile are kept, not
+     * delivered, and reading stops then (on_read): at most one more read
+     * is buffered, as with an immediate stop and libuv's own reads. */
+    if (!want && open && (c->flags & KL_CONN_READING))
+        return;
     if (want && !(c->flags & KL_CONN_READING)) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
             c->flags |= KL_CONN_READING;
@@ -305,6 +312,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     keel_conn *c = conn_of((uv_handle_t *)stream);
     if (nread > 0) {
+        int paused_before = (c->flags & KL_CONN_PAUSED) != 0;
         keel_worker *w = kl_conn_worker(c);
         kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_in->slot, nread);
         if (c->phase == KL_PHASE_LINGERING)
@@ -327,6 +335,14 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             c->rlen += (uint32_t)nread;
         }
         deliver(c);
+        /* The lazy pause (kl_conn_update_reading): these bytes came while
+         * the protocol was paused and wait unseen, so reading stops now. */
+        if (paused_before &&
+            (c->flags & (KL_CONN_PAUSED | KL_CONN_READING)) == (KL_CONN_PAUSED | KL_CONN_READING) &&
+            !kl_conn_handle_closed(c)) {
+            uv_read_stop((uv_stream_t *)&c->tcp);
+            c->flags &= ~KL_CONN_READING;
+        }
     } else if (nread == UV_EOF) {
         on_eof(c);
         return;

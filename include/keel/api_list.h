@@ -760,6 +760,22 @@ KEEL_FN(int, transport_open_protocol, (keel_conn *conn, const char *protocol),
  * start() or later). */
 KEEL_FN(int, protocol_available, (keel_module *module, const char *name), (module, name))
 
+/* ---- Files (ABI 1.4) ------------------------------------------------------ */
+
+/* keel_conn_write_file preceded by the bytes in prefix (copied during the
+ * call; a response head, typically): the same as keel_conn_write_copy of
+ * each prefix buffer followed by keel_conn_write_file, with one callback
+ * for the whole, except that on plain TCP, when nothing else is queued,
+ * the prefix is sent marked as followed by more (Linux MSG_MORE) so that it
+ * and the file's first bytes leave in one segment, as nginx's TCP_CORK
+ * does: a small file's response costs the client one wake-up, not two.
+ * Returns and calls back as keel_conn_write_file does (KEEL_ERR_INVAL also
+ * for a NULL prefix with nprefix > 0). Worker thread of the connection. */
+KEEL_FN(int, conn_write_file_after,
+        (keel_conn *conn, const keel_buf *prefix, size_t nprefix, int fd, uint64_t offset,
+         uint64_t length, keel_write_cb cb, void *userdata),
+        (conn, prefix, nprefix, fd, offset, length, cb, userdata))
+
 /* ---- Configuration (ABI 1.4) -------------------------------------------- */
 
 /* Resolves `path`, a file or directory name the module read from the

@@ -839,4 +839,24 @@ KEEL_FN(int, module_at,
  * strings. Any thread. */
 KEEL_FN(const char *, host_version, (void), ())
 KEEL_FN(const char *, host_abi, (void), ())
+
+/* ---- Idle connections (ABI 1.4) ------------------------------------------ */
+
+/* Says whether the connection is idle between messages: closing it now
+ * would lose nothing (an HTTP/1.1 connection waiting for its next request,
+ * or for its first). When a new client arrives at max_connections, the
+ * core closes the least recently idle such connection of the worker to
+ * admit it, as nginx does with its reusable connections: at once, without
+ * lingering, and only if no byte waits unconsumed and no output is queued
+ * or owed. Its on_close gets KEEL_ERR_LIMIT; keel_connections_reclaimed_total
+ * counts it. Protocols that keep state between messages a client would
+ * miss (a WebSocket, a subscription) never mark themselves idle.
+ *
+ * The mark lasts until the protocol clears it (idle 0), the protocol is
+ * handed bytes (on_data: a message may be starting, so mark it again when
+ * the connection is idle again), the connection changes protocol, or it
+ * closes. Marking an idle connection again keeps its place in the order.
+ * No effect on an outbound connection (it holds no max_connections slot)
+ * or a closing one. Worker thread of the connection. */
+KEEL_VFN(conn_set_idle, (keel_conn *conn, int idle), (conn, idle))
 #endif /* KEEL__WANT(4) */

@@ -122,7 +122,7 @@ void kl_conn_on_timeout(kl_timeouts *t, kl_tnode *node)
     case KL_TIMEOUT_READ:
         break;
     }
-    if (c->protocol->cb.on_timeout == NULL) {
+    if (c->protocol->cb.on_timeout == NULL || (c->flags & KL_CONN_DEFERRED)) {
         kl_conn_close(c, KEEL_ERR_TIMEOUT);
         return;
     }
@@ -158,7 +158,8 @@ void kl_conn_output_settled(keel_conn *c)
         kl_output_queued(c) <= server_of(c)->settings.write_high_water / 4) {
         c->flags &= ~KL_CONN_BACKPRESSURE;
         kl_conn_update_reading(c);
-        if (c->protocol->cb.on_drain != NULL && !kl_conn_closing(c))
+        if (c->protocol->cb.on_drain != NULL && !kl_conn_closing(c) &&
+            !(c->flags & KL_CONN_DEFERRED))
             c->protocol->cb.on_drain(c);
         if (kl_conn_handle_closed(c))
             return;
@@ -247,6 +248,9 @@ void kl_conn_update_reading(keel_conn *c)
  * closes, or has seen everything. */
 static void deliver(keel_conn *c)
 {
+    /* Bytes wait for a protocol the transport has yet to open. */
+    if (c->flags & KL_CONN_DEFERRED)
+        return;
     while (c->rbuf != NULL && c->rstart < c->rlen && !kl_conn_closing(c) &&
            !(c->flags & KL_CONN_PAUSED)) {
         const kl_protocol *p = c->protocol;
@@ -286,7 +290,9 @@ static void on_eof(keel_conn *c)
     kl_conn_update_reading(c);
     if (kl_conn_closing(c))
         return;
-    if (c->protocol->cb.on_eof != NULL)
+    if (c->flags & KL_CONN_DEFERRED)
+        kl_conn_close(c, KEEL_OK);
+    else if (c->protocol->cb.on_eof != NULL)
         c->protocol->cb.on_eof(c);
     else if (!(c->flags & KL_CONN_PAUSED))
         kl_conn_close(c, KEEL_OK);
@@ -362,7 +368,8 @@ void kl_conn_run_delivery(keel_conn *c)
     deliver(c);
     if (kl_conn_closing(c))
         return;
-    if ((c->flags & KL_CONN_EOF) && !(c->flags & KL_CONN_PAUSED) && c->protocol->cb.on_eof == NULL)
+    if ((c->flags & KL_CONN_EOF) && !(c->flags & (KL_CONN_PAUSED | KL_CONN_DEFERRED)) &&
+        c->protocol->cb.on_eof == NULL)
         kl_conn_close(c, KEEL_OK);
     else
         release_buffer(c);
@@ -403,6 +410,80 @@ static void unlink_pending(keel_conn *c)
         *p = c->pending_next;
 }
 
+/* ---- a protocol the transport opens (ALPN) -------------------------------- */
+
+/* What the protocol's on_open will need, kept in the connection's data
+ * slot (the protocol's, unused until it opens) while the transport
+ * negotiates. Only connections whose transport deferred have one. */
+typedef struct kl_deferred {
+    void *arg;
+    keel_connect_error_fn on_error; /* an outbound connection's caller */
+} kl_deferred;
+
+/* The connection ends before its protocol opened: an outbound one's
+ * caller still gets its one answer. */
+static void deferred_never_opened(keel_conn *c)
+{
+    kl_deferred *d = c->protocol_data;
+    c->flags &= ~KL_CONN_DEFERRED;
+    c->protocol_data = NULL;
+    if (d != NULL && d->on_error != NULL) {
+        kl_log(KEEL_LOG_DEBUG, "connection %llu: closed before the transport opened its protocol",
+               (unsigned long long)c->id);
+        d->on_error(kl_conn_worker(c), KEEL_ERR_IO, d->arg);
+    }
+    free(d);
+}
+
+/* Runs the protocol's on_open and what follows it, for kl_conn_start and
+ * keel_transport_open_protocol. Returns the on_open status. */
+static int open_protocol(keel_conn *c, void *arg)
+{
+    int rc = c->protocol->cb.on_open ? c->protocol->cb.on_open(c, arg) : KEEL_OK;
+    if (rc == KEEL_OK)
+        c->flags |= KL_CONN_PROTOCOL_OPEN;
+    if (rc < 0) {
+        kl_conn_abort_status(c, rc);
+        return rc;
+    }
+    if (kl_conn_closing(c))
+        return rc; /* on_open closed it (a banner, say): let that finish */
+    if (kl_conn_worker(c)->stopping)
+        kl_conn_shutdown(c);
+    kl_conn_update_reading(c);
+    return rc;
+}
+
+int keel_transport_open_protocol(keel_conn *c, const char *protocol)
+{
+    if (!(c->flags & KL_CONN_DEFERRED))
+        return KEEL_ERR_STATE;
+    if (kl_conn_closing(c))
+        return KEEL_ERR_CLOSED;
+    if (protocol != NULL) {
+        const kl_protocol *p = kl_registry_protocol(&server_of(c)->registry, protocol);
+        if (p == NULL)
+            return KEEL_ERR_NOTFOUND;
+        c->protocol = p;
+    }
+    kl_deferred *d = c->protocol_data;
+    void *arg = d ? d->arg : NULL;
+    free(d);
+    c->protocol_data = NULL;
+    c->flags &= ~KL_CONN_DEFERRED;
+    /* Bytes the transport delivered meanwhile go to the protocol from the
+     * loop, as any delivery does. */
+    if (c->rbuf != NULL && c->rstart < c->rlen)
+        schedule_delivery(c);
+    open_protocol(c, arg);
+    return KEEL_OK;
+}
+
+int keel_protocol_available(keel_module *m, const char *name)
+{
+    return name != NULL && kl_registry_protocol(&m->server->registry, name) != NULL;
+}
+
 void kl_conn_teardown(keel_conn *c)
 {
     keel_worker *w = kl_conn_worker(c);
@@ -411,6 +492,8 @@ void kl_conn_teardown(keel_conn *c)
     /* Completions owed run first, then those of files and writes that
      * never left. */
     kl_output_finish(c);
+    if (c->flags & KL_CONN_DEFERRED)
+        deferred_never_opened(c);
     if ((c->flags & KL_CONN_PROTOCOL_OPEN) && c->protocol->cb.on_close != NULL)
         c->protocol->cb.on_close(c, c->close_status);
     if ((c->flags & KL_CONN_TRANSPORT_OPEN) && kl_conn_transport(c)->cb.on_close != NULL)
@@ -479,7 +562,7 @@ void kl_conn_discard(keel_conn *c)
     uv_close((uv_handle_t *)&c->tcp, on_discarded);
 }
 
-int kl_conn_start(keel_conn *c, void *arg)
+int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
 {
     keel_worker *w = kl_conn_worker(c);
     c->flags |= KL_CONN_STARTED;
@@ -498,35 +581,45 @@ int kl_conn_start(keel_conn *c, void *arg)
 
     /* Until the protocol's on_open has succeeded there is nothing for its
      * on_close to release. */
-    int rc = KEEL_OK, opened = 0;
+    int rc = KEEL_OK;
     if (kl_conn_transport(c) != NULL) {
         rc = kl_conn_transport(c)->cb.on_open ? kl_conn_transport(c)->cb.on_open(c) : KEEL_OK;
-        if (rc == KEEL_OK)
+        if (rc == KEEL_OK || rc == KEEL_TRANSPORT_DEFER)
             c->flags |= KL_CONN_TRANSPORT_OPEN;
     }
-    if (rc == KEEL_OK && !kl_conn_closing(c)) {
-        opened = 1;
-        rc = c->protocol->cb.on_open ? c->protocol->cb.on_open(c, arg) : KEEL_OK;
-        if (rc == KEEL_OK)
-            c->flags |= KL_CONN_PROTOCOL_OPEN;
+    if (rc == KEEL_TRANSPORT_DEFER && !kl_conn_closing(c)) {
+        /* The transport opens the protocol once it knows which (ALPN). */
+        kl_deferred *d = calloc(1, sizeof *d);
+        if (d == NULL) {
+            kl_conn_abort_status(c, KEEL_ERR_NOMEM);
+            return 0;
+        }
+        *d = (kl_deferred){arg, on_error};
+        c->protocol_data = d;
+        c->flags |= KL_CONN_DEFERRED;
+        if (w->stopping)
+            kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN);
+        else
+            kl_conn_update_reading(c);
+        return 1; /* the outbound caller's answer comes from the connection now */
     }
-    if (rc < 0) {
-        kl_conn_abort_status(c, rc);
-        return opened;
+    if (rc < 0 || rc == KEEL_TRANSPORT_DEFER) {
+        kl_conn_abort_status(c, rc < 0 ? rc : KEEL_ERR_CLOSED);
+        return 0;
     }
     if (kl_conn_closing(c))
-        return opened; /* on_open closed it (a banner, say): let that finish */
-    if (w->stopping)
-        kl_conn_shutdown(c);
-    kl_conn_update_reading(c);
-    return opened;
+        return 0;
+    open_protocol(c, arg);
+    return 1;
 }
 
 void kl_conn_shutdown(keel_conn *c)
 {
     if (kl_conn_closing(c))
         return;
-    if (c->protocol->cb.on_shutdown != NULL)
+    if (c->flags & KL_CONN_DEFERRED)
+        kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN); /* still negotiating: nothing to finish */
+    else if (c->protocol->cb.on_shutdown != NULL)
         c->protocol->cb.on_shutdown(c);
     else
         kl_conn_close(c, KEEL_OK);

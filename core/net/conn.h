@@ -24,7 +24,8 @@ enum {
     KL_CONN_PROTOCOL_OPEN = 1 << 7,  /* the protocol's on_open succeeded: on_close is owed */
     KL_CONN_IN_TRANSPORT = 1 << 8,   /* inside the transport's on_read */
     KL_CONN_IN_DATA = 1 << 9,        /* inside the protocol's on_data */
-    KL_CONN_STARTED = 1 << 10        /* counted in the worker's nconns */
+    KL_CONN_STARTED = 1 << 10,       /* counted in the worker's nconns */
+    KL_CONN_DEFERRED = 1 << 11       /* the transport opens the protocol later (ALPN) */
 };
 
 /* The close sequence, one phase at a time (net/conn_close.c has the single
@@ -113,10 +114,12 @@ void *kl_conn_tail(keel_conn *conn);
 /* Takes a connected handle (accepted, opened from a handed-over socket, or
  * connected outbound) and starts the transport, then the protocol with
  * on_open(conn, arg). On failure the conn is closed. Returns non-zero if
- * the protocol's on_open was called (whatever it returned): zero means the
- * transport refused or closed the connection first, and an outbound
- * connection's caller must still be told. */
-int kl_conn_start(keel_conn *conn, void *arg);
+ * the protocol's on_open was called (whatever it returned), or is left to
+ * the transport (KEEL_TRANSPORT_DEFER: the connection then owes on_error,
+ * if given, should it end first): zero means the transport refused or
+ * closed the connection first, and an outbound connection's caller must
+ * still be told. */
+int kl_conn_start(keel_conn *conn, void *arg, keel_connect_error_fn on_error);
 
 /* Closes the handle of a conn that never started (limit, accept failure). */
 void kl_conn_discard(keel_conn *conn);

@@ -232,7 +232,7 @@ static void succeed(keel_connect *a, keel_conn *c)
     /* A transport that refused or closed the connection in its on_open kept
      * the protocol's on_open from running: the caller still gets its one
      * answer. */
-    if (!kl_conn_start(c, a->arg)) {
+    if (!kl_conn_start(c, a->arg, a->on_error)) {
         kl_log(KEEL_LOG_DEBUG, "connect to %s port %u: the transport refused it", a->host, a->port);
         a->on_error(a->worker, KEEL_ERR_IO, a->arg);
     }

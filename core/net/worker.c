@@ -155,7 +155,7 @@ static void on_connection(uv_stream_t *listener, int status)
         kl_conn_discard(c);
         return;
     }
-    kl_conn_start(c, NULL);
+    kl_conn_start(c, NULL, NULL);
 }
 
 static int open_listeners(keel_worker *w)
@@ -199,7 +199,7 @@ static void start_handoff(keel_worker *w, kl_handoff *h)
         kl_atomic_sub(&w->server->connections, 1);
         return;
     }
-    kl_conn_start(c, NULL);
+    kl_conn_start(c, NULL, NULL);
 }
 
 int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener)

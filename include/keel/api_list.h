@@ -736,6 +736,30 @@ KEEL_FN(int, metrics_collect,
         (keel_module *module, unsigned flags, keel_metric_visit_fn fn, void *userdata),
         (module, flags, fn, userdata))
 
+/* ---- Transports that choose the protocol (ABI 1.4) ------------------------ */
+
+/* For a transport whose on_open returned KEEL_TRANSPORT_DEFER: opens the
+ * connection's protocol now, typically after a handshake that negotiated
+ * it (TLS ALPN, RFC 7301). protocol NULL means the one the connection was
+ * made for (the listener's, or keel_conn_connect's); otherwise a
+ * registered protocol replaces it. Its on_open(conn, arg) runs (arg is
+ * keel_conn_connect's for an outbound connection, NULL otherwise), then it
+ * receives what the transport delivered meanwhile. Until then delivered
+ * bytes wait, the connection's timeout closes it (set a handshake timeout
+ * with keel_conn_set_timeout, and 0 once open), a graceful shutdown
+ * closes it, and an outbound connection that ends unopened gets its
+ * on_error(KEEL_ERR_IO). KEEL_ERR_STATE if the protocol is not deferred
+ * (or already open), KEEL_ERR_NOTFOUND for an unknown protocol (nothing
+ * changed: open another, or close), KEEL_ERR_CLOSED if the connection is
+ * closing. Worker thread of the connection. */
+KEEL_FN(int, transport_open_protocol, (keel_conn *conn, const char *protocol),
+        (conn, protocol))
+
+/* 1 if a protocol of that name is registered, else 0: what a transport
+ * may offer in ALPN. Any thread, once every module has loaded (from
+ * start() or later). */
+KEEL_FN(int, protocol_available, (keel_module *module, const char *name), (module, name))
+
 /* ---- Configuration (ABI 1.4) -------------------------------------------- */
 
 /* Resolves `path`, a file or directory name the module read from the

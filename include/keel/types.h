@@ -159,6 +159,10 @@ typedef struct keel_protocol {
     void (*on_eof)(keel_conn *conn);
 } keel_protocol;
 
+/* A transport's on_open defers the protocol (ABI 1.4): see
+ * keel_transport_open_protocol. */
+#define KEEL_TRANSPORT_DEFER 1
+
 /* A byte-layer transport beneath the protocol (plain TCP is built into the
  * core; a TLS module registers one). A listener names it in the config. All
  * callbacks run on the connection's worker thread; any may be NULL. */
@@ -166,8 +170,12 @@ typedef struct keel_transport {
     size_t size; /* sizeof(keel_transport) as the module was built */
     const char *name;
 
-    /* A connection was accepted on a listener using this transport. Store
-     * per-connection state with keel_conn_set_transport_data. */
+    /* A connection was accepted on a listener using this transport (or
+     * opened through it by keel_conn_connect). Store per-connection state
+     * with keel_conn_set_transport_data. Return KEEL_OK to have the
+     * protocol opened at once, KEEL_TRANSPORT_DEFER (ABI 1.4) to open it
+     * later with keel_transport_open_protocol (once ALPN has chosen it),
+     * or a negative status to refuse the connection. */
     int (*on_open)(keel_conn *conn);
 
     /* Raw bytes arrived from the socket. Hand decoded bytes to the protocol

@@ -518,3 +518,30 @@ Test(timer, restart_pushes_a_pending_deadline_back, .timeout = 30, .fini = kh_cl
 {
     expect_answer("TIMER_PUSHBACK", "TIMER order=BA");
 }
+
+/* A transport that opens the protocol itself (ABI 1.4): the probe opens
+ * once the peer's first line says so (the echo listener's greeting is that
+ * line), and a connection that ends before then still answers, once, with
+ * on_error. tests/modules/mod_rot13.c has the "gate" transport. */
+Test(connect, through_a_transport_that_defers, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start("echo rot13 frozen connect",
+                       "listen = 127.0.0.1:0 frozen gate\n[echo]\ngreeting = open -\n");
+    int fd = open_ctl(p);
+    char cmd[128], want[256];
+    snprintf(cmd, sizeof cmd, "CONNECT 127.0.0.1 %u 0 gate", kh_port(p, 0));
+    snprintf(want, sizeof want, "OK host=127.0.0.1 peer=127.0.0.1:%u echo=ping 1", kh_port(p, 0));
+    const char *got = ask(p, fd, cmd);
+    kh_assert(p, strcmp(got, want) == 0, "got '%s', want '%s'", got, want);
+    /* Both ends wait for a line that never comes: the listener's side
+     * times out after 1 s and closes, and the outbound side, never
+     * opened, reports it. */
+    snprintf(cmd, sizeof cmd, "CONNECT 127.0.0.1 %u 0 gate", kh_port(p, 2));
+    got = ask(p, fd, cmd);
+    kh_assert(p, strcmp(got, "ERR IO") == 0, "got '%s'", got);
+    got = ask(p, fd, "PING");
+    kh_assert(p, strcmp(got, "PONG") == 0, "a second answer came: '%s'", got);
+    close(fd);
+    stop_keel(p);
+    kh_stop(p);
+}

@@ -80,3 +80,58 @@ Test(layers, protocol_switch_from_a_timer_while_paused, .timeout = 30)
     close(fd);
     kh_stop(p);
 }
+
+/* ---- a transport that opens the protocol itself (ABI 1.4, ALPN) ------------ */
+
+Test(layers, deferred_protocol_opens_after_the_handshake, .timeout = 30)
+{
+    kh_proc *p = start("rot13 frozen echo", "127.0.0.1:0 frozen gate");
+    /* The listener's own protocol; the bytes behind the handshake line,
+     * sent in the same write, reach it. */
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, kh_send_str(fd, "open -\nhello\n") == 0, "send");
+    char buf[256];
+    kh_recv_line(fd, buf, sizeof buf, 5000);
+    kh_assert(p, strcmp(buf, "HELLO\n") == 0, "got '%s'", buf);
+    close(fd);
+    /* Another registered protocol, chosen by the transport. */
+    fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, kh_send_str(fd, "open echo\n") == 0, "send");
+    kh_assert(p, kh_send_str(fd, "quiet please\n") == 0, "send");
+    kh_recv_line(fd, buf, sizeof buf, 5000);
+    kh_assert(p, strcmp(buf, "quiet please\n") == 0, "got '%s' (not echo's answer)", buf);
+    close(fd);
+    /* An unknown one: answered and closed, nothing opened. */
+    fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, kh_send_str(fd, "open nosuch\nhello\n") == 0, "send");
+    kh_recv_line(fd, buf, sizeof buf, 5000);
+    kh_assert(p, strcmp(buf, "unknown nosuch\n") == 0, "got '%s'", buf);
+    kh_assert(p, kh_expect_eof(fd, NULL, 0, 5000) == 1, "then EOF");
+    close(fd);
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
+    kh_stop(p);
+}
+
+Test(layers, deferred_protocol_times_out_and_stops_cleanly, .timeout = 30)
+{
+    kh_proc *p = start("rot13 frozen", "127.0.0.1:0 frozen gate");
+    /* A stalled handshake is cut by the transport's timeout. */
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    long long t0 = kh_now_ms();
+    kh_assert(p, kh_send_str(fd, "op") == 0, "send");
+    kh_assert(p, kh_expect_eof(fd, NULL, 0, 5000) == 1, "not closed");
+    long long took = kh_now_ms() - t0;
+    kh_assert(p, took >= 800 && took < 4000, "closed after %lld ms, expected ~1000", took);
+    close(fd);
+    /* A graceful stop does not wait for a handshake in progress. */
+    fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, kh_send_str(fd, "op") == 0, "send");
+    kh_sleep_ms(100);
+    t0 = kh_now_ms();
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
+    kh_assert(p, kh_now_ms() - t0 < 900, "the stop waited for the handshake");
+    close(fd);
+    kh_stop(p);
+}

@@ -1,0 +1,273 @@
+/* events.c — the dashboard's Server-Sent Events stream
+ * (https://html.spec.whatwg.org/multipage/server-sent-events.html).
+ *
+ * Each worker keeps its streams on a list and one keel timer for all of
+ * them, running only while it has streams. Every events_interval the
+ * timer collects once and writes the same bytes to every stream of the
+ * worker (one shared, reference-counted event). A stream whose previous
+ * event is still on its way (its free_fn has not come) skips a beat: a
+ * slow reader is written to at its own pace and never buffered for.
+ *
+ * How a stream ends:
+ *   - the client leaves: the next beat's write says KEEL_ERR_CLOSED (the
+ *     core keeps the request until then) and the stream is dropped. A log
+ *     filter would notice at once, but it would run for every request of
+ *     the server, and this module keeps off the request path;
+ *   - the server stops gracefully: http1's on_shutdown lets an exchange in
+ *     progress finish, so a stream would hold shutdown up until
+ *     shutdown_timeout. The timer ticks at most every 250 ms and, once
+ *     keel_worker_stopping says so, ends every stream (a last "bye" event
+ *     first, so the page knows not to reconnect at once); the connection
+ *     then closes after its response.
+ * A stream's memory lives until both the request is gone and its last
+ * write's free_fn has come, whichever is later. */
+#include "mod.h"
+
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TICK_MS 250 /* how soon a shutdown is noticed */
+
+struct st_stream {
+    st_stream *prev, *next;
+    st_worker *ws;
+    keel_request *req;
+    keel_response *res; /* NULL once the response is ended */
+    int in_flight;      /* a write's free_fn is still owed */
+    int in_call;        /* inside keel_response_write or _end */
+};
+
+/* One event's bytes, shared by the streams it is written to. */
+typedef struct st_event {
+    size_t refs;
+    size_t len;
+    char data[];
+} st_event;
+
+static st_event *event_of(void *data)
+{
+    return (st_event *)((char *)data - offsetof(st_event, data));
+}
+
+static void event_unref(st_event *ev)
+{
+    if (--ev->refs == 0)
+        free(ev);
+}
+
+/* "id: N\nevent: NAME\ndata: JSON\n\n"; the JSON has no newline inside
+ * (strings are escaped), so one data line carries it. */
+static st_event *event_make(st_worker *ws, const char *name, const char *json, size_t len)
+{
+    st_buf b;
+    st_buf_init(&b);
+    st_buf_printf(&b, "id: %llu\nevent: %s\ndata: ", (unsigned long long)++ws->event_id, name);
+    while (len > 0 && json[len - 1] == '\n')
+        len--;
+    st_buf_put(&b, json, len);
+    st_buf_puts(&b, "\n\n");
+    st_event *ev = b.failed ? NULL : malloc(sizeof *ev + b.len);
+    if (ev != NULL) {
+        ev->refs = 1; /* the maker's, dropped once every stream has its own */
+        ev->len = b.len;
+        memcpy(ev->data, b.data, b.len);
+    }
+    st_buf_free(&b);
+    return ev;
+}
+
+static st_event *snapshot_event(const stats *st, st_worker *ws)
+{
+    st_snap snap;
+    st_collect(st, ws->worker, &snap);
+    st_buf b;
+    st_buf_init(&b);
+    st_render_json(&b, &snap);
+    st_event *ev = snap.failed || b.failed ? NULL : event_make(ws, "snapshot", b.data, b.len);
+    st_snap_free(&snap);
+    st_buf_free(&b);
+    return ev;
+}
+
+static void stream_unlink(st_stream *s)
+{
+    st_worker *ws = s->ws;
+    if (s->prev)
+        s->prev->next = s->next;
+    else if (ws->streams == s)
+        ws->streams = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->prev = s->next = NULL;
+    ws->nstreams--;
+}
+
+static void stream_maybe_free(st_stream *s)
+{
+    if (s->req == NULL && !s->in_flight && !s->in_call)
+        free(s);
+}
+
+/* The request is over for us: off the list, nothing more to write. */
+static void stream_detach(st_stream *s)
+{
+    if (s->req == NULL)
+        return;
+    stream_unlink(s);
+    s->req = NULL;
+}
+
+static void event_released(void *data, void *userdata)
+{
+    st_stream *s = userdata;
+    event_unref(event_of(data));
+    s->in_flight = 0;
+    stream_maybe_free(s);
+}
+
+/* Writes ev to s, unless its previous event has not left yet. */
+static void stream_write(st_stream *s, st_event *ev)
+{
+    if (s->in_flight || s->res == NULL)
+        return;
+    ev->refs++;
+    s->in_flight = 1;
+    s->in_call = 1;
+    int rc = keel_response_write(s->res, ev->data, ev->len, event_released, s);
+    s->in_call = 0;
+    if (rc < 0) {
+        /* The client left (event_released has run): the response is over
+         * and the request released. */
+        s->res = NULL;
+        stream_detach(s);
+    }
+    stream_maybe_free(s);
+}
+
+static void stream_end(st_stream *s)
+{
+    keel_response *res = s->res;
+    s->res = NULL;
+    stream_detach(s);
+    if (res != NULL) {
+        s->in_call = 1;
+        keel_response_end(res);
+        s->in_call = 0;
+    }
+    stream_maybe_free(s);
+}
+
+static void tick(keel_timer *timer, void *userdata)
+{
+    st_worker *ws = userdata;
+    const stats *st = ws->st;
+    if (ws->streams == NULL) {
+        keel_timer_stop(timer);
+        ws->timer = NULL;
+        return;
+    }
+    if (keel_worker_stopping(ws->worker)) {
+        st_event *bye = event_make(ws, "bye", "{}", 2);
+        while (ws->streams != NULL) {
+            st_stream *s = ws->streams;
+            if (bye != NULL)
+                stream_write(s, bye);
+            if (ws->streams == s)
+                stream_end(s);
+        }
+        if (bye != NULL)
+            event_unref(bye);
+        keel_timer_stop(timer);
+        ws->timer = NULL;
+        return;
+    }
+    uint64_t now = keel_worker_now_ms(ws->worker);
+    /* A beat may come a little early or late; within half a tick is on
+     * time, so an interval of 1 s does not drift to 1.25 s. */
+    if (now + TICK_MS / 2 < ws->last_sent_ms + st->interval_ms)
+        return;
+    ws->last_sent_ms = now;
+    st_event *ev = snapshot_event(st, ws);
+    if (ev == NULL)
+        return; /* out of memory: try again next beat */
+    for (st_stream *s = ws->streams, *next; s != NULL; s = next) {
+        next = s->next;
+        stream_write(s, ev);
+    }
+    event_unref(ev);
+}
+
+int st_events_handler(keel_request *req, keel_response *res, void *userdata)
+{
+    const stats *st = userdata;
+    keel_worker *w = keel_conn_worker(keel_request_conn(req));
+    st_worker *ws = keel_worker_state(w, st->module);
+    if (!st_admit(st, req, res))
+        return KEEL_OK;
+    keel_str method = keel_request_method(req);
+    if (keel_worker_stopping(w) || (int64_t)ws->nstreams >= st->max_streams) {
+        keel_response_header_set(res, "Retry-After", "5");
+        return keel_response_send_status(res, 503);
+    }
+    keel_response_header_set(res, "Content-Type", "text/event-stream");
+    keel_response_header_set(res, "Cache-Control", "no-store");
+    /* Proxies that buffer (nginx) would hold the events back. */
+    keel_response_header_set(res, "X-Accel-Buffering", "no");
+    if (method.len == 4 && memcmp(method.ptr, "HEAD", 4) == 0)
+        return keel_response_send(res, "", 0, NULL, NULL);
+
+    st_stream *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return KEEL_ERR_NOMEM;
+    s->ws = ws;
+    s->req = req;
+    s->res = res;
+    s->next = ws->streams;
+    if (ws->streams)
+        ws->streams->prev = s;
+    ws->streams = s;
+    ws->nstreams++;
+
+    if (ws->timer == NULL) {
+        ws->st = st;
+        ws->last_sent_ms = keel_worker_now_ms(w);
+        uint64_t period = st->interval_ms < TICK_MS ? st->interval_ms : TICK_MS;
+        ws->timer = keel_timer_start(w, period, period, tick, ws);
+        if (ws->timer == NULL) {
+            stream_detach(s);
+            free(s);
+            return KEEL_ERR_NOMEM;
+        }
+    }
+    /* The first snapshot at once, so the page draws without waiting a
+     * beat; "retry" tells the browser how soon to reconnect. */
+    st_event *first = snapshot_event(st, ws);
+    if (first != NULL) {
+        static const char retry[] = "retry: 2000\n\n";
+        st_event *hello = malloc(sizeof *hello + first->len + sizeof retry - 1);
+        if (hello != NULL) {
+            hello->refs = 1;
+            hello->len = first->len + sizeof retry - 1;
+            memcpy(hello->data, retry, sizeof retry - 1);
+            memcpy(hello->data + sizeof retry - 1, first->data, first->len);
+            stream_write(s, hello);
+            event_unref(hello);
+        }
+        event_unref(first);
+    }
+    return KEEL_OK;
+}
+
+void st_events_stop(st_worker *ws)
+{
+    /* Every connection is closed by now. A stream whose client left
+     * between two beats still holds its request (the core keeps it until
+     * the handler learns of it): ending the response releases it. */
+    while (ws->streams != NULL)
+        stream_end(ws->streams);
+    if (ws->timer != NULL) {
+        keel_timer_stop(ws->timer);
+        ws->timer = NULL;
+    }
+}

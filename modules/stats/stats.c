@@ -1,0 +1,273 @@
+/* stats — keel's statistics pages and live dashboard.
+ *
+ *     [stats]
+ *     text_path = /__stats              ; plain text for people (curl)
+ *     json_path = /__stats.json         ; everything, as JSON
+ *     metrics_path = /metrics           ; Prometheus text format 0.0.4
+ *     dashboard_path = /__stats/        ; the live dashboard (HTML)
+ *     events_path = /__stats/events     ; its Server-Sent Events stream
+ *     events_interval = 1s              ; one snapshot per stream this often
+ *     max_event_streams = 16            ; dashboards per worker; more get 503
+ *     allow = 127.0.0.1 ::1 10.0.0.0/8  ; who may look (repeatable); absent: anyone
+ *
+ * An empty path turns that page off. Nothing here runs on the request path
+ * of other routes: the core counts, and this module reads the counts when
+ * a page is asked for (docs/stats.md).
+ */
+#include "mod.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+extern const unsigned char st_dashboard_html[];
+extern const size_t st_dashboard_html_len;
+
+static void free_body(void *data, void *userdata)
+{
+    (void)userdata;
+    free(data);
+}
+
+int st_admit(const stats *st, keel_request *req, keel_response *res)
+{
+    if (st->allow.n == 0)
+        return 1;
+    char peer[80];
+    if (keel_conn_peer_name(keel_request_conn(req), peer, sizeof peer) == KEEL_OK &&
+        st_allow_peer(&st->allow, peer))
+        return 1;
+    keel_response_send_status(res, 403);
+    return 0;
+}
+
+enum page { PAGE_TEXT, PAGE_JSON, PAGE_PROM };
+
+/* Collects, renders into one buffer and hands it over without a copy. */
+static int send_page(keel_request *req, keel_response *res, const stats *st, enum page page)
+{
+    if (!st_admit(st, req, res))
+        return KEEL_OK;
+    st_snap snap;
+    st_collect(st, keel_conn_worker(keel_request_conn(req)), &snap);
+    st_buf b;
+    st_buf_init(&b);
+    static const char *const types[] = {
+        "text/plain; charset=utf-8",
+        "application/json",
+        "text/plain; version=0.0.4; charset=utf-8",
+    };
+    if (page == PAGE_TEXT) {
+        st_render_text(&b, &snap);
+    } else if (page == PAGE_JSON) {
+        st_render_json(&b, &snap);
+    } else {
+        keel_str v;
+        int per_worker = keel_request_query_param(req, "per_worker", &v) == KEEL_OK && v.len == 1 &&
+                         v.ptr[0] == '1';
+        st_render_prom(&b, &snap, per_worker);
+    }
+    int failed = snap.failed || b.failed;
+    st_snap_free(&snap);
+    if (failed) {
+        st_buf_free(&b);
+        return KEEL_ERR_NOMEM; /* the core answers 500 */
+    }
+    keel_response_header_set(res, "Content-Type", types[page]);
+    keel_response_header_set(res, "Cache-Control", "no-store");
+    return keel_response_send(res, b.data, b.len, free_body, NULL);
+}
+
+static int text_handler(keel_request *req, keel_response *res, void *userdata)
+{
+    return send_page(req, res, userdata, PAGE_TEXT);
+}
+
+static int json_handler(keel_request *req, keel_response *res, void *userdata)
+{
+    return send_page(req, res, userdata, PAGE_JSON);
+}
+
+static int prom_handler(keel_request *req, keel_response *res, void *userdata)
+{
+    return send_page(req, res, userdata, PAGE_PROM);
+}
+
+static int dashboard_handler(keel_request *req, keel_response *res, void *userdata)
+{
+    const stats *st = userdata;
+    if (!st_admit(st, req, res))
+        return KEEL_OK;
+    keel_response_header_set(res, "Content-Type", "text/html; charset=utf-8");
+    keel_response_header_set(res, "Cache-Control", "no-cache");
+    keel_response_header_set(res, "X-Content-Type-Options", "nosniff");
+    /* Everything is inline and nothing comes from elsewhere: say so. */
+    keel_response_header_set(res, "Content-Security-Policy",
+                             "default-src 'self'; script-src 'unsafe-inline'; "
+                             "style-src 'unsafe-inline'; img-src 'self' data:");
+    /* Made once in load: borrowed, never freed while the module runs. */
+    return keel_response_send(res, st->page.data, st->page.len, NULL, NULL);
+}
+
+/* ---- configuration -------------------------------------------------------- */
+
+/* A path must start with '/' and is written into the dashboard's script,
+ * so the characters that could end a string or a script are refused. */
+static int read_path(keel_module *m, const char *key, const char *def, const char **out)
+{
+    int rc = keel_config_string(m, key, def, out);
+    if (rc < 0)
+        return rc;
+    if ((*out)[0] != '\0' && (*out)[0] != '/')
+        return keel_config_error(m, key, "'%s' is not a path (it must start with '/')", *out);
+    for (const char *p = *out; *p; p++)
+        if ((unsigned char)*p <= ' ' || strchr("\"'\\<>`", *p) != NULL)
+            return keel_config_error(m, key, "'%s': a path cannot hold '%c'", *out, *p);
+    return KEEL_OK;
+}
+
+/* The dashboard with the paths it talks to written in: the embedded page
+ * holds "__KEEL_EVENTS__" and "__KEEL_JSON__" (quotes included) where
+ * they go, replaced by JSON strings, or null for a page turned off. */
+static int build_page(stats *st)
+{
+    static const char *const marks[] = {"\"__KEEL_EVENTS__\"", "\"__KEEL_JSON__\""};
+    const char *values[] = {st->events_path, st->json_path};
+    const char *p = (const char *)st_dashboard_html, *end = p + st_dashboard_html_len;
+    st_buf_init(&st->page);
+    while (p < end) {
+        const char *hit = NULL;
+        int which = 0;
+        for (int i = 0; i < 2; i++) {
+            const char *h = strstr(p, marks[i]); /* the array ends with a NUL */
+            if (h != NULL && (hit == NULL || h < hit)) {
+                hit = h;
+                which = i;
+            }
+        }
+        if (hit == NULL) {
+            st_buf_put(&st->page, p, (size_t)(end - p));
+            break;
+        }
+        st_buf_put(&st->page, p, (size_t)(hit - p));
+        if (values[which][0] == '\0')
+            st_buf_puts(&st->page, "null");
+        else
+            st_buf_put_json_str(&st->page, values[which], strlen(values[which]));
+        p = hit + strlen(marks[which]);
+    }
+    return st->page.failed ? KEEL_ERR_NOMEM : KEEL_OK;
+}
+
+static int read_config(keel_module *m, stats *st)
+{
+    int rc;
+    const char *events;
+    if ((rc = read_path(m, "text_path", "/__stats", &st->text_path)) < 0 ||
+        (rc = read_path(m, "json_path", "/__stats.json", &st->json_path)) < 0 ||
+        (rc = read_path(m, "metrics_path", "/metrics", &st->metrics_path)) < 0 ||
+        (rc = read_path(m, "dashboard_path", "/__stats/", &st->dashboard_path)) < 0 ||
+        (rc = read_path(m, "events_path", "", &events)) < 0 ||
+        (rc = keel_config_duration_ms(m, "events_interval", 1000, &st->interval_ms)) < 0 ||
+        (rc = keel_config_int(m, "max_event_streams", 16, 0, 100000, &st->max_streams)) < 0)
+        return rc;
+    if (st->interval_ms < 100 || st->interval_ms > 60000)
+        return keel_config_error(m, "events_interval", "must be between 100ms and 60s");
+
+    /* The stream sits under the dashboard unless placed elsewhere:
+     * /__stats/ -> /__stats/events, /dash -> /dash/events. */
+    const char *from = events, *tail = "";
+    if (events[0] == '\0' && st->dashboard_path[0] != '\0') {
+        from = st->dashboard_path;
+        tail = from[strlen(from) - 1] == '/' ? "events" : "/events";
+    }
+    size_t len = strlen(from) + strlen(tail);
+    if ((st->events_path = malloc(len + 1)) == NULL)
+        return KEEL_ERR_NOMEM;
+    strcpy(st->events_path, from);
+    strcat(st->events_path, tail);
+
+    size_t n = keel_config_count(m, "allow");
+    for (size_t i = 0; i < n; i++) {
+        const char *list;
+        char bad[64];
+        if ((rc = keel_config_string_at(m, "allow", i, &list)) < 0)
+            return rc;
+        if (st_allow_add(&st->allow, list, bad, sizeof bad) < 0)
+            return keel_config_error(m, "allow", "'%s' is not an IP address or CIDR block", bad);
+    }
+    if (n > 0 && st->allow.n == 0)
+        return keel_config_error(m, "allow", "lists no address (leave it out to allow anyone)");
+    return KEEL_OK;
+}
+
+static int add_routes(keel_module *m, stats *st)
+{
+    struct {
+        const char *path;
+        keel_http_handler handler;
+    } routes[] = {
+        {st->text_path, text_handler},        {st->json_path, json_handler},
+        {st->metrics_path, prom_handler},     {st->dashboard_path, dashboard_handler},
+        {st->events_path, st_events_handler},
+    };
+    for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
+        if (routes[i].path[0] == '\0')
+            continue;
+        int rc = keel_route_add(m, "GET", routes[i].path, routes[i].handler, st);
+        if (rc < 0) {
+            keel_log(m, KEEL_LOG_ERROR, "[stats] cannot route %s: %s", routes[i].path,
+                     keel_strerror(rc));
+            return rc;
+        }
+    }
+    return KEEL_OK;
+}
+
+static void stats_free(stats *st)
+{
+    st_allow_free(&st->allow);
+    st_buf_free(&st->page);
+    free(st->events_path);
+    free(st);
+}
+
+static int stats_load(keel_module *m)
+{
+    stats *st = calloc(1, sizeof *st);
+    if (st == NULL)
+        return KEEL_ERR_NOMEM;
+    st->module = m;
+    st->loaded_at = keel_time_now();
+    int rc;
+    if ((rc = read_config(m, st)) < 0 || (rc = build_page(st)) < 0 ||
+        (rc = add_routes(m, st)) < 0) {
+        stats_free(st);
+        return rc;
+    }
+    keel_module_set_data(m, st);
+    return KEEL_OK;
+}
+
+static int stats_start(keel_module *m, keel_worker *w, void *state)
+{
+    (void)m;
+    st_worker *ws = state;
+    ws->worker = w;
+    return KEEL_OK;
+}
+
+static void stats_stop(keel_module *m, keel_worker *w, void *state)
+{
+    (void)m;
+    (void)w;
+    st_events_stop(state);
+}
+
+static void stats_unload(keel_module *m)
+{
+    stats_free(keel_module_data(m));
+}
+
+KEEL_MODULE(stats, .version = "1.0.0", .dependencies = NULL, .load = stats_load,
+            .start = stats_start, .stop = stats_stop, .unload = stats_unload,
+            .worker_state_size = sizeof(st_worker));

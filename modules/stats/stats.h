@@ -1,0 +1,153 @@
+/* stats.h — the stats module's internal interfaces, one section per file.
+ *
+ * Everything here has hidden visibility (keel_add_module builds with
+ * -fvisibility=hidden): the module exports its descriptor only. buf.c,
+ * allow.c, snap.c, prom.c, json.c and text.c use no keel function, only
+ * the types of keel/metrics.h, so the unit test compiles them as they are
+ * and feeds them made-up samples.
+ */
+#ifndef KEEL_STATS_H
+#define KEEL_STATS_H
+
+#include <keel/metrics.h>
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(__GNUC__) || defined(__clang__)
+#define ST_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define ST_PRINTF(f, a)
+#endif
+
+/* ---- buf.c: a growable byte buffer ---------------------------------------
+ * Appends never fail loudly: the first failure (out of memory, or the body
+ * passing ST_BUF_MAX) sets `failed` and later appends do nothing, so a
+ * formatter checks once at the end. */
+
+#define ST_BUF_MAX (64u << 20) /* no page is ever this big: a runaway guard */
+
+typedef struct st_buf {
+    char *data;
+    size_t len, cap;
+    int failed;
+} st_buf;
+
+void st_buf_init(st_buf *b);
+void st_buf_free(st_buf *b);
+void st_buf_put(st_buf *b, const void *data, size_t len);
+void st_buf_puts(st_buf *b, const char *s);
+void st_buf_putc(st_buf *b, char c);
+void st_buf_printf(st_buf *b, const char *fmt, ...) ST_PRINTF(2, 3);
+/* v in at most 15 significant digits ("0.25", "1e-06", "3"); NaN and
+ * infinities as the exposition format spells them. */
+void st_buf_put_double(st_buf *b, double v);
+/* A JSON string literal, quotes included. */
+void st_buf_put_json_str(st_buf *b, const char *s, size_t len);
+
+/* ---- allow.c: the client allow-list ---------------------------------------- */
+
+typedef struct st_net {
+    uint8_t addr[16]; /* IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d) */
+    unsigned bits;    /* prefix length over the 128 bits */
+} st_net;
+
+typedef struct st_allow {
+    st_net *nets;
+    size_t n;
+} st_allow;
+
+/* Parses an address ("127.0.0.1", "::1") into 16 bytes; 1 on success. */
+int st_parse_ip(const char *s, size_t len, uint8_t out[16], int *is_v4);
+/* Adds every address or CIDR of a space- or comma-separated list. Returns
+ * 0, or -1 with the offending word copied into bad. */
+int st_allow_add(st_allow *a, const char *list, char *bad, size_t badsize);
+/* 1 if the list is empty or the peer ("1.2.3.4:5678", "[::1]:5678") is on
+ * it. */
+int st_allow_peer(const st_allow *a, const char *peer);
+void st_allow_free(st_allow *a);
+
+/* ---- snap.c: one collection, copied ----------------------------------------
+ * keel_metrics_collect's samples live during the visit only; a snapshot
+ * keeps what the pages show: families in registration order, their series
+ * (the workers' sums) and, for counters and gauges, each worker's value. */
+
+typedef struct st_series {
+    char *labels; /* exposition-format pairs, "" if none */
+    int64_t value;
+    uint64_t count;
+    int64_t sum;
+    uint64_t *cumulative; /* histograms: per bound, nbounds entries */
+    int64_t *per_worker;  /* counters and gauges: nworkers entries, or NULL */
+} st_series;
+
+typedef struct st_family {
+    char *name, *help, *module;
+    int type;
+    double scale;
+    int64_t *bounds;
+    size_t nbounds;
+    st_series *series;
+    size_t nseries, cap;
+} st_family;
+
+typedef struct st_module_info {
+    const char *name, *version;
+} st_module_info;
+
+typedef struct st_snap {
+    const char *version, *abi; /* the host's */
+    double now;                /* Unix time (seconds, ms precision) when collected */
+    uint64_t mono_ms;          /* the collecting worker's loop clock */
+    double start_time;         /* Unix seconds the server started */
+    unsigned nworkers;
+    st_module_info *modules;
+    size_t nmodules;
+    st_family *fam;
+    size_t nfam, cap;
+    int failed; /* out of memory somewhere: the page answers 500 */
+} st_snap;
+
+void st_snap_init(st_snap *s, unsigned nworkers);
+void st_snap_free(st_snap *s);
+/* A sample of a KEEL_METRICS_SUM collection: a new series. */
+void st_snap_add(st_snap *s, const keel_metric_sample *sample);
+/* A sample of a KEEL_METRICS_PER_WORKER collection: the worker's value of
+ * a series added before (others are ignored). */
+void st_snap_add_worker(st_snap *s, const keel_metric_sample *sample);
+void st_snap_add_module(st_snap *s, const char *name, const char *version);
+const st_family *st_snap_find(const st_snap *s, const char *name);
+/* The series with these labels ("" for none), or NULL. */
+const st_series *st_family_series(const st_family *f, const char *labels);
+/* Exported value of a counter or gauge series (value * scale). */
+double st_value(const st_family *f, const st_series *s);
+/* The q-quantile (0..1) of a histogram's buckets in exported units, by
+ * linear interpolation inside the bucket as Prometheus's
+ * histogram_quantile does; -1 without observations. cumulative has
+ * nbounds entries, count is the +Inf bucket. */
+double st_quantile(const int64_t *bounds, const uint64_t *cumulative, size_t nbounds,
+                   uint64_t count, double scale, double q);
+
+/* ---- prom.c, json.c, text.c: the three renderings of a snapshot ------------ */
+
+/* The Prometheus text exposition format 0.0.4. per_worker adds a
+ * worker="N" series for each worker's counter and gauge values. */
+void st_render_prom(st_buf *b, const st_snap *s, int per_worker);
+/* Prometheus label pairs as a JSON object ({"class":"2xx"}). */
+void st_render_labels_json(st_buf *b, const char *labels);
+void st_render_json(st_buf *b, const st_snap *s);
+void st_render_text(st_buf *b, const st_snap *s);
+
+/* The families the pages know by name (docs/metrics.md). */
+#define ST_CONN_OPEN     "keel_connections_open"
+#define ST_CONN_ACCEPTED "keel_connections_accepted_total"
+#define ST_CONN_REJECTED "keel_connections_rejected_total"
+#define ST_BYTES_IN      "keel_bytes_received_total"
+#define ST_BYTES_OUT     "keel_bytes_sent_total"
+#define ST_REQUESTS      "keel_http_requests_total"
+#define ST_DURATION      "keel_http_request_duration_seconds"
+#define ST_LOOP_IDLE     "keel_worker_loop_idle_seconds_total"
+#define ST_START_TIME    "keel_start_time_seconds"
+
+#endif

@@ -60,14 +60,16 @@ int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng)
     return KEEL_OK;
 }
 
-/* Splits "h2, http/1.1" into ids, keeping (on the server) only those whose
+/* Splits "h2, http/1.1" into ids (',' ':' ';' or spaces between them: a
+ * `listen` line splits its words at commas, so a listener writes
+ * alpn=h2:http/1.1; no registered ALPN id contains these characters), keeping (on the server) only those whose
  * protocol is loaded, so that a client is never promised a protocol keel
  * cannot speak. */
 static int parse_offer(kt_conf *cf, int client, const char *offer)
 {
     size_t len = strlen(offer), max = 1;
     for (size_t i = 0; i < len; i++)
-        max += offer[i] == ',' || offer[i] == ' ';
+        max += strchr(",:; ", offer[i]) != NULL;
     cf->alpn_storage = malloc(len + 1);
     cf->alpn = calloc(max + 1, sizeof *cf->alpn);
     if (cf->alpn_storage == NULL || cf->alpn == NULL)
@@ -75,12 +77,12 @@ static int parse_offer(kt_conf *cf, int client, const char *offer)
     memcpy(cf->alpn_storage, offer, len + 1);
     size_t n = 0;
     for (char *p = cf->alpn_storage; *p;) {
-        while (*p == ',' || *p == ' ')
+        while (*p != '\0' && strchr(",:; ", *p) != NULL)
             *p++ = '\0';
         if (*p == '\0')
             break;
         char *id = p;
-        while (*p && *p != ',' && *p != ' ')
+        while (*p != '\0' && strchr(",:; ", *p) == NULL)
             p++;
         if (*p)
             *p++ = '\0';
@@ -156,7 +158,10 @@ int kt_open_protocol(keel_conn *conn, const char *alpn_id)
      * an outbound connection keeps the protocol its caller chose. */
     const char *name =
         alpn_id != NULL && keel_conn_remote_host(conn) == NULL ? kt_alpn_protocol(alpn_id) : NULL;
-    return keel_transport_open_protocol(conn, name);
+    int rc = keel_transport_open_protocol(conn, name);
+    if (rc == KEEL_ERR_NOTFOUND && name != NULL)
+        rc = keel_transport_open_protocol(conn, NULL); /* unloaded since: the default */
+    return rc;
 #else
     /* This core opens the protocol with the transport (no ALPN choice). */
     (void)conn;

@@ -62,9 +62,9 @@ int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng)
 
 /* Splits "h2, http/1.1" into ids (',' ':' ';' or spaces between them: a
  * `listen` line splits its words at commas, so a listener writes
- * alpn=h2:http/1.1; no registered ALPN id contains these characters), keeping (on the server) only those whose
- * protocol is loaded, so that a client is never promised a protocol keel
- * cannot speak. */
+ * alpn=h2:http/1.1; no registered ALPN id contains these characters), keeping (on the server) only
+ * those whose protocol is loaded, so that a client is never promised a protocol keel cannot speak.
+ */
 static int parse_offer(kt_conf *cf, int client, const char *offer)
 {
     size_t len = strlen(offer), max = 1;

@@ -11,7 +11,7 @@
 
 static char tt_dir[256];
 
-static void tt_cleanup(void)
+HT_FN void tt_cleanup(void)
 {
     kh_cleanup_all();
     if (tt_dir[0]) {
@@ -23,7 +23,7 @@ static void tt_cleanup(void)
     tt_dir[0] = '\0';
 }
 
-static const char *tt_mkdir(void)
+HT_FN const char *tt_mkdir(void)
 {
     const char *tmp = getenv("TMPDIR");
     snprintf(tt_dir, sizeof tt_dir, "%s/keel-tls-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -32,7 +32,7 @@ static const char *tt_mkdir(void)
 }
 
 /* DIR/NAME */
-static const char *tt_path(const char *name)
+HT_FN const char *tt_path(const char *name)
 {
     static char paths[8][400];
     static int next;
@@ -41,7 +41,7 @@ static const char *tt_path(const char *name)
     return p;
 }
 
-static const char *tt_keel_cert(void)
+HT_FN const char *tt_keel_cert(void)
 {
     static char path[512];
     char bin[512];
@@ -51,7 +51,7 @@ static const char *tt_keel_cert(void)
 }
 
 /* keel-cert DIR/BASE.pem DIR/BASE.key NAME... (NULL-terminated). */
-static void tt_make_cert(const char *base, ...)
+HT_FN void tt_make_cert(const char *base, ...)
 {
     const char *argv[16];
     int n = 0;
@@ -74,9 +74,9 @@ static void tt_make_cert(const char *base, ...)
 }
 
 /* Runs `sh -c cmd`, collecting stdout and stderr together. */
-static ht_run_result tt_sh(int timeout_ms, const char *fmt, ...)
+HT_FN ht_run_result tt_sh(int timeout_ms, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static ht_run_result tt_sh(int timeout_ms, const char *fmt, ...)
+HT_FN ht_run_result tt_sh(int timeout_ms, const char *fmt, ...)
 {
     char cmd[4096];
     va_list ap;
@@ -90,9 +90,8 @@ static ht_run_result tt_sh(int timeout_ms, const char *fmt, ...)
 }
 
 /* keel with `body` after "[keel]\n" + module path; nlisteners listeners. */
-static kh_proc *tt_start(int nlisteners, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static kh_proc *tt_start(int nlisteners, const char *fmt, ...)
+HT_FN kh_proc *tt_start(int nlisteners, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+HT_FN kh_proc *tt_start(int nlisteners, const char *fmt, ...)
 {
     char body[4096], conf[4400];
     va_list ap;
@@ -104,7 +103,7 @@ static kh_proc *tt_start(int nlisteners, const char *fmt, ...)
 }
 
 /* The resident set of a process, in KiB (Linux /proc). */
-static long tt_rss_kib(pid_t pid)
+HT_FN long tt_rss_kib(pid_t pid)
 {
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);

@@ -32,6 +32,11 @@ int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng)
     mbedtls_ssl_conf_rng(conf, kt_rng_random, rng);
     kt_conf_versions(conf, kt_cfg.min_version, kt_cfg.max_version);
     mbedtls_ssl_conf_ciphersuites(conf, kt_ciphers());
+#if KT_MBEDTLS3
+    mbedtls_ssl_conf_groups(conf, kt_cfg.groups);
+#else
+    mbedtls_ssl_conf_curves(conf, kt_cfg.curves);
+#endif
 #if defined(MBEDTLS_SSL_RENEGOTIATION)
     /* Renegotiation is off: it was the door of the triple-handshake and
      * renegotiation-injection attacks (RFC 5746) and a cheap way to make a

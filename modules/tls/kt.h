@@ -91,6 +91,10 @@ typedef struct kt_settings {
     kt_certs certs;
     int min_version, max_version; /* 2 = TLS 1.2, 3 = TLS 1.3 */
     int *ciphers;                 /* 0-terminated; NULL: kt_default_ciphers */
+    /* Key-exchange groups in order of preference (RFC 8446 4.2.7, RFC 8422
+     * 5.1.1): what the server picks from the client's list. */
+    mbedtls_ecp_group_id curves[8]; /* MBEDTLS_ECP_DP_NONE-terminated */
+    uint16_t groups[8];             /* the same as TLS ids (3.x), 0-terminated */
     uint64_t handshake_timeout_ms;
     int tickets_on;
     kt_tickets *tickets;

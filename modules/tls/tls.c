@@ -120,6 +120,46 @@ static int parse_ciphers(keel_module *m, const char *value)
     return KEEL_OK;
 }
 
+/* `curves = x25519 secp256r1 secp384r1`: mbedTLS's names, and the
+ * OpenSSL / NIST aliases of P-256 and P-384. mbedTLS's server picks the
+ * first of its own list that the client offers, so the order matters:
+ * left alone it would prefer secp521r1, the slowest. */
+static int parse_curves(keel_module *m, const char *value)
+{
+    size_t n = 0;
+    const char *p = value;
+    while (*p) {
+        while (*p == ',' || *p == ' ' || *p == '\t' || *p == ':')
+            p++;
+        size_t len = strcspn(p, ", \t:");
+        if (len == 0)
+            break;
+        char name[32];
+        snprintf(name, sizeof name, "%.*s", (int)len, p);
+        if (strcmp(name, "prime256v1") == 0 || strcmp(name, "P-256") == 0)
+            strcpy(name, "secp256r1");
+        else if (strcmp(name, "P-384") == 0)
+            strcpy(name, "secp384r1");
+        else if (strcmp(name, "X25519") == 0)
+            strcpy(name, "x25519");
+        const mbedtls_ecp_curve_info *ci = mbedtls_ecp_curve_info_from_name(name);
+        if (ci == NULL)
+            return keel_config_error(m, "curves", "unknown or unsupported curve '%s'", name);
+        if (n == sizeof kt_cfg.curves / sizeof *kt_cfg.curves - 1)
+            return keel_config_error(m, "curves", "at most %d curves",
+                                     (int)(sizeof kt_cfg.curves / sizeof *kt_cfg.curves) - 1);
+        kt_cfg.curves[n] = ci->grp_id;
+        kt_cfg.groups[n] = ci->tls_id;
+        n++;
+        p += len;
+    }
+    if (n == 0)
+        return keel_config_error(m, "curves", "empty list");
+    kt_cfg.curves[n] = MBEDTLS_ECP_DP_NONE;
+    kt_cfg.groups[n] = 0;
+    return KEEL_OK;
+}
+
 static int read_config(keel_module *m, kt_rng *rng)
 {
     const char *v = NULL;
@@ -138,6 +178,12 @@ static int read_config(keel_module *m, kt_rng *rng)
     if ((rc = keel_config_string(m, "ciphers", "", &v)) != KEEL_OK)
         return rc;
     if (*v != '\0' && (rc = parse_ciphers(m, v)) != KEEL_OK)
+        return rc;
+
+    /* X25519 first (RFC 7748: fast and hard to get wrong), then the NIST
+     * curves certificates use. */
+    if ((rc = keel_config_string(m, "curves", "x25519 secp256r1 secp384r1", &v)) != KEEL_OK ||
+        (rc = parse_curves(m, v)) != KEEL_OK)
         return rc;
 
     if ((rc = keel_config_duration_ms(m, "handshake_timeout", 10000,

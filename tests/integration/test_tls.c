@@ -83,6 +83,7 @@ Test(tls, sni_chooses_the_certificate, .timeout = 90, .fini = tt_cleanup)
         kh_assert(p, strncmp(got, cases[i].cn, strlen(cases[i].cn)) == 0, "SNI '%s': got '%s'",
                   cases[i].sni, got);
     }
+    tt_finish(p);
 }
 
 Test(tls, alpn_chooses_the_protocol, .timeout = 90, .fini = tt_cleanup)
@@ -113,6 +114,7 @@ Test(tls, alpn_chooses_the_protocol, .timeout = 90, .fini = tt_cleanup)
                tt_path("lh.pem"), kh_port(p, 0));
     kh_assert(p, rr.status == 0 && strcmp(rr.out, "Hello, World!") == 0, "no ALPN: %s", rr.out);
     ht_run_free(&rr);
+    tt_finish(p);
 }
 
 Test(tls, alpn_offers_only_loaded_protocols, .timeout = 60, .fini = tt_cleanup)
@@ -132,6 +134,7 @@ Test(tls, alpn_offers_only_loaded_protocols, .timeout = 60, .fini = tt_cleanup)
               strstr(rr.out, "ALPN: server accepted http/1.1") && strstr(rr.out, "Hello, World!"),
               "curl gets http/1.1: %s", rr.out);
     ht_run_free(&rr);
+    tt_finish(p);
 }
 
 Test(tls, old_versions_and_renegotiation_are_refused, .timeout = 90, .fini = tt_cleanup)
@@ -163,6 +166,7 @@ Test(tls, old_versions_and_renegotiation_are_refused, .timeout = 90, .fini = tt_
                kh_port(p, 0));
     kh_assert(p, rr.status == 0, "still serving: %s", rr.out);
     ht_run_free(&rr);
+    tt_finish(p);
 }
 
 /* Waits for the server to close: 1 on EOF/reset, 0 on timeout. Anything
@@ -197,6 +201,7 @@ Test(tls, stalled_handshake_is_cut_at_the_timeout, .timeout = 60, .fini = tt_cle
         kh_assert(p, took >= 450 && took < 3000, "closed after %lld ms", took);
         close(fd);
     }
+    tt_finish(p);
 }
 
 Test(tls, garbage_instead_of_a_client_hello_closes, .timeout = 60, .fini = tt_cleanup)
@@ -232,6 +237,7 @@ Test(tls, garbage_instead_of_a_client_hello_closes, .timeout = 60, .fini = tt_cl
               rr.out);
     ht_run_free(&rr);
     kh_assert(p, !kh_exited(p) && strstr(kh_stderr(p), "crash") == NULL, "no crash");
+    tt_finish(p);
 }
 
 /* A 64 MiB file over TLS (mod_files: the core reads it in pieces). */
@@ -273,6 +279,7 @@ Test(tls, large_body_to_a_slow_reader_keeps_memory_bounded, .timeout = 120, .fin
     kh_assert(p, peak > 0 && peak - base < 16 * 1024,
               "RSS grew from %ld to %ld KiB for a 64 MiB file to a slow reader", base, peak);
     ht_run_free(&rr);
+    tt_finish(p);
 }
 
 Test(tls, sessions_resume_on_any_worker, .timeout = 120, .fini = tt_cleanup)
@@ -293,6 +300,7 @@ Test(tls, sessions_resume_on_any_worker, .timeout = 120, .fini = tt_cleanup)
         kh_assert(p, strstr(rr.out, "Reused, TLSv1."), "attempt %d resumed: %s", i, rr.out);
         ht_run_free(&rr);
     }
+    tt_finish(p);
 }
 
 Test(tls, no_resumption_without_tickets, .timeout = 60, .fini = tt_cleanup)
@@ -309,6 +317,7 @@ Test(tls, no_resumption_without_tickets, .timeout = 60, .fini = tt_cleanup)
     kh_assert(p, strstr(rr.out, "New, TLSv1.") && !strstr(rr.out, "Reused"), "not resumed: %s",
               rr.out);
     ht_run_free(&rr);
+    tt_finish(p);
 }
 
 Test(tls, echo_over_tls_and_close_notify, .timeout = 60, .fini = tt_cleanup)

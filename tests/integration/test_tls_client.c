@@ -61,6 +61,7 @@ Test(tls_client, verified_connection_reports_its_peer, .timeout = 60, .fini = tt
     got = ask(p, fd, "SELF");
     kh_assert(p, strcmp(got, "SELF tls=0 version=- alpn=- sni=- subject=-") == 0, "got '%s'", got);
     close(fd);
+    tt_finish(p);
 }
 
 Test(tls_client, wrong_name_is_refused_before_the_protocol, .timeout = 60, .fini = tt_cleanup)
@@ -81,6 +82,7 @@ Test(tls_client, wrong_name_is_refused_before_the_protocol, .timeout = 60, .fini
     got = ask(p, fd, cmd);
     kh_assert(p, strncmp(got, "OK tls=1", 8) == 0, "then a good one: '%s'", got);
     close(fd);
+    tt_finish(p);
 }
 
 Test(tls_client, untrusted_chain_is_refused, .timeout = 60, .fini = tt_cleanup)
@@ -95,6 +97,7 @@ Test(tls_client, untrusted_chain_is_refused, .timeout = 60, .fini = tt_cleanup)
     kh_assert(p, strcmp(got, "ERR IO") == 0, "got '%s'", got);
     kh_assert(p, kh_wait_log(p, "localhost: certificate not accepted", 5000), "logged");
     close(fd);
+    tt_finish(p);
 }
 
 /* tlsclient_ctl over tls with client certificates checked against
@@ -137,6 +140,7 @@ Test(tls_client, client_certificate_subject_reaches_handlers, .timeout = 60, .fi
     rr = self_over_tls(p, "mallory");
     kh_assert(p, strstr(rr.out, " sni=localhost subject=-"), "unverified: %s", rr.out);
     ht_run_free(&rr);
+    tt_finish(p);
 }
 
 Test(tls_client, required_client_certificate, .timeout = 60, .fini = tt_cleanup)
@@ -150,4 +154,5 @@ Test(tls_client, required_client_certificate, .timeout = 60, .fini = tt_cleanup)
     rr = self_over_tls(p, "alice");
     kh_assert(p, strstr(rr.out, "subject=CN=alice"), "alice: %s", rr.out);
     ht_run_free(&rr);
+    tt_finish(p);
 }

@@ -102,6 +102,17 @@ HT_FN kh_proc *tt_start(int nlisteners, const char *fmt, ...)
     return kh_start(conf, NULL, nlisteners, 10000);
 }
 
+/* Stops keel gracefully: it must exit 0 (sanitizer builds: leaks make it
+ * fail) and have reported no sanitizer finding. */
+HT_FN void tt_finish(kh_proc *p)
+{
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_exit(p, 15000) == 0, "clean exit");
+    const char *err = kh_stderr(p);
+    kh_assert(p, strstr(err, "Sanitizer") == NULL && strstr(err, "runtime error") == NULL,
+              "no sanitizer report");
+}
+
 /* The resident set of a process, in KiB (Linux /proc). */
 HT_FN long tt_rss_kib(pid_t pid)
 {

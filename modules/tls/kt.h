@@ -172,13 +172,16 @@ typedef struct kt_session {
     unsigned char deferred;  /* the core waits for kt_open_protocol */
     unsigned char peer_done; /* close_notify received */
     unsigned char resumed;
-    char *pending; /* plaintext written before the handshake ended */
+    unsigned char in_dirty, out_dirty; /* record buffers touched past a page (trim.c) */
+    char *pending;                     /* plaintext written before the handshake ended */
     size_t pending_len, pending_cap;
     char *server_name; /* SNI as received (server) or sent (client) */
     char *peer_subject;
 } kt_session;
 
 extern const char kt_session_tag;
+/* Releases the idle record buffers' pages (trim.c). */
+void kt_trim(kt_session *s, int in, int out);
 kt_session *kt_session_of(keel_conn *conn); /* NULL if not ours */
 
 /* ---- client.c ---------------------------------------------------------------- */

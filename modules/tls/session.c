@@ -271,6 +271,7 @@ static int on_open(keel_conn *conn)
     s->conn = conn;
     s->w = w;
     s->client = (unsigned char)client;
+    s->in_dirty = s->out_dirty = 1; /* calloc may have zeroed reused pages */
     mbedtls_ssl_init(&s->ssl);
     if (mbedtls_ssl_setup(&s->ssl, &cf->ssl) != 0) {
         session_free(s);
@@ -346,6 +347,12 @@ static int on_read(keel_conn *conn, const char *data, size_t len)
     s->in = NULL;
     s->in_len = 0;
     mbedtls_platform_zeroize(plain, KT_STAGE_SIZE < len ? KT_STAGE_SIZE : len);
+    if (len > 2048)
+        s->in_dirty = 1;
+    /* The end of a burst (a read shorter than a full record's worth):
+     * give the buffers' pages back until the next one. */
+    if (rc == KEEL_OK && (s->in_dirty || s->out_dirty) && len < KT_STAGE_SIZE)
+        kt_trim(s, s->in_dirty, s->out_dirty);
     return rc;
 }
 
@@ -356,7 +363,15 @@ static int on_write(keel_conn *conn, const keel_buf *bufs, size_t nbufs)
         return hold(s, bufs, nbufs);
     if (s->state != KT_OPEN)
         return KEEL_ERR_CLOSED;
-    return write_bufs(s, bufs, nbufs);
+    size_t total = 0;
+    for (size_t i = 0; i < nbufs; i++)
+        total += bufs[i].len;
+    int rc = write_bufs(s, bufs, nbufs);
+    if (total > 2048)
+        s->out_dirty = 1;
+    if (rc == KEEL_OK && s->out_dirty && total < KT_STAGE_SIZE)
+        kt_trim(s, 0, 1);
+    return rc;
 }
 
 static void on_shutdown(keel_conn *conn)

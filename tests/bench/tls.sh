@@ -182,7 +182,7 @@ measure_keepalive() {
     reqs=$(awk '/requests in/ {print $1}' <<<"$out")
     RPS[$name]=$(awk '/^Requests\/sec/ {printf "%.0f", $2}' <<<"$out")
     secs=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" 'BEGIN {printf "%.3f", d / hz}')
-    CPURPS[$name]=$(awk -v r="${reqs:-0}" -v s="$secs" 'BEGIN {printf "%.0f", s > 0 ? r / s : 0}')
+    CPURPS[$name]=$(awk -v r="${reqs:-0}" -v s="$secs" 'BEGIN {printf "%.0f", (s > 0 ? r / s : 0)}')
     if grep -qE "Non-2xx|Socket errors" <<<"$out"; then
         log "bench: $name keepalive: $(grep -E 'Non-2xx|Socket errors' <<<"$out")"
     fi
@@ -204,7 +204,7 @@ measure_handshake() {
     fi
     HS[$name]=$(awk -v n="$n" -v d="$DURATION" 'BEGIN {printf "%.0f", n / d}')
     secs=$(awk -v d=$((t1 - t0)) -v hz="$CLK_TCK" 'BEGIN {printf "%.3f", d / hz}')
-    CPUHS[$name]=$(awk -v n="$n" -v s="$secs" 'BEGIN {printf "%.0f", s > 0 ? n / s : 0}')
+    CPUHS[$name]=$(awk -v n="$n" -v s="$secs" 'BEGIN {printf "%.0f", (s > 0 ? n / s : 0)}')
     log "bench: $name handshakes: ${HS[$name]}/s, ${CPUHS[$name]} per CPU-s ($secs CPU-s)"
 }
 

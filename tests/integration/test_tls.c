@@ -282,6 +282,34 @@ Test(tls, large_body_to_a_slow_reader_keeps_memory_bounded, .timeout = 120, .fin
     tt_finish(p);
 }
 
+Test(tls, large_upload_and_echo_are_exact, .timeout = 120, .fini = tt_cleanup)
+{
+    setup_certs();
+    const char *file = tt_path("up.bin");
+    ht_run_result mk = tt_sh(30000, "head -c %d /dev/urandom > %s", 6 << 20, file);
+    cr_assert(mk.status == 0, "make the file: %s", mk.out);
+    ht_run_free(&mk);
+    kh_proc *p = tt_start(1,
+                          "listen = 127.0.0.1:0 http1 tls\nworkers = 1\nmodules = tls http1 hello\n"
+                          "[http1]\nmax_body = 8m\n[tls]\ncert = %s %s\n",
+                          tt_path("lh.pem"), tt_path("lh.key"));
+    /* Records in both directions, many full ones, on one connection, twice
+     * (the second after the buffers were given back between bursts). */
+    ht_run_result rr =
+        tt_sh(60000,
+              "curl -sS --max-time 50 --cacert %s --data-binary @%s "
+              "-H 'Content-Type: application/octet-stream' "
+              "https://localhost:%u/echo -o %s --next --cacert %s --data-binary @%s "
+              "-H 'Content-Type: application/octet-stream' "
+              "https://localhost:%u/echo -o %s && cmp %s %s && cmp %s %s && echo SAME",
+              tt_path("lh.pem"), file, kh_port(p, 0), tt_path("back1.bin"), tt_path("lh.pem"), file,
+              kh_port(p, 0), tt_path("back2.bin"), file, tt_path("back1.bin"), file,
+              tt_path("back2.bin"));
+    kh_assert(p, strstr(rr.out, "SAME") != NULL, "echo: %s", rr.out);
+    ht_run_free(&rr);
+    tt_finish(p);
+}
+
 Test(tls, sessions_resume_on_any_worker, .timeout = 120, .fini = tt_cleanup)
 {
     setup_certs();

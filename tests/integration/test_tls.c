@@ -487,3 +487,28 @@ Test(tls, bad_certificates_stop_start_up, .timeout = 90, .fini = tt_cleanup)
     snprintf(tls, sizeof tls, "cert = %s", tt_path("a.pem"));
     expect_refused(tls, "expected CHAIN.pem KEY.pem");
 }
+
+Test(tls, encrypted_key_with_its_passphrase, .timeout = 60, .fini = tt_cleanup)
+{
+    setup_certs();
+    /* The traditional PEM encryption (DEK-Info): every mbedTLS reads it;
+     * 2.28 lacks PKCS#8's PBKDF2 with HMAC-SHA256, OpenSSL 3's default. */
+    ht_run_result rr =
+        tt_sh(20000, "openssl pkey -in %s -aes256 -traditional -passout pass:s3cret -out %s",
+              tt_path("lh.key"), tt_path("enc.key"));
+    cr_assert(rr.status == 0, "openssl pkey: %s", rr.out);
+    ht_run_free(&rr);
+    char tls[1024];
+    snprintf(tls, sizeof tls, "cert = %s %s passphrase=wrong", tt_path("lh.pem"),
+             tt_path("enc.key"));
+    expect_refused(tls, "enc.key: not a usable private key");
+    kh_proc *p = tt_start(1,
+                          "listen = 127.0.0.1:0 http1 tls\nworkers = 1\nmodules = tls http1 hello\n"
+                          "[tls]\ncert = %s %s passphrase=s3cret\n",
+                          tt_path("lh.pem"), tt_path("enc.key"));
+    rr = tt_sh(20000, "curl -sS --max-time 10 --cacert %s https://localhost:%u/", tt_path("lh.pem"),
+               kh_port(p, 0));
+    kh_assert(p, rr.status == 0 && strcmp(rr.out, "Hello, World!") == 0, "served: %s", rr.out);
+    ht_run_free(&rr);
+    tt_finish(p);
+}

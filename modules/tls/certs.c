@@ -340,7 +340,10 @@ static int load_one(keel_module *m, size_t index, kt_cert *c,
     if (c->nnames == 0)
         keel_log(m, KEEL_LOG_WARN, "%s carries no DNS name: served only as the default",
                  chain_path);
-    return keylock_wrap(c);
+    /* One worker shares nothing. (The wrapper signs PKCS#1 v1.5 only,
+     * which TLS 1.3's RSA-PSS cannot use: TLS 1.3 needs either one worker
+     * or MBEDTLS_THREADING_C, where no wrapper is needed.) */
+    return keel_module_worker_count(m) > 1 ? keylock_wrap(c) : KEEL_OK;
 }
 
 int kt_certs_load(keel_module *m, kt_certs *certs, int (*rng)(void *, unsigned char *, size_t),
@@ -385,7 +388,9 @@ void kt_certs_free(kt_certs *certs)
 int kt_ca_load(keel_module *m, const char *key, const char *path, mbedtls_x509_crt *ca)
 {
     char full[1024], why[160];
-    if (keel_config_path(m, key, 0, path, full, sizeof full) != KEEL_OK)
+    /* The last occurrence is the value read (a repeated key: the last wins). */
+    size_t count = keel_config_count(m, key);
+    if (keel_config_path(m, key, count > 0 ? count - 1 : 0, path, full, sizeof full) != KEEL_OK)
         snprintf(full, sizeof full, "%s", path); /* a built-in default, not from the config */
     int err = 0;
     size_t len = 0;

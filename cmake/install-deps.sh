@@ -9,8 +9,17 @@
 # Environment: KEEL_DEPS_EXTRA="pkg ..." adds Debian packages to the list.
 set -eu
 
+# The second line is what tests drive keel with: Python's websockets client,
+# Prometheus's promtool (its package), headless Chromium for the pages.
 DEBIAN_PACKAGES="build-essential cmake ninja-build pkg-config libuv1-dev zlib1g-dev \
-libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind ${KEEL_DEPS_EXTRA:-}"
+libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind \
+python3-websockets prometheus chromium ${KEEL_DEPS_EXTRA:-}"
+# Node.js and npm run the browser tests (playwright-core, fetched by
+# tests/browser/install.sh); a Node.js installed otherwise (NodeSource,
+# nvm) is used as it is.
+if ! command -v npm >/dev/null 2>&1; then
+    DEBIAN_PACKAGES="$DEBIAN_PACKAGES nodejs npm"
+fi
 BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp"
 VCPKG_PACKAGES="libuv zlib mbedtls llhttp"
 

@@ -6,16 +6,32 @@
 
 #include <keel/embed.h>
 
-/* What `keel` runs without -c: the echo plugin, until the static and stats
- * modules exist (then http1 + static + stats). mod_echo is installed with
- * the shipped modules for this, so that an installed keel runs it too
- * (tests/sdk/check-sdk.sh). */
-static const char default_config[] = "[keel]\n"
-                                     "listen = 127.0.0.1:8080 echo\n"
-                                     "workers = auto\n"
-                                     "modules = echo\n"
-                                     "[echo]\n"
-                                     "greeting = keel echo: type a line\n";
+/* What `keel` runs without -c: HTTP on 127.0.0.1:8080 with the welcome
+ * page and the docs from keel's shipped docroot (share/keel/www, found
+ * beside the executable in a build tree or relative to an install's bin/:
+ * keel_server_data_dir), and the stats dashboard at /__stats/. The
+ * docroot's path is absolute, so %s is filled in at run time; quoted, so a
+ * path with blanks stays one word. */
+static const char default_config_format[] = "[keel]\n"
+                                            "listen = 127.0.0.1:8080 http1\n"
+                                            "workers = auto\n"
+                                            "modules = http1 static stats\n"
+                                            "\n"
+                                            "[static]\n"
+                                            "mount = / \"%s/www\"\n"
+                                            "mount = /docs \"%s/www/docs\" listing=on\n"
+                                            "type = .md text/plain\n";
+
+/* The default config for this executable, or NULL (out of memory). */
+static char *default_config(keel_server *server)
+{
+    const char *data = keel_server_data_dir(server);
+    size_t size = sizeof default_config_format + 2 * strlen(data);
+    char *text = malloc(size);
+    if (text != NULL)
+        snprintf(text, size, default_config_format, data, data);
+    return text;
+}
 
 static void usage(FILE *out)
 {
@@ -55,9 +71,12 @@ int main(int argc, char **argv)
             keel_server_free(server);
             return 0;
         } else if (strcmp(arg, "--print-default") == 0) {
-            fputs(default_config, stdout);
+            char *text = default_config(server);
+            if (text != NULL)
+                fputs(text, stdout);
+            free(text);
             keel_server_free(server);
-            return 0;
+            return text != NULL ? 0 : 1;
         } else if (strcmp(arg, "-t") == 0 || strcmp(arg, "--test") == 0) {
             test_only = 1;
         } else if ((strcmp(arg, "-c") == 0 || strcmp(arg, "--config") == 0) && i + 1 < argc) {
@@ -72,9 +91,13 @@ int main(int argc, char **argv)
             rc = KEEL_ERR_INVAL;
         }
     }
-    if (rc == KEEL_OK)
-        rc = config_path ? keel_server_load_config_file(server, config_path)
-                         : keel_server_load_config_string(server, default_config, "(default)");
+    if (rc == KEEL_OK && config_path != NULL) {
+        rc = keel_server_load_config_file(server, config_path);
+    } else if (rc == KEEL_OK) {
+        char *text = default_config(server);
+        rc = text ? keel_server_load_config_string(server, text, "(default)") : KEEL_ERR_NOMEM;
+        free(text);
+    }
     if (rc == KEEL_OK && test_only) {
         rc = keel_server_check(server);
         if (rc == KEEL_OK)

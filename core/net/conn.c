@@ -232,9 +232,16 @@ void kl_conn_update_reading(keel_conn *c)
 {
     if (kl_conn_handle_closed(c))
         return;
-    int want = c->phase == KL_PHASE_LINGERING ||
-               (c->phase == KL_PHASE_OPEN &&
-                !(c->flags & (KL_CONN_PAUSED | KL_CONN_BACKPRESSURE | KL_CONN_EOF)));
+    int open = c->phase == KL_PHASE_OPEN && !(c->flags & (KL_CONN_BACKPRESSURE | KL_CONN_EOF));
+    int want = c->phase == KL_PHASE_LINGERING || (open && !(c->flags & KL_CONN_PAUSED));
+    /* A pause alone stops reading lazily: most pauses (a response in
+     * flight, a file being sent) end before the peer sends more, and
+     * stopping and restarting the poll for each costs two epoll_ctl
+     * calls per request. Bytes that do arrive meanwhile are kept, not
+     * delivered, and reading stops then (on_read): at most one more read
+     * is buffered, as with an immediate stop and libuv's own reads. */
+    if (!want && open && (c->flags & KL_CONN_READING))
+        return;
     if (want && !(c->flags & KL_CONN_READING)) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
             c->flags |= KL_CONN_READING;
@@ -302,6 +309,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     keel_conn *c = conn_of((uv_handle_t *)stream);
     if (nread > 0) {
+        int paused_before = (c->flags & KL_CONN_PAUSED) != 0;
         keel_worker *w = kl_conn_worker(c);
         kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_in->slot, nread);
         if (c->phase == KL_PHASE_LINGERING)
@@ -324,6 +332,14 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             c->rlen += (uint32_t)nread;
         }
         deliver(c);
+        /* The lazy pause (kl_conn_update_reading): these bytes came while
+         * the protocol was paused and wait unseen, so reading stops now. */
+        if (paused_before &&
+            (c->flags & (KL_CONN_PAUSED | KL_CONN_READING)) == (KL_CONN_PAUSED | KL_CONN_READING) &&
+            !kl_conn_handle_closed(c)) {
+            uv_read_stop((uv_stream_t *)&c->tcp);
+            c->flags &= ~KL_CONN_READING;
+        }
     } else if (nread == UV_EOF) {
         on_eof(c);
         return;
@@ -524,8 +540,13 @@ static void on_close(uv_handle_t *handle)
     kl_conn_teardown(c);
 }
 
-void kl_conn_close_handle(keel_conn *c)
+void kl_conn_close_handle(keel_conn *c, int reset)
 {
+    /* A reset (SO_LINGER 0) frees at once what the kernel still holds for
+     * the peer, megabytes for one that stopped reading; an orderly end
+     * keeps the plain close, whose FIN follows the data. */
+    if (reset && uv_tcp_close_reset(&c->tcp, on_close) == 0)
+        return;
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 

@@ -176,7 +176,8 @@ void kl_conn_close(keel_conn *conn, int status);
 void kl_conn_abort_status(keel_conn *conn, int status);
 
 /* net/conn.c: uv_close with the callback that ends in teardown. */
-void kl_conn_close_handle(keel_conn *conn);
+/* reset: close with SO_LINGER 0 (RST) rather than an orderly close. */
+void kl_conn_close_handle(keel_conn *conn, int reset);
 
 /* Moves a closing connection on as far as its state allows (after its
  * output settled, say). */

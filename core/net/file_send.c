@@ -58,6 +58,10 @@ struct kl_op {
     uint64_t offset;
     uint64_t bytes; /* held write: its size; file: what is left to send */
     kl_poll *poll;
+    /* keel_conn_write_file_after: bytes that go before the file, copied
+     * behind bufs[] (a file op has no bufs); prefix_sent of them left. */
+    const char *prefix;
+    size_t prefix_len, prefix_sent;
     /* Made before the first byte leaves, for a transfer that completes
      * inside keel_conn_write_file: its cb must still come from the loop. */
     kl_done *early;
@@ -270,6 +274,41 @@ static int socket_of(keel_conn *c, kl_socket *out)
     return KEEL_OK;
 }
 
+static void count_sent(keel_conn *c, size_t n)
+{
+    keel_worker *w = kl_conn_worker(c);
+    kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_out->slot, (int64_t)n);
+    c->out->held_bytes -= n;
+    kl_conn_output_progress(c);
+}
+
+/* The prefix goes first, marked as followed by more (kl_send_more), so
+ * that with the file's first bytes it fills one segment. 1 once it has
+ * left, 0 if the op waits or failed, -1 to go on with reads instead. */
+static int pump_prefix(keel_conn *c, kl_op *op, kl_socket sock)
+{
+    while (op->prefix_sent < op->prefix_len) {
+        size_t sent = 0;
+        int rc = kl_send_more(sock, op->prefix + op->prefix_sent, op->prefix_len - op->prefix_sent,
+                              op->bytes > 0, &sent);
+        if (sent > 0) {
+            op->prefix_sent += sent;
+            count_sent(c, sent);
+        }
+        if (rc == UV_ENOSYS)
+            return -1;
+        if (rc == UV_EAGAIN) {
+            wait_writable(c, op, sock);
+            return 0;
+        }
+        if (rc < 0) {
+            fail(c, op, KEEL_ERR_IO);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 /* Sends until the file is out, the socket is full or this turn's share is
  * used. */
 static void pump(keel_conn *c, kl_op *op)
@@ -279,6 +318,15 @@ static void pump(keel_conn *c, kl_op *op)
         fail(c, op, KEEL_ERR_IO);
         return;
     }
+    int prefix = pump_prefix(c, op, sock);
+    if (prefix < 0) {
+        close_poll(op);
+        op->fallback = 1;
+        read_next(c, op);
+        return;
+    }
+    if (prefix == 0)
+        return;
     uint64_t budget = TURN_BYTES;
     while (op->bytes > 0) {
         if (budget == 0) {
@@ -291,13 +339,10 @@ static void pump(keel_conn *c, kl_op *op)
         if (sent > want)
             sent = want;
         if (sent > 0) {
-            keel_worker *w = kl_conn_worker(c);
-            kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_out->slot, (int64_t)sent);
             op->offset += sent;
             op->bytes -= sent;
-            c->out->held_bytes -= sent;
             budget -= sent;
-            kl_conn_output_progress(c);
+            count_sent(c, sent);
         }
         if (rc == 0 && sent == 0) {
             fail(c, op, KEEL_ERR_IO); /* the file is shorter than promised */
@@ -356,8 +401,24 @@ static void on_piece_read(kl_file_reader *r, int status, char *data, size_t len)
         fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
 }
 
+static void on_prefix_written(keel_conn *c, int status, void *userdata)
+{
+    on_piece_written(c, status, userdata);
+}
+
 static void read_next(keel_conn *c, kl_op *op)
 {
+    /* Through a transport, or without sendfile: the prefix is written as
+     * any bytes are, then the reads begin. */
+    if (op->prefix_sent < op->prefix_len) {
+        keel_buf rest = {op->prefix + op->prefix_sent, op->prefix_len - op->prefix_sent};
+        c->out->held_bytes -= rest.len;
+        op->prefix_sent = op->prefix_len;
+        int rc = kl_output_send(c, &rest, 1, on_prefix_written, op);
+        if (rc != KEEL_OK)
+            fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
+        return;
+    }
     if (op->bytes == 0) {
         file_finished(c);
         return;
@@ -441,18 +502,21 @@ void kl_ops_fail(keel_conn *c)
 
 /* ---- the API --------------------------------------------------------------- */
 
-int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length, keel_write_cb cb,
-                         void *userdata)
+/* keel_conn_write_file, after `prefix` (copied) when plen > 0. */
+static int write_file(keel_conn *c, const keel_buf *prefix, size_t nprefix, size_t plen, int fd,
+                      uint64_t offset, uint64_t length, keel_write_cb cb, void *userdata)
 {
-    if (kl_conn_closing(c))
-        return KEEL_ERR_CLOSED;
-    if (fd < 0 || offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX - offset)
-        return KEEL_ERR_INVAL;
-    kl_op *op = ensure_queue(c) == KEEL_OK ? calloc(1, sizeof *op) : NULL;
+    kl_op *op = ensure_queue(c) == KEEL_OK ? calloc(1, sizeof *op + plen) : NULL;
     if (op == NULL) {
         kl_output_trim(c);
         return KEEL_ERR_NOMEM;
     }
+    char *copy = (char *)op->bufs;
+    for (size_t i = 0, at = 0; i < nprefix; at += prefix[i].len, i++)
+        if (prefix[i].len > 0)
+            memcpy(copy + at, prefix[i].base, prefix[i].len);
+    op->prefix = copy;
+    op->prefix_len = plen;
     op->is_file = 1;
     op->fd = fd;
     op->offset = offset;
@@ -468,7 +532,7 @@ int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length,
         return KEEL_ERR_NOMEM;
     }
     append(c, op);
-    c->out->held_bytes += length;
+    c->out->held_bytes += plen + length;
     if (first) {
         /* A transfer that ends inside this call must still complete from
          * the loop (file_finished looks at this). */
@@ -484,4 +548,43 @@ int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length,
         kl_output_trim(c);
     }
     return KEEL_OK;
+}
+
+int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length, keel_write_cb cb,
+                         void *userdata)
+{
+    if (kl_conn_closing(c))
+        return KEEL_ERR_CLOSED;
+    if (fd < 0 || offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX - offset)
+        return KEEL_ERR_INVAL;
+    return write_file(c, NULL, 0, 0, fd, offset, length, cb, userdata);
+}
+
+/* Larger prefixes than this go as an ordinary write first: the point is
+ * one segment for a head and the start of a file, not a copy of a body. */
+#define PREFIX_MAX (64 * 1024)
+
+int keel_conn_write_file_after(keel_conn *c, const keel_buf *prefix, size_t nprefix, int fd,
+                               uint64_t offset, uint64_t length, keel_write_cb cb, void *userdata)
+{
+    if (kl_conn_closing(c))
+        return KEEL_ERR_CLOSED;
+    if (fd < 0 || offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX - offset ||
+        (prefix == NULL && nprefix > 0))
+        return KEEL_ERR_INVAL;
+    size_t plen = 0;
+    for (size_t i = 0; i < nprefix; i++) {
+        if (prefix[i].len > KEEL_BUF_MAX || plen + prefix[i].len < plen)
+            return KEEL_ERR_INVAL;
+        plen += prefix[i].len;
+    }
+    if (plen > PREFIX_MAX) {
+        for (size_t i = 0; i < nprefix; i++) {
+            int rc = keel_conn_write_copy(c, prefix[i].base, prefix[i].len);
+            if (rc != KEEL_OK)
+                return rc;
+        }
+        plen = nprefix = 0;
+    }
+    return write_file(c, prefix, nprefix, plen, fd, offset, length, cb, userdata);
 }

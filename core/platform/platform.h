@@ -58,6 +58,14 @@ int kl_socket_dup(kl_socket sock, kl_socket *out);
  * nothing was sent then), or another negative libuv error. */
 int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sent);
 
+/* Sends up to len bytes to the non-blocking socket, telling the kernel
+ * that more follows when `more` is set (Linux MSG_MORE: the bytes wait for
+ * the next send or sendfile, so a response head and its file body leave in
+ * one segment despite TCP_NODELAY). Returns 0 with *sent, UV_EAGAIN when
+ * the socket is full, UV_ENOSYS where the caller should write through
+ * libuv instead (Windows), or another negative libuv error. */
+int kl_send_more(kl_socket sock, const void *data, size_t len, int more, size_t *sent);
+
 /* gmtime that is thread-safe everywhere. */
 void kl_gmtime(int64_t seconds, struct tm *out);
 

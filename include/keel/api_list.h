@@ -204,7 +204,9 @@ KEEL_FN(size_t, conn_write_queued, (keel_conn *conn), (conn))
 KEEL_VFN(conn_close, (keel_conn *conn), (conn))
 
 /* Closes at once, dropping queued writes (their callbacks get
- * KEEL_ERR_CLOSED). Idempotent. */
+ * KEEL_ERR_CLOSED); on TCP with a reset (SO_LINGER 0, since ABI 1.4), so
+ * that the kernel frees at once what it held for the peer (a peer that
+ * stopped reading). Idempotent. */
 KEEL_VFN(conn_abort, (keel_conn *conn), (conn))
 
 /* Stops delivering data (the socket is not read); buffered bytes and the
@@ -760,6 +762,22 @@ KEEL_FN(int, transport_open_protocol, (keel_conn *conn, const char *protocol),
  * start() or later). */
 KEEL_FN(int, protocol_available, (keel_module *module, const char *name), (module, name))
 
+/* ---- Files (ABI 1.4) ------------------------------------------------------ */
+
+/* keel_conn_write_file preceded by the bytes in prefix (copied during the
+ * call; a response head, typically): the same as keel_conn_write_copy of
+ * each prefix buffer followed by keel_conn_write_file, with one callback
+ * for the whole, except that on plain TCP, when nothing else is queued,
+ * the prefix is sent marked as followed by more (Linux MSG_MORE) so that it
+ * and the file's first bytes leave in one segment, as nginx's TCP_CORK
+ * does: a small file's response costs the client one wake-up, not two.
+ * Returns and calls back as keel_conn_write_file does (KEEL_ERR_INVAL also
+ * for a NULL prefix with nprefix > 0). Worker thread of the connection. */
+KEEL_FN(int, conn_write_file_after,
+        (keel_conn *conn, const keel_buf *prefix, size_t nprefix, int fd, uint64_t offset,
+         uint64_t length, keel_write_cb cb, void *userdata),
+        (conn, prefix, nprefix, fd, offset, length, cb, userdata))
+
 /* ---- Configuration (ABI 1.4) -------------------------------------------- */
 
 /* Resolves `path`, a file or directory name the module read from the
@@ -784,6 +802,27 @@ KEEL_FN(int, config_path,
  * without copies, and a file with sendfile. KEEL_ERR_STATE outside
  * on_response_head. Worker thread of the request. */
 KEEL_FN(int, response_filter_skip_body, (keel_response *res), (res))
+
+/* What a head filter needs to know of the body to come (ABI 1.4): its
+ * length in bytes when known (a body given whole: keel_response_send,
+ * _send_copy, _send_file; or a Content-Length the handler set), -1 when
+ * it will be streamed (keel_response_write) without a declared length.
+ * From on_response_head (or a handler). Worker thread of the request. */
+KEEL_FN(int64_t, response_body_length, (keel_response *res), (res))
+
+/* 1 if the body comes from keel_response_send_file (a compressor may
+ * leave files to precompressed siblings and sendfile), else 0. From
+ * on_response_head. Worker thread of the request. */
+KEEL_FN(int, response_body_from_file, (keel_response *res), (res))
+
+/* The response's header fields, in order: how many, and the index-th as
+ * views valid until the headers change (KEEL_ERR_NOTFOUND past the end).
+ * For filters that must see every field of a name (Vary, Cache-Control),
+ * which keel_response_header (the first) does not. Worker thread of the
+ * request. */
+KEEL_FN(size_t, response_header_count, (keel_response *res), (res))
+KEEL_FN(int, response_header_at, (keel_response *res, size_t index, keel_header *out),
+        (res, index, out))
 
 /* ---- The server, for reports (ABI 1.4) --------------------------------- */
 

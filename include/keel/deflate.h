@@ -58,10 +58,16 @@ enum keel_deflate_flush {
  * grows at the end; a zero field means "the [deflate] section's setting". */
 typedef struct keel_deflate_params {
     size_t size;
-    int format;      /* enum keel_deflate_format */
-    int level;       /* 1..9 (compression only); 0: [deflate] level */
-    int window_bits; /* 8..15: the LZ77 window is 2^window_bits bytes; 0: 15 */
-    int mem_level;   /* 1..9 (compression only): zlib's memLevel; 0: [deflate] mem_level */
+    int format; /* enum keel_deflate_format */
+    int level;  /* 1..9 (compression only); 0: [deflate] level */
+    /* 8..15: the LZ77 window is 2^window_bits bytes; 0: 15. zlib cannot
+     * compress with 8 (256 bytes; refused since zlib 1.2.9), so 8 means 9
+     * for a compressor, and for a decompressor too, which then also takes
+     * what a peer whose zlib made the same change sends. A WebSocket
+     * server therefore declines an offer of server_max_window_bits=8
+     * (RFC 7692 7.1.2.1): its compressor cannot keep that promise. */
+    int window_bits;
+    int mem_level; /* 1..9 (compression only): zlib's memLevel; 0: [deflate] mem_level */
 } keel_deflate_params;
 
 /* Where output goes: called zero or more times per compress/decompress
@@ -82,8 +88,11 @@ typedef struct keel_deflate_api {
     keel_deflate *(*decompressor_new)(const keel_deflate_params *params);
 
     /* Compresses len bytes of in (len may be 0 to just flush) and hands
-     * the output to out. KEEL_OK, KEEL_ERR_NOMEM, KEEL_ERR_STATE (after
-     * FINISH, or on a decompressor), or out's negative status. */
+     * the output to out, in pieces of at most 16 KiB. KEEL_OK,
+     * KEEL_ERR_NOMEM, KEEL_ERR_STATE (after FINISH until reset, after an
+     * error, or on a decompressor), KEEL_ERR_INVAL (a bad flush, in NULL
+     * with len > 0), or out's negative status (the stream is then
+     * unusable: what out refused is lost). */
     int (*compress)(keel_deflate *stream, const void *in, size_t len, int flush,
                     keel_deflate_out_fn out, void *userdata);
 
@@ -91,20 +100,29 @@ typedef struct keel_deflate_api {
      * KEEL_ERR_LIMIT once more than max_out bytes would have come out of
      * this call (0: no limit): the guard against a small input that
      * inflates without end. KEEL_ERR_PROTOCOL for corrupt input,
-     * KEEL_ERR_NOMEM, or out's negative status. The stream is unusable
-     * after an error. Input may end anywhere: a later call continues. */
+     * KEEL_ERR_NOMEM, KEEL_ERR_STATE (after an error, or on a
+     * compressor), or out's negative status. The stream is unusable
+     * after an error (until reset or release). Input may end anywhere: a
+     * later call continues. After the end of a stream, more input is a
+     * new gzip member (RFC 1952 2.2), a new raw stream on the same window
+     * (a final block inside a permessage-deflate connection), or, for
+     * zlib framing, KEEL_ERR_PROTOCOL. */
     int (*decompress)(keel_deflate *stream, const void *in, size_t len, uint64_t max_out,
                       keel_deflate_out_fn out, void *userdata);
 
     /* Forgets the history (the window), as if the stream were new, but
      * keeps its settings: "no context takeover" (RFC 7692 7.1.1) between
-     * messages. KEEL_OK or KEEL_ERR_NOMEM. */
+     * messages. Also makes a stream usable again after FINISH or an
+     * error. KEEL_OK, or KEEL_ERR_INVAL for NULL. */
     int (*reset)(keel_deflate *stream);
 
     /* Gives back the stream's large buffers (the window, the hash chains)
      * while it sits idle between messages, and resets it: what an idle
      * connection with no context takeover should hold is nothing. The next
-     * call takes them again. */
+     * call takes them again. A released stream holds 24 bytes (64-bit); a
+     * compressor at work (1 << (window_bits + 2)) + (1 << (mem_level + 9))
+     * bytes plus 6 KiB (256 KiB with 15 and 8), a decompressor
+     * (1 << window_bits) plus 7 KiB. */
     void (*release)(keel_deflate *stream);
 
     /* Frees the stream (NULL is fine). */

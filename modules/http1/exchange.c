@@ -286,9 +286,17 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
         if (last && c->x->resp_left > 0)
             c->close_after = 1; /* short body: only a close can tell */
     }
-    int rc = h1_out_flush(c);
-    if (rc == KEEL_OK)
+    /* What is batched (this head, earlier pipelined responses) goes with
+     * the file, so that a small file's response leaves in one segment. */
+    h1_obuf *b = c->out;
+    int rc;
+    if (b != NULL && b->len > 0) {
+        keel_buf batched = {b->data, b->len};
+        rc = keel_conn_write_file_after(c->conn, &batched, 1, fd, offset, length, cb, ud);
+        b->len = 0; /* copied */
+    } else {
         rc = keel_conn_write_file(c->conn, fd, offset, length, cb, ud);
+    }
     if (rc != KEEL_OK)
         c->close_after = 1; /* the head may be out without its body */
     return rc;

@@ -11,6 +11,8 @@
  *     GET  /offload[?n=N] hashes on libuv's thread pool, answers when done
  *     GET  /stream[?n=N]  N chunks streamed at the peer's pace, then a trailer
  *     GET  /headers       the request's header fields as text, one a line
+ *     GET  /ws            a WebSocket echo (text as text, binary as binary),
+ *                         only when the websocket module is loaded
  *
  * Every GET route answers HEAD too (the core drops the body). Load it
  * behind an HTTP protocol module:
@@ -22,6 +24,7 @@
  *     slow_delay = 50ms      ; how long /slow waits unless ?ms= says otherwise
  */
 #include <keel/keel.h>
+#include <keel/websocket.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -364,6 +367,29 @@ static int hello_headers(keel_request *req, keel_response *res, void *userdata)
     return keel_response_send(res, body, (size_t)(p - body), free_body, NULL);
 }
 
+/* ---- GET /ws -----------------------------------------------------------------
+ * A WebSocket echo through the websocket module's service (keel/websocket.h):
+ * hello lists "?websocket" among its dependencies, so the websocket module
+ * loads first when the config names it, and hello works without it (no /ws
+ * then). Each message is sent back as it came, text as text, binary as
+ * binary; the bytes are copied, as they are valid during the call only. */
+KEEL_WEBSOCKET_DEFINE
+
+static void ws_echo(keel_ws *ws, int kind, const char *data, size_t len, void *userdata)
+{
+    (void)userdata;
+    keel_ws_send_copy(ws, kind, data, len);
+}
+
+static const char *const ws_protocols[] = {"echo", NULL};
+
+static const keel_ws_endpoint ws_endpoint = {
+    .size = sizeof(keel_ws_endpoint),
+    .path = "/ws",
+    .subprotocols = ws_protocols,
+    .on_message = ws_echo,
+};
+
 /* ---- Module ------------------------------------------------------------------ */
 
 static int hello_load(keel_module *module)
@@ -388,7 +414,9 @@ static int hello_load(keel_module *module)
         (rc = keel_route_add(module, "GET", "/offload", hello_offload, h)) < 0 ||
         (rc = keel_route_add(module, "GET", "/stream", hello_stream, h)) < 0 ||
         (rc = keel_route_add(module, "GET", "/headers", hello_headers, h)) < 0 ||
-        (rc = keel_http_filter_add(module, &h->filter)) < 0) {
+        (rc = keel_http_filter_add(module, &h->filter)) < 0 ||
+        (keel_ws_bind(module) == KEEL_OK &&
+         (rc = keel_ws_endpoint_add(module, &ws_endpoint)) < 0)) {
         free(h);
         return rc;
     }
@@ -401,4 +429,8 @@ static void hello_unload(keel_module *module)
     free(keel_module_data(module));
 }
 
-KEEL_MODULE(hello, .version = "1.0.0", .load = hello_load, .unload = hello_unload);
+/* websocket is optional ("?"): loaded first when the config lists it. */
+static const char *const hello_dependencies[] = {"?websocket", NULL};
+
+KEEL_MODULE(hello, .version = "1.0.0", .dependencies = hello_dependencies, .load = hello_load,
+            .unload = hello_unload);

@@ -629,6 +629,10 @@ Test(sendfile, writes_after_a_file_wait_for_it, .timeout = 120, .fini = cleanup)
     char *got = malloc(FILE_SIZE + 64);
     size_t n = kh_recv_n(fd, got, FILE_SIZE + 64, 6 + FILE_SIZE + 4, 30000);
     expect_framed(p, got, n, 1);
+    /* The same with BEGIN as the file's prefix (sent with MSG_MORE). */
+    kh_assert(p, kh_send_str(fd, "after\n") == 0, "send");
+    n = kh_recv_n(fd, got, FILE_SIZE + 64, 6 + FILE_SIZE + 4, 30000);
+    expect_framed(p, got, n, 1);
     free(got);
     /* Two files with a write between them; then EOF from us: the close
      * waits until everything has gone out. */
@@ -639,7 +643,7 @@ Test(sendfile, writes_after_a_file_wait_for_it, .timeout = 120, .fini = cleanup)
     close(fd);
     expect_framed(p, got, len, 2);
     free(got);
-    kh_assert(p, kh_count_log(p, "transfer done: ok") == 3, "%d ok callbacks for 3 files",
+    kh_assert(p, kh_count_log(p, "transfer done: ok") == 4, "%d ok callbacks for 4 files",
               kh_count_log(p, "transfer done: ok"));
     expect_clean_exit(p);
 }
@@ -676,7 +680,7 @@ Test(sendfile, writes_after_a_file_through_a_transport, .timeout = 120, .fini = 
     kh_proc *p = start("", "rot13", NULL, NULL);
     int fd = kh_connect("127.0.0.1", kh_port(p, 1));
     kh_assert(p, fd >= 0, "connect");
-    char cmd[] = "twice\n";
+    char cmd[] = "after\ntwice\n";
     rot13(cmd, sizeof cmd - 1);
     kh_assert(p, kh_send_str(fd, cmd) == 0, "send");
     shutdown(fd, SHUT_WR);
@@ -687,7 +691,11 @@ Test(sendfile, writes_after_a_file_through_a_transport, .timeout = 120, .fini = 
     /* The transport's closing record comes after everything. */
     kh_assert(p, len >= 8 && memcmp(got + len - 8, "#closed\n", 8) == 0,
               "no closing record last (%zu bytes)", len);
-    expect_framed(p, got, len - 8, 2);
+    /* "after" (its prefix written through the transport), then "twice". */
+    size_t first = 6 + FILE_SIZE + 4;
+    kh_assert(p, len - 8 > first, "%zu bytes", len);
+    expect_framed(p, got, first, 1);
+    expect_framed(p, got + first, len - 8 - first, 2);
     free(got);
     expect_clean_exit(p);
 }

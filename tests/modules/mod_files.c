@@ -21,6 +21,8 @@
  * Protocol "filecat", one command a line:
  *     file    "BEGIN\n", the file, "END\n": a write, a file, a write
  *     twice   "BEGIN\n", the file, "MID\n", the file, "END\n"
+ *     after   the same as file, with "BEGIN\n" as keel_conn_write_file_after's
+ *             prefix (ABI 1.4)
  * and each transfer's end is logged as "files: transfer done: STATUS".
  */
 #include <keel/keel.h>
@@ -191,7 +193,7 @@ static void on_sent(keel_conn *conn, int status, void *userdata)
     free(x);
 }
 
-static int send_whole(keel_conn *conn)
+static int send_whole_after(keel_conn *conn, const char *prefix)
 {
     keel_module *m = keel_conn_module(conn);
     const struct files *f = keel_module_data(m);
@@ -204,12 +206,19 @@ static int send_whole(keel_conn *conn)
         free(x);
         return KEEL_ERR_NOTFOUND;
     }
-    int rc = keel_conn_write_file(conn, x->fd, 0, size, on_sent, x);
+    keel_buf head = {prefix, prefix ? strlen(prefix) : 0};
+    int rc = prefix ? keel_conn_write_file_after(conn, &head, 1, x->fd, 0, size, on_sent, x)
+                    : keel_conn_write_file(conn, x->fd, 0, size, on_sent, x);
     if (rc != KEEL_OK) {
         close(x->fd);
         free(x);
     }
     return rc;
+}
+
+static int send_whole(keel_conn *conn)
+{
+    return send_whole_after(conn, NULL);
 }
 
 static int filecat_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
@@ -224,6 +233,10 @@ static int filecat_data(keel_conn *conn, const char *data, size_t len, size_t *c
         if (n == 5 && memcmp(line, "file\n", 5) == 0) {
             keel_conn_write_copy(conn, "BEGIN\n", 6);
             rc = send_whole(conn);
+            keel_conn_write_copy(conn, "END\n", 4);
+        } else if (n == 6 && memcmp(line, "after\n", 6) == 0) {
+            char prefix[] = "BEGIN\n"; /* on the stack: the call copies it */
+            rc = send_whole_after(conn, prefix);
             keel_conn_write_copy(conn, "END\n", 4);
         } else if (n == 6 && memcmp(line, "twice\n", 6) == 0) {
             static const keel_buf mid = {"MID\n", 4}; /* borrowed: static */

@@ -29,6 +29,21 @@ done
 # the modules without binding 127.0.0.1:8080, which may be taken here.
 out=$(cd "$work" && "$prefix/bin/keel" -t 2>&1) || fail "installed keel -t (the default config): $out"
 case $out in *"configuration ok: (default)"*) ;; *) fail "installed keel -t said: $out" ;; esac
+# ... and serves the welcome page from the installed docroot (on a port of
+# its choosing rather than 8080, which may be taken here).
+(cd "$work" && exec "$prefix/bin/keel" --set "keel.listen=127.0.0.1:0 http1" \
+    --set keel.workers=1 2>"$work/default.log") &
+kpid=$!
+port=""
+for _ in $(seq 100); do
+    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/default.log" | head -n1)
+    [ -n "$port" ] && break
+    sleep 0.1
+done
+page=$(curl -s --max-time 10 "http://127.0.0.1:$port/" || true)
+kill "$kpid" 2>/dev/null || true
+wait "$kpid" 2>/dev/null || true
+case $page in *"keel is running"*) ;; *) fail "installed keel's default page: $(cat "$work/default.log")" ;; esac
 pcdir=$(dirname "$(find "$prefix" -name keel.pc | head -n1)")
 [ -n "$pcdir" ] || fail "install lacks keel.pc"
 
@@ -68,9 +83,10 @@ cc -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
     fail "embedding program through pkg-config libkeel"
 
 # 4. the installed keel loads both modules.
+printf '[keel]\nlisten = 127.0.0.1:0 echo\nmodules = echo\n' >"$work/echo.conf"
 for dir in "$(dirname "$mod")" "$work/pc"; do
-    out=$("$prefix/bin/keel" -t --set "keel.module_path=$dir" --set keel.modules=echo \
-        --set "keel.listen=127.0.0.1:0 echo" 2>&1) || fail "keel -t with $dir: $out"
+    out=$("$prefix/bin/keel" -t -c "$work/echo.conf" --set "keel.module_path=$dir" 2>&1) ||
+        fail "keel -t with $dir: $out"
     case $out in *"configuration ok"*) ;; *) fail "keel -t said: $out" ;; esac
 done
 # The embedding program runs (test_embed.c checks its behaviour): given a

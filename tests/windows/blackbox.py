@@ -781,17 +781,27 @@ def restart_right_after_stop_binds_the_port():
 
 @test
 def default_config_finds_modules_beside_the_exe():
-    # No -c: the embedded default, whose module_path defaults to modules\
-    # beside keel.exe (found through uv_exepath, a backslash path).
-    k = Keel(None, args=["--set", "keel.listen=127.0.0.1:0 echo", "--set", "keel.workers=1"])
+    # No -c: the embedded default (http1 + static + stats), whose
+    # module_path defaults to modules\ beside keel.exe (found through
+    # uv_exepath, a backslash path) and whose docroot is share\keel\www
+    # beside it (keel_server_data_dir).
+    k = Keel(None, args=["--set", "keel.listen=127.0.0.1:0 http1", "--set", "keel.workers=1"])
     try:
         (port,) = k.ports()
-        s = connect(port)
-        greeting = recv_line(s)
-        check(greeting.startswith(b"keel echo"), "default greeting %r" % greeting, k)
-        s.sendall(b"default\n")
-        check(recv_until(s, 8) == b"default\n", "no echo", k)
-        s.close()
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=IO_TIMEOUT)
+        c.request("GET", "/")
+        r = c.getresponse()
+        body = r.read()
+        check(r.status == 200 and b"keel is running" in body, "GET /: %s %r" % (r.status, body[:80]), k)
+        c.request("GET", "/docs/architecture.md")
+        r = c.getresponse()
+        body = r.read()
+        check(r.status == 200 and body.startswith(b"# keel"), "GET /docs/...: %s %r" % (r.status, body[:40]), k)
+        c.request("GET", "/__stats")
+        r = c.getresponse()
+        body = r.read()
+        check(r.status == 200 and body.startswith(b"keel "), "GET /__stats: %s %r" % (r.status, body[:40]), k)
+        c.close()
         check(stop(k) == 0, "exit status", k)
     finally:
         k.kill()

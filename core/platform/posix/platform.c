@@ -124,6 +124,33 @@ int kl_socket_dup(kl_socket sock, kl_socket *out)
     return 0;
 }
 
+int kl_send_more(kl_socket sock, const void *data, size_t len, int more, size_t *sent)
+{
+    *sent = 0;
+    int flags = 0;
+#ifdef MSG_MORE
+    if (more)
+        flags |= MSG_MORE;
+#else
+    (void)more; /* BSD and macOS: the bytes leave at once, as a write would */
+#endif
+#ifdef MSG_NOSIGNAL
+    flags |= MSG_NOSIGNAL;
+#endif
+    for (;;) {
+        ssize_t n = send(sock, data, len, flags);
+        if (n >= 0) {
+            *sent = (size_t)n;
+            return 0;
+        }
+        if (errno == EINTR)
+            continue;
+        if (errno == EAGAIN || errno == EWOULDBLOCK)
+            return UV_EAGAIN;
+        return -errno;
+    }
+}
+
 int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sent)
 {
     *sent = 0;

@@ -133,6 +133,18 @@ int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sen
     return UV_ENOSYS;
 }
 
+/* The file path on Windows reads and writes through libuv (no sendfile),
+ * which sends any bytes before the file itself. */
+int kl_send_more(kl_socket sock, const void *data, size_t len, int more, size_t *sent)
+{
+    (void)sock;
+    (void)data;
+    (void)len;
+    (void)more;
+    *sent = 0;
+    return UV_ENOSYS;
+}
+
 void kl_gmtime(int64_t seconds, struct tm *out)
 {
     __time64_t t = (__time64_t)seconds;

@@ -1,0 +1,190 @@
+/* deflate.c — the module: [deflate] config, the service, the HTTP filter.
+ *
+ * The only part of keel that links zlib. It publishes the compression
+ * service (keel/deflate.h) for other modules (websocket's
+ * permessage-deflate) and compresses HTTP responses (filter.c).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kd.h"
+#include "filter.h"
+
+/* What is worth compressing when the config says nothing: text and the
+ * text-based formats of the web. Images, audio, video and archives are
+ * compressed already (SVG and the old icon and font formats are not). */
+static const char *const default_types[] = {
+    "text/*",
+    "application/json",
+    "application/javascript",
+    "application/xml",
+    "application/xhtml+xml",
+    "application/rss+xml",
+    "application/atom+xml",
+    "application/ld+json",
+    "application/manifest+json",
+    "application/geo+json",
+    "application/wasm",
+    "image/svg+xml",
+    "image/x-icon",
+    "image/vnd.microsoft.icon",
+    "font/ttf",
+    "font/otf",
+    "application/vnd.ms-fontobject",
+};
+
+static void http_free(kd_http *h)
+{
+    if (h == NULL)
+        return;
+    for (size_t i = 0; i < h->ntypes; i++)
+        free(h->types[i]);
+    free(h->types);
+    free(h);
+}
+
+static int add_type(kd_http *h, const char *s, size_t n)
+{
+    char **grown = realloc(h->types, (h->ntypes + 1) * sizeof *grown);
+    if (grown == NULL)
+        return KEEL_ERR_NOMEM;
+    h->types = grown;
+    char *t = malloc(n + 1);
+    if (t == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        t[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
+    t[n] = '\0';
+    h->types[h->ntypes++] = t;
+    return KEEL_OK;
+}
+
+/* `types` may be repeated; each value is a list separated by spaces or
+ * commas of "type/subtype", "type/" plus a star, or a lone star. */
+static int read_types(keel_module *module, kd_http *h)
+{
+    size_t lines = keel_config_count(module, "types");
+    if (lines == 0) {
+        for (size_t i = 0; i < sizeof default_types / sizeof *default_types; i++)
+            if (add_type(h, default_types[i], strlen(default_types[i])) != KEEL_OK)
+                return KEEL_ERR_NOMEM;
+        return KEEL_OK;
+    }
+    for (size_t l = 0; l < lines; l++) {
+        const char *v = NULL;
+        if (keel_config_string_at(module, "types", l, &v) != KEEL_OK || v == NULL)
+            continue;
+        for (const char *p = v; *p;) {
+            while (*p == ' ' || *p == '\t' || *p == ',')
+                p++;
+            const char *e = p;
+            while (*e && *e != ' ' && *e != '\t' && *e != ',')
+                e++;
+            if (e == p)
+                break;
+            size_t n = (size_t)(e - p);
+            const char *slash = memchr(p, '/', n);
+            int ok =
+                (n == 1 && *p == '*') || (slash != NULL && slash > p && slash < e - 1 &&
+                                          memchr(slash + 1, '/', (size_t)(e - slash - 1)) == NULL);
+            if (!ok)
+                return keel_config_error(module, "types",
+                                         "'%.*s' is not a media type (type/subtype, type/*, *)",
+                                         (int)n, p);
+            if (add_type(h, p, n) != KEEL_OK)
+                return KEEL_ERR_NOMEM;
+            p = e;
+        }
+    }
+    return KEEL_OK;
+}
+
+static void register_metrics(keel_module *module, kd_http *h)
+{
+    /* Optional: without a registry (or on failure) the handles stay NULL
+     * and keel_metric_add ignores them. */
+    struct {
+        const char *name, *help;
+        keel_metric **out;
+    } m[] = {
+        {"deflate_responses_compressed_total", "HTTP responses compressed", &h->m_responses},
+        {"deflate_bytes_in_total", "HTTP response body bytes before compression", &h->m_bytes_in},
+        {"deflate_bytes_out_total", "HTTP response body bytes after compression", &h->m_bytes_out},
+    };
+    for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
+        keel_metric_desc d = {
+            .size = sizeof d, .name = m[i].name, .help = m[i].help, .type = KEEL_METRIC_COUNTER};
+        if (keel_metric_register(module, &d, m[i].out) != KEEL_OK)
+            *m[i].out = NULL;
+    }
+}
+
+static int deflate_load(keel_module *module)
+{
+    int64_t level, mem_level, window_bits;
+    uint64_t min_length;
+    int http_on, compress_files, rc;
+    /* Level 6 is zlib's own default (Z_DEFAULT_COMPRESSION): on text the
+     * higher levels gain a percent or two for several times the CPU, the
+     * lower ones lose more than that. memLevel 8 is zlib's default too:
+     * 9 buys almost nothing for 128 KiB more per stream, and a caller
+     * short of memory (a WebSocket with many idle peers) asks for less in
+     * its params. min_length 256: below that, gzip's 18 bytes of framing
+     * and a block's code tables eat most of the gain, and the response
+     * fits in one packet either way. */
+    if ((rc = keel_config_int(module, "level", 6, 1, 9, &level)) < 0 ||
+        (rc = keel_config_int(module, "mem_level", 8, 1, 9, &mem_level)) < 0 ||
+        (rc = keel_config_int(module, "window_bits", 15, 9, 15, &window_bits)) < 0 ||
+        (rc = keel_config_bool(module, "http", 1, &http_on)) < 0 ||
+        (rc = keel_config_size(module, "min_length", 256, &min_length)) < 0 ||
+        (rc = keel_config_bool(module, "compress_files", 0, &compress_files)) < 0)
+        return rc;
+    kd_set_defaults(&(kd_defaults){(int)level, (int)mem_level});
+
+    kd_http *h = calloc(1, sizeof *h);
+    if (h == NULL)
+        return KEEL_ERR_NOMEM;
+    h->module = module;
+    h->min_length = min_length;
+    h->compress_files = compress_files;
+    h->level = (int)level;
+    h->mem_level = (int)mem_level;
+    h->window_bits = (int)window_bits;
+    if ((rc = read_types(module, h)) != KEEL_OK) {
+        http_free(h);
+        return rc;
+    }
+    if ((rc = keel_service_publish(module, KEEL_DEFLATE_SERVICE, KEEL_DEFLATE_API_VERSION,
+                                   &kd_api)) != KEEL_OK) {
+        http_free(h);
+        return rc;
+    }
+    if (http_on) {
+        /* LAST: after the filters that make or change the content, so that
+         * what is compressed is the final body, and what the head filter
+         * reads (Content-Type, Cache-Control, Content-Encoding) is final. */
+        h->filter = (keel_http_filter){
+            .size = sizeof(keel_http_filter),
+            .name = "deflate",
+            .order = KEEL_ORDER_LAST,
+            .userdata = h,
+            .on_response_head = kd_filter_head,
+            .on_response_body = kd_filter_body,
+            .on_log = kd_filter_log,
+        };
+        register_metrics(module, h);
+        if ((rc = keel_http_filter_add(module, &h->filter)) != KEEL_OK) {
+            http_free(h);
+            return rc;
+        }
+    }
+    keel_module_set_data(module, h);
+    return KEEL_OK;
+}
+
+static void deflate_unload(keel_module *module)
+{
+    http_free(keel_module_data(module));
+}
+
+KEEL_MODULE(deflate, .version = "1.0.0", .load = deflate_load, .unload = deflate_unload);

@@ -1,0 +1,223 @@
+/* cache.c — the per-worker open-file cache (nginx's open_file_cache).
+ *
+ * Without it a request costs openat2 + fstat + close besides the response's
+ * own system calls; with it, one fstat on the cached descriptor. The fstat
+ * stays on purpose: it keeps the size and the ETag exact for a file
+ * rewritten in place (the descriptor reads the new bytes at once, so its
+ * metadata must be the new one too, or a shorter file would break the
+ * promised length), and it notices a file unlinked or renamed over
+ * (st_nlink 0) and opens the name again. Past `cache_valid` the name is
+ * opened again anyway (a rename of another file over the name, a symlink
+ * changed) and the entry kept only if it is still the same file (device,
+ * inode, size, mtime). Lookups that found nothing (404) are cached the
+ * same way, which makes precompressed=on cost nothing for files that have
+ * no siblings.
+ *
+ * Descriptors are shared: the cache holds one reference, each response
+ * sending the file another, released in the log phase (static.c), once
+ * the last byte has left. An evicted or replaced file is closed when its
+ * last reference goes. Per worker, so no lock; bounded by cache_entries
+ * (least recently used out first). The measured effect is in
+ * docs/static.md.
+ */
+#include "static.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+struct st_centry {
+    const st_mount *m;
+    char *key;
+    size_t klen;
+    uint32_t hash;
+    int status; /* 0: file holds the open file; else the cached answer (404) */
+    st_file *file;
+    uint64_t checked_ms;
+    st_centry *next; /* hash chain */
+    st_centry *prev_lru, *next_lru;
+};
+
+static uint32_t hash_of(const st_mount *m, const char *s, size_t n)
+{
+    uint32_t h = 2166136261u ^ (uint32_t)(uintptr_t)m;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 16777619u;
+    return h;
+}
+
+int st_cache_init(st_cache *c, uint64_t valid_ms, size_t max)
+{
+    memset(c, 0, sizeof *c);
+    c->valid_ms = valid_ms;
+    c->max = max;
+    size_t n = 64;
+    while (n < max * 2 && n < (1u << 20))
+        n *= 2;
+    c->buckets = calloc(n, sizeof *c->buckets);
+    if (c->buckets == NULL)
+        return KEEL_ERR_NOMEM;
+    c->nbuckets = n;
+    return KEEL_OK;
+}
+
+void st_file_release(st_file *f)
+{
+    if (f != NULL && --f->refs == 0) {
+        st_close(f->fd);
+        free(f);
+    }
+}
+
+static void lru_unlink(st_cache *c, st_centry *e)
+{
+    if (e->prev_lru)
+        e->prev_lru->next_lru = e->next_lru;
+    else
+        c->lru_head = e->next_lru;
+    if (e->next_lru)
+        e->next_lru->prev_lru = e->prev_lru;
+    else
+        c->lru_tail = e->prev_lru;
+    e->prev_lru = e->next_lru = NULL;
+}
+
+static void lru_front(st_cache *c, st_centry *e)
+{
+    e->next_lru = c->lru_head;
+    e->prev_lru = NULL;
+    if (c->lru_head)
+        c->lru_head->prev_lru = e;
+    c->lru_head = e;
+    if (c->lru_tail == NULL)
+        c->lru_tail = e;
+}
+
+static void entry_free(st_cache *c, st_centry *e)
+{
+    st_centry **pp = &c->buckets[e->hash & (c->nbuckets - 1)];
+    while (*pp != e)
+        pp = &(*pp)->next;
+    *pp = e->next;
+    lru_unlink(c, e);
+    st_file_release(e->file);
+    free(e->key);
+    free(e);
+    c->count--;
+}
+
+void st_cache_free(st_cache *c)
+{
+    while (c->lru_head)
+        entry_free(c, c->lru_head);
+    free(c->buckets);
+    memset(c, 0, sizeof *c);
+}
+
+static int same_file(const st_info *a, const st_info *b)
+{
+    return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime == b->mtime &&
+           a->mtime_nsec == b->mtime_nsec && a->kind == b->kind;
+}
+
+/* Opens rel by name into a new st_file (one reference) or a status. */
+static int open_new(const st_mount *m, const char *rel, st_file **out)
+{
+    int fd;
+    st_info info;
+    int rc = st_open(m, rel, &fd, &info);
+    if (rc != 0)
+        return rc;
+    st_file *f = malloc(sizeof *f);
+    if (f == NULL) {
+        st_close(fd);
+        return 500;
+    }
+    f->fd = fd;
+    f->info = info;
+    f->refs = 1;
+    *out = f;
+    return 0;
+}
+
+/* Re-opens the entry's name and keeps what was cached if it is the same
+ * file; 0 if the entry now holds a usable answer. */
+static void refresh(st_centry *e, uint64_t now)
+{
+    st_file *f = NULL;
+    int rc = open_new(e->m, e->key, &f);
+    e->checked_ms = now;
+    if (rc == 0 && e->status == 0 && same_file(&f->info, &e->file->info) && !f->info.gone) {
+        st_file_release(f); /* unchanged: keep the descriptor we have */
+        return;
+    }
+    st_file_release(e->file);
+    e->file = rc == 0 ? f : NULL;
+    e->status = rc;
+}
+
+int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel, st_file **file)
+{
+    size_t klen = strlen(rel);
+    uint32_t h = hash_of(m, rel, klen);
+    st_centry *e = c->buckets[h & (c->nbuckets - 1)];
+    while (e && !(e->hash == h && e->m == m && e->klen == klen && memcmp(e->key, rel, klen) == 0))
+        e = e->next;
+    if (e != NULL) {
+        c->hits++;
+        if (now - e->checked_ms >= c->valid_ms) {
+            refresh(e, now);
+        } else if (e->status == 0) {
+            st_info now_info;
+            if (st_fstat(e->file->fd, &now_info) != 0 || now_info.gone)
+                refresh(e, now);
+            else
+                e->file->info = now_info; /* rewritten in place: its new size and mtime */
+        }
+        lru_unlink(c, e);
+        lru_front(c, e);
+        /* 500s (out of descriptors, say) are not worth keeping. */
+        if (e->status != 0 && e->status != 404 && e->status != 403) {
+            int rc = e->status;
+            entry_free(c, e);
+            return rc;
+        }
+        if (e->status != 0)
+            return e->status;
+        e->file->refs++;
+        *file = e->file;
+        return 0;
+    }
+    c->misses++;
+    st_file *f = NULL;
+    int rc = open_new(m, rel, &f);
+    if (rc != 0 && rc != 404 && rc != 403)
+        return rc;
+    e = calloc(1, sizeof *e);
+    char *key = malloc(klen + 1);
+    if (e == NULL || key == NULL) { /* no room to remember: answer anyway */
+        free(e);
+        free(key);
+        if (rc == 0)
+            *file = f;
+        return rc;
+    }
+    memcpy(key, rel, klen + 1);
+    e->m = m;
+    e->key = key;
+    e->klen = klen;
+    e->hash = h;
+    e->status = rc;
+    e->file = f;
+    e->checked_ms = now;
+    e->next = c->buckets[h & (c->nbuckets - 1)];
+    c->buckets[h & (c->nbuckets - 1)] = e;
+    lru_front(c, e);
+    c->count++;
+    while (c->count > c->max && c->lru_tail != e)
+        entry_free(c, c->lru_tail);
+    if (rc != 0)
+        return rc;
+    f->refs++;
+    *file = f;
+    return 0;
+}

@@ -1,0 +1,188 @@
+/* conditional.c — validators and conditional requests (RFC 9110 8.8, 13).
+ *
+ * The ETag is strong and made from what changes when the bytes do: the
+ * modification time with its nanoseconds where the file system keeps them
+ * (two writes within one second must not share a tag, which nginx's
+ * seconds-only "mtime-size" allows) and the size, in hex, plus a suffix for
+ * a precompressed variant (a different representation needs a different
+ * tag, 8.8.3). The inode is left out on purpose: two servers behind one
+ * balancer serving copies of the same tree must agree (Apache dropped it
+ * from its default FileETag for that reason).
+ *
+ * Only GET and HEAD reach this module (the router answers the rest 405),
+ * so the precondition order of 13.2.2 reduces to: If-Match, else
+ * If-Unmodified-Since (412); If-None-Match, else If-Modified-Since (304).
+ */
+#include "static.h"
+
+#include <stdio.h>
+#include <string.h>
+
+size_t st_etag(const st_info *info, const char *coding, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "\"%llx.%lx-%llx%s%s\"", (unsigned long long)info->mtime,
+                     (unsigned long)info->mtime_nsec, (unsigned long long)info->size,
+                     coding ? "-" : "", coding ? coding : "");
+    return n > 0 && (size_t)n < size ? (size_t)n : 0;
+}
+
+/* ---- HTTP-date (5.6.7) ---------------------------------------------------- */
+
+static int month_of(const char *s)
+{
+    static const char months[] = "JanFebMarAprMayJunJulAugSepOctNovDec";
+    for (int i = 0; i < 12; i++)
+        if (memcmp(s, months + 3 * i, 3) == 0)
+            return i + 1;
+    return 0;
+}
+
+static int digits(const char *s, size_t n, int *out)
+{
+    int v = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return 0;
+}
+
+/* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
+static int64_t days_from_civil(int64_t y, int m, int d)
+{
+    y -= m <= 2;
+    int64_t era = (y >= 0 ? y : y - 399) / 400;
+    int64_t yoe = y - era * 400;
+    int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+    int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    return era * 146097 + doe - 719468;
+}
+
+static int time_of(const char *s, int *h, int *mi, int *sec)
+{
+    if (s[2] != ':' || s[5] != ':')
+        return -1;
+    if (digits(s, 2, h) || digits(s + 3, 2, mi) || digits(s + 6, 2, sec))
+        return -1;
+    return *h < 24 && *mi < 60 && *sec <= 60 ? 0 : -1;
+}
+
+int st_http_date_parse(const char *s, size_t len, int64_t *out)
+{
+    int day, mon, year, h, mi, sec;
+    while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
+        len--;
+    const char *comma = memchr(s, ',', len);
+    if (comma != NULL && (size_t)(comma - s) == 3) {
+        /* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
+        if (len != 29 || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
+            s[25] != ' ' || memcmp(s + 26, "GMT", 3) != 0)
+            return -1;
+        if (digits(s + 5, 2, &day) || !(mon = month_of(s + 8)) || digits(s + 12, 4, &year) ||
+            time_of(s + 17, &h, &mi, &sec))
+            return -1;
+    } else if (comma != NULL) {
+        /* obsolete RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT" */
+        const char *p = comma + 1;
+        size_t rest = len - (size_t)(p - s);
+        if (rest != 23 || p[0] != ' ' || p[3] != '-' || p[7] != '-' || p[10] != ' ' ||
+            p[19] != ' ' || memcmp(p + 20, "GMT", 3) != 0)
+            return -1;
+        if (digits(p + 1, 2, &day) || !(mon = month_of(p + 4)) || digits(p + 8, 2, &year) ||
+            time_of(p + 11, &h, &mi, &sec))
+            return -1;
+        /* Two-digit years: 7.1.1.1's 50-year rule, read simply. */
+        year += year < 70 ? 2000 : 1900;
+    } else {
+        /* asctime: "Sun Nov  6 08:49:37 1994" */
+        if (len != 24 || s[3] != ' ' || s[7] != ' ' || s[10] != ' ' || s[19] != ' ')
+            return -1;
+        char dd[2] = {s[8] == ' ' ? '0' : s[8], s[9]};
+        if (!(mon = month_of(s + 4)) || digits(dd, 2, &day) || time_of(s + 11, &h, &mi, &sec) ||
+            digits(s + 20, 4, &year))
+            return -1;
+    }
+    if (day < 1 || day > 31)
+        return -1;
+    *out = days_from_civil(year, mon, day) * 86400 + h * 3600 + mi * 60 + sec;
+    return 0;
+}
+
+/* ---- entity-tag lists (8.8.3, 13.1.1, 13.1.2) ------------------------------ */
+
+/* 1 if the list holds "*" or a tag equal to etag: weakly (W/ ignored on
+ * either side) or strongly (a weak tag never matches). A malformed list
+ * matches nothing. */
+static int list_matches(keel_str v, const char *etag, int strong)
+{
+    size_t elen = strlen(etag);
+    size_t i = 0;
+    while (i < v.len) {
+        char c = v.ptr[i];
+        if (c == ' ' || c == '\t' || c == ',') {
+            i++;
+            continue;
+        }
+        if (c == '*')
+            return 1;
+        int weak = 0;
+        if (c == 'W' && i + 1 < v.len && v.ptr[i + 1] == '/') {
+            weak = 1;
+            i += 2;
+        }
+        if (i >= v.len || v.ptr[i] != '"')
+            return 0;
+        const char *q = memchr(v.ptr + i + 1, '"', v.len - i - 1);
+        if (q == NULL)
+            return 0;
+        size_t tlen = (size_t)(q - (v.ptr + i)) + 1;
+        if (!(strong && weak) && tlen == elen && memcmp(v.ptr + i, etag, elen) == 0)
+            return 1;
+        i += tlen;
+    }
+    return 0;
+}
+
+int st_preconditions(keel_request *req, const char *etag, int64_t mtime)
+{
+    int64_t date;
+    keel_str im = keel_request_header(req, "If-Match");
+    if (im.ptr != NULL) {
+        if (!list_matches(im, etag, 1))
+            return 412;
+    } else {
+        keel_str ius = keel_request_header(req, "If-Unmodified-Since");
+        if (ius.ptr != NULL && st_http_date_parse(ius.ptr, ius.len, &date) == 0 && mtime > date)
+            return 412;
+    }
+    keel_str inm = keel_request_header(req, "If-None-Match");
+    if (inm.ptr != NULL)
+        return list_matches(inm, etag, 0) ? 304 : 0;
+    keel_str ims = keel_request_header(req, "If-Modified-Since");
+    if (ims.ptr != NULL && st_http_date_parse(ims.ptr, ims.len, &date) == 0 && mtime <= date)
+        return 304;
+    return 0;
+}
+
+/* 13.1.5: an entity-tag compared strongly, or a date equal to the
+ * Last-Modified we would send (nginx compares for equality too). */
+int st_if_range(keel_request *req, const char *etag, int64_t mtime)
+{
+    keel_str ir = keel_request_header(req, "If-Range");
+    if (ir.ptr == NULL)
+        return 1;
+    while (ir.len > 0 && (ir.ptr[0] == ' ' || ir.ptr[0] == '\t')) {
+        ir.ptr++;
+        ir.len--;
+    }
+    if (ir.len > 0 && (ir.ptr[0] == '"' || ir.ptr[0] == 'W')) {
+        size_t elen = strlen(etag);
+        while (ir.len > 0 && (ir.ptr[ir.len - 1] == ' ' || ir.ptr[ir.len - 1] == '\t'))
+            ir.len--;
+        return ir.len == elen && memcmp(ir.ptr, etag, elen) == 0;
+    }
+    int64_t date;
+    return st_http_date_parse(ir.ptr, ir.len, &date) == 0 && date == mtime;
+}

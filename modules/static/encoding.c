@@ -1,0 +1,73 @@
+/* encoding.c — Accept-Encoding q-values (RFC 9110 12.5.3), for choosing a
+ * precompressed sibling (file.br, file.gz).
+ *
+ * A coding is acceptable when the field names it (or "x-gzip" for gzip,
+ * 8.4.1.3) with a q above 0, or, when it is not named, when "*" is there
+ * with a q above 0. No field at all means identity only for a coding we
+ * would have to announce (12.5.3 says any coding is acceptable then, but
+ * nginx's gzip_static and every browser-facing server send identity:
+ * a client that says nothing may not decode).
+ */
+#include "static.h"
+
+#include <string.h>
+
+/* q = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] ), as 0..1000. */
+static int parse_q(const char *p, const char *end)
+{
+    if (p >= end || (*p != '0' && *p != '1'))
+        return -1;
+    int q = (*p - '0') * 1000;
+    p++;
+    if (p < end && *p == '.') {
+        p++;
+        int scale = 100;
+        for (int i = 0; i < 3 && p < end && *p >= '0' && *p <= '9'; i++, p++) {
+            q += (*p - '0') * scale;
+            scale /= 10;
+        }
+    }
+    return q > 1000 ? 1000 : q;
+}
+
+int st_accept_q(keel_str accept, const char *coding)
+{
+    if (accept.ptr == NULL)
+        return 0;
+    size_t clen = strlen(coding);
+    int named = -1, star = -1;
+    const char *p = accept.ptr, *end = accept.ptr + accept.len;
+    while (p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+            p++;
+        const char *name = p;
+        while (p < end && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
+            p++;
+        size_t nlen = (size_t)(p - name);
+        int q = 1000;
+        /* parameters: only q counts */
+        while (p < end && *p != ',') {
+            if (*p == ';') {
+                p++;
+                while (p < end && (*p == ' ' || *p == '\t'))
+                    p++;
+                if (end - p >= 2 && (p[0] == 'q' || p[0] == 'Q') && p[1] == '=') {
+                    int v = parse_q(p + 2, end);
+                    q = v < 0 ? 0 : v;
+                }
+            } else {
+                p++;
+            }
+        }
+        if (nlen == 0)
+            continue;
+        if (nlen == 1 && name[0] == '*')
+            star = q;
+        else if ((nlen == clen && st_casecmp_n(name, coding, clen) == 0) ||
+                 (strcmp(coding, "gzip") == 0 && nlen == 6 && st_casecmp_n(name, "x-gzip", 6) == 0))
+            named = q > named ? q : named;
+    }
+    if (named >= 0)
+        return named;
+    return star > 0 ? star : 0;
+}

@@ -1,0 +1,570 @@
+/* static.c — the module: config, routes, and the handler that ties the
+ * other files together.
+ *
+ *     [static]
+ *     mount = /static /srv/www/static listing=on cache=3600
+ *     type = .md text/markdown
+ *     max_ranges = 16
+ *
+ * The handler runs on the worker thread for GET and HEAD (the router
+ * answers other methods 405 with "Allow: GET, HEAD" itself, because only
+ * GET routes are registered and GET routes answer HEAD).
+ */
+#include "static.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ST_PATH_MAX 4096
+
+static const int counted[] = {200, 206, 301, 304, 403, 404, 412, 416};
+#define NCOUNTED (sizeof counted / sizeof counted[0])
+
+typedef struct st_module {
+    st_config cfg;
+    keel_http_filter filter;            /* on_log only: no body filter, sendfile stays */
+    keel_metric *m_codes[NCOUNTED + 1]; /* the last: any other status */
+} st_module;
+
+void st_count(const st_config *cfg, keel_request *req, int status, uint64_t bytes)
+{
+    const st_module *sm = (const st_module *)cfg;
+    keel_worker *w = keel_conn_worker(keel_request_conn(req));
+    size_t i = 0;
+    while (i < NCOUNTED && counted[i] != status)
+        i++;
+    keel_metric_add(w, sm->m_codes[i], 1);
+    if (bytes)
+        keel_metric_add(w, cfg->m_bytes, (int64_t)bytes);
+}
+
+static const st_mount *find_mount(const st_config *cfg, const char *path, size_t len)
+{
+    const st_mount *best = NULL;
+    for (size_t i = 0; i < cfg->nmounts; i++) {
+        const st_mount *m = &cfg->mounts[i];
+        if (m->prefix_len > len || memcmp(path, m->prefix, m->prefix_len) != 0)
+            continue;
+        if (len > m->prefix_len && path[m->prefix_len] != '/')
+            continue; /* "/static" must not match "/staticfoo" */
+        if (best == NULL || m->prefix_len > best->prefix_len)
+            best = m;
+    }
+    return best;
+}
+
+/* A short text body ("404 Not Found\n") that keeps the fields already set
+ * (keel_response_send_status starts the head afresh, and a 301 needs its
+ * Location, a 416 its Content-Range). The text names the status only,
+ * never a path. */
+static int send_short(keel_response *res, int status)
+{
+    char body[96];
+    int n = snprintf(body, sizeof body, "%d %s\n", status, keel_http_reason(status));
+    keel_response_set_status(res, status);
+    keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
+    return keel_response_send_copy(res, body, n > 0 && (size_t)n < sizeof body ? (size_t)n : 0);
+}
+
+static int answer(const st_config *cfg, keel_request *req, keel_response *res, int status)
+{
+    st_count(cfg, req, status, 0);
+    return send_short(res, status);
+}
+
+/* 301 to the same path with a slash (and the query kept): a directory's
+ * relative links resolve against it. The Location is re-encoded from the
+ * decoded path, so nothing the client sent reaches the header raw. */
+static int redirect_slash(const st_config *cfg, keel_request *req, keel_response *res,
+                          const char *path, size_t len)
+{
+    char loc[ST_PATH_MAX * 3 + 8];
+    size_t n = st_url_encode(path, len, 1, loc, sizeof loc - 2);
+    if (n == 0)
+        return answer(cfg, req, res, 404);
+    loc[n++] = '/';
+    loc[n] = '\0';
+    keel_str q = keel_request_query(req);
+    char *full = loc;
+    char *heap = NULL;
+    if (q.ptr != NULL) {
+        heap = malloc(n + q.len + 2);
+        if (heap == NULL)
+            return KEEL_ERR_NOMEM;
+        memcpy(heap, loc, n);
+        heap[n] = '?';
+        memcpy(heap + n + 1, q.ptr, q.len);
+        heap[n + 1 + q.len] = '\0';
+        full = heap;
+    }
+    int rc = keel_response_header_set(res, "Location", full);
+    free(heap);
+    if (rc != KEEL_OK) /* a query with a control byte: no redirect then */
+        return answer(cfg, req, res, 404);
+    return answer(cfg, req, res, 301);
+}
+
+/* ---- opened files: owned, or shared with the cache ---------------------------- */
+
+/* What one request works with. */
+typedef struct st_ctx {
+    const st_config *cfg;
+    keel_request *req;
+    keel_response *res;
+    st_worker *ws; /* NULL without the cache */
+    uint64_t now_ms;
+} st_ctx;
+
+typedef struct st_open_file {
+    int fd;
+    st_info info;
+    st_file *shared; /* the cache's; NULL when fd is ours alone */
+} st_open_file;
+
+static int open_rel(const st_ctx *x, const st_mount *m, const char *rel, st_open_file *of)
+{
+    if (x->ws == NULL) {
+        of->shared = NULL;
+        return st_open(m, rel, &of->fd, &of->info);
+    }
+    st_file *f;
+    int rc = st_cache_open(&x->ws->cache, x->now_ms, m, rel, &f);
+    if (rc != 0)
+        return rc;
+    of->shared = f;
+    of->fd = f->fd;
+    of->info = f->info;
+    return 0;
+}
+
+static void of_close(st_open_file *of)
+{
+    if (of->shared)
+        st_file_release(of->shared);
+    else
+        st_close(of->fd);
+    of->shared = NULL;
+    of->fd = -1;
+}
+
+/* A descriptor the caller owns (multipart and listing read and close their
+ * own on the pool), or -1. */
+static int of_take(st_open_file *of)
+{
+    if (of->shared == NULL) {
+        int fd = of->fd;
+        of->fd = -1;
+        return fd;
+    }
+    int fd = st_dup(of->fd);
+    of_close(of);
+    return fd;
+}
+
+/* Sends [off, off + len) and ends the response. A shared descriptor stays
+ * open (close_fd 0) until the log phase releases the request's reference,
+ * once the last byte has left. */
+static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t len)
+{
+    if (of->shared == NULL)
+        return keel_response_send_file(x->res, of->fd, off, len, 1);
+    keel_request_set_data(x->req, x->cfg->module, of->shared);
+    return keel_response_send_file(x->res, of->fd, off, len, 0);
+}
+
+/* Chooses a precompressed sibling of rel: br or gzip, by q-value (br on a
+ * tie), when the sibling is a regular file. On a hit *sib is the sibling
+ * and the coding's name is returned. */
+static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, size_t rlen,
+                                st_open_file *sib)
+{
+    keel_str ae = keel_request_header(x->req, "Accept-Encoding");
+    if (ae.ptr == NULL || rlen + 4 > ST_PATH_MAX)
+        return NULL;
+    int qbr = st_accept_q(ae, "br"), qgz = st_accept_q(ae, "gzip");
+    typedef struct choice {
+        const char *coding, *ext;
+        int q;
+    } choice;
+    choice order[2] = {{"br", ".br", qbr}, {"gzip", ".gz", qgz}};
+    if (qgz > qbr) {
+        choice t = order[0];
+        order[0] = order[1];
+        order[1] = t;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (order[i].q <= 0)
+            continue;
+        memcpy(rel + rlen, order[i].ext, 4);
+        int rc = open_rel(x, m, rel, sib);
+        rel[rlen] = '\0';
+        if (rc != 0)
+            continue;
+        if (sib->info.kind != ST_KIND_FILE) {
+            of_close(sib);
+            continue;
+        }
+        return order[i].coding;
+    }
+    return NULL;
+}
+
+static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char *rel, size_t rlen)
+{
+    const st_config *cfg = x->cfg;
+    keel_request *req = x->req;
+    keel_response *res = x->res;
+    const char *type = st_mime_type(cfg, rel, rlen);
+    const char *coding = NULL;
+    if (m->precompressed) {
+        st_open_file sib;
+        coding = pick_sibling(x, m, rel, rlen, &sib);
+        if (coding != NULL) {
+            of_close(of);
+            *of = sib;
+        }
+        /* Every answer of such a mount varies, the identity one included,
+         * or a cache would hand it to a client that asked for br. */
+        keel_response_header_set(res, "Vary", "Accept-Encoding");
+    }
+    const st_info *info = &of->info;
+    char etag[ST_ETAG_MAX], date[64];
+    st_etag(info, coding, etag, sizeof etag);
+    keel_time_format(info->mtime, KEEL_TIME_HTTP, date, sizeof date);
+    keel_response_header_set(res, "ETag", etag);
+    keel_response_header_set(res, "Last-Modified", date);
+    if (m->cache_control)
+        keel_response_header_set(res, "Cache-Control", m->cache_control);
+    if (coding)
+        keel_response_header_set(res, "Content-Encoding", coding);
+
+    int pc = st_preconditions(req, etag, info->mtime);
+    if (pc == 304) {
+        /* 15.4.5: the fields a 200 would carry that describe the
+         * representation's metadata go with it; no body. */
+        of_close(of);
+        st_count(cfg, req, 304, 0);
+        keel_response_set_status(res, 304);
+        return keel_response_end(res);
+    }
+    if (pc == 412) {
+        of_close(of);
+        return answer(cfg, req, res, 412);
+    }
+    keel_response_header_set(res, "Content-Type", type);
+    keel_response_header_set(res, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none");
+
+    uint64_t size = info->size;
+    keel_str range = keel_request_header(req, "Range");
+    if (range.ptr != NULL && st_if_range(req, etag, info->mtime)) {
+        st_range *ranges;
+        size_t n;
+        int r = st_range_parse(range.ptr, range.len, size, cfg->max_ranges, &ranges, &n);
+        if (r == ST_RANGE_UNSAT) {
+            char cr[64];
+            snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
+            of_close(of);
+            keel_response_header_set(res, "Content-Range", cr);
+            return answer(cfg, req, res, 416);
+        }
+        if (r == ST_RANGE_OK && n == 1) {
+            char cr[96];
+            snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)ranges[0].first,
+                     (unsigned long long)ranges[0].last, (unsigned long long)size);
+            uint64_t off = ranges[0].first, len = ranges[0].last - ranges[0].first + 1;
+            free(ranges);
+            keel_response_set_status(res, 206);
+            keel_response_header_set(res, "Content-Range", cr);
+            st_count(cfg, req, 206, len);
+            return send_range(x, of, off, len);
+        }
+        if (r == ST_RANGE_OK) {
+            st_count(cfg, req, 206, 0);
+            int fd = of_take(of);
+            if (fd < 0) {
+                free(ranges);
+                return answer(cfg, req, res, 500);
+            }
+            return st_multipart_send(cfg, req, res, fd, size, type, ranges, n);
+        }
+    }
+    st_count(cfg, req, 200, size);
+    return send_range(x, of, 0, size);
+}
+
+static int handle(keel_request *req, keel_response *res, void *userdata)
+{
+    const st_config *cfg = userdata;
+    st_ctx x = {.cfg = cfg, .req = req, .res = res};
+    if (cfg->cache_on) {
+        keel_worker *w = keel_conn_worker(keel_request_conn(req));
+        x.ws = keel_worker_state(w, cfg->module);
+        x.now_ms = keel_worker_now_ms(w);
+    }
+    keel_str path = keel_request_path(req);
+    const st_mount *m = find_mount(cfg, path.ptr, path.len);
+    if (m == NULL)
+        return answer(cfg, req, res, 404);
+    const char *r = path.ptr + m->prefix_len;
+    size_t rlen = path.len - m->prefix_len;
+    while (rlen > 0 && r[0] == '/') {
+        r++;
+        rlen--;
+    }
+    int slash = path.len > 0 && path.ptr[path.len - 1] == '/';
+    /* Room for "/" + an index name or ".br" after it. */
+    char rel[ST_PATH_MAX + 300];
+    if (rlen >= ST_PATH_MAX)
+        return answer(cfg, req, res, 404);
+    int rc = st_path_check(m, r, rlen);
+    if (rc != 0)
+        return answer(cfg, req, res, rc);
+    memcpy(rel, r, rlen);
+    while (rlen > 0 && rel[rlen - 1] == '/')
+        rlen--;
+    rel[rlen] = '\0';
+
+    st_open_file of;
+    rc = open_rel(&x, m, rel, &of);
+    if (rc != 0)
+        return answer(cfg, req, res, rc);
+    if (of.info.kind == ST_KIND_FILE) {
+        if (slash) { /* "/file.txt/" names no file (nginx: ENOTDIR, 404) */
+            of_close(&of);
+            return answer(cfg, req, res, 404);
+        }
+        return serve_file(&x, m, &of, rel, rlen);
+    }
+    /* A directory. */
+    if (!slash) {
+        of_close(&of);
+        return redirect_slash(cfg, req, res, path.ptr, path.len);
+    }
+    for (size_t i = 0; i < m->nindex; i++) {
+        size_t at = rlen;
+        if (at > 0)
+            rel[at++] = '/';
+        size_t nl = strlen(m->index[i]);
+        memcpy(rel + at, m->index[i], nl + 1);
+        st_open_file idx;
+        if (open_rel(&x, m, rel, &idx) == 0) {
+            if (idx.info.kind == ST_KIND_FILE) {
+                of_close(&of);
+                return serve_file(&x, m, &idx, rel, at + nl);
+            }
+            of_close(&idx);
+        }
+        rel[rlen] = '\0';
+    }
+    if (m->listing) {
+        int fd = of_take(&of);
+        if (fd < 0)
+            return answer(cfg, req, res, 500);
+        st_count(cfg, req, 200, 0);
+        return st_listing_send(m, req, res, path.ptr, path.len, rel, fd);
+    }
+    of_close(&of);
+    return answer(cfg, req, res, 403); /* a directory without an index (nginx: 403) */
+}
+
+/* The log phase: the response is over, its last byte gone: the request's
+ * reference to a shared descriptor goes. */
+static void release_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
+                           void *userdata)
+{
+    const st_config *cfg = userdata;
+    (void)res;
+    (void)info;
+    st_file *f = keel_request_data(req, cfg->module);
+    if (f != NULL) {
+        keel_request_set_data(req, cfg->module, NULL);
+        st_file_release(f);
+    }
+}
+
+/* ---- configuration -------------------------------------------------------------- */
+
+static void config_free(st_module *sm)
+{
+    st_config *cfg = &sm->cfg;
+    for (size_t i = 0; i < cfg->nmounts; i++)
+        st_mount_free(&cfg->mounts[i]);
+    free(cfg->mounts);
+    for (size_t i = 0; i < cfg->ntypes; i++) {
+        free(cfg->types[i].ext);
+        free(cfg->types[i].mime);
+    }
+    free(cfg->types);
+    free(sm);
+}
+
+static int read_types(keel_module *module, st_config *cfg)
+{
+    size_t n = keel_config_count(module, "type");
+    if (n == 0)
+        return KEEL_OK;
+    cfg->types = calloc(n, sizeof *cfg->types);
+    if (cfg->types == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const char *v;
+        int rc = keel_config_string_at(module, "type", i, &v);
+        if (rc != KEEL_OK)
+            return rc;
+        char ext[32], mime[200];
+        if (sscanf(v, " .%31[^ \t] %199[^\n]", ext, mime) != 2 || strchr(mime, '/') == NULL)
+            return keel_config_error(module, "type", "expected .EXT TYPE/SUBTYPE, got '%s'", v);
+        for (char *c = ext; *c; c++)
+            if (*c >= 'A' && *c <= 'Z')
+                *c = (char)(*c + 32);
+        size_t ml = strlen(mime);
+        while (ml > 0 && (mime[ml - 1] == ' ' || mime[ml - 1] == '\t'))
+            mime[--ml] = '\0';
+        cfg->types[i].ext = malloc(strlen(ext) + 1);
+        cfg->types[i].mime = st_mime_with_charset(mime);
+        cfg->ntypes = i + 1;
+        if (cfg->types[i].ext == NULL || cfg->types[i].mime == NULL)
+            return KEEL_ERR_NOMEM;
+        memcpy(cfg->types[i].ext, ext, strlen(ext) + 1);
+    }
+    return KEEL_OK;
+}
+
+static int register_metrics(keel_module *module, st_module *sm)
+{
+    char labels[NCOUNTED + 1][32];
+    for (size_t i = 0; i <= NCOUNTED; i++) {
+        if (i < NCOUNTED)
+            snprintf(labels[i], sizeof labels[i], "code=\"%d\"", counted[i]);
+        else
+            snprintf(labels[i], sizeof labels[i], "code=\"other\"");
+        keel_metric_desc d = {.size = sizeof d,
+                              .name = "static_responses_total",
+                              .help = "Responses of the static module by status",
+                              .type = KEEL_METRIC_COUNTER,
+                              .labels = labels[i]};
+        int rc = keel_metric_register(module, &d, &sm->m_codes[i]);
+        if (rc != KEEL_OK)
+            return rc;
+    }
+    keel_metric_desc b = {.size = sizeof b,
+                          .name = "static_bytes_sent_total",
+                          .help = "Body bytes of the files the static module answered with "
+                                  "(200 and single ranges)",
+                          .type = KEEL_METRIC_COUNTER};
+    return keel_metric_register(module, &b, &sm->cfg.m_bytes);
+}
+
+static int static_load(keel_module *module)
+{
+    if (!st_mime_table_sorted()) {
+        keel_log(module, KEEL_LOG_ERROR, "internal error: the MIME table is not sorted");
+        return KEEL_ERR_STATE;
+    }
+    st_module *sm = calloc(1, sizeof *sm);
+    if (sm == NULL)
+        return KEEL_ERR_NOMEM;
+    st_config *cfg = &sm->cfg;
+    cfg->module = module;
+    int64_t max_ranges = 16;
+    int rc = keel_config_int(module, "max_ranges", 16, 0, 1000, &max_ranges);
+    cfg->max_ranges = (uint64_t)max_ranges;
+    if (rc == KEEL_OK)
+        rc = keel_config_duration_ms(module, "cache_valid", 1000, &cfg->cache_valid_ms);
+    int64_t entries = 1024;
+    if (rc == KEEL_OK)
+        rc = keel_config_int(module, "cache_entries", 1024, 0, 1 << 20, &entries);
+    cfg->cache_entries = (uint64_t)entries;
+    cfg->cache_on = cfg->cache_valid_ms > 0 && cfg->cache_entries > 0;
+    if (rc == KEEL_OK)
+        rc = read_types(module, cfg);
+    size_t n = keel_config_count(module, "mount");
+    if (rc == KEEL_OK && n > 0) {
+        cfg->mounts = calloc(n, sizeof *cfg->mounts);
+        if (cfg->mounts == NULL)
+            rc = KEEL_ERR_NOMEM;
+    }
+    for (size_t i = 0; rc == KEEL_OK && i < n; i++) {
+        const char *line;
+        rc = keel_config_string_at(module, "mount", i, &line);
+        if (rc == KEEL_OK) {
+            rc = st_mount_parse(module, line, i, &cfg->mounts[i]);
+            cfg->nmounts = i + 1;
+        }
+        for (size_t j = 0; rc == KEEL_OK && j < i; j++)
+            if (strcmp(cfg->mounts[j].prefix, cfg->mounts[i].prefix) == 0)
+                rc = keel_config_error(module, "mount", "prefix '%s/' is mounted twice",
+                                       cfg->mounts[i].prefix);
+        if (rc == KEEL_OK)
+            rc = st_root_open(module, &cfg->mounts[i]);
+    }
+    if (rc == KEEL_OK && n == 0)
+        keel_log(module, KEEL_LOG_WARN, "no mount configured: nothing is served");
+    if (rc == KEEL_OK)
+        rc = register_metrics(module, sm);
+    /* Routes: PREFIX and PREFIX/ *, GET only (the router adds HEAD and
+     * answers 405 for the rest). The handler picks the longest prefix
+     * itself, so overlapping mounts need no care from the router. */
+    for (size_t i = 0; rc == KEEL_OK && i < cfg->nmounts; i++) {
+        const st_mount *m = &cfg->mounts[i];
+        char pat[1100];
+        if (m->prefix_len + 3 > sizeof pat) {
+            rc = keel_config_error(module, "mount", "prefix too long");
+            break;
+        }
+        snprintf(pat, sizeof pat, "%s/*", m->prefix);
+        rc = keel_route_add(module, "GET", pat, handle, cfg);
+        if (rc == KEEL_OK && m->prefix_len > 0)
+            rc = keel_route_add(module, "GET", m->prefix, handle, cfg);
+        if (rc == KEEL_OK && m->prefix_len == 0)
+            rc = keel_route_add(module, "GET", "/", handle, cfg);
+    }
+    if (rc == KEEL_OK && cfg->cache_on) {
+        sm->filter = (keel_http_filter){.size = sizeof(keel_http_filter),
+                                        .name = "static",
+                                        .order = KEEL_ORDER_LAST,
+                                        .userdata = cfg,
+                                        .on_log = release_on_log};
+        rc = keel_http_filter_add(module, &sm->filter);
+    }
+    if (rc != KEEL_OK) {
+        config_free(sm);
+        return rc;
+    }
+    keel_module_set_data(module, sm);
+    return KEEL_OK;
+}
+
+static int static_start(keel_module *module, keel_worker *worker, void *state)
+{
+    (void)worker;
+    const st_module *sm = keel_module_data(module);
+    st_worker *ws = state;
+    if (!sm->cfg.cache_on)
+        return KEEL_OK;
+    return st_cache_init(&ws->cache, sm->cfg.cache_valid_ms, (size_t)sm->cfg.cache_entries);
+}
+
+/* Every request is over by now (the worker stopped its connections): the
+ * cache holds the only references left. */
+static void static_stop(keel_module *module, keel_worker *worker, void *state)
+{
+    st_worker *ws = state;
+    if (ws->cache.buckets != NULL) {
+        keel_log(module, KEEL_LOG_DEBUG, "worker %u: open-file cache: %llu hits, %llu misses",
+                 keel_worker_id(worker), (unsigned long long)ws->cache.hits,
+                 (unsigned long long)ws->cache.misses);
+        st_cache_free(&ws->cache);
+    }
+}
+
+static void static_unload(keel_module *module)
+{
+    st_module *sm = keel_module_data(module);
+    if (sm != NULL)
+        config_free(sm);
+}
+
+KEEL_MODULE(static, .version = "1.0.0", .worker_state_size = sizeof(st_worker), .load = static_load,
+            .start = static_start, .stop = static_stop, .unload = static_unload);

@@ -1,0 +1,252 @@
+/* static.h — the static module's internal types, shared by its files.
+ *
+ * One request's path through the module (static.c): find the mount (longest
+ * prefix), check the rest of the path lexically (pathcheck.c), open it
+ * confined to the mount's root (resolve.c / resolve_win.c), then either
+ * redirect, list or serve: MIME type (mime.c), validators and preconditions
+ * (conditional.c), content coding (encoding.c), ranges (range.c, and
+ * multipart.c for several). Everything here runs on a worker thread except
+ * what multipart.c reads on the pool; the configuration is read-only after
+ * load and shared by every worker.
+ */
+#ifndef KEEL_STATIC_H
+#define KEEL_STATIC_H
+
+#include <keel/keel.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- configuration -------------------------------------------------------- */
+
+enum st_symlinks {
+    ST_LINKS_OFF = 0,    /* no symbolic link anywhere in the path */
+    ST_LINKS_INSIDE = 1, /* links followed while they stay under the root */
+    ST_LINKS_FOLLOW = 2  /* any link followed (a trusted docroot, nginx's default) */
+};
+
+enum st_resolver {
+    ST_RESOLVE_AUTO = 0, /* openat2(RESOLVE_BENEATH) where the kernel has it, else the walk */
+    ST_RESOLVE_WALK = 1  /* the portable openat walk, component by component */
+};
+
+#define ST_MAX_INDEX 4
+
+typedef struct st_mount {
+    char *prefix; /* URL prefix without a trailing slash ("" for "/") */
+    size_t prefix_len;
+    char *root;     /* directory, absolute or as written (relative: to the working directory) */
+    int root_fd;    /* POSIX: the root directory, opened once at load; -1 on Windows */
+    void *platform; /* Windows: the root's full and final paths (resolve_win.c) */
+    char *index[ST_MAX_INDEX];
+    size_t nindex;
+    int listing;
+    int dotfiles;
+    int symlinks;
+    int resolver;
+    int precompressed;
+    char *cache_control; /* NULL: none */
+} st_mount;
+
+typedef struct st_type {
+    char *ext; /* lower case, without the dot */
+    char *mime;
+} st_type;
+
+typedef struct st_config {
+    keel_module *module;
+    st_mount *mounts;
+    size_t nmounts;
+    st_type *types; /* from the config, looked up before the built-in table */
+    size_t ntypes;
+    uint64_t max_ranges;
+    uint64_t cache_valid_ms; /* open-file cache validity; 0: off */
+    uint64_t cache_entries;  /* per worker */
+    int cache_on;
+    keel_metric *m_status[6]; /* 2xx/3xx/4xx by class: static_responses_total */
+    keel_metric *m_bytes;     /* static_bytes_sent_total (bodies promised) */
+} st_config;
+
+/* Parses the index-th `mount` value, line. */
+int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount *out);
+void st_mount_free(st_mount *m);
+
+/* ---- what a file is ------------------------------------------------------- */
+
+enum { ST_KIND_OTHER = 0, ST_KIND_FILE = 1, ST_KIND_DIR = 2 };
+
+typedef struct st_info {
+    uint64_t size;
+    uint64_t ino;
+    uint64_t dev;
+    int64_t mtime;   /* seconds */
+    long mtime_nsec; /* 0 where the system keeps whole seconds */
+    int kind;
+    int gone; /* unlinked since it was opened (st_nlink 0): open the name again */
+} st_info;
+
+/* ---- pathcheck.c ---------------------------------------------------------- */
+
+/* Checks the part of the path below the mount lexically, before any system
+ * call: 0 if it may be opened, else the status to answer (403 for shapes no
+ * file of this server can have, 404 for dotfiles when the mount hides them). */
+int st_path_check(const st_mount *m, const char *rel, size_t len);
+
+/* ---- resolve.c / resolve_win.c (one per platform) -------------------------- */
+
+/* Opens the mount's root at load. KEEL_OK or a keel error (logged). */
+int st_root_open(keel_module *module, st_mount *m);
+void st_root_close(st_mount *m);
+
+/* Opens rel (a path below the root, '/'-separated, no empty, "." or ".."
+ * segment; "" for the root) without ever leaving the root as the mount's
+ * symlinks option says. On success 0, *fd open (read-only, close-on-exec,
+ * non-blocking so that a FIFO cannot stall the loop) and *info filled;
+ * otherwise the status to answer (403, 404, 500) and no descriptor. */
+int st_open(const st_mount *m, const char *rel, int *fd, st_info *info);
+
+/* A second descriptor for the same open file (for a reader that closes
+ * its own), or -1. */
+int st_dup(int fd);
+
+/* Fills info for an open descriptor: 0, or -1. */
+int st_fstat(int fd, st_info *info);
+void st_close(int fd);
+
+/* Reads len bytes at offset (the thread pool, for multipart bodies); the
+ * bytes read, or -1. Never moves a shared file position. */
+long st_pread(int fd, void *buf, size_t len, uint64_t offset);
+
+/* Directory entries for a listing: fn(name, info, arg) for each entry but
+ * "." and ".."; the walk stops on a non-zero return. 0, or -1 if the
+ * directory cannot be read. */
+typedef int (*st_dir_fn)(const char *name, const st_info *info, void *arg);
+int st_dir_each(const st_mount *m, const char *rel, int dirfd, st_dir_fn fn, void *arg);
+
+/* ---- mime.c ------------------------------------------------------------------ */
+
+/* The type for a file name (by its last extension): the config's types
+ * first, then the built-in table; "application/octet-stream" if unknown.
+ * The result is complete (";charset=utf-8" included where it belongs). */
+const char *st_mime_type(const st_config *cfg, const char *name, size_t len);
+/* A config type's value with the charset appended where it belongs. */
+char *st_mime_with_charset(const char *mime);
+
+/* ---- conditional.c -------------------------------------------------------- */
+
+#define ST_ETAG_MAX 64
+
+/* Writes the strong ETag (quotes included) for info, with a suffix for a
+ * content coding (NULL for none). */
+size_t st_etag(const st_info *info, const char *coding, char *buf, size_t size);
+
+/* Parses an HTTP-date (IMF-fixdate, RFC 850 or asctime, RFC 9110 5.6.7);
+ * 0 and *out on success, -1 if invalid. */
+int st_http_date_parse(const char *s, size_t len, int64_t *out);
+
+/* The precondition result for a GET/HEAD (RFC 9110 13.2.2): 0 to go on,
+ * 304 or 412. */
+int st_preconditions(keel_request *req, const char *etag, int64_t mtime);
+
+/* 1 if the If-Range condition holds (or there is none): the Range field
+ * applies. */
+int st_if_range(keel_request *req, const char *etag, int64_t mtime);
+
+/* ---- range.c ---------------------------------------------------------------- */
+
+typedef struct st_range {
+    uint64_t first, last; /* inclusive */
+} st_range;
+
+enum {
+    ST_RANGE_NONE = 0, /* no Range or one to ignore: the whole file, 200 */
+    ST_RANGE_OK = 1,   /* ranges[0..n) to send, 206 */
+    ST_RANGE_UNSAT = 2 /* 416 */
+};
+
+/* Parses a Range field value for a representation of `size` bytes
+ * (RFC 9110 14.1.2), checks it against max_ranges and the nginx rule on
+ * the total, coalesces overlapping and adjacent ranges and puts them in
+ * the order they were asked for. *ranges is malloc'ed when the result is
+ * ST_RANGE_OK (free it). */
+int st_range_parse(const char *value, size_t len, uint64_t size, uint64_t max_ranges,
+                   st_range **ranges, size_t *n);
+
+/* ---- encoding.c --------------------------------------------------------------- */
+
+enum { ST_ENC_IDENTITY = 0, ST_ENC_GZIP = 1, ST_ENC_BR = 2 };
+
+/* The q-value (0..1000) the Accept-Encoding value gives a coding
+ * ("gzip", "br"), honouring "*" and "identity;q=0" rules (RFC 9110 12.5.3). */
+int st_accept_q(keel_str accept, const char *coding);
+
+/* ---- multipart.c -------------------------------------------------------------- */
+
+/* Sends ranges as multipart/byteranges (RFC 9110 14.6): the part heads from
+ * memory, the bytes read on the thread pool in pieces at the peer's pace.
+ * Takes fd and ranges (closes and frees them). */
+int st_multipart_send(const st_config *cfg, keel_request *req, keel_response *res, int fd,
+                      uint64_t size, const char *type, st_range *ranges, size_t n);
+
+/* ---- listing.c ------------------------------------------------------------------ */
+
+/* Answers a directory listing of rel (the URL path `url` ends in '/'). Takes
+ * the descriptor. */
+int st_listing_send(const st_mount *m, keel_request *req, keel_response *res, const char *url,
+                    size_t url_len, const char *rel, int dirfd);
+
+/* ---- escape.c and helpers ------------------------------------------------------- */
+
+/* Percent-encodes all but RFC 3986's unreserved bytes (and '/' if path);
+ * the length written (out NUL-terminated), 0 if cap is too small. */
+size_t st_url_encode(const char *s, size_t len, int path, char *out, size_t cap);
+/* Escapes < > & " ' for HTML text and attributes; as st_url_encode. */
+size_t st_html_escape(const char *s, size_t len, char *out, size_t cap);
+
+int st_casecmp_n(const char *a, const char *b, size_t n);
+int st_mime_table_sorted(void);
+
+/* ---- cache.c ------------------------------------------------------------------------ */
+
+/* An open file shared by the cache and the requests sending it. */
+typedef struct st_file {
+    int fd;
+    st_info info;
+    unsigned refs;
+} st_file;
+
+typedef struct st_centry st_centry;
+
+/* One worker's open-file cache (no lock: only its worker touches it). */
+typedef struct st_cache {
+    st_centry **buckets;
+    size_t nbuckets;
+    size_t count;
+    st_centry *lru_head, *lru_tail; /* most recently used first */
+    uint64_t valid_ms;
+    size_t max;
+    uint64_t hits, misses; /* for the log at stop, and the benchmark */
+} st_cache;
+
+int st_cache_init(st_cache *c, uint64_t valid_ms, size_t max);
+void st_cache_free(st_cache *c);
+
+/* st_open through the cache: 0 and *file (one reference, the caller's) or
+ * a status. An entry younger than valid_ms is used after an fstat of its
+ * descriptor (so a file rewritten in place is seen at once, with its new
+ * size and ETag); an older one, or one whose file was unlinked, is opened
+ * again by name and kept only if it is still the same file. Misses (404)
+ * are cached the same way. */
+int st_cache_open(st_cache *c, uint64_t now_ms, const st_mount *m, const char *rel, st_file **file);
+void st_file_release(st_file *f);
+
+/* Per-worker state. */
+typedef struct st_worker {
+    uint64_t boundary_seq; /* multipart boundaries */
+    st_cache cache;
+} st_worker;
+
+/* Counts a response in static_responses_total and static_bytes_sent_total. */
+void st_count(const st_config *cfg, keel_request *req, int status, uint64_t bytes);
+
+#endif

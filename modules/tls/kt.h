@@ -161,7 +161,6 @@ extern const keel_transport kt_transport;
 enum { KT_HANDSHAKE = 0, KT_OPEN = 1, KT_FAILED = 2, KT_CLOSED = 3 };
 
 typedef struct kt_session {
-    const void *tag; /* &kt_session_tag: how the service knows its own */
     mbedtls_ssl_context ssl;
     keel_conn *conn;
     kt_worker *w;
@@ -179,7 +178,6 @@ typedef struct kt_session {
     char *peer_subject;
 } kt_session;
 
-extern const char kt_session_tag;
 /* Releases the idle record buffers' pages (trim.c). */
 void kt_trim(kt_session *s, int in, int out);
 kt_session *kt_session_of(keel_conn *conn); /* NULL if not ours */

@@ -23,8 +23,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char kt_session_tag = 0;
-
 /* Set by the ticket parser on this thread when a ticket was accepted:
  * how a handshake learns it resumed (mbedTLS 2.28 has no accessor). */
 static _Thread_local int ticket_accepted;
@@ -38,8 +36,8 @@ void kt_note_ticket_accepted(void)
 
 kt_session *kt_session_of(keel_conn *conn)
 {
-    kt_session *s = keel_conn_transport_data(conn);
-    return s != NULL && s->tag == &kt_session_tag ? s : NULL;
+    const char *t = keel_conn_transport_name(conn);
+    return t != NULL && strcmp(t, kt_transport.name) == 0 ? keel_conn_transport_data(conn) : NULL;
 }
 
 /* ---- the BIO ------------------------------------------------------------------ */
@@ -261,13 +259,19 @@ static int on_open(keel_conn *conn)
     const char *offer = client ? kt_cfg.client_alpn : keel_conn_listener_option(conn, "alpn");
     if (offer == NULL)
         offer = kt_cfg.alpn;
+    /* Nothing configured: an HTTP/1.1 listener offers what browsers
+     * expect, h2 first (only once an h2 module is loaded: parse_offer
+     * keeps the ids whose protocol exists), as nginx's `listen ... ssl
+     * http2` does. Other protocols negotiate nothing. */
+    if (!client && (offer == NULL || offer[0] == '\0') &&
+        strcmp(keel_conn_protocol_name(conn), "http1") == 0)
+        offer = "h2,http/1.1";
     kt_conf *cf = kt_conf_get(w, client, offer);
     kt_session *s = calloc(1, sizeof *s);
     if (cf == NULL || s == NULL) {
         free(s);
         return KEEL_ERR_NOMEM;
     }
-    s->tag = &kt_session_tag;
     s->conn = conn;
     s->w = w;
     s->client = (unsigned char)client;

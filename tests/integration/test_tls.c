@@ -165,7 +165,7 @@ Test(tls, alpn_chooses_the_protocol, .timeout = 90, .fini = tt_cleanup)
 Test(tls, alpn_offers_only_loaded_protocols, .timeout = 60, .fini = tt_cleanup)
 {
     setup_certs();
-    kh_proc *p = start_https(1, "alpn=h2:http/1.1", "");
+    kh_proc *p = start_https(1, "alpn=h2,http/1.1", ""); /* commas, as the docs write it */
     /* No h2 module: a client that wants only h2 is refused
      * (no_application_protocol, RFC 7301 3.2), never handed to http1. */
     ht_run_result rr =
@@ -178,6 +178,28 @@ Test(tls, alpn_offers_only_loaded_protocols, .timeout = 60, .fini = tt_cleanup)
     kh_assert(p,
               strstr(rr.out, "ALPN: server accepted http/1.1") && strstr(rr.out, "Hello, World!"),
               "curl gets http/1.1: %s", rr.out);
+    ht_run_free(&rr);
+    tt_finish(p);
+}
+
+/* Nothing configured: an http1 listener offers h2 (once loaded) and
+ * http/1.1, as browsers expect; an echo listener negotiates nothing. */
+Test(tls, http1_listener_offers_alpn_by_default, .timeout = 90, .fini = tt_cleanup)
+{
+    setup_certs();
+    kh_proc *p =
+        tt_start(2,
+                 "listen = 127.0.0.1:0 http1 tls\nlisten = 127.0.0.1:0 echo tls\n"
+                 "workers = 1\nmodules = tls http1 hello echo fakeh2\n[tls]\ncert = %s %s\n",
+                 tt_path("lh.pem"), tt_path("lh.key"));
+    ht_run_result rr =
+        tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u -alpn h2,http/1.1 </dev/null",
+              kh_port(p, 0));
+    kh_assert(p, strstr(rr.out, "ALPN protocol: h2") != NULL, "http1 listener: %s", rr.out);
+    ht_run_free(&rr);
+    rr = tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u -alpn http/1.1 </dev/null",
+               kh_port(p, 1));
+    kh_assert(p, strstr(rr.out, "No ALPN negotiated") != NULL, "echo listener: %s", rr.out);
     ht_run_free(&rr);
     tt_finish(p);
 }

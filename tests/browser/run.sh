@@ -30,7 +30,10 @@ trap cleanup EXIT
 # Starts keel with these arguments, its log in $work/keel.log; sets $pid
 # and $port (from keel's "listening on" line: the config listens on port 0).
 start_keel() {
-    "$keel" "$@" 2>"$work/keel.log" &
+    # The log exists before keel starts: the background job opens it in its
+    # own time, and sed on a missing file would end this script (set -e).
+    : >"$work/keel.log"
+    "$keel" "$@" 2>>"$work/keel.log" &
     pid=$!
     port=""
     for _ in $(seq 100); do

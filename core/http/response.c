@@ -570,11 +570,10 @@ int kl_response_send_status(keel_response *res, int status)
     if (res->ended)
         return KEEL_ERR_STATE;
     if (res->head_sent) {
-        /* Too late for a status: cut the response short. */
-        res->close_connection = 1;
-        int rc = send_piece(res, NULL, 0, 1, NULL, NULL);
-        end_response(res);
-        return rc;
+        /* Too late for a status: cut the response short, so that a
+         * truncated body cannot pass for a whole one. */
+        keel_response_abort(res);
+        return KEEL_OK;
     }
     res->status = status;
     res->nheaders = 0;
@@ -833,5 +832,19 @@ int keel_response_header_at(keel_response *res, size_t index, keel_header *out)
     if (index >= res->nheaders)
         return KEEL_ERR_NOTFOUND;
     *out = (keel_header){res->headers[index].name, res->headers[index].value};
+    return KEEL_OK;
+}
+
+int keel_response_abort(keel_response *res)
+{
+    if (res->ended)
+        return KEEL_ERR_STATE;
+    /* No last piece: the protocol's done sees a response that did not
+     * end, which HTTP/1.1 answers by closing without the last chunk (or
+     * short of the Content-Length) and HTTP/2 by resetting the stream. */
+    res->close_connection = 1;
+    res->cut = 1;
+    release_held(res);
+    end_response(res);
     return KEEL_OK;
 }

@@ -309,7 +309,7 @@ KEEL_FN(int, request_header_at, (keel_request *req, size_t index, keel_header *o
  * percent-decoded; ptr NULL if the route has no such parameter. */
 KEEL_FN(keel_str, request_param, (keel_request *req, const char *name), (req, name))
 
-/* 10 for HTTP/1.0, 11 for HTTP/1.1. */
+/* 10 for HTTP/1.0, 11 for HTTP/1.1, 20 for HTTP/2. */
 KEEL_FN(int, request_version, (keel_request *req), (req))
 
 /* The connection the request came on: peer address, worker. */
@@ -832,6 +832,17 @@ KEEL_FN(int, response_body_from_file, (keel_response *res), (res))
 KEEL_FN(size_t, response_header_count, (keel_response *res), (res))
 KEEL_FN(int, response_header_at, (keel_response *res, size_t index, keel_header *out),
         (res, index, out))
+
+/* Ends the exchange without completing its response (ABI 1.4): what was
+ * sent stays, nothing more is, and the client must be able to tell. HTTP/1.1
+ * closes the connection without the last chunk (or short of the
+ * Content-Length); HTTP/2 resets the stream (RFC 9113 8.1). For a body that
+ * fails halfway: a proxy whose upstream died, a file that could not be
+ * read. Before the head, the protocol answers its own error (500). The
+ * log phase runs with completed 0, and the request is gone after the
+ * call. KEEL_ERR_STATE if the response already ended. Worker thread of the
+ * request. */
+KEEL_FN(int, response_abort, (keel_response *res), (res))
 
 /* ---- The server, for reports (ABI 1.4) --------------------------------- */
 

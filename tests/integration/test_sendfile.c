@@ -699,3 +699,26 @@ Test(sendfile, writes_after_a_file_through_a_transport, .timeout = 120, .fini = 
     free(got);
     expect_clean_exit(p);
 }
+
+/* ---- keel_response_abort (ABI 1.4) ------------------------------------------------ */
+
+/* A response cut short must not pass for a whole one: chunked, no last
+ * chunk; with a Content-Length, fewer bytes; either way the connection
+ * closes and the request behind it is not answered. */
+Test(sendfile, aborted_response_cannot_pass_for_whole, .timeout = 60, .fini = cleanup)
+{
+    kh_proc *p = start("", "", NULL, NULL);
+    for (int framed = 0; framed < 2; framed++) {
+        ht_conn *c = ht_connect(kh_port(p, 0));
+        ht_send_str(c, framed ? GET("/cut?length=1000") GET("/small") : GET("/cut") GET("/small"));
+        ht_resp r;
+        kh_assert(p, ht_read_head(c, &r, 10000) == 0, "head: %s", r.err);
+        kh_assert(p, ht_read_body(c, &r, 0, 10000) != 0, "the cut body read as complete (%s)",
+                  framed ? "Content-Length" : "chunked");
+        kh_assert(p, c->eof, "the connection stayed open");
+        kh_assert(p, strstr(c->buf, "small\n") == NULL, "the next request was answered");
+        ht_resp_free(&r);
+        ht_close(c);
+    }
+    expect_clean_exit(p);
+}

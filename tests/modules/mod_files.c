@@ -17,6 +17,9 @@
  *     GET /notmodified              304 answered through send_file: no body
  *     GET /trailer                  the whole file with a trailer field (chunked)
  *     GET /small                    "small\n" from memory
+ *     GET /cut?length=N             announces N bytes (or chunked without
+ *                                   length), writes 100, then
+ *                                   keel_response_abort (ABI 1.4)
  *
  * Protocol "filecat", one command a line:
  *     file    "BEGIN\n", the file, "END\n": a write, a file, a write
@@ -144,6 +147,25 @@ static int get_trailer(keel_request *req, keel_response *res, void *userdata)
     keel_response_header_set(res, "Trailer", "X-Done");
     keel_response_trailer_add(res, "X-Done", "yes");
     return keel_response_send_file(res, fd, 0, size, 1);
+}
+
+static int get_cut(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    keel_str v;
+    if (keel_request_query_param(req, "length", &v) == KEEL_OK && v.len > 0 && v.len < 16) {
+        char n[16];
+        memcpy(n, v.ptr, v.len);
+        n[v.len] = '\0';
+        keel_response_header_set(res, "Content-Length", n);
+    }
+    static const char part[100] = {0};
+    int rc = keel_response_write(res, part, sizeof part, NULL, NULL);
+    if (rc != KEEL_OK)
+        return KEEL_OK;
+    if (keel_response_abort(res) != KEEL_OK || keel_response_abort(res) != KEEL_ERR_STATE)
+        return KEEL_ERR_STATE; /* (the second call must be refused; the first ended it) */
+    return KEEL_OK;
 }
 
 static int get_small(keel_request *req, keel_response *res, void *userdata)
@@ -293,6 +315,7 @@ static int files_load(keel_module *module)
         {"/file", get_file},       {"/range", get_range},
         {"/short", get_short},     {"/notmodified", get_notmodified},
         {"/trailer", get_trailer}, {"/small", get_small},
+        {"/cut", get_cut},
     };
     for (size_t i = 0; rc == KEEL_OK && i < sizeof routes / sizeof routes[0]; i++)
         rc = keel_route_add(module, "GET", routes[i].path, routes[i].handler, f);

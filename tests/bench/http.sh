@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # tests/bench/http.sh — the HTTP/1.1 scenario of run.sh: keel (http1 +
 # hello) against nginx, h2o and Node.js. Sourced by run.sh; runnable alone
 # (then TESTS defaults to its group, "http"):
@@ -11,23 +12,23 @@
 #   post      wrk -t1 -c64 POST /echo, 4 KiB bodies
 #   idle      RSS growth for 10,000 idle keep-alive connections
 #   syscalls  system calls per plaintext request (perf stat on the
-#             raw_syscalls:sys_enter tracepoint; skipped without perf)
+#             raw_syscalls:sys_enter tracepoint, over INSTR_SECS; skipped
+#             without perf)
 #   instr     user-space instructions per plaintext request, counted by
-#             valgrind's callgrind (keel, nginx, h2o; not node, whose JIT
-#             makes the count meaningless): repeatable where the machine's
-#             noise makes req/CPU-s wobble. Kernel time is not in it.
+#             valgrind's callgrind over INSTR_SECS (keel, nginx, h2o; not
+#             node, whose JIT makes the count meaningless): repeatable where
+#             the machine's noise makes req/CPU-s wobble. Kernel time is not
+#             in it.
 # Settings (defaults in brackets): CONNS [64] DEPTH [16] BODY [4096]
 # IDLE [10000] IDLE_HOLD [3] INSTR_SECS [5] H2O_MODE [file] (h2o answers GET /
 # from a static file, or "mruby"). Ports BASE_PORT + 0..3.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-CONNS=${CONNS:-64}
 DEPTH=${DEPTH:-16}
 BODY=${BODY:-4096}
 IDLE=${IDLE:-10000}
 IDLE_HOLD=${IDLE_HOLD:-3}
-INSTR_SECS=${INSTR_SECS:-5}
 H2O_MODE=${H2O_MODE:-file}
 
 bench_scenario http "plain pipeline post idle syscalls instr" "keel nginx h2o node" 0
@@ -158,61 +159,6 @@ http_idle() {
     sleep 1 # let the closes settle before the next server
 }
 
-# System calls per request: perf counts the server's syscall entries while
-# wrk runs for INSTR_SECS.
-http_syscalls() {
-    local name=$1 pids out requests calls
-    pids=$(server_pids "${PID[http.$name]}" | paste -sd, -)
-    perf stat -x, -e raw_syscalls:sys_enter -p "$pids" -o "$HTTP_DIR/perf.$name" 2>/dev/null &
-    local perf_pid=$!
-    sleep 0.5
-    out=$(timeout $((INSTR_SECS + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" \
-        -d"${INSTR_SECS}s" "http://127.0.0.1:$(port_of http "$name")/" 2>&1) || true
-    kill -INT "$perf_pid" 2>/dev/null || true
-    wait "$perf_pid" 2>/dev/null || true
-    requests=$(awk '/requests in/ {print $1}' <<<"$out")
-    calls=$(awk -F, '/raw_syscalls:sys_enter/ {print $1}' "$HTTP_DIR/perf.$name" 2>/dev/null)
-    if [[ -z $requests || $requests -eq 0 || ! $calls =~ ^[0-9]+$ ]]; then
-        log "bench: $name syscalls: no count (is perf usable here?)"
-        return 0
-    fi
-    local each
-    each=$(awk -v c="$calls" -v r="$requests" 'BEGIN{printf "%.2f", c / r}')
-    record "http/$name/syscalls/n" "$each"
-    log "bench: $name syscalls: $calls for $requests requests ($each each)"
-}
-
-# Instructions per request: the server runs under callgrind; its counters
-# are zeroed after a warm-up, wrk runs for INSTR_SECS, the counters are
-# dumped and divided by the requests wrk saw answered.
-http_instr() {
-    local name=$1 port key=http.$1 pids p out requests ir
-    port=$(port_of http "$name")
-    WRAP=(valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$HTTP_DIR/cg.$name.%p")
-    "http_start_$name" "$port"
-    WRAP=()
-    http_check "$name" || {
-        stop_server "$key"
-        return 0
-    }
-    sleep 1 # nginx's worker: started after the master answers
-    taskset -c "$CLIENT_CPU" wrk -t1 -c16 -d2s "http://127.0.0.1:$port/" >/dev/null 2>&1 || true
-    pids=$(server_pids "${PID[$key]}")
-    for p in $pids; do callgrind_control -z "$p" >/dev/null 2>&1 || true; done
-    out=$(timeout $((INSTR_SECS + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c16 -d"${INSTR_SECS}s" \
-        "http://127.0.0.1:$port/" 2>&1) || true
-    for p in $pids; do callgrind_control -d "$p" >/dev/null 2>&1 || true; done
-    requests=$(awk '/requests in/ {print $1}' <<<"$out")
-    ir=$(cat "$HTTP_DIR"/cg."$name".*.[0-9]* 2>/dev/null | awk '/^summary:/ {s += $2} END {print s + 0}')
-    stop_server "$key"
-    if [[ -z $requests || $requests -eq 0 || $ir -eq 0 ]]; then
-        log "bench: $name instr: no count (wrk: ${out:0:200})"
-        return 0
-    fi
-    record "http/$name/instr/n" $((ir / requests))
-    log "bench: $name instr: $ir instructions for $requests requests ($((ir / requests)) each)"
-}
-
 http_run() {
     local s t
     mkdir -p "$HTTP_DIR"
@@ -229,7 +175,7 @@ http_run() {
     fi
     if wants syscalls; then
         if command -v perf >/dev/null; then
-            for s in ${UP[http]}; do http_syscalls "$s"; done
+            for s in ${UP[http]}; do count_syscalls http "$s" /; done
         else
             log "bench: no perf: syscalls skipped (apt-get install linux-perf)"
         fi
@@ -238,7 +184,7 @@ http_run() {
     if wants instr; then
         # One server at a time under valgrind.
         for s in ${UP[http]}; do
-            [[ $s == node ]] || http_instr "$s"
+            [[ $s == node ]] || count_instr http "$s" /
         done
     fi
 }
@@ -246,37 +192,16 @@ http_run() {
 # ---- Report ------------------------------------------------------------------------
 
 http_report() {
-    local s t names=(plain pipeline post) keys=()
+    local t cols=()
     local -A title=([plain]="plaintext" [pipeline]="pipelined ×$DEPTH" [post]="POST $BODY B")
-    local head=(server) row
-    for t in "${names[@]}"; do wants "$t" && head+=("${title[$t]} req/s" "p99 ms" "req/CPU-s"); done
-    wants idle && head+=("idle conn bytes")
-    wants syscalls && head+=("syscalls/req")
-    wants instr && head+=("user instr/req")
+    for t in plain pipeline post; do
+        cols+=("$t|$t/val|%.0f|${title[$t]} req/s|1" "$t|$t/p99|%.2f|p99 ms|0" "$t|$t/cpu|%.0f|${title[$t]} req/CPU-s|1")
+    done
     echo
     echo "### HTTP/1.1 (keel: http1 + hello)"
-    md_head "${head[@]}"
-    for s in ${UP[http]}; do
-        row=("$s")
-        for t in "${names[@]}"; do
-            wants "$t" && row+=("$(med "http/$s/$t/val")" "$(med "http/$s/$t/p99" %.2f)" "$(med "http/$s/$t/cpu")")
-        done
-        wants idle && row+=("$(med "http/$s/idle/bytes")")
-        wants syscalls && row+=("$(med "http/$s/syscalls/n" %.2f)")
-        wants instr && row+=("$(med "http/$s/instr/n")")
-        md_row "${row[@]}"
-    done
-    wrk_notes http "${names[@]}"
-    [[ " ${UP[http]} " == *" keel "* ]] || return 0
-    head=("keel ÷ peer")
-    for t in "${names[@]}"; do
-        wants "$t" && head+=("${title[$t]} req/s" "${title[$t]} req/CPU-s") && keys+=("$t/val" "$t/cpu")
-    done
-    wants idle && head+=("idle conn memory") && keys+=(idle/bytes)
-    wants syscalls && head+=("syscalls/req") && keys+=(syscalls/n)
-    wants instr && head+=("user instr/req") && keys+=(instr/n)
-    md_head "${head[@]}"
-    ratio_rows http "${keys[@]}"
+    report_tables http "${cols[@]}" "idle|idle/bytes|%.0f|idle conn bytes|1" \
+        "syscalls|syscalls/n|%.2f|syscalls/req|1" "instr|instr/n|%.0f|user instr/req|1"
+    wrk_notes http plain pipeline post
     echo
     echo "Above 1.00× keel is ahead for req/s and req/CPU-s; below 1.00× keel uses less memory, system calls and instructions."
 }

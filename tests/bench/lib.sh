@@ -20,6 +20,8 @@ CLIENT_CPU=${CLIENT_CPU:-1}
 BASE_PORT=${BASE_PORT:-19080}
 KEEL_BUILD=${KEEL_BUILD:-$ROOT/build}
 MAX_MINUTES=${MAX_MINUTES:-60}
+INSTR_SECS=${INSTR_SECS:-5}
+CONNS=${CONNS:-64}
 
 log() { printf '%s\n' "$*" >&2; }
 die() {
@@ -476,17 +478,96 @@ wrk_notes() {
     return 0
 }
 
-# ratio_rows SCENARIO KEY...: a markdown row per peer up: keel's median of
-# RES[SCENARIO/keel/KEY] over the peer's, for each KEY.
-ratio_rows() {
-    local sc=$1 s k row
+# report_tables SCENARIO COLUMN...: the table of medians (a row per server
+# up) and, if keel is up, the table of keel's ratios to each peer. A COLUMN
+# is "TEST|KEY|FORMAT|TITLE|RATIO": shown when TEST is wanted, the median of
+# RES[SCENARIO/server/KEY] in FORMAT; RATIO 1 puts it in the ratio table too.
+report_tables() {
+    local sc=$1 col t k f title r s row head=(server) rhead=("keel ÷ peer") cols=() rcols=()
     shift
+    for col in "$@"; do
+        IFS='|' read -r t k f title r <<<"$col"
+        wants "$t" || continue
+        head+=("$title")
+        cols+=("$k|$f")
+        if ((r)); then
+            rhead+=("$title")
+            rcols+=("$k")
+        fi
+    done
+    md_head "${head[@]}"
+    for s in ${UP[$sc]}; do
+        row=("$s")
+        for col in "${cols[@]}"; do row+=("$(med "$sc/$s/${col%|*}" "${col#*|}")"); done
+        md_row "${row[@]}"
+    done
+    [[ " ${UP[$sc]} " == *" keel "* ]] || return 0
+    md_head "${rhead[@]}"
     for s in ${UP[$sc]}; do
         [[ $s == keel ]] && continue
         row=("$s")
-        for k in "$@"; do row+=("$(ratio "$(med "$sc/keel/$k" %.2f)" "$(med "$sc/$s/$k" %.2f)")"); done
+        for k in "${rcols[@]}"; do row+=("$(ratio "$(med "$sc/keel/$k" %.2f)" "$(med "$sc/$s/$k" %.2f)")"); done
         md_row "${row[@]}"
     done
+}
+
+# count_syscalls SCENARIO NAME PATH: system calls per request, perf
+# counting the server's syscall entries while wrk runs for INSTR_SECS;
+# recorded as RES[SCENARIO/NAME/syscalls/n].
+count_syscalls() {
+    local sc=$1 name=$2 key=$1.$2 pids out requests calls each
+    pids=$(server_pids "${PID[$key]}" | paste -sd, -)
+    perf stat -x, -e raw_syscalls:sys_enter -p "$pids" -o "$TMP/perf.$key" 2>/dev/null &
+    local perf_pid=$!
+    sleep 0.5
+    out=$(timeout $((INSTR_SECS + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" \
+        -d"${INSTR_SECS}s" "http://127.0.0.1:$(port_of "$sc" "$name")$3" 2>&1) || true
+    kill -INT "$perf_pid" 2>/dev/null || true
+    wait "$perf_pid" 2>/dev/null || true
+    requests=$(awk '/requests in/ {print $1}' <<<"$out")
+    calls=$(awk -F, '/raw_syscalls:sys_enter/ {print $1}' "$TMP/perf.$key" 2>/dev/null)
+    if [[ -z $requests || $requests -eq 0 || ! $calls =~ ^[0-9]+$ ]]; then
+        log "bench: $key syscalls: no count (is perf usable here?)"
+        return 0
+    fi
+    each=$(awk -v c="$calls" -v r="$requests" 'BEGIN{printf "%.2f", c / r}')
+    record "$sc/$name/syscalls/n" "$each"
+    log "bench: $key syscalls: $calls for $requests requests ($each each)"
+}
+
+# count_instr SCENARIO NAME PATH: user-space instructions per request. The
+# server (stopped before: one at a time) runs under callgrind; its counters
+# are zeroed after a warm-up, wrk runs for INSTR_SECS, the counters are
+# dumped and divided by the requests wrk saw answered; recorded as
+# RES[SCENARIO/NAME/instr/n].
+count_instr() {
+    local sc=$1 name=$2 key=$1.$2 port pids p out requests ir url
+    port=$(port_of "$sc" "$name")
+    url="http://127.0.0.1:$port$3"
+    rm -f "$TMP/cg.$key".*
+    WRAP=(valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$TMP/cg.$key.%p")
+    "${sc}_start_$name" "$port"
+    WRAP=()
+    "${sc}_check" "$name" || {
+        stop_server "$key"
+        return 0
+    }
+    sleep 1 # nginx's worker: started after the master answers
+    taskset -c "$CLIENT_CPU" wrk -t1 -c16 -d2s "$url" >/dev/null 2>&1 || true
+    pids=$(server_pids "${PID[$key]}")
+    for p in $pids; do callgrind_control -z "$p" >/dev/null 2>&1 || true; done
+    out=$(timeout $((INSTR_SECS + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c16 -d"${INSTR_SECS}s" \
+        "$url" 2>&1) || true
+    for p in $pids; do callgrind_control -d "$p" >/dev/null 2>&1 || true; done
+    requests=$(awk '/requests in/ {print $1}' <<<"$out")
+    ir=$(cat "$TMP/cg.$key".*.[0-9]* 2>/dev/null | awk '/^summary:/ {s += $2} END {print s + 0}')
+    stop_server "$key"
+    if [[ -z $requests || $requests -eq 0 || $ir -eq 0 ]]; then
+        log "bench: $key instr: no count (wrk: ${out:0:200})"
+        return 0
+    fi
+    record "$sc/$name/instr/n" $((ir / requests))
+    log "bench: $key instr: $ir instructions for $requests requests ($((ir / requests)) each)"
 }
 
 # ---- The run ------------------------------------------------------------------------

@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # tests/bench/run.sh — keel against its peers, every scenario in one run, on
 # loopback: HTTP/1.1 (nginx, h2o, Node.js), static files (nginx, h2o) and
 # WebSocket echo (libwebsockets, Node.js `ws`). A benchmark, not a test:
 # never part of ctest.
 #
-#   tests/bench/run.sh                                 everything (about 12 min)
-#   DURATION=3 WARMUP=1 tests/bench/run.sh             quick run (about 6 min)
-#   DURATION=4 WARMUP=1 ROUNDS=3 tests/bench/run.sh    medians of 3 (about 17 min)
+#   tests/bench/run.sh                                 everything (about 11 min)
+#   DURATION=3 WARMUP=1 tests/bench/run.sh             quick run (about 7 min)
+#   DURATION=4 WARMUP=1 ROUNDS=3 tests/bench/run.sh    medians of 3 (about 13 min)
 #   TESTS="plain static4k" SERVERS="keel nginx" tests/bench/run.sh
 #   TESTS=ws tests/bench/ws.sh                         one scenario alone
 #
 # The scenarios (each in its own file, with its tests and settings in the
 # file's header; lib.sh holds what they share):
 #   http.sh    plain pipeline post idle syscalls instr   (group "http")
-#   static.sh  static4k static1m                         (group "static")
+#   static.sh  static4k static1m staticsyscalls staticinstr  (group "static")
 #   ws.sh      wsecho wsidle                              (group "ws")
 # TESTS takes tests and groups, "all" for every one. SERVERS names the
 # servers; each scenario runs those it knows: keel everywhere, nginx and h2o
@@ -34,10 +35,11 @@
 # peer, and gives the command that reproduces it.
 #
 # Bounded: every load is bounded in time (timeout), and the whole run stops
-# itself after MAX_MINUTES. With the defaults a full run measures
-# 3 x 4 + 2 x 3 + 4 x 3 = 30 loads of WARMUP + DURATION seconds per round,
-# plus about 3 minutes of idle, syscall and callgrind measurements and
-# start-ups: about 12 minutes with ROUNDS=1.
+# itself after MAX_MINUTES. A full run measures 3 x 4 (http) + 2 x 3
+# (static) + 4 x 3 (ws) = 30 loads of WARMUP + DURATION seconds per round,
+# plus about 4.5 minutes that do not depend on them (idle connections,
+# system call and callgrind counts, start-ups): about 11 minutes with the
+# defaults, 13 with DURATION=4 WARMUP=1 ROUNDS=3.
 #
 # Environment (defaults in brackets):
 #   DURATION [10]  seconds per measurement       WARMUP [2]  seconds of warm-up before each
@@ -45,6 +47,8 @@
 #   TESTS [all]    SERVERS ["keel nginx h2o lws node"]
 #   SERVER_CPU [0] CLIENT_CPU [1]   BASE_PORT [19080] (http +0..3, static +10..13, ws +20..25)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
+#   INSTR_SECS [5] seconds of load for the counts (syscalls, instr, staticsyscalls, staticinstr)
+#   CONNS [64]     wrk connections (http and static4k)
 #   MAX_MINUTES [60]  the whole run's bound
 #   NO_INSTALL=1   do not apt-get missing packages
 #   and each scenario's own (CONNS, DEPTH, BODY, IDLE, H2O_MODE, STATIC_CONNS_LARGE,

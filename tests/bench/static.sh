@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # tests/bench/static.sh — the static-file scenario of run.sh: keel's static
 # module against nginx and h2o serving the same files. Sourced by run.sh;
 # runnable alone (then TESTS defaults to its group, "static"):
@@ -11,6 +12,9 @@
 #             requests per server CPU-second
 #   static1m  wrk -t1 -c16 GET /1m.bin  (1 MiB, keep-alive): MB/s, p99, MB per
 #             server CPU-second
+#   staticsyscalls  system calls per 4 KiB request (perf, as http's syscalls)
+#   staticinstr     user-space instructions per 4 KiB request (callgrind, as
+#             http's instr): the repeatable counts behind static4k
 # nginx runs with sendfile on, tcp_nopush on and open_file_cache, keel with
 # sendfile (plain TCP, the core's default for keel_response_send_file) and
 # its open-file cache, h2o with its defaults (it keeps open files cached
@@ -22,11 +26,10 @@
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-CONNS=${CONNS:-64}
 STATIC_CONNS_LARGE=${STATIC_CONNS_LARGE:-16}
 KEEL_STATIC_OPTS=${KEEL_STATIC_OPTS:-}
 
-bench_scenario static "static4k static1m" "keel nginx h2o keel_nocache" 10
+bench_scenario static "static4k static1m staticsyscalls staticinstr" "keel nginx h2o keel_nocache" 10
 
 STATIC_DIR=$TMP/static
 WWW=$STATIC_DIR/www
@@ -37,6 +40,8 @@ static_settings() {
 
 static_needs() {
     need_servers static
+    if wants staticinstr; then need callgrind_control valgrind; fi
+    return 0
 }
 
 static_start_keel() { # PORT [NAME CACHE_VALID]
@@ -92,7 +97,7 @@ static_wrk() {
 }
 
 static_run() {
-    local t
+    local t s
     mkdir -p "$WWW"
     # nginx's workers run as nobody: the private temporary directory must be
     # readable to them.
@@ -104,30 +109,30 @@ static_run() {
     for t in static4k static1m; do
         if wants "$t"; then take_turns static "$t" static_wrk; fi
     done
+    if wants staticsyscalls; then
+        if command -v perf >/dev/null; then
+            for s in ${UP[static]}; do count_syscalls static "$s" /4k.bin; done
+        else
+            log "bench: no perf: staticsyscalls skipped (apt-get install linux-perf)"
+        fi
+    fi
     stop_all static
+    if wants staticinstr; then
+        for s in ${UP[static]}; do count_instr static "$s" /4k.bin; done
+    fi
 }
 
 static_report() {
-    local s head=(server) row k keys=()
-    wants static4k && head+=("4 KiB req/s" "p99 ms" "req/CPU-s")
-    wants static1m && head+=("1 MiB MB/s" "p99 ms" "MB/CPU-s")
+    local s
     echo
     echo "### Static files (keel: http1 + static)"
-    md_head "${head[@]}"
-    for s in ${UP[static]}; do
-        row=("$s")
-        for k in static4k static1m; do
-            wants "$k" && row+=("$(med "static/$s/$k/val")" "$(med "static/$s/$k/p99" %.2f)" "$(med "static/$s/$k/cpu")")
-        done
-        md_row "${row[@]}"
-    done
+    report_tables static "static4k|static4k/val|%.0f|4 KiB req/s|1" "static4k|static4k/p99|%.2f|p99 ms|0" \
+        "static4k|static4k/cpu|%.0f|4 KiB req/CPU-s|1" "static1m|static1m/val|%.0f|1 MiB MB/s|1" \
+        "static1m|static1m/p99|%.2f|p99 ms|0" "static1m|static1m/cpu|%.0f|1 MiB MB/CPU-s|1" \
+        "staticsyscalls|syscalls/n|%.2f|4 KiB syscalls/req|1" "staticinstr|instr/n|%.0f|4 KiB user instr/req|1"
     wrk_notes static static4k static1m
-    [[ " ${UP[static]} " == *" keel "* ]] || return 0
-    head=("keel ÷ peer")
-    wants static4k && head+=("4 KiB req/s" "4 KiB req/CPU-s") && keys+=(static4k/val static4k/cpu)
-    wants static1m && head+=("1 MiB MB/s" "1 MiB MB/CPU-s") && keys+=(static1m/val static1m/cpu)
-    md_head "${head[@]}"
-    ratio_rows static "${keys[@]}"
+    echo
+    echo "Above 1.00× keel is ahead for req/s, MB/s and per CPU-second; below 1.00× keel uses fewer system calls and instructions."
     if wants static4k; then
         echo
         echo "4 KiB req/CPU-s, every round: $(for s in ${UP[static]}; do printf '%s [%s] ' "$s" "$(spread "static/$s/static4k/cpu")"; done)"

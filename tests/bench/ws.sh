@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # tests/bench/ws.sh — the WebSocket echo scenario of run.sh: keel (http1 +
 # deflate + websocket + hello) against libwebsockets (ws_lws_echo.c, built
 # here against Debian's libwebsockets-dev) and Node.js `ws`. Sourced by
@@ -19,7 +20,10 @@
 #           ws_idle.py; with deflate, after one compressed message each)
 # Settings (defaults in brackets): WS_CONNS [64] WS_SIZES ["32 4096"]
 # WS_MODES ["plain deflate"] WS_IDLE [5000] NODE_WS_DIR
-# [~/.cache/keel-bench/node] (where `npm install ws` goes).
+# [~/.cache/keel-bench/node] (where `npm install ws` goes) KEEL_WS_OPTS [""]
+# (more lines for keel's [websocket] section, separated by ";", e.g.
+# KEEL_WS_OPTS="compression_level = 1": libwebsockets compresses at level 1,
+# keel and Node `ws` at zlib's default, 6).
 # Ports BASE_PORT + 20..25.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -28,6 +32,7 @@ WS_CONNS=${WS_CONNS:-64}
 WS_SIZES=${WS_SIZES:-"32 4096"}
 WS_MODES=${WS_MODES:-"plain deflate"}
 WS_IDLE=${WS_IDLE:-5000}
+KEEL_WS_OPTS=${KEEL_WS_OPTS:-}
 NODE_WS_DIR=${NODE_WS_DIR:-$HOME/.cache/keel-bench/node}
 
 bench_scenario ws "wsecho wsidle" "keel lws node" 20
@@ -39,6 +44,8 @@ ws_port() { port_of ws "$1" $((3 * $2)); }
 
 ws_settings() {
     printf '%s\n' "WS_CONNS=$WS_CONNS" "WS_SIZES=\"$WS_SIZES\"" "WS_MODES=\"$WS_MODES\"" "WS_IDLE=$WS_IDLE"
+    if [[ -n $KEEL_WS_OPTS ]]; then echo "KEEL_WS_OPTS=\"$KEEL_WS_OPTS\""; fi
+    return 0
 }
 
 ws_needs() {
@@ -91,7 +98,8 @@ ws_start() { # NAME DEFLATE
         keel_conf "$WS_DIR/keel.conf" "$port" "http1 deflate websocket hello" "[websocket]
 compression = $([[ $deflate == 1 ]] && echo on || echo off)
 ping_interval = 600s
-idle_timeout = 600s"
+idle_timeout = 600s
+$(tr ';' '\n' <<<"$KEEL_WS_OPTS" | sed 's/^ *//')"
         spawn ws.keel "$WS_DIR/keel.log" "$KEEL_BUILD/keel" -c "$WS_DIR/keel.conf"
         ;;
     lws) spawn ws.lws "$WS_DIR/lws.log" "$WS_DIR/ws_lws_echo" "$port" "$deflate" ;;

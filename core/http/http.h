@@ -100,6 +100,13 @@ struct keel_response {
     int piece_busy;            /* `piece` below carries a body piece */
     uint32_t pieces_in_flight; /* handed to the protocol, not yet written */
     int file_paused;           /* send_file's read loop waits for them */
+    /* A streamed piece that went through the body filters: its release
+     * (the caller's pacing signal) waits until what the filters emitted
+     * has been written (pieces_in_flight back to 0). */
+    keel_free_fn held_free;
+    void *held_data, *held_userdata;
+    int64_t head_length; /* the length send_head was given, for keel_response_body_length */
+    int from_file;       /* the body comes from keel_response_send_file */
     /* Not zeroed for each request (keel_http_request_start): set before use. */
     kl_field inline_headers[8];
     kl_body_piece piece;        /* the one piece most responses need, unallocated */

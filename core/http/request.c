@@ -271,6 +271,14 @@ int kl_request_parse_target(keel_request *req)
 {
     keel_str t = req->head.target;
     const char *p = t.ptr, *end = t.ptr + t.len;
+    /* No request-target holds a NUL (RFC 9112 3.2, RFC 3986 2). http1
+     * refuses control bytes itself, but the core must not rely on every
+     * protocol doing so (h2's :path is any octets until checked, RFC 9113
+     * 8.2.1): a raw NUL in a path that needs no decoding stayed in it, and
+     * a handler using C strings would then see a shorter path than the
+     * router matched (found by tests/fuzz/fuzz_target). */
+    if (t.len > 0 && memchr(p, '\0', t.len) != NULL)
+        return 400;
     if (t.len == 1 && p[0] == '*') { /* OPTIONS * (RFC 9112 3.2.4) */
         req->path = t;
         return 0;

@@ -309,6 +309,7 @@ static int send_head(keel_response *res, int64_t content_length)
     keel_request *req = res->req;
     if (res->head_sent)
         return KEEL_OK;
+    res->head_length = content_length;
     kl_response_head_filters(res);
     int64_t declared = kl_response_take_framing(res);
     if (content_length < 0)
@@ -350,6 +351,16 @@ static kl_body_piece *piece_new(keel_request *req)
     return malloc(sizeof(kl_body_piece));
 }
 
+/* Releases the streamed piece whose filtered bytes have now left. */
+static void release_held(keel_response *res)
+{
+    keel_free_fn fn = res->held_free;
+    if (fn == NULL)
+        return;
+    res->held_free = NULL;
+    fn(res->held_data, res->held_userdata);
+}
+
 static void on_piece_written(keel_conn *conn, int status, void *userdata)
 {
     kl_body_piece *piece = userdata;
@@ -363,6 +374,8 @@ static void on_piece_written(keel_conn *conn, int status, void *userdata)
         req->res.piece_busy = 0;
     else
         free(piece);
+    if (req->res.pieces_in_flight == 0)
+        release_held(&req->res);
     if (req->res.file_paused && req->res.pieces_in_flight == 0) {
         req->res.file_paused = 0;
         on_chunk_sent(NULL, &req->res);
@@ -460,8 +473,20 @@ static int send_piece(keel_response *res, const void *data, size_t len, int last
     keel_buf buf = {data, len};
     if (body_filtered(res)) {
         int rc = run_body_filters(res, 0, &buf, len ? 1 : 0, last);
-        if (free_fn != NULL)
+        if (free_fn == NULL)
+            return rc;
+        /* The filters copied the bytes, but a streamer paces itself by
+         * their release: it comes once what the filters made of them has
+         * left, as it would without filters. A caller that did not wait
+         * for the previous release gets that one now. */
+        release_held(res);
+        if (rc == KEEL_OK && res->pieces_in_flight > 0) {
+            res->held_free = free_fn;
+            res->held_data = (void *)data;
+            res->held_userdata = userdata;
+        } else {
             free_fn((void *)data, userdata);
+        }
         return rc;
     }
     kl_body_piece *piece = NULL;
@@ -735,6 +760,7 @@ int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_
     keel_request *req = res->req;
     res->file_fd = fd;
     res->file_close = close_fd;
+    res->from_file = 1;
     if (res->ended || res->head_sent || req->aborted) {
         file_done(res);
         return res->ended || res->head_sent ? KEEL_ERR_STATE : refuse(res, NULL, NULL, NULL);
@@ -770,5 +796,42 @@ int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_
         return KEEL_ERR_NOMEM;
     }
     kl_request_ref(req); /* the transfer's, until its end */
+    return KEEL_OK;
+}
+
+/* ---- what filters ask (ABI 1.4) ------------------------------------------ */
+
+int64_t keel_response_body_length(keel_response *res)
+{
+    if (res->head_length >= 0 && (res->head_filter != 0 || res->head_sent))
+        return res->head_length;
+    /* A handler's own Content-Length (a streamed body it announced). */
+    keel_str v = keel_response_header(res, "Content-Length");
+    int64_t n = 0;
+    if (v.ptr == NULL || v.len == 0 || v.len > 18)
+        return -1;
+    for (size_t i = 0; i < v.len; i++) {
+        if (v.ptr[i] < '0' || v.ptr[i] > '9')
+            return -1;
+        n = n * 10 + (v.ptr[i] - '0');
+    }
+    return n;
+}
+
+int keel_response_body_from_file(keel_response *res)
+{
+    return res->from_file;
+}
+
+size_t keel_response_header_count(keel_response *res)
+{
+    return res->nheaders;
+}
+
+int keel_response_header_at(keel_response *res, size_t index, keel_header *out)
+{
+    if (index >= res->nheaders)
+        return KEEL_ERR_NOTFOUND;
+    *out = (keel_header){res->headers[index].name, res->headers[index].value};
     return KEEL_OK;
 }

@@ -261,6 +261,9 @@ static void deliver(keel_conn *c)
     while (c->rbuf != NULL && c->rstart < c->rlen && !kl_conn_closing(c) &&
            !(c->flags & KL_CONN_PAUSED)) {
         const kl_protocol *p = c->protocol;
+        /* Bytes for the protocol: a message is starting, the connection is
+         * no longer one to lose (it marks itself idle again later). */
+        kl_conn_idle_unlink(c);
         size_t avail = c->rlen - c->rstart;
         size_t consumed = 0;
         if (p->cb.on_data == NULL) {
@@ -426,6 +429,83 @@ static void unlink_pending(keel_conn *c)
         *p = c->pending_next;
 }
 
+/* ---- idle connections, reclaimed at max_connections ---------------------- */
+
+void kl_conn_idle_unlink(keel_conn *c)
+{
+    if (!(c->flags & KL_CONN_IDLE))
+        return;
+    keel_worker *w = kl_conn_worker(c);
+    if (c->idle_prev != NULL)
+        c->idle_prev->idle_next = c->idle_next;
+    else
+        w->idle_head = c->idle_next;
+    if (c->idle_next != NULL)
+        c->idle_next->idle_prev = c->idle_prev;
+    else
+        w->idle_tail = c->idle_prev;
+    c->idle_prev = c->idle_next = NULL;
+    c->flags &= ~KL_CONN_IDLE;
+    kl_relaxed_store64(&w->nidle, w->nidle - 1);
+}
+
+void keel_conn_set_idle(keel_conn *c, int idle)
+{
+    if (!idle) {
+        kl_conn_idle_unlink(c);
+        return;
+    }
+    /* Already idle: it keeps its place (idle since the first mark). An
+     * outbound connection holds no max_connections slot to give. */
+    if ((c->flags & (KL_CONN_IDLE | KL_CONN_DEFERRED)) || kl_conn_closing(c) ||
+        c->origin->spec == NULL)
+        return;
+    keel_worker *w = kl_conn_worker(c);
+    c->flags |= KL_CONN_IDLE;
+    c->idle_next = NULL;
+    c->idle_prev = w->idle_tail;
+    if (w->idle_tail != NULL)
+        w->idle_tail->idle_next = c;
+    else
+        w->idle_head = c;
+    w->idle_tail = c;
+    kl_relaxed_store64(&w->nidle, w->nidle + 1);
+}
+
+/* Nothing would be lost by closing it now: the protocol said so, no byte
+ * waits unconsumed, no output is queued or owed, nothing is in a
+ * callback. */
+static int reclaimable(const keel_conn *c)
+{
+    return c->phase == KL_PHASE_OPEN && (c->rbuf == NULL || c->rstart == c->rlen) &&
+           c->out == NULL &&
+           !(c->flags & (KL_CONN_IN_DATA | KL_CONN_IN_TRANSPORT | KL_CONN_PENDING));
+}
+
+/* How far down the idle list to look past connections whose output is
+ * still leaving: bounded, so that accepting stays O(1). */
+#define RECLAIM_SCAN 8
+
+int kl_conn_reclaim_idle(keel_worker *w)
+{
+    keel_conn *c = w->idle_head;
+    for (int n = 0; c != NULL && n < RECLAIM_SCAN; n++, c = c->idle_next) {
+        if (!reclaimable(c))
+            continue;
+        kl_log(KEEL_LOG_DEBUG,
+               "connection %llu: idle connection closed to admit a new one (max_connections)",
+               (unsigned long long)c->id);
+        kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_reclaimed->slot, 1);
+        /* Its slot goes to the new connection now, not at its teardown: an
+         * abort, as nginx closes a reusable connection: nothing is owed to
+         * the peer, and the descriptor is closed at once. */
+        c->flags |= KL_CONN_SLOT_GIVEN;
+        kl_conn_abort_status(c, KEEL_ERR_LIMIT);
+        return 1;
+    }
+    return 0;
+}
+
 /* ---- a protocol the transport opens (ALPN) -------------------------------- */
 
 /* What the protocol's on_open will need, kept in the connection's data
@@ -495,6 +575,17 @@ int keel_transport_open_protocol(keel_conn *c, const char *protocol)
     return KEEL_OK;
 }
 
+const char *keel_conn_protocol_name(keel_conn *c)
+{
+    return c->protocol->cb.name;
+}
+
+const char *keel_conn_transport_name(keel_conn *c)
+{
+    const kl_transport *t = kl_conn_transport(c);
+    return t != NULL ? t->cb.name : NULL;
+}
+
 int keel_protocol_available(keel_module *m, const char *name)
 {
     return name != NULL && kl_registry_protocol(&m->server->registry, name) != NULL;
@@ -503,6 +594,7 @@ int keel_protocol_available(keel_module *m, const char *name)
 void kl_conn_teardown(keel_conn *c)
 {
     keel_worker *w = kl_conn_worker(c);
+    kl_conn_idle_unlink(c);
     if (c->flags & KL_CONN_PENDING)
         unlink_pending(c);
     /* Completions owed run first, then those of files and writes that
@@ -516,7 +608,9 @@ void kl_conn_teardown(keel_conn *c)
         kl_conn_transport(c)->cb.on_close(c);
     if (c->rbuf != NULL)
         kl_bufpool_put(&w->pool, c->rbuf, c->rcap);
-    int accepted = c->origin->spec != NULL; /* outbound ones count in no max_connections */
+    /* Outbound ones count in no max_connections; a reclaimed one gave its
+     * slot away already. */
+    int accepted = c->origin->spec != NULL && !(c->flags & KL_CONN_SLOT_GIVEN);
     int started = (c->flags & KL_CONN_STARTED) != 0;
     free(c);
     if (!started)
@@ -540,8 +634,13 @@ static void on_close(uv_handle_t *handle)
     kl_conn_teardown(c);
 }
 
-void kl_conn_close_handle(keel_conn *c)
+void kl_conn_close_handle(keel_conn *c, int reset)
 {
+    /* A reset (SO_LINGER 0) frees at once what the kernel still holds for
+     * the peer, megabytes for one that stopped reading; an orderly end
+     * keeps the plain close, whose FIN follows the data. */
+    if (reset && uv_tcp_close_reset(&c->tcp, on_close) == 0)
+        return;
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
@@ -680,6 +779,7 @@ int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
         return KEEL_ERR_NOTFOUND;
     if (kl_conn_closing(c))
         return KEEL_ERR_CLOSED;
+    kl_conn_idle_unlink(c); /* the new protocol says when it is idle */
     c->protocol = p;
     c->protocol_data = NULL;
     /* The new protocol starts reading afresh. */

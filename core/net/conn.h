@@ -25,7 +25,9 @@ enum {
     KL_CONN_IN_TRANSPORT = 1 << 8,   /* inside the transport's on_read */
     KL_CONN_IN_DATA = 1 << 9,        /* inside the protocol's on_data */
     KL_CONN_STARTED = 1 << 10,       /* counted in the worker's nconns */
-    KL_CONN_DEFERRED = 1 << 11       /* the transport opens the protocol later (ALPN) */
+    KL_CONN_DEFERRED = 1 << 11,      /* the transport opens the protocol later (ALPN) */
+    KL_CONN_IDLE = 1 << 12,          /* on the worker's idle list (keel_conn_set_idle) */
+    KL_CONN_SLOT_GIVEN = 1 << 13     /* reclaimed: its max_connections slot went to a newer one */
 };
 
 /* The close sequence, one phase at a time (net/conn_close.c has the single
@@ -71,12 +73,23 @@ struct keel_conn {
     uint8_t timeout_kind; /* kl_timeout_kind */
     int close_status;
     kl_output *out; /* net/output.c; NULL while nothing is queued or owed */
+    /* The worker's idle list, least recently idle first: connections the
+     * protocol says it can lose between messages, closed to admit new ones
+     * at max_connections (kl_conn_reclaim_idle; nginx's reusable
+     * connections queue, the same two pointers in ngx_connection_t). */
+    keel_conn *idle_prev, *idle_next;
 };
 
-/* 112 bytes beside libuv's handle on 64-bit: with glibc's malloc a conn on
- * Linux (248-byte uv_tcp_t) takes a 368-byte chunk. Every idle connection
- * pays for each byte here. */
-_Static_assert(sizeof(void *) != 8 || sizeof(keel_conn) - sizeof(uv_tcp_t) <= 112,
+/* 128 bytes beside libuv's handle on 64-bit: with glibc's malloc a conn on
+ * Linux (248-byte uv_tcp_t) takes a 384-byte chunk. Every idle connection
+ * pays for each byte here. The idle list's 16 bytes took it from 368: any
+ * growth at all costs a 16-byte step, and the cheaper ways (links laid over
+ * the read buffer's fields, which are unused while idle; a side table that
+ * needs an index here anyway) make every read and write path check the
+ * mark first, where a slip corrupts memory. 16 bytes per connection buys
+ * admitting new clients instead of refusing them while idle ones hold the
+ * slots (issue 13). */
+_Static_assert(sizeof(void *) != 8 || sizeof(keel_conn) - sizeof(uv_tcp_t) <= 128,
                "keel_conn outgrew its budget");
 
 static inline keel_worker *kl_conn_worker(const keel_conn *conn)
@@ -136,6 +149,15 @@ void kl_conn_run_owed(keel_conn *conn);
 /* Puts the connection on the worker's pending list (idempotent). */
 void kl_conn_schedule(keel_conn *conn);
 
+/* Takes the connection off its worker's idle list, if it is on it. */
+void kl_conn_idle_unlink(keel_conn *conn);
+
+/* At max_connections: closes the worker's least recently idle connection
+ * that can be lost (keel_conn_set_idle, nothing unread, nothing queued),
+ * and hands its max_connections slot to the caller's new connection.
+ * Returns 1 if it did, 0 if the worker has none. Worker thread. */
+int kl_conn_reclaim_idle(keel_worker *w);
+
 /* The server is stopping: let the protocol finish or close when drained. */
 void kl_conn_shutdown(keel_conn *conn);
 
@@ -176,7 +198,8 @@ void kl_conn_close(keel_conn *conn, int status);
 void kl_conn_abort_status(keel_conn *conn, int status);
 
 /* net/conn.c: uv_close with the callback that ends in teardown. */
-void kl_conn_close_handle(keel_conn *conn);
+/* reset: close with SO_LINGER 0 (RST) rather than an orderly close. */
+void kl_conn_close_handle(keel_conn *conn, int reset);
 
 /* Moves a closing connection on as far as its state allows (after its
  * output settled, say). */

@@ -85,6 +85,7 @@ void kl_conn_close(keel_conn *c, int status)
 {
     if (kl_conn_closing(c))
         return;
+    kl_conn_idle_unlink(c);
     c->phase = KL_PHASE_DRAINING;
     c->close_status = status;
     kl_conn_update_reading(c);
@@ -97,9 +98,20 @@ void kl_conn_abort_status(keel_conn *c, int status)
         return;
     if (!kl_conn_closing(c))
         c->close_status = status;
+    /* Output nobody will read is dropped with a reset (SO_LINGER 0), as
+     * nginx's reset_timedout_connection does: a write timeout, the
+     * shutdown deadline, or keel_conn_abort (a peer that stopped reading,
+     * a close handshake never answered). Other failures (a short file, a
+     * write error) close plainly, so the bytes already queued still
+     * arrive; so does the end of a lingering close, after the FIN. libuv
+     * refuses a reset while a shutdown is pending (SHUTTING). */
+    int reset =
+        (status == KEEL_ERR_TIMEOUT || status == KEEL_ERR_SHUTDOWN || status == KEEL_ERR_CLOSED) &&
+        c->phase < KL_PHASE_SHUTTING;
+    kl_conn_idle_unlink(c);
     c->phase = KL_PHASE_CLOSING;
     c->flags &= ~KL_CONN_READING;
     kl_timeouts_remove(&kl_conn_worker(c)->timeouts, &c->timeout);
     kl_output_abort(c);
-    kl_conn_close_handle(c);
+    kl_conn_close_handle(c, reset);
 }

@@ -85,6 +85,18 @@ int kl_listeners_bind(keel_server *s)
 
 static void on_acceptable(uv_poll_t *poll, int status, int events);
 
+/* At max_connections: the next worker, round robin, that had idle
+ * connections a moment ago (each worker publishes its count), or NULL. */
+static keel_worker *worker_with_idle(keel_server *s, kl_listener *l)
+{
+    for (size_t i = 0; i < s->nworkers; i++) {
+        keel_worker *w = s->workers[l->next_worker++ % s->nworkers];
+        if (kl_relaxed_load64(&w->nidle) > 0)
+            return w;
+    }
+    return NULL;
+}
+
 static void on_retry(uv_timer_t *timer)
 {
     kl_listener *l = timer->data;
@@ -124,12 +136,17 @@ static void on_acceptable(uv_poll_t *poll, int status, int events)
         }
         if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {
             kl_atomic_sub(&s->connections, 1);
-            kl_atomic_add(&s->acceptor_rejected, 1);
-            kl_socket_close(sock);
+            /* A worker with idle connections may close one to make room
+             * (kl_conn_reclaim_idle); it refuses the socket if it cannot. */
+            keel_worker *w = worker_with_idle(s, l);
+            if (w == NULL || kl_worker_handoff(w, sock, l, 1) != KEEL_OK) {
+                kl_atomic_add(&s->acceptor_rejected, 1);
+                kl_socket_close(sock);
+            }
             continue;
         }
         keel_worker *w = s->workers[l->next_worker++ % s->nworkers];
-        if (kl_worker_handoff(w, sock, l) != KEEL_OK) {
+        if (kl_worker_handoff(w, sock, l, 0) != KEEL_OK) {
             kl_atomic_sub(&s->connections, 1);
             kl_socket_close(sock);
         }

@@ -121,16 +121,23 @@ void kl_worker_free(keel_worker *w)
 
 /* ---- accepting --------------------------------------------------------- */
 
+/* Takes a max_connections slot for a new connection: a free one, or, at
+ * the limit, the slot of an idle connection closed to make room (nginx's
+ * ngx_drain_connections). The limit is global but a worker can close only
+ * its own connections: with SO_REUSEPORT the kernel picks the worker by a
+ * hash of the addresses, so a client that lands on a worker with no idle
+ * connection is refused even if another worker has some. */
 static int admit(keel_worker *w)
 {
     keel_server *s = w->server;
-    if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {
-        kl_atomic_sub(&s->connections, 1);
-        w->rejected++;
-        kl_metric_add_slot(w->metrics, s->core_metrics.conns_rejected->slot, 1);
-        return 0;
-    }
-    return 1;
+    if (kl_atomic_add(&s->connections, 1) <= s->settings.max_connections)
+        return 1;
+    kl_atomic_sub(&s->connections, 1);
+    if (kl_conn_reclaim_idle(w))
+        return 1;
+    w->rejected++;
+    kl_metric_add_slot(w->metrics, s->core_metrics.conns_rejected->slot, 1);
+    return 0;
 }
 
 static void on_connection(uv_stream_t *listener, int status)
@@ -191,6 +198,12 @@ static int open_listeners(keel_worker *w)
 
 static void start_handoff(keel_worker *w, kl_handoff *h)
 {
+    /* The acceptor found no free slot but saw idle connections here; they
+     * may have become busy since. */
+    if (h->reclaim && !admit(w)) {
+        kl_socket_close(h->sock);
+        return;
+    }
     keel_conn *c = kl_conn_new(w, &h->listener->origin, 0);
     if (c == NULL || uv_tcp_open(&c->tcp, h->sock) != 0) {
         if (c != NULL)
@@ -202,7 +215,7 @@ static void start_handoff(keel_worker *w, kl_handoff *h)
     kl_conn_start(c, NULL, NULL);
 }
 
-int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener)
+int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener, int reclaim)
 {
     int rc = KEEL_OK;
     uv_mutex_lock(&w->lock);
@@ -210,7 +223,7 @@ int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener)
         rc = KEEL_ERR_SHUTDOWN;
     else if ((rc = kl_grow((void **)&w->handoffs, &w->handoffs_cap, w->nhandoffs + 1,
                            sizeof *w->handoffs)) == KEEL_OK)
-        w->handoffs[w->nhandoffs++] = (kl_handoff){sock, listener};
+        w->handoffs[w->nhandoffs++] = (kl_handoff){sock, listener, reclaim};
     /* Sent under the lock: once `closed` is set the handle may be gone. */
     if (rc == KEEL_OK)
         uv_async_send(&w->wakeup);
@@ -357,7 +370,8 @@ static void finish(keel_worker *w)
     kl_timers_close_all(w);
     for (size_t i = 0; i < w->nhandoffs; i++) {
         kl_socket_close(w->handoffs[i].sock);
-        kl_atomic_sub(&s->connections, 1);
+        if (!w->handoffs[i].reclaim)
+            kl_atomic_sub(&s->connections, 1);
     }
     w->nhandoffs = 0;
     for (size_t i = 0; i < w->nlisteners; i++)

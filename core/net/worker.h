@@ -24,6 +24,7 @@ typedef struct kl_worker_listener {
 typedef struct kl_handoff {
     kl_socket sock;
     kl_listener *listener;
+    int reclaim; /* over max_connections: admitted only by closing an idle connection */
 } kl_handoff;
 
 struct keel_worker {
@@ -53,6 +54,8 @@ struct keel_worker {
     kl_worker_listener *listeners;
     size_t nlisteners;
     uint64_t nconns;
+    keel_conn *idle_head, *idle_tail; /* the idle list (net/conn.c), oldest first */
+    int64_t nidle; /* its length; read by the acceptor (relaxed) to pick a worker */
     kl_timeouts timeouts;
     kl_bufpool pool;
     char *scratch;            /* raw reads for connections with a transport */
@@ -98,8 +101,11 @@ void kl_worker_request_stop(keel_worker *w, int force);
 /* Waits for the thread to end. Main thread. */
 void kl_worker_join(keel_worker *w);
 
-/* Queues an accepted socket for the worker. Any thread. */
-int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener);
+/* Queues an accepted socket for the worker. reclaim: the socket holds no
+ * max_connections slot (the limit was reached) and gets one only if the
+ * worker can close one of its idle connections (kl_conn_reclaim_idle).
+ * Any thread. */
+int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener, int reclaim);
 
 /* Runs cb(conn, status, userdata) from the loop soon, not from inside the
  * caller: owed on the connection (net/output.c). Worker thread. */

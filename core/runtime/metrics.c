@@ -408,6 +408,10 @@ int kl_metrics_register_core(keel_server *s)
     REG(&cm->conns_rejected, NULL, 0);
     d.labels = "by=\"acceptor\"";
     REG(NULL, sample_rejected_by_acceptor, 0);
+    d = (keel_metric_desc)CORE_SERIES(
+        "keel_connections_reclaimed_total",
+        "Idle connections closed at max_connections to admit new ones", KEEL_METRIC_COUNTER);
+    REG(&cm->conns_reclaimed, NULL, 0);
     d = (keel_metric_desc)CORE_SERIES("keel_bytes_received_total",
                                       "Bytes read from sockets (before any transport)",
                                       KEEL_METRIC_COUNTER);

@@ -56,6 +56,7 @@ typedef struct kl_core_metrics {
     keel_metric *conns_open;
     keel_metric *conns_accepted;
     keel_metric *conns_rejected;
+    keel_metric *conns_reclaimed;
     keel_metric *bytes_in;
     keel_metric *bytes_out;
     keel_metric *requests[5]; /* by status class, 1xx..5xx */

@@ -204,7 +204,9 @@ KEEL_FN(size_t, conn_write_queued, (keel_conn *conn), (conn))
 KEEL_VFN(conn_close, (keel_conn *conn), (conn))
 
 /* Closes at once, dropping queued writes (their callbacks get
- * KEEL_ERR_CLOSED). Idempotent. */
+ * KEEL_ERR_CLOSED); on TCP with a reset (SO_LINGER 0, since ABI 1.4), so
+ * that the kernel frees at once what it held for the peer (a peer that
+ * stopped reading). Idempotent. */
 KEEL_VFN(conn_abort, (keel_conn *conn), (conn))
 
 /* Stops delivering data (the socket is not read); buffered bytes and the
@@ -755,6 +757,15 @@ KEEL_FN(int, metrics_collect,
 KEEL_FN(int, transport_open_protocol, (keel_conn *conn, const char *protocol),
         (conn, protocol))
 
+/* The name of the protocol the connection speaks (or, while its transport
+ * defers it, the one it was made for: the listener's, or
+ * keel_conn_connect's), and of its transport (NULL for plain TCP): a
+ * transport offers ALPN ids that fit the listener's protocol, a service
+ * (tls.h) tells its own connections from others. Static strings valid as
+ * long as the connection. Worker thread of the connection. */
+KEEL_FN(const char *, conn_protocol_name, (keel_conn *conn), (conn))
+KEEL_FN(const char *, conn_transport_name, (keel_conn *conn), (conn))
+
 /* 1 if a protocol of that name is registered, else 0: what a transport
  * may offer in ALPN. Any thread, once every module has loaded (from
  * start() or later). */
@@ -801,6 +812,27 @@ KEEL_FN(int, config_path,
  * on_response_head. Worker thread of the request. */
 KEEL_FN(int, response_filter_skip_body, (keel_response *res), (res))
 
+/* What a head filter needs to know of the body to come (ABI 1.4): its
+ * length in bytes when known (a body given whole: keel_response_send,
+ * _send_copy, _send_file; or a Content-Length the handler set), -1 when
+ * it will be streamed (keel_response_write) without a declared length.
+ * From on_response_head (or a handler). Worker thread of the request. */
+KEEL_FN(int64_t, response_body_length, (keel_response *res), (res))
+
+/* 1 if the body comes from keel_response_send_file (a compressor may
+ * leave files to precompressed siblings and sendfile), else 0. From
+ * on_response_head. Worker thread of the request. */
+KEEL_FN(int, response_body_from_file, (keel_response *res), (res))
+
+/* The response's header fields, in order: how many, and the index-th as
+ * views valid until the headers change (KEEL_ERR_NOTFOUND past the end).
+ * For filters that must see every field of a name (Vary, Cache-Control),
+ * which keel_response_header (the first) does not. Worker thread of the
+ * request. */
+KEEL_FN(size_t, response_header_count, (keel_response *res), (res))
+KEEL_FN(int, response_header_at, (keel_response *res, size_t index, keel_header *out),
+        (res, index, out))
+
 /* ---- The server, for reports (ABI 1.4) --------------------------------- */
 
 /* The index-th loaded module (0-based, in load order): its name and
@@ -816,4 +848,24 @@ KEEL_FN(int, module_at,
  * strings. Any thread. */
 KEEL_FN(const char *, host_version, (void), ())
 KEEL_FN(const char *, host_abi, (void), ())
+
+/* ---- Idle connections (ABI 1.4) ------------------------------------------ */
+
+/* Says whether the connection is idle between messages: closing it now
+ * would lose nothing (an HTTP/1.1 connection waiting for its next request,
+ * or for its first). When a new client arrives at max_connections, the
+ * core closes the least recently idle such connection of the worker to
+ * admit it, as nginx does with its reusable connections: at once, without
+ * lingering, and only if no byte waits unconsumed and no output is queued
+ * or owed. Its on_close gets KEEL_ERR_LIMIT; keel_connections_reclaimed_total
+ * counts it. Protocols that keep state between messages a client would
+ * miss (a WebSocket, a subscription) never mark themselves idle.
+ *
+ * The mark lasts until the protocol clears it (idle 0), the protocol is
+ * handed bytes (on_data: a message may be starting, so mark it again when
+ * the connection is idle again), the connection changes protocol, or it
+ * closes. Marking an idle connection again keeps its place in the order.
+ * No effect on an outbound connection (it holds no max_connections slot)
+ * or a closing one. Worker thread of the connection. */
+KEEL_VFN(conn_set_idle, (keel_conn *conn, int idle), (conn, idle))
 #endif /* KEEL__WANT(4) */

@@ -47,21 +47,6 @@ static int str_is(keel_str s, const char *lit)
     return s.ptr != NULL && s.len == n && memcmp(s.ptr, lit, n) == 0;
 }
 
-/* A Content-Length the handler declared, or -1. */
-static int64_t declared_length(keel_response *res)
-{
-    keel_str v = keel_response_header(res, "Content-Length");
-    if (v.ptr == NULL || v.len == 0 || v.len > 18)
-        return -1;
-    int64_t n = 0;
-    for (size_t i = 0; i < v.len; i++) {
-        if (v.ptr[i] < '0' || v.ptr[i] > '9')
-            return -1;
-        n = n * 10 + (v.ptr[i] - '0');
-    }
-    return n;
-}
-
 /* Leaves this response's body alone: the core then skips this filter's
  * on_response_body for it, and if no other body filter wants it, the body
  * goes out as if none were registered (its length kept, a file with
@@ -71,30 +56,25 @@ static void decline(keel_response *res)
     keel_response_filter_skip_body(res);
 }
 
-/* Would the core send this body from a file (keel_response_send_file)?
- * TODO(core): no call says so yet; until one exists, compress_files = off
- * cannot be honoured and file bodies are treated like any other. */
-static int body_from_file(keel_response *res)
-{
-    (void)res;
-    return 0;
-}
-
 static int status_compressible(int status)
 {
     return status == 200 || status == 403 || status == 404;
 }
 
-/* Adds Accept-Encoding to Vary unless Vary already lists it or is "*".
- * Only the first Vary line can be read (the API has no iteration over
- * response fields), so the token goes on a line of its own rather than
- * rewriting the first: several lines are one list (RFC 9110 5.3), and
- * replacing them would drop the others. */
+/* Adds Accept-Encoding to Vary unless a Vary line already lists it or
+ * is "*" (every line: several lines are one list, RFC 9110 5.3). The
+ * token goes on a line of its own rather than rewriting one, which is
+ * the same list and leaves the others as they were. */
 static void add_vary(keel_response *res)
 {
-    keel_str vary = keel_response_header(res, "Vary");
-    if (kd_list_has(vary, "Accept-Encoding") || kd_list_has(vary, "*"))
-        return;
+    size_t n = keel_response_header_count(res);
+    keel_header h;
+    for (size_t i = 0; i < n; i++) {
+        if (keel_response_header_at(res, i, &h) != KEEL_OK || !kd_name_is(h.name, "Vary"))
+            continue;
+        if (kd_list_has(h.value, "Accept-Encoding") || kd_list_has(h.value, "*"))
+            return;
+    }
     keel_response_header_add(res, "Vary", "Accept-Encoding");
 }
 
@@ -148,10 +128,13 @@ static int compressible(const kd_http *http, keel_request *req, keel_response *r
     if (!kd_type_matches(keel_response_header(res, "Content-Type"),
                          (const char *const *)http->types, http->ntypes))
         return 0;
-    /* A length not declared (streamed, or not said) counts as large. */
+    /* The body's length as the core will send it (given whole, or a
+     * declared Content-Length); a streamed body of unknown length counts
+     * as large. */
     if (length >= 0 && (uint64_t)length < http->min_length)
         return 0;
-    if (!http->compress_files && body_from_file(res))
+    /* Files are left to sendfile and precompressed siblings unless asked. */
+    if (!http->compress_files && keel_response_body_from_file(res))
         return 0;
     return 1;
 }
@@ -173,7 +156,7 @@ static void size_window(int64_t length, int *window_bits, int *mem_level)
 void kd_filter_head(keel_request *req, keel_response *res, void *userdata)
 {
     const kd_http *http = userdata;
-    int64_t length = declared_length(res);
+    int64_t length = keel_response_body_length(res);
     if (!compressible(http, req, res, length)) {
         decline(res);
         return;

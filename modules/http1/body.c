@@ -38,8 +38,11 @@ enum {
     CS_CONTENT     /* Content-Length framed data */
 };
 
-/* A chunk-size line with its extensions, and each trailer line, may not
- * grow without bound (the data and trailers also count against max_body). */
+/* A chunk-size line with its extensions, and each trailer line, is at most
+ * this long: 400 (431 for a trailer line) beyond it. nginx refuses chunk
+ * headers far shorter; Node.js caps a message's extensions at 16 KiB
+ * (CVE-2024-22019). The line cap alone does not bound a body, since lines
+ * repeat: every framing byte is also counted (cfg->max_chunked, below). */
 #define H1_CHUNK_LINE_MAX 4096
 
 void h1_body_init(h1_conn *c)
@@ -52,6 +55,7 @@ void h1_body_init(h1_conn *c)
         c->x->body_left = 0;
     }
     c->x->line_len = 0;
+    c->x->overhead = 0;
 }
 
 /* Hands data to the core while it wants the body, else drops it. */
@@ -98,10 +102,19 @@ static int is_field_char(unsigned char ch)
 
 /* One framing byte of the chunked coding. Returns 0 to go on, 1 when the
  * message is complete, or an error status. */
-static int chunk_byte(h1_exch *x, uint64_t max_body, unsigned char ch)
+static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch)
 {
+    uint64_t max_body = cfg->max_body;
     if (++x->line_len > H1_CHUNK_LINE_MAX)
         return x->body_state >= CS_TRAILER ? 431 : 400;
+    /* Issue 13: extensions that counted for nothing let 10,000 one-byte
+     * chunks with 4 KB extensions (41 MB) through a 1 MiB limit. Every
+     * byte of the chunked body is counted: the data against max_body, as
+     * with Content-Length, and data plus framing (size lines, extensions,
+     * CRLFs, trailer fields) against max_chunked, which leaves room for
+     * ordinary framing only (read_config). */
+    if (x->body_seen + ++x->overhead > cfg->max_chunked)
+        return 413;
     switch (x->body_state) {
     case CS_SIZE0:
     case CS_SIZE: {
@@ -227,10 +240,9 @@ static int chunk_byte(h1_exch *x, uint64_t max_body, unsigned char ch)
         x->body_state = CS_SIZE0;
         return 0;
     /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2);
-     * the fields are checked like header fields and then dropped. */
+     * the fields are checked like header fields and then dropped. They
+     * count as framing (above). */
     case CS_TRAILER:
-        if (++x->body_seen > max_body)
-            return 413;
         if (ch == '\r')
             x->body_state = CS_END_LF;
         else if (h1_is_tchar(ch))
@@ -239,16 +251,12 @@ static int chunk_byte(h1_exch *x, uint64_t max_body, unsigned char ch)
             return 400;
         return 0;
     case CS_TR_NAME:
-        if (++x->body_seen > max_body)
-            return 413;
         if (ch == ':')
             x->body_state = CS_TR_VALUE;
         else if (!h1_is_tchar(ch))
             return 400;
         return 0;
     case CS_TR_VALUE:
-        if (++x->body_seen > max_body)
-            return 413;
         if (ch == '\r')
             x->body_state = CS_TR_LF;
         else if (!is_field_char(ch))
@@ -289,7 +297,7 @@ int h1_parse_body(h1_conn *c)
             }
             continue;
         }
-        int r = chunk_byte(c->x, c->w->cfg->max_body, (unsigned char)*p++);
+        int r = chunk_byte(c->x, c->w->cfg, (unsigned char)*p++);
         c->pos = (size_t)(p - c->data);
         if (r == 1)
             return H1_READY;

@@ -88,7 +88,7 @@ int h1_exchange_next(h1_conn *c)
     c->x->req = NULL;
     c->framing = H1_BODY_NONE;
     c->x->resp_left = 0;
-    c->x->body_seen = 0;
+    c->x->body_seen = c->x->overhead = c->x->body_start_ms = 0;
     c->x->head_deadline_ms = 0;
     c->want_body = c->expect_continue = c->continue_sent = 0;
     c->head_sent = c->resp_ended = c->is_head = c->version10 = 0;
@@ -109,6 +109,7 @@ int h1_body_unwanted(h1_conn *c)
         return -1;
     }
     c->msg = H1_MSG_DISCARD; /* bounded by max_body, as any body */
+    h1_body_clock_start(c);
     return 0;
 }
 
@@ -318,9 +319,10 @@ static void sink_want_body(void *exchange)
             c->continue_sent = 1;
     }
     c->msg = H1_MSG_BODY;
+    h1_body_clock_start(c);
     if (!c->in_process) {
         h1_out_flush(c);
-        h1_set_timeout(c, c->w->cfg->body_timeout_ms);
+        h1_set_timeout(c, h1_body_timeout(c));
         h1_resume(c);
     }
 }

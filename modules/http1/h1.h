@@ -34,8 +34,10 @@ typedef struct h1_config {
     uint64_t max_header_bytes; /* the whole head; 431 above this */
     uint64_t max_headers;      /* 431 above this */
     uint64_t max_body;         /* 413 above this */
+    uint64_t max_chunked;      /* a chunked body's data and framing: 413 above this (body.c) */
     uint64_t header_timeout_ms;
     uint64_t body_timeout_ms;
+    uint64_t body_min_rate; /* bytes/s a body must average after body_timeout; 0: none */
     uint64_t keepalive_timeout_ms;
     uint64_t max_requests; /* per connection; 0: unlimited */
     char server_line[256]; /* "Server: keel\r\n", or "" */
@@ -145,6 +147,8 @@ struct h1_exch {
     keel_request *req;         /* the request in flight */
     uint64_t head_deadline_ms; /* header_timeout, from the head's first byte */
     uint64_t body_seen;        /* request body bytes of this message */
+    uint64_t overhead;         /* chunked framing bytes: sizes, extensions, CRLFs, trailers */
+    uint64_t body_start_ms;    /* when reading (or discarding) the body began; 0: not yet */
     uint64_t body_left;        /* Content-Length bytes, or the chunk's, still to read */
     uint64_t resp_left;        /* H1_BODY_LENGTH: response body bytes still owed */
     int error_status;          /* set by a parser callback that returns HPE_USER */
@@ -219,6 +223,7 @@ typedef struct h1_conn {
     unsigned had_request : 1;  /* keep-alive (not header) timeout when idle */
     unsigned head_started : 1; /* bytes of the current head have arrived */
     unsigned handed_over : 1;  /* the connection is another protocol's now */
+    unsigned idle_marked : 1;  /* keel_conn_set_idle(conn, 1) is in force (http1.c) */
 } h1_conn;
 
 /* Every idle keep-alive connection pays for this (malloc rounds 88 bytes
@@ -233,6 +238,13 @@ void h1_process(h1_conn *c);
 
 /* Sets the connection's inactivity timeout if it changed. */
 void h1_set_timeout(h1_conn *c, uint64_t ms);
+
+/* The body's inactivity timeout, shortened to what is left of its total
+ * time (body_timeout plus a second per body_min_rate bytes received); and
+ * whether that total time is up. Reading the body starts its clock. */
+void h1_body_clock_start(h1_conn *c);
+uint64_t h1_body_timeout(h1_conn *c);
+int h1_body_late(h1_conn *c);
 
 /* Pauses / resumes reading (idempotent). */
 void h1_pause(h1_conn *c);

@@ -56,6 +56,20 @@ static uint64_t now_ms(h1_conn *c)
     return keel_worker_now_ms(c->w->worker);
 }
 
+/* Between requests (or before the first, as nginx counts a new connection
+ * reusable too) nothing is lost if the connection closes: a client retries
+ * a request on a keep-alive connection that closed (RFC 9112 9.3.1). At
+ * max_connections the core may close it, least recently idle first, to
+ * admit a new client (keel_conn_set_idle). The core clears the mark when
+ * it hands us bytes. */
+static void mark_idle(h1_conn *c)
+{
+    if (!c->idle_marked && !c->closing && !c->handed_over && !c->shutdown) {
+        c->idle_marked = 1;
+        keel_conn_set_idle(c->conn, 1);
+    }
+}
+
 /* The inactivity timeout that brings a head's deadline back: exactly what
  * is left (the core's timeouts take any duration at the same cost); the
  * deadline itself is also checked on each delivery and in on_timeout. */
@@ -63,6 +77,45 @@ static uint64_t head_timeout_left(h1_conn *c)
 {
     uint64_t now = now_ms(c);
     return now >= c->x->head_deadline_ms ? 1 : c->x->head_deadline_ms - now;
+}
+
+/* Issue 13: body_timeout alone bounds the pause between two reads, so a
+ * body trickled at one byte per body_timeout was never cut off. As Apache's
+ * mod_reqtimeout (RequestReadTimeout body=20,MinRate=500), the body gets
+ * body_timeout to get going plus one second per body_min_rate bytes
+ * received (data and chunked framing alike), so it must keep an average
+ * rate; the pause limit stays. Time the handler takes before it asks for
+ * the body is its own: the clock starts when reading does. */
+void h1_body_clock_start(h1_conn *c)
+{
+    if (c->x != NULL && c->x->body_start_ms == 0)
+        c->x->body_start_ms = now_ms(c) | 1; /* never 0, even at loop time 0 */
+}
+
+static uint64_t body_deadline(h1_conn *c)
+{
+    const h1_config *cfg = c->w->cfg;
+    if (cfg->body_min_rate == 0 || c->x == NULL || c->x->body_start_ms == 0)
+        return UINT64_MAX;
+    uint64_t got = c->x->body_seen + c->x->overhead;
+    uint64_t secs = got / cfg->body_min_rate;
+    uint64_t grace = secs > UINT64_MAX / 2000
+                         ? UINT64_MAX / 2
+                         : secs * 1000 + got % cfg->body_min_rate * 1000 / cfg->body_min_rate;
+    uint64_t base = c->x->body_start_ms + cfg->body_timeout_ms;
+    return base > UINT64_MAX - grace ? UINT64_MAX : base + grace;
+}
+
+int h1_body_late(h1_conn *c)
+{
+    return now_ms(c) >= body_deadline(c);
+}
+
+uint64_t h1_body_timeout(h1_conn *c)
+{
+    uint64_t deadline = body_deadline(c), now = now_ms(c);
+    uint64_t left = deadline > now ? deadline - now : 1;
+    return left < c->w->cfg->body_timeout_ms ? left : c->w->cfg->body_timeout_ms;
 }
 
 /* ---- the state machine ------------------------------------------------------- */
@@ -141,8 +194,17 @@ void h1_process(h1_conn *c)
                 goto out;
             if (c->pos == c->len)
                 goto out;
-            if ((r = h1_parse_body(c)) != H1_READY)
+            if ((r = h1_parse_body(c)) != H1_READY) {
+                /* A trickle keeps the inactivity timer alive: the body's
+                 * total time is checked on each delivery too. */
+                if (r == H1_NEED_MORE && h1_body_late(c)) {
+                    if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE)
+                        h1_fail(c, 408);
+                    else
+                        h1_close(c);
+                }
                 goto out;
+            }
             if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE) {
                 c->msg = H1_MSG_DONE;
                 keel_http_request_body(c->x->req, NULL, 0, 1);
@@ -172,7 +234,7 @@ static size_t settle(h1_conn *c)
         return c->len;
     size_t keep = c->pos;
     uint64_t timeout = 0;
-    int wait = 0;
+    int wait = 0, idle = 0;
     switch (c->msg) {
     case H1_MSG_HEAD:
         if (c->head_started) {
@@ -186,6 +248,7 @@ static size_t settle(h1_conn *c)
                 h1_exch_put(c->w, c->x); /* idle: hold nothing */
                 c->x = NULL;
             }
+            idle = 1;
         }
         break;
     case H1_MSG_HOLD:
@@ -193,7 +256,7 @@ static size_t settle(h1_conn *c)
         break;
     case H1_MSG_BODY:
     case H1_MSG_DISCARD:
-        timeout = c->w->cfg->body_timeout_ms;
+        timeout = h1_body_timeout(c);
         break;
     case H1_MSG_DONE:
         /* In flight: a head without a body is still referenced by the core
@@ -210,6 +273,8 @@ static size_t settle(h1_conn *c)
     h1_out_flush(c);
     h1_set_timeout(c, timeout);
     h1_out_release(c);
+    if (idle)
+        mark_idle(c);
     return keep;
 }
 
@@ -223,20 +288,23 @@ void h1_after_exchange(h1_conn *c)
             return;
         h1_out_flush(c);
         h1_set_timeout(c, c->w->cfg->keepalive_timeout_ms);
-        if (c->skip == 0 && c->pos == c->len && c->x != NULL) {
+        int idle = c->skip == 0 && c->pos == c->len;
+        if (idle && c->x != NULL) {
             /* Nothing left for the core to deliver again: idle now. */
             h1_exch_put(c->w, c->x);
             c->x = NULL;
         }
         h1_out_release(c);
         h1_resume(c);
+        if (idle)
+            mark_idle(c);
         break;
     case H1_MSG_HOLD:
     case H1_MSG_BODY:
         if (h1_body_unwanted(c) < 0)
             return;
         h1_out_flush(c);
-        h1_set_timeout(c, c->w->cfg->body_timeout_ms);
+        h1_set_timeout(c, h1_body_timeout(c));
         h1_resume(c);
         break;
     default:
@@ -257,6 +325,7 @@ static int h1_on_open(keel_conn *conn, void *arg)
     c->w = keel_worker_state(keel_conn_worker(conn), keel_conn_module(conn));
     keel_conn_set_data(conn, c);
     h1_set_timeout(c, c->w->cfg->header_timeout_ms);
+    mark_idle(c);
     return KEEL_OK;
 }
 
@@ -267,6 +336,7 @@ static int h1_on_data(keel_conn *conn, const char *data, size_t len, size_t *con
         *consumed = len;
         return KEEL_OK;
     }
+    c->idle_marked = 0; /* the core cleared it: bytes came */
     if (c->skip > len)
         return KEEL_ERR_STATE; /* the core lost bytes we left: cannot go on */
     c->data = data;
@@ -327,7 +397,8 @@ static void h1_on_timeout(keel_conn *conn)
         }
         break;
     case H1_MSG_BODY:
-        /* RFC 9110 15.5.9: 408 (if nothing was answered yet), then close. */
+        /* RFC 9110 15.5.9: 408 (if nothing was answered yet), then close:
+         * a pause of body_timeout, or the body's total time is up. */
         if (c->ex == H1_EX_ACTIVE)
             h1_fail(c, 408);
         else
@@ -407,6 +478,7 @@ static int read_config(keel_module *m, h1_config *cfg)
     rc = keep_first(rc,
                     keel_config_duration_ms(m, "header_timeout", 10000, &cfg->header_timeout_ms));
     rc = keep_first(rc, keel_config_duration_ms(m, "body_timeout", 30000, &cfg->body_timeout_ms));
+    rc = keep_first(rc, keel_config_size(m, "body_min_rate", 1024, &cfg->body_min_rate));
     rc = keep_first(
         rc, keel_config_duration_ms(m, "keepalive_timeout", 5000, &cfg->keepalive_timeout_ms));
     rc = keep_first(rc, keel_config_int(m, "max_requests", 1000, 0, INT64_MAX, &n));
@@ -424,6 +496,14 @@ static int read_config(keel_module *m, h1_config *cfg)
         return keel_config_error(m, "header_timeout", "must be more than 0");
     if (cfg->body_timeout_ms == 0)
         return keel_config_error(m, "body_timeout", "must be more than 0");
+    /* A chunked body's framing (sizes, extensions, line ends, trailers)
+     * gets an eighth of max_body beyond its data, at least 1 KiB (an empty
+     * body's "0\r\n\r\n" with a few trailer fields): 1 MiB of data in
+     * 8 KiB chunks needs under 1 KiB of it, and no encoding of a body
+     * makes keel read more than 1.125 times max_body plus 1 KiB. */
+    uint64_t allowance = cfg->max_body / 8 > 1024 ? cfg->max_body / 8 : 1024;
+    cfg->max_chunked =
+        cfg->max_body > UINT64_MAX - allowance ? UINT64_MAX : cfg->max_body + allowance;
 
     /* RFC 9110 10.2.4: Server = product *( RWS ( product / comment ) ):
      * visible characters and spaces only, so it cannot split a response. */

@@ -228,6 +228,7 @@ void h1_parse_init(h1_conn *c, h1_exch *x)
     x->error_status = 0;
     x->req = NULL;
     x->body_seen = x->body_left = x->resp_left = 0;
+    x->overhead = x->body_start_ms = 0;
     x->line_len = 0;
     x->body_state = 0;
     x->method_off = x->url_off = x->version_off = UINT32_MAX;

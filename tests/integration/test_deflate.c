@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "test_http.h"
 
+#include <netinet/in.h>
 #include <zlib.h>
 
 static kh_proc *start(const char *extra)
@@ -539,6 +540,85 @@ Test(deflate, file_body_compressed, .timeout = 60, .fini = kh_cleanup_all)
     stop_clean(p);
 }
 
+/* The value of an unlabelled series on a Prometheus page, or -1. */
+static long long prom_value(const char *page, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *s = page; (s = strstr(s, name)) != NULL; s += n)
+        if ((s == page || s[-1] == '\n') && s[n] == ' ')
+            return atoll(s + n + 1);
+    return -1;
+}
+
+/* compress_files = off (the default): a file body is left alone, so it
+ * keeps its Content-Length and sendfile (keel_response_body_from_file). */
+Test(deflate, file_body_left_to_sendfile_by_default, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start(NULL);
+    char path[400];
+    snprintf(path, sizeof path, "%s/page.html", p->dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert(f);
+    for (int i = 0; i < 2000; i++)
+        fprintf(f, "<p>line %d of a compressible page</p>\n", i);
+    long size = ftell(f);
+    cr_assert(fclose(f) == 0);
+    ht_resp r;
+    get(p, ht_fmt("/fix/file?path=%s", path), AE_GZIP, &r);
+    expect_identity(p, &r);
+    kh_assert(
+        p, r.status == 200 && !r.chunked && r.content_length == size && r.body_len == (size_t)size,
+        "status %d, chunked %d, Content-Length %lld of %ld\n%s", r.status, r.chunked,
+        (long long)r.content_length, size, r.head);
+    ht_resp_free(&r);
+    stop_clean(p);
+}
+
+/* A small body given whole has a known length even without a declared
+ * Content-Length (keel_response_body_length): hello's 13-byte "Hello,
+ * World!" is not inflated to a larger gzip member. */
+Test(deflate, small_body_given_whole_not_compressed, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start(NULL);
+    ht_resp r;
+    get(p, "/", AE_GZIP, &r);
+    expect_identity(p, &r);
+    kh_assert(p, r.body_len == 13 && memcmp(r.body, "Hello, World!", 13) == 0, "body %.*s",
+              (int)r.body_len, r.body);
+    ht_resp_free(&r);
+    stop_clean(p);
+}
+
+/* A streamer paced by its pieces' release stays paced through the
+ * compressor: with a client that reads nothing, what the filter was fed
+ * stays near what the sockets hold, not the whole stream (which would pile
+ * up in keel's write queue). /fix/pump streams 64 MiB of incompressible
+ * bytes; loopback's socket buffers hold a few MiB. */
+Test(deflate, streamed_body_paced_through_the_filter, .timeout = 60, .fini = kh_cleanup_all)
+{
+    char conf[4096];
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n"
+             "modules = http1 deflate deflatefix stats\n" KH_MODULE_PATH);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    int small = 8192;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)kh_port(p, 0))};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    kh_assert(p, connect(fd, (struct sockaddr *)&a, sizeof a) == 0, "connect");
+    const char *req = "GET /fix/pump?n=16384&size=4096 HTTP/1.1\r\nHost: t\r\n" AE_GZIP "\r\n";
+    kh_assert(p, kh_send_str(fd, req) == 0, "send");
+    kh_sleep_ms(1000); /* read nothing */
+    ht_resp r;
+    get(p, "/metrics", "", &r);
+    long long in = prom_value(r.body, "deflate_bytes_in_total");
+    ht_resp_free(&r);
+    kh_assert(p, in > 0 && in < 16 * 1024 * 1024, "the compressor was fed %lld bytes", in);
+    close(fd);
+    stop_clean(p);
+}
+
 /* ---- config ------------------------------------------------------------------- */
 
 Test(deflate, config_types_min_length_http_off, .timeout = 60, .fini = kh_cleanup_all)
@@ -612,16 +692,6 @@ Test(deflate, service_from_another_module, .timeout = 60, .fini = kh_cleanup_all
 }
 
 /* ---- metrics ----------------------------------------------------------------- */
-
-/* The value of an unlabelled series on a Prometheus page, or -1. */
-static long long prom_value(const char *page, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *s = page; (s = strstr(s, name)) != NULL; s += n)
-        if ((s == page || s[-1] == '\n') && s[n] == ' ')
-            return atoll(s + n + 1);
-    return -1;
-}
 
 Test(deflate, metrics_count_responses_and_bytes, .timeout = 60, .fini = kh_cleanup_all)
 {

@@ -41,6 +41,7 @@
 #define HT_MAX_BODY          "http1.max_body"
 #define HT_HEADER_TIMEOUT    "http1.header_timeout"
 #define HT_BODY_TIMEOUT      "http1.body_timeout"
+#define HT_BODY_MIN_RATE     "http1.body_min_rate"
 #define HT_KEEPALIVE_TIMEOUT "http1.keepalive_timeout"
 #define HT_MAX_REQUESTS      "http1.max_requests"
 #define HT_SERVER            "http1.server"

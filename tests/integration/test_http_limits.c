@@ -1,6 +1,7 @@
 /* HTTP/1.1 limits and timeouts, each with its status code: 414 (request
  * line), 431 (header bytes, header count), 413 (body, by Content-Length and
- * chunked), 408 (header read timeout, slowloris, body read timeout), the
+ * chunked, chunked framing), 408 (header read timeout, slowloris, body read
+ * timeout, body minimum rate), the
  * keep-alive idle timeout and max requests per connection. Every limit is
  * set small with --set so the tests are quick; after each refusal the server
  * must still serve. */
@@ -192,6 +193,89 @@ Test(http_limits, body_413, .timeout = 30, .fini = kh_cleanup_all)
 
     free(b);
     still_serving(p);
+    kh_stop(p);
+}
+
+/* Issue 13, weakness 3: chunk extensions counted for nothing, so 10,000
+ * one-byte chunks with 4 KB extensions (41 MB) passed a 1 MiB max_body.
+ * The attack, bounded: at the default limits keel must answer 413 long
+ * before 10,000 chunks, having read little more than max_body. */
+Test(http_limits, chunk_extensions_count_against_max_body, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = ht_start(NULL, NULL);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    char *ext = repeat('e', 4000);
+    const char *chunk = ht_fmt("1;x=%s\r\nZ\r\n", ext);
+    size_t chunk_len = strlen(chunk);
+    ht_send_str(c, "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n");
+    size_t sent = 0;
+    int i = 0;
+    /* In batches of 16 chunks (64 KB), looking for the answer in between,
+     * so the client never writes into a connection the server has shut. */
+    while (i < 10000 && ht_avail(c) == 0 && !c->eof) {
+        for (int k = 0; k < 16 && i < 10000; k++, i++) {
+            if (ht_try_send(c, chunk, chunk_len) < 0)
+                goto answered;
+            sent += chunk_len;
+        }
+        ht_fill(c, 0);
+    }
+answered:
+    expect_refused(p, c, 413, "10,000 one-byte chunks with 4 KB extensions");
+    /* 1.125 MiB of data and framing is allowed; the socket buffers hold a
+     * few MB more at most. */
+    kh_assert(p, sent < (size_t)8 << 20, "%zu bytes (%d chunks) sent before the 413", sent, i);
+    ht_close(c);
+    free(ext);
+    still_serving(p);
+    kh_stop(p);
+}
+
+/* Issue 13, weakness 4: a body trickled a byte at a time, each pause well
+ * inside body_timeout, must still be cut off once it falls below
+ * body_min_rate: body_timeout (1 s) plus 1 s per 10 bytes received; at 3
+ * bytes a second the budget runs out after about 1.5 s. */
+Test(http_limits, body_min_rate_cuts_a_trickle, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_BODY_TIMEOUT "=1s", "--set", HT_BODY_MIN_RATE "=10", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    long long t0 = kh_now_ms();
+    ht_send_str(c, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 1000\r\n\r\n");
+    while (ht_avail(c) == 0 && !c->eof && kh_now_ms() - t0 < 8000) {
+        if (ht_try_send(c, "t", 1) < 0)
+            break;
+        ht_fill(c, 300); /* one byte every 300 ms: never a 1 s pause */
+    }
+    long long ms = kh_now_ms() - t0;
+    expect_refused(p, c, 408, "a body trickled at 3 bytes/s with body_min_rate=10");
+    kh_assert(p, ms >= 1000 && ms < 5000, "trickle cut after %lld ms (expected about 1.5 s)", ms);
+    ht_close(c);
+    still_serving(p);
+    kh_stop(p);
+}
+
+/* The rate floor must not cut a body that keeps it: 3,000 bytes at about
+ * 1,000 bytes/s take three body_timeouts and are answered. */
+Test(http_limits, body_min_rate_spares_a_steady_body, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_BODY_TIMEOUT "=1s", "--set", HT_BODY_MIN_RATE "=500", NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    char *b = repeat('s', 100);
+    ht_send_str(c, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 3000\r\n\r\n");
+    for (int i = 0; i < 30; i++) {
+        ht_send(c, b, 100);
+        if (i < 29) /* the last piece completes the body */
+            kh_assert(p, ht_fill(c, 100) < 0 && !c->eof, "answered early, after %d00 bytes", i + 1);
+    }
+    ht_resp r;
+    ht_expect_response(p, c, &r, 0);
+    kh_assert(p, r.status == 200 && r.body_len == 3000, "a steady 3000-byte body: %d, %zu bytes",
+              r.status, r.body_len);
+    ht_resp_free(&r);
+    ht_close(c);
+    free(b);
     kh_stop(p);
 }
 

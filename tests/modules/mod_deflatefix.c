@@ -2,11 +2,14 @@
  *
  *   GET /fix/body?len=N[&type=T][&status=S][&etag=E][&vary=V][&ce=C][&cc=X][&cl=1]
  *       N bytes of text (the same for the same N) with those fields;
- *       cl=1 declares the Content-Length as a field, which is the only
- *       way a head filter learns the length today
+ *       cl=1 declares the Content-Length as a field as well
  *   GET /fix/tick?n=N&ms=M
  *       N lines streamed, one every M ms from a timer: a stream whose end
  *       is far behind its start
+ *   GET /fix/pump?n=N&size=S
+ *       N pieces of S pseudo-random bytes (text/plain, so compressed, and
+ *       incompressible), each written once the previous one was released:
+ *       a streamer paced by its peer, as hello's /stream, in bulk
  *   GET /fix/file?path=P
  *       the file P with keel_response_send_file (text/plain)
  *   GET /fix/service
@@ -104,6 +107,77 @@ static int fix_body(keel_request *req, keel_response *res, void *userdata)
         return KEEL_ERR_NOMEM;
     fill_text(body, n);
     return keel_response_send(res, body, n, free_body, NULL);
+}
+
+/* ---- /fix/pump: a stream paced by its pieces' release ----------------------- */
+
+struct pump {
+    keel_response *res;
+    unsigned next, total;
+    size_t size;
+    uint64_t seed;
+    int in_write, released;
+    char piece[];
+};
+
+static void pump_step(struct pump *pm);
+
+static void pump_released(void *data, void *userdata)
+{
+    (void)data;
+    struct pump *pm = userdata;
+    if (pm->in_write)
+        pm->released = 1;
+    else
+        pump_step(pm);
+}
+
+static void pump_step(struct pump *pm)
+{
+    for (;;) {
+        if (pm->next == pm->total) {
+            keel_response_end(pm->res);
+            free(pm);
+            return;
+        }
+        pm->next++;
+        for (size_t i = 0; i < pm->size; i++) { /* xorshift64: incompressible */
+            pm->seed ^= pm->seed << 13;
+            pm->seed ^= pm->seed >> 7;
+            pm->seed ^= pm->seed << 17;
+            pm->piece[i] = (char)(pm->seed >> 24);
+        }
+        pm->released = 0;
+        pm->in_write = 1;
+        int rc = keel_response_write(pm->res, pm->piece, pm->size, pump_released, pm);
+        pm->in_write = 0;
+        if (rc < 0) {
+            free(pm);
+            return;
+        }
+        if (!pm->released)
+            return;
+    }
+}
+
+static int fix_pump(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    params q;
+    const char *n = param(req, "n", q, 0), *size = param(req, "size", q, 1);
+    size_t s = size ? (size_t)atoi(size) : 4096;
+    if (s == 0 || s > 65536)
+        return keel_response_send_status(res, 400);
+    struct pump *pm = calloc(1, sizeof *pm + s);
+    if (pm == NULL)
+        return KEEL_ERR_NOMEM;
+    pm->res = res;
+    pm->total = n ? (unsigned)atoi(n) : 10;
+    pm->size = s;
+    pm->seed = 0x9e3779b97f4a7c15u;
+    keel_response_header_set(res, "Content-Type", "text/plain");
+    pump_step(pm);
+    return KEEL_OK;
 }
 
 /* ---- /fix/tick: a stream paced by a timer ----------------------------------- */
@@ -285,6 +359,7 @@ static int fix_load(keel_module *module)
     int rc;
     if ((rc = keel_route_add(module, "GET", "/fix/body", fix_body, f)) < 0 ||
         (rc = keel_route_add(module, "GET", "/fix/tick", fix_tick, f)) < 0 ||
+        (rc = keel_route_add(module, "GET", "/fix/pump", fix_pump, f)) < 0 ||
         (rc = keel_route_add(module, "GET", "/fix/file", fix_file, f)) < 0 ||
         (rc = keel_route_add(module, "GET", "/fix/service", fix_service, f)) < 0 ||
         (rc = keel_http_filter_add(module, &f->filter)) < 0) {

@@ -76,3 +76,29 @@ Test(target, asterisk_form, .timeout = 10)
 {
     expect_path("*", "*");
 }
+
+/* A raw NUL in a target that needs no decoding stayed in the path (found
+ * by tests/fuzz/fuzz_target): "/a\0xG" was routed as itself and read as
+ * "/a" by any C-string consumer. Any NUL is refused, in the path or the
+ * query. */
+static int parse_n(const char *target, size_t len, keel_request *req)
+{
+    memset(req, 0, sizeof *req);
+    req->arena.at = req->inline_arena;
+    req->arena.end = req->inline_arena + sizeof req->inline_arena;
+    req->head.target = (keel_str){target, len};
+    return kl_request_parse_target(req);
+}
+
+Test(target, raw_nul_refused, .timeout = 10)
+{
+    keel_request req;
+    static const char path[] = "/a\0\0\0\0xG\377&y=2";
+    cr_expect_eq(parse_n(path, sizeof path - 1, &req), 400, "NUL in a plain path");
+    static const char query[] = "/a?x=\0";
+    cr_expect_eq(parse_n(query, sizeof query - 1, &req), 400, "NUL in the query");
+    static const char absolute[] = "http://h\0/a";
+    cr_expect_eq(parse_n(absolute, sizeof absolute - 1, &req), 400, "NUL in the authority");
+    static const char ok[] = "/a?x=1";
+    cr_expect_eq(parse_n(ok, sizeof ok - 1, &req), 0);
+}

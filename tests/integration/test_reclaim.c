@@ -1,0 +1,158 @@
+/* Issue 13, weakness 5: at max_connections a new client was refused while
+ * idle keep-alive connections held every slot until their timeouts. Now,
+ * as nginx does (ngx_drain_connections), the least recently idle
+ * connection the protocol marked idle (keel_conn_set_idle) is closed to
+ * admit the new one, never one in the middle of a request. */
+#define _GNU_SOURCE
+#include "test_http.h"
+
+#define GET "GET / HTTP/1.1\r\nHost: h\r\n\r\n"
+
+/* keel with http1 + hello + the metrics test module, `workers` workers,
+ * max_connections = max, debug log (the reclaim line), and `reuseport`. */
+static kh_proc *start(int workers, int max, const char *reuseport)
+{
+    const char *args[] = {
+        "--set", ht_fmt("keel.max_connections=%d", max),
+        "--set", "keel.log_level=debug",
+        "--set", ht_fmt("keel.reuseport=%s", reuseport),
+        "--set", "keel.modules=http1 hello metrics", /* tests/modules: GET /dump */
+        NULL};
+    return ht_start_n(workers, NULL, args);
+}
+
+static void get_ok(kh_proc *p, ht_conn *c, const char *what)
+{
+    ht_send_str(c, GET);
+    ht_resp r;
+    int rc = ht_read_response(c, &r, 0, 5000);
+    kh_assert(p, rc == 0 && r.status == 200, "%s: %s (status %d)", what, rc ? r.err : "ok",
+              r.status);
+    ht_resp_free(&r);
+}
+
+/* Opens n keep-alive connections, each with one request answered. */
+static void open_idle(kh_proc *p, ht_conn **c, int n)
+{
+    for (int i = 0; i < n; i++) {
+        c[i] = ht_connect(kh_port(p, 0));
+        get_ok(p, c[i], ht_fmt("idle connection %d", i));
+        kh_sleep_ms(20); /* a distinct place in the idle order */
+    }
+}
+
+static long count(const char *haystack, const char *needle)
+{
+    long n = 0;
+    for (const char *s = haystack; (s = strstr(s, needle)) != NULL; s++)
+        n++;
+    return n;
+}
+
+Test(reclaim, idle_keepalive_makes_room, .timeout = 60, .fini = kh_cleanup_all)
+{
+    /* One worker: every connection is its own to reclaim. */
+    kh_proc *p = start(1, 3, "on");
+    ht_conn *c[3];
+    open_idle(p, c, 3);
+
+    /* A fourth client is served, and the least recently idle (the first)
+     * connection is closed to make room for it. */
+    ht_conn *d = ht_connect(kh_port(p, 0));
+    get_ok(p, d, "the client over max_connections");
+    kh_assert(p, ht_wait_closed(c[0], 5000) == 1, "the oldest idle connection is still open");
+    kh_assert(p, kh_wait_log(p, "idle connection closed to admit a new one", 5000),
+              "no debug line for the reclaim");
+    /* The others were left alone. */
+    get_ok(p, c[1], "second idle connection, afterwards");
+    get_ok(p, c[2], "third idle connection, afterwards");
+
+    /* Again: c[1] and c[2] went idle again after d did, so d goes. */
+    ht_conn *e = ht_connect(kh_port(p, 0));
+    get_ok(p, e, "a fifth client");
+    kh_assert(p, ht_wait_closed(d, 5000) == 1, "the least recently idle connection is open");
+    kh_assert(p, count(kh_stderr(p), "idle connection closed to admit") == 2,
+              "expected two reclaims");
+    /* And the metric counts them. */
+    ht_send_str(e, "GET /dump HTTP/1.1\r\nHost: h\r\n\r\n");
+    ht_resp r;
+    ht_expect_response(p, e, &r, 0);
+    kh_assert(p, r.status == 200 && strstr(r.body, "keel_connections_reclaimed_total{} 2"),
+              "/dump: %d\n%s", r.status, r.body);
+    ht_resp_free(&r);
+    for (int i = 0; i < 3; i++)
+        ht_close(c[i]);
+    ht_close(d);
+    ht_close(e);
+    kh_stop(p);
+}
+
+/* Connections opened and left silent to fill max_connections are idle too
+ * (nginx counts a connection waiting for its first request reusable):
+ * the oldest makes room for a real client. */
+Test(reclaim, silent_connections_make_room, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start(1, 2, "on");
+    ht_conn *a = ht_connect(kh_port(p, 0));
+    kh_sleep_ms(50);
+    ht_conn *b = ht_connect(kh_port(p, 0));
+    kh_sleep_ms(50);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    get_ok(p, c, "a client while two silent connections hold every slot");
+    kh_assert(p, ht_wait_closed(a, 5000) == 1, "the oldest silent connection is still open");
+    get_ok(p, b, "the other silent connection");
+    ht_close(a);
+    ht_close(b);
+    ht_close(c);
+    kh_stop(p);
+}
+
+Test(reclaim, never_a_connection_mid_request, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start(1, 2, "on");
+    ht_conn *a = ht_connect(kh_port(p, 0));
+    ht_conn *b = ht_connect(kh_port(p, 0));
+    /* Both in the middle of a head. */
+    ht_send_str(a, "GET /hello/a HTTP/1.1\r\nHost: h\r\n");
+    ht_send_str(b, "GET /hello/b HTTP/1.1\r\n");
+    kh_sleep_ms(200); /* the server has read them */
+
+    /* No idle connection to close: the newcomer is refused (closed
+     * without a byte), and the two requests finish. */
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    kh_assert(p, ht_wait_closed(c, 5000) == 1, "the client over the limit was not refused");
+    ht_close(c);
+    ht_send_str(a, "\r\n");
+    ht_send_str(b, "Host: h\r\n\r\n");
+    ht_resp r;
+    ht_expect_response(p, a, &r, 0);
+    kh_assert(p, r.status == 200 && strcmp(r.body, "Hello, a!") == 0, "a: %d %s", r.status, r.body);
+    ht_resp_free(&r);
+    ht_expect_response(p, b, &r, 0);
+    kh_assert(p, r.status == 200 && strcmp(r.body, "Hello, b!") == 0, "b: %d %s", r.status, r.body);
+    ht_resp_free(&r);
+    kh_assert(p, strstr(kh_stderr(p), "idle connection closed") == NULL,
+              "a connection mid-request was reclaimed");
+    ht_close(a);
+    ht_close(b);
+    kh_stop(p);
+}
+
+/* The single acceptor (Windows, macOS; reuseport = off here) hands the
+ * client over the limit to a worker that has idle connections. */
+Test(reclaim, through_the_acceptor, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start(2, 3, "off");
+    ht_conn *c[3];
+    open_idle(p, c, 3);
+    ht_conn *d = ht_connect(kh_port(p, 0));
+    get_ok(p, d, "the client over max_connections");
+    int closed = 0;
+    for (int i = 0; i < 3; i++)
+        closed += ht_wait_closed(c[i], i == 0 ? 3000 : 300) == 1;
+    kh_assert(p, closed == 1, "%d idle connections closed, expected 1", closed);
+    for (int i = 0; i < 3; i++)
+        ht_close(c[i]);
+    ht_close(d);
+    kh_stop(p);
+}

@@ -99,8 +99,6 @@ http_start_node() {
     spawn http.node "$HTTP_DIR/node.log" node "$BENCH_DIR/node_hello.js" "$1"
 }
 
-is_hello() { [[ $1 == "Hello, World!" ]]; }
-
 # Answers GET / with "Hello, World!" and echoes a POST?
 http_check() {
     local name=$1 port

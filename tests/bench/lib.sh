@@ -311,11 +311,12 @@ ratio() {
 
 # ---- Peers' configuration frames -------------------------------------------------
 
-# keel_conf FILE PORT MODULES [SECTIONS]: one worker on 127.0.0.1:PORT.
+# keel_conf FILE PORT MODULES [SECTIONS] [LISTEN_WORDS]: one worker on
+# 127.0.0.1:PORT, speaking LISTEN_WORDS (http1).
 keel_conf() {
     cat >"$1" <<EOF
 [keel]
-listen = 127.0.0.1:$2 http1
+listen = 127.0.0.1:$2 ${5:-http1}
 workers = 1
 modules = $3
 module_path = $KEEL_BUILD/modules
@@ -328,7 +329,8 @@ ${4:-}
 EOF
 }
 
-# nginx_conf DIR PORT HTTP_LINES SERVER_LINES [MAIN_LINES]: one worker.
+# nginx_conf DIR PORT HTTP_LINES SERVER_LINES [MAIN_LINES] [LISTEN_WORDS]:
+# one worker.
 nginx_conf() {
     mkdir -p "$1/logs"
     cat >"$1/nginx.conf" <<EOF
@@ -349,7 +351,7 @@ http {
     client_body_temp_path $1/body;
 $3
     server {
-        listen 127.0.0.1:$2 backlog=4096;
+        listen 127.0.0.1:$2 ${6:-}${6:+ }backlog=4096;
 $4
     }
 }
@@ -389,13 +391,15 @@ spawn_h2o() { # KEY DIR
     spawn "$1" "$2/h2o.log" h2o -c "$2/h2o.conf"
 }
 
+is_hello() { [[ $1 == "Hello, World!" ]]; }
+
 # check_up KEY URL PREDICATE DESCRIPTION LOGDIR: waits (10 s at most) until
 # the body of URL satisfies the shell function PREDICATE; 1 (with the logs
 # under LOGDIR) if it never does.
 check_up() {
     local key=$1 url=$2 pred=$3 what=$4 logs=$5 i body=""
     for ((i = 0; i < 100; i++)); do
-        body=$(curl -s --max-time 1 "$url" 2>/dev/null || true)
+        body=$(curl -sk --max-time 1 "$url" 2>/dev/null || true)
         "$pred" "$body" && return 0
         kill -0 "${PID[$key]}" 2>/dev/null || break
         sleep 0.1
@@ -611,7 +615,9 @@ bench_main() {
     need python3 python3
     for s in "${SCENARIOS[@]}"; do scenario_wanted "$s" && "${s}_needs"; done
     install_needed
-    setup_limits $((${IDLE:-0} > ${WS_IDLE:-0} ? ${IDLE:-0} : ${WS_IDLE:-0}))
+    local most=${IDLE:-0} n
+    for n in "${WS_IDLE:-0}" "${TLS_IDLE:-0}"; do ((n > most)) && most=$n; done
+    setup_limits "$most"
     start_watchdog
     local started=$SECONDS
     LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # tests/bench/run.sh — keel against its peers, every scenario in one run, on
-# loopback: HTTP/1.1 (nginx, h2o, Node.js), static files (nginx, h2o) and
-# WebSocket echo (libwebsockets, Node.js `ws`). A benchmark, not a test:
-# never part of ctest.
+# loopback: HTTP/1.1 (nginx, h2o, Node.js), static files (nginx, h2o),
+# WebSocket echo (libwebsockets, Node.js `ws`) and HTTPS (nginx). A
+# benchmark, not a test: never part of ctest.
 #
-#   tests/bench/run.sh                                 everything (about 11 min)
-#   DURATION=3 WARMUP=1 tests/bench/run.sh             quick run (about 7 min)
-#   DURATION=4 WARMUP=1 ROUNDS=3 tests/bench/run.sh    medians of 3 (about 13 min)
+#   tests/bench/run.sh                                 everything (about 13 min)
+#   DURATION=3 WARMUP=1 tests/bench/run.sh             quick run (about 8 min)
+#   DURATION=4 WARMUP=1 ROUNDS=3 tests/bench/run.sh    medians of 3 (about 15 min)
 #   TESTS="plain static4k" SERVERS="keel nginx" tests/bench/run.sh
 #   TESTS=ws tests/bench/ws.sh                         one scenario alone
 #
@@ -16,10 +16,11 @@
 #   http.sh    plain pipeline post idle syscalls instr   (group "http")
 #   static.sh  static4k static1m staticsyscalls staticinstr  (group "static")
 #   ws.sh      wsecho wsidle                              (group "ws")
+#   tls.sh     tlskeepalive tlshandshake tlsidle          (group "tls")
 # TESTS takes tests and groups, "all" for every one. SERVERS names the
-# servers; each scenario runs those it knows: keel everywhere, nginx and h2o
-# in http and static, node in http and ws, lws in ws, keel_nocache (keel
-# without its open-file cache) in static.
+# servers; each scenario runs those it knows: keel everywhere, nginx in http,
+# static and tls, h2o in http and static, node in http and ws, lws in ws,
+# keel_nocache (keel without its open-file cache) in static.
 #
 # Method, in every scenario: each server gets one worker / thread / process,
 # pinned to SERVER_CPU; the load (wrk -t1, ws_load, the idle clients) runs
@@ -36,27 +37,29 @@
 #
 # Bounded: every load is bounded in time (timeout), and the whole run stops
 # itself after MAX_MINUTES. A full run measures 3 x 4 (http) + 2 x 3
-# (static) + 4 x 3 (ws) = 30 loads of WARMUP + DURATION seconds per round,
-# plus about 4.5 minutes that do not depend on them (idle connections,
-# system call and callgrind counts, start-ups): about 11 minutes with the
-# defaults, 13 with DURATION=4 WARMUP=1 ROUNDS=3.
+# (static) + 4 x 3 (ws) + 2 x 2 (tls) = 34 loads of WARMUP + DURATION
+# seconds per round, plus about 5 minutes that do not depend on them (idle
+# connections, system call and callgrind counts, start-ups): about 13
+# minutes with the defaults, 15 with DURATION=4 WARMUP=1 ROUNDS=3.
 #
 # Environment (defaults in brackets):
 #   DURATION [10]  seconds per measurement       WARMUP [2]  seconds of warm-up before each
 #   ROUNDS [1]     measurements per server and test, in turns; the median is reported
 #   TESTS [all]    SERVERS ["keel nginx h2o lws node"]
-#   SERVER_CPU [0] CLIENT_CPU [1]   BASE_PORT [19080] (http +0..3, static +10..13, ws +20..25)
+#   SERVER_CPU [0] CLIENT_CPU [1]
+#   BASE_PORT [19080] (http +0..3, static +10..13, ws +20..25, tls +30..31)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
 #   INSTR_SECS [5] seconds of load for the counts (syscalls, instr, staticsyscalls, staticinstr)
 #   CONNS [64]     wrk connections (http and static4k)
 #   MAX_MINUTES [60]  the whole run's bound
 #   NO_INSTALL=1   do not apt-get missing packages
 #   and each scenario's own (CONNS, DEPTH, BODY, IDLE, H2O_MODE, STATIC_CONNS_LARGE,
-#   WS_CONNS, WS_SIZES, WS_MODES, WS_IDLE, ...): see its file.
+#   WS_CONNS, WS_SIZES, WS_MODES, WS_IDLE, KEEL_WS_OPTS, TLS_IDLE, ...): see its file.
 #
 # Packages (installed with apt-get when missing): wrk curl python3, nginx-light
 # libnginx-mod-http-echo h2o nodejs npm valgrind gcc zlib1g-dev pkg-config
-# libwebsockets-dev as the selection needs them; the `ws` package with npm;
+# libwebsockets-dev openssl as the selection needs them (keel's own build
+# needs libmbedtls-dev for the tls module and keel-cert); the `ws` package with npm;
 # perf (linux-perf) is used when present.
 # Everything listens on 127.0.0.1 only; every server this script started is
 # killed when it exits (trap).
@@ -74,5 +77,7 @@ source "$HERE/http.sh"
 source "$HERE/static.sh"
 # shellcheck source=ws.sh
 source "$HERE/ws.sh"
+# shellcheck source=tls.sh
+source "$HERE/tls.sh"
 
 bench_main run.sh

@@ -18,12 +18,47 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Lower-case hex of v, no leading zeros ("0" for 0); returns the end. */
+static char *put_hex(char *p, uint64_t v)
+{
+    char tmp[16];
+    size_t n = 0;
+    do {
+        tmp[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v != 0);
+    while (n > 0)
+        *p++ = tmp[--n];
+    return p;
+}
+
+/* "MTIME.NSEC-SIZE[-CODING]" in hex, quoted. Written by hand rather than
+ * with snprintf, which cost some 2,000 instructions a response (a third
+ * of the module's share on small files, by callgrind). */
 size_t st_etag(const st_info *info, const char *coding, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "\"%llx.%lx-%llx%s%s\"", (unsigned long long)info->mtime,
-                     (unsigned long)info->mtime_nsec, (unsigned long long)info->size,
-                     coding ? "-" : "", coding ? coding : "");
-    return n > 0 && (size_t)n < size ? (size_t)n : 0;
+    char out[ST_ETAG_MAX + 64], *p = out;
+    size_t clen = coding ? strlen(coding) : 0;
+    if (clen > 32)
+        return 0;
+    *p++ = '"';
+    p = put_hex(p, (uint64_t)info->mtime);
+    *p++ = '.';
+    p = put_hex(p, (uint64_t)(unsigned long)info->mtime_nsec);
+    *p++ = '-';
+    p = put_hex(p, info->size);
+    if (coding) {
+        *p++ = '-';
+        memcpy(p, coding, clen);
+        p += clen;
+    }
+    *p++ = '"';
+    size_t n = (size_t)(p - out);
+    if (n >= size)
+        return 0;
+    memcpy(buf, out, n);
+    buf[n] = '\0';
+    return n;
 }
 
 /* ---- HTTP-date (5.6.7) ---------------------------------------------------- */

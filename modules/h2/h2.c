@@ -467,6 +467,7 @@ static int h2_load(keel_module *m)
     nghttp2_option_set_no_auto_window_update(mod->option, 1);
     /* No priority tree: closed streams need not be kept for it. */
     nghttp2_option_set_no_closed_streams(mod->option, 1);
+    h2_option_extensions(mod->option);
 #ifdef H2_HAVE_RESET_RATE_LIMIT
     /* nghttp2's own CVE-2023-44487 limit (1.57, or Debian's backport)
      * stays as a backstop behind ours, which counts. */

@@ -241,6 +241,8 @@ typedef struct h2_conn {
     keel_timer *tick;         /* stream timeouts; only while streams exist */
     uint32_t nactive;         /* streams with an exchange or a response going */
     uint32_t nstreams;        /* requests started */
+    uint32_t nopen;           /* streams open in nghttp2 (h2_stream objects not closed) */
+    int32_t last_sid;         /* the highest stream id a HEADERS frame opened */
     uint64_t body_buffered;   /* request body bytes held for handlers */
     uint64_t conn_unconsumed; /* connection window held back (body_buffer) */
     uint64_t timeout_ms;
@@ -298,6 +300,8 @@ void h2_count(h2_conn *c, keel_metric *m);
 
 /* The callbacks table for every session (load). */
 int h2_callbacks_new(nghttp2_session_callbacks **out);
+/* Has nghttp2 show us frames of unknown types (to count them). */
+void h2_option_extensions(nghttp2_option *option);
 
 /* ---- stream.c ----------------------------------------------------------- */
 

@@ -100,6 +100,14 @@ int h2_limits_frame(h2_conn *c, const nghttp2_frame_hd *hd)
     int empty = 0;
     switch (hd->type) {
     case NGHTTP2_HEADERS:
+        if (hd->stream_id > c->last_sid) {
+            /* A new stream: over the limit nghttp2 answers (RST_STREAM
+             * REFUSED_STREAM before our SETTINGS are acknowledged, a
+             * connection error after, RFC 9113 5.1.2); this counts it. */
+            c->last_sid = hd->stream_id;
+            if (c->nopen >= cfg->max_concurrent_streams)
+                h2_count(c, c->w->mod->m.limit[H2_LIMIT_STREAMS]);
+        }
         c->block_frames = 1;
         c->block_bytes = (uint32_t)hd->length;
         empty = hd->length == 0;
@@ -115,6 +123,14 @@ int h2_limits_frame(h2_conn *c, const nghttp2_frame_hd *hd)
         break;
     case NGHTTP2_DATA:
         empty = hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM);
+        break;
+    case NGHTTP2_PRIORITY:
+        /* Counted on arrival: with no priority tree nghttp2 drops them
+         * without telling (5.3.2). */
+        if (!h2_bucket_take(c, &c->b_priority, cfg->max_priority)) {
+            h2_calm(c, H2_FLOOD_PRIORITY);
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        }
         break;
     default:
         /* Unknown and extension types are ignored (RFC 9113 5.5): free to
@@ -149,12 +165,6 @@ int h2_limits_frame_recv(h2_conn *c, const nghttp2_frame *frame, h2_stream *s)
         if (!(frame->hd.flags & NGHTTP2_FLAG_ACK) &&
             !h2_bucket_take(c, &c->b_settings, cfg->max_settings)) {
             h2_calm(c, H2_FLOOD_SETTINGS);
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
-        break;
-    case NGHTTP2_PRIORITY:
-        if (!h2_bucket_take(c, &c->b_priority, cfg->max_priority)) {
-            h2_calm(c, H2_FLOOD_PRIORITY);
             return NGHTTP2_ERR_CALLBACK_FAILURE;
         }
         break;

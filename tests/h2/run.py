@@ -731,6 +731,7 @@ class Env:
         with open(os.path.join(self.www, "big.bin"), "wb") as f:
             f.write(os.urandom(300000))
         self.access_log = os.path.join(self.www, "access.log")
+        self.started = []
         limits = ("" if suite == "conformance" else
                   "max_resets = 50\nmax_pings = 50\nmax_settings = 20\nmax_empty_frames = 50\n"
                   "max_priority = 100\nmax_continuations = 8\n")
@@ -742,7 +743,9 @@ class Env:
 
     def start(self, sections):
         mods = "http1 h2 hello h2test probe static accesslog stats"
-        return Keel(self.keel, self.dirs, mods, sections if sections else self.base)
+        k = Keel(self.keel, self.dirs, mods, sections if sections else self.base)
+        self.started.append(k)
+        return k
 
 
 def main():
@@ -779,6 +782,15 @@ def main():
                 break
     finally:
         env.k.stop()
+    # Under ASan/UBSan (make test-asan) a report in keel's log is a failure
+    # even when every case passed.
+    for k in env.started:
+        text = k.text()
+        for mark in ("ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"):
+            if mark in text:
+                failed.append(f"(sanitizer report in {k.log})")
+                print(text[text.index(mark) - 200:][:4000])
+                break
     if failed:
         print(f"{len(failed)} failed: {' '.join(failed)}\nkeel log: {env.k.log}")
         return 1

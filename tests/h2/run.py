@@ -611,7 +611,7 @@ def empty_data_flood(env):
     """CVE-2019-9518: DATA frames without payload or END_STREAM."""
     b, bsid = bystander(env)
     c = Conn(env.k.port())
-    sid = c.request("/h2test/late?ms=5000", method="POST", end_stream=False)
+    sid = c.request("/h2test/late?ms=300", method="POST", end_stream=False)
     try:
         c.send(*[DataFrame(sid, b"") for _ in range(1000)])
     except OSError:

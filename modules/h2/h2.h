@@ -139,6 +139,8 @@ struct h2_piece {
     size_t left;            /* bytes not yet in a batch */
     keel_buf *bufs;         /* inline_bufs or allocated */
     keel_buf inline_bufs[2];
+    int fd; /* >= 0: a file piece, bytes [foff, foff + left) of fd */
+    uint64_t foff;
 };
 
 #define H2_INLINE_FIELDS 16
@@ -176,6 +178,7 @@ struct h2_stream {
     /* The response body waiting for the peer's windows. */
     h2_piece *queue, *queue_tail;
     uint64_t queued;       /* bytes not yet in a batch */
+    uint32_t nfiles;       /* file pieces in the queue */
     int64_t resp_left;     /* declared length still owed, or -1 */
     keel_header *trailers; /* copied, for nghttp2_submit_trailer */
     nghttp2_nv *trailer_nv;
@@ -332,6 +335,9 @@ void h2_stream_answer(h2_stream *s, int status);
 /* nghttp2 data provider: how much may go now (NO_COPY). */
 ssize_t h2_stream_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
                        uint32_t *flags, nghttp2_data_source *src, void *ud);
+/* The same from the file piece at the head of the queue (never more than
+ * it holds): header and file range leave as one write of their own. */
+int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length);
 /* Moves `length` body bytes of s into the batch (send_data_callback). */
 int h2_stream_take(h2_stream *s, size_t length);
 void h2_piece_unref(h2_piece *p, int status);
@@ -348,6 +354,10 @@ size_t h2_out_pending(h2_conn *c);
 /* Writes the current batch (one keel_conn_write). */
 int h2_out_flush(h2_conn *c);
 void h2_out_discard(h2_conn *c);
+/* Writes what is batched, then a DATA frame whose payload is len bytes of
+ * a file piece (hd: its 9-byte header), with sendfile where the connection
+ * allows it; p is released (one reference) once it has left. */
+int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t len);
 /* The connection's state goes: batches still in flight forget it. */
 void h2_out_orphan(h2_conn *c);
 void h2_batch_pool_free(h2_worker *w);

@@ -254,6 +254,39 @@ int h2_out_flush(h2_conn *c)
     return KEEL_OK;
 }
 
+int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t len)
+{
+    /* Order: what is batched (earlier frames) leaves first. */
+    int rc = h2_out_flush(c);
+    if (rc != KEEL_OK)
+        return rc;
+    /* A batch without bytes stands for the write: it carries the
+     * accounting (in flight, the piece's reference, orphaning) that
+     * on_written settles. */
+    h2_batch *b = batch_get(c);
+    if (b == NULL)
+        return KEEL_ERR_NOMEM;
+    if (grow((void **)&b->pieces, &b->pieces_cap, 1, sizeof *b->pieces) != 0) {
+        batch_put(c->w, b);
+        return KEEL_ERR_NOMEM;
+    }
+    p->refs++;
+    b->pieces[b->npieces++] = p;
+    b->total = hdlen + len;
+    keel_buf prefix = {hd, hdlen};
+    rc = keel_conn_write_file_after(c->conn, &prefix, 1, p->fd, p->foff, len, on_written, b);
+    if (rc != KEEL_OK) {
+        p->refs--;
+        b->npieces = 0;
+        batch_put(c->w, b);
+        return rc;
+    }
+    c->inflight += b->total;
+    b->next = c->flying;
+    c->flying = b;
+    return KEEL_OK;
+}
+
 void h2_out_discard(h2_conn *c)
 {
     if (c->out != NULL) {

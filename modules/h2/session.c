@@ -52,6 +52,14 @@ static int on_send_data(nghttp2_session *ng, nghttp2_frame *frame, const uint8_t
     h2_stream *s = source->ptr;
     if (output_full(c, length + 9))
         return NGHTTP2_ERR_WOULDBLOCK;
+    if (s->queue != NULL && s->queue->fd >= 0 && frame->data.padlen == 0) {
+        /* From a file: the header, then the file's bytes (sendfile on
+         * plain TCP); h2_stream_read never spans a file piece's end. */
+        if (h2_stream_take_file(s, framehd, length) != 0)
+            return NGHTTP2_ERR_CALLBACK_FAILURE;
+        s->progress_ms = keel_worker_now_ms(c->w->worker);
+        return 0;
+    }
     if (h2_out_copy(c, framehd, 9) != KEEL_OK)
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     /* We never pad (no select_padding callback), but a pad length would

@@ -61,6 +61,7 @@ static void release_queue(h2_stream *s, int status)
     h2_piece *p = s->queue;
     s->queue = s->queue_tail = NULL;
     s->queued = 0;
+    s->nfiles = 0;
     while (p != NULL) {
         h2_piece *next = p->next;
         h2_piece_unref(p, status);
@@ -542,6 +543,22 @@ ssize_t h2_stream_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len
     (void)ud;
     h2_stream *s = src->ptr;
     size_t n = s->queued < length ? (size_t)s->queued : length;
+    /* A DATA frame's payload comes from one file piece or from memory
+     * pieces, never both (a file goes out with sendfile, memory with
+     * writev): stop at the boundary. */
+    if (s->nfiles > 0) {
+        size_t mem = 0;
+        for (h2_piece *p = s->queue; p != NULL; p = p->next) {
+            if (p->fd >= 0) {
+                if (p == s->queue)
+                    mem = p->left;
+                break;
+            }
+            mem += p->left;
+        }
+        if (n > mem)
+            n = mem;
+    }
     if (n == 0 && !s->resp_ended) {
         s->deferred = 1;
         return NGHTTP2_ERR_DEFERRED;
@@ -554,6 +571,26 @@ ssize_t h2_stream_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len
             *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
     }
     return (ssize_t)n;
+}
+
+int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length)
+{
+    h2_piece *p = s->queue;
+    if (p == NULL || p->fd < 0 || length > p->left)
+        return -1;
+    if (h2_out_file(s->c, framehd, 9, p, length) != KEEL_OK)
+        return -1;
+    p->foff += length;
+    p->left -= length;
+    s->queued -= length;
+    if (p->left == 0) {
+        s->queue = p->next;
+        if (s->queue == NULL)
+            s->queue_tail = NULL;
+        s->nfiles--;
+        h2_piece_unref(p, KEEL_OK); /* the queue's reference */
+    }
+    return 0;
 }
 
 int h2_stream_take(h2_stream *s, size_t length)
@@ -783,7 +820,7 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
     h2_piece *p = malloc(sizeof *p);
     if (p == NULL)
         return KEEL_ERR_NOMEM;
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .status = KEEL_OK};
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .status = KEEL_OK, .fd = -1};
     p->bufs = p->inline_bufs;
     if (!s->has_data || total == 0) {
         /* Nothing to send (HEAD, 204, 304, an empty piece): released by
@@ -803,6 +840,8 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
                 p->bufs[p->nbufs++] = bufs[i];
         p->left = total;
         p->refs = 1; /* the queue's */
+        if (s->queue == NULL)
+            s->progress_ms = keel_worker_now_ms(c->w->worker); /* the stall clock starts */
         if (s->queue_tail != NULL)
             s->queue_tail->next = p;
         else
@@ -820,19 +859,59 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
     return KEEL_OK;
 }
 
-/* HTTP/2 has no sendfile: every DATA frame is framed by the protocol. The
- * core then reads the file into send_body pieces (paced by our callbacks). */
+/* A file body: HTTP/2 frames it, but a DATA frame is only a 9-byte header
+ * before its payload, so the payload can still come from the file with
+ * sendfile, one write per frame (as nginx does), instead of the core
+ * reading it on the thread pool. The file piece is queued like a memory
+ * piece and nghttp2 takes from it as the windows allow; cb runs once its
+ * last byte has left. */
 static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t length, int last,
                           keel_write_cb cb, void *ud)
 {
-    (void)exchange;
-    (void)fd;
-    (void)offset;
-    (void)length;
-    (void)last;
-    (void)cb;
-    (void)ud;
-    return KEEL_ERR_UNSUPPORTED;
+    h2_stream *s = exchange;
+    h2_conn *c = s->c;
+    if (!s->exchange || !s->final_sent || s->resp_ended)
+        return KEEL_ERR_STATE;
+    if (c->closing || s->closed || c->ng == NULL)
+        return KEEL_ERR_CLOSED;
+    if (s->has_data && s->resp_left >= 0 && length != (uint64_t)s->resp_left)
+        return KEEL_ERR_UNSUPPORTED; /* not the whole declared body: the read loop copes */
+    h2_piece *p = malloc(sizeof *p);
+    if (p == NULL)
+        return KEEL_ERR_NOMEM;
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .status = KEEL_OK, .fd = -1};
+    p->bufs = p->inline_bufs;
+    if (last)
+        s->resp_ended = 1;
+    if (!s->has_data || length == 0) {
+        /* HEAD, 204, 304: nothing to send; released by the next write. */
+        if (h2_out_hold(c, p) != KEEL_OK) {
+            free(p);
+            return KEEL_ERR_NOMEM;
+        }
+    } else {
+        if (s->resp_left >= 0)
+            s->resp_left -= (int64_t)length;
+        p->fd = fd;
+        p->foff = offset;
+        p->left = (size_t)length;
+        p->refs = 1;
+        if (s->queue == NULL)
+            s->progress_ms = keel_worker_now_ms(c->w->worker);
+        if (s->queue_tail != NULL)
+            s->queue_tail->next = p;
+        else
+            s->queue = p;
+        s->queue_tail = p;
+        s->queued += length;
+        s->nfiles++;
+    }
+    if (s->deferred && s->has_data) {
+        s->deferred = 0;
+        nghttp2_session_resume_data(c->ng, s->id);
+    }
+    h2_pump(c);
+    return KEEL_OK;
 }
 
 static void sink_want_body(void *exchange)

@@ -70,6 +70,7 @@ void h2_pump(h2_conn *c)
     }
     if (c->closing || c->ng == NULL)
         return;
+    h2_load_submit(c); /* small files asked for since the last turn: one job */
     c->depth++;
     int rv;
     do {
@@ -308,6 +309,7 @@ static void h2_on_close(keel_conn *conn, int status)
         return;
     keel_conn_set_data(conn, NULL);
     c->closing = 1;
+    h2_load_orphan(c);
     /* Every stream ends: exchanges in flight are aborted (the core calls
      * no sink function after that), queued pieces released. */
     while (c->streams != NULL) {
@@ -449,7 +451,7 @@ static void module_free(h2_module *mod)
     free(mod);
 }
 
-static int h2_load(keel_module *m)
+static int h2_module_load(keel_module *m)
 {
     h2_module *mod = calloc(1, sizeof *mod);
     if (mod == NULL)
@@ -518,5 +520,5 @@ static void h2_stop(keel_module *m, keel_worker *worker, void *state)
     w->nfree_streams = 0;
 }
 
-KEEL_MODULE(h2, .version = "1.0.0", .load = h2_load, .unload = h2_unload, .start = h2_start,
+KEEL_MODULE(h2, .version = "1.0.0", .load = h2_module_load, .unload = h2_unload, .start = h2_start,
             .stop = h2_stop, .worker_state_size = sizeof(h2_worker));

@@ -99,6 +99,8 @@ typedef struct h2_module {
 /* ---- output batches (output.c) ------------------------------------------ */
 
 typedef struct h2_piece h2_piece;
+typedef struct h2_load_item h2_load_item;
+typedef struct h2_load h2_load;
 
 /* One segment of a batch: copied frame bytes, or borrowed body bytes. */
 typedef struct h2_seg {
@@ -112,7 +114,8 @@ typedef struct h2_seg {
  * last byte is in the batch are released when the write completes. */
 typedef struct h2_batch h2_batch;
 struct h2_batch {
-    h2_batch *next; /* free list */
+    h2_batch *next; /* free list, or the connection's list of batches in flight */
+    h2_batch *prev; /* in flight: the previous one */
     struct h2_conn *c;
     size_t len, cap; /* bytes */
     char *bytes;
@@ -141,6 +144,8 @@ struct h2_piece {
     keel_buf inline_bufs[2];
     int fd; /* >= 0: a file piece, bytes [foff, foff + left) of fd */
     uint64_t foff;
+    char *owned;      /* a small file read into memory (fileload.c), freed with the piece */
+    unsigned loading; /* being read by a thread-pool job: nothing to send yet */
 };
 
 #define H2_INLINE_FIELDS 16
@@ -237,11 +242,14 @@ typedef struct h2_conn {
     keel_conn *conn;
     h2_worker *w;
     nghttp2_session *ng;
-    h2_stream *streams;       /* every stream the module holds */
-    h2_batch *out;            /* being filled; NULL when nothing is */
-    h2_batch *flying;         /* written, not yet completed */
-    size_t inflight;          /* bytes written and not yet completed */
-    keel_timer *tick;         /* stream timeouts; only while streams exist */
+    h2_stream *streams;    /* every stream the module holds */
+    h2_batch *out;         /* being filled; NULL when nothing is */
+    h2_batch *flying;      /* written, not yet completed */
+    size_t inflight;       /* bytes written and not yet completed */
+    keel_timer *tick;      /* stream timeouts; only while streams exist */
+    h2_load_item *pending; /* small files for the next thread-pool job (fileload.c) */
+    size_t npending, pending_cap;
+    h2_load *loads;           /* jobs in flight */
     uint32_t nactive;         /* streams with an exchange or a response going */
     uint32_t nstreams;        /* requests started */
     uint32_t nopen;           /* streams open in nghttp2 (h2_stream objects not closed) */
@@ -271,7 +279,7 @@ typedef struct h2_conn {
  * being produced until writes complete: the peer's reading paces us, and
  * a peer that stops reading holds at most this much of our memory plus
  * the core's queue (RFC 9113 10.5: limit the resources a peer commits). */
-#define H2_INFLIGHT_MAX (256 * 1024)
+#define H2_INFLIGHT_MAX (1024 * 1024)
 /* A batch is written once it holds this much, even within one on_data. */
 #define H2_BATCH_MAX (64 * 1024)
 
@@ -361,6 +369,20 @@ int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t
 /* The connection's state goes: batches still in flight forget it. */
 void h2_out_orphan(h2_conn *c);
 void h2_batch_pool_free(h2_worker *w);
+
+/* ---- fileload.c --------------------------------------------------------- */
+
+/* Files up to this size are read on the thread pool, many per job, instead
+ * of going out frame by frame with sendfile. */
+#define H2_LOAD_MAX (64 * 1024)
+
+int h2_load_supported(void);
+/* Queues the file piece p of s for the next job. */
+int h2_load_add(h2_conn *c, h2_stream *s, h2_piece *p);
+/* Starts one job for everything queued (from h2_pump). */
+void h2_load_submit(h2_conn *c);
+/* The connection goes: jobs in flight forget it. */
+void h2_load_orphan(h2_conn *c);
 
 /* ---- limits.c ----------------------------------------------------------- */
 

@@ -172,13 +172,22 @@ static void batch_release(h2_batch *b, keel_conn *conn, int status)
 
 static void unlink_flying(h2_conn *c, h2_batch *b)
 {
-    for (h2_batch **pp = &c->flying; *pp != NULL; pp = &(*pp)->next) {
-        if (*pp == b) {
-            *pp = b->next;
-            break;
-        }
-    }
-    b->next = NULL;
+    if (b->prev != NULL)
+        b->prev->next = b->next;
+    else
+        c->flying = b->next;
+    if (b->next != NULL)
+        b->next->prev = b->prev;
+    b->next = b->prev = NULL;
+}
+
+static void link_flying(h2_conn *c, h2_batch *b)
+{
+    b->prev = NULL;
+    b->next = c->flying;
+    if (c->flying != NULL)
+        c->flying->prev = b;
+    c->flying = b;
 }
 
 void h2_out_orphan(h2_conn *c)
@@ -249,8 +258,7 @@ int h2_out_flush(h2_conn *c)
         return rc;
     }
     c->inflight += b->total;
-    b->next = c->flying;
-    c->flying = b;
+    link_flying(c, b);
     return KEEL_OK;
 }
 
@@ -282,8 +290,7 @@ int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t
         return rc;
     }
     c->inflight += b->total;
-    b->next = c->flying;
-    c->flying = b;
+    link_flying(c, b);
     return KEEL_OK;
 }
 

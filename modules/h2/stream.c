@@ -533,6 +533,7 @@ void h2_piece_unref(h2_piece *p, int status)
         p->cb(p->conn, p->status, p->ud);
     if (p->bufs != p->inline_bufs)
         free(p->bufs);
+    free(p->owned);
     free(p);
 }
 
@@ -559,7 +560,9 @@ ssize_t h2_stream_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t len
         if (n > mem)
             n = mem;
     }
-    if (n == 0 && !s->resp_ended) {
+    if (s->queue != NULL && s->queue->loading)
+        n = 0; /* its bytes are still being read (fileload.c) */
+    if (n == 0 && (s->queued > 0 || !s->resp_ended)) {
         s->deferred = 1;
         return NGHTTP2_ERR_DEFERRED;
     }
@@ -905,6 +908,9 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
         s->queue_tail = p;
         s->queued += length;
         s->nfiles++;
+        /* Small: read with the others of this turn, then sent from memory. */
+        if (length <= H2_LOAD_MAX && h2_load_supported() && h2_load_add(c, s, p) != KEEL_OK)
+            return KEEL_ERR_NOMEM; /* queued: released with the stream */
     }
     if (s->deferred && s->has_data) {
         s->deferred = 0;

@@ -37,6 +37,7 @@ typedef struct h2_load_item {
 struct h2_load {
     h2_load *next, *prev; /* the connection's jobs in flight */
     h2_conn *c;           /* NULL once the connection is gone */
+    h2_slab *slab;        /* every file's bytes, one after the other */
     size_t n;
     h2_load_item items[];
 };
@@ -73,9 +74,6 @@ static void load_work(void *userdata)
     h2_load *job = userdata;
     for (size_t i = 0; i < job->n; i++) {
         h2_load_item *it = &job->items[i];
-        it->buf = malloc(it->len ? it->len : 1);
-        if (it->buf == NULL)
-            continue;
         size_t got = 0;
         while (got < it->len) {
             ssize_t r = pread(it->fd, it->buf + got, it->len - got, (off_t)(it->off + got));
@@ -92,11 +90,12 @@ static void load_work(void *userdata)
 #endif
 }
 
-static void piece_loaded(h2_piece *p, char *buf)
+static void piece_loaded(h2_piece *p, h2_slab *slab, char *buf)
 {
     p->fd = -1;
     p->loading = 0;
-    p->owned = buf;
+    slab->refs++;
+    p->slab = slab;
     p->bufs = p->inline_bufs;
     p->bufs[0] = (keel_buf){buf, p->left};
     p->nbufs = 1;
@@ -124,24 +123,30 @@ static void load_done(keel_worker *worker, int status, void *userdata)
             s = nghttp2_session_get_stream_user_data(c->ng, it->stream_id);
         /* Still that stream's, at the head of its queue? */
         int mine = s != NULL && s->queue == p && p->refs > 1;
-        if (status == KEEL_OK && it->ok && it->buf != NULL && mine) {
-            piece_loaded(p, it->buf);
+        if (status == KEEL_OK && it->ok && mine) {
+            piece_loaded(p, job->slab, it->buf);
             s->nfiles--;
             if (s->deferred) {
                 s->deferred = 0;
                 nghttp2_session_resume_data(c->ng, s->id);
             }
         } else {
-            free(it->buf);
             p->loading = 0;
             if (mine)
                 h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR); /* the body cannot be complete */
         }
         h2_piece_unref(p, it->ok ? KEEL_OK : KEEL_ERR_IO);
     }
+    h2_slab_unref(job->slab); /* the job's reference; pieces hold theirs */
     free(job);
     if (c != NULL)
         h2_pump(c);
+}
+
+void h2_slab_unref(h2_slab *slab)
+{
+    if (slab != NULL && --slab->refs == 0)
+        free(slab);
 }
 
 void h2_load_submit(h2_conn *c)
@@ -150,10 +155,25 @@ void h2_load_submit(h2_conn *c)
         return;
     size_t n = c->npending;
     c->npending = 0;
+    /* One buffer for the whole job, allocated (and later freed) on this
+     * thread: a buffer per file, malloc'd on a pool thread and freed here,
+     * cost more in page faults than the reads themselves. */
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += c->pending[i].len;
     h2_load *job = malloc(sizeof *job + n * sizeof job->items[0]);
+    h2_slab *slab = job != NULL ? malloc(sizeof *slab + total + 1) : NULL;
     int rc = KEEL_ERR_NOMEM;
+    if (slab == NULL) {
+        free(job);
+        job = NULL;
+    }
     if (job != NULL) {
+        slab->refs = 1;
+        job->slab = slab;
         memcpy(job->items, c->pending, n * sizeof job->items[0]);
+        for (size_t i = 0, at = 0; i < n; at += job->items[i].len, i++)
+            job->items[i].buf = slab->data + at;
         job->n = n;
         job->c = c;
         job->prev = NULL;
@@ -170,6 +190,8 @@ void h2_load_submit(h2_conn *c)
                 h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
             h2_piece_unref(p, rc);
         }
+        if (job != NULL)
+            h2_slab_unref(job->slab);
         free(job);
         return;
     }

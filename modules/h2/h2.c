@@ -187,7 +187,7 @@ static int h2_on_open(keel_conn *conn, void *arg)
         return KEEL_ERR_NOMEM;
     c->conn = conn;
     c->w = w;
-    if (nghttp2_session_server_new2(&c->ng, w->mod->callbacks, c, w->mod->option) != 0) {
+    if (nghttp2_session_server_new3(&c->ng, w->mod->callbacks, c, w->mod->option, &w->mem) != 0) {
         free(c);
         return KEEL_ERR_NOMEM;
     }
@@ -503,6 +503,7 @@ static int h2_start(keel_module *m, keel_worker *worker, void *state)
     w->module = m;
     w->mod = keel_module_data(m);
     w->cfg = &w->mod->cfg;
+    h2_mem_init(w);
     return KEEL_OK;
 }
 
@@ -518,6 +519,7 @@ static void h2_stop(keel_module *m, keel_worker *worker, void *state)
         free(s);
     }
     w->nfree_streams = 0;
+    h2_mem_release(w);
 }
 
 KEEL_MODULE(h2, .version = "1.0.0", .load = h2_module_load, .unload = h2_unload, .start = h2_start,

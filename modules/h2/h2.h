@@ -102,6 +102,13 @@ typedef struct h2_piece h2_piece;
 typedef struct h2_load_item h2_load_item;
 typedef struct h2_load h2_load;
 
+/* The bytes of the small files one job read (fileload.c), shared by their
+ * pieces: freed when the last is. */
+typedef struct h2_slab {
+    unsigned refs;
+    char data[];
+} h2_slab;
+
 /* One segment of a batch: copied frame bytes, or borrowed body bytes. */
 typedef struct h2_seg {
     const char *base; /* NULL: at copy_off in the batch's own bytes */
@@ -144,7 +151,7 @@ struct h2_piece {
     keel_buf inline_bufs[2];
     int fd; /* >= 0: a file piece, bytes [foff, foff + left) of fd */
     uint64_t foff;
-    char *owned;      /* a small file read into memory (fileload.c), freed with the piece */
+    h2_slab *slab;    /* a small file read into memory (fileload.c): its bytes' owner */
     unsigned loading; /* being read by a thread-pool job: nothing to send yet */
 };
 
@@ -212,8 +219,15 @@ struct h2_stream {
 
 /* ---- per-worker state (the module's worker_state) ----------------------- */
 
+#define H2_MEM_CLASSES 16  /* 64-byte steps up to 1 KiB (mem.c) */
+#define H2_MEM_KEEP    512 /* free blocks kept per class and worker */
+struct h2_mem_block;
+
 typedef struct h2_worker {
     keel_worker *worker;
+    nghttp2_mem mem; /* what nghttp2 allocates with (mem.c) */
+    struct h2_mem_block *mem_free[H2_MEM_CLASSES];
+    uint32_t mem_nfree[H2_MEM_CLASSES];
     keel_module *module;
     const h2_module *mod;
     const h2_config *cfg;
@@ -370,6 +384,11 @@ int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t
 void h2_out_orphan(h2_conn *c);
 void h2_batch_pool_free(h2_worker *w);
 
+/* ---- mem.c -------------------------------------------------------------- */
+
+void h2_mem_init(h2_worker *w);
+void h2_mem_release(h2_worker *w);
+
 /* ---- fileload.c --------------------------------------------------------- */
 
 /* Files up to this size are read on the thread pool, many per job, instead
@@ -383,6 +402,7 @@ int h2_load_add(h2_conn *c, h2_stream *s, h2_piece *p);
 void h2_load_submit(h2_conn *c);
 /* The connection goes: jobs in flight forget it. */
 void h2_load_orphan(h2_conn *c);
+void h2_slab_unref(h2_slab *slab);
 
 /* ---- limits.c ----------------------------------------------------------- */
 

@@ -23,6 +23,7 @@
 #include "h2.h"
 
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,9 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     } else if ((s = malloc(sizeof *s)) == NULL) {
         return NULL;
     }
-    memset(s, 0, sizeof *s);
+    /* The inline arrays are written before they are read: not cleared. */
+    memset(s, 0, offsetof(h2_stream, inline_fields));
+    memset(&s->method, 0, sizeof *s - offsetof(h2_stream, method));
     s->c = c;
     s->id = id;
     s->fields = s->inline_fields;
@@ -154,6 +157,8 @@ static int is(keel_str s, const char *lit)
     return s.len == n && memcmp(s.ptr, lit, n) == 0;
 }
 
+#define IS(s, lit) ((s).len == sizeof(lit) - 1 && memcmp((s).ptr, lit, sizeof(lit) - 1) == 0)
+
 int h2_stream_field(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
 {
     h2_conn *c = s->c;
@@ -175,10 +180,10 @@ int h2_stream_field(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
     if (n.len > 0 && n.ptr[0] == ':') {
         /* nghttp2 checked them (RFC 9113 8.3.1: known, once, before the
          * regular fields); keep the four a request has. */
-        keel_str *slot = is(n, ":method")      ? &s->method
-                         : is(n, ":path")      ? &s->path
-                         : is(n, ":authority") ? &s->authority
-                         : is(n, ":scheme")    ? &s->scheme
+        keel_str *slot = IS(n, ":method")      ? &s->method
+                         : IS(n, ":path")      ? &s->path
+                         : IS(n, ":authority") ? &s->authority
+                         : IS(n, ":scheme")    ? &s->scheme
                                                : NULL;
         if (slot != NULL && s->npseudo < 4) {
             nghttp2_rcbuf_incref(value);
@@ -194,7 +199,7 @@ int h2_stream_field(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
     s->refs[2 * s->nfields] = name;
     s->refs[2 * s->nfields + 1] = value;
     s->fields[s->nfields++] = (keel_header){n, v};
-    if (is(n, "content-length")) {
+    if (IS(n, "content-length")) {
         int64_t cl = 0;
         for (size_t i = 0; i < v.len && cl >= 0; i++)
             cl = v.ptr[i] >= '0' && v.ptr[i] <= '9' && cl < INT64_MAX / 10 - 10
@@ -533,7 +538,7 @@ void h2_piece_unref(h2_piece *p, int status)
         p->cb(p->conn, p->status, p->ud);
     if (p->bufs != p->inline_bufs)
         free(p->bufs);
-    free(p->owned);
+    h2_slab_unref(p->slab);
     free(p);
 }
 
@@ -677,6 +682,20 @@ static long to_nv(const keel_header *h, size_t n, nghttp2_nv *nv, char *mem, siz
     return (long)out;
 }
 
+/* The decimal digits of v at p (snprintf was a visible cost per response). */
+static size_t u64_dec(char *p, uint64_t v)
+{
+    char tmp[20];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v > 0);
+    for (size_t i = 0; i < n; i++)
+        p[i] = tmp[n - 1 - i];
+    return n;
+}
+
 static size_t names_len(const keel_header *h, size_t n)
 {
     size_t total = 0;
@@ -724,9 +743,9 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     n += common_fields(s, nv + n);
     char cl[24];
     if (!informational && content_length >= 0 && status != 204 && status != 304) {
-        int len = snprintf(cl, sizeof cl, "%lld", (long long)content_length);
-        nv[n++] = (nghttp2_nv){(uint8_t *)"content-length", (uint8_t *)cl, 14, (size_t)len,
-                               NGHTTP2_NV_FLAG_NONE};
+        size_t len = u64_dec(cl, (uint64_t)content_length);
+        nv[n++] =
+            (nghttp2_nv){(uint8_t *)"content-length", (uint8_t *)cl, 14, len, NGHTTP2_NV_FLAG_NONE};
     }
     long m = to_nv(headers, nheaders, nv + n, mem, want_mem);
     if (m < 0) {

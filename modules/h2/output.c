@@ -17,9 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH_BYTES  16384
-#define BATCH_SEGS   32
-#define BATCH_PIECES 16
+#define BATCH_BYTES  4096
+#define BATCH_SEGS   16
+#define BATCH_PIECES 8
 
 static h2_batch *batch_get(h2_conn *c)
 {

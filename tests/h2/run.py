@@ -360,6 +360,48 @@ def hpack_bad_index(env):
 
 
 @case("conformance")
+def hpack_table_size_over_settings(env):
+    """RFC 7541 6.3, RFC 9113 4.3: a dynamic table size update above our
+    SETTINGS_HEADER_TABLE_SIZE (4096): COMPRESSION_ERROR."""
+    c = Conn(env.k.port())
+    block = b"\x3f\xe1\x3f" + GET_ROOT  # size update to 8192
+    c.send_raw(raw_frame(0x1, 0x5, 1, block))
+    c.expect_goaway(COMPRESSION_ERROR)
+
+
+@case("conformance")
+def body_over_max_while_streaming(env):
+    """An undeclared body that passes [h2] max_body (1m): 413, the stream
+    ends, the connection goes on."""
+    c = Conn(env.k.port())
+    sid = c.request("/echo", method="POST", end_stream=False)
+    try:
+        c.send_data(sid, b"x" * (1024 * 1024 + 20000), end_stream=True, deadline=5)
+    except Fail:
+        pass  # the server stopped taking it: fine
+    r = c.response(sid)
+    check(r.status == 413 or r.reset is not None, f"status {r.status} reset {r.reset}")
+    check(c.get("/").status == 200, "the connection did not go on")
+
+
+@case("conformance")
+def max_requests_goaway(env):
+    """[h2] max_requests = 3: the third stream is the last (GOAWAY NO_ERROR
+    naming it), all three are answered."""
+    k = env.start("[h2]\nmax_requests = 3\n")
+    try:
+        c = Conn(k.port())
+        sids = [c.request("/") for _ in range(3)]
+        for sid in sids:
+            check(c.response(sid).status == 200, f"stream {sid}")
+        g = c.expect_goaway(NO_ERROR)
+        check(g.last_stream_id == sids[-1], f"last stream {g.last_stream_id}")
+        c.expect_closed()
+    finally:
+        k.stop()
+
+
+@case("conformance")
 def uppercase_field_name(env):
     """8.2.1: an uppercase field name makes the request malformed."""
     c = Conn(env.k.port())

@@ -765,7 +765,6 @@ class Env:
     def __init__(self, suite, keel, mods, testmods):
         self.keel = keel
         self.dirs = [os.path.abspath(mods), os.path.abspath(testmods)]
-        self.www = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".www")
         import tempfile
         self.www = tempfile.mkdtemp(prefix="keel-h2-www-")
         with open(os.path.join(self.www, "4k.bin"), "wb") as f:
@@ -777,15 +776,17 @@ class Env:
         limits = ("" if suite == "conformance" else
                   "max_resets = 50\nmax_pings = 50\nmax_settings = 20\nmax_empty_frames = 50\n"
                   "max_priority = 100\nmax_continuations = 8\n")
-        self.base = (f"[h2]\nmax_concurrent_streams = 8\nstream_timeout = 1s\n{limits}"
-                     f"[static]\nmount = /files {self.www}\n"
-                     f"[accesslog]\npath = {self.access_log}\n")
+        self.base = f"[h2]\nmax_concurrent_streams = 8\nstream_timeout = 1s\n{limits}"
+        # Every keel started here writes its access log into the temporary
+        # folder, whatever [h2] section it was given.
+        self.common = (f"[static]\nmount = /files {self.www}\n"
+                       f"[accesslog]\npath = {self.access_log}\n")
         self.k = self.start(self.base)
         self.rss0 = self.k.rss_kib()
 
     def start(self, sections):
         mods = "http1 h2 hello h2test probe static accesslog stats"
-        k = Keel(self.keel, self.dirs, mods, sections if sections else self.base)
+        k = Keel(self.keel, self.dirs, mods, (sections if sections else self.base) + self.common)
         self.started.append(k)
         return k
 
@@ -836,6 +837,11 @@ def main():
     if failed:
         print(f"{len(failed)} failed: {' '.join(failed)}\nkeel log: {env.k.log}")
         return 1
+    # Kept when something failed (the logs say why); removed otherwise.
+    import shutil
+    for k in env.started:
+        shutil.rmtree(k.dir, ignore_errors=True)
+    shutil.rmtree(env.www, ignore_errors=True)
     print(f"all {suite} cases passed")
     return 0
 

@@ -16,11 +16,17 @@ static h2_stream *stream_of(nghttp2_session *ng, int32_t id)
     return id > 0 ? nghttp2_session_get_stream_user_data(ng, id) : NULL;
 }
 
-/* Output may stop here: the peer has not taken what is in flight. */
+/* Output may stop here: the peer has not taken what is in flight (our
+ * writes not yet completed), or the connection's queue holds that much
+ * (keel_conn_write_queued: through a transport, or behind a file). It goes
+ * on when a write completes (output.c) or the connection drains
+ * (on_drain). */
 static int output_full(h2_conn *c, size_t more)
 {
-    if (c->inflight + h2_out_pending(c) + more > H2_INFLIGHT_MAX &&
-        h2_out_pending(c) + c->inflight > 0) {
+    size_t pending = h2_out_pending(c);
+    size_t queued = keel_conn_write_queued(c->conn);
+    size_t held = c->inflight > queued ? c->inflight : queued;
+    if (held + pending + more > H2_INFLIGHT_MAX && held + pending > 0) {
         c->blocked = 1;
         return 1;
     }

@@ -10,10 +10,11 @@
 set -eu
 
 # The second line is what tests drive keel with: Python's websockets client,
-# Prometheus's promtool (its package), headless Chromium for the pages.
+# Prometheus's promtool (its package), headless Chromium for the pages,
+# testssl.sh for the TLS listener.
 DEBIAN_PACKAGES="build-essential cmake ninja-build pkg-config libuv1-dev zlib1g-dev \
 libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind \
-python3-websockets prometheus chromium ${KEEL_DEPS_EXTRA:-}"
+python3-websockets prometheus chromium testssl.sh ${KEEL_DEPS_EXTRA:-}"
 # Node.js and npm run the browser tests (playwright-core, fetched by
 # tests/browser/install.sh); a Node.js installed otherwise (NodeSource,
 # nvm) is used as it is.

@@ -113,6 +113,44 @@ for spec in "/:-n 2000 -c 2 -m 100" "/files/4k.bin:-n 2000 -c 2 -m 100" "/echo:-
     fi
 done
 
+# Over TLS: the tls transport negotiates ALPN "h2" and opens the protocol
+# named "h2" (keel_transport_open_protocol); the module does not care how it
+# was reached. Only when the tls module and keel-cert were built.
+CERT_TOOL=$(dirname "$KEEL")/keel-cert
+if [ -e "$MODS/mod_tls.so" ] && [ -x "$CERT_TOOL" ]; then
+    "$CERT_TOOL" "$DIR/cert.pem" "$DIR/key.pem" >/dev/null 2>&1
+    cat >"$DIR/tls.conf" <<EOF
+[keel]
+listen = 127.0.0.1:0 http1 tls
+workers = 1
+modules = tls http1 h2 hello static
+module_path = $MODS $TMODS
+[tls]
+cert = $DIR/cert.pem $DIR/key.pem
+[static]
+mount = /files $DIR/www
+EOF
+    "$KEEL" -c "$DIR/tls.conf" >"$DIR/tls.log" 2>&1 &
+    TPID=$!
+    for _ in $(seq 100); do
+        grep -q "(http1, tls)" "$DIR/tls.log" 2>/dev/null && break
+        sleep 0.05
+    done
+    TP=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) (http1, tls).*/\1/p' "$DIR/tls.log")
+    TCURL=(timeout 20 curl -sSk --http2 --max-time 15)
+    expect "TLS ALPN h2: GET /" "Hello, World! 2" "${TCURL[@]}" -w ' %{http_version}' "https://127.0.0.1:$TP/"
+    expect "TLS ALPN http/1.1 still" "Hello, World! 1.1" timeout 20 curl -sSk --http1.1 -w ' %{http_version}' "https://127.0.0.1:$TP/"
+    "${TCURL[@]}" -o "$DIR/big.tls" "https://127.0.0.1:$TP/files/big.bin" && cmp -s "$DIR/big.tls" "$DIR/www/big.bin" &&
+        ok "TLS h2 1.5 MB file" || fail "TLS h2 1.5 MB file" "differs"
+    out=$(timeout 60 h2load -n 2000 -c 2 -m 100 "https://127.0.0.1:$TP/files/4k.bin" 2>&1)
+    grep -q "Application protocol: h2" <<<"$out" && grep -q "2000 succeeded" <<<"$out" &&
+        ok "TLS h2load" || fail "TLS h2load" "$(grep -E 'protocol|requests:' <<<"$out")"
+    kill -TERM "$TPID"
+    wait "$TPID" || fail "TLS keel exit" "status $?"
+else
+    echo "skip  TLS (no mod_tls or keel-cert)"
+fi
+
 # (grep reads here-strings: `echo | grep -q` fails under pipefail when grep
 # stops reading early.)
 # The access log saw HTTP/2.0 exchanges.

@@ -21,7 +21,8 @@ try {
   if (!response || response.status() !== 200) fail("index.html: " + (response && response.status()));
   const seen = await page.evaluate(() => {
     const nav = performance.getEntriesByType("navigation")[0];
-    const res = performance.getEntriesByType("resource");
+    // The page's own assets (Chromium may add others: a favicon).
+    const res = performance.getEntriesByType("resource").filter((r) => /\/[sc]\d+\.(js|css)$/.test(r.name));
     return {
       scripts: window.__scripts || 0,
       sheets: document.styleSheets.length,

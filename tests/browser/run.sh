@@ -78,6 +78,7 @@ h2)
         page+="<link rel=stylesheet href=/c$i.css><script src=/s$i.js></script>"
     done
     page+="</head><body><p>keel over HTTP/2</p></body></html>"
+    : >"$work/www/favicon.ico" # asked for by Chromium: no 404 in the console
     printf '%s\n' "$page" >"$work/www/index.html"
     cat >"$work/keel.conf" <<CONF
 [keel]

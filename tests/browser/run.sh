@@ -4,6 +4,8 @@
 #   run.sh TEST KEEL_BIN MODULE_DIR OUT_DIR
 #   dashboard  stats.browser: http1 + hello + stats, the stats dashboard
 #   chat       chat.browser: examples/chat/chat.conf on two workers, two pages
+#   h2         h2.browser: a page with 80 assets over HTTPS, ALPN h2 (tls, h2,
+#              static, stats; the certificate from keel-cert beside KEEL_BIN)
 # Exits 77 (ctest: skipped) only when node, npm or chromium is missing,
 # saying which Debian package to install.
 set -euo pipefail
@@ -64,8 +66,37 @@ chat)
         --set "keel.listen=127.0.0.1:0 http1" --set keel.workers=2
     limit=60
     ;;
+h2)
+    [ -e "$modules/mod_tls.so" ] && [ -e "$modules/mod_h2.so" ] ||
+        { echo "SKIP: mod_tls or mod_h2 not built"; exit 77; }
+    "$(dirname "$keel")/keel-cert" "$work/cert.pem" "$work/key.pem" >/dev/null
+    mkdir -p "$work/www"
+    page="<!doctype html><html><head><title>h2</title>"
+    for i in $(seq 40); do
+        printf 'window.__scripts = (window.__scripts || 0) + 1;\n' >"$work/www/s$i.js"
+        printf '.c%d { color: #%06x }\n' "$i" "$i" >"$work/www/c$i.css"
+        page+="<link rel=stylesheet href=/c$i.css><script src=/s$i.js></script>"
+    done
+    page+="</head><body><p>keel over HTTP/2</p></body></html>"
+    : >"$work/www/favicon.ico" # asked for by Chromium: no 404 in the console
+    printf '%s\n' "$page" >"$work/www/index.html"
+    cat >"$work/keel.conf" <<CONF
+[keel]
+listen = 127.0.0.1:0 http1 tls
+workers = 1
+modules = tls http1 h2 static stats
+module_path = $modules
+[tls]
+cert = $work/cert.pem $work/key.pem
+[static]
+mount = / $work/www
+CONF
+    start_keel -c "$work/keel.conf"
+    scheme=https
+    limit=60
+    ;;
 *)
-    echo "usage: run.sh dashboard|chat KEEL_BIN MODULE_DIR OUT_DIR" >&2
+    echo "usage: run.sh dashboard|chat|h2 KEEL_BIN MODULE_DIR OUT_DIR" >&2
     exit 2
     ;;
 esac
@@ -75,7 +106,7 @@ esac
 deadline=""
 command -v timeout >/dev/null && deadline="timeout $limit"
 status=0
-$deadline node "$here/$test.mjs" "http://127.0.0.1:$port" "$out" "$npm_dir" || status=$?
+$deadline node "$here/$test.mjs" "${scheme:-http}://127.0.0.1:$port" "$out" "$npm_dir" || status=$?
 if [ $status -ne 0 ]; then
     echo "---- keel's log ----"; cat "$work/keel.log"
     exit $status

@@ -1,0 +1,217 @@
+/* fileload.c — small file bodies read on the thread pool, many per job.
+ *
+ * HTTP/2 frames every body, so a file cannot simply be handed to the socket.
+ * Large files still go out with sendfile, frame by frame (a 9-byte header,
+ * then the file's bytes: stream.c, output.c). For small ones that costs
+ * three system calls and a loop turn each; and the core's own fallback, a
+ * thread-pool read per file, costs a thread hand-off each. Here every small
+ * file asked for during one turn (100 streams answered from one read, say)
+ * is read in one thread-pool job, and the pieces then go out like any
+ * response body in memory: batched into one write, as h2o does with its
+ * synchronous reads, without ever reading a disk on the loop (the design's
+ * rule: the loop never waits for a disk).
+ *
+ * The job holds a reference to each piece, so a stream reset or a
+ * connection closed meanwhile only makes the job's results unused. The
+ * core keeps each fd open until the piece's callback, which comes after.
+ */
+#include "h2.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#ifndef _WIN32
+#include <unistd.h>
+#endif
+
+typedef struct h2_load_item {
+    h2_piece *p;
+    int32_t stream_id;
+    int fd;
+    uint64_t off;
+    size_t len;
+    char *buf;
+    int ok;
+} h2_load_item;
+
+struct h2_load {
+    h2_load *next, *prev; /* the connection's jobs in flight */
+    h2_conn *c;           /* NULL once the connection is gone */
+    h2_slab *slab;        /* every file's bytes, one after the other */
+    size_t n;
+    h2_load_item items[];
+};
+
+int h2_load_supported(void)
+{
+#ifdef _WIN32
+    return 0; /* no pread: such files go by sendfile's path (the core reads them) */
+#else
+    return 1;
+#endif
+}
+
+int h2_load_add(h2_conn *c, h2_stream *s, h2_piece *p)
+{
+    if (c->npending == c->pending_cap) {
+        size_t cap = c->pending_cap ? c->pending_cap * 2 : 16;
+        h2_load_item *items = realloc(c->pending, cap * sizeof *items);
+        if (items == NULL)
+            return KEEL_ERR_NOMEM;
+        c->pending = items;
+        c->pending_cap = cap;
+    }
+    p->refs++;
+    p->loading = 1;
+    c->pending[c->npending++] = (h2_load_item){p, s->id, p->fd, p->foff, p->left, NULL, 0};
+    return KEEL_OK;
+}
+
+/* Thread pool: no keel call here. */
+static void load_work(void *userdata)
+{
+#ifndef _WIN32
+    h2_load *job = userdata;
+    for (size_t i = 0; i < job->n; i++) {
+        h2_load_item *it = &job->items[i];
+        size_t got = 0;
+        while (got < it->len) {
+            ssize_t r = pread(it->fd, it->buf + got, it->len - got, (off_t)(it->off + got));
+            if (r < 0 && errno == EINTR)
+                continue;
+            if (r <= 0)
+                break; /* a short file: the response cannot be completed */
+            got += (size_t)r;
+        }
+        it->ok = got == it->len;
+    }
+#else
+    (void)userdata;
+#endif
+}
+
+static void piece_loaded(h2_piece *p, h2_slab *slab, char *buf)
+{
+    p->fd = -1;
+    p->loading = 0;
+    slab->refs++;
+    p->slab = slab;
+    p->bufs = p->inline_bufs;
+    p->bufs[0] = (keel_buf){buf, p->left};
+    p->nbufs = 1;
+    p->idx = p->off = 0;
+}
+
+static void load_done(keel_worker *worker, int status, void *userdata)
+{
+    (void)worker;
+    h2_load *job = userdata;
+    h2_conn *c = job->c;
+    if (c != NULL) {
+        if (job->prev != NULL)
+            job->prev->next = job->next;
+        else
+            c->loads = job->next;
+        if (job->next != NULL)
+            job->next->prev = job->prev;
+    }
+    for (size_t i = 0; i < job->n; i++) {
+        h2_load_item *it = &job->items[i];
+        h2_piece *p = it->p;
+        h2_stream *s = NULL;
+        if (c != NULL && !c->closing && c->ng != NULL)
+            s = nghttp2_session_get_stream_user_data(c->ng, it->stream_id);
+        /* Still that stream's, at the head of its queue? */
+        int mine = s != NULL && s->queue == p && p->refs > 1;
+        if (status == KEEL_OK && it->ok && mine) {
+            piece_loaded(p, job->slab, it->buf);
+            s->nfiles--;
+            if (s->deferred) {
+                s->deferred = 0;
+                nghttp2_session_resume_data(c->ng, s->id);
+            }
+        } else {
+            p->loading = 0;
+            if (mine)
+                h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR); /* the body cannot be complete */
+        }
+        h2_piece_unref(p, it->ok ? KEEL_OK : KEEL_ERR_IO);
+    }
+    h2_slab_unref(job->slab); /* the job's reference; pieces hold theirs */
+    free(job);
+    if (c != NULL)
+        h2_pump(c);
+}
+
+void h2_slab_unref(h2_slab *slab)
+{
+    if (slab != NULL && --slab->refs == 0)
+        free(slab);
+}
+
+void h2_load_submit(h2_conn *c)
+{
+    if (c->npending == 0)
+        return;
+    size_t n = c->npending;
+    c->npending = 0;
+    /* One buffer for the whole job, allocated (and later freed) on this
+     * thread: a buffer per file, malloc'd on a pool thread and freed here,
+     * cost more in page faults than the reads themselves. */
+    size_t total = 0;
+    for (size_t i = 0; i < n; i++)
+        total += c->pending[i].len;
+    h2_load *job = malloc(sizeof *job + n * sizeof job->items[0]);
+    h2_slab *slab = job != NULL ? malloc(sizeof *slab + total + 1) : NULL;
+    int rc = KEEL_ERR_NOMEM;
+    if (slab == NULL) {
+        free(job);
+        job = NULL;
+    }
+    if (job != NULL) {
+        slab->refs = 1;
+        job->slab = slab;
+        memcpy(job->items, c->pending, n * sizeof job->items[0]);
+        for (size_t i = 0, at = 0; i < n; at += job->items[i].len, i++)
+            job->items[i].buf = slab->data + at;
+        job->n = n;
+        job->c = c;
+        job->prev = NULL;
+        job->next = c->loads;
+        rc = keel_worker_offload(c->w->worker, load_work, load_done, job);
+    }
+    if (rc != KEEL_OK) {
+        for (size_t i = 0; i < n; i++) {
+            h2_piece *p = c->pending[i].p;
+            h2_stream *s =
+                c->ng ? nghttp2_session_get_stream_user_data(c->ng, c->pending[i].stream_id) : NULL;
+            p->loading = 0;
+            if (s != NULL && s->queue == p)
+                h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+            h2_piece_unref(p, rc);
+        }
+        if (job != NULL)
+            h2_slab_unref(job->slab);
+        free(job);
+        return;
+    }
+    if (c->loads != NULL)
+        c->loads->prev = job;
+    c->loads = job;
+}
+
+void h2_load_orphan(h2_conn *c)
+{
+    for (h2_load *job = c->loads; job != NULL; job = job->next)
+        job->c = NULL;
+    c->loads = NULL;
+    /* Collected but not submitted: never will be. */
+    for (size_t i = 0; i < c->npending; i++) {
+        c->pending[i].p->loading = 0;
+        h2_piece_unref(c->pending[i].p, KEEL_ERR_CLOSED);
+    }
+    c->npending = 0;
+    free(c->pending);
+    c->pending = NULL;
+    c->pending_cap = 0;
+}

@@ -1,0 +1,526 @@
+/* h2.c — the h2 module: its configuration, the "h2" protocol's connection
+ * callbacks, and driving nghttp2 (input, output, the end of a connection).
+ *
+ * A connection reaches "h2" three ways and on_open does not care which: a
+ * listener `listen = ... h2` (prior knowledge, RFC 9113 3.3), http1 handing
+ * over a connection that opened with the preface (the preface still
+ * unconsumed), or a transport that negotiated ALPN "h2" (RFC 9113 3.2,
+ * keel_transport_open_protocol). In every case the first bytes on_data sees
+ * are the client's preface, which nghttp2 checks.
+ *
+ * Input is handed to nghttp2 whole (it keeps what it needs of a partial
+ * frame); output is produced once per on_data or asynchronous event
+ * (h2_pump) and leaves as one write (output.c).
+ */
+#include "h2.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ------------------------------------------------------------------- */
+
+void h2_count(h2_conn *c, keel_metric *m)
+{
+    if (m != NULL)
+        keel_metric_add(c->w->worker, m, 1);
+}
+
+const char *h2_date(h2_worker *w, size_t *len)
+{
+    /* RFC 9110 6.6.1: Date on every response; formatted once a second. */
+    uint64_t now = keel_worker_now_ms(w->worker);
+    if (now != w->date_checked_ms || w->date_len == 0) {
+        w->date_checked_ms = now;
+        int64_t t = keel_time_now();
+        if (t != w->date_sec || w->date_len == 0) {
+            w->date_len = keel_time_format(t, KEEL_TIME_HTTP, w->date, sizeof w->date);
+            w->date_sec = t;
+        }
+    }
+    *len = w->date_len;
+    return w->date;
+}
+
+static void h2_close(h2_conn *c)
+{
+    if (c->closing)
+        return;
+    h2_out_flush(c);
+    c->closing = 1;
+    keel_conn_close(c->conn);
+}
+
+/* Closing it would lose nothing: no stream, nothing to write. At
+ * max_connections the core may then reclaim it (keel_conn_set_idle); a
+ * client retries on a new connection (RFC 9113 9.1). */
+static void mark_idle(h2_conn *c)
+{
+    if (!c->idle_marked && !c->closing && !c->goaway && c->nactive == 0 && c->inflight == 0 &&
+        c->streams == NULL) {
+        c->idle_marked = 1;
+        keel_conn_set_idle(c->conn, 1);
+    }
+}
+
+void h2_pump(h2_conn *c)
+{
+    if (c->depth > 0) {
+        c->want_send = 1;
+        return;
+    }
+    if (c->closing || c->ng == NULL)
+        return;
+    h2_load_submit(c); /* small files asked for since the last turn: one job */
+    c->depth++;
+    int rv;
+    do {
+        c->want_send = 0;
+        rv = nghttp2_session_send(c->ng);
+    } while (rv == 0 && c->want_send && !c->blocked);
+    c->depth--;
+    if (rv != 0) {
+        /* Only a fatal error gets here (out of memory, a callback failure). */
+        h2_out_discard(c);
+        c->closing = 1;
+        keel_conn_abort(c->conn);
+        return;
+    }
+    h2_out_flush(c);
+    int want_read = nghttp2_session_want_read(c->ng);
+    int want_write = nghttp2_session_want_write(c->ng);
+    if (!want_read && !want_write) {
+        /* GOAWAY sent (or received) and no stream left: done (6.8). */
+        h2_close(c);
+    } else if (c->eof && c->nactive == 0 && !want_write) {
+        h2_close(c);
+    } else if (!want_write) {
+        mark_idle(c);
+    }
+}
+
+void h2_goaway(h2_conn *c)
+{
+    if (c->goaway || c->ng == NULL || c->closing)
+        return;
+    c->goaway = 1;
+    /* RFC 9113 6.8: the last stream id we may have acted on; streams up to
+     * it finish, later ones the client retries elsewhere. */
+    nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->ng),
+                          NGHTTP2_NO_ERROR, NULL, 0);
+    h2_pump(c);
+}
+
+void h2_fail(h2_conn *c, uint32_t code)
+{
+    if (c->ng == NULL || c->closing)
+        return;
+    c->calm = 1;
+    nghttp2_session_terminate_session(c->ng, code);
+    h2_pump(c);
+}
+
+/* ---- stream timeouts -------------------------------------------------------------- */
+
+/* Waiting on the peer, not on the handler: response bytes queued that the
+ * peer's window does not let out (a zero-window stall holding them), or a
+ * request body the handler wants that does not come. */
+static int waits_on_peer(const h2_stream *s)
+{
+    return !s->closed && (s->queued > 0 || (s->exchange && s->want_body && !s->remote_ended));
+}
+
+static void on_tick(keel_timer *timer, void *userdata)
+{
+    h2_conn *c = userdata;
+    (void)timer;
+    if (c->streams == NULL) {
+        /* Kept one idle tick, so a connection that goes back and forth
+         * between streams and none does not allocate a timer each time. */
+        if (c->tick_idle) {
+            keel_timer_stop(c->tick);
+            c->tick = NULL;
+        }
+        c->tick_idle = 1;
+        return;
+    }
+    c->tick_idle = 0;
+    uint64_t now = keel_worker_now_ms(c->w->worker);
+    uint64_t limit = c->w->cfg->stream_timeout_ms;
+    int any = 0;
+    /* Only submit here: the resets take effect in h2_pump, which may free
+     * streams, after the walk. */
+    for (h2_stream *s = c->streams; s != NULL; s = s->next) {
+        if (waits_on_peer(s) && now - s->progress_ms >= limit) {
+            s->progress_ms = now; /* once */
+            h2_count(c, c->w->mod->m.limit[H2_LIMIT_STREAM_TIMEOUT]);
+            if (c->ng != NULL)
+                nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+            any = 1;
+        }
+    }
+    if (any)
+        h2_pump(c);
+}
+
+void h2_tick_start(h2_conn *c)
+{
+    c->tick_idle = 0;
+    if (c->tick != NULL || c->closing)
+        return;
+    uint64_t period = c->w->cfg->stream_timeout_ms / 4;
+    if (period < 50)
+        period = 50;
+    if (period > 1000)
+        period = 1000;
+    c->tick = keel_timer_start(c->w->worker, period, period, on_tick, c);
+}
+
+/* ---- protocol callbacks ------------------------------------------------------------ */
+
+static int h2_on_open(keel_conn *conn, void *arg)
+{
+    (void)arg;
+    h2_worker *w = keel_worker_state(keel_conn_worker(conn), keel_conn_module(conn));
+    const h2_config *cfg = w->cfg;
+    h2_conn *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return KEEL_ERR_NOMEM;
+    c->conn = conn;
+    c->w = w;
+    if (nghttp2_session_server_new3(&c->ng, w->mod->callbacks, c, w->mod->option, &w->mem) != 0) {
+        free(c);
+        return KEEL_ERR_NOMEM;
+    }
+    /* RFC 9113 3.4: the server's preface is a SETTINGS frame, which may go
+     * before the client's arrives. These are the limits we enforce. */
+    nghttp2_settings_entry iv[] = {
+        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, cfg->max_concurrent_streams},
+        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, cfg->initial_window},
+        {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, cfg->max_frame_size},
+        {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, cfg->header_table_size},
+        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, cfg->max_header_list},
+        /* RFC 9218 2.1: the RFC 7540 priority tree is not used (RFC 9113
+         * 5.3.2 deprecated it); it is what priority churn attacked. */
+        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
+    };
+    int rv = nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
+    if (rv == 0 && cfg->conn_window > 65535)
+        rv = nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0,
+                                                   (int32_t)cfg->conn_window);
+    if (rv != 0) {
+        nghttp2_session_del(c->ng);
+        free(c);
+        return KEEL_ERR_NOMEM;
+    }
+    h2_limits_init(c);
+    keel_conn_set_data(conn, c);
+    c->timeout_ms = cfg->idle_timeout_ms;
+    keel_conn_set_timeout(conn, c->timeout_ms);
+    h2_count(c, w->mod->m.conns);
+    keel_metric_add(w->worker, w->mod->m.open_conns, 1);
+    h2_pump(c);
+    return KEEL_OK;
+}
+
+static int h2_on_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
+{
+    h2_conn *c = keel_conn_data(conn);
+    *consumed = len;
+    if (c == NULL || c->closing || c->calm)
+        return KEEL_OK; /* ending: what comes now is dropped */
+    c->idle_marked = 0; /* the core cleared it: bytes came */
+    c->depth++;
+    ssize_t rv = nghttp2_session_mem_recv(c->ng, (const uint8_t *)data, len);
+    c->depth--;
+    if (rv < 0 && !c->calm) {
+        /* Fatal for the session. Protocol errors are not among these:
+         * nghttp2 answers them itself with the RFC 9113 code (GOAWAY or
+         * RST_STREAM) and goes on. */
+        switch (rv) {
+        case NGHTTP2_ERR_FLOODED:
+            h2_calm(c, H2_FLOOD_OUTBOUND);
+            break;
+        case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
+            h2_calm(c, H2_FLOOD_CONTINUATION);
+            break;
+        case NGHTTP2_ERR_BAD_CLIENT_MAGIC:
+            h2_fail(c, NGHTTP2_PROTOCOL_ERROR); /* 3.4: not HTTP/2 */
+            break;
+        default:
+            h2_fail(c, NGHTTP2_INTERNAL_ERROR);
+            break;
+        }
+    }
+    h2_pump(c);
+    return KEEL_OK;
+}
+
+static void h2_on_drain(keel_conn *conn)
+{
+    h2_conn *c = keel_conn_data(conn);
+    if (c != NULL) {
+        c->blocked = 0;
+        h2_pump(c);
+    }
+}
+
+static void h2_on_timeout(keel_conn *conn)
+{
+    h2_conn *c = keel_conn_data(conn);
+    if (c == NULL)
+        return;
+    if (c->nactive == 0) {
+        /* Idle: say goodbye properly (6.8) rather than vanish. */
+        h2_count(c, c->w->mod->m.limit[H2_LIMIT_IDLE_TIMEOUT]);
+        if (c->goaway) {
+            h2_close(c);
+            return;
+        }
+        h2_goaway(c);
+        h2_close(c);
+    }
+    /* Streams at work: their own timeouts apply (on_tick); the core
+     * re-arms the connection's. */
+}
+
+static void h2_on_shutdown(keel_conn *conn)
+{
+    h2_conn *c = keel_conn_data(conn);
+    if (c != NULL)
+        h2_goaway(c); /* in-flight streams finish, then h2_pump closes */
+}
+
+static void h2_on_eof(keel_conn *conn)
+{
+    h2_conn *c = keel_conn_data(conn);
+    if (c == NULL)
+        return;
+    c->eof = 1; /* answers still reach the peer; no new stream can come */
+    h2_pump(c);
+    if (c->nactive == 0)
+        h2_close(c);
+}
+
+static void h2_on_close(keel_conn *conn, int status)
+{
+    (void)status;
+    h2_conn *c = keel_conn_data(conn);
+    if (c == NULL)
+        return;
+    keel_conn_set_data(conn, NULL);
+    c->closing = 1;
+    h2_load_orphan(c);
+    /* Every stream ends: exchanges in flight are aborted (the core calls
+     * no sink function after that), queued pieces released. */
+    while (c->streams != NULL) {
+        h2_stream *s = c->streams;
+        s->closed = 1;
+        s->busy = 0;
+        if (s->counted) {
+            s->counted = 0;
+            c->nactive--;
+            keel_metric_add(c->w->worker, c->w->mod->m.open_streams, -1);
+        }
+        if (s->exchange) {
+            keel_request *req = s->req;
+            s->exchange = 0;
+            s->req = NULL;
+            keel_http_request_abort(req);
+        }
+        if (c->streams == s)
+            h2_stream_maybe_free(s);
+    }
+    h2_out_discard(c);
+    h2_out_orphan(c);
+    if (c->tick != NULL)
+        keel_timer_stop(c->tick);
+    nghttp2_session_del(c->ng);
+    c->ng = NULL;
+    keel_metric_add(c->w->worker, c->w->mod->m.open_conns, -1);
+    free(c);
+}
+
+const keel_protocol h2_protocol = {
+    .size = sizeof(keel_protocol),
+    .name = "h2",
+    .on_open = h2_on_open,
+    .on_data = h2_on_data,
+    .on_drain = h2_on_drain,
+    .on_timeout = h2_on_timeout,
+    .on_shutdown = h2_on_shutdown,
+    .on_close = h2_on_close,
+    .on_eof = h2_on_eof,
+};
+
+/* ---- configuration ------------------------------------------------------------------- */
+
+static int keep_first(int rc, int r)
+{
+    return rc != KEEL_OK ? rc : r;
+}
+
+static int read_u32(keel_module *m, const char *key, int64_t def, int64_t min, int64_t max,
+                    uint32_t *out)
+{
+    int64_t v = def;
+    int rc = keel_config_int(m, key, def, min, max, &v);
+    *out = (uint32_t)v;
+    return rc;
+}
+
+static int read_size32(keel_module *m, const char *key, uint64_t def, uint64_t min, uint64_t max,
+                       uint32_t *out)
+{
+    uint64_t v = def;
+    int rc = keel_config_size(m, key, def, &v);
+    if (rc == KEEL_OK && (v < min || v > max))
+        return keel_config_error(m, key, "must be between %llu and %llu", (unsigned long long)min,
+                                 (unsigned long long)max);
+    *out = (uint32_t)v;
+    return rc;
+}
+
+static int read_config(keel_module *m, h2_config *cfg)
+{
+    int rc = KEEL_OK;
+    const char *server = NULL;
+    /* RFC 9113 6.5.2 bounds: windows up to 2^31-1, frames 2^14..2^24-1. */
+    rc = keep_first(rc, read_u32(m, "max_concurrent_streams", 100, 1, 0x7fffffff,
+                                 &cfg->max_concurrent_streams));
+    rc = keep_first(rc,
+                    read_size32(m, "initial_window", 65535, 0, 0x7fffffff, &cfg->initial_window));
+    rc = keep_first(
+        rc, read_size32(m, "conn_window", 1024 * 1024, 65535, 0x7fffffff, &cfg->conn_window));
+    rc = keep_first(rc,
+                    read_size32(m, "max_frame_size", 16384, 16384, 16777215, &cfg->max_frame_size));
+    rc = keep_first(
+        rc, read_size32(m, "header_table_size", 4096, 0, 1024 * 1024, &cfg->header_table_size));
+    rc = keep_first(rc, read_size32(m, "max_header_list", 32 * 1024, 1024, 16 * 1024 * 1024,
+                                    &cfg->max_header_list));
+    rc = keep_first(rc, keel_config_size(m, "max_body", 1024 * 1024, &cfg->max_body));
+    rc = keep_first(rc, keel_config_size(m, "body_buffer", 1024 * 1024, &cfg->body_buffer));
+    rc = keep_first(rc, keel_config_duration_ms(m, "idle_timeout", 60000, &cfg->idle_timeout_ms));
+    rc = keep_first(rc,
+                    keel_config_duration_ms(m, "stream_timeout", 30000, &cfg->stream_timeout_ms));
+    int64_t n = 0;
+    rc = keep_first(rc, keel_config_int(m, "max_requests", 0, 0, INT64_MAX, &n));
+    cfg->max_requests = (uint64_t)n;
+    rc = keep_first(rc, read_u32(m, "max_resets", 500, 0, 1000000, &cfg->max_resets));
+    rc = keep_first(rc, read_u32(m, "max_pings", 100, 0, 1000000, &cfg->max_pings));
+    rc = keep_first(rc, read_u32(m, "max_settings", 50, 0, 1000000, &cfg->max_settings));
+    rc = keep_first(rc, read_u32(m, "max_empty_frames", 100, 0, 1000000, &cfg->max_empty_frames));
+    rc = keep_first(rc, read_u32(m, "max_priority", 1000, 0, 1000000, &cfg->max_priority));
+    rc = keep_first(rc, read_u32(m, "max_continuations", 8, 0, 10000, &cfg->max_continuations));
+    uint64_t block = 0;
+    rc = keep_first(rc, keel_config_size(m, "max_header_block", 0, &block));
+    rc = keep_first(rc, keel_config_string(m, "server", "keel", &server));
+    if (rc != KEEL_OK)
+        return rc;
+    if (cfg->idle_timeout_ms == 0)
+        return keel_config_error(m, "idle_timeout", "must be more than 0");
+    if (cfg->stream_timeout_ms == 0)
+        return keel_config_error(m, "stream_timeout", "must be more than 0");
+    /* A header block's wire size: HPACK rarely makes a field list larger
+     * than it decodes to, so twice the list plus a frame is generous. */
+    if (block == 0)
+        block = 2 * (uint64_t)cfg->max_header_list + cfg->max_frame_size;
+    if (block > 0x7fffffff)
+        return keel_config_error(m, "max_header_block", "must be at most 2g");
+    cfg->max_header_block = (uint32_t)block;
+    size_t len = strlen(server);
+    if (len >= sizeof cfg->server)
+        return keel_config_error(m, "server", "longer than %zu characters", sizeof cfg->server - 1);
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)server[i];
+        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
+            return keel_config_error(m, "server", "control character 0x%02x at %zu", ch, i);
+    }
+    memcpy(cfg->server, server, len);
+    cfg->server_len = len;
+    return KEEL_OK;
+}
+
+/* ---- module life cycle ----------------------------------------------------------------- */
+
+static void module_free(h2_module *mod)
+{
+    if (mod->callbacks != NULL)
+        nghttp2_session_callbacks_del(mod->callbacks);
+    if (mod->option != NULL)
+        nghttp2_option_del(mod->option);
+    free(mod);
+}
+
+static int h2_module_load(keel_module *m)
+{
+    h2_module *mod = calloc(1, sizeof *mod);
+    if (mod == NULL)
+        return KEEL_ERR_NOMEM;
+    int rc = read_config(m, &mod->cfg);
+    if (rc == KEEL_OK &&
+        (h2_callbacks_new(&mod->callbacks) != KEEL_OK || nghttp2_option_new(&mod->option) != 0))
+        rc = KEEL_ERR_NOMEM;
+    if (rc != KEEL_OK) {
+        module_free(mod);
+        return rc;
+    }
+    /* Windows are given back as the core takes the body (stream.c), not
+     * when nghttp2 has parsed it. */
+    nghttp2_option_set_no_auto_window_update(mod->option, 1);
+    /* No priority tree: closed streams need not be kept for it. */
+    nghttp2_option_set_no_closed_streams(mod->option, 1);
+    h2_option_extensions(mod->option);
+#ifdef H2_HAVE_RESET_RATE_LIMIT
+    /* nghttp2's own CVE-2023-44487 limit (1.57, or Debian's backport)
+     * stays as a backstop behind ours, which counts. */
+    nghttp2_option_set_stream_reset_rate_limit(mod->option, 2ull * mod->cfg.max_resets + 1000,
+                                               mod->cfg.max_resets / 5 + 100);
+#endif
+#ifdef H2_HAVE_MAX_CONTINUATIONS
+    nghttp2_option_set_max_continuations(mod->option, mod->cfg.max_continuations + 1);
+#endif
+    h2_metrics_register(m, &mod->m);
+    rc = keel_protocol_register(m, &h2_protocol);
+    if (rc != KEEL_OK) {
+        module_free(mod);
+        return rc;
+    }
+    keel_module_set_data(m, mod);
+    return KEEL_OK;
+}
+
+static void h2_unload(keel_module *m)
+{
+    h2_module *mod = keel_module_data(m);
+    if (mod != NULL)
+        module_free(mod);
+}
+
+static int h2_start(keel_module *m, keel_worker *worker, void *state)
+{
+    h2_worker *w = state;
+    w->worker = worker;
+    w->module = m;
+    w->mod = keel_module_data(m);
+    w->cfg = &w->mod->cfg;
+    h2_mem_init(w);
+    return KEEL_OK;
+}
+
+static void h2_stop(keel_module *m, keel_worker *worker, void *state)
+{
+    (void)m;
+    (void)worker;
+    h2_worker *w = state;
+    h2_batch_pool_free(w);
+    while (w->free_streams != NULL) {
+        h2_stream *s = w->free_streams;
+        w->free_streams = s->next;
+        free(s);
+    }
+    w->nfree_streams = 0;
+    h2_mem_release(w);
+}
+
+KEEL_MODULE(h2, .version = "1.0.0", .load = h2_module_load, .unload = h2_unload, .start = h2_start,
+            .stop = h2_stop, .worker_state_size = sizeof(h2_worker));

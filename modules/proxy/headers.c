@@ -178,9 +178,11 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, ex->peer->srv->authority);
     sb_str(&b, "\r\n");
 
-    /* The client's fields, less the hop-by-hop ones and those we write. */
+    /* The client's fields, less the hop-by-hop ones and those we write;
+     * earlier proxies' X-Forwarded-For, Forwarded and Via are collected
+     * to be extended below. */
     size_t n = keel_request_header_count(req);
-    int xff = 0, fwd = 0, via = 0;
+    sb xff = {0}, fwd = {0}, via = {0};
     for (size_t i = 0; i < n; i++) {
         keel_header h;
         if (keel_request_header_at(req, i, &h) != KEEL_OK)
@@ -191,24 +193,14 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         if (c->x_forwarded &&
             (name_eq(h.name, "x-forwarded-proto") || name_eq(h.name, "x-forwarded-host")))
             continue; /* replaced: ours is what this hop saw */
-        if (c->x_forwarded && name_eq(h.name, "x-forwarded-for")) {
+        sb *list = c->x_forwarded && name_eq(h.name, "x-forwarded-for") ? &xff
+                   : c->forwarded && name_eq(h.name, "forwarded")       ? &fwd
+                   : c->via && name_eq(h.name, "via")                   ? &via
+                                                                        : NULL;
+        if (list != NULL) {
             if (h.value.len > 0) {
-                sb_str(&b, xff++ ? ", " : "X-Forwarded-For: ");
-                sb_ks(&b, h.value);
-            }
-            continue;
-        }
-        if (c->forwarded && name_eq(h.name, "forwarded")) {
-            if (h.value.len > 0) {
-                sb_str(&b, fwd++ ? ", " : "Forwarded: ");
-                sb_ks(&b, h.value);
-            }
-            continue;
-        }
-        if (c->via && name_eq(h.name, "via")) {
-            if (h.value.len > 0) {
-                sb_str(&b, via++ ? ", " : "Via: ");
-                sb_ks(&b, h.value);
+                sb_str(list, list->len ? ", " : "");
+                sb_ks(list, h.value);
             }
             continue;
         }
@@ -219,7 +211,11 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, "\r\n");
     }
     if (c->x_forwarded) {
-        sb_str(&b, xff ? ", " : "X-Forwarded-For: ");
+        sb_str(&b, "X-Forwarded-For: ");
+        if (xff.len) {
+            sb_put(&b, xff.p, xff.len);
+            sb_str(&b, ", ");
+        }
         sb_str(&b, ex->client_ip);
         sb_str(&b, "\r\nX-Forwarded-Proto: ");
         sb_str(&b, scheme);
@@ -229,11 +225,14 @@ char *px_build_request_head(px_ex *ex, size_t *len)
             sb_ks(&b, host);
             sb_str(&b, "\r\n");
         }
-    } else if (xff) {
-        sb_str(&b, "\r\n");
     }
     if (c->forwarded) {
-        sb_str(&b, fwd ? ", for=" : "Forwarded: for=");
+        sb_str(&b, "Forwarded: ");
+        if (fwd.len) {
+            sb_put(&b, fwd.p, fwd.len);
+            sb_str(&b, ", ");
+        }
+        sb_str(&b, "for=");
         sb_forwarded_value(&b, ex->client_ip, strlen(ex->client_ip),
                            strchr(ex->client_ip, ':') != NULL);
         if (host.ptr != NULL) {
@@ -243,15 +242,19 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, ";proto=");
         sb_str(&b, scheme);
         sb_str(&b, "\r\n");
-    } else if (fwd) {
-        sb_str(&b, "\r\n");
     }
     if (c->via) {
-        sb_str(&b, via ? ", " : "Via: ");
+        sb_str(&b, "Via: ");
+        if (via.len) {
+            sb_put(&b, via.p, via.len);
+            sb_str(&b, ", ");
+        }
         sb_str(&b, keel_request_version(req) == 10 ? "1.0 keel\r\n" : "1.1 keel\r\n");
-    } else if (via) {
-        sb_str(&b, "\r\n");
     }
+    b.failed |= xff.failed | fwd.failed | via.failed;
+    free(xff.p);
+    free(fwd.p);
+    free(via.p);
     /* Framing is ours (RFC 9112 6.1: a proxy re-frames what it
      * forwards). */
     if (ex->body_kind == PX_BODY_LENGTH) {

@@ -148,6 +148,8 @@ static int on_message_complete(llhttp_t *p)
         ex->interim = 0;
         return 0; /* the final response follows */
     }
+    if (ex->status == 101)
+        return 0; /* llhttp returns HPE_PAUSED_UPGRADE next */
     ex->response_done = 1;
     return HPE_PAUSED;
 }
@@ -347,6 +349,8 @@ static void switch_protocols(px_ex *ex, px_up *up)
     up->ex = NULL;
     ex->up = NULL;
     if (rc != KEEL_OK) {
+        keel_log(ex->route->cfg->module, KEEL_LOG_INFO, "upgrade to the upstream's %s refused: %s",
+                 "protocol", keel_strerror(rc));
         px_tunnel_release(t);
         keel_conn_abort(upconn);
         if (rc == KEEL_ERR_CLOSED) {

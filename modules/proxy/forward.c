@@ -375,6 +375,12 @@ void px_attempt_failed(px_ex *ex, int why)
 void px_ex_finish(px_ex *ex)
 {
     release_peer(ex);
+    if (ex->continue_timer != NULL) {
+        /* answered before it said 100: the body is not wanted */
+        keel_timer_stop(ex->continue_timer);
+        ex->continue_timer = NULL;
+        px_ex_unref(ex);
+    }
     if (ex->req != NULL)
         request_over(ex);
 }

@@ -18,7 +18,7 @@ static kh_proc *with_python(kh_proc **up, const char *extra_pass_options)
 static ht_run_result get_headers(kh_proc *p, const char *const *extra)
 {
     char url[128];
-    const char *args[16] = {"-i"};
+    const char *args[32] = {"-i"};
     int n = 1;
     for (; extra && *extra; extra++)
         args[n++] = *extra;
@@ -75,6 +75,7 @@ Test(proxy, hello_get_head_post, .timeout = 60, .fini = kh_cleanup_all)
     kh_assert(p, px_status(&rr) == 200 && strstr(px_body(&rr), "chunk 5 of 5") != NULL,
               "stream" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
 }
 
 Test(proxy, forwarded_and_hop_by_hop_fields, .timeout = 60, .fini = kh_cleanup_all)
@@ -115,6 +116,7 @@ Test(proxy, forwarded_and_hop_by_hop_fields, .timeout = 60, .fini = kh_cleanup_a
     kh_assert(p, strcasestr(rr.out, "Via: 1.1 inner, 1.1 keel\r\n") != NULL,
               "response Via" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
 }
 
 Test(proxy, host_rewriting, .timeout = 60, .fini = kh_cleanup_all)
@@ -136,6 +138,7 @@ Test(proxy, host_rewriting, .timeout = 60, .fini = kh_cleanup_all)
     rr = px_get(px_url(url, sizeof url, p, 0, "/fixed"));
     kh_assert(p, px_status(&rr) == 404, "404 passed through" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
 }
 
 Test(proxy, location_rewriting, .timeout = 60, .fini = kh_cleanup_all)
@@ -158,6 +161,7 @@ Test(proxy, location_rewriting, .timeout = 60, .fini = kh_cleanup_all)
     kh_assert(p, strstr(rr.out, want) != NULL, "Location already right" PX_SHOW(rr),
               PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
 }
 
 Test(proxy, date_and_server, .timeout = 60, .fini = kh_cleanup_all)
@@ -181,6 +185,7 @@ Test(proxy, date_and_server, .timeout = 60, .fini = kh_cleanup_all)
                   strstr(rr.out, "Date: Mon, 01 Jan 2001 00:00:00 GMT\r\n") != NULL,
               "kept" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
 }
 
 Test(proxy, keepalive_pool, .timeout = 60, .fini = kh_cleanup_all)
@@ -210,6 +215,7 @@ Test(proxy, keepalive_pool, .timeout = 60, .fini = kh_cleanup_all)
               "no pool: %s / %s", px_body(&a), px_body(&b));
     ht_run_free(&a);
     ht_run_free(&b);
+    px_stop(p);
 }
 
 /* Raw: the whole response, "Connection: close" so it ends with EOF. */
@@ -250,6 +256,7 @@ Test(proxy, chunked_body_with_trailers, .timeout = 60, .fini = kh_cleanup_all)
     }
     kh_assert(p, body == 100000, "body %zu bytes", body);
     free(r);
+    px_stop(p);
 }
 
 Test(proxy, expect_100_continue, .timeout = 60, .fini = kh_cleanup_all)
@@ -284,6 +291,7 @@ Test(proxy, expect_100_continue, .timeout = 60, .fini = kh_cleanup_all)
     kh_assert(p, px_status(&rr) == 417 && strstr(rr.out, "100 Continue") == NULL, "417" PX_SHOW(rr),
               PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
 }
 
 Test(proxy, http10_client, .timeout = 60, .fini = kh_cleanup_all)
@@ -298,4 +306,5 @@ Test(proxy, http10_client, .timeout = 60, .fini = kh_cleanup_all)
     kh_assert(p, strstr(rr.out, "Transfer-Encoding") == NULL, "no chunked to 1.0" PX_SHOW(rr),
               PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
 }

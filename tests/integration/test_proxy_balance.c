@@ -36,6 +36,7 @@ Test(proxy_balance, weighted_round_robin, .timeout = 60, .fini = kh_cleanup_all)
     /* smooth: the heavy server never answers three times in a row */
     for (int i = 2; i < 10; i++)
         kh_assert(p, !(seq[i] == 0 && seq[i - 1] == 0 && seq[i - 2] == 0), "not interleaved");
+    px_stop(p);
 }
 
 Test(proxy_balance, client_hash_is_sticky, .timeout = 60, .fini = kh_cleanup_all)
@@ -51,6 +52,7 @@ Test(proxy_balance, client_hash_is_sticky, .timeout = 60, .fini = kh_cleanup_all
     kh_assert(p, first >= 0, "no known server");
     for (int i = 0; i < 8; i++)
         kh_assert(p, which(p, ups, 3, "/id") == first, "the same client, the same server");
+    px_stop(p);
 }
 
 /* Least connections: while a slow request holds one server, the next
@@ -79,6 +81,7 @@ Test(proxy_balance, least_connections, .timeout = 60, .fini = kh_cleanup_all)
     for (int i = 0; i < 4; i++)
         kh_assert(p, which(p, ups, 2, "/id") == 1 - busy, "request %d went to the busy server", i);
     close(fd);
+    px_stop(p);
 }
 
 Test(proxy_balance, backup_only_when_primaries_fail, .timeout = 60, .fini = kh_cleanup_all)
@@ -95,4 +98,5 @@ Test(proxy_balance, backup_only_when_primaries_fail, .timeout = 60, .fini = kh_c
     kh_wait_exit(ups[0], 5000);
     for (int i = 0; i < 3; i++)
         kh_assert(p, which(p, ups, 2, "/id") == 1, "the backup answers once the primary is gone");
+    px_stop(p);
 }

@@ -39,6 +39,7 @@ Test(proxy_fail, refused_is_502, .timeout = 60, .fini = kh_cleanup_all)
     kh_proc *p = px_keel(section, 0);
     int s = status_of(p, "/");
     kh_assert(p, s == 502, "got %d", s);
+    px_stop(p);
 }
 
 Test(proxy_fail, reset_close_and_garbage_are_502, .timeout = 60, .fini = kh_cleanup_all)
@@ -55,6 +56,7 @@ Test(proxy_fail, reset_close_and_garbage_are_502, .timeout = 60, .fini = kh_clea
     }
     /* and the proxy still serves */
     kh_assert(p, status_of(p, "/id") == 200, "after failures");
+    px_stop(p);
 }
 
 Test(proxy_fail, silent_upstream_is_504, .timeout = 60, .fini = kh_cleanup_all)
@@ -70,6 +72,7 @@ Test(proxy_fail, silent_upstream_is_504, .timeout = 60, .fini = kh_cleanup_all)
     long long took = kh_now_ms() - t0;
     kh_assert(p, s == 504, "got %d", s);
     kh_assert(p, took >= 400 && took < 5000, "504 after %lld ms", took);
+    px_stop(p);
 }
 
 /* The upstream dies after part of the body: curl must see an error, not
@@ -91,6 +94,7 @@ Test(proxy_fail, truncated_response_is_cut, .timeout = 60, .fini = kh_cleanup_al
         ht_run_free(&rr);
     }
     kh_assert(p, status_of(p, "/id") == 200, "after cut responses");
+    px_stop(p);
 }
 
 /* A dead server and a live one. Round robin starts with the first: the
@@ -129,6 +133,7 @@ Test(proxy_fail, retries_and_passive_health, .timeout = 60, .fini = kh_cleanup_a
         kh_assert(p, s == 200, "GET %d: %d", i, s);
     }
     kh_assert(p, kh_count_log(p, "is out for 1000 ms") == 2, "tried again, and out again");
+    px_stop(p);
 }
 
 Test(proxy_fail, all_out_is_503, .timeout = 60, .fini = kh_cleanup_all)
@@ -142,6 +147,7 @@ Test(proxy_fail, all_out_is_503, .timeout = 60, .fini = kh_cleanup_all)
     int second = status_of(p, "/");
     kh_assert(p, first == 502, "both tried and failed: %d", first);
     kh_assert(p, second == 503, "both out: %d", second);
+    px_stop(p);
 }
 
 /* tries=1: no retry even for a GET. */
@@ -156,4 +162,5 @@ Test(proxy_fail, tries_limit, .timeout = 60, .fini = kh_cleanup_all)
     kh_proc *p = px_keel(section, 0);
     int s = status_of(p, "/id");
     kh_assert(p, s == 502, "one try, on the dead server: %d", s);
+    px_stop(p);
 }

@@ -140,6 +140,7 @@ Test(proxy_nginx, pages_files_and_pooled_connection, .timeout = 90, .fini = kh_c
     fclose(f);
     kh_assert(p, lines == 5 && same == 5, "%d of %d requests on nginx's connection %ld", same,
               lines, first);
+    px_stop(p);
     free(got);
     free(data);
     char cmd[700];

@@ -67,6 +67,7 @@ Test(proxy_tunnel, websocket_pass_through, .timeout = 60, .fini = kh_cleanup_all
     shutdown(fd, SHUT_WR);
     kh_assert(p, kh_expect_eof(fd, NULL, 0, 5000) == 1, "closed after the upstream's EOF");
     close(fd);
+    px_stop(p);
 }
 
 Test(proxy_tunnel, websocket_idle_timeout, .timeout = 60, .fini = kh_cleanup_all)
@@ -84,6 +85,7 @@ Test(proxy_tunnel, websocket_idle_timeout, .timeout = 60, .fini = kh_cleanup_all
     long long took = kh_now_ms() - t0;
     kh_assert(p, took >= 400 && took < 3000, "closed after %lld ms", took);
     close(fd);
+    px_stop(p);
 }
 
 Test(proxy_tunnel, websocket_off_is_plain_request, .timeout = 60, .fini = kh_cleanup_all)
@@ -98,6 +100,7 @@ Test(proxy_tunnel, websocket_off_is_plain_request, .timeout = 60, .fini = kh_cle
     int fd = open_ws(p, head, sizeof head);
     kh_assert(p, strncmp(head, "HTTP/1.1 502 ", 13) == 0, "502: %s", head);
     close(fd);
+    px_stop(p);
 }
 
 /* ---- CONNECT ---------------------------------------------------------------------- */
@@ -129,6 +132,7 @@ Test(proxy_tunnel, connect_with_curl, .timeout = 60, .fini = kh_cleanup_all)
               "through the tunnel" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
     kh_assert(p, kh_wait_log(p, ": 200", 2000), "logged");
+    px_stop(p);
 }
 
 static int connect_status(kh_proc *p, const char *target)
@@ -177,6 +181,7 @@ Test(proxy_tunnel, connect_refusals, .timeout = 60, .fini = kh_cleanup_all)
     snprintf(target, sizeof target, "127.0.0.1:%u", kh_port(hello, 0));
     s = connect_status(p, target);
     kh_assert(p, s == 403, "host not allowed: %d", s);
+    px_stop(p);
 }
 
 Test(proxy_tunnel, connect_off_and_failures, .timeout = 60, .fini = kh_cleanup_all)
@@ -197,6 +202,7 @@ Test(proxy_tunnel, connect_off_and_failures, .timeout = 60, .fini = kh_cleanup_a
     /* malformed target */
     s = connect_status(p, "no-port-here");
     kh_assert(p, s == 403 || s == 400, "bad target: %d", s);
+    px_stop(p);
 }
 
 /* Anything but CONNECT on the forward-proxy listener is http1's. */
@@ -212,4 +218,5 @@ Test(proxy_tunnel, proxy_listener_serves_http, .timeout = 60, .fini = kh_cleanup
     kh_assert(p, px_status(&rr) == 200 && strcmp(px_body(&rr), "Hello, World!") == 0,
               "GET on the proxy listener" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
 }

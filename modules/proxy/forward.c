@@ -34,6 +34,8 @@ void px_ex_unref(px_ex *ex)
         return;
     if (ex->continue_timer != NULL)
         keel_timer_stop(ex->continue_timer);
+    if (ex->flush_timer != NULL)
+        keel_timer_stop(ex->flush_timer);
     free(ex->pend);
     free(ex->hbuf);
     free(ex->fields);

@@ -173,7 +173,8 @@ struct px_ex {
     int body_done;       /* the whole body went to the upstream */
     int expect_continue; /* the client sent Expect: 100-continue */
     keel_timer *continue_timer;
-    int upgrade; /* an Upgrade request passed through */
+    keel_timer *flush_timer; /* hands gathered body bytes over (response.c) */
+    int upgrade;             /* an Upgrade request passed through */
     int is_head;
     size_t up_out;     /* request body bytes queued to the upstream */
     int client_paused; /* the client's reading paused by us */

@@ -243,6 +243,60 @@ static int same_name(keel_str a, const char *b)
     return 1;
 }
 
+/* Body bytes parsed from several reads in one loop iteration leave in one
+ * piece (the core delivers a 16 KiB read buffer at a time, and a write
+ * per read costs the client a system call and a chunk each): they are
+ * gathered here and flushed at PX_GATHER bytes, at the end of the
+ * iteration (a timer of 0 ms) or with the response's end. */
+#define PX_GATHER (64 * 1024)
+
+static void flush_due(keel_timer *t, void *userdata)
+{
+    px_ex *ex = userdata;
+    (void)t;
+    px_ex_ref(ex);
+    if (ex->plen > 0 && flush(ex) != 0)
+        client_gone(ex);
+    px_ex_unref(ex);
+}
+
+/* Room for len more body bytes in the gathering block. 0, or -1 if the
+ * client is gone (a full block could not be handed over) or out of
+ * memory. */
+static int reserve(px_ex *ex, size_t len)
+{
+    if (ex->pend != NULL && ex->plen + len <= ex->pcap)
+        return 0;
+    if (ex->plen > 0 && flush(ex) != 0)
+        return -1;
+    /* a small read is probably a small response: no more room than it
+     * needs (and below malloc's mmap threshold either way) */
+    size_t cap = len < 8192 ? len : len > PX_GATHER ? len : PX_GATHER;
+    px_block *b = realloc(ex->pend, sizeof *b + cap);
+    if (b == NULL)
+        return -1;
+    ex->pend = b;
+    ex->pcap = cap;
+    return 0;
+}
+
+static void flush_soon(px_ex *ex)
+{
+    if (ex->plen >= PX_GATHER * 3 / 4) {
+        if (flush(ex) != 0)
+            client_gone(ex);
+        return;
+    }
+    if (ex->plen == 0)
+        return;
+    if (ex->flush_timer == NULL)
+        ex->flush_timer = keel_timer_start(ex->pw->worker, 0, 0, flush_due, ex);
+    else
+        keel_timer_restart(ex->flush_timer, 0, 0);
+    if (ex->flush_timer == NULL && flush(ex) != 0)
+        client_gone(ex);
+}
+
 static int forbidden_trailer(keel_str name)
 {
     /* RFC 9110 6.5.1: framing, routing and control fields never come as
@@ -308,14 +362,17 @@ void px_response_eof(px_up *up)
 {
     px_ex *ex = up->ex;
     px_ex_ref(ex);
-    ex->pend = calloc(1, sizeof(px_block));
-    ex->plen = ex->pcap = 0;
+    if (reserve(ex, 0) != 0) {
+        up->ex = NULL;
+        ex->up = NULL;
+        px_attempt_failed(ex, PX_FAIL_CLIENT);
+        px_ex_unref(ex);
+        return;
+    }
     llhttp_errno_t err = llhttp_finish(&up->parser);
     if (ex->response_done) {
         complete(ex, up, 1); /* a body that ended with the connection */
     } else {
-        free(ex->pend);
-        ex->pend = NULL;
         up->ex = NULL;
         ex->up = NULL;
         (void)err;
@@ -383,14 +440,15 @@ int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
     px_ex *ex = up->ex;
     *consumed = len;
     px_ex_ref(ex);
-    px_block *b = malloc(sizeof *b + len);
-    if (b == NULL) {
+    if (reserve(ex, len) != 0) {
+        if (ex->req != NULL) {
+            px_ex_unref(ex);
+            return KEEL_ERR_NOMEM;
+        }
+        client_gone(ex);
         px_ex_unref(ex);
-        return KEEL_ERR_NOMEM;
+        return KEEL_OK;
     }
-    ex->pend = b;
-    ex->plen = 0;
-    ex->pcap = len;
     llhttp_errno_t err = llhttp_execute(&up->parser, data, len);
     if (err == HPE_PAUSED && ex->response_done) {
         const char *pos = llhttp_get_error_pos(&up->parser);
@@ -400,18 +458,20 @@ int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
         *consumed = pos != NULL ? (size_t)(pos - data) : len;
         free(ex->pend);
         ex->pend = NULL;
+        ex->plen = ex->pcap = 0;
         switch_protocols(ex, up);
     } else if (err != HPE_OK) {
         keel_log(ex->route->cfg->module, KEEL_LOG_INFO, "upstream %s: invalid response: %s",
                  ex->peer ? ex->peer->srv->authority : "-", llhttp_errno_name(err));
         free(ex->pend);
         ex->pend = NULL;
+        ex->plen = ex->pcap = 0;
         up->ex = NULL;
         ex->up = NULL;
         keel_conn_abort(up->conn);
         px_attempt_failed(ex, PX_FAIL_INVALID);
-    } else if (flush(ex) != 0) {
-        client_gone(ex);
+    } else {
+        flush_soon(ex);
     }
     px_ex_unref(ex);
     return KEEL_OK;

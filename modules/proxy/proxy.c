@@ -459,6 +459,8 @@ static int proxy_load(keel_module *m)
         rc = keel_protocol_register(m, &px_tunnel_protocol);
     if (rc == KEEL_OK)
         rc = keel_protocol_register(m, &px_connect_protocol);
+    if (rc == KEEL_OK)
+        rc = keel_protocol_register(m, &px_check_protocol);
     return rc;
 }
 
@@ -475,8 +477,6 @@ px_worker *px_worker_of(keel_worker *w, keel_module *m)
     return keel_worker_state(w, m);
 }
 
-void px_checks_start(px_worker *pw);
-
 static int proxy_start(keel_module *m, keel_worker *w, void *state)
 {
     px_worker *pw = state;
@@ -492,10 +492,7 @@ static void proxy_stop(keel_module *m, keel_worker *w, void *state)
 {
     (void)m, (void)w;
     px_worker *pw = state;
-    if (pw->check_timer != NULL) {
-        keel_timer_stop(pw->check_timer);
-        pw->check_timer = NULL;
-    }
+    px_checks_stop(pw);
     px_pool_close_all(pw);
     px_peers_free(pw);
 }

@@ -40,7 +40,7 @@ typedef struct px_server {
     uint64_t fail_timeout_ms;
     /* Written by the worker that runs active health checks (worker 0),
      * read by all: 1 while the last check failed. */
-    volatile int check_down;
+    int check_down; /* read and written atomically (px_flag_load) */
 } px_server;
 
 typedef struct px_group {
@@ -126,6 +126,7 @@ typedef struct px_worker {
     px_config *cfg;
     px_peer **peers; /* [group][server] */
     keel_timer *check_timer;
+    uint64_t *check_next; /* per group: when its next round of checks is due */
 } px_worker;
 
 /* ---- an upstream connection ------------------------------------------------- */
@@ -271,6 +272,16 @@ char *px_build_request_head(px_ex *ex, size_t *len);
 void px_response_headers(px_ex *ex);
 keel_str px_field_name(const px_ex *ex, size_t i);
 keel_str px_field_value(const px_ex *ex, size_t i);
+
+/* health.c: active checks, run by worker 0 */
+void px_checks_start(px_worker *pw);
+void px_checks_stop(px_worker *pw);
+extern const keel_protocol px_check_protocol;
+#if defined(_MSC_VER)
+#define px_flag_load(p) (*(const volatile int *)(p))
+#else
+#define px_flag_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#endif
 
 /* tunnel.c */
 px_tunnel *px_tunnel_new(px_config *cfg, keel_worker *w);

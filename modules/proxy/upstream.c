@@ -52,7 +52,7 @@ static int peer_up(const px_group *g, const px_peer *p, uint64_t now)
 {
     if (g->nservers == 1)
         return 1;
-    if (p->srv->check_down)
+    if (px_flag_load(&p->srv->check_down))
         return 0;
     return p->down_until_ms == 0 || now >= p->down_until_ms;
 }

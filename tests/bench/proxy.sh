@@ -264,7 +264,7 @@ printf '\n%-6s %-6s %12s %10s %16s\n' proxy test "req/s" "p99" "req/CPU-s"
 for test in small 1m; do
     for name in keel nginx; do
         rps=$(for r in $(seq 1 "$ROUNDS"); do awk '{print $1}' <<<"${RES[$name,$test,$r]}"; done | median)
-        p99=$(for r in $(seq 1 "$ROUNDS"); do awk '{print $2}' <<<"${RES[$name,$test,$r]}"; done | head -1)
+        p99=$(awk '{print $2}' <<<"${RES[$name,$test,1]}") # round 1's
         cpu=$(for r in $(seq 1 "$ROUNDS"); do awk '{print $3}' <<<"${RES[$name,$test,$r]}"; done | median)
         RES[$name,$test]=$cpu
         printf '%-6s %-6s %12s %10s %16s\n' "$name" "$test" "$rps" "$p99" "$cpu"

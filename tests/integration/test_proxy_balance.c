@@ -100,3 +100,26 @@ Test(proxy_balance, backup_only_when_primaries_fail, .timeout = 60, .fini = kh_c
         kh_assert(p, which(p, ups, 2, "/id") == 1, "the backup answers once the primary is gone");
     px_stop(p);
 }
+
+/* Active checks: with passive health off (max_fails=0) and one try, only
+ * the checks can keep requests away from a dead server. */
+Test(proxy_balance, active_health_checks, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *ups[2] = {px_upstream(), px_upstream()};
+    char section[512], needle[128];
+    unsigned dead = kh_port(ups[0], 0);
+    snprintf(section, sizeof section,
+             "upstream = g check=/id check_interval=200ms 127.0.0.1:%u max_fails=0 "
+             "127.0.0.1:%u max_fails=0\npass = / g tries=1\n",
+             dead, kh_port(ups[1], 0));
+    kh_proc *p = px_keel(section, 0);
+    kh_assert(p, kh_wait_log(ups[0], "GET /id", 3000), "the first server is checked");
+    kh_signal(ups[0], SIGKILL);
+    kh_wait_exit(ups[0], 5000);
+    snprintf(needle, sizeof needle, "health check of 127.0.0.1:%u: down", dead);
+    kh_assert(p, kh_wait_log(p, needle, 3000), "the check takes it out");
+    for (int i = 0; i < 6; i++)
+        kh_assert(p, which(p, ups, 2, "/id") == 1, "request %d to the live server", i);
+    px_stop(p);
+}

@@ -575,6 +575,17 @@ int keel_transport_open_protocol(keel_conn *c, const char *protocol)
     return KEEL_OK;
 }
 
+const char *keel_conn_protocol_name(keel_conn *c)
+{
+    return c->protocol->cb.name;
+}
+
+const char *keel_conn_transport_name(keel_conn *c)
+{
+    const kl_transport *t = kl_conn_transport(c);
+    return t != NULL ? t->cb.name : NULL;
+}
+
 int keel_protocol_available(keel_module *m, const char *name)
 {
     return name != NULL && kl_registry_protocol(&m->server->registry, name) != NULL;

@@ -28,9 +28,19 @@ char **kl_split_words(const char *text, size_t *count)
             p++;
         if (*p == '\0')
             break;
+        /* A comma separates words ("modules = a, b"), except inside the
+         * value of a key=value word, which may be a list itself
+         * ("alpn=h2,http/1.1"); one that ends such a word ("x=a, b")
+         * still separates. */
         const char *start = p;
-        while (*p && *p != ' ' && *p != '\t' && *p != ',')
+        int in_value = 0;
+        while (*p && *p != ' ' && *p != '\t' &&
+               (*p != ',' ||
+                (in_value && p[1] != ' ' && p[1] != '\t' && p[1] != ',' && p[1] != '\0'))) {
+            if (*p == '=')
+                in_value = 1;
             p++;
+        }
         if (n + 1 >= cap) {
             char **grown = realloc(words, (cap *= 2) * sizeof *words);
             if (grown == NULL)

@@ -59,6 +59,7 @@ void kl_settings_free(kl_settings *s);
 /* Splits a space- or comma-separated list into a NULL-terminated array of
  * newly allocated strings; *count receives its length. NULL if out of memory. */
 char **kl_split_words(const char *text, size_t *count);
+/* (A comma inside the value of a key=value word stays in it: "alpn=h2,http/1.1".) */
 void kl_free_words(char **words, size_t count);
 
 #endif

@@ -757,6 +757,15 @@ KEEL_FN(int, metrics_collect,
 KEEL_FN(int, transport_open_protocol, (keel_conn *conn, const char *protocol),
         (conn, protocol))
 
+/* The name of the protocol the connection speaks (or, while its transport
+ * defers it, the one it was made for: the listener's, or
+ * keel_conn_connect's), and of its transport (NULL for plain TCP): a
+ * transport offers ALPN ids that fit the listener's protocol, a service
+ * (tls.h) tells its own connections from others. Static strings valid as
+ * long as the connection. Worker thread of the connection. */
+KEEL_FN(const char *, conn_protocol_name, (keel_conn *conn), (conn))
+KEEL_FN(const char *, conn_transport_name, (keel_conn *conn), (conn))
+
 /* 1 if a protocol of that name is registered, else 0: what a transport
  * may offer in ALPN. Any thread, once every module has loaded (from
  * start() or later). */

@@ -129,7 +129,12 @@ typedef struct keel_protocol {
      * handed to another protocol (keel_conn_set_protocol: the new one gets
      * them). Never spontaneously: a protocol that leaves bytes unconsumed
      * without pausing waits for the peer. The same protocol is not called
-     * twice for one read. */
+     * twice for one read.
+     *
+     * The bytes are the connection's own read buffer, not shared with
+     * anything else: a protocol may transform them in place (WebSocket
+     * unmasking, say) by casting the const away. What it leaves
+     * unconsumed is presented again as it left it. */
     int (*on_data)(keel_conn *conn, const char *data, size_t len, size_t *consumed);
 
     /* The write queue fell below the low watermark after having been over

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# ctest's stats.browser: starts keel (http1 + hello + stats), runs
-# dashboard.mjs in headless Chromium against it, saves the screenshot.
-#   run.sh KEEL_BIN MODULE_DIR OUT_DIR
+# ctest's browser tests: starts keel, runs TEST.mjs in headless Chromium
+# against it, which saves its screenshots in OUT_DIR.
+#   run.sh TEST KEEL_BIN MODULE_DIR OUT_DIR
+#   dashboard  stats.browser: http1 + hello + stats, the stats dashboard
+#   chat       chat.browser: examples/chat/chat.conf on two workers, two pages
 # Exits 77 (ctest: skipped) only when node, npm or chromium is missing,
 # saying which Debian package to install.
 set -euo pipefail
-keel=$1 modules=$2 out=$3
+test=$1 keel=$2 modules=$3 out=$4
 here=$(cd "$(dirname "$0")" && pwd)
 
 for tool in node npm; do
@@ -25,32 +27,56 @@ cleanup() {
 }
 trap cleanup EXIT
 
-cat >"$work/keel.conf" <<CONF
+# Starts keel with these arguments, its log in $work/keel.log; sets $pid
+# and $port (from keel's "listening on" line: the config listens on port 0).
+start_keel() {
+    # The log exists before keel starts: the background job opens it in its
+    # own time, and sed on a missing file would end this script (set -e).
+    : >"$work/keel.log"
+    "$keel" "$@" 2>>"$work/keel.log" &
+    pid=$!
+    port=""
+    for _ in $(seq 100); do
+        port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/keel.log" | head -n1)
+        [ -n "$port" ] && break
+        kill -0 "$pid" 2>/dev/null || break
+        sleep 0.1
+    done
+    [ -n "$port" ] || { echo "FAIL: keel did not start"; cat "$work/keel.log"; exit 1; }
+}
+
+case $test in
+dashboard)
+    cat >"$work/keel.conf" <<CONF
 [keel]
 listen = 127.0.0.1:0 http1
 workers = 2
 modules = http1 hello stats
 module_path = $modules
 CONF
-"$keel" -c "$work/keel.conf" 2>"$work/keel.log" &
-pid=$!
-port=""
-for _ in $(seq 100); do
-    port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/keel.log" | head -n1)
-    [ -n "$port" ] && break
-    kill -0 "$pid" 2>/dev/null || break
-    sleep 0.1
-done
-[ -n "$port" ] || { echo "FAIL: keel did not start"; cat "$work/keel.log"; exit 1; }
+    start_keel -c "$work/keel.conf"
+    limit=120
+    ;;
+chat)
+    # As examples/chat/README.md runs it (mod_chat is found in keel's own
+    # module directory), on a free port and two workers.
+    start_keel -c "$here/../../examples/chat/chat.conf" \
+        --set "keel.listen=127.0.0.1:0 http1" --set keel.workers=2
+    limit=60
+    ;;
+*)
+    echo "usage: run.sh dashboard|chat KEEL_BIN MODULE_DIR OUT_DIR" >&2
+    exit 2
+    ;;
+esac
 
 # A deadline from outside too where coreutils' timeout exists (not on a
-# stock macOS; dashboard.mjs has its own).
+# stock macOS; each test has its own).
 deadline=""
-command -v timeout >/dev/null && deadline="timeout 120"
+command -v timeout >/dev/null && deadline="timeout $limit"
 status=0
-$deadline node "$here/dashboard.mjs" "http://127.0.0.1:$port" "$out/dashboard.png" "$npm_dir" || status=$?
+$deadline node "$here/$test.mjs" "http://127.0.0.1:$port" "$out" "$npm_dir" || status=$?
 if [ $status -ne 0 ]; then
     echo "---- keel's log ----"; cat "$work/keel.log"
     exit $status
 fi
-echo "screenshot: $out/dashboard.png"

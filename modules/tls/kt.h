@@ -1,0 +1,197 @@
+/* kt.h — the tls module's internal interfaces (one header for the module's
+ * files; nothing here is public: include/keel/tls.h is).
+ *
+ * Who owns what:
+ *   - load builds everything shared, read-only afterwards: the certificates
+ *     and keys (kt_cert), the CA chains, the session ticket keys (the only
+ *     shared state that changes, behind its own lock), the settings;
+ *   - each worker owns its RNG, its mbedtls_ssl_config objects (they hold
+ *     the RNG and the ALPN list, so they are per worker and per list) and
+ *     a staging buffer for writes;
+ *   - each connection owns one kt_session (its mbedtls_ssl_context).
+ */
+#ifndef KEEL_TLS_KT_H
+#define KEEL_TLS_KT_H
+
+#include "compat.h"
+
+#include <keel/keel.h>
+#include <keel/metrics.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- lock.c: a mutex without libuv (modules link only their own deps) --- */
+
+typedef struct kt_lock kt_lock;
+kt_lock *kt_lock_new(void);
+void kt_lock_free(kt_lock *lock);
+void kt_lock_acquire(kt_lock *lock);
+void kt_lock_release(kt_lock *lock);
+
+/* ---- certs.c ------------------------------------------------------------- */
+
+/* One `cert = CHAIN KEY` line. */
+typedef struct kt_cert {
+    mbedtls_x509_crt chain;
+    mbedtls_pk_context key;
+    char **names; /* lowercase CN and subjectAltName DNS entries ("*.a.b" kept) */
+    size_t nnames;
+    struct kt_keylock *keylock; /* RSA keys behind a lock where mbedTLS has none */
+} kt_cert;
+
+typedef struct kt_certs {
+    kt_cert *v;
+    size_t n;
+} kt_certs;
+
+/* Reads every `cert` line; KEEL_ERR_CONFIG (logged, naming the file) on
+ * any failure. rng is for mbedTLS 3.x's key checks (load thread only). */
+int kt_certs_load(keel_module *m, kt_certs *certs, int (*rng)(void *, unsigned char *, size_t),
+                  void *rng_ctx);
+void kt_certs_free(kt_certs *certs);
+/* A CA bundle (PEM or DER, one file). KEEL_ERR_CONFIG naming key and file. */
+int kt_ca_load(keel_module *m, const char *key, const char *path, mbedtls_x509_crt *ca);
+/* 1 if `name` (from SNI) matches pattern (an exact name or "*.rest": one
+ * label), case-insensitively. */
+int kt_name_matches(const char *pattern, const char *name, size_t len);
+/* The SNI callback (RFC 6066 3): installs the certificates carrying the
+ * name; none match: the default (the first) stays. */
+int kt_certs_sni(void *certs, mbedtls_ssl_context *ssl, const unsigned char *name, size_t len);
+
+/* ---- rng.c ------------------------------------------------------------------ */
+
+typedef struct kt_rng {
+    mbedtls_entropy_context entropy;
+    mbedtls_ctr_drbg_context drbg;
+    int ready;
+} kt_rng;
+
+/* Seeds from the system's entropy with a personalisation string naming
+ * the purpose and the worker (NIST SP 800-90A 8.7.1). */
+int kt_rng_init(kt_rng *rng, const char *purpose, unsigned worker);
+void kt_rng_free(kt_rng *rng);
+int kt_rng_random(void *rng, unsigned char *out, size_t len); /* mbedTLS f_rng */
+
+/* ---- tickets.c -------------------------------------------------------------- */
+
+typedef struct kt_tickets kt_tickets;
+/* Ticket keys shared by every worker, rotated every lifetime_s. */
+kt_tickets *kt_tickets_new(uint32_t lifetime_s);
+void kt_tickets_free(kt_tickets *t);
+void kt_tickets_conf(kt_tickets *t, mbedtls_ssl_config *conf);
+/* Called on the handshake's thread when a ticket was accepted (session.c). */
+void kt_note_ticket_accepted(void);
+
+/* ---- settings (tls.c) ----------------------------------------------------- */
+
+enum { KT_VERIFY_OFF = 0, KT_VERIFY_OPTIONAL = 1, KT_VERIFY_REQUIRED = 2 };
+
+typedef struct kt_settings {
+    kt_certs certs;
+    int min_version, max_version; /* 2 = TLS 1.2, 3 = TLS 1.3 */
+    int *ciphers;                 /* 0-terminated; NULL: kt_default_ciphers */
+    /* Key-exchange groups in order of preference (RFC 8446 4.2.7, RFC 8422
+     * 5.1.1): what the server picks from the client's list. */
+    mbedtls_ecp_group_id curves[8]; /* MBEDTLS_ECP_DP_NONE-terminated */
+    uint16_t groups[8];             /* the same as TLS ids (3.x), 0-terminated */
+    uint64_t handshake_timeout_ms;
+    int tickets_on;
+    kt_tickets *tickets;
+    int verify_client;
+    mbedtls_x509_crt client_ca; /* verify_client != off */
+    int have_client_ca;
+    const char *alpn; /* [tls] alpn: the default offer, "" = none */
+    /* outbound */
+    mbedtls_x509_crt ca;
+    int have_ca;
+    int client_verify;
+    const char *client_alpn;
+    keel_metric *hs_ok, *hs_failed, *resumed, *hs_client_ok, *hs_client_failed;
+} kt_settings;
+
+/* ---- per worker (tls.c) ------------------------------------------------------- */
+
+#define KT_STAGE_SIZE 16384 /* one full record of plaintext (RFC 8446 5.1) */
+
+typedef struct kt_conf {
+    mbedtls_ssl_config ssl;
+    char *key;          /* the ALPN offer it was built for ("" = none) */
+    const char **alpn;  /* NULL-terminated ids, or NULL */
+    char *alpn_storage; /* the ids' characters */
+    struct kt_conf *next;
+} kt_conf;
+
+typedef struct kt_worker {
+    keel_worker *worker;
+    unsigned id;
+    kt_rng rng;
+    kt_conf *server_confs, *client_confs;
+    unsigned char *stage; /* KT_STAGE_SIZE: writes gathered into full records */
+    unsigned char *plain; /* KT_STAGE_SIZE: decrypted bytes on their way up */
+} kt_worker;
+
+extern keel_module *kt_self;
+extern kt_settings kt_cfg;
+/* The cipher suites configured, 0-terminated (the defaults if none). */
+const int *kt_ciphers(void);
+
+kt_worker *kt_worker_of(keel_conn *conn);
+
+/* ---- alpn.c --------------------------------------------------------------------- */
+
+/* The mbedtls_ssl_config for this worker and ALPN offer (built on first
+ * use; the offer is a listener's `alpn=` option, [tls] alpn or
+ * client_alpn). NULL if out of memory. */
+kt_conf *kt_conf_get(kt_worker *w, int client, const char *offer);
+void kt_confs_free(kt_conf **list);
+/* Builds the shared part of a config (versions, suites, certs, tickets,
+ * client verification). Used in load to check everything once. */
+int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng);
+/* The handshake is over: opens the protocol the ALPN id names (RFC 7301
+ * 3.2), or the connection's own. */
+int kt_open_protocol(keel_conn *conn, const char *alpn_id);
+/* The protocol an ALPN id maps to ("http/1.1" -> "http1"), or NULL. */
+const char *kt_alpn_protocol(const char *id);
+
+/* ---- session.c -------------------------------------------------------------- */
+
+extern const keel_transport kt_transport;
+
+enum { KT_HANDSHAKE = 0, KT_OPEN = 1, KT_FAILED = 2, KT_CLOSED = 3 };
+
+typedef struct kt_session {
+    mbedtls_ssl_context ssl;
+    keel_conn *conn;
+    kt_worker *w;
+    const unsigned char *in; /* raw bytes being fed during on_read */
+    size_t in_len;
+    unsigned char state;
+    unsigned char client;
+    unsigned char deferred;  /* the core waits for kt_open_protocol */
+    unsigned char peer_done; /* close_notify received */
+    unsigned char resumed;
+    unsigned char in_dirty, out_dirty; /* record buffers touched past a page (trim.c) */
+    char *pending;                     /* plaintext written before the handshake ended */
+    size_t pending_len, pending_cap;
+    char *server_name; /* SNI as received (server) or sent (client) */
+    char *peer_subject;
+} kt_session;
+
+/* Releases the idle record buffers' pages (trim.c). */
+void kt_trim(kt_session *s, int in, int out);
+kt_session *kt_session_of(keel_conn *conn); /* NULL if not ours */
+
+/* ---- client.c ---------------------------------------------------------------- */
+
+/* Outbound: server name, verification against [tls] ca. */
+int kt_client_setup(kt_session *s, const char *host);
+int kt_client_conf(mbedtls_ssl_config *conf);
+/* The depth-0 subject, captured during verification. */
+int kt_verify_cb(void *session, mbedtls_x509_crt *crt, int depth, uint32_t *flags);
+
+/* ---- service.c --------------------------------------------------------------- */
+
+int kt_service_publish(keel_module *m);
+
+#endif

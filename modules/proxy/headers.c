@@ -147,8 +147,8 @@ static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
 
 static const char *scheme_of(px_ex *ex)
 {
-    /* The tls transport is named as a bare word on the listen line. */
-    return keel_conn_listener_option(ex->client, "tls") != NULL ? "https" : "http";
+    const char *t = keel_conn_transport_name(ex->client);
+    return t != NULL && strcmp(t, "tls") == 0 ? "https" : "http";
 }
 
 /* The request head for the upstream, in a malloc'd buffer (*len set), or

@@ -52,7 +52,8 @@ static __attribute__((unused)) kh_proc *px_hello(void)
 /* keel with http1 + proxy (+ `modules_extra`), one worker, the [proxy]
  * section given; listener 0 is http1, listener 1 (if `connect_listener`)
  * the forward proxy. */
-static __attribute__((unused)) kh_proc *px_keel(const char *proxy_section, int connect_listener)
+static __attribute__((unused)) kh_proc *px_keel_with(const char *modules, const char *proxy_section,
+                                                     int connect_listener)
 {
     char conf[8192];
     snprintf(conf, sizeof conf,
@@ -60,11 +61,16 @@ static __attribute__((unused)) kh_proc *px_keel(const char *proxy_section, int c
              "listen = 127.0.0.1:0 http1\n"
              "%s"
              "workers = 1\n"
-             "modules = http1 proxy\n" KH_MODULE_PATH "[proxy]\n%s",
-             connect_listener ? "listen = 127.0.0.1:0 proxy\n" : "", proxy_section);
+             "modules = %s\n" KH_MODULE_PATH "[proxy]\n%s",
+             connect_listener ? "listen = 127.0.0.1:0 proxy\n" : "", modules, proxy_section);
     kh_proc *p = kh_start(conf, NULL, connect_listener ? 2 : 1, 10000);
     kh_assert(p, kh_port(p, 0) > 0, "no port");
     return p;
+}
+
+static __attribute__((unused)) kh_proc *px_keel(const char *proxy_section, int connect_listener)
+{
+    return px_keel_with("http1 proxy", proxy_section, connect_listener);
 }
 
 /* curl --silent --show-error --max-time 20 ARGS... */

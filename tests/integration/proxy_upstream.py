@@ -28,6 +28,8 @@ Paths (query: ?k=v&...):
                       then 417 without reading the body
   /ws                 101 (Upgrade: websocket) then echoes bytes until EOF
   /count              how many requests this connection carried: "conn=N req=K"
+  /eof?n=N            an HTTP/1.0-style body: no length, ends with the connection
+  /bighead?n=N        a response head with a field of N bytes
 """
 import socket
 import struct
@@ -225,6 +227,15 @@ def handle(c):
                     c.sock.close()
                     return
                 c.send(data)
+        elif path == "/eof":
+            c.read_body(fields)
+            n = int(q.get("n", "10000"))
+            c.send(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"e" * n)
+            c.sock.close()
+            return
+        elif path == "/bighead":
+            c.read_body(fields)
+            c.respond(200, b"big head", [("X-Big", "b" * int(q.get("n", "100000")))])
         elif path == "/count":
             c.read_body(fields)
             c.respond(200, ("conn=%d req=%d" % (c.n, c.requests)).encode())

@@ -11,11 +11,12 @@
  *        server");
  *   504  an upstream did not connect or answer in time (RFC 9110 15.6.5).
  *
- * Retries (nginx's proxy_next_upstream error timeout): only for a method
- * that is idempotent (RFC 9110 9.2.2) and only while nothing of the
- * response went to the client and no byte of a request body was taken
+ * Retries (nginx's proxy_next_upstream error timeout): while nothing of
+ * the response went to the client and no byte of a request body was taken
  * from the client (it is streamed, never stored, so it cannot be sent
- * twice).
+ * twice), for a method that is idempotent (RFC 9110 9.2.2), or for any
+ * method when the request never left for the failed server (nginx's
+ * non_idempotent rule: a refused connect is safe to retry).
  */
 #include "px.h"
 
@@ -273,6 +274,7 @@ void px_up_ready(px_ex *ex, px_up *up)
     }
     int rc = px_ex_write_upstream(ex, head, len, NULL, 0, NULL, 0);
     free(head);
+    ex->sent = rc == KEEL_OK;
     if (rc != KEEL_OK) {
         up->ex = NULL;
         ex->up = NULL;
@@ -313,6 +315,7 @@ static void try_next(px_ex *ex, int last_failure)
     ex->tried |= 1ull << (size_t)(p->srv - r->group->servers);
     ex->attempts++;
     ex->interim = 0;
+    ex->sent = 0;
     px_up *up = px_pool_take(p);
     ex->up_was_reused = up != NULL;
     if (up != NULL) {
@@ -361,7 +364,10 @@ void px_attempt_failed(px_ex *ex, int why)
         keel_conn_close(ex->client);
         keel_response_end(ex->res);
         request_over(ex);
-    } else if (ex->idempotent && !ex->body_started && why != PX_FAIL_CLIENT) {
+    } else if (why != PX_FAIL_CLIENT && !ex->body_started && (ex->idempotent || !ex->sent)) {
+        /* nginx's rule for non-idempotent requests: passed to the next
+         * server only if nothing was sent to this one (a refused or
+         * timed-out connect, a pooled connection found closed). */
         ex->nfields = ex->hlen = 0;
         ex->status = 0;
         if (ex->attempts < (ex->route->tries ? ex->route->tries : ex->route->group->nservers))

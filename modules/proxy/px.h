@@ -166,6 +166,7 @@ struct px_ex {
     px_up *up;
     int peer_held;     /* counted in peer->active */
     int up_was_reused; /* the attempt's connection came from the pool */
+    int sent;          /* this attempt's request head was queued to the upstream */
     uint64_t tried;    /* servers tried (bit = index in the group) */
     unsigned attempts;
     int idempotent;

@@ -386,3 +386,22 @@ Test(proxy, log_line, .timeout = 60, .fini = kh_cleanup_all)
     kh_assert(p, strstr(line, want) != NULL && strncmp(line, "127.0.0.1 [", 11) == 0,
               "log line: %s", line);
 }
+
+/* SIGTERM while a proxied request waits for its upstream: the exchange
+ * finishes (the client gets its answer), then keel exits 0. */
+Test(proxy, graceful_stop_finishes_exchange, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *up, *p = with_python(&up, NULL);
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, fd >= 0, "connect");
+    kh_send_str(fd, "GET /slow?ms=1000 HTTP/1.1\r\nHost: x\r\n\r\n");
+    kh_assert(p, kh_wait_log(up, "/slow", 3000), "the request reached the upstream");
+    kh_signal(p, SIGTERM);
+    char buf[1024];
+    size_t n = kh_recv_n(fd, buf, sizeof buf, sizeof buf - 1, 5000);
+    kh_assert(p, n > 0 && strncmp(buf, "HTTP/1.1 200 ", 13) == 0 && strstr(buf, "\r\n\r\nslow"),
+              "the answer after SIGTERM: %.*s", (int)n, buf);
+    close(fd);
+    int status = kh_wait_exit(p, 15000);
+    kh_assert(p, status == 0, "exit status %d", status);
+}

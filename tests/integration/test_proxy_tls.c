@@ -45,3 +45,29 @@ Test(proxy_tls, https_upstream_verified, .timeout = 60, .fini = tt_cleanup)
     ht_run_free(&rr);
     px_stop(p);
 }
+
+/* A client over TLS: the upstream hears proto https (X-Forwarded-Proto,
+ * Forwarded), from the client connection's transport. */
+Test(proxy_tls, forwarded_proto_https, .timeout = 60, .fini = tt_cleanup)
+{
+    px_need_curl();
+    tt_mkdir();
+    tt_make_cert("lh", "localhost", NULL);
+    kh_proc *up = px_upstream();
+    kh_proc *p = tt_start(1,
+                          "listen = 127.0.0.1:0 http1 tls\nworkers = 1\n"
+                          "modules = tls http1 proxy\n[tls]\ncert = %s %s\n"
+                          "[proxy]\nupstream = py 127.0.0.1:%u\npass = / py\n",
+                          tt_path("lh.pem"), tt_path("lh.key"), kh_port(up, 0));
+    char url[160];
+    snprintf(url, sizeof url, "https://localhost:%u/headers", kh_port(p, 0));
+    const char *args[] = {"-i", "--cacert", tt_path("lh.pem"), url, NULL};
+    ht_run_result rr = px_curl(args);
+    kh_assert(p, px_status(&rr) == 200, "over TLS" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    kh_assert(p,
+              strstr(px_body(&rr), "X-Forwarded-Proto: https\n") != NULL &&
+                  strstr(px_body(&rr), ";proto=https\n") != NULL,
+              "proto https" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    ht_run_free(&rr);
+    px_stop(p);
+}

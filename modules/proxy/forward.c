@@ -272,8 +272,18 @@ void px_up_ready(px_ex *ex, px_up *up)
         respond_error(ex, 500);
         return;
     }
-    int rc = px_ex_write_upstream(ex, head, len, NULL, 0, NULL, 0);
-    free(head);
+    px_block *blk = (px_block *)(void *)head;
+    blk->ex = ex;
+    blk->len = len;
+    keel_buf buf = {blk->data, len};
+    int rc = keel_conn_write(up->conn, &buf, 1, upstream_written, blk);
+    if (rc == KEEL_OK) {
+        px_ex_ref(ex);
+        ex->up_out += len;
+        keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, (int64_t)len);
+    } else {
+        free(blk);
+    }
     ex->sent = rc == KEEL_OK;
     if (rc != KEEL_OK) {
         up->ex = NULL;

@@ -57,25 +57,74 @@ int px_token_in_list(keel_str list, const char *token)
     return 0;
 }
 
-/* RFC 9110 7.6.1. `connection` is the message's Connection value (may be
- * absent): the fields it names are hop-by-hop too. */
-int px_hop_by_hop(keel_str name, keel_str connection)
+/* The same name, any case; b is lower case, n its length. */
+static int is_name(keel_str a, const char *b, size_t n)
 {
-    static const char *const fixed[] = {"connection",        "proxy-connection", "keep-alive", "te",
-                                        "transfer-encoding", "upgrade",          "trailer"};
-    for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
-        if (name_eq(name, fixed[i]))
-            return 1;
-    if (connection.ptr != NULL) {
-        char tmp[64];
-        if (name.len < sizeof tmp) {
-            memcpy(tmp, name.ptr, name.len);
-            tmp[name.len] = '\0';
-            if (px_token_in_list(connection, tmp))
+    if (a.len != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (lower((unsigned char)a.ptr[i]) != b[i])
+            return 0;
+    return 1;
+}
+
+/* Does list name this field (a Connection option equal to it)? */
+static int listed(keel_str list, keel_str name)
+{
+    size_t i = 0;
+    while (i < list.len) {
+        while (i < list.len && (list.ptr[i] == ' ' || list.ptr[i] == '\t' || list.ptr[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < list.len && list.ptr[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (list.ptr[end - 1] == ' ' || list.ptr[end - 1] == '\t'))
+            end--;
+        if (end - start == name.len) {
+            size_t k = 0;
+            while (k < name.len &&
+                   lower((unsigned char)list.ptr[start + k]) == lower((unsigned char)name.ptr[k]))
+                k++;
+            if (k == name.len)
                 return 1;
         }
     }
     return 0;
+}
+
+/* RFC 9110 7.6.1. `connection` is the message's Connection value (may be
+ * absent): the fields it names are hop-by-hop too. Trailer is dropped with
+ * them: the framing is re-done on each side, and a response's trailers are
+ * announced again by http1's own framing. Switched on the length first:
+ * this runs for every field of every message. */
+int px_hop_by_hop(keel_str name, keel_str connection)
+{
+    switch (name.len) {
+    case 2:
+        if (is_name(name, "te", 2))
+            return 1;
+        break;
+    case 7:
+        if (is_name(name, "upgrade", 7) || is_name(name, "trailer", 7))
+            return 1;
+        break;
+    case 10:
+        if (is_name(name, "connection", 10) || is_name(name, "keep-alive", 10))
+            return 1;
+        break;
+    case 16:
+        if (is_name(name, "proxy-connection", 16))
+            return 1;
+        break;
+    case 17:
+        if (is_name(name, "transfer-encoding", 17))
+            return 1;
+        break;
+    default:
+        break;
+    }
+    return connection.ptr != NULL && listed(connection, name);
 }
 
 /* ---- a small string builder ------------------------------------------------------ */
@@ -151,10 +200,8 @@ static const char *scheme_of(px_ex *ex)
     return t != NULL && strcmp(t, "tls") == 0 ? "https" : "http";
 }
 
-/* The request head for the upstream, in a malloc'd buffer (*len set), or
- * NULL if out of memory. */
-char *px_build_request_head(px_ex *ex, size_t *len);
-
+/* The request head for the upstream in a malloc'd px_block (its length
+ * in *len), or NULL if out of memory. */
 char *px_build_request_head(px_ex *ex, size_t *len)
 {
     keel_request *req = ex->req;
@@ -166,6 +213,10 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     keel_str connection = keel_request_header(req, "Connection");
     const char *scheme = scheme_of(ex);
 
+    /* Built behind a px_block's header, so that it goes to the upstream
+     * without another copy (forward.c). */
+    static const px_block blank;
+    sb_put(&b, (const char *)&blank, offsetof(px_block, data));
     sb_ks(&b, method);
     sb_str(&b, " ");
     sb_ks(&b, target);
@@ -275,7 +326,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         free(b.p);
         return NULL;
     }
-    *len = b.len;
+    *len = b.len - offsetof(px_block, data);
     return b.p;
 }
 

@@ -1,0 +1,453 @@
+/* forward.c — a request on its way to an upstream: the route's handler,
+ * choosing a server and a connection (kept-alive or new), the request
+ * head, the body streamed as it arrives with back-pressure, 100-continue,
+ * retries on another server, and the error answers:
+ *
+ *   503  no server of the group is usable (all out after failures or
+ *        failed checks): the service is unavailable, not broken (RFC 9110
+ *        15.6.4);
+ *   502  an upstream refused, reset, or answered something that is not
+ *        HTTP (RFC 9110 15.6.3: "an invalid response from an inbound
+ *        server");
+ *   504  an upstream did not connect or answer in time (RFC 9110 15.6.5).
+ *
+ * Retries (nginx's proxy_next_upstream error timeout): while nothing of
+ * the response went to the client and no byte of a request body was taken
+ * from the client (it is streamed, never stored, so it cannot be sent
+ * twice), for a method that is idempotent (RFC 9110 9.2.2), or for any
+ * method when the request never left for the failed server (nginx's
+ * non_idempotent rule: a refused connect is safe to retry).
+ */
+#include "px.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void px_ex_ref(px_ex *ex)
+{
+    ex->refs++;
+}
+
+void px_ex_unref(px_ex *ex)
+{
+    if (--ex->refs > 0)
+        return;
+    if (ex->continue_timer != NULL)
+        keel_timer_stop(ex->continue_timer);
+    if (ex->flush_timer != NULL)
+        keel_timer_stop(ex->flush_timer);
+    free(ex->pend);
+    free(ex->hbuf);
+    free(ex->fields);
+    free(ex);
+}
+
+static int method_is(keel_str m, const char *s)
+{
+    return m.len == strlen(s) && memcmp(m.ptr, s, m.len) == 0;
+}
+
+/* RFC 9110 9.2.2: PUT, DELETE and the safe methods. */
+static int idempotent(keel_str m)
+{
+    return method_is(m, "GET") || method_is(m, "HEAD") || method_is(m, "OPTIONS") ||
+           method_is(m, "TRACE") || method_is(m, "PUT") || method_is(m, "DELETE");
+}
+
+static void client_ip(keel_conn *conn, char *out, size_t size)
+{
+    char peer[80];
+    if (keel_conn_peer_name(conn, peer, sizeof peer) != KEEL_OK) {
+        snprintf(out, size, "unknown");
+        return;
+    }
+    char *colon = strrchr(peer, ':');
+    if (colon != NULL)
+        *colon = '\0';
+    const char *p = peer;
+    if (p[0] == '[') {
+        p++;
+        size_t n = strlen(p);
+        if (n > 0 && p[n - 1] == ']')
+            peer[n] = '\0'; /* peer + 1 + n - 1 */
+    }
+    size_t n = strlen(p);
+    if (n >= size)
+        n = size - 1;
+    memcpy(out, p, n);
+    out[n] = '\0';
+}
+
+/* ---- the access log line ------------------------------------------------------------ */
+
+void px_log_exchange(px_ex *ex, int status)
+{
+    px_config *c = ex->route->cfg;
+    if (c->log == NULL || ex->req == NULL)
+        return;
+    keel_str m = keel_request_method(ex->req), t = keel_request_target(ex->req);
+    char when[40];
+    keel_time_format(keel_time_now(), KEEL_TIME_CLF, when, sizeof when);
+    uint64_t ms = keel_worker_now_ms(ex->pw->worker) - ex->start_ms;
+    char line[1024];
+    int n = snprintf(line, sizeof line,
+                     "%s [%s] \"%.*s %.*s\" %d upstream=%s upstream_status=%d "
+                     "upstream_time=%llu.%03llu tries=%u bytes=%llu\n",
+                     ex->client_ip, when, (int)(m.len > 32 ? 32 : m.len), m.ptr,
+                     (int)(t.len > 512 ? 512 : t.len), t.ptr, status,
+                     ex->peer ? ex->peer->srv->authority : "-", ex->status,
+                     (unsigned long long)(ms / 1000), (unsigned long long)(ms % 1000), ex->attempts,
+                     (unsigned long long)ex->bytes_out);
+    if (n > 0)
+        keel_appender_write(c->log, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+/* ---- back-pressure towards the client ------------------------------------------------ */
+
+void px_resume_client(px_ex *ex)
+{
+    if (ex->client_paused && ex->req != NULL) {
+        ex->client_paused = 0;
+        keel_conn_resume(ex->client);
+    }
+}
+
+static void upstream_written(keel_conn *conn, int status, void *userdata)
+{
+    px_block *b = userdata;
+    px_ex *ex = b->ex;
+    (void)conn, (void)status;
+    ex->up_out -= b->len;
+    keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, -(int64_t)b->len);
+    if (ex->client_paused && ex->up_out <= ex->route->cfg->buffer / 2)
+        px_resume_client(ex);
+    free(b);
+    px_ex_unref(ex);
+}
+
+/* Up to three spans copied into one block and queued to the upstream. */
+int px_ex_write_upstream(px_ex *ex, const char *a, size_t alen, const char *b, size_t blen,
+                         const char *c, size_t clen)
+{
+    if (ex->up == NULL || ex->up->conn == NULL)
+        return KEEL_ERR_CLOSED;
+    size_t len = alen + blen + clen;
+    px_block *blk = malloc(sizeof *blk + len);
+    if (blk == NULL)
+        return KEEL_ERR_NOMEM;
+    blk->ex = ex;
+    blk->len = len;
+    if (alen)
+        memcpy(blk->data, a, alen);
+    if (blen)
+        memcpy(blk->data + alen, b, blen);
+    if (clen)
+        memcpy(blk->data + alen + blen, c, clen);
+    keel_buf buf = {blk->data, len};
+    int rc = keel_conn_write(ex->up->conn, &buf, 1, upstream_written, blk);
+    if (rc != KEEL_OK) {
+        free(blk);
+        return rc;
+    }
+    px_ex_ref(ex);
+    ex->up_out += len;
+    keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, (int64_t)len);
+    return KEEL_OK;
+}
+
+/* ---- the request body ------------------------------------------------------------------ */
+
+static void body_chunk(keel_request *req, const char *data, size_t len, int last, void *userdata)
+{
+    px_ex *ex = userdata;
+    (void)req;
+    if (ex->up == NULL || ex->up->conn == NULL)
+        return; /* the attempt failed: the rest is dropped (the client gets the error) */
+    px_config *c = ex->route->cfg;
+    if (ex->body_kind == PX_BODY_CHUNKED) {
+        /* Re-framed, one chunk per piece (RFC 9112 7.1). */
+        char size[24];
+        int n = len ? snprintf(size, sizeof size, "%zx\r\n", len) : 0;
+        const char *tail = last ? (len ? "\r\n0\r\n\r\n" : "0\r\n\r\n") : "\r\n";
+        if (len || last)
+            px_ex_write_upstream(ex, size, (size_t)n, data, len, tail, strlen(tail));
+    } else if (len) {
+        px_ex_write_upstream(ex, data, len, NULL, 0, NULL, 0);
+    }
+    if (last) {
+        ex->body_done = 1;
+        if (ex->up != NULL && ex->up->conn != NULL)
+            keel_conn_set_timeout(ex->up->conn, ex->route->read_timeout_ms);
+    }
+    /* A slow upstream: stop reading the client until the queue drains,
+     * so an upload is never held whole (nginx buffers it to a file
+     * instead; proxy_request_buffering off streams it, as here). */
+    if (!last && ex->up_out > c->buffer && !ex->client_paused) {
+        ex->client_paused = 1;
+        keel_conn_pause(ex->client);
+    }
+}
+
+static void start_body(px_ex *ex)
+{
+    if (ex->body_started || ex->req == NULL)
+        return;
+    if (ex->continue_timer != NULL) {
+        keel_timer_stop(ex->continue_timer);
+        ex->continue_timer = NULL;
+        px_ex_unref(ex);
+    }
+    ex->body_started = 1;
+    /* Asking for the body is what makes http1 send its own 100 Continue
+     * to a client that waits for one. */
+    keel_request_stream_body(ex->req, body_chunk, ex);
+}
+
+/* The upstream said 100 Continue: now the client may send. */
+void px_continue(px_ex *ex)
+{
+    if (ex->expect_continue && !ex->body_started)
+        start_body(ex);
+}
+
+static void continue_waited(keel_timer *t, void *userdata)
+{
+    px_ex *ex = userdata;
+    (void)t;
+    /* RFC 9110 10.1.1: a client that sent 100-continue need not wait
+     * forever; neither does a proxy. curl waits one second too. */
+    if (ex->continue_timer != NULL) {
+        keel_timer_stop(ex->continue_timer);
+        ex->continue_timer = NULL;
+        if (!ex->body_started && ex->up != NULL)
+            start_body(ex);
+        px_ex_unref(ex);
+    }
+}
+
+/* ---- attempts ------------------------------------------------------------------------------ */
+
+static void release_peer(px_ex *ex)
+{
+    if (ex->peer != NULL && ex->peer_held) {
+        ex->peer->active--;
+        ex->peer_held = 0;
+    }
+}
+
+/* The client's request is over for us: answered, or gone. Drops the
+ * request's reference. */
+static void request_over(px_ex *ex)
+{
+    ex->req = NULL;
+    ex->res = NULL;
+    px_ex_unref(ex);
+}
+
+static void respond_error(px_ex *ex, int status)
+{
+    if (ex->req == NULL)
+        return;
+    px_resume_client(ex);
+    px_log_exchange(ex, status);
+    keel_log(ex->route->cfg->module, KEEL_LOG_INFO, "%s %s: %d after %u attempt(s)",
+             ex->route->group->name, ex->peer ? ex->peer->srv->authority : "-", status,
+             ex->attempts);
+    keel_response_send_status(ex->res, status);
+    request_over(ex);
+}
+
+static void try_next(px_ex *ex, int last_failure);
+
+void px_up_ready(px_ex *ex, px_up *up)
+{
+    size_t len = 0;
+    char *head = px_build_request_head(ex, &len);
+    if (head == NULL) {
+        up->ex = NULL;
+        ex->up = NULL;
+        keel_conn_close(up->conn);
+        release_peer(ex);
+        respond_error(ex, 500);
+        return;
+    }
+    px_block *blk = (px_block *)(void *)head;
+    blk->ex = ex;
+    blk->len = len;
+    keel_buf buf = {blk->data, len};
+    int rc = keel_conn_write(up->conn, &buf, 1, upstream_written, blk);
+    if (rc == KEEL_OK) {
+        px_ex_ref(ex);
+        ex->up_out += len;
+        keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, (int64_t)len);
+    } else {
+        free(blk);
+    }
+    ex->sent = rc == KEEL_OK;
+    if (rc != KEEL_OK) {
+        up->ex = NULL;
+        ex->up = NULL;
+        keel_conn_abort(up->conn);
+        px_attempt_failed(ex, PX_FAIL_RESET);
+        return;
+    }
+    int sending = ex->body_kind != PX_BODY_NONE && !ex->body_done;
+    keel_conn_set_timeout(up->conn,
+                          sending ? ex->route->send_timeout_ms : ex->route->read_timeout_ms);
+    if (!sending)
+        return;
+    if (ex->expect_continue) {
+        /* Wait for the upstream's 100 (or its final answer). */
+        ex->continue_timer = keel_timer_start(ex->pw->worker, 1000, 0, continue_waited, ex);
+        if (ex->continue_timer != NULL) {
+            px_ex_ref(ex);
+            return;
+        }
+    }
+    start_body(ex);
+}
+
+static void try_next(px_ex *ex, int last_failure)
+{
+    px_route *r = ex->route;
+    unsigned limit = r->tries ? r->tries : (unsigned)r->group->nservers;
+    px_peer *p = NULL;
+    if (ex->attempts < limit)
+        p = px_pick(ex->pw, r->group, ex->tried, ex->client_ip);
+    if (p == NULL) {
+        respond_error(ex, ex->attempts == 0 ? 503 : last_failure == PX_FAIL_TIMEOUT ? 504 : 502);
+        return;
+    }
+    ex->peer = p;
+    ex->peer_held = 1;
+    p->active++;
+    ex->tried |= 1ull << (size_t)(p->srv - r->group->servers);
+    ex->attempts++;
+    ex->interim = 0;
+    ex->sent = 0;
+    px_up *up = px_pool_take(p);
+    ex->up_was_reused = up != NULL;
+    if (up != NULL) {
+        up->ex = ex;
+        up->reused = 1;
+        ex->up = up;
+        keel_metric_add(ex->pw->worker, r->cfg->m_reused, 1);
+        px_up_ready(ex, up);
+        return;
+    }
+    int rc = px_up_connect(ex->pw, p, ex, r->connect_timeout_ms);
+    if (rc != KEEL_OK) {
+        release_peer(ex);
+        respond_error(ex, rc == KEEL_ERR_SHUTDOWN ? 503 : 502);
+    }
+}
+
+void px_attempt_failed(px_ex *ex, int why)
+{
+    px_config *c = ex->route->cfg;
+    px_ex_ref(ex);
+    if (ex->continue_timer != NULL) {
+        keel_timer_stop(ex->continue_timer);
+        ex->continue_timer = NULL;
+        px_ex_unref(ex);
+    }
+    if (why != PX_FAIL_CLIENT) {
+        keel_metric_add(ex->pw->worker, c->m_failures, 1);
+        /* A kept-alive connection that the upstream closed before
+         * answering says nothing about the server's health (it may just
+         * have timed it out). */
+        int stale = why == PX_FAIL_RESET && ex->up_was_reused && ex->status == 0;
+        if (ex->peer != NULL && !stale)
+            px_peer_failed(ex->pw, ex->peer);
+    }
+    release_peer(ex);
+    if (ex->req == NULL) {
+        /* the client is gone already */
+    } else if (ex->head_relayed) {
+        /* The head (and maybe part of the body) went out: the client
+         * must not take what it got for the whole response. Closing the
+         * connection without the last chunk (or short of the
+         * Content-Length) tells it (RFC 9112 8). */
+        px_resume_client(ex);
+        px_log_exchange(ex, ex->status);
+        keel_conn_close(ex->client);
+        keel_response_end(ex->res);
+        request_over(ex);
+    } else if (why != PX_FAIL_CLIENT && !ex->body_started && (ex->idempotent || !ex->sent)) {
+        /* nginx's rule for non-idempotent requests: passed to the next
+         * server only if nothing was sent to this one (a refused or
+         * timed-out connect, a pooled connection found closed). */
+        ex->nfields = ex->hlen = 0;
+        ex->status = 0;
+        if (ex->attempts < (ex->route->tries ? ex->route->tries : ex->route->group->nservers))
+            keel_metric_add(ex->pw->worker, c->m_retries, 1);
+        try_next(ex, why);
+    } else {
+        respond_error(ex, why == PX_FAIL_TIMEOUT ? 504 : 502);
+    }
+    px_ex_unref(ex);
+}
+
+/* The upstream's response was relayed whole (response.c ended it). */
+void px_ex_finish(px_ex *ex)
+{
+    release_peer(ex);
+    if (ex->continue_timer != NULL) {
+        /* answered before it said 100: the body is not wanted */
+        keel_timer_stop(ex->continue_timer);
+        ex->continue_timer = NULL;
+        px_ex_unref(ex);
+    }
+    if (ex->req != NULL)
+        request_over(ex);
+}
+
+void px_ex_client_gone(px_ex *ex)
+{
+    /* keel_response_* said KEEL_ERR_CLOSED: the request is gone. */
+    ex->req = NULL;
+    ex->res = NULL;
+    px_ex_unref(ex);
+}
+
+/* ---- the handler ------------------------------------------------------------------------------
+ */
+
+int px_handler(keel_request *req, keel_response *res, void *userdata)
+{
+    px_route *r = userdata;
+    px_ex *ex = calloc(1, sizeof *ex);
+    if (ex == NULL)
+        return KEEL_ERR_NOMEM;
+    ex->refs = 1; /* the request's, dropped when its response is over */
+    ex->req = req;
+    ex->res = res;
+    ex->client = keel_request_conn(req);
+    ex->route = r;
+    ex->pw = px_worker_of(keel_conn_worker(ex->client), r->cfg->module);
+    ex->start_ms = keel_worker_now_ms(ex->pw->worker);
+    client_ip(ex->client, ex->client_ip, sizeof ex->client_ip);
+    keel_str method = keel_request_method(req);
+    ex->idempotent = idempotent(method);
+    ex->is_head = method_is(method, "HEAD");
+
+    keel_str te = keel_request_header(req, "Transfer-Encoding");
+    keel_str cl = keel_request_header(req, "Content-Length");
+    if (te.ptr != NULL) {
+        ex->body_kind = PX_BODY_CHUNKED; /* http1 accepts chunked only */
+    } else if (cl.ptr != NULL) {
+        ex->body_kind = PX_BODY_LENGTH;
+        ex->body_done = cl.len == 1 && cl.ptr[0] == '0';
+    }
+    keel_str expect = keel_request_header(req, "Expect");
+    ex->expect_continue = expect.ptr != NULL && px_token_in_list(expect, "100-continue") &&
+                          ex->body_kind != PX_BODY_NONE && !ex->body_done;
+    keel_str upgrade = keel_request_header(req, "Upgrade");
+    ex->upgrade = r->websocket && upgrade.ptr != NULL && keel_request_version(req) == 11 &&
+                  px_token_in_list(keel_request_header(req, "Connection"), "upgrade") &&
+                  ex->body_kind == PX_BODY_NONE;
+    keel_metric_add(ex->pw->worker, r->cfg->m_requests, 1);
+    try_next(ex, 0);
+    return KEEL_OK;
+}

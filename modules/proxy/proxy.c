@@ -1,0 +1,501 @@
+/* proxy.c — the proxy module's glue: the [proxy] section (upstream groups,
+ * routes, timeouts, the keep-alive pool, header policy, CONNECT), the
+ * routes and protocols it registers, metrics, and the module's life cycle.
+ *
+ *     [proxy]
+ *     upstream = app 127.0.0.1:9000 weight=3 127.0.0.1:9001 10.0.0.9:9000 backup
+ *     upstream = api balance=least_conn 127.0.0.1:9100 127.0.0.1:9101
+ *     pass = /api api
+ *     pass = / app host=upstream
+ *
+ * The syntax of `upstream` follows nginx's upstream block on one line:
+ * a server's options (weight, backup, max_fails, fail_timeout) follow its
+ * address; the group's (balance, transport, check, check_interval) may
+ * stand anywhere. docs/proxy.md has every key.
+ */
+#include "px.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- small parsers ------------------------------------------------------------ */
+
+static char *dup_n(const char *s, size_t n)
+{
+    char *d = malloc(n + 1);
+    if (d != NULL) {
+        memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* "250ms", "10s", "5m", "1h", or a bare number of seconds (keel's own
+ * durations). */
+static int parse_duration(const char *s, uint64_t *out)
+{
+    char *end;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (end == s)
+        return -1;
+    uint64_t mult = 1000;
+    if (strcmp(end, "ms") == 0)
+        mult = 1;
+    else if (strcmp(end, "s") == 0 || *end == '\0')
+        mult = 1000;
+    else if (strcmp(end, "m") == 0)
+        mult = 60000;
+    else if (strcmp(end, "h") == 0)
+        mult = 3600000;
+    else
+        return -1;
+    *out = (uint64_t)v * mult;
+    return 0;
+}
+
+static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    if (end == s || *end != '\0' || v < min || v > max)
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+static int parse_onoff(const char *s, int *out)
+{
+    if (strcmp(s, "on") == 0 || strcmp(s, "yes") == 0 || strcmp(s, "true") == 0 ||
+        strcmp(s, "1") == 0)
+        *out = 1;
+    else if (strcmp(s, "off") == 0 || strcmp(s, "no") == 0 || strcmp(s, "false") == 0 ||
+             strcmp(s, "0") == 0)
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
+
+/* Splits a value into words in place; returns how many (at most max). */
+static size_t split_words(char *s, char **words, size_t max)
+{
+    size_t n = 0;
+    while (*s != '\0') {
+        while (*s == ' ' || *s == '\t' || *s == ',')
+            *s++ = '\0';
+        if (*s == '\0')
+            break;
+        if (n == max)
+            return max + 1;
+        words[n++] = s;
+        while (*s != '\0' && *s != ' ' && *s != '\t' && *s != ',')
+            s++;
+    }
+    return n;
+}
+
+/* "host:port", "[v6]:port": fills host (no brackets) and port. */
+static int parse_address(const char *w, px_server *srv)
+{
+    const char *colon;
+    const char *host = w;
+    size_t host_len;
+    if (w[0] == '[') {
+        const char *close = strchr(w, ']');
+        if (close == NULL || close[1] != ':')
+            return -1;
+        host = w + 1;
+        host_len = (size_t)(close - host);
+        colon = close + 1;
+    } else {
+        colon = strrchr(w, ':');
+        if (colon == NULL || memchr(w, ':', (size_t)(colon - w)) != NULL)
+            return -1;
+        host_len = (size_t)(colon - w);
+    }
+    if (host_len == 0 || parse_uint(colon + 1, 1, 65535, &srv->port) != 0)
+        return -1;
+    srv->host = dup_n(host, host_len);
+    srv->authority = dup_n(w, strlen(w));
+    return srv->host && srv->authority ? 0 : -1;
+}
+
+/* ---- upstream = NAME ... ---------------------------------------------------------- */
+
+static int parse_upstream(px_config *cfg, keel_module *m, const char *value, px_group *g)
+{
+    char *copy = dup_n(value, strlen(value));
+    char *w[PX_MAX_SERVERS * 6 + 8];
+    size_t n = copy ? split_words(copy, w, sizeof w / sizeof w[0]) : 0;
+    int rc = KEEL_OK;
+    if (copy == NULL)
+        return KEEL_ERR_NOMEM;
+    if (n < 2 || n > sizeof w / sizeof w[0]) {
+        rc = keel_config_error(m, "upstream", "expected NAME ADDRESS:PORT [options] ...");
+        goto out;
+    }
+    g->name = dup_n(w[0], strlen(w[0]));
+    g->servers = calloc(PX_MAX_SERVERS, sizeof *g->servers);
+    g->check_interval_ms = 5000;
+    if (g->name == NULL || g->servers == NULL) {
+        rc = KEEL_ERR_NOMEM;
+        goto out;
+    }
+    px_server *last = NULL;
+    for (size_t i = 1; i < n; i++) {
+        char *eq = strchr(w[i], '=');
+        const char *v = eq ? eq + 1 : NULL;
+        size_t klen = eq ? (size_t)(eq - w[i]) : strlen(w[i]);
+#define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(w[i], lit, klen) == 0)
+        if (eq == NULL && strchr(w[i], ':') != NULL) {
+            if (g->nservers == PX_MAX_SERVERS) {
+                rc = keel_config_error(m, "upstream", "group %s: more than %d servers", g->name,
+                                       PX_MAX_SERVERS);
+                goto out;
+            }
+            last = &g->servers[g->nservers];
+            last->weight = 1;
+            last->max_fails = 1;
+            last->fail_timeout_ms = 10000;
+            if (parse_address(w[i], last) != 0) {
+                rc = keel_config_error(m, "upstream", "group %s: bad address '%s'", g->name, w[i]);
+                goto out;
+            }
+            g->nservers++;
+        } else if (KEY("backup") && v == NULL && last != NULL) {
+            last->backup = 1;
+        } else if (KEY("weight") && v != NULL && last != NULL) {
+            if (parse_uint(v, 1, 1000, &last->weight) != 0)
+                goto bad;
+        } else if (KEY("max_fails") && v != NULL && last != NULL) {
+            if (parse_uint(v, 0, 1000, &last->max_fails) != 0)
+                goto bad;
+        } else if (KEY("fail_timeout") && v != NULL && last != NULL) {
+            if (parse_duration(v, &last->fail_timeout_ms) != 0)
+                goto bad;
+        } else if (KEY("balance") && v != NULL) {
+            if (strcmp(v, "round_robin") == 0)
+                g->balance = PX_BALANCE_RR;
+            else if (strcmp(v, "least_conn") == 0)
+                g->balance = PX_BALANCE_LEAST;
+            else if (strcmp(v, "hash") == 0 || strcmp(v, "ip_hash") == 0)
+                g->balance = PX_BALANCE_HASH;
+            else
+                goto bad;
+        } else if ((KEY("transport") && v != NULL) || (KEY("tls") && v == NULL)) {
+            const char *t = v ? v : "tls";
+            if (strcmp(t, "tcp") != 0)
+                g->transport = strcmp(t, "tls") == 0 ? "tls" : NULL;
+            if (strcmp(t, "tcp") != 0 && g->transport == NULL)
+                goto bad;
+        } else if (KEY("check") && v != NULL && v[0] == '/') {
+            g->check_path = dup_n(v, strlen(v));
+        } else if (KEY("check_interval") && v != NULL) {
+            if (parse_duration(v, &g->check_interval_ms) != 0 || g->check_interval_ms < 100)
+                goto bad;
+        } else {
+            goto bad;
+        }
+        continue;
+    bad:
+        rc = keel_config_error(m, "upstream", "group %s: bad option '%s'", g->name, w[i]);
+        goto out;
+#undef KEY
+    }
+    if (g->nservers == 0)
+        rc = keel_config_error(m, "upstream", "group %s has no server", g->name);
+    (void)cfg;
+out:
+    free(copy);
+    return rc;
+}
+
+/* ---- pass = PREFIX GROUP [options] --------------------------------------------------- */
+
+static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_route *r)
+{
+    char *copy = dup_n(value, strlen(value));
+    char *w[16];
+    int rc = KEEL_OK;
+    if (copy == NULL)
+        return KEEL_ERR_NOMEM;
+    size_t n = split_words(copy, w, 16);
+    if (n < 2 || n > 16 || w[0][0] != '/') {
+        rc = keel_config_error(m, "pass", "expected /PREFIX GROUP [options]");
+        goto out;
+    }
+    r->cfg = cfg;
+    r->prefix = dup_n(w[0], strlen(w[0]));
+    for (size_t i = 0; i < cfg->ngroups; i++)
+        if (strcmp(cfg->groups[i].name, w[1]) == 0)
+            r->group = &cfg->groups[i];
+    if (r->group == NULL) {
+        rc = keel_config_error(m, "pass", "no upstream group called '%s'", w[1]);
+        goto out;
+    }
+    r->connect_timeout_ms = cfg->connect_timeout_ms;
+    r->read_timeout_ms = cfg->read_timeout_ms;
+    r->send_timeout_ms = cfg->send_timeout_ms;
+    r->tries = cfg->tries;
+    r->websocket = 1;
+    r->rewrite_location = 1;
+    for (size_t i = 2; i < n; i++) {
+        char *eq = strchr(w[i], '=');
+        if (eq == NULL)
+            goto bad;
+        *eq = '\0';
+        const char *k = w[i], *v = eq + 1;
+        if (strcmp(k, "host") == 0) {
+            if (strcmp(v, "client") == 0) {
+                r->host_mode = PX_HOST_CLIENT;
+            } else if (strcmp(v, "upstream") == 0) {
+                r->host_mode = PX_HOST_UPSTREAM;
+            } else {
+                r->host_mode = PX_HOST_FIXED;
+                r->host_value = dup_n(v, strlen(v));
+            }
+        } else if (strcmp(k, "connect_timeout") == 0) {
+            if (parse_duration(v, &r->connect_timeout_ms) != 0)
+                goto bad;
+        } else if (strcmp(k, "read_timeout") == 0) {
+            if (parse_duration(v, &r->read_timeout_ms) != 0)
+                goto bad;
+        } else if (strcmp(k, "send_timeout") == 0) {
+            if (parse_duration(v, &r->send_timeout_ms) != 0)
+                goto bad;
+        } else if (strcmp(k, "tries") == 0) {
+            if (parse_uint(v, 1, PX_MAX_SERVERS, &r->tries) != 0)
+                goto bad;
+        } else if (strcmp(k, "websocket") == 0) {
+            if (parse_onoff(v, &r->websocket) != 0)
+                goto bad;
+        } else if (strcmp(k, "location") == 0) {
+            if (strcmp(v, "rewrite") == 0)
+                r->rewrite_location = 1;
+            else if (strcmp(v, "off") == 0)
+                r->rewrite_location = 0;
+            else
+                goto bad;
+        } else {
+            goto bad;
+        }
+        continue;
+    bad:
+        rc = keel_config_error(m, "pass", "bad option '%s'", w[i]);
+        goto out;
+    }
+out:
+    free(copy);
+    return rc;
+}
+
+/* ---- routes ------------------------------------------------------------------------- */
+
+static int add_routes(keel_module *m, px_route *r)
+{
+    /* "/api" and everything below it: "/api" itself and "/api/ *" (the
+     * router's wildcard takes the rest of the path). A prefix ending in
+     * '/' ("/" included) needs the wildcard form only, plus itself. */
+    char pattern[512];
+    size_t len = strlen(r->prefix);
+    if (len + 3 > sizeof pattern)
+        return keel_config_error(m, "pass", "prefix too long");
+    int rc = keel_route_add(m, "*", r->prefix, px_handler, r);
+    if (rc != KEEL_OK && rc != KEEL_ERR_EXISTS)
+        return rc;
+    snprintf(pattern, sizeof pattern, "%s%s*", r->prefix, r->prefix[len - 1] == '/' ? "" : "/");
+    rc = keel_route_add(m, "*", pattern, px_handler, r);
+    return rc == KEEL_ERR_EXISTS ? KEEL_OK : rc;
+}
+
+/* ---- metrics ------------------------------------------------------------------------- */
+
+static int metric(keel_module *m, const char *name, const char *help, int type, keel_metric **out)
+{
+    keel_metric_desc d = {.size = sizeof d, .name = name, .help = help, .type = type};
+    return keel_metric_register(m, &d, out);
+}
+
+static int register_metrics(px_config *c, keel_module *m)
+{
+    int rc;
+    if ((rc = metric(m, "proxy_requests_total", "Requests passed to an upstream",
+                     KEEL_METRIC_COUNTER, &c->m_requests)) < 0 ||
+        (rc = metric(m, "proxy_upstream_failures_total",
+                     "Upstream attempts that failed (connect, timeout, reset, invalid)",
+                     KEEL_METRIC_COUNTER, &c->m_failures)) < 0 ||
+        (rc = metric(m, "proxy_retries_total", "Requests retried on another server",
+                     KEEL_METRIC_COUNTER, &c->m_retries)) < 0 ||
+        (rc = metric(m, "proxy_upstream_connects_total", "Upstream connections opened",
+                     KEEL_METRIC_COUNTER, &c->m_connects)) < 0 ||
+        (rc = metric(m, "proxy_upstream_reused_total",
+                     "Requests sent on a kept-alive upstream connection", KEEL_METRIC_COUNTER,
+                     &c->m_reused)) < 0 ||
+        (rc = metric(m, "proxy_tunnels_total", "Tunnels opened (upgrades and CONNECT)",
+                     KEEL_METRIC_COUNTER, &c->m_tunnels)) < 0 ||
+        (rc = metric(m, "proxy_buffered_bytes",
+                     "Body bytes held by the proxy in flight to a client or an upstream",
+                     KEEL_METRIC_GAUGE, &c->m_buffered)) < 0)
+        return rc;
+    return KEEL_OK;
+}
+
+/* ---- load / unload -------------------------------------------------------------------- */
+
+static void config_free(px_config *c)
+{
+    if (c == NULL)
+        return;
+    for (size_t i = 0; i < c->ngroups; i++) {
+        px_group *g = &c->groups[i];
+        for (size_t j = 0; j < g->nservers; j++) {
+            free(g->servers[j].host);
+            free(g->servers[j].authority);
+        }
+        free(g->servers);
+        free(g->name);
+        free(g->check_path);
+    }
+    for (size_t i = 0; i < c->nroutes; i++) {
+        free(c->routes[i].prefix);
+        free(c->routes[i].host_value);
+    }
+    for (size_t i = 0; i < c->nconnect_hosts; i++)
+        free(c->connect_hosts[i]);
+    free(c->connect_hosts);
+    free(c->connect_ports);
+    free(c->connect_clients);
+    free(c->groups);
+    free(c->routes);
+    free(c);
+}
+
+static int read_scalars(px_config *c, keel_module *m)
+{
+    int64_t keepalive = 0, tries = 0;
+    uint64_t buffer = 0, max_header = 0;
+    const char *server = NULL, *date = NULL, *log = NULL;
+    int rc;
+    if ((rc = keel_config_int(m, "keepalive", 32, 0, 100000, &keepalive)) < 0 ||
+        (rc = keel_config_duration_ms(m, "keepalive_timeout", 60000, &c->keepalive_timeout_ms)) <
+            0 ||
+        (rc = keel_config_duration_ms(m, "connect_timeout", 10000, &c->connect_timeout_ms)) < 0 ||
+        (rc = keel_config_duration_ms(m, "read_timeout", 60000, &c->read_timeout_ms)) < 0 ||
+        (rc = keel_config_duration_ms(m, "send_timeout", 60000, &c->send_timeout_ms)) < 0 ||
+        (rc = keel_config_int(m, "tries", 0, 0, PX_MAX_SERVERS, &tries)) < 0 ||
+        (rc = keel_config_size(m, "buffer", 64 * 1024, &buffer)) < 0 ||
+        (rc = keel_config_size(m, "max_header", 32 * 1024, &max_header)) < 0 ||
+        (rc = keel_config_bool(m, "via", 1, &c->via)) < 0 ||
+        (rc = keel_config_bool(m, "forwarded", 1, &c->forwarded)) < 0 ||
+        (rc = keel_config_bool(m, "x_forwarded", 1, &c->x_forwarded)) < 0 ||
+        (rc = keel_config_string(m, "server", "replace", &server)) < 0 ||
+        (rc = keel_config_string(m, "date", "replace", &date)) < 0 ||
+        (rc = keel_config_duration_ms(m, "tunnel_idle_timeout", 300000, &c->tunnel_idle_ms)) < 0 ||
+        (rc = keel_config_string(m, "log", "", &log)) < 0)
+        return rc;
+    c->keepalive = (unsigned)keepalive;
+    c->tries = (unsigned)tries; /* 0: every server of the group once */
+    if (buffer < 4096 || buffer > (1u << 30))
+        return keel_config_error(m, "buffer", "expected 4k to 1g");
+    if (max_header < 1024 || max_header > (1u << 24))
+        return keel_config_error(m, "max_header", "expected 1k to 16m");
+    c->buffer = (size_t)buffer;
+    c->max_header = (size_t)max_header;
+    if (strcmp(server, "keep") != 0 && strcmp(server, "replace") != 0)
+        return keel_config_error(m, "server", "expected keep or replace");
+    if (strcmp(date, "keep") != 0 && strcmp(date, "replace") != 0)
+        return keel_config_error(m, "date", "expected keep or replace");
+    c->keep_server = strcmp(server, "keep") == 0;
+    c->keep_date = strcmp(date, "keep") == 0;
+    if (log[0] != '\0') {
+        char path[1024];
+        if (keel_config_path(m, "log", 0, log, path, sizeof path) != KEEL_OK)
+            return keel_config_error(m, "log", "path too long");
+        if ((c->log = keel_appender_open(m, path)) == NULL)
+            return KEEL_ERR_CONFIG;
+    }
+    return KEEL_OK;
+}
+
+static int proxy_load(keel_module *m)
+{
+    px_config *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return KEEL_ERR_NOMEM;
+    c->module = m;
+    keel_module_set_data(m, c);
+    int rc = read_scalars(c, m);
+    size_t ng = keel_config_count(m, "upstream"), nr = keel_config_count(m, "pass");
+    if (rc == KEEL_OK && ng > 0 && (c->groups = calloc(ng, sizeof *c->groups)) == NULL)
+        rc = KEEL_ERR_NOMEM;
+    if (rc == KEEL_OK && nr > 0 && (c->routes = calloc(nr, sizeof *c->routes)) == NULL)
+        rc = KEEL_ERR_NOMEM;
+    for (size_t i = 0; rc == KEEL_OK && i < ng; i++) {
+        const char *v;
+        keel_config_string_at(m, "upstream", i, &v);
+        c->groups[i].index = i;
+        rc = parse_upstream(c, m, v, &c->groups[i]);
+        c->ngroups++;
+        for (size_t j = 0; rc == KEEL_OK && j + 1 < c->ngroups; j++)
+            if (strcmp(c->groups[j].name, c->groups[i].name) == 0)
+                rc = keel_config_error(m, "upstream", "group %s defined twice", c->groups[i].name);
+    }
+    for (size_t i = 0; rc == KEEL_OK && i < nr; i++) {
+        const char *v;
+        keel_config_string_at(m, "pass", i, &v);
+        rc = parse_pass(c, m, v, &c->routes[i]);
+        c->nroutes++;
+    }
+    if (rc == KEEL_OK)
+        rc = px_connect_config(c, m);
+    if (rc == KEEL_OK)
+        rc = register_metrics(c, m);
+    for (size_t i = 0; rc == KEEL_OK && i < c->nroutes; i++)
+        rc = add_routes(m, &c->routes[i]);
+    if (rc == KEEL_OK)
+        rc = keel_protocol_register(m, &px_upstream_protocol);
+    if (rc == KEEL_OK)
+        rc = keel_protocol_register(m, &px_tunnel_protocol);
+    if (rc == KEEL_OK)
+        rc = keel_protocol_register(m, &px_connect_protocol);
+    if (rc == KEEL_OK)
+        rc = keel_protocol_register(m, &px_check_protocol);
+    return rc;
+}
+
+static void proxy_unload(keel_module *m)
+{
+    config_free(keel_module_data(m));
+    keel_module_set_data(m, NULL);
+}
+
+/* ---- workers ---------------------------------------------------------------------------- */
+
+px_worker *px_worker_of(keel_worker *w, keel_module *m)
+{
+    return keel_worker_state(w, m);
+}
+
+static int proxy_start(keel_module *m, keel_worker *w, void *state)
+{
+    px_worker *pw = state;
+    pw->worker = w;
+    pw->cfg = keel_module_data(m);
+    int rc = px_peers_init(pw);
+    if (rc == KEEL_OK)
+        px_checks_start(pw);
+    return rc;
+}
+
+static void proxy_stop(keel_module *m, keel_worker *w, void *state)
+{
+    (void)m, (void)w;
+    px_worker *pw = state;
+    px_checks_stop(pw);
+    px_pool_close_all(pw);
+    px_peers_free(pw);
+}
+
+KEEL_MODULE(proxy, .version = "1.0.0", .load = proxy_load, .unload = proxy_unload,
+            .start = proxy_start, .stop = proxy_stop, .worker_state_size = sizeof(px_worker));

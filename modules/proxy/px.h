@@ -1,0 +1,301 @@
+/* px.h — what the proxy module's files share: the parsed [proxy] section
+ * (groups, servers, routes, the CONNECT policy), the per-worker state
+ * (peers: balancing, passive health and the keep-alive pool of each
+ * server), the upstream connection and the proxied exchange.
+ *
+ * Ownership in one paragraph: the config is built in load and read-only on
+ * the workers. Each worker owns its peers and the upstream connections it
+ * opened. An exchange (px_ex) lives from the handler until the client's
+ * response is over and the upstream connection is detached and every piece
+ * of body handed to either side has been released: it is reference
+ * counted, one reference per holder (request, upstream, each block in
+ * flight).
+ */
+#ifndef KEEL_PROXY_PX_H
+#define KEEL_PROXY_PX_H
+
+#include <keel/keel.h>
+
+#include <llhttp.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- configuration -------------------------------------------------------- */
+
+enum { PX_BALANCE_RR = 0, PX_BALANCE_LEAST, PX_BALANCE_HASH };
+enum { PX_HOST_CLIENT = 0, PX_HOST_UPSTREAM, PX_HOST_FIXED };
+
+/* A group holds at most this many servers (a bit each in an exchange's
+ * "already tried" mask). */
+#define PX_MAX_SERVERS 64
+
+typedef struct px_server {
+    char *host;      /* name or address literal, without brackets */
+    unsigned port;   /* 1..65535 */
+    char *authority; /* "host:port" / "[v6]:port" as written: Host, Location */
+    unsigned weight; /* >= 1 */
+    int backup;      /* only used when every primary server is down */
+    unsigned max_fails;
+    uint64_t fail_timeout_ms;
+    /* Written by the worker that runs active health checks (worker 0),
+     * read by all: 1 while the last check failed. */
+    int check_down; /* read and written atomically (px_flag_load) */
+} px_server;
+
+typedef struct px_group {
+    char *name;
+    px_server *servers;
+    size_t nservers;
+    int balance;           /* PX_BALANCE_* */
+    const char *transport; /* NULL: plain TCP; "tls": through the tls module */
+    char *check_path;      /* active health check: GET this path (NULL: none) */
+    uint64_t check_interval_ms;
+    size_t index; /* in px_config.groups */
+} px_group;
+
+typedef struct px_config px_config;
+
+typedef struct px_route {
+    char *prefix;
+    px_group *group;
+    px_config *cfg;
+    int host_mode; /* PX_HOST_* */
+    char *host_value;
+    uint64_t connect_timeout_ms, read_timeout_ms, send_timeout_ms;
+    unsigned tries; /* attempts in all (first + retries), >= 1 */
+    int websocket;  /* pass Upgrade requests through */
+    int rewrite_location;
+} px_route;
+
+typedef struct px_cidr {
+    uint8_t addr[16]; /* IPv4 as ::ffff:a.b.c.d */
+    unsigned bits;    /* prefix length over the 128 bits */
+} px_cidr;
+
+struct px_config {
+    keel_module *module;
+    px_group *groups;
+    size_t ngroups;
+    px_route *routes;
+    size_t nroutes;
+    /* defaults for routes */
+    uint64_t connect_timeout_ms, read_timeout_ms, send_timeout_ms;
+    unsigned tries;
+    /* keep-alive pool, per worker and server */
+    unsigned keepalive;
+    uint64_t keepalive_timeout_ms;
+    /* back-pressure: bytes in flight towards either side before the other
+     * side's reading pauses */
+    size_t buffer;
+    size_t max_header; /* an upstream response head larger than this is a 502 */
+    int via, forwarded, x_forwarded, keep_server, keep_date;
+    uint64_t tunnel_idle_ms;
+    /* CONNECT (forward proxy) */
+    int connect;
+    px_cidr *connect_clients;
+    size_t nconnect_clients;
+    unsigned *connect_ports;
+    size_t nconnect_ports;
+    char **connect_hosts;
+    size_t nconnect_hosts;
+    int connect_private;
+    keel_appender *log;
+    /* metrics */
+    keel_metric *m_requests, *m_failures, *m_retries, *m_connects, *m_reused, *m_tunnels;
+    keel_metric *m_buffered; /* gauge: body bytes held in flight, both ways */
+};
+
+/* ---- per worker ------------------------------------------------------------- */
+
+typedef struct px_up px_up;
+
+typedef struct px_peer {
+    px_server *srv;
+    px_group *group;
+    px_up *idle_head; /* keep-alive pool, most recently used first */
+    unsigned nidle;
+    unsigned active; /* exchanges using this server now (least connections) */
+    unsigned fails;
+    uint64_t down_until_ms;
+    int64_t current_weight; /* smooth weighted round robin (nginx) */
+} px_peer;
+
+typedef struct px_worker {
+    keel_worker *worker;
+    px_config *cfg;
+    px_peer **peers; /* [group][server] */
+    keel_timer *check_timer;
+    uint64_t *check_next; /* per group: when its next round of checks is due */
+} px_worker;
+
+/* ---- an upstream connection ------------------------------------------------- */
+
+typedef struct px_ex px_ex;
+
+struct px_up {
+    keel_conn *conn; /* NULL until open */
+    px_worker *pw;
+    px_peer *peer;
+    px_ex *ex;          /* the exchange using it; NULL while idle */
+    px_up *prev, *next; /* in the peer's idle list */
+    int idle;
+    int reused;
+    llhttp_t parser;
+};
+
+/* ---- one proxied exchange ---------------------------------------------------- */
+
+typedef struct px_field {
+    uint32_t name, name_len, value, value_len; /* offsets into px_ex.hbuf */
+} px_field;
+
+enum { PX_BODY_NONE = 0, PX_BODY_LENGTH, PX_BODY_CHUNKED };
+
+/* Why an attempt failed: decides retry, passive health and the status. */
+enum { PX_FAIL_CONNECT = 1, PX_FAIL_TIMEOUT, PX_FAIL_RESET, PX_FAIL_INVALID, PX_FAIL_CLIENT };
+
+struct px_ex {
+    int refs;
+    keel_request *req; /* NULL once the client's response is over or gone */
+    keel_response *res;
+    keel_conn *client;
+    px_route *route;
+    px_worker *pw;
+    px_peer *peer;
+    px_up *up;
+    int peer_held;     /* counted in peer->active */
+    int up_was_reused; /* the attempt's connection came from the pool */
+    int sent;          /* this attempt's request head was queued to the upstream */
+    uint64_t tried;    /* servers tried (bit = index in the group) */
+    unsigned attempts;
+    int idempotent;
+    int body_kind;       /* PX_BODY_* of the request body */
+    int body_started;    /* keel_request_stream_body called */
+    int body_done;       /* the whole body went to the upstream */
+    int expect_continue; /* the client sent Expect: 100-continue */
+    keel_timer *continue_timer;
+    keel_timer *flush_timer; /* hands gathered body bytes over (response.c) */
+    int upgrade;             /* an Upgrade request passed through */
+    int is_head;
+    size_t up_out;     /* request body bytes queued to the upstream */
+    int client_paused; /* the client's reading paused by us */
+    size_t client_out; /* response body bytes not yet taken by the client */
+    int up_paused;     /* the upstream's reading paused by us */
+    int head_relayed;  /* the final response head went to the client */
+    int response_done; /* the upstream response was complete */
+    int in_value;      /* llhttp: in a header value */
+    int in_trailers;
+    int status; /* the upstream's status */
+    char *hbuf; /* response head fields, copied (they may span reads) */
+    size_t hlen, hcap;
+    px_field *fields;
+    size_t nfields, cap_fields;
+    void *pend; /* body bytes parsed from this read, to hand over as one piece */
+    size_t plen, pcap;
+    int interim;         /* llhttp: parsing a 1xx */
+    size_t trailer_from; /* fields from here on are trailers */
+    uint64_t start_ms;
+    uint64_t bytes_out;
+    char client_ip[64];
+};
+
+/* A body piece copied once, handed to a connection or a response, and
+ * freed by its completion. */
+typedef struct px_block {
+    px_ex *ex;
+    size_t len;
+    char data[];
+} px_block;
+
+/* ---- a tunnel: bytes both ways between two connections -------------------------- */
+
+enum { PX_SIDE_CLIENT = 0, PX_SIDE_UPSTREAM = 1 };
+
+typedef struct px_tunnel px_tunnel;
+struct px_tunnel {
+    px_config *cfg;
+    keel_worker *worker;
+    int refs;           /* the creator's, one per open side, one per write in flight */
+    int expect;         /* the side the next on_open is */
+    keel_conn *side[2]; /* NULL until open, and again once closed */
+    size_t out[2];      /* bytes queued towards each side */
+    int paused[2];      /* each side's reading paused by us */
+    int waiting[2];     /* paused until the other side opens */
+    /* CONNECT: the client still speaks the "proxy" protocol while the
+     * upstream connects; connect.c decides on the upstream's on_open */
+    keel_conn *pending_client;
+    int (*on_upstream_open)(px_tunnel *t, keel_conn *up);
+};
+
+/* ---- functions shared between files ------------------------------------------ */
+
+/* proxy.c */
+px_worker *px_worker_of(keel_worker *w, keel_module *m);
+
+/* upstream.c: balancing and passive health */
+px_peer *px_pick(px_worker *pw, px_group *g, uint64_t tried, const char *client_ip);
+void px_peer_failed(px_worker *pw, px_peer *p);
+void px_peer_ok(px_peer *p);
+int px_peers_init(px_worker *pw);
+void px_peers_free(px_worker *pw);
+
+/* pool.c: the keep-alive pool and connecting */
+px_up *px_pool_take(px_peer *p);
+void px_pool_put(px_up *up);
+void px_pool_close_all(px_worker *pw);
+int px_up_connect(px_worker *pw, px_peer *p, px_ex *ex, uint64_t timeout_ms);
+void px_up_detach(px_up *up, int reusable);
+extern const keel_protocol px_upstream_protocol;
+
+/* forward.c: the handler, the request towards the upstream, retries */
+int px_handler(keel_request *req, keel_response *res, void *userdata);
+void px_ex_ref(px_ex *ex);
+void px_ex_unref(px_ex *ex);
+void px_up_ready(px_ex *ex, px_up *up);
+void px_attempt_failed(px_ex *ex, int why);
+void px_ex_finish(px_ex *ex);
+void px_ex_client_gone(px_ex *ex);
+void px_resume_client(px_ex *ex);
+int px_ex_write_upstream(px_ex *ex, const char *a, size_t alen, const char *b, size_t blen,
+                         const char *c, size_t clen);
+
+/* response.c: the upstream's response, parsed with llhttp, to the client */
+void px_response_init(px_up *up);
+int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed);
+void px_response_eof(px_up *up);
+void px_continue(px_ex *ex);
+
+/* headers.c */
+int px_hop_by_hop(keel_str name, keel_str connection_value);
+int px_token_in_list(keel_str list, const char *token);
+char *px_build_request_head(px_ex *ex, size_t *len);
+void px_response_headers(px_ex *ex);
+keel_str px_field_name(const px_ex *ex, size_t i);
+keel_str px_field_value(const px_ex *ex, size_t i);
+
+/* health.c: active checks, run by worker 0 */
+void px_checks_start(px_worker *pw);
+void px_checks_stop(px_worker *pw);
+extern const keel_protocol px_check_protocol;
+#if defined(_MSC_VER)
+#define px_flag_load(p) (*(const volatile int *)(p))
+#else
+#define px_flag_load(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#endif
+
+/* tunnel.c */
+px_tunnel *px_tunnel_new(px_config *cfg, keel_worker *w);
+void px_tunnel_expect(px_tunnel *t, int side);
+void px_tunnel_release(px_tunnel *t);
+extern const keel_protocol px_tunnel_protocol;
+
+/* connect.c: the forward-proxy listener */
+extern const keel_protocol px_connect_protocol;
+int px_connect_config(px_config *cfg, keel_module *m);
+int px_ip_parse(const char *s, uint8_t out[16]);
+
+/* the access log line */
+void px_log_exchange(px_ex *ex, int status);
+
+#endif

@@ -1,0 +1,478 @@
+/* response.c — the upstream's response, parsed with llhttp (the parser
+ * http1 uses: no hand-written HTTP/1.1 parser), relayed to the client:
+ *
+ * - the head's fields are copied as they arrive (a head may span reads),
+ *   up to max_header (nginx's proxy_buffer_size: a larger head is a 502);
+ * - 100 Continue releases the request body (forward.c); other 1xx are
+ *   dropped, as nginx does: the response API sends one head per request
+ *   (CORE-NEEDS.md 7); 101 after an Upgrade request hands both
+ *   connections to the tunnel (tunnel.c);
+ * - body bytes parsed from one read go to the client as one piece
+ *   (keel_response_write), and the upstream is not read while more than
+ *   `buffer` bytes wait for the client: a slow client never makes keel
+ *   hold a whole response (nginx's proxy_buffering off with
+ *   proxy_busy_buffers_size, in effect);
+ * - Content-Length is passed on, so the client sees the same framing;
+ *   without it the client's response is chunked (or ends with the
+ *   connection for HTTP/1.0), and trailers follow a chunked body;
+ * - a response cut short by the upstream cuts the client's too
+ *   (forward.c, px_attempt_failed).
+ */
+#include "px.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static px_ex *ex_of(llhttp_t *p)
+{
+    return ((px_up *)p->data)->ex;
+}
+
+/* ---- the head's fields ---------------------------------------------------------- */
+
+static int append(px_ex *ex, const char *at, size_t len)
+{
+    size_t max = ex->route->cfg->max_header;
+    if (ex->hlen + len > max)
+        return -1;
+    if (ex->hlen + len > ex->hcap) {
+        size_t cap = ex->hcap ? ex->hcap : 1024;
+        while (cap < ex->hlen + len)
+            cap *= 2;
+        char *grown = realloc(ex->hbuf, cap);
+        if (grown == NULL)
+            return -1;
+        ex->hbuf = grown;
+        ex->hcap = cap;
+    }
+    memcpy(ex->hbuf + ex->hlen, at, len);
+    ex->hlen += len;
+    return 0;
+}
+
+static int on_message_begin(llhttp_t *p)
+{
+    px_ex *ex = ex_of(p);
+    ex->nfields = ex->hlen = 0;
+    ex->in_value = 0;
+    ex->trailer_from = 0;
+    ex->in_trailers = 0;
+    return 0;
+}
+
+static int on_header_field(llhttp_t *p, const char *at, size_t len)
+{
+    px_ex *ex = ex_of(p);
+    if (ex->nfields == 0 || ex->in_value || (ex->in_trailers && ex->nfields == ex->trailer_from)) {
+        if (ex->nfields == ex->cap_fields) {
+            size_t cap = ex->cap_fields ? ex->cap_fields * 2 : 32;
+            px_field *grown = realloc(ex->fields, cap * sizeof *grown);
+            if (grown == NULL)
+                return -1;
+            ex->fields = grown;
+            ex->cap_fields = cap;
+        }
+        ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
+        ex->in_value = 0;
+    }
+    if (append(ex, at, len) != 0)
+        return -1;
+    ex->fields[ex->nfields - 1].name_len += (uint32_t)len;
+    ex->fields[ex->nfields - 1].value = (uint32_t)ex->hlen;
+    return 0;
+}
+
+static int on_header_value(llhttp_t *p, const char *at, size_t len)
+{
+    px_ex *ex = ex_of(p);
+    if (ex->nfields == 0)
+        return -1;
+    if (!ex->in_value) {
+        ex->in_value = 1;
+        ex->fields[ex->nfields - 1].value = (uint32_t)ex->hlen;
+    }
+    if (append(ex, at, len) != 0)
+        return -1;
+    ex->fields[ex->nfields - 1].value_len += (uint32_t)len;
+    return 0;
+}
+
+static int on_headers_complete(llhttp_t *p)
+{
+    px_ex *ex = ex_of(p);
+    int status = llhttp_get_status_code(p);
+    ex->in_value = 0;
+    if (status == 101) {
+        if (!ex->upgrade)
+            return -1; /* switching protocols nobody asked for */
+        ex->status = 101;
+        return 2; /* no body; llhttp_execute returns HPE_PAUSED_UPGRADE */
+    }
+    if (status < 200) {
+        /* Interim: 100 lets the request body go; the rest are dropped. */
+        ex->interim = 1;
+        if (status == 100)
+            px_continue(ex);
+        ex->nfields = ex->hlen = 0;
+        return 0;
+    }
+    ex->status = status;
+    if (ex->req == NULL)
+        return ex->is_head ? 1 : 0; /* the client left: read it out, drop it */
+    px_peer_ok(ex->peer);
+    keel_response_set_status(ex->res, status);
+    px_response_headers(ex);
+    ex->head_relayed = 1;
+    ex->in_trailers = 1;
+    ex->trailer_from = ex->nfields;
+    /* RFC 9110 9.3.2: a response to HEAD has no body whatever its
+     * Content-Length says; llhttp needs to be told. */
+    return ex->is_head ? 1 : 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    px_ex *ex = ex_of(p);
+    px_block *b = ex->pend;
+    if (b == NULL || ex->plen + len > ex->pcap)
+        return -1; /* cannot happen: the block holds the whole read */
+    memcpy(b->data + ex->plen, at, len);
+    ex->plen += len;
+    return 0;
+}
+
+static int on_message_complete(llhttp_t *p)
+{
+    px_ex *ex = ex_of(p);
+    if (ex->interim) {
+        ex->interim = 0;
+        return 0; /* the final response follows */
+    }
+    if (ex->status == 101)
+        return 0; /* llhttp returns HPE_PAUSED_UPGRADE next */
+    ex->response_done = 1;
+    return HPE_PAUSED;
+}
+
+static const llhttp_settings_t settings = {
+    .on_message_begin = on_message_begin,
+    .on_header_field = on_header_field,
+    .on_header_value = on_header_value,
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
+
+void px_response_init(px_up *up)
+{
+    llhttp_init(&up->parser, HTTP_RESPONSE, &settings);
+    up->parser.data = up;
+}
+
+/* ---- relaying the body ---------------------------------------------------------------- */
+
+static void piece_taken(void *data, void *userdata)
+{
+    px_block *b = userdata;
+    px_ex *ex = b->ex;
+    (void)data;
+    ex->client_out -= b->len;
+    keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, -(int64_t)b->len);
+    if (ex->up_paused && ex->client_out <= ex->route->cfg->buffer / 2) {
+        ex->up_paused = 0;
+        if (ex->up != NULL && ex->up->conn != NULL)
+            keel_conn_resume(ex->up->conn);
+    }
+    free(b);
+    px_ex_unref(ex);
+}
+
+/* The client left (a response call said so): nothing more goes to it,
+ * and the upstream connection, mid-response, cannot be reused. */
+static void client_gone(px_ex *ex)
+{
+    px_up *up = ex->up;
+    if (up != NULL) {
+        up->ex = NULL;
+        ex->up = NULL;
+        keel_conn_abort(up->conn);
+    }
+    px_ex_client_gone(ex); /* the request's reference */
+    px_ex_finish(ex);
+}
+
+/* Hands the bytes parsed from this read to the client. 0, or -1 if the
+ * client is gone. */
+static int flush(px_ex *ex)
+{
+    px_block *b = ex->pend;
+    size_t len = ex->plen;
+    ex->pend = NULL;
+    ex->plen = ex->pcap = 0;
+    if (b == NULL)
+        return 0;
+    if (len == 0 || ex->req == NULL) {
+        free(b);
+        return 0;
+    }
+    b->ex = ex;
+    b->len = len;
+    px_ex_ref(ex);
+    ex->client_out += len;
+    ex->bytes_out += len;
+    keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, (int64_t)len);
+    if (keel_response_write(ex->res, b->data, len, piece_taken, b) != KEEL_OK)
+        return -1; /* piece_taken ran already */
+    if (ex->client_out > ex->route->cfg->buffer && !ex->up_paused && ex->up != NULL) {
+        ex->up_paused = 1;
+        keel_conn_pause(ex->up->conn);
+    }
+    return 0;
+}
+
+static int same_name(keel_str a, const char *b)
+{
+    size_t n = strlen(b);
+    if (a.len != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)a.ptr[i];
+        if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != b[i])
+            return 0;
+    }
+    return 1;
+}
+
+/* Body bytes parsed from several reads in one loop iteration leave in one
+ * piece (the core delivers a 16 KiB read buffer at a time, and a write
+ * per read costs the client a system call and a chunk each): they are
+ * gathered here and flushed at PX_GATHER bytes, at the end of the
+ * iteration (a timer of 0 ms) or with the response's end. */
+#define PX_GATHER (64 * 1024)
+
+static void flush_due(keel_timer *t, void *userdata)
+{
+    px_ex *ex = userdata;
+    (void)t;
+    px_ex_ref(ex);
+    if (ex->plen > 0 && flush(ex) != 0)
+        client_gone(ex);
+    px_ex_unref(ex);
+}
+
+/* Room for len more body bytes in the gathering block. 0, or -1 if the
+ * client is gone (a full block could not be handed over) or out of
+ * memory. */
+static int reserve(px_ex *ex, size_t len)
+{
+    if (ex->pend != NULL && ex->plen + len <= ex->pcap)
+        return 0;
+    if (ex->plen > 0 && flush(ex) != 0)
+        return -1;
+    /* a small read is probably a small response: no more room than it
+     * needs (and below malloc's mmap threshold either way) */
+    size_t cap = len < 8192 ? len : len > PX_GATHER ? len : PX_GATHER;
+    px_block *b = realloc(ex->pend, sizeof *b + cap);
+    if (b == NULL)
+        return -1;
+    ex->pend = b;
+    ex->pcap = cap;
+    return 0;
+}
+
+static void flush_soon(px_ex *ex)
+{
+    if (ex->plen >= PX_GATHER * 3 / 4) {
+        if (flush(ex) != 0)
+            client_gone(ex);
+        return;
+    }
+    if (ex->plen == 0)
+        return;
+    if (ex->flush_timer == NULL)
+        ex->flush_timer = keel_timer_start(ex->pw->worker, 0, 0, flush_due, ex);
+    else
+        keel_timer_restart(ex->flush_timer, 0, 0);
+    if (ex->flush_timer == NULL && flush(ex) != 0)
+        client_gone(ex);
+}
+
+static int forbidden_trailer(keel_str name)
+{
+    /* RFC 9110 6.5.1: framing, routing and control fields never come as
+     * trailers. */
+    static const char *const no[] = {"content-length", "transfer-encoding", "host",
+                                     "content-type",   "content-encoding",  "trailer"};
+    for (size_t i = 0; i < sizeof no / sizeof no[0]; i++)
+        if (same_name(name, no[i]))
+            return 1;
+    return px_hop_by_hop(name, (keel_str){NULL, 0});
+}
+
+/* The response is complete: end the client's, give the connection back. */
+static void complete(px_ex *ex, px_up *up, int extra_bytes)
+{
+    int ok = ex->req != NULL;
+    if (ok && flush(ex) != 0) {
+        client_gone(ex);
+        return;
+    }
+    if (ok) {
+        for (size_t i = ex->trailer_from; i < ex->nfields; i++) {
+            keel_str n = px_field_name(ex, i), v = px_field_value(ex, i);
+            char name[128], value[1024];
+            if (forbidden_trailer(n) || n.len >= sizeof name || v.len >= sizeof value)
+                continue;
+            memcpy(name, n.ptr, n.len);
+            name[n.len] = '\0';
+            memcpy(value, v.ptr, v.len);
+            value[v.len] = '\0';
+            keel_response_trailer_add(ex->res, name, value);
+        }
+        px_resume_client(ex);
+        px_log_exchange(ex, ex->status);
+        int rc = KEEL_OK;
+        if (!ex->head_relayed) {
+            rc = keel_response_send_status(ex->res, 502);
+        } else {
+            /* A head-only response keeps its declared Content-Length
+             * (HEAD): the head goes out before the end, which would
+             * otherwise say 0. */
+            if (ex->is_head)
+                rc = keel_response_write(ex->res, "", 0, NULL, NULL);
+            if (rc == KEEL_OK)
+                rc = keel_response_end(ex->res);
+        }
+        (void)rc; /* KEEL_ERR_CLOSED: the client left at the last moment */
+        px_ex_client_gone(ex);
+    }
+    int reusable = !extra_bytes && llhttp_should_keep_alive(&up->parser) &&
+                   (ex->body_kind == PX_BODY_NONE || ex->body_done) && ex->up_out == 0;
+    if (ex->up_paused) {
+        ex->up_paused = 0;
+        keel_conn_resume(up->conn);
+    }
+    up->ex = NULL;
+    ex->up = NULL;
+    px_ex_finish(ex);
+    px_up_detach(up, reusable);
+}
+
+void px_response_eof(px_up *up)
+{
+    px_ex *ex = up->ex;
+    px_ex_ref(ex);
+    if (reserve(ex, 0) != 0) {
+        up->ex = NULL;
+        ex->up = NULL;
+        px_attempt_failed(ex, PX_FAIL_CLIENT);
+        px_ex_unref(ex);
+        return;
+    }
+    llhttp_errno_t err = llhttp_finish(&up->parser);
+    if (ex->response_done) {
+        complete(ex, up, 1); /* a body that ended with the connection */
+    } else {
+        up->ex = NULL;
+        ex->up = NULL;
+        (void)err;
+        px_attempt_failed(ex, ex->status ? PX_FAIL_RESET : PX_FAIL_RESET);
+    }
+    px_ex_unref(ex);
+}
+
+/* ---- 101: the tunnel ------------------------------------------------------------------- */
+
+static void switch_protocols(px_ex *ex, px_up *up)
+{
+    keel_conn *upconn = up->conn;
+    px_tunnel *t = px_tunnel_new(ex->route->cfg, ex->pw->worker);
+    if (t == NULL || ex->req == NULL) {
+        up->ex = NULL;
+        ex->up = NULL;
+        keel_conn_abort(upconn);
+        if (t != NULL)
+            px_tunnel_release(t);
+        if (ex->req != NULL)
+            px_attempt_failed(ex, PX_FAIL_INVALID);
+        else
+            px_ex_finish(ex);
+        return;
+    }
+    px_response_headers(ex);
+    px_log_exchange(ex, 101);
+    px_tunnel_expect(t, PX_SIDE_CLIENT);
+    int rc = keel_response_upgrade(ex->res, px_tunnel_protocol.name, t);
+    up->ex = NULL;
+    ex->up = NULL;
+    if (rc != KEEL_OK) {
+        keel_log(ex->route->cfg->module, KEEL_LOG_INFO, "upgrade to the upstream's %s refused: %s",
+                 "protocol", keel_strerror(rc));
+        px_tunnel_release(t);
+        keel_conn_abort(upconn);
+        if (rc == KEEL_ERR_CLOSED) {
+            px_ex_client_gone(ex);
+        } else {
+            keel_response_send_status(ex->res, 502);
+            px_ex_client_gone(ex);
+        }
+        px_ex_finish(ex);
+        return;
+    }
+    px_ex_client_gone(ex); /* the request is gone after an upgrade */
+    px_ex_finish(ex);
+    keel_metric_add(keel_conn_worker(upconn), ex->route->cfg->m_tunnels, 1);
+    keel_conn_set_data(upconn, NULL); /* our on_close, if it still runs, finds nothing */
+    free(up);                         /* set_protocol does not call our on_close */
+    px_tunnel_expect(t, PX_SIDE_UPSTREAM);
+    if (keel_conn_set_protocol(upconn, px_tunnel_protocol.name, t) != KEEL_OK) {
+        keel_conn_close(upconn);
+        if (t->side[PX_SIDE_CLIENT] != NULL)
+            keel_conn_close(t->side[PX_SIDE_CLIENT]);
+    }
+    px_tunnel_release(t); /* the sides hold it now */
+}
+
+/* ---- on_data ------------------------------------------------------------------------------ */
+
+int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
+{
+    px_ex *ex = up->ex;
+    *consumed = len;
+    px_ex_ref(ex);
+    if (reserve(ex, len) != 0) {
+        if (ex->req != NULL) {
+            px_ex_unref(ex);
+            return KEEL_ERR_NOMEM;
+        }
+        client_gone(ex);
+        px_ex_unref(ex);
+        return KEEL_OK;
+    }
+    llhttp_errno_t err = llhttp_execute(&up->parser, data, len);
+    if (err == HPE_PAUSED && ex->response_done) {
+        const char *pos = llhttp_get_error_pos(&up->parser);
+        complete(ex, up, pos != NULL && pos != data + len);
+    } else if (err == HPE_PAUSED_UPGRADE && ex->status == 101) {
+        const char *pos = llhttp_get_error_pos(&up->parser);
+        *consumed = pos != NULL ? (size_t)(pos - data) : len;
+        free(ex->pend);
+        ex->pend = NULL;
+        ex->plen = ex->pcap = 0;
+        switch_protocols(ex, up);
+    } else if (err != HPE_OK) {
+        keel_log(ex->route->cfg->module, KEEL_LOG_INFO, "upstream %s: invalid response: %s",
+                 ex->peer ? ex->peer->srv->authority : "-", llhttp_errno_name(err));
+        free(ex->pend);
+        ex->pend = NULL;
+        ex->plen = ex->pcap = 0;
+        up->ex = NULL;
+        ex->up = NULL;
+        keel_conn_abort(up->conn);
+        px_attempt_failed(ex, PX_FAIL_INVALID);
+    } else {
+        flush_soon(ex);
+    }
+    px_ex_unref(ex);
+    return KEEL_OK;
+}

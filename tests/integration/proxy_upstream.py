@@ -1,0 +1,278 @@
+#!/usr/bin/env python3
+"""An HTTP/1.1 upstream for the proxy tests that misbehaves on purpose.
+
+Started by tests/integration/test_proxy*.c: it listens on 127.0.0.1 (port 0
+unless given) and logs "listening on 127.0.0.1:PORT (upstream)" to stderr,
+the line keel itself logs, so the harness finds the port the same way.
+Connections are kept alive (HTTP/1.1); every request is logged to stderr as
+"req PORT METHOD TARGET conn=N" (N counts this server's connections), so a
+test can tell reuse and retries apart.
+
+Paths (query: ?k=v&...):
+  /id                 "PORT" (which server answered)
+  /headers            the request head's fields, one per line
+  /big?n=N            N bytes (Content-Length), written as fast as the socket takes them
+  /chunked?n=N&piece=P  N bytes in chunks of P, with a trailer X-Sum: N
+  /slow?ms=M          answers after M ms
+  /hang               reads the request and never answers
+  /truncate?n=N       declares N bytes, sends N/2, closes
+  /truncate_chunked   two chunks and then closes without the last-chunk
+  /reset              resets the connection (SO_LINGER 0) without answering
+  /close              closes without answering
+  /garbage            answers something that is not HTTP
+  /status?code=C      an empty response with that status
+  /redirect           302 to http://<Host it was sent>/target and to http://127.0.0.1:PORT/moved
+  /upload?rate=B      reads the body at B bytes per 100 ms, answers its length
+  /echo               echoes the request body (Content-Length or chunked);
+                      with Expect: 100-continue sends 100 first unless ?refuse=1,
+                      then 417 without reading the body
+  /ws                 101 (Upgrade: websocket) then echoes bytes until EOF
+  /count              how many requests this connection carried: "conn=N req=K"
+  /eof?n=N            an HTTP/1.0-style body: no length, ends with the connection
+  /bighead?n=N        a response head with a field of N bytes
+"""
+import socket
+import struct
+import sys
+import threading
+import time
+from urllib.parse import urlsplit, parse_qs
+
+CONN_COUNTER = [0]
+LOCK = threading.Lock()
+
+
+def log(msg):
+    sys.stderr.write(msg + "\n")
+    sys.stderr.flush()
+
+
+class Conn:
+    def __init__(self, sock, port):
+        self.sock = sock
+        self.port = port
+        self.buf = b""
+        with LOCK:
+            CONN_COUNTER[0] += 1
+            self.n = CONN_COUNTER[0]
+        self.requests = 0
+
+    def fill(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError()
+        self.buf += data
+
+    def read_head(self):
+        while b"\r\n\r\n" not in self.buf:
+            self.fill()
+        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        lines = head.decode("latin-1").split("\r\n")
+        method, target, version = lines[0].split(" ", 2)
+        fields = []
+        for line in lines[1:]:
+            name, value = line.split(":", 1)
+            fields.append((name.strip(), value.strip()))
+        return method, target, version, fields
+
+    def read_exact(self, n):
+        while len(self.buf) < n:
+            self.fill()
+        out, self.buf = self.buf[:n], self.buf[n:]
+        return out
+
+    def read_line(self):
+        while b"\r\n" not in self.buf:
+            self.fill()
+        line, self.buf = self.buf.split(b"\r\n", 1)
+        return line
+
+    def read_body(self, fields, rate=None):
+        get = {k.lower(): v for k, v in fields}
+        if "transfer-encoding" in get:
+            body = b""
+            while True:
+                size = int(self.read_line().split(b";")[0], 16)
+                if size == 0:
+                    while self.read_line() != b"":
+                        pass
+                    return body
+                body += self.read_exact(size)
+                self.read_exact(2)
+        n = int(get.get("content-length", "0"))
+        if rate is None:
+            return self.read_exact(n)
+        got = 0
+        while got < n:
+            take = min(rate, n - got)
+            self.read_exact(take)
+            got += take
+            time.sleep(0.1)
+        return b"x" * n
+
+    def send(self, data):
+        self.sock.sendall(data)
+
+    def respond(self, status, body=b"", fields=(), reason="OK"):
+        head = "HTTP/1.1 %d %s\r\n" % (status, reason)
+        for k, v in fields:
+            head += "%s: %s\r\n" % (k, v)
+        head += "Content-Length: %d\r\n\r\n" % len(body)
+        self.send(head.encode("latin-1") + body)
+
+
+def handle(c):
+    while True:
+        try:
+            method, target, version, fields = c.read_head()
+        except (EOFError, ConnectionError, OSError):
+            return
+        c.requests += 1
+        url = urlsplit(target)
+        q = {k: v[0] for k, v in parse_qs(url.query).items()}
+        path = url.path
+        get = {k.lower(): v for k, v in fields}
+        log("req %d %s %s conn=%d" % (c.port, method, target, c.n))
+        if path == "/id":
+            c.read_body(fields)
+            c.respond(200, str(c.port).encode(), [("Server", "pyup"), ("Date", "Mon, 01 Jan 2001 00:00:00 GMT")])
+        elif path == "/headers":
+            c.read_body(fields)
+            body = "".join("%s: %s\n" % kv for kv in fields).encode("latin-1")
+            c.respond(200, body, [("Connection", "X-Hop"), ("X-Hop", "secret"), ("Keep-Alive", "timeout=5"), ("Via", "1.1 inner")])
+        elif path == "/big":
+            n = int(q.get("n", "1048576"))
+            c.send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n)
+            block = bytes(range(256)) * 256
+            left = n
+            while left > 0:
+                take = min(left, len(block))
+                c.send(block[:take])
+                left -= take
+        elif path == "/chunked":
+            n = int(q.get("n", "100000"))
+            piece = int(q.get("piece", "1000"))
+            c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Sum\r\n\r\n")
+            left = n
+            while left > 0:
+                take = min(left, piece)
+                c.send(b"%x\r\n" % take + b"a" * take + b"\r\n")
+                left -= take
+            c.send(b"0\r\nX-Sum: %d\r\n\r\n" % n)
+        elif path == "/slow":
+            c.read_body(fields)
+            time.sleep(int(q.get("ms", "1000")) / 1000.0)
+            c.respond(200, b"slow")
+        elif path == "/hang":
+            time.sleep(120)
+            return
+        elif path == "/truncate":
+            n = int(q.get("n", "100000"))
+            c.send(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % n + b"t" * (n // 2))
+            time.sleep(0.2)
+            c.sock.close()
+            return
+        elif path == "/truncate_chunked":
+            c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n5\r\nworld\r\n")
+            time.sleep(0.2)
+            c.sock.close()
+            return
+        elif path == "/reset":
+            c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            c.sock.close()
+            return
+        elif path == "/close":
+            c.sock.close()
+            return
+        elif path == "/garbage":
+            c.send(b"SMTP READY\r\n\r\n")
+            time.sleep(0.2)
+            c.sock.close()
+            return
+        elif path == "/status":
+            c.read_body(fields)
+            code = int(q.get("code", "200"))
+            c.respond(code, b"", reason="Status")
+        elif path == "/redirect":
+            c.read_body(fields)
+            if q.get("to") == "self":
+                loc = "http://127.0.0.1:%d/moved" % c.port
+            else:
+                loc = "http://%s/target" % get.get("host", "")
+            c.respond(302, b"", [("Location", loc)])
+        elif path == "/upload":
+            body = c.read_body(fields, rate=int(q.get("rate", "65536")))
+            c.respond(200, str(len(body)).encode())
+        elif path == "/echo":
+            if get.get("expect", "").lower() == "100-continue":
+                if q.get("refuse") == "1":
+                    c.respond(417, b"no", reason="Expectation Failed")
+                    c.sock.close()
+                    return
+                c.send(b"HTTP/1.1 100 Continue\r\n\r\n")
+            body = c.read_body(fields)
+            c.respond(200, body)
+        elif path == "/ws":
+            c.send(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
+            if c.buf:
+                c.send(c.buf)
+                c.buf = b""
+            while True:
+                try:
+                    data = c.sock.recv(65536)
+                except OSError:
+                    return
+                if not data:
+                    c.sock.close()
+                    return
+                c.send(data)
+        elif path == "/eof":
+            c.read_body(fields)
+            n = int(q.get("n", "10000"))
+            c.send(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n" + b"e" * n)
+            c.sock.close()
+            return
+        elif path == "/bighead":
+            c.read_body(fields)
+            c.respond(200, b"big head", [("X-Big", "b" * int(q.get("n", "100000")))])
+        elif path == "/count":
+            c.read_body(fields)
+            c.respond(200, ("conn=%d req=%d" % (c.n, c.requests)).encode())
+        else:
+            c.read_body(fields)
+            c.respond(404, b"not here", reason="Not Found")
+
+
+def serve(sock, port):
+    while True:
+        s, _ = sock.accept()
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        threading.Thread(target=conn_main, args=(s, port), daemon=True).start()
+
+
+def conn_main(s, port):
+    try:
+        handle(Conn(s, port))
+    except (ConnectionError, OSError, EOFError):
+        pass
+    finally:
+        try:
+            s.close()
+        except OSError:
+            pass
+
+
+def main():
+    port = int(sys.argv[1]) if len(sys.argv) > 1 else 0
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    sock.listen(128)
+    port = sock.getsockname()[1]
+    log("listening on 127.0.0.1:%d (upstream)" % port)
+    serve(sock, port)
+
+
+if __name__ == "__main__":
+    main()

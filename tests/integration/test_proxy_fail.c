@@ -1,0 +1,189 @@
+/* The reverse proxy when upstreams fail: refused, reset, not HTTP, silent
+ * (504), dying mid-response (the client's response is cut, never passed
+ * off as whole), retries of idempotent requests on another server (never
+ * of a POST), passive health (max_fails / fail_timeout) and 503 once every
+ * server is out. The upstream is proxy_upstream.py; a refusing server is a
+ * port nothing listens on. */
+#define _GNU_SOURCE
+#include "test_proxy.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+/* A port on 127.0.0.1 that nothing listens on: bound, then closed. */
+static unsigned dead_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+              getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+    close(fd);
+    return ntohs(sa.sin_port);
+}
+
+static int status_of(kh_proc *p, const char *path)
+{
+    char url[160];
+    ht_run_result rr = px_get(px_url(url, sizeof url, p, 0, path));
+    int s = px_status(&rr);
+    ht_run_free(&rr);
+    return s;
+}
+
+Test(proxy_fail, refused_is_502, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    char section[256];
+    snprintf(section, sizeof section, "upstream = gone 127.0.0.1:%u\npass = / gone\n", dead_port());
+    kh_proc *p = px_keel(section, 0);
+    int s = status_of(p, "/");
+    kh_assert(p, s == 502, "got %d", s);
+    px_stop(p);
+}
+
+Test(proxy_fail, reset_close_and_garbage_are_502, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[256];
+    snprintf(section, sizeof section, "upstream = py 127.0.0.1:%u\npass = / py\n", kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    const char *paths[] = {"/reset", "/close", "/garbage"};
+    for (size_t i = 0; i < 3; i++) {
+        int s = status_of(p, paths[i]);
+        kh_assert(p, s == 502, "%s: got %d", paths[i], s);
+    }
+    /* and the proxy still serves */
+    kh_assert(p, status_of(p, "/id") == 200, "after failures");
+    px_stop(p);
+}
+
+Test(proxy_fail, silent_upstream_is_504, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[256];
+    snprintf(section, sizeof section,
+             "upstream = py 127.0.0.1:%u\npass = / py read_timeout=500ms\n", kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    long long t0 = kh_now_ms();
+    int s = status_of(p, "/hang");
+    long long took = kh_now_ms() - t0;
+    kh_assert(p, s == 504, "got %d", s);
+    kh_assert(p, took >= 400 && took < 5000, "504 after %lld ms", took);
+    px_stop(p);
+}
+
+/* The upstream dies after part of the body: curl must see an error, not
+ * a short body it takes for whole (exit 18: partial file; 56: recv
+ * failure). */
+Test(proxy_fail, truncated_response_is_cut, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[256], url[160];
+    snprintf(section, sizeof section, "upstream = py 127.0.0.1:%u\npass = / py\n", kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    const char *paths[] = {"/truncate?n=200000", "/truncate_chunked"};
+    for (size_t i = 0; i < 2; i++) {
+        const char *args[] = {"-o", "/dev/null", px_url(url, sizeof url, p, 0, paths[i]), NULL};
+        ht_run_result rr = px_curl(args);
+        kh_assert(p, rr.status == 18 || rr.status == 56, "%s: curl must fail" PX_SHOW(rr), paths[i],
+                  PX_SHOW_ARGS(rr));
+        ht_run_free(&rr);
+    }
+    kh_assert(p, status_of(p, "/id") == 200, "after cut responses");
+    px_stop(p);
+}
+
+/* A dead server and a live one. Round robin starts with the first: the
+ * dead one. A POST that meets it was never sent anywhere, so it goes to
+ * the live one (nginx's rule); the dead one is then out for fail_timeout;
+ * once it is back, GETs that meet it are retried too, so every request
+ * succeeds. */
+Test(proxy_fail, retries_and_passive_health, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[512], url[160];
+    unsigned dead = dead_port();
+    snprintf(section, sizeof section,
+             "upstream = mixed 127.0.0.1:%u max_fails=1 fail_timeout=1s 127.0.0.1:%u\n"
+             "pass = / mixed\n",
+             dead, kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    const char *post[] = {"-i", "--data-binary", "once", px_url(url, sizeof url, p, 0, "/echo"),
+                          NULL};
+    ht_run_result rr = px_curl(post);
+    kh_assert(p, px_status(&rr) == 200 && strcmp(px_body(&rr), "once") == 0,
+              "POST retried after a refused connect" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    ht_run_free(&rr);
+    kh_assert(p, kh_count_log(p, "is out for 1000 ms") == 1, "the dead server was taken out");
+    /* back after fail_timeout: GETs meet it and are retried */
+    kh_sleep_ms(1200);
+    for (int i = 0; i < 6; i++) {
+        int s = status_of(p, "/id");
+        kh_assert(p, s == 200, "GET %d: %d", i, s);
+    }
+    kh_assert(p, kh_count_log(p, "is out for 1000 ms") == 2, "tried again, and out again");
+    px_stop(p);
+}
+
+/* A POST that reached an upstream which then failed is not sent again:
+ * 502, and the other server never sees it. A GET in the same situation is
+ * retried. */
+Test(proxy_fail, post_sent_is_not_retried, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *a = px_upstream(), *b = px_upstream();
+    char section[512], url[160];
+    snprintf(section, sizeof section,
+             "upstream = two 127.0.0.1:%u max_fails=0 127.0.0.1:%u max_fails=0\npass = / two\n",
+             kh_port(a, 0), kh_port(b, 0));
+    kh_proc *p = px_keel(section, 0);
+    const char *post[] = {"-i", "--data-binary", "x", px_url(url, sizeof url, p, 0, "/reset"),
+                          NULL};
+    ht_run_result rr = px_curl(post);
+    int s = px_status(&rr);
+    ht_run_free(&rr);
+    kh_assert(p, s == 502, "POST that reached a resetting upstream: %d", s);
+    kh_sleep_ms(100);
+    int posts = kh_count_log(a, "POST /reset") + kh_count_log(b, "POST /reset");
+    kh_assert(p, posts == 1, "the POST was sent %d times", posts);
+    s = status_of(p, "/reset");
+    kh_assert(p, s == 502, "GET /reset: %d", s);
+    kh_sleep_ms(100);
+    int gets = kh_count_log(a, "GET /reset") + kh_count_log(b, "GET /reset");
+    kh_assert(p, gets == 2, "the GET was retried on the other server: sent %d times", gets);
+    px_stop(p);
+}
+
+Test(proxy_fail, all_out_is_503, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    char section[256];
+    snprintf(section, sizeof section, "upstream = gone 127.0.0.1:%u 127.0.0.1:%u\npass = / gone\n",
+             dead_port(), dead_port());
+    kh_proc *p = px_keel(section, 0);
+    int first = status_of(p, "/");
+    int second = status_of(p, "/");
+    kh_assert(p, first == 502, "both tried and failed: %d", first);
+    kh_assert(p, second == 503, "both out: %d", second);
+    px_stop(p);
+}
+
+/* tries=1: no retry even for a GET. */
+Test(proxy_fail, tries_limit, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[256];
+    snprintf(section, sizeof section,
+             "upstream = mixed 127.0.0.1:%u 127.0.0.1:%u\npass = / mixed tries=1\n", dead_port(),
+             kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    int s = status_of(p, "/id");
+    kh_assert(p, s == 502, "one try, on the dead server: %d", s);
+    px_stop(p);
+}

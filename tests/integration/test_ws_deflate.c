@@ -37,7 +37,7 @@ Test(ws_deflate, negotiation, .timeout = 30, .fini = kh_cleanup_all)
     expect_answer(p, "permessage-deflate; client_max_window_bits=9",
                   NCT "; client_max_window_bits=9");
     expect_answer(p, "permessage-deflate; server_max_window_bits=15",
-                  NCT "; server_max_window_bits=11");
+                  NCT "; server_max_window_bits=15");
     expect_answer(p, "permessage-deflate; server_max_window_bits=10",
                   NCT "; server_max_window_bits=10");
     /* 8 cannot be honoured by zlib's raw deflate: the next offer is taken. */
@@ -55,6 +55,14 @@ Test(ws_deflate, negotiation, .timeout = 30, .fini = kh_cleanup_all)
     expect_answer(p, "permessage-deflate; server_no_context_takeover=1", "");
     /* Other extensions are skipped. */
     expect_answer(p, "x-webkit-deflate-frame, permessage-deflate", NCT);
+    wt_finish(p);
+    /* A smaller window of ours is what the answer says, whatever the
+     * client allowed. */
+    p = wt_start_modules(1, MODULES, "[websocket]\ncompression_window_bits = 11\n");
+    expect_answer(p, "permessage-deflate; server_max_window_bits=15",
+                  NCT "; server_max_window_bits=11");
+    expect_answer(p, "permessage-deflate; server_max_window_bits=10",
+                  NCT "; server_max_window_bits=10");
     wt_finish(p);
 }
 

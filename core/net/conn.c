@@ -183,9 +183,13 @@ static int reserve(keel_conn *c, size_t want)
 {
     kl_bufpool *pool = &kl_conn_worker(c)->pool;
     if (c->rbuf == NULL) {
-        if ((c->rbuf = kl_bufpool_get(pool)) == NULL)
+        /* A connection asked for larger reads (keel_connect_options'
+         * read_buffer_size) gets its buffer at once, not by doubling. */
+        size_t size = want > pool->block_size ? want : pool->block_size;
+        c->rbuf = size == pool->block_size ? kl_bufpool_get(pool) : malloc(size);
+        if (c->rbuf == NULL)
             return KEEL_ERR_NOMEM;
-        c->rcap = (uint32_t)pool->block_size;
+        c->rcap = (uint32_t)size;
         c->rstart = c->rlen = 0;
     } else if (c->rstart == c->rlen) {
         c->rstart = c->rlen = 0;
@@ -221,7 +225,8 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
         return;
     }
     /* A zero-length buffer makes libuv report UV_ENOBUFS to on_read. */
-    if (reserve(c, 1) != KEEL_OK) {
+    size_t want = c->rbuf == NULL && c->origin->read_buffer > 1 ? c->origin->read_buffer : 1;
+    if (reserve(c, want) != KEEL_OK) {
         *buf = uv_buf_init(NULL, 0);
         return;
     }
@@ -233,14 +238,20 @@ void kl_conn_update_reading(keel_conn *c)
     if (kl_conn_handle_closed(c))
         return;
     int open = c->phase == KL_PHASE_OPEN && !(c->flags & (KL_CONN_BACKPRESSURE | KL_CONN_EOF));
-    int want = c->phase == KL_PHASE_LINGERING || (open && !(c->flags & KL_CONN_PAUSED));
+    /* Bytes read during a lazy pause are delivered before the next read:
+     * each pause lets one read through, never more. */
+    int want =
+        c->phase == KL_PHASE_LINGERING || (open && !(c->flags & (KL_CONN_PAUSED | KL_CONN_UNSEEN)));
     /* A pause alone stops reading lazily: most pauses (a response in
      * flight, a file being sent) end before the peer sends more, and
      * stopping and restarting the poll for each costs two epoll_ctl
      * calls per request. Bytes that do arrive meanwhile are kept, not
      * delivered, and reading stops then (on_read): at most one more read
-     * is buffered, as with an immediate stop and libuv's own reads. */
-    if (!want && open && (c->flags & KL_CONN_READING))
+     * is buffered, as with an immediate stop and libuv's own reads. Not
+     * when bytes read that way still wait unpresented: a protocol pausing
+     * and resuming faster than they are delivered would let a read
+     * through each time, and the buffer grow without bound. */
+    if (!want && open && (c->flags & KL_CONN_READING) && !(c->flags & KL_CONN_UNSEEN))
         return;
     if (want && !(c->flags & KL_CONN_READING)) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
@@ -266,6 +277,7 @@ static void deliver(keel_conn *c)
         kl_conn_idle_unlink(c);
         size_t avail = c->rlen - c->rstart;
         size_t consumed = 0;
+        c->flags &= ~KL_CONN_UNSEEN; /* presented now */
         if (p->cb.on_data == NULL) {
             consumed = avail;
         } else {
@@ -300,12 +312,17 @@ static void on_eof(keel_conn *c)
     kl_conn_update_reading(c);
     if (kl_conn_closing(c))
         return;
-    if (c->flags & KL_CONN_DEFERRED)
+    if (c->flags & KL_CONN_DEFERRED) {
         kl_conn_close(c, KEEL_OK);
-    else if (c->protocol->cb.on_eof != NULL)
+    } else if ((c->flags & KL_CONN_PAUSED) && c->rbuf != NULL && c->rstart < c->rlen) {
+        /* Bytes read while paused (the lazy pause) come before the end:
+         * the protocol hears of EOF once it has had them. */
+        c->flags |= KL_CONN_EOF_OWED;
+    } else if (c->protocol->cb.on_eof != NULL) {
         c->protocol->cb.on_eof(c);
-    else if (!(c->flags & KL_CONN_PAUSED))
+    } else if (!(c->flags & KL_CONN_PAUSED)) {
         kl_conn_close(c, KEEL_OK);
+    }
 }
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
@@ -342,6 +359,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             !kl_conn_handle_closed(c)) {
             uv_read_stop((uv_stream_t *)&c->tcp);
             c->flags &= ~KL_CONN_READING;
+            c->flags |= KL_CONN_UNSEEN;
         }
     } else if (nread == UV_EOF) {
         on_eof(c);
@@ -387,6 +405,14 @@ void kl_conn_run_delivery(keel_conn *c)
     deliver(c);
     if (kl_conn_closing(c))
         return;
+    kl_conn_update_reading(c); /* reading waited for these bytes (KL_CONN_UNSEEN) */
+    if ((c->flags & KL_CONN_EOF_OWED) && !(c->flags & KL_CONN_PAUSED) &&
+        c->protocol->cb.on_eof != NULL) {
+        c->flags &= ~KL_CONN_EOF_OWED;
+        c->protocol->cb.on_eof(c);
+        if (kl_conn_closing(c))
+            return;
+    }
     if ((c->flags & KL_CONN_EOF) && !(c->flags & (KL_CONN_PAUSED | KL_CONN_DEFERRED)) &&
         c->protocol->cb.on_eof == NULL)
         kl_conn_close(c, KEEL_OK);

@@ -27,7 +27,9 @@ enum {
     KL_CONN_STARTED = 1 << 10,       /* counted in the worker's nconns */
     KL_CONN_DEFERRED = 1 << 11,      /* the transport opens the protocol later (ALPN) */
     KL_CONN_IDLE = 1 << 12,          /* on the worker's idle list (keel_conn_set_idle) */
-    KL_CONN_SLOT_GIVEN = 1 << 13     /* reclaimed: its max_connections slot went to a newer one */
+    KL_CONN_SLOT_GIVEN = 1 << 13,    /* reclaimed: its max_connections slot went to a newer one */
+    KL_CONN_EOF_OWED = 1 << 14,      /* EOF came behind bytes not yet delivered: told after them */
+    KL_CONN_UNSEEN = 1 << 15         /* bytes read while paused wait unpresented (lazy pause) */
 };
 
 /* The close sequence, one phase at a time (net/conn_close.c has the single

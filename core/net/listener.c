@@ -51,7 +51,7 @@ int kl_listeners_bind(keel_server *s)
     size_t per = cfg->reuseport ? s->nworkers : 1;
     for (size_t i = 0; i < s->nlisteners; i++) {
         kl_listener *l = &s->listeners[i];
-        l->origin = (kl_origin){l->protocol, l->transport, l->spec, NULL};
+        l->origin = (kl_origin){l->protocol, l->transport, l->spec, NULL, 0};
         l->sockets = malloc(per * sizeof *l->sockets);
         if (l->sockets == NULL)
             return KEEL_ERR_NOMEM;

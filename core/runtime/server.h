@@ -34,6 +34,7 @@ typedef struct kl_origin {
     const kl_transport *transport; /* NULL: plain TCP */
     const kl_listen_spec *spec;    /* accepted: the listen line; NULL for outbound */
     const char *remote_host;       /* outbound: as asked for; NULL for accepted */
+    uint32_t read_buffer;          /* outbound: bytes a read may take (0: the server's) */
 } kl_origin;
 
 /* One `listen` line once bound. */

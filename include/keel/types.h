@@ -101,6 +101,10 @@ typedef struct keel_connect_options {
     uint64_t timeout_ms;            /* resolution plus connect; 0: the server's connect_timeout */
     const char *transport;          /* NULL: plain TCP; else a registered transport ("tls") */
     keel_connect_error_fn on_error; /* required */
+    /* (ABI 1.4) Bytes each read may take, for a connection that moves bulk
+     * (a proxy's upstream): 0 means [keel] read_buffer_size. Capped at
+     * read_buffer_max. The buffer is held only while bytes wait. */
+    size_t read_buffer_size;
 } keel_connect_options;
 
 /* A connection-level protocol (echo, http1, websocket, ...). A module

@@ -144,6 +144,7 @@ int px_up_connect(px_worker *pw, px_peer *p, px_ex *ex, uint64_t timeout_ms)
         .timeout_ms = timeout_ms,
         .transport = p->group->transport,
         .on_error = up_error,
+        .read_buffer_size = ex->route->cfg->read_buffer,
     };
     int rc = keel_conn_connect(pw->worker, &o, NULL);
     if (rc != KEEL_OK) {

@@ -88,7 +88,8 @@ struct px_config {
     /* back-pressure: bytes in flight towards either side before the other
      * side's reading pauses */
     size_t buffer;
-    size_t max_header; /* an upstream response head larger than this is a 502 */
+    size_t read_buffer; /* bytes one read of an upstream connection may take */
+    size_t max_header;  /* an upstream response head larger than this is a 502 */
     int via, forwarded, x_forwarded, keep_server, keep_date;
     uint64_t tunnel_idle_ms;
     /* CONNECT (forward proxy) */

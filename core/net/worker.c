@@ -73,6 +73,8 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
     w->idle.data = w;
     uv_timer_init(&w->loop, &w->shutdown_timer);
     w->shutdown_timer.data = w;
+    uv_timer_init(&w->loop, &w->accept_retry);
+    w->accept_retry.data = w;
     kl_timeouts_init(&w->timeouts, &w->loop, kl_conn_on_timeout);
     /* Enough spares for a burst of responses finishing in one turn. */
     w->output_cache.max = w->done_cache.max = 256;
@@ -140,6 +142,20 @@ static int admit(keel_worker *w)
     return 0;
 }
 
+static void on_connection(uv_stream_t *listener, int status);
+
+static void on_accept_retry(uv_timer_t *timer)
+{
+    keel_worker *w = timer->data;
+    for (size_t i = 0; i < w->nlisteners; i++) {
+        kl_worker_listener *wl = &w->listeners[i];
+        if (wl->accept_owed) {
+            wl->accept_owed = 0;
+            on_connection((uv_stream_t *)&wl->tcp, 0);
+        }
+    }
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     kl_worker_listener *wl = listener->data;
@@ -150,7 +166,15 @@ static void on_connection(uv_stream_t *listener, int status)
     }
     keel_conn *c = kl_conn_new(w, &wl->listener->origin, 0);
     if (c == NULL) {
-        kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory", wl->listener->spec->text);
+        /* libuv holds the accepted socket and stops watching the listener
+         * until it is taken with uv_accept: returning without it would stop
+         * this worker accepting for good (found by tests/failalloc). Try
+         * again shortly; the client waits, as in a full backlog. */
+        kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory (retrying in 100ms)",
+               wl->listener->spec->text);
+        wl->accept_owed = 1;
+        if (!w->stopping)
+            uv_timer_start(&w->accept_retry, on_accept_retry, 100, 0);
         return;
     }
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
@@ -165,14 +189,24 @@ static void on_connection(uv_stream_t *listener, int status)
     kl_conn_start(c, NULL, NULL);
 }
 
-static int open_listeners(keel_worker *w)
+/* The worker's listener handles, allocated before the start-up barrier
+ * (worker_main): out of memory there is a failed start, which stops every
+ * worker and keel with an error, rather than a worker that quietly stops
+ * after the others began accepting (found by tests/failalloc). */
+static int alloc_listeners(keel_worker *w)
 {
     keel_server *s = w->server;
     if (!s->settings.reuseport)
         return KEEL_OK;
     w->listeners = calloc(s->nlisteners ? s->nlisteners : 1, sizeof *w->listeners);
-    if (w->listeners == NULL)
-        return KEEL_ERR_NOMEM;
+    return w->listeners != NULL ? KEEL_OK : KEEL_ERR_NOMEM;
+}
+
+static int open_listeners(keel_worker *w)
+{
+    keel_server *s = w->server;
+    if (!s->settings.reuseport)
+        return KEEL_OK;
     for (size_t i = 0; i < s->nlisteners; i++) {
         kl_listener *l = &s->listeners[i];
         kl_worker_listener *wl = &w->listeners[i];
@@ -320,6 +354,7 @@ static void on_shutdown_deadline(uv_timer_t *timer)
 static void begin_stop(keel_worker *w)
 {
     w->stopping = 1;
+    uv_timer_stop(&w->accept_retry);
     for (size_t i = 0; i < w->nlisteners; i++)
         uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
     w->nlisteners = 0;
@@ -380,6 +415,7 @@ static void finish(keel_worker *w)
     uv_close((uv_handle_t *)&w->wakeup, NULL);
     uv_close((uv_handle_t *)&w->idle, NULL);
     uv_close((uv_handle_t *)&w->shutdown_timer, NULL);
+    uv_close((uv_handle_t *)&w->accept_retry, NULL);
     kl_timeouts_close(&w->timeouts);
 }
 
@@ -409,6 +445,8 @@ static void worker_main(void *arg)
 {
     keel_worker *w = arg;
     int rc = start_modules(w);
+    if (rc == KEEL_OK && (rc = alloc_listeners(w)) != KEEL_OK)
+        kl_log(KEEL_LOG_ERROR, "worker %u: out of memory", w->id);
     w->start_status = rc;
     uv_sem_post(&w->started);
     /* Accept only once every worker's modules have started, so that a
@@ -416,8 +454,12 @@ static void worker_main(void *arg)
     uv_sem_wait(&w->go);
     if (rc == KEEL_OK)
         rc = w->go_status;
-    if (rc == KEEL_OK)
-        rc = open_listeners(w);
+    if (rc == KEEL_OK && (rc = open_listeners(w)) != KEEL_OK) {
+        /* Its listening sockets would take connections nobody accepts:
+         * the whole server stops, and keel_server_run reports it. */
+        w->start_status = rc;
+        keel_server_stop(w->server);
+    }
     /* The ordinary stop: whatever a module's start() began (an outbound
      * attempt, an offload) ends before the modules stop. */
     if (rc != KEEL_OK)

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "net/conn.h"
+#include "base/util.h"
 #include "http/http.h"
 #include "runtime/server.h"
 #include "net/worker.h"
@@ -114,7 +115,8 @@ void kl_request_unref(keel_request *req)
     free(req->res.trailers);
     if (req->res.file_reading)
         kl_file_reader_free(&req->res.file_reader);
-    free(req->module_data);
+    if (req->module_data != req->inline_module_data)
+        free(req->module_data);
     arena_free(&req->arena);
     kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
     kl_freelist_put(&hw->pool, req);
@@ -442,9 +444,15 @@ void keel_request_set_data(keel_request *req, keel_module *module, void *data)
     if (req->module_data == NULL) {
         if (data == NULL)
             return;
-        req->module_data = calloc(req->server->nmodules, sizeof *req->module_data);
-        if (req->module_data == NULL)
-            return;
+        size_t n = req->server->nmodules;
+        if (n <= KL_ARRAY_SIZE(req->inline_module_data)) {
+            memset(req->inline_module_data, 0, n * sizeof *req->module_data);
+            req->module_data = req->inline_module_data;
+        } else {
+            req->module_data = calloc(n, sizeof *req->module_data);
+            if (req->module_data == NULL)
+                return; /* with more than 16 modules, still a silent failure */
+        }
     }
     req->module_data[module->index] = data;
 }

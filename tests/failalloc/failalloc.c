@@ -77,15 +77,19 @@ static void *boot_alloc(size_t n)
     return p;
 }
 
-static long long fail_at;   /* N; 0: count only */
-static int repeat;          /* fail from N on */
-static int trace;           /* backtrace of each failure */
-static const char *report;  /* file written at exit */
-static char extra[256];     /* KEEL_FAILALLOC_OBJECTS */
-static long long counted;   /* counted allocations so far (atomic) */
-static long long failed;    /* failures injected (atomic) */
-static __thread int inside; /* this thread is in our own code */
+static long long fail_at;  /* N; 0: count only */
+static int repeat;         /* fail from N on */
+static int trace;          /* backtrace of each failure */
+static const char *report; /* file written at exit */
+static char extra[256];    /* KEEL_FAILALLOC_OBJECTS */
+static long long counted;  /* counted allocations so far (atomic) */
+static long long failed;   /* failures injected (atomic) */
+static __thread int inside __attribute__((tls_model("initial-exec"))); /* in our own code */
 static int ready;
+/* Set by our constructor: before it, the sanitizer runtime may still be
+ * setting up (its dl_iterate_phdr interceptor is not usable yet), and no
+ * code of keel's has run. */
+static int armed;
 
 static void init(void)
 {
@@ -99,6 +103,14 @@ static void init(void)
     real_free = (void (*)(void *))dlsym(RTLD_NEXT, "free");
     real_posix_memalign = (int (*)(void **, size_t, size_t))dlsym(RTLD_NEXT, "posix_memalign");
     real_aligned_alloc = (void *(*)(size_t, size_t))dlsym(RTLD_NEXT, "aligned_alloc");
+    ready = 1;
+    initing = 0;
+}
+
+/* The settings, read by our constructor: init() may run inside the
+ * dynamic loader or the sanitizer's start-up, too early for getenv. */
+static void settings(void)
+{
     const char *s = getenv("KEEL_FAILALLOC_N");
     fail_at = s ? atoll(s) : 0;
     s = getenv("KEEL_FAILALLOC_REPEAT");
@@ -109,8 +121,15 @@ static void init(void)
     s = getenv("KEEL_FAILALLOC_OBJECTS");
     if (s)
         snprintf(extra, sizeof extra, "%s", s);
-    ready = 1;
-    initing = 0;
+}
+
+__attribute__((constructor)) static void failalloc_arm(void)
+{
+    init();
+    inside = 1;
+    settings();
+    inside = 0;
+    armed = ready;
 }
 
 /* ---- Whose code is calling ------------------------------------------------- */
@@ -200,9 +219,7 @@ static int from_keel(const void *caller)
 /* Does this allocation fail? Counts it if it is keel's. */
 static int should_fail(const void *caller)
 {
-    if (!ready)
-        init();
-    if (inside || !ready)
+    if (inside || !armed)
         return 0;
     inside = 1;
     int keel = from_keel(caller);

@@ -17,8 +17,11 @@
  * and keel exits on SIGTERM; never a signal, a hang, a sanitizer report
  * or (under ASan) a leak.
  *
- *   KEEL_FAILALLOC_SWEEP=all   every N (minutes, not for CI)
- *   KEEL_FAILALLOC_SWEEP=K     K values of N spread over the range (default 24)
+ *   (default)                  every N if the runs fit in about 35 s (they
+ *                              do: ~400 allocations, tens of ms a run), else
+ *                              as many as fit, spread over the range
+ *   KEEL_FAILALLOC_SWEEP=all   every N, however long it takes
+ *   KEEL_FAILALLOC_SWEEP=K     K values of N spread over the range
  *   KEEL_FAILALLOC_SEED=S      where in each stretch the sample falls
  *                              (default: the time; printed)
  *   KEEL_FAILALLOC_ONLY=N      this N alone (to reproduce a failure, with
@@ -347,7 +350,9 @@ Test(failalloc, sweep, .timeout = 110)
         remove_docroot();
         return;
     }
+    long long t0 = kh_now_ms();
     result base = run(0, 0);
+    long long run_ms = kh_now_ms() - t0;
     cr_assert(base.started && base.steps[0] == OK && base.steps[1] == OK && base.steps[2] == OK,
               "the scenario does not pass without failures (%d %d %d)", base.steps[0],
               base.steps[1], base.steps[2]);
@@ -355,15 +360,21 @@ Test(failalloc, sweep, .timeout = 110)
               base.count);
     long long total = base.count;
 
+    /* By default every N that fits in about 35 s (all of them, as a run
+     * takes tens of milliseconds); otherwise that many spread evenly. */
     const char *sweep = getenv("KEEL_FAILALLOC_SWEEP");
-    int all = sweep && strcmp(sweep, "all") == 0;
-    long long k = all ? total : env_ll("KEEL_FAILALLOC_SWEEP", 24);
+    int forever = sweep && strcmp(sweep, "all") == 0;
+    long long fit = 35000 / (run_ms > 0 ? run_ms * 3 / 2 + 1 : 1);
+    long long k = forever ? total : env_ll("KEEL_FAILALLOC_SWEEP", fit < total ? fit : total);
+    int all = k >= total;
+    if (all)
+        k = total;
     unsigned seed = (unsigned)env_ll("KEEL_FAILALLOC_SEED", (long long)time(NULL));
     srand(seed);
-    fprintf(stderr, "failalloc: %lld allocations in the scenario; %lld runs (seed %u)\n", total, k,
-            seed);
+    fprintf(stderr, "failalloc: %lld allocations in the scenario; %s%lld runs (seed %u)\n", total,
+            all ? "every N: " : "", k, seed);
     int started = 0, refused = 0, outcomes[5][5] = {{0}};
-    long long budget_end = kh_now_ms() + (all ? 86400000LL : 35000);
+    long long budget_end = kh_now_ms() + (forever ? 86400000LL : 45000);
     long long done = 0;
     for (long long i = 0; i < k && kh_now_ms() < budget_end; i++) {
         /* all: every N; else one N in each of k equal stretches. */

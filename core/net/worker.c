@@ -73,8 +73,6 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
     w->idle.data = w;
     uv_timer_init(&w->loop, &w->shutdown_timer);
     w->shutdown_timer.data = w;
-    uv_timer_init(&w->loop, &w->accept_retry);
-    w->accept_retry.data = w;
     kl_timeouts_init(&w->timeouts, &w->loop, kl_conn_on_timeout);
     /* Enough spares for a burst of responses finishing in one turn. */
     w->output_cache.max = w->done_cache.max = 256;
@@ -144,15 +142,33 @@ static int admit(keel_worker *w)
 
 static void on_connection(uv_stream_t *listener, int status);
 
-static void on_accept_retry(uv_timer_t *timer)
+static void reject_owed(keel_worker *w);
+
+static void on_reject_closed(uv_handle_t *handle)
 {
-    keel_worker *w = timer->data;
-    for (size_t i = 0; i < w->nlisteners; i++) {
+    keel_worker *w = handle->data;
+    w->reject_busy = 0;
+    reject_owed(w);
+}
+
+/* Takes the sockets libuv accepted but we had no memory for and closes
+ * them (nginx does the same), with a handle of the worker's own, which
+ * needs no allocation: left with libuv, such a socket stops the listener
+ * for good (libuv watches it again only once uv_accept took it). One at a
+ * time: the handle is reused once closed. */
+static void reject_owed(keel_worker *w)
+{
+    for (size_t i = 0; i < w->nlisteners && !w->reject_busy && !w->stopping; i++) {
         kl_worker_listener *wl = &w->listeners[i];
-        if (wl->accept_owed) {
-            wl->accept_owed = 0;
-            on_connection((uv_stream_t *)&wl->tcp, 0);
-        }
+        if (!wl->accept_owed || uv_tcp_init(&w->loop, &w->reject) != 0)
+            continue;
+        wl->accept_owed = 0;
+        w->reject.data = w;
+        w->reject_busy = 1;
+        uv_accept((uv_stream_t *)&wl->tcp, (uv_stream_t *)&w->reject);
+        uv_close((uv_handle_t *)&w->reject, on_reject_closed);
+        w->rejected++;
+        kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_rejected->slot, 1);
     }
 }
 
@@ -167,14 +183,12 @@ static void on_connection(uv_stream_t *listener, int status)
     keel_conn *c = kl_conn_new(w, &wl->listener->origin, 0);
     if (c == NULL) {
         /* libuv holds the accepted socket and stops watching the listener
-         * until it is taken with uv_accept: returning without it would stop
-         * this worker accepting for good (found by tests/failalloc). Try
-         * again shortly; the client waits, as in a full backlog. */
-        kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory (retrying in 100ms)",
+         * until uv_accept takes it: returning without taking it stopped this
+         * worker accepting for good (found by tests/failalloc). */
+        kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory, connection closed",
                wl->listener->spec->text);
         wl->accept_owed = 1;
-        if (!w->stopping)
-            uv_timer_start(&w->accept_retry, on_accept_retry, 100, 0);
+        reject_owed(w);
         return;
     }
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
@@ -354,7 +368,6 @@ static void on_shutdown_deadline(uv_timer_t *timer)
 static void begin_stop(keel_worker *w)
 {
     w->stopping = 1;
-    uv_timer_stop(&w->accept_retry);
     for (size_t i = 0; i < w->nlisteners; i++)
         uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
     w->nlisteners = 0;
@@ -415,7 +428,7 @@ static void finish(keel_worker *w)
     uv_close((uv_handle_t *)&w->wakeup, NULL);
     uv_close((uv_handle_t *)&w->idle, NULL);
     uv_close((uv_handle_t *)&w->shutdown_timer, NULL);
-    uv_close((uv_handle_t *)&w->accept_retry, NULL);
+
     kl_timeouts_close(&w->timeouts);
 }
 

@@ -569,9 +569,13 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
         return KEEL_OK; /* nobody wants it: dropped */
     req->body_received += len;
     if (req->body_mode == KL_BODY_READ) {
+        /* The status ends the response, which may end the exchange and
+         * drop the last reference before fail_body runs: hold one. */
         if (req->body_max > 0 && req->body_received > req->body_max) {
+            kl_request_ref(req);
             kl_response_send_status(&req->res, 413);
             kl_request_fail_body(req, KEEL_ERR_LIMIT);
+            kl_request_unref(req);
             return KEEL_ERR_LIMIT;
         }
         if (req->body_len + len > req->body_cap) {
@@ -580,8 +584,10 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
                 cap *= 2;
             char *grown = realloc(req->body, cap);
             if (grown == NULL) {
+                kl_request_ref(req);
                 kl_response_send_status(&req->res, 500);
                 kl_request_fail_body(req, KEEL_ERR_NOMEM);
+                kl_request_unref(req);
                 return KEEL_ERR_NOMEM;
             }
             req->body = grown;

@@ -85,20 +85,20 @@ static int classify(const char *resp, size_t n, int eof, const char *want_body)
         return eof ? CLOSED : HANG;
     if (strncmp(resp, "HTTP/1.1 5", 10) == 0)
         return ERR_5XX;
-    if (strncmp(resp, "HTTP/1.1 200 ", 13) == 0 && strstr(resp, want_body) != NULL)
+    if ((strncmp(resp, "HTTP/1.1 200 ", 13) == 0 || strncmp(resp, "HTTP/1.1 206 ", 13) == 0) &&
+        strstr(resp, want_body) != NULL)
         return OK;
     if (!strstr(resp, "\r\n\r\n") && eof)
         return CLOSED; /* cut short: the connection was dropped */
     return WRONG;
 }
 
-static int get(unsigned port, const char *path, const char *want_body, char *resp, size_t cap)
+/* Sends req (a whole request) on a new connection and classifies the answer. */
+static int exchange(unsigned port, const char *req, const char *want_body, char *resp, size_t cap)
 {
     int fd = kh_connect("127.0.0.1", port);
     if (fd < 0)
         return CLOSED;
-    char req[256];
-    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
     int eof = 0;
     size_t n = 0;
     if (send(fd, req, strlen(req), MSG_NOSIGNAL) < 0)
@@ -107,6 +107,47 @@ static int get(unsigned port, const char *path, const char *want_body, char *res
         n = read_response(fd, resp, cap, 5000, &eof);
     close(fd);
     return classify(resp, n, eof, want_body);
+}
+
+static int get(unsigned port, const char *path, const char *want_body, char *resp, size_t cap)
+{
+    char req[256];
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path);
+    return exchange(port, req, want_body, resp, cap);
+}
+
+/* More of the request path: a body echoed and gzipped by deflate's filter,
+ * a range of a file, a streamed response, work on the thread pool. */
+static int more(unsigned port, char *resp, size_t cap, const char **what)
+{
+    static char post[4096];
+    if (post[0] == '\0') {
+        int at = snprintf(post, sizeof post,
+                          "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Type: text/plain\r\n"
+                          "Accept-Encoding: gzip\r\nContent-Length: 2000\r\n\r\n");
+        memset(post + at, 'z', 2000);
+        post[at + 2000] = '\0';
+    }
+    static const struct {
+        const char *what, *req, *body;
+    } steps[] = {
+        {"POST /echo (gzipped)", post, ""},
+        {"GET /files/a.txt (a range)",
+         "GET /files/a.txt HTTP/1.1\r\nHost: x\r\nRange: bytes=0-3\r\n\r\n", "file"},
+        {"GET /stream", "GET /stream?n=3 HTTP/1.1\r\nHost: x\r\n\r\n", ""},
+        {"GET /offload", "GET /offload?n=1 HTTP/1.1\r\nHost: x\r\n\r\n", ""},
+    };
+    int worst = OK;
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        int rc = exchange(port, steps[i].req, steps[i].body, resp, cap);
+        if (rc > worst) {
+            worst = rc;
+            *what = steps[i].what;
+        }
+        if (rc > CLOSED)
+            break;
+    }
+    return worst;
 }
 
 /* Raw deflate, SYNC-flushed, without the 00 00 ff ff tail (RFC 7692). */
@@ -217,7 +258,7 @@ static int sanitizer_report(const char *err)
 typedef struct result {
     int started; /* 0: start-up refused */
     int exit_status;
-    int steps[5]; /* hello, file, websocket, hello again, (unused) */
+    int steps[5]; /* hello, file, websocket, hello again, the others */
     long long count;
 } result;
 
@@ -278,6 +319,10 @@ static result run(long long n, int repeat)
         r.steps[2] = websocket(port, resp, sizeof resp);
         kh_assert(p, r.steps[2] <= CLOSED, "N=%lld: the WebSocket exchange: %s: '%.200s'", n,
                   outcome_name[r.steps[2]], resp);
+        const char *what = "";
+        r.steps[4] = more(port, resp, sizeof resp, &what);
+        kh_assert(p, r.steps[4] <= CLOSED, "N=%lld: %s: %s: '%.200s'", n, what,
+                  outcome_name[r.steps[4]], resp);
         if (!repeat) {
             /* The failure was transient: keel serves again (the first
              * try may be where the failure lands; the second may not). */
@@ -385,7 +430,7 @@ Test(failalloc, sweep, .timeout = 110)
         done++;
         if (r.started) {
             started++;
-            for (int s = 0; s < 4; s++)
+            for (int s = 0; s < 5; s++)
                 outcomes[s][r.steps[s]]++;
         } else {
             refused++;
@@ -394,10 +439,12 @@ Test(failalloc, sweep, .timeout = 110)
     fprintf(stderr,
             "failalloc: %lld runs: %d refused to start cleanly, %d started; "
             "GET: %d ok %d 5xx %d closed; file: %d ok %d 5xx %d closed; "
-            "websocket: %d ok %d closed/5xx; recovered: %d\n",
+            "websocket: %d ok %d closed/5xx; post/range/stream/offload: %d ok %d 5xx/closed; "
+            "recovered: %d\n",
             done, refused, started, outcomes[0][OK], outcomes[0][ERR_5XX], outcomes[0][CLOSED],
             outcomes[1][OK], outcomes[1][ERR_5XX], outcomes[1][CLOSED], outcomes[2][OK],
-            outcomes[2][ERR_5XX] + outcomes[2][CLOSED], outcomes[3][OK]);
+            outcomes[2][ERR_5XX] + outcomes[2][CLOSED], outcomes[4][OK],
+            outcomes[4][ERR_5XX] + outcomes[4][CLOSED], outcomes[3][OK]);
     cr_assert(done >= (k < 8 ? k : 8), "only %lld runs in the time budget", done);
     remove_docroot();
 }

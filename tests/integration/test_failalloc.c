@@ -380,6 +380,20 @@ static void remove_docroot(void)
         fprintf(stderr, "could not remove %s\n", tmpdir);
 }
 
+/* clang links its sanitizer runtime into the executable, whose malloc then
+ * comes before any preloaded one: the interposer sees nothing there. */
+static void skip_if_blind(long long count)
+{
+#if defined(__clang__) && defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    if (count == 0)
+        cr_skip_test("clang's ASan runtime is linked into keel: the interposer cannot see its "
+                     "allocations (gcc's shared runtime allows it)");
+#endif
+#endif
+    (void)count;
+}
+
 static long long env_ll(const char *name, long long dflt)
 {
     const char *s = getenv(name);
@@ -401,15 +415,7 @@ Test(failalloc, sweep, .timeout = 110)
     cr_assert(base.started && base.steps[0] == OK && base.steps[1] == OK && base.steps[2] == OK,
               "the scenario does not pass without failures (%d %d %d)", base.steps[0],
               base.steps[1], base.steps[2]);
-#if defined(__clang__) && defined(__has_feature)
-#if __has_feature(address_sanitizer)
-    /* clang links its sanitizer runtime into the executable, whose malloc
-     * then comes before any preloaded one. */
-    if (base.count == 0)
-        cr_skip_test("clang's ASan runtime is linked into keel: the interposer cannot see its "
-                     "allocations (gcc's shared runtime allows it)");
-#endif
-#endif
+    skip_if_blind(base.count);
     cr_assert(base.count > 100, "only %lld allocations counted: is the interposer working?",
               base.count);
     long long total = base.count;
@@ -465,6 +471,7 @@ Test(failalloc, persistent, .timeout = 100)
     make_docroot();
     result base = run(0, 0);
     long long total = base.count;
+    skip_if_blind(total);
     cr_assert(total > 100);
     long long points[] = {1, total / 20, total / 5, total / 2, total * 3 / 4, total - total / 10};
     for (size_t i = 0; i < sizeof points / sizeof points[0]; i++)

@@ -17,7 +17,8 @@
 # keel's RSS is sampled every 5 s. The run fails (exit 1) if any request,
 # message or heartbeat fails or is answered wrongly, or if keel's RSS after
 # the first fifth (the warm-up: pools, caches, arenas fill) grows by more
-# than 10% (and 4 MiB): a leak shows as a steady climb. It prints the
+# than 10% (and 4 MiB; medians of the second and the last fifth): a leak
+# shows as a steady climb. It prints the
 # figures: requests and messages per kind, errors, latency percentiles, the
 # RSS series.
 #

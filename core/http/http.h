@@ -152,6 +152,11 @@ struct keel_request {
     kl_route_match route;
     kl_arena arena;
     char inline_arena[512];
+    /* module_data for up to 16 modules: keel_request_set_data cannot
+     * report an allocation failure (it returns nothing), so it must not
+     * need one (tests/failalloc found the leaks that followed). Zeroed
+     * when first used. */
+    void *inline_module_data[16];
 };
 
 /* The HTTP layer's per-worker slot (KL_SLOT_HTTP): spare request objects,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "net/conn.h"
+#include "base/util.h"
 #include "http/http.h"
 #include "runtime/server.h"
 #include "net/worker.h"
@@ -114,7 +115,8 @@ void kl_request_unref(keel_request *req)
     free(req->res.trailers);
     if (req->res.file_reading)
         kl_file_reader_free(&req->res.file_reader);
-    free(req->module_data);
+    if (req->module_data != req->inline_module_data)
+        free(req->module_data);
     arena_free(&req->arena);
     kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
     kl_freelist_put(&hw->pool, req);
@@ -442,9 +444,15 @@ void keel_request_set_data(keel_request *req, keel_module *module, void *data)
     if (req->module_data == NULL) {
         if (data == NULL)
             return;
-        req->module_data = calloc(req->server->nmodules, sizeof *req->module_data);
-        if (req->module_data == NULL)
-            return;
+        size_t n = req->server->nmodules;
+        if (n <= KL_ARRAY_SIZE(req->inline_module_data)) {
+            memset(req->inline_module_data, 0, n * sizeof *req->module_data);
+            req->module_data = req->inline_module_data;
+        } else {
+            req->module_data = calloc(n, sizeof *req->module_data);
+            if (req->module_data == NULL)
+                return; /* with more than 16 modules, still a silent failure */
+        }
     }
     req->module_data[module->index] = data;
 }
@@ -561,9 +569,13 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
         return KEEL_OK; /* nobody wants it: dropped */
     req->body_received += len;
     if (req->body_mode == KL_BODY_READ) {
+        /* The status ends the response, which may end the exchange and
+         * drop the last reference before fail_body runs: hold one. */
         if (req->body_max > 0 && req->body_received > req->body_max) {
+            kl_request_ref(req);
             kl_response_send_status(&req->res, 413);
             kl_request_fail_body(req, KEEL_ERR_LIMIT);
+            kl_request_unref(req);
             return KEEL_ERR_LIMIT;
         }
         if (req->body_len + len > req->body_cap) {
@@ -572,8 +584,10 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
                 cap *= 2;
             char *grown = realloc(req->body, cap);
             if (grown == NULL) {
+                kl_request_ref(req);
                 kl_response_send_status(&req->res, 500);
                 kl_request_fail_body(req, KEEL_ERR_NOMEM);
+                kl_request_unref(req);
                 return KEEL_ERR_NOMEM;
             }
             req->body = grown;

@@ -559,8 +559,14 @@ int keel_response_send_copy(keel_response *res, const void *data, size_t len)
     if (res->ended || res->req->aborted)
         return refuse(res, NULL, NULL, NULL);
     void *copy = malloc(len ? len : 1);
-    if (copy == NULL)
+    if (copy == NULL) {
+        /* "The same" as keel_response_send, which ends the response on
+         * every error: left open, it hung the client of every caller that
+         * ignores the status (hello's, found by tests/failalloc). */
+        if (!res->head_sent)
+            kl_response_send_status(res, 500);
         return KEEL_ERR_NOMEM;
+    }
     memcpy(copy, data, len);
     return keel_response_send(res, copy, len, free_block, NULL);
 }

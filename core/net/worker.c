@@ -140,6 +140,38 @@ static int admit(keel_worker *w)
     return 0;
 }
 
+static void on_connection(uv_stream_t *listener, int status);
+
+static void reject_owed(keel_worker *w);
+
+static void on_reject_closed(uv_handle_t *handle)
+{
+    keel_worker *w = handle->data;
+    w->reject_busy = 0;
+    reject_owed(w);
+}
+
+/* Takes the sockets libuv accepted but we had no memory for and closes
+ * them (nginx does the same), with a handle of the worker's own, which
+ * needs no allocation: left with libuv, such a socket stops the listener
+ * for good (libuv watches it again only once uv_accept took it). One at a
+ * time: the handle is reused once closed. */
+static void reject_owed(keel_worker *w)
+{
+    for (size_t i = 0; i < w->nlisteners && !w->reject_busy && !w->stopping; i++) {
+        kl_worker_listener *wl = &w->listeners[i];
+        if (!wl->accept_owed || uv_tcp_init(&w->loop, &w->reject) != 0)
+            continue;
+        wl->accept_owed = 0;
+        w->reject.data = w;
+        w->reject_busy = 1;
+        uv_accept((uv_stream_t *)&wl->tcp, (uv_stream_t *)&w->reject);
+        uv_close((uv_handle_t *)&w->reject, on_reject_closed);
+        w->rejected++;
+        kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_rejected->slot, 1);
+    }
+}
+
 static void on_connection(uv_stream_t *listener, int status)
 {
     kl_worker_listener *wl = listener->data;
@@ -150,7 +182,13 @@ static void on_connection(uv_stream_t *listener, int status)
     }
     keel_conn *c = kl_conn_new(w, &wl->listener->origin, 0);
     if (c == NULL) {
-        kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory", wl->listener->spec->text);
+        /* libuv holds the accepted socket and stops watching the listener
+         * until uv_accept takes it: returning without taking it stopped this
+         * worker accepting for good (found by tests/failalloc). */
+        kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory, connection closed",
+               wl->listener->spec->text);
+        wl->accept_owed = 1;
+        reject_owed(w);
         return;
     }
     if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
@@ -165,14 +203,24 @@ static void on_connection(uv_stream_t *listener, int status)
     kl_conn_start(c, NULL, NULL);
 }
 
-static int open_listeners(keel_worker *w)
+/* The worker's listener handles, allocated before the start-up barrier
+ * (worker_main): out of memory there is a failed start, which stops every
+ * worker and keel with an error, rather than a worker that quietly stops
+ * after the others began accepting (found by tests/failalloc). */
+static int alloc_listeners(keel_worker *w)
 {
     keel_server *s = w->server;
     if (!s->settings.reuseport)
         return KEEL_OK;
     w->listeners = calloc(s->nlisteners ? s->nlisteners : 1, sizeof *w->listeners);
-    if (w->listeners == NULL)
-        return KEEL_ERR_NOMEM;
+    return w->listeners != NULL ? KEEL_OK : KEEL_ERR_NOMEM;
+}
+
+static int open_listeners(keel_worker *w)
+{
+    keel_server *s = w->server;
+    if (!s->settings.reuseport)
+        return KEEL_OK;
     for (size_t i = 0; i < s->nlisteners; i++) {
         kl_listener *l = &s->listeners[i];
         kl_worker_listener *wl = &w->listeners[i];
@@ -380,6 +428,7 @@ static void finish(keel_worker *w)
     uv_close((uv_handle_t *)&w->wakeup, NULL);
     uv_close((uv_handle_t *)&w->idle, NULL);
     uv_close((uv_handle_t *)&w->shutdown_timer, NULL);
+
     kl_timeouts_close(&w->timeouts);
 }
 
@@ -409,6 +458,8 @@ static void worker_main(void *arg)
 {
     keel_worker *w = arg;
     int rc = start_modules(w);
+    if (rc == KEEL_OK && (rc = alloc_listeners(w)) != KEEL_OK)
+        kl_log(KEEL_LOG_ERROR, "worker %u: out of memory", w->id);
     w->start_status = rc;
     uv_sem_post(&w->started);
     /* Accept only once every worker's modules have started, so that a
@@ -416,8 +467,12 @@ static void worker_main(void *arg)
     uv_sem_wait(&w->go);
     if (rc == KEEL_OK)
         rc = w->go_status;
-    if (rc == KEEL_OK)
-        rc = open_listeners(w);
+    if (rc == KEEL_OK && (rc = open_listeners(w)) != KEEL_OK) {
+        /* Its listening sockets would take connections nobody accepts:
+         * the whole server stops, and keel_server_run reports it. */
+        w->start_status = rc;
+        keel_server_stop(w->server);
+    }
     /* The ordinary stop: whatever a module's start() began (an outbound
      * attempt, an offload) ends before the modules stop. */
     if (rc != KEEL_OK)

@@ -18,6 +18,7 @@ typedef struct kl_worker_listener {
     uv_tcp_t tcp;
     kl_listener *listener;
     keel_worker *worker;
+    int accept_owed; /* libuv accepted a socket we had no memory for (worker.c) */
 } kl_worker_listener;
 
 /* A socket the single acceptor accepted and handed over. */
@@ -67,6 +68,8 @@ struct keel_worker {
     keel_connect *connects;   /* outbound attempts until their handles are closed (connect.c) */
     uint64_t offloads;        /* keel_worker_offload calls whose done has not run (offload.c) */
     uv_timer_t shutdown_timer;
+    uv_tcp_t reject; /* takes a socket accepted without memory for it, to close it */
+    int reject_busy; /* ... and is closing one */
     int stopping;
     int finishing;
 

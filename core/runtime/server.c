@@ -456,8 +456,13 @@ int keel_server_run(keel_server *s)
     log_listeners(s);
     uv_run(&s->loop, UV_RUN_DEFAULT);
 
-    for (size_t i = 0; i < s->nworkers; i++)
+    int run_rc = KEEL_OK;
+    for (size_t i = 0; i < s->nworkers; i++) {
         kl_worker_join(s->workers[i]);
+        /* A worker that could not listen after start-up stopped the server. */
+        if (run_rc == KEEL_OK && s->workers[i]->start_status != KEEL_OK)
+            run_rc = s->workers[i]->start_status;
+    }
     if (s->acceptor_rejected > 0)
         kl_log(KEEL_LOG_INFO, "acceptor rejected %llu connections over max_connections",
                (unsigned long long)s->acceptor_rejected);
@@ -466,7 +471,7 @@ int keel_server_run(keel_server *s)
     uv_mutex_unlock(&s->lock);
     release(s);
     kl_log(KEEL_LOG_INFO, "stopped");
-    return KEEL_OK;
+    return run_rc;
 }
 
 int kl_status_from_uv(int uv_error)

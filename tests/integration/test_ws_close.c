@@ -131,7 +131,9 @@ Test(ws_close, drain_paces_a_producer, .timeout = 60, .fini = kh_cleanup_all)
 {
     kh_proc *p = wt_start("[websocket]\nsend_queue_limit = 1m\nsend_high_water = 128k\n"
                           "send_low_water = 32k\n");
-    wsc *c = wsc_open(kh_port(p, 0), "/t/app", NULL);
+    /* A small window, so that the queue passes send_high_water whatever
+     * loopback's buffers would otherwise absorb. */
+    wsc *c = wsc_open_small_window(kh_port(p, 0), "/t/app", 8192);
     wsc_send_text(c, "fill");
     /* A slow reader: 64 blocks of 64 KiB arrive, in order, then "done";
      * the producer stayed under the limit by waiting for on_drain. */

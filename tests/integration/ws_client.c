@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <netinet/in.h>
+#include <sys/time.h>
 
 static const uint8_t mask_key[4] = {0x37, 0xfa, 0x21, 0x3d};
 
@@ -139,6 +141,27 @@ const char *wsc_header(const wsc *c, const char *name)
         line = strstr(line, "\r\n");
     }
     return "";
+}
+
+wsc *wsc_open_small_window(unsigned port, const char *path, int rcvbuf)
+{
+    wsc *c = calloc(1, sizeof *c);
+    cr_assert(c, "out of memory");
+    c->fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(c->fd >= 0, "socket: %s", strerror(errno));
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert(connect(c->fd, (struct sockaddr *)&a, sizeof a) == 0, "connect: %s", strerror(errno));
+    struct timeval tv = {10, 0};
+    setsockopt(c->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(c->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    c->cap = 1 << 16;
+    c->buf = malloc(c->cap);
+    cr_assert(c->buf, "out of memory");
+    int status = wsc_handshake(c, path, NULL, 0, 5000);
+    cr_assert(status == 101, "handshake for %s: status %d\n%s", path, status, c->head);
+    return c;
 }
 
 wsc *wsc_open(unsigned port, const char *path, const char *extra)

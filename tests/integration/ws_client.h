@@ -38,6 +38,12 @@ int wsc_handshake(wsc *c, const char *path, const char *extra, int raw, int time
 /* Connects and completes a handshake, asserting 101 and the accept key. */
 wsc *wsc_open(unsigned port, const char *path, const char *extra);
 
+/* The same with the client's receive buffer set to rcvbuf bytes before
+ * connecting: a peer whose window is small, so that what the server
+ * queues does not all disappear into loopback's socket buffers (several
+ * MB, depending on the kernel's autotuning and the machine's state). */
+wsc *wsc_open_small_window(unsigned port, const char *path, int rcvbuf);
+
 /* A field of the handshake's response head ("" if absent; static buffer). */
 const char *wsc_header(const wsc *c, const char *name);
 

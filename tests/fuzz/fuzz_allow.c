@@ -1,0 +1,111 @@
+/* fuzz_allow — the stats module's allow-list (modules/stats/allow.c): its
+ * own IPv4/IPv6 parser, CIDR blocks and the peer check. allow.c calls no
+ * keel function and is compiled in.
+ *
+ * The input's first line is an allow list (st_allow_add, as the `allow`
+ * key is read); every further line is a peer address as the core formats
+ * them ("1.2.3.4:5678", "[::1]:5678"), checked with st_allow_peer, and a
+ * bare address for st_parse_ip.
+ *
+ * Checked besides ASan/UBSan, with the C library's inet_pton as the
+ * oracle: an address st_parse_ip accepts, inet_pton accepts too (as IPv4,
+ * or else as IPv6) and to the same 16 bytes (IPv4 mapped to ::ffff:a.b.c.d);
+ * an address inet_pton accepts, st_parse_ip accepts (its refusal of IPv4
+ * parts with leading zeros is glibc's too). A refused list leaves the word
+ * it refused, NUL-terminated, in the buffer. A peer on an empty list is
+ * allowed; a peer whose address is on the list is allowed. */
+#include <arpa/inet.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats.h"
+
+#define CHECK(cond, ...)                                                                           \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_allow: " __VA_ARGS__);                                           \
+            fprintf(stderr, "\n");                                                                 \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
+static void check_ip(const char *s, size_t len)
+{
+    uint8_t ours[16];
+    int v4 = 0;
+    int ok = st_parse_ip(s, len, ours, &v4);
+    char z[128];
+    if (len >= sizeof z || memchr(s, '\0', len) != NULL)
+        return;
+    memcpy(z, s, len);
+    z[len] = '\0';
+    uint8_t theirs[16];
+    int ok4 = inet_pton(AF_INET, z, theirs + 12) == 1;
+    int ok6 = !ok4 && inet_pton(AF_INET6, z, theirs) == 1;
+    if (ok4) {
+        memset(theirs, 0, 10);
+        theirs[10] = theirs[11] = 0xff;
+    }
+    CHECK(ok == (ok4 || ok6), "'%s': st_parse_ip says %d, inet_pton %d/%d", z, ok, ok4, ok6);
+    if (ok) {
+        CHECK(v4 == ok4, "'%s': IPv4 %d, inet_pton %d", z, v4, ok4);
+        CHECK(memcmp(ours, theirs, 16) == 0, "'%s': parsed to other bytes than inet_pton's", z);
+    }
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    const char *in = (const char *)data;
+    const char *nl = memchr(in, '\n', size);
+    size_t llen = nl ? (size_t)(nl - in) : size;
+    char *list = malloc(llen + 1);
+    CHECK(list != NULL, "malloc");
+    memcpy(list, in, llen);
+    list[llen] = '\0';
+
+    st_allow a = {0};
+    char bad[16];
+    memset(bad, 'x', sizeof bad);
+    int rc = st_allow_add(&a, list, bad, sizeof bad);
+    CHECK(rc == 0 || rc == -1, "st_allow_add returned %d", rc);
+    if (rc == -1)
+        CHECK(memchr(bad, '\0', sizeof bad) != NULL, "the refused word is not terminated");
+    for (size_t i = 0; i < a.n; i++)
+        CHECK(a.nets[i].bits <= 128, "a prefix of %u bits", a.nets[i].bits);
+
+    size_t at = nl ? llen + 1 : size;
+    while (at < size) {
+        const char *e = memchr(in + at, '\n', size - at);
+        size_t len = e ? (size_t)(e - (in + at)) : size - at;
+        char *peer = malloc(len + 1);
+        CHECK(peer != NULL, "malloc");
+        memcpy(peer, in + at, len);
+        peer[len] = '\0';
+        check_ip(peer, len);
+        int allowed = st_allow_peer(&a, peer);
+        CHECK(allowed == 0 || allowed == 1, "st_allow_peer returned %d", allowed);
+        if (a.n == 0)
+            CHECK(allowed == 1, "'%s' refused by an empty list", peer);
+        /* The peer's own address, added as a host, must let it in. */
+        uint8_t addr[16];
+        int v4 = 0;
+        if (rc == 0 && strchr(peer, '%') == NULL && strchr(peer, ':') == NULL &&
+            st_parse_ip(peer, len, addr, &v4) && v4) {
+            char word[64];
+            snprintf(word, sizeof word, "%s", peer);
+            st_allow one = {0};
+            CHECK(st_allow_add(&one, word, bad, sizeof bad) == 0, "'%s' refused as a list", word);
+            char formatted[96];
+            snprintf(formatted, sizeof formatted, "%s:80", peer);
+            CHECK(st_allow_peer(&one, formatted) == 1, "'%s' not allowed by itself", formatted);
+            st_allow_free(&one);
+        }
+        free(peer);
+        at += len + 1;
+    }
+    st_allow_free(&a);
+    free(list);
+    return 0;
+}

@@ -27,7 +27,8 @@ enum {
     KL_CONN_STARTED = 1 << 10,       /* counted in the worker's nconns */
     KL_CONN_DEFERRED = 1 << 11,      /* the transport opens the protocol later (ALPN) */
     KL_CONN_IDLE = 1 << 12,          /* on the worker's idle list (keel_conn_set_idle) */
-    KL_CONN_SLOT_GIVEN = 1 << 13     /* reclaimed: its max_connections slot went to a newer one */
+    KL_CONN_SLOT_GIVEN = 1 << 13,    /* reclaimed: its max_connections slot went to a newer one */
+    KL_CONN_PREAMBLE = 1 << 14       /* the PROXY protocol header is awaited: no layer is open */
 };
 
 /* The close sequence, one phase at a time (net/conn_close.c has the single
@@ -133,6 +134,12 @@ void *kl_conn_tail(keel_conn *conn);
  * closed the connection first, and an outbound connection's caller must
  * still be told. */
 int kl_conn_start(keel_conn *conn, void *arg, keel_connect_error_fn on_error);
+
+/* The tail an accepted connection needs on its listener (kl_conn_new): the
+ * client's address from a PROXY protocol header (net/preamble.h), kept in
+ * the allocation of the conn itself, so only connections of PROXY
+ * listeners pay for it and keel_conn keeps its size. */
+size_t kl_conn_accept_tail(const kl_origin *origin);
 
 /* Closes the handle of a conn that never started (limit, accept failure). */
 void kl_conn_discard(keel_conn *conn);

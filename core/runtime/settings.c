@@ -473,6 +473,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     read_duration(&r, "idle_timeout", &s->idle_timeout_ms);
     read_duration(&r, "write_timeout", &s->write_timeout_ms);
     read_duration(&r, "shutdown_timeout", &s->shutdown_timeout_ms);
+    read_duration(&r, "shutdown_delay", &s->shutdown_delay_ms);
     read_duration(&r, "connect_timeout", &s->connect_timeout_ms);
     read_size(&r, "read_buffer_size", 1024, &s->read_buffer_size);
     read_size(&r, "read_buffer_max", 1024, &s->read_buffer_max);

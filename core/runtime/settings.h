@@ -60,6 +60,7 @@ typedef struct kl_settings {
     uint64_t idle_timeout_ms;
     uint64_t write_timeout_ms;
     uint64_t shutdown_timeout_ms;
+    uint64_t shutdown_delay_ms;  /* still serving after a stop request, before closing listeners */
     uint64_t connect_timeout_ms; /* outbound: resolution plus connect; 0: no deadline */
     int backlog;
     int reuseport; /* 1: one socket per worker; 0: one acceptor */

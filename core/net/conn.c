@@ -12,6 +12,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "net/output.h"
+#include "net/preamble.h"
 #include "net/worker.h"
 
 /* Bytes a transport reads raw before decoding (per worker, reused). */
@@ -122,7 +123,7 @@ void kl_conn_on_timeout(kl_timeouts *t, kl_tnode *node)
     case KL_TIMEOUT_READ:
         break;
     }
-    if (c->protocol->cb.on_timeout == NULL || (c->flags & KL_CONN_DEFERRED)) {
+    if (c->protocol->cb.on_timeout == NULL || (c->flags & (KL_CONN_DEFERRED | KL_CONN_PREAMBLE))) {
         kl_conn_close(c, KEEL_ERR_TIMEOUT);
         return;
     }
@@ -159,7 +160,7 @@ void kl_conn_output_settled(keel_conn *c)
         c->flags &= ~KL_CONN_BACKPRESSURE;
         kl_conn_update_reading(c);
         if (c->protocol->cb.on_drain != NULL && !kl_conn_closing(c) &&
-            !(c->flags & KL_CONN_DEFERRED))
+            !(c->flags & (KL_CONN_DEFERRED | KL_CONN_PREAMBLE)))
             c->protocol->cb.on_drain(c);
         if (kl_conn_handle_closed(c))
             return;
@@ -220,6 +221,19 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     keel_conn *c = conn_of(handle);
     (void)suggested;
+    if ((c->flags & KL_CONN_PREAMBLE) && c->phase == KL_PHASE_OPEN) {
+        /* The header goes to the read buffer whatever the transport, and
+         * no further than its bound: what follows it in the same read is
+         * then at most KL_PROXY_MAX bytes, which fit the scratch buffer if
+         * a transport must decode them (preamble_read). */
+        if (reserve(c, 1) != KEEL_OK || c->rlen - c->rstart >= KL_PROXY_MAX) {
+            *buf = uv_buf_init(NULL, 0);
+            return;
+        }
+        size_t room = c->rcap - c->rlen, left = KL_PROXY_MAX - (c->rlen - c->rstart);
+        *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(room < left ? room : left));
+        return;
+    }
     if (kl_conn_transport(c) != NULL || c->phase == KL_PHASE_LINGERING) {
         *buf = uv_buf_init(kl_conn_worker(c)->scratch, SCRATCH_SIZE);
         return;
@@ -266,8 +280,9 @@ void kl_conn_update_reading(keel_conn *c)
  * closes, or has seen everything. */
 static void deliver(keel_conn *c)
 {
-    /* Bytes wait for a protocol the transport has yet to open. */
-    if (c->flags & KL_CONN_DEFERRED)
+    /* Bytes wait for a protocol the transport has yet to open, or for
+     * the PROXY protocol header to end. */
+    if (c->flags & (KL_CONN_DEFERRED | KL_CONN_PREAMBLE))
         return;
     while (c->rbuf != NULL && c->rstart < c->rlen && !kl_conn_closing(c) &&
            !(c->flags & KL_CONN_PAUSED)) {
@@ -312,7 +327,7 @@ static void on_eof(keel_conn *c)
     kl_conn_update_reading(c);
     if (kl_conn_closing(c))
         return;
-    if (c->flags & KL_CONN_DEFERRED) {
+    if (c->flags & (KL_CONN_DEFERRED | KL_CONN_PREAMBLE)) {
         kl_conn_close(c, KEEL_OK);
     } else if ((c->flags & KL_CONN_PAUSED) && c->rbuf != NULL && c->rstart < c->rlen) {
         /* Bytes read while paused (the lazy pause) come before the end:
@@ -325,6 +340,21 @@ static void on_eof(keel_conn *c)
     }
 }
 
+/* Raw bytes to the transport, which delivers what they decode to. */
+static int transport_read(keel_conn *c, const char *data, size_t len)
+{
+    c->flags |= KL_CONN_IN_TRANSPORT;
+    int rc = kl_conn_transport(c)->cb.on_read ? kl_conn_transport(c)->cb.on_read(c, data, len)
+                                              : keel_transport_deliver(c, data, len);
+    c->flags &= ~KL_CONN_IN_TRANSPORT;
+    if (rc < 0)
+        kl_conn_abort_status(c, rc);
+    return rc;
+}
+
+static void preamble_read(keel_conn *c);
+static const struct sockaddr *proxied_peer(keel_conn *c);
+
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     keel_conn *c = conn_of((uv_handle_t *)stream);
@@ -334,20 +364,22 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_in->slot, nread);
         if (c->phase == KL_PHASE_LINGERING)
             return; /* discarded, and the linger budget is not renewed */
+        if (c->flags & KL_CONN_PREAMBLE) {
+            if (kl_conn_closing(c))
+                return; /* refused or timed out: nothing more is read */
+            c->rlen += (uint32_t)nread;
+            preamble_read(c);
+            if (!kl_conn_handle_closed(c))
+                release_buffer(c);
+            return;
+        }
         /* While output waits, only its progress counts: a peer that keeps
          * sending but never reads must still hit the write timeout. */
         if (c->timeout_kind == KL_TIMEOUT_READ && c->phase == KL_PHASE_OPEN)
             kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
         if (kl_conn_transport(c) != NULL) {
-            c->flags |= KL_CONN_IN_TRANSPORT;
-            int rc = kl_conn_transport(c)->cb.on_read
-                         ? kl_conn_transport(c)->cb.on_read(c, buf->base, (size_t)nread)
-                         : keel_transport_deliver(c, buf->base, (size_t)nread);
-            c->flags &= ~KL_CONN_IN_TRANSPORT;
-            if (rc < 0) {
-                kl_conn_abort_status(c, rc);
+            if (transport_read(c, buf->base, (size_t)nread) < 0)
                 return;
-            }
         } else {
             c->rlen += (uint32_t)nread;
         }
@@ -703,6 +735,9 @@ void kl_conn_discard(keel_conn *c)
     uv_close((uv_handle_t *)&c->tcp, on_discarded);
 }
 
+static int open_layers(keel_conn *c, void *arg, keel_connect_error_fn on_error);
+static int preamble_start(keel_conn *c);
+
 int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
 {
     keel_worker *w = kl_conn_worker(c);
@@ -718,8 +753,17 @@ int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
     c->protocol = c->origin->protocol;
     /* Request/response protocols want small writes to leave at once. */
     uv_tcp_nodelay(&c->tcp, 1);
+    if (c->origin->spec != NULL && c->origin->spec->proxy != NULL)
+        return preamble_start(c);
     kl_conn_retime(c, 1);
+    return open_layers(c, arg, on_error);
+}
 
+/* The transport, then the protocol: kl_conn_start, or the end of the
+ * PROXY protocol header. */
+static int open_layers(keel_conn *c, void *arg, keel_connect_error_fn on_error)
+{
+    keel_worker *w = kl_conn_worker(c);
     /* Until the protocol's on_open has succeeded there is nothing for its
      * on_close to release. */
     int rc = KEEL_OK;
@@ -754,11 +798,108 @@ int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
     return 1;
 }
 
+/* ---- the PROXY protocol preamble ------------------------------------------ */
+
+/* A listener with proxy_protocol=on (net/preamble.h): the balancer's
+ * header comes before anything else, so neither the transport nor the
+ * protocol opens until it has been read, and every byte waits in the read
+ * buffer meanwhile (KL_CONN_PREAMBLE, much as KL_CONN_DEFERRED holds bytes
+ * for a protocol a transport has yet to choose). The client's address it
+ * carries lives in the conn's tail (kl_conn_accept_tail). */
+
+size_t kl_conn_accept_tail(const kl_origin *origin)
+{
+    return origin->spec != NULL && origin->spec->proxy != NULL ? sizeof(kl_proxy_addr) : 0;
+}
+
+/* The address from the header, or NULL: not a PROXY listener, the header
+ * is still awaited, or it said to use the socket's own (LOCAL, UNKNOWN). */
+static const struct sockaddr *proxied_peer(keel_conn *c)
+{
+    if (c->origin->spec == NULL || c->origin->spec->proxy == NULL)
+        return NULL;
+    const kl_proxy_addr *a = kl_conn_tail(c);
+    return a->sa.sa_family == AF_UNSPEC ? NULL : &a->sa;
+}
+
+static int preamble_start(keel_conn *c)
+{
+    const kl_proxy_conf *pc = c->origin->spec->proxy;
+    struct sockaddr_storage addr;
+    int len = sizeof addr;
+    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0) {
+        kl_conn_abort_status(c, KEEL_ERR_IO);
+        return 0;
+    }
+    /* Section 1 of the spec: the header is trusted only from the
+     * balancers, or any client could claim any address. */
+    if (!kl_proxy_allowed((struct sockaddr *)&addr, pc->from, pc->nfrom)) {
+        char peer[80];
+        keel_conn_peer_name(c, peer, sizeof peer);
+        kl_log(KEEL_LOG_DEBUG, "connection %llu: %s is not in proxy_from: closed",
+               (unsigned long long)c->id, peer);
+        kl_conn_abort_status(c, KEEL_ERR_REFUSED);
+        return 0;
+    }
+    c->flags |= KL_CONN_PREAMBLE;
+    /* The header's whole budget: bytes that trickle in do not renew it
+     * (on_read does not touch the timeout while the preamble lasts). */
+    c->timeout_ms = pc->timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)pc->timeout_ms;
+    kl_conn_retime(c, 1);
+    if (kl_conn_worker(c)->stopping) {
+        kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN);
+        return 0;
+    }
+    kl_conn_update_reading(c);
+    return 1;
+}
+
+/* Bytes arrived while the header is awaited (all of them in rbuf). */
+static void preamble_read(keel_conn *c)
+{
+    kl_proxy_addr src;
+    size_t have = c->rlen - c->rstart;
+    int n = kl_proxy_parse(c->rbuf + c->rstart, have, &src);
+    if (n == 0 && have >= KL_PROXY_MAX)
+        n = KEEL_ERR_LIMIT;
+    if (n == 0)
+        return;
+    if (n < 0) {
+        /* Section 2: a receiver must not guess that no header came, and
+         * drops a connection whose header is invalid. */
+        kl_log(KEEL_LOG_DEBUG, "connection %llu: %s PROXY protocol header: closed",
+               (unsigned long long)c->id, n == KEEL_ERR_LIMIT ? "oversized" : "invalid");
+        kl_conn_abort_status(c, n);
+        return;
+    }
+    c->rstart += (uint32_t)n;
+    *(kl_proxy_addr *)kl_conn_tail(c) = src;
+    c->flags &= ~KL_CONN_PREAMBLE;
+    c->timeout_ms = 0; /* back to idle_timeout, or what the protocol sets */
+    kl_conn_retime(c, 1);
+    if (!open_layers(c, NULL, NULL) || kl_conn_closing(c))
+        return;
+    /* What came after the header in the same reads: raw bytes for the
+     * transport, which decodes them into a buffer of its own (they fit the
+     * scratch buffer: on_alloc bounded the reads), or the protocol's. */
+    size_t rest = c->rlen - c->rstart;
+    if (rest == 0)
+        return;
+    if (kl_conn_transport(c) != NULL) {
+        char *scratch = kl_conn_worker(c)->scratch;
+        memcpy(scratch, c->rbuf + c->rstart, rest);
+        c->rstart = c->rlen;
+        if (transport_read(c, scratch, rest) < 0)
+            return;
+    }
+    deliver(c);
+}
+
 void kl_conn_shutdown(keel_conn *c)
 {
     if (kl_conn_closing(c))
         return;
-    if (c->flags & KL_CONN_DEFERRED)
+    if (c->flags & (KL_CONN_DEFERRED | KL_CONN_PREAMBLE))
         kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN); /* still negotiating: nothing to finish */
     else if (c->protocol->cb.on_shutdown != NULL)
         c->protocol->cb.on_shutdown(c);
@@ -884,7 +1025,13 @@ int keel_conn_peer_name(keel_conn *c, char *buf, size_t size)
     if (size == 0)
         return KEEL_ERR_INVAL;
     buf[0] = '\0';
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0)
+    /* Behind a balancer speaking the PROXY protocol: the client's. */
+    const struct sockaddr *sa = proxied_peer(c);
+    if (sa != NULL)
+        memcpy(&addr, sa,
+               sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                         : sizeof(struct sockaddr_in));
+    else if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0)
         return KEEL_ERR_CLOSED;
     int n;
     if (addr.ss_family == AF_INET6) {

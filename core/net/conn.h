@@ -29,7 +29,8 @@ enum {
     KL_CONN_IDLE = 1 << 12,          /* on the worker's idle list (keel_conn_set_idle) */
     KL_CONN_SLOT_GIVEN = 1 << 13,    /* reclaimed: its max_connections slot went to a newer one */
     KL_CONN_EOF_OWED = 1 << 14,      /* EOF came behind bytes not yet delivered: told after them */
-    KL_CONN_UNSEEN = 1 << 15         /* bytes read while paused wait unpresented (lazy pause) */
+    KL_CONN_UNSEEN = 1 << 15,        /* bytes read while paused wait unpresented (lazy pause) */
+    KL_CONN_PREAMBLE = 1 << 16       /* the PROXY protocol header is awaited: no layer is open */
 };
 
 /* The close sequence, one phase at a time (net/conn_close.c has the single
@@ -70,11 +71,11 @@ struct keel_conn {
     char *rbuf;                  /* NULL while no byte waits */
     uint32_t rcap, rstart, rlen; /* unconsumed bytes: rbuf[rstart..rlen) */
     uint32_t timeout_ms;         /* the protocol's read timeout; 0: the server's */
-    uint16_t flags;
+    uint32_t flags;
     uint8_t phase;        /* kl_phase */
     uint8_t timeout_kind; /* kl_timeout_kind */
-    int close_status;
-    kl_output *out; /* net/output.c; NULL while nothing is queued or owed */
+    int16_t close_status; /* a keel_status: small negatives, and 16 bits keep the budget */
+    kl_output *out;       /* net/output.c; NULL while nothing is queued or owed */
     /* The worker's idle list, least recently idle first: connections the
      * protocol says it can lose between messages, closed to admit new ones
      * at max_connections (kl_conn_reclaim_idle; nginx's reusable
@@ -135,6 +136,12 @@ void *kl_conn_tail(keel_conn *conn);
  * closed the connection first, and an outbound connection's caller must
  * still be told. */
 int kl_conn_start(keel_conn *conn, void *arg, keel_connect_error_fn on_error);
+
+/* The tail an accepted connection needs on its listener (kl_conn_new): the
+ * client's address from a PROXY protocol header (net/preamble.h), kept in
+ * the allocation of the conn itself, so only connections of PROXY
+ * listeners pay for it and keel_conn keeps its size. */
+size_t kl_conn_accept_tail(const kl_origin *origin);
 
 /* Closes the handle of a conn that never started (limit, accept failure). */
 void kl_conn_discard(keel_conn *conn);

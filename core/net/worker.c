@@ -180,7 +180,8 @@ static void on_connection(uv_stream_t *listener, int status)
         kl_log(KEEL_LOG_WARN, "accept on %s: %s", wl->listener->spec->text, uv_strerror(status));
         return;
     }
-    keel_conn *c = kl_conn_new(w, &wl->listener->origin, 0);
+    keel_conn *c =
+        kl_conn_new(w, &wl->listener->origin, kl_conn_accept_tail(&wl->listener->origin));
     if (c == NULL) {
         /* libuv holds the accepted socket and stops watching the listener
          * until uv_accept takes it: returning without taking it stopped this
@@ -252,7 +253,7 @@ static void start_handoff(keel_worker *w, kl_handoff *h)
         kl_socket_close(h->sock);
         return;
     }
-    keel_conn *c = kl_conn_new(w, &h->listener->origin, 0);
+    keel_conn *c = kl_conn_new(w, &h->listener->origin, kl_conn_accept_tail(&h->listener->origin));
     if (c == NULL || uv_tcp_open(&c->tcp, h->sock) != 0) {
         if (c != NULL)
             kl_conn_discard(c);

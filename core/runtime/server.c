@@ -250,6 +250,9 @@ static void close_main_handles(keel_server *s)
     uv_mutex_unlock(&s->lock);
     if (close_wakeup)
         uv_close((uv_handle_t *)&s->wakeup, NULL);
+    if (s->drain_timer_ready)
+        uv_close((uv_handle_t *)&s->drain_timer, NULL);
+    s->drain_timer_ready = 0;
 }
 
 static const char *signal_name(int signum)
@@ -270,6 +273,29 @@ static const char *signal_name(int signum)
     }
 }
 
+/* Stop accepting, then let every worker wind down (force: close every
+ * connection now). */
+static void stop_workers(keel_server *s, int force)
+{
+    if (!s->workers_stopping) {
+        s->workers_stopping = 1;
+        if (s->drain_timer_ready)
+            uv_timer_stop(&s->drain_timer);
+        kl_listeners_stop_acceptor(s);
+    }
+    if (force)
+        kl_log(KEEL_LOG_WARN, "second stop request: closing all connections now");
+    for (size_t i = 0; i < s->nworkers; i++)
+        kl_worker_request_stop(s->workers[i], force);
+}
+
+static void on_drain_end(uv_timer_t *timer)
+{
+    keel_server *s = timer->data;
+    kl_log(KEEL_LOG_INFO, "shutdown_delay over: closing the listeners");
+    stop_workers(s, 0);
+}
+
 /* Runs on the main loop for stop requests, signals and finished workers. */
 static void on_wakeup(uv_async_t *async)
 {
@@ -284,18 +310,23 @@ static void on_wakeup(uv_async_t *async)
 
     if (requests > handled) {
         int force = requests > 1;
+        uint64_t delay = s->settings.shutdown_delay_ms;
         if (handled == 0) {
             if (s->signal_number)
                 kl_log(KEEL_LOG_INFO, "shutting down (%s)", signal_name(s->signal_number));
             else
                 kl_log(KEEL_LOG_INFO, "shutting down");
-            /* Stop accepting first, then let every worker wind down. */
-            kl_listeners_stop_acceptor(s);
         }
-        if (force)
-            kl_log(KEEL_LOG_WARN, "second stop request: closing all connections now");
-        for (size_t i = 0; i < s->nworkers; i++)
-            kl_worker_request_stop(s->workers[i], force);
+        if (handled == 0 && !force && delay > 0 && s->drain_timer_ready) {
+            /* Draining: keel_worker_stopping is true from now on (the
+             * state above), so readiness probes fail, while everything
+             * is still served; a second request ends the wait. */
+            kl_log(KEEL_LOG_INFO, "draining: still serving for %llu ms (shutdown_delay)",
+                   (unsigned long long)delay);
+            uv_timer_start(&s->drain_timer, on_drain_end, delay, 0);
+        } else {
+            stop_workers(s, force);
+        }
     }
     if (kl_atomic_load(&s->workers_done) == s->nworkers)
         close_main_handles(s);
@@ -417,6 +448,10 @@ int keel_server_run(keel_server *s)
         else
             rc = KEEL_ERR_IO;
         s->wakeup.data = s;
+    }
+    if (rc == KEEL_OK && uv_timer_init(&s->loop, &s->drain_timer) == 0) {
+        s->drain_timer.data = s;
+        s->drain_timer_ready = 1;
     }
     if (rc == KEEL_OK)
         rc = watch_signals(s);

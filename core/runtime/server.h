@@ -105,6 +105,13 @@ struct keel_server {
     int state;
     int stop_requests; /* how many stops were asked for (2nd forces) */
     int stop_handled;
+    /* shutdown_delay: after the first stop request keel keeps accepting
+     * and serving for this long, with keel_worker_stopping already true
+     * (a readiness probe answers 503), so a balancer stops sending new
+     * connections before the listeners close. Main thread only. */
+    uv_timer_t drain_timer;
+    int drain_timer_ready;
+    int workers_stopping; /* the workers were asked to stop */
     int signal_number;
 
     volatile uint64_t connections; /* open connections, all workers */

@@ -7,6 +7,7 @@
 #include <keel/types.h>
 
 #include "base/log.h"
+#include "runtime/config.h"
 #include "platform/platform.h"
 #include "base/util.h"
 
@@ -121,8 +122,56 @@ static int parse_address(const char *text, struct sockaddr_storage *out, char *e
     return KEEL_OK;
 }
 
+int kl_proxy_net_parse(const char *text, kl_proxy_net *out, char *err, size_t errlen)
+{
+    char host[64];
+    const char *slash = strchr(text, '/');
+    size_t hlen = slash ? (size_t)(slash - text) : strlen(text);
+    if (hlen == 0 || hlen >= sizeof host) {
+        snprintf(err, errlen, "'%s' is not an address or network", text);
+        return KEEL_ERR_CONFIG;
+    }
+    memcpy(host, text, hlen);
+    host[hlen] = '\0';
+    memset(out, 0, sizeof *out);
+    if (uv_inet_pton(AF_INET, host, out->addr) == 0) {
+        out->family = AF_INET;
+        out->bits = 32;
+    } else if (uv_inet_pton(AF_INET6, host, out->addr) == 0) {
+        out->family = AF_INET6;
+        out->bits = 128;
+    } else {
+        snprintf(err, errlen, "'%s' is not an IPv4 or IPv6 address", host);
+        return KEEL_ERR_CONFIG;
+    }
+    if (slash != NULL) {
+        unsigned max = out->bits, bits = 0;
+        const char *d = slash + 1;
+        if (*d == '\0' || strlen(d) > 3) {
+            snprintf(err, errlen, "bad prefix length in '%s'", text);
+            return KEEL_ERR_CONFIG;
+        }
+        for (; *d; d++) {
+            if (*d < '0' || *d > '9') {
+                snprintf(err, errlen, "bad prefix length in '%s'", text);
+                return KEEL_ERR_CONFIG;
+            }
+            bits = bits * 10 + (unsigned)(*d - '0');
+        }
+        if (bits > max) {
+            snprintf(err, errlen, "prefix length in '%s' exceeds %u", text, max);
+            return KEEL_ERR_CONFIG;
+        }
+        out->bits = bits;
+    }
+    return KEEL_OK;
+}
+
 static void listen_spec_free(kl_listen_spec *l)
 {
+    if (l->proxy != NULL)
+        free(l->proxy->from);
+    free(l->proxy);
     free(l->text);
     free(l->protocol);
     free(l->transport);
@@ -233,6 +282,73 @@ static void read_int(key_reader *r, const char *key, int64_t min, int64_t max, i
     char why[128];
     if (v && kl_parse_int(v->text, min, max, out, why, sizeof why) != KEEL_OK)
         bad_value(r, v, key, why);
+}
+
+static const char *listen_option(const kl_listen_spec *l, const char *key)
+{
+    for (size_t i = 0; i < l->noptions; i++)
+        if (strcmp(l->options[i].key, key) == 0)
+            return l->options[i].value;
+    return NULL;
+}
+
+/* A listen line's PROXY protocol options: `proxy_protocol=on` and the
+ * sources allowed to send the header, `proxy_from=a,b` on the line or
+ * else [keel] proxy_from. A listener that trusts the header must say from
+ * whom (the spec's section 1: a receiver accepting it from anyone lets any
+ * client claim any address), so `on` without a source list is an error. */
+static void read_listen_proxy(key_reader *r, kl_listen_spec *l, char **from, size_t nfrom,
+                              uint64_t timeout_ms)
+{
+    const char *on = listen_option(l, "proxy_protocol");
+    const char *line_from = listen_option(l, "proxy_from");
+    char why[256], where[300];
+    int enabled = 0;
+    if (r->rc != KEEL_OK)
+        return;
+    if (on != NULL && kl_parse_bool(on, &enabled, why, sizeof why) != KEEL_OK)
+        goto bad;
+    if (!enabled) {
+        if (line_from == NULL)
+            return;
+        snprintf(why, sizeof why, "proxy_from without proxy_protocol=on");
+        goto bad;
+    }
+    char **words = from;
+    size_t n = nfrom;
+    int failed = 0;
+    if (line_from != NULL && (words = kl_split_words(line_from, &n)) == NULL) {
+        r->rc = KEEL_ERR_NOMEM;
+        return;
+    }
+    if (n == 0) {
+        snprintf(why, sizeof why,
+                 "proxy_protocol=on needs the balancers' addresses: proxy_from=ADDR[/BITS],... "
+                 "on the line or proxy_from in [keel]");
+        failed = 1;
+    } else if ((l->proxy = calloc(1, sizeof *l->proxy)) == NULL ||
+               (l->proxy->from = calloc(n, sizeof *l->proxy->from)) == NULL) {
+        r->rc = KEEL_ERR_NOMEM;
+    } else {
+        l->proxy->timeout_ms = timeout_ms;
+        for (size_t i = 0; i < n && !failed; i++) {
+            char perr[200];
+            if (kl_proxy_net_parse(words[i], &l->proxy->from[i], perr, sizeof perr) != KEEL_OK) {
+                snprintf(why, sizeof why, "proxy_from: %s", perr);
+                failed = 1;
+            } else {
+                l->proxy->nfrom++;
+            }
+        }
+    }
+    if (words != from)
+        kl_free_words(words, n);
+    if (!failed)
+        return;
+bad:
+    snprintf(r->err, r->errlen, "%s: [keel] listen: %s",
+             kl_config_where(l->where, where, sizeof where), why);
+    r->rc = KEEL_ERR_CONFIG;
 }
 
 /* Appends a copy of dir to the NULL-terminated list *paths (of *n). */
@@ -357,6 +473,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     read_duration(&r, "idle_timeout", &s->idle_timeout_ms);
     read_duration(&r, "write_timeout", &s->write_timeout_ms);
     read_duration(&r, "shutdown_timeout", &s->shutdown_timeout_ms);
+    read_duration(&r, "shutdown_delay", &s->shutdown_delay_ms);
     read_duration(&r, "connect_timeout", &s->connect_timeout_ms);
     read_size(&r, "read_buffer_size", 1024, &s->read_buffer_size);
     read_size(&r, "read_buffer_max", 1024, &s->read_buffer_max);
@@ -384,6 +501,20 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
         if (kl_parse_bool(v->text, &s->crash_report, why, sizeof why) != KEEL_OK)
             bad_value(&r, v, "crash_report", why);
     }
+
+    /* The PROXY protocol preamble (net/preamble.c): who may send it, by
+     * default, and how long its header may take, in total. */
+    char **proxy_from = NULL;
+    size_t nproxy_from = 0;
+    uint64_t proxy_timeout_ms = 5000;
+    read_words(&r, "proxy_from", &proxy_from, &nproxy_from);
+    read_duration(&r, "proxy_timeout", &proxy_timeout_ms);
+    if (r.rc == KEEL_OK && proxy_timeout_ms == 0)
+        bad_value(&r, kl_config_get(r.sec, "proxy_timeout", 0), "proxy_timeout",
+                  "must be more than 0");
+    for (size_t i = 0; i < s->nlisten; i++)
+        read_listen_proxy(&r, &s->listen[i], proxy_from, nproxy_from, proxy_timeout_ms);
+    kl_free_words(proxy_from, nproxy_from);
 
     if (r.rc == KEEL_OK && r.sec != NULL)
         r.rc = kl_config_check_unused(r.sec, err, errlen);

@@ -14,6 +14,27 @@ typedef struct kl_listen_option {
     char *value; /* "" for a bare word */
 } kl_listen_option;
 
+/* A network allowed to send the header: `proxy_from` entries
+ * (net/preamble.c matches peers against them). */
+typedef struct kl_proxy_net {
+    int family; /* AF_INET or AF_INET6 */
+    unsigned bits;
+    uint8_t addr[16];
+} kl_proxy_net;
+
+/* Parses "10.0.0.0/8", "127.0.0.1", "::1", "fd00::/8". Returns KEEL_OK
+ * or KEEL_ERR_CONFIG with the reason in err. */
+int kl_proxy_net_parse(const char *text, kl_proxy_net *out, char *err, size_t errlen);
+
+/* What a listener with `proxy_protocol=on` needs (kl_listen_spec.proxy):
+ * the sources allowed to send the PROXY protocol header and how long it
+ * may take to arrive (net/preamble.h). */
+typedef struct kl_proxy_conf {
+    kl_proxy_net *from;
+    size_t nfrom;
+    uint64_t timeout_ms;
+} kl_proxy_conf;
+
 /* One `listen = ADDRESS:PORT PROTOCOL [options]` line. */
 typedef struct kl_listen_spec {
     char *text; /* the address as written, for messages */
@@ -23,6 +44,7 @@ typedef struct kl_listen_spec {
     kl_listen_option *options;
     size_t noptions;
     const kl_config_value *where; /* the config line, for messages */
+    kl_proxy_conf *proxy;         /* proxy_protocol=on; NULL otherwise */
 } kl_listen_spec;
 
 typedef struct kl_settings {
@@ -38,6 +60,7 @@ typedef struct kl_settings {
     uint64_t idle_timeout_ms;
     uint64_t write_timeout_ms;
     uint64_t shutdown_timeout_ms;
+    uint64_t shutdown_delay_ms;  /* still serving after a stop request, before closing listeners */
     uint64_t connect_timeout_ms; /* outbound: resolution plus connect; 0: no deadline */
     int backlog;
     int reuseport; /* 1: one socket per worker; 0: one acceptor */

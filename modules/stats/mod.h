@@ -13,6 +13,7 @@ typedef struct stats {
     keel_module *module;
     st_allow allow;
     const char *text_path, *json_path, *metrics_path, *dashboard_path;
+    const char *ready_path; /* readiness for a balancer: 200, or 503 while draining */
     char *events_path;
     uint64_t interval_ms;
     int64_t max_streams; /* event streams per worker */

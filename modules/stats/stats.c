@@ -6,6 +6,7 @@
  *     metrics_path = /metrics           ; Prometheus text format 0.0.4
  *     dashboard_path = /__stats/        ; the live dashboard (HTML)
  *     events_path = /__stats/events     ; its Server-Sent Events stream
+ *     ready_path = /__ready             ; readiness: 200, 503 once shutting down
  *     events_interval = 1s              ; one snapshot per stream this often
  *     max_event_streams = 16            ; dashboards per worker; more get 503
  *     allow = 127.0.0.1 ::1 10.0.0.0/8  ; who may look (repeatable); absent: anyone
@@ -108,6 +109,24 @@ static int dashboard_handler(keel_request *req, keel_response *res, void *userda
     return keel_response_send(res, st->page.data, st->page.len, NULL, NULL);
 }
 
+/* A balancer's readiness probe: 503 from the first stop request on, which
+ * with [keel] shutdown_delay comes while keel still serves, so the
+ * balancer takes the instance out before its listeners close. Not behind
+ * `allow`: the balancer probes from its own address, and the answer says
+ * nothing a connection attempt would not. */
+static int ready_handler(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    int draining = keel_worker_stopping(keel_conn_worker(keel_request_conn(req)));
+    static const char ready[] = "ready\n", stopping[] = "draining\n";
+    keel_response_set_status(res, draining ? 503 : 200);
+    keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
+    keel_response_header_set(res, "Cache-Control", "no-store");
+    if (draining)
+        return keel_response_send(res, stopping, sizeof stopping - 1, NULL, NULL);
+    return keel_response_send(res, ready, sizeof ready - 1, NULL, NULL);
+}
+
 /* ---- configuration -------------------------------------------------------- */
 
 /* A path must start with '/' and is written into the dashboard's script,
@@ -167,6 +186,7 @@ static int read_config(keel_module *m, stats *st)
         (rc = read_path(m, "metrics_path", "/metrics", &st->metrics_path)) < 0 ||
         (rc = read_path(m, "dashboard_path", "/__stats/", &st->dashboard_path)) < 0 ||
         (rc = read_path(m, "events_path", "", &events)) < 0 ||
+        (rc = read_path(m, "ready_path", "/__ready", &st->ready_path)) < 0 ||
         (rc = keel_config_duration_ms(m, "events_interval", 1000, &st->interval_ms)) < 0 ||
         (rc = keel_config_int(m, "max_event_streams", 16, 0, 100000, &st->max_streams)) < 0)
         return rc;
@@ -208,7 +228,7 @@ static int add_routes(keel_module *m, stats *st)
     } routes[] = {
         {st->text_path, text_handler},        {st->json_path, json_handler},
         {st->metrics_path, prom_handler},     {st->dashboard_path, dashboard_handler},
-        {st->events_path, st_events_handler},
+        {st->events_path, st_events_handler}, {st->ready_path, ready_handler},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (routes[i].path[0] == '\0')

@@ -9,20 +9,25 @@
 # Environment: KEEL_DEPS_EXTRA="pkg ..." adds Debian packages to the list.
 set -eu
 
-# The second line is what tests drive keel with: Python's websockets client,
-# Prometheus's promtool (its package), headless Chromium for the pages,
-# testssl.sh for the TLS listener.
+# The second line is what the optional modules build with (h2 on
+# libnghttp2, pubsub_redis on hiredis); the rest is what tests drive keel
+# with: Python's websockets and h2 clients, Prometheus's promtool (its
+# package), headless Chromium for the pages, testssl.sh for the TLS
+# listener, nghttp/h2load, nginx and HAProxy as peers and balancers, and a
+# Redis server.
 DEBIAN_PACKAGES="build-essential cmake ninja-build pkg-config libuv1-dev zlib1g-dev \
 libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind \
-python3-websockets prometheus chromium testssl.sh ${KEEL_DEPS_EXTRA:-}"
+libnghttp2-dev libhiredis-dev \
+python3-websockets python3-h2 prometheus chromium testssl.sh nghttp2-client nginx-light \
+haproxy redis-server ${KEEL_DEPS_EXTRA:-}"
 # Node.js and npm run the browser tests (playwright-core, fetched by
 # tests/browser/install.sh); a Node.js installed otherwise (NodeSource,
 # nvm) is used as it is.
 if ! command -v npm >/dev/null 2>&1; then
     DEBIAN_PACKAGES="$DEBIAN_PACKAGES nodejs npm"
 fi
-BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp"
-VCPKG_PACKAGES="libuv zlib mbedtls llhttp"
+BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp libnghttp2 hiredis"
+VCPKG_PACKAGES="libuv zlib mbedtls llhttp nghttp2 hiredis"
 
 say() { printf 'install-deps: %s\n' "$*"; }
 

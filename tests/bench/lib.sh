@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # tests/bench/lib.sh — what run.sh and the scenario files (http.sh,
-# static.sh, ws.sh) share: settings, packages, process bookkeeping, CPU time
+# static.sh, ws.sh, tls.sh, h2.sh, proxy.sh) share: settings, packages, process bookkeeping, CPU time
 # and memory of a server, wrk, medians and ratios, the peers' configuration
 # frames, the driver that selects and runs the scenarios, and the report's
 # head. Sourced, never run; the documentation of the settings is run.sh's
@@ -34,7 +34,8 @@ die() {
 # A scenario file registers itself with bench_scenario NAME "TESTS" "SERVERS"
 # and defines NAME_needs (packages), NAME_run (starts its servers, measures,
 # stops them), NAME_report (markdown tables) and NAME_settings (its variables,
-# for the command line in the report).
+# for the command line in the report); NAME_versions, if defined, adds lines
+# to the report's versions (its own clients).
 
 SCENARIOS=()
 declare -A SCEN_TESTS=() SCEN_SERVERS=() SCEN_OF=() SCEN_PORT=() UP=()
@@ -312,8 +313,13 @@ ratio() {
 # ---- Peers' configuration frames -------------------------------------------------
 
 # keel_conf FILE PORT MODULES [SECTIONS] [LISTEN_WORDS]: one worker on
-# 127.0.0.1:PORT, speaking LISTEN_WORDS (http1).
+# 127.0.0.1:PORT, speaking LISTEN_WORDS (http1); with http1 among MODULES,
+# its keep-alive unbounded (keel refuses a section no module loaded owns).
 keel_conf() {
+    local http1=""
+    [[ " $3 " == *" http1 "* ]] && http1="[http1]
+keepalive_timeout = 5m
+max_requests = 0"
     cat >"$1" <<EOF
 [keel]
 listen = 127.0.0.1:$2 ${5:-http1}
@@ -322,9 +328,7 @@ modules = $3
 module_path = $KEEL_BUILD/modules
 max_connections = 30000
 log_level = warn
-[http1]
-keepalive_timeout = 5m
-max_requests = 0
+$http1
 ${4:-}
 EOF
 }
@@ -393,19 +397,30 @@ spawn_h2o() { # KEY DIR
 
 is_hello() { [[ $1 == "Hello, World!" ]]; }
 
-# check_up KEY URL PREDICATE DESCRIPTION LOGDIR: waits (10 s at most) until
-# the body of URL satisfies the shell function PREDICATE; 1 (with the logs
-# under LOGDIR) if it never does.
+# check_up KEY URL PREDICATE DESCRIPTION LOGDIR [CURL_OPTION...]: waits (10 s
+# at most) until the body of URL satisfies the shell function PREDICATE; 1
+# (with the logs under LOGDIR) if it never does.
 check_up() {
     local key=$1 url=$2 pred=$3 what=$4 logs=$5 i body=""
+    shift 5
     for ((i = 0; i < 100; i++)); do
-        body=$(curl -sk --max-time 1 "$url" 2>/dev/null || true)
+        body=$(curl -sk "$@" --max-time 1 "$url" 2>/dev/null || true)
         "$pred" "$body" && return 0
         kill -0 "${PID[$key]}" 2>/dev/null || break
         sleep 0.1
     done
     log "bench: $key does not answer $url as it should ($what; got '${body:0:80}'):"
     tail -n 20 "$logs"/*.log "$logs"/*/*.log "$logs"/*/logs/*.log 2>/dev/null >&2 || true
+    return 1
+}
+
+# same_file NAME URL FILE [CURL_OPTION...]: does server NAME answer URL with
+# the bytes of FILE? (Logged when not.)
+same_file() {
+    local name=$1 url=$2 file=$3
+    shift 3
+    curl -s "$@" --max-time 5 "$url" | cmp -s - "$file" && return 0
+    log "bench: $name answers $url with other bytes than $file"
     return 1
 }
 
@@ -467,16 +482,20 @@ wrk_record() {
 
 # wrk_notes SCENARIO TESTS...: a line for each server and test with errors or
 # failed wrk runs.
-wrk_notes() {
-    local sc=$1 s t e f
-    shift
+wrk_notes() { load_notes "$1" wrk "${@:2}"; }
+
+# load_notes SCENARIO CLIENT TESTS...: the same for the load client CLIENT
+# (RES[SCENARIO/server/test/errs] and .../fail).
+load_notes() {
+    local sc=$1 client=$2 s t e f
+    shift 2
     for s in ${UP[$sc]}; do
         for t in "$@"; do
             wants "$t" || continue
             e=$(tr ' ' '\n' <<<"${RES[$sc/$s/$t/errs]:-}" | awk '{n += $1} END {print n + 0}')
             f=$(wc -w <<<"${RES[$sc/$s/$t/fail]:-}")
             ((e == 0)) || echo "note: $s $t had $e errors (socket errors, timeouts or non-2xx answers)"
-            ((f == 0)) || echo "note: wrk failed $f time(s) against $s ($t); see the log"
+            ((f == 0)) || echo "note: $client failed $f time(s) against $s ($t); see the log"
         done
     done
     return 0
@@ -595,6 +614,10 @@ versions() {
     [[ " $SERVERS " == *" lws "* ]] && pkg-config --exists libwebsockets 2>/dev/null &&
         echo "libwebsockets $(pkg-config --modversion libwebsockets)"
     command -v wrk >/dev/null && wrk --version 2>&1 | head -1 | awk '{print "wrk", $2}'
+    local s
+    for s in "${SCENARIOS[@]}"; do
+        if scenario_wanted "$s" && declare -F "${s}_versions" >/dev/null; then "${s}_versions"; fi
+    done
     return 0
 }
 
@@ -616,7 +639,7 @@ bench_main() {
     for s in "${SCENARIOS[@]}"; do scenario_wanted "$s" && "${s}_needs"; done
     install_needed
     local most=${IDLE:-0} n
-    for n in "${WS_IDLE:-0}" "${TLS_IDLE:-0}"; do ((n > most)) && most=$n; done
+    for n in "${WS_IDLE:-0}" "${TLS_IDLE:-0}" "${H2_IDLE:-0}"; do ((n > most)) && most=$n; done
     setup_limits "$most"
     start_watchdog
     local started=$SECONDS

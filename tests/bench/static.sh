@@ -79,10 +79,7 @@ static_check() {
     local name=$1 port
     port=$(port_of static "$name")
     check_up "static.$name" "http://127.0.0.1:$port/4k.txt" is_4k "the 4 KiB file" "$STATIC_DIR" || return 1
-    curl -s --max-time 5 "http://127.0.0.1:$port/1m.bin" | cmp -s - "$WWW/1m.bin" || {
-        log "bench: $name serves a different /1m.bin"
-        return 1
-    }
+    same_file "$name" "http://127.0.0.1:$port/1m.bin" "$WWW/1m.bin"
 }
 
 # static_wrk NAME TEST SECONDS RECORD

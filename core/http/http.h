@@ -108,6 +108,7 @@ struct keel_response {
     int64_t head_length; /* the length send_head was given, for keel_response_body_length */
     int from_file;       /* the body comes from keel_response_send_file */
     int cut;             /* ended by keel_response_abort: incomplete on purpose */
+    int in_status;       /* inside kl_response_send_status (its body's copy may fail) */
     /* Not zeroed for each request (keel_http_request_start): set before use. */
     kl_field inline_headers[8];
     kl_body_piece piece;        /* the one piece most responses need, unallocated */

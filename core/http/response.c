@@ -563,8 +563,11 @@ int keel_response_send_copy(keel_response *res, const void *data, size_t len)
         /* "The same" as keel_response_send, which ends the response on
          * every error: left open, it hung the client of every caller that
          * ignores the status (hello's, found by tests/failalloc). */
-        if (!res->head_sent)
+        if (!res->head_sent && !res->in_status)
             kl_response_send_status(res, 500);
+        else if (!res->ended)
+            keel_response_abort(res); /* no memory for the 500's text either: the
+                                         protocol answers on its own, or closes */
         return KEEL_ERR_NOMEM;
     }
     memcpy(copy, data, len);
@@ -592,6 +595,9 @@ int kl_response_send_status(keel_response *res, int status)
     /* Whether a status ends the connection is the protocol's call (an
      * HTTP/1.1 server closes after 408, RFC 9110 15.5.9; HTTP/2 only ends
      * the stream), so none is made here. */
+    /* Set for good: the call ends the response (and may free the request),
+     * so nothing touches res after it; a new request starts zeroed. */
+    res->in_status = 1;
     return keel_response_send_copy(res, text, (size_t)n);
 }
 

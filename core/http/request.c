@@ -355,8 +355,11 @@ int keel_request_query_param(keel_request *req, const char *name, keel_str *out)
     size_t nlen = strlen(name);
     keel_str q = req->query;
     *out = (keel_str){NULL, 0};
+    if (q.ptr == NULL)
+        return KEEL_ERR_NOTFOUND; /* no query (and no arithmetic on NULL: UB, found by fuzz_http1)
+                                   */
     const char *p = q.ptr, *end = q.ptr + q.len;
-    while (p != NULL && p < end) {
+    while (p < end) {
         const char *amp = memchr(p, '&', (size_t)(end - p));
         const char *pend = amp ? amp : end;
         const char *eq = memchr(p, '=', (size_t)(pend - p));

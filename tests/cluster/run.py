@@ -604,10 +604,13 @@ async def reload_under_load(keels, lb, report):
     wrk = spawn("wrk", [WRK, "-t2", "-c20", "-d6s", "--timeout", "5s",
                         f"http://127.0.0.1:{k1.http_port}/"], out)
     out.close()
-    # Mid-run: once k1 has served a good number of wrk's requests.
+    # Mid-run: wrk's load steady for a third of its run (its connections
+    # all established and kept alive), k1 serving it.
+    t0 = time.monotonic()
     await apoll(lambda: wrk.poll() is not None or
-                k1.metric("keel_http_requests_total") - before > 2000, 4,
-                "wrk gets going", 0.05)
+                (time.monotonic() - t0 >= 2 and
+                 k1.metric("keel_http_requests_total") - before > 2000), 5,
+                "wrk's load on k1", 0.05)
     check(wrk.poll() is None, "wrk ended before the reload")
     old = k1.pid
     os.kill(old, signal.SIGHUP)
@@ -729,6 +732,8 @@ if __name__ == "__main__":
                     say(f"---- {f} (last lines)\n" + "".join(fh.readlines()[-25:]))
     finally:
         kill_everything()
-    if rc in (0, SKIP):
+    if rc in (0, SKIP) and not os.environ.get("KEEL_CLUSTER_KEEP"):
         shutil.rmtree(WORK, ignore_errors=True)
+    elif rc in (0, SKIP):
+        say(f"logs kept in {WORK}")
     sys.exit(rc)

@@ -331,13 +331,14 @@ def reload_supported():
 
 
 class HAProxy:
-    """Mode tcp, send-proxy-v2, round robin over both instances: frontend
-    `ws` to their PROXY http1 listeners, `peer` to their peer listeners."""
+    """Mode tcp, send-proxy-v2, round robin over both instances: frontends
+    `ws` and `http` (the chat clients; wrk) to their PROXY http1
+    listeners, `peer` to their peer listeners."""
 
     def __init__(self, keels):
         self.log = os.path.join(WORK, "haproxy.log")
         for _ in range(5):
-            self.ws_port, self.peer_port = free_port(), free_port()
+            self.ws_port, self.peer_port, self.http_port = free_port(), free_port(), free_port()
             cfg = os.path.join(WORK, "haproxy.cfg")
             servers = lambda attr: "".join(
                 f"  server {k.name} 127.0.0.1:{getattr(k, attr)} send-proxy-v2\n" for k in keels)
@@ -346,6 +347,8 @@ class HAProxy:
                         "defaults\n  mode tcp\n  timeout connect 5s\n"
                         "  timeout client 60s\n  timeout server 60s\n"
                         f"frontend ws\n  bind 127.0.0.1:{self.ws_port}\n  default_backend keel_ws\n"
+                        f"frontend http\n  bind 127.0.0.1:{self.http_port}\n"
+                        "  default_backend keel_ws\n"
                         f"frontend peer\n  bind 127.0.0.1:{self.peer_port}\n"
                         "  default_backend keel_peer\n"
                         "backend keel_ws\n  balance roundrobin\n" + servers("ws_port") +
@@ -354,7 +357,7 @@ class HAProxy:
             self.proc = spawn("haproxy", [HAPROXY, "-db", "-f", cfg], out)
             out.close()
             poll(lambda: self.proc.poll() is not None or
-                 (can_connect(self.ws_port) and can_connect(self.peer_port)), 10,
+                 all(can_connect(p) for p in (self.ws_port, self.peer_port, self.http_port)), 10,
                  "haproxy listens")
             if self.proc.poll() is None:
                 return
@@ -372,7 +375,8 @@ class Client:
         self.name, self.src = name, src
         self.got = {}  # (tag, sender, seq) -> [receive times, ns]
         self.sent_ns = {}
-        self.closed = None
+        self.events = []  # ("join" | "leave", name)
+        self.closed = None  # (code, reason) once the connection ended
 
     async def connect(self, port):
         try:
@@ -389,12 +393,16 @@ class Client:
             async for text in self.ws:
                 now = time.monotonic_ns()
                 m = json.loads(text)
+                if m.get("type") in ("join", "leave"):
+                    self.events.append((m["type"], m["name"]))
                 if m.get("type") != "msg":
                     continue
                 tag, sender, seq, _ = m["text"].split("|")
                 self.got.setdefault((tag, sender, int(seq)), []).append(now)
-        except websockets.ConnectionClosed as e:
-            self.closed = e
+        except websockets.ConnectionClosed:
+            pass
+        finally:
+            self.closed = (self.ws.close_code, self.ws.close_reason)
 
     async def send(self, tag, seq):
         t = time.monotonic_ns()
@@ -597,12 +605,19 @@ def wrk_result(out):
             int(non2xx.group(1)) if non2xx else 0)
 
 
-async def reload_under_load(keels, lb, report):
+async def reload_under_load(keels, lb, report, clients, where):
     k1, k2 = keels
+    on_k1 = [c for c in clients if where[c.name] == "k1"]
+    on_k2 = [c for c in clients if where[c.name] == "k2"]
     before = k1.metric("keel_http_requests_total")
     out = open(os.path.join(WORK, "wrk.out"), "w")
     wrk = spawn("wrk", [WRK, "-t2", "-c20", "-d6s", "--timeout", "5s",
                         f"http://127.0.0.1:{k1.http_port}/"], out)
+    out.close()
+    # And a lighter one through HAProxy, half of it on k1's PROXY listener.
+    out = open(os.path.join(WORK, "wrk-lb.out"), "w")
+    wrk_lb = spawn("wrk", [WRK, "-t1", "-c10", "-d6s", "--timeout", "5s",
+                           f"http://127.0.0.1:{lb.http_port}/"], out)
     out.close()
     # Mid-run: wrk's load steady for a third of its run (its connections
     # all established and kept alive), k1 serving it.
@@ -628,15 +643,40 @@ async def reload_under_load(keels, lb, report):
     await apoll(lambda: open(k1.pid_file).read().strip() == str(new), 5,
                 "pid_file names the new process")
     check(alive(new), "the new k1 process is not running")
-    await apoll(lambda: wrk.poll() is not None, 15, "wrk ends")
-    requests, errors, non2xx = wrk_result(open(os.path.join(WORK, "wrk.out")).read())
-    report["wrk"] = (requests, errors, non2xx, old, new)
-    check(errors == [0, 0, 0, 0] and non2xx == 0,
-          f"reload under wrk: socket errors connect/read/write/timeout {errors}, "
-          f"{non2xx} non-2xx, over {requests} requests")
+    # The chat clients of the old k1 were told it was going away (1001);
+    # those of k2 stayed, and heard them leave, across instances.
+    for c in on_k1:
+        await apoll(lambda: c.closed is not None, 5, f"{c.name} on the old k1 is closed")
+        check(c.closed[0] == 1001, f"{c.name} on the old k1 closed with {c.closed}")
+    for c in on_k2:
+        check(c.closed is None, f"{c.name} on k2 was disconnected by k1's reload: {c.closed}")
+    # KNOWN BUG (reported, not fixed here): an instance shutting down
+    # closes its Redis links first (pubsub_redis's link_shutdown) while its
+    # WebSockets are still closing, so what it publishes meanwhile (the
+    # chat's "leave" of each of its members) is dropped, and the clients of
+    # other instances never hear them leave. Reported as XFAIL while it
+    # lasts, XPASS (not a failure: it depends on timing) once fixed.
+    try:
+        for c in on_k2:
+            await apoll(lambda: all(("leave", x.name) in c.events for x in on_k1), 2,
+                        f"{c.name} on k2 hears {[x.name for x in on_k1]} leave")
+        say("XPASS: k2's clients heard the old k1's members leave; the known bug about "
+            "publishes during a shutdown is fixed: make this check strict")
+    except Failure as e:
+        say(f"XFAIL (known bug: pubsub_redis drops what is published while its instance "
+            f"drains): {e}; heard {on_k2[0].events}")
+    await close_all(on_k2)
+    await apoll(lambda: wrk.poll() is not None and wrk_lb.poll() is not None, 15, "wrk ends")
+    for name, path in (("wrk on k1", "wrk.out"), ("wrk through HAProxy", "wrk-lb.out")):
+        requests, errors, non2xx = wrk_result(open(os.path.join(WORK, path)).read())
+        say(f"{name}: {requests} requests, socket errors connect/read/write/timeout "
+            f"{errors}, {non2xx} non-2xx")
+        check(errors == [0, 0, 0, 0] and non2xx == 0,
+              f"reload under {name}: socket errors connect/read/write/timeout {errors}, "
+              f"{non2xx} non-2xx, over {requests} requests")
     status, body = k1.get("/")
     check(status == 200 and body == "Hello, World!", f"the new k1 answers {status} {body!r}")
-    say(f"reload: pid {old} -> {new} under wrk, {requests} requests, no errors")
+    say(f"reload: pid {old} -> {new} under both loads, no errors")
 
     # The new process is back in the cluster: links to Redis, and a fresh
     # pair of clients through HAProxy exchanging across instances.
@@ -688,10 +728,11 @@ def main():
             check(c.closed is None, f"{c.name} was disconnected: {c.closed}")
             dup = [k for k, v in c.got.items() if len(v) > 1]
             check(not dup, f"{c.name} received messages twice: {dup[:5]}")
-        await close_all(clients)
         if can_reload:
-            await reload_under_load(keels, lb, report)
+            await reload_under_load(keels, lb, report, clients, where)
             await after_reload(keels, lb)
+        else:
+            await close_all(clients)
     asyncio.run(run())
 
     # Both instances stop cleanly on SIGTERM (the new k1 included), and

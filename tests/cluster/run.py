@@ -610,6 +610,7 @@ async def reload_under_load(keels, lb, report, clients, where):
     on_k1 = [c for c in clients if where[c.name] == "k1"]
     on_k2 = [c for c in clients if where[c.name] == "k2"]
     before = k1.metric("keel_http_requests_total")
+    since = {k.name: k.access_size() for k in keels}
     out = open(os.path.join(WORK, "wrk.out"), "w")
     wrk = spawn("wrk", [WRK, "-t2", "-c20", "-d6s", "--timeout", "5s",
                         f"http://127.0.0.1:{k1.http_port}/"], out)
@@ -667,13 +668,30 @@ async def reload_under_load(keels, lb, report, clients, where):
             f"drains): {e}; heard {on_k2[0].events}")
     await close_all(on_k2)
     await apoll(lambda: wrk.poll() is not None and wrk_lb.poll() is not None, 15, "wrk ends")
+    answered = 0
     for name, path in (("wrk on k1", "wrk.out"), ("wrk through HAProxy", "wrk-lb.out")):
         requests, errors, non2xx = wrk_result(open(os.path.join(WORK, path)).read())
+        answered += requests
         say(f"{name}: {requests} requests, socket errors connect/read/write/timeout "
             f"{errors}, {non2xx} non-2xx")
         check(errors == [0, 0, 0, 0] and non2xx == 0,
               f"reload under {name}: socket errors connect/read/write/timeout {errors}, "
               f"{non2xx} non-2xx, over {requests} requests")
+    # Both k1 processes wrote the same access log: every line whole, and
+    # every request wrk had answered is in one of the logs (wrk may have
+    # sent a few more that its end cut short).
+    clf = re.compile(r'\S+ - - \[[^]]+\] "[^"]*" \d{3} (\d+|-) "[^"]*" "[^"]*"$')
+
+    def logged():
+        n = 0
+        for k in keels:
+            for line in k.access_lines(since[k.name]):
+                check(clf.match(line), f"{k.name}: a broken access log line: {line!r}")
+                n += line.endswith('"GET / HTTP/1.1" 200 13 "-" "-"')
+        return n >= answered and n
+    n = await apoll(logged, 5, f"wrk's {answered} answered requests in the access logs", 0.2)
+    say(f"access logs across the reload: {n} lines for wrk's {answered} answered requests, "
+        "all whole")
     status, body = k1.get("/")
     check(status == 200 and body == "Hello, World!", f"the new k1 answers {status} {body!r}")
     say(f"reload: pid {old} -> {new} under both loads, no errors")

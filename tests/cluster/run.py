@@ -17,8 +17,10 @@ What it checks, in order (tests/cluster/README.md says more):
     instance only and are counted in pubsub_redis_dropped_total; Redis is
     restarted on the same port and delivery across instances resumes.
  4. SIGHUP reloads one instance under a steady wrk load on its direct
-    (non-PROXY) listener: zero socket errors, zero non-2xx, the old process
-    exits 0, a new pid serves (and rejoins the cluster).
+    (non-PROXY) listener and another through HAProxy: zero socket errors,
+    zero non-2xx, every answered request in the access logs, the old
+    process exits 0 (its WebSocket clients closed with 1001), a new pid
+    serves and rejoins the cluster.
 
 It prints the delivery latency across instances (p50/p99) and a rough
 messages/s figure; they are not asserted. Exit 0 when every check passed,

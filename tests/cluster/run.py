@@ -643,6 +643,7 @@ async def reload_under_load(keels, lb, report, clients, where):
     check(new != old, "the new process has the old pid")
     await apoll(lambda: k1.proc.poll() is not None, 10, "the old k1 process exits")
     check(k1.proc.returncode == 0, f"the old k1 exited {k1.proc.returncode}")
+    check(os.path.exists(k1.pid_file), "the old k1 removed the new one's pid_file")
     await apoll(lambda: open(k1.pid_file).read().strip() == str(new), 5,
                 "pid_file names the new process")
     check(alive(new), "the new k1 process is not running")
@@ -765,6 +766,8 @@ def main():
             check(k.proc.returncode == 0, f"{k.name} exited {k.proc.returncode}")
         else:
             poll(lambda: not alive(k.pid), 10, f"{k.name} (pid {k.pid}) stops")
+        check(not k.pid_file or not os.path.exists(k.pid_file),
+              f"{k.name}: its pid_file outlived it")
         log = k.log()
         check("Sanitizer" not in log and "runtime error" not in log,
               f"{k.name}: sanitizer report:\n{log}")

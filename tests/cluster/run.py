@@ -342,8 +342,9 @@ class HAProxy:
         for _ in range(5):
             self.ws_port, self.peer_port, self.http_port = free_port(), free_port(), free_port()
             cfg = os.path.join(WORK, "haproxy.cfg")
-            servers = lambda attr: "".join(
-                f"  server {k.name} 127.0.0.1:{getattr(k, attr)} send-proxy-v2\n" for k in keels)
+            servers = lambda attr, opt="": "".join(
+                f"  server {k.name} 127.0.0.1:{getattr(k, attr)} send-proxy-v2{opt}\n"
+                for k in keels)
             with open(cfg, "w") as f:
                 f.write("global\n  maxconn 2000\n"
                         "defaults\n  mode tcp\n  timeout connect 5s\n"
@@ -353,7 +354,10 @@ class HAProxy:
                         "  default_backend keel_ws\n"
                         f"frontend peer\n  bind 127.0.0.1:{self.peer_port}\n"
                         "  default_backend keel_peer\n"
-                        "backend keel_ws\n  balance roundrobin\n" + servers("ws_port") +
+                        "backend keel_ws\n  balance roundrobin\n"
+                        "  option httpchk GET /__ready\n"
+                        "  timeout check 2s\n  default-server inter 500ms fall 3 rise 2\n" +
+                        servers("ws_port", " check") +
                         "backend keel_peer\n  balance roundrobin\n" + servers("peer_port"))
             out = open(self.log, "a")
             self.proc = spawn("haproxy", [HAPROXY, "-db", "-f", cfg], out)
@@ -755,6 +759,22 @@ def main():
         else:
             await close_all(clients)
     asyncio.run(run())
+
+    # HAProxy probed both instances' readiness (GET /__ready, through the
+    # PROXY listener like any connection) all along: every probe answered
+    # 200, and no server was ever taken out (HAProxy says "is DOWN" on
+    # stderr), not during Redis' outage, not across the reload.
+    for k in keels:
+        probes = [l for l in k.access_lines() if '"GET /__ready ' in l]
+        check(probes, f"{k.name}: HAProxy's health checks never reached it")
+        bad = [l for l in probes if '" 200 ' not in l]
+        check(not bad, f"{k.name}: readiness probes not answered 200: {bad[:3]}")
+    with open(lb.log, errors="replace") as f:
+        down = [l for l in f if "is DOWN" in l or "no server available" in l]
+    check(not down, f"HAProxy took a server out: {down}")
+    say("HAProxy's readiness probes: " + ", ".join(
+        f"{k.name} {sum(1 for l in k.access_lines() if 'GET /__ready ' in l)} answered 200"
+        for k in keels) + ", no server ever down")
 
     # Both instances stop cleanly on SIGTERM (the new k1 included), and
     # neither logged a sanitizer report.

@@ -147,6 +147,18 @@ def can_connect(port, host="127.0.0.1"):
 # keel) is in its process group; every group is killed at the end, whatever
 # happened.
 
+def become_subreaper():
+    """Linux: orphans among our descendants (the keel a reload started,
+    once the old one exits) become our children rather than init's, so
+    that whoever kills this script's process tree (ctest on its timeout)
+    finds them too."""
+    try:
+        import ctypes
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
 PROCS = []  # (name, Popen)
 EXTRA_PIDS = set()  # processes that are not our children (a keel after reload)
 WORK = tempfile.mkdtemp(prefix="keel-cluster-")
@@ -801,6 +813,7 @@ def main():
 
 if __name__ == "__main__":
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    become_subreaper()
     rc = 1
     try:
         rc = main()

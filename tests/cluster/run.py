@@ -116,13 +116,15 @@ def poll(pred, timeout, what, interval=0.02):
 
 
 async def apoll(pred, timeout, what, interval=0.01):
+    """poll() for the asyncio side; what may be a function, called for the
+    message when the time is up (to say what was seen by then)."""
     end = time.monotonic() + bounded(timeout)
     while True:
         v = pred()
         if v:
             return v
         if time.monotonic() > end:
-            raise Failure(f"timed out after {timeout}s: {what}")
+            raise Failure(f"timed out after {timeout}s: {what() if callable(what) else what}")
         await asyncio.sleep(interval)
 
 
@@ -453,7 +455,7 @@ async def exchange(clients, tag, per_client, gap):
     await asyncio.wait_for(asyncio.gather(*(sender(c) for c in clients)), bounded(20))
     want = per_client * len(clients)
     await apoll(lambda: all(c.count(tag) >= want for c in clients), 20,
-                f"every client receives the {want} '{tag}' messages: " +
+                lambda: f"every client receives the {want} '{tag}' messages: " +
                 ", ".join(f"{c.name} {c.count(tag)}" for c in clients))
     last = max(max(ts) for c in clients for (t, _, _), ts in c.got.items() if t == tag)
     for c in clients:
@@ -679,7 +681,7 @@ async def reload_under_load(keels, lb, report, clients, where):
     try:
         for c in on_k2:
             await apoll(lambda: all(("leave", x.name) in c.events for x in on_k1), 2,
-                        f"{c.name} on k2 hears {[x.name for x in on_k1]} leave")
+                        lambda: f"{c.name} on k2 hears {[x.name for x in on_k1]} leave")
         say("XPASS: k2's clients heard the old k1's members leave; the known bug about "
             "publishes during a shutdown is fixed: make this check strict")
     except Failure as e:

@@ -12,7 +12,6 @@
 #include "base/util.h"
 #include "runtime/crash.h"
 
-#define SCRATCH_SIZE  (64 * 1024)
 #define POOL_MAX_FREE 64
 
 static void on_wakeup(uv_async_t *async);
@@ -40,7 +39,7 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
     w->server = server;
     w->id = id;
     w->module_state = calloc(server->nmodules ? server->nmodules : 1, sizeof *w->module_state);
-    w->scratch = malloc(SCRATCH_SIZE);
+    w->scratch = malloc(KL_SCRATCH_SIZE);
     if (w->module_state == NULL || w->scratch == NULL ||
         kl_bufpool_init(&w->pool, server->settings.read_buffer_size, POOL_MAX_FREE) != KEEL_OK)
         goto fail;

@@ -34,6 +34,7 @@ struct kl_reload {
     uv_timer_t timer;
     int child_open, ready_open, timer_open;
     int served;     /* the successor said it serves */
+    int cancelled;  /* this process stops: the successor was told to stop */
     char buffer[8]; /* what it wrote */
 };
 
@@ -52,6 +53,11 @@ void kl_reload_start(keel_server *s)
 }
 
 void kl_reload_close(keel_server *s)
+{
+    (void)s;
+}
+
+void kl_reload_cancel(keel_server *s)
 {
     (void)s;
 }
@@ -128,11 +134,24 @@ void kl_reload_close(keel_server *s)
         close_handles(s->reload);
 }
 
+void kl_reload_cancel(keel_server *s)
+{
+    kl_reload *r = s->reload;
+    if (r == NULL || r->served || !r->child_open || uv_is_closing((uv_handle_t *)&r->child))
+        return;
+    kl_log(KEEL_LOG_INFO, "stopping: the reload's new process (pid %d) is stopped too",
+           r->child.pid);
+    r->cancelled = 1;
+    uv_process_kill(&r->child, SIGTERM);
+}
+
 static void on_child_exit(uv_process_t *child, int64_t status, int signal)
 {
     kl_reload *r = child->data;
     int pid = child->pid;
-    if (r->served) {
+    if (r->cancelled) {
+        kl_log(KEEL_LOG_INFO, "the reload's new process (pid %d) stopped", pid);
+    } else if (r->served) {
         kl_log(KEEL_LOG_WARN, "the new process (pid %d) exited (status %lld, signal %d)", pid,
                (long long)status, signal);
     } else {
@@ -174,7 +193,7 @@ static void on_ready(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 {
     kl_reload *r = stream->data;
     keel_server *s = r->server;
-    if (nread > 0 && !r->served && buf->base[0] == 'R') {
+    if (nread > 0 && !r->served && !r->cancelled && buf->base[0] == 'R') {
         r->served = 1;
         uv_timer_stop(&r->timer);
         kl_log(KEEL_LOG_INFO, "reload: new process %d serving; draining this one (pid %d)",

@@ -15,6 +15,10 @@ typedef struct kl_reload kl_reload;
  * server is stopping (each logged). */
 void kl_reload_start(keel_server *server);
 
+/* keel is stopping for good: a successor that does not serve yet is
+ * stopped too (SIGTERM), or it would be left running after the stop. */
+void kl_reload_cancel(keel_server *server);
+
 /* Closes the reload's handles (the successor, if any, runs on). */
 void kl_reload_close(keel_server *server);
 

@@ -316,8 +316,10 @@ static void on_wakeup(uv_async_t *async)
         /* After a reload the sockets stay open in the new process: a
          * balancer has nothing to notice, so no delay. */
         uint64_t delay = s->reloaded ? 0 : s->settings.shutdown_delay_ms;
-        if (handled == 0 && !s->reloaded)
+        if (handled == 0 && !s->reloaded) {
             kl_service_notify("STOPPING=1");
+            kl_reload_cancel(s);
+        }
         if (handled == 0) {
             if (s->reloaded)
                 kl_log(KEEL_LOG_INFO, "shutting down: the new process took over");

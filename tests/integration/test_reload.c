@@ -187,6 +187,53 @@ Test(reload, a_failing_config_leaves_the_old_process_serving, .timeout = 60, .fi
     kh_assert(p, get_ok(port, "/"), "no answer after the reload");
 }
 
+/* A new process that neither serves nor fails within reload_timeout is
+ * killed, and the old one serves on. */
+Test(reload, a_new_process_too_slow_to_serve_is_stopped, .timeout = 60, .fini = reload_fini)
+{
+    char pid_path[400];
+    kh_proc *p = start_keel(CONFIG("1", "reload_timeout = 1s\n"), pid_path, sizeof pid_path);
+    unsigned port = kh_port(p, 0);
+    write_config(p->conf, "[keel]\n"
+                          "listen = 127.0.0.1:0 http1\n"
+                          "workers = 1\n"
+                          "modules = http1 hello slowload\n"
+                          "pid_file = keel.pid\n"
+                          "reload_timeout = 1s\n" KH_MODULE_PATH "[slowload]\n"
+                          "delay = 30s\n");
+    kh_signal(p, SIGHUP);
+    kh_assert(p, kh_wait_log(p, "did not serve within 1000 ms", 10000),
+              "the slow new process was not given up on");
+    kh_assert(p, kh_wait_log(p, "ended by signal 9", 5000), "the slow new process was not killed");
+    kh_assert(p, get_ok(port, "/"), "the old process no longer serves");
+    kh_assert(p, read_pid(pid_path) == p->pid, "the pid file changed");
+}
+
+/* Stopped while its successor is still starting, keel stops that one
+ * too: nothing is left running. */
+Test(reload, stopping_during_a_reload_stops_the_new_process_too, .timeout = 60, .fini = reload_fini)
+{
+    char pid_path[400];
+    kh_proc *p = start_keel(CONFIG("1", ""), pid_path, sizeof pid_path);
+    write_config(p->conf, "[keel]\n"
+                          "listen = 127.0.0.1:0 http1\n"
+                          "workers = 1\n"
+                          "modules = http1 hello slowload\n"
+                          "pid_file = keel.pid\n" KH_MODULE_PATH "[slowload]\n"
+                          "delay = 5s\n");
+    kh_signal(p, SIGHUP);
+    kh_assert(p, kh_wait_log(p, "slowload: loading", 10000), "the new process did not start");
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_log(p, "is stopped too", 5000), "the new process was not stopped");
+    const char *line = strstr(kh_stderr(p), "new process (pid ");
+    int child = line ? atoi(line + strlen("new process (pid ")) : 0;
+    kh_assert(p, child > 0, "no pid in the log");
+    remember((pid_t)child);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "the old process did not exit 0");
+    kh_assert(p, wait_gone((pid_t)child, 3000), "the new process (%d) is still running", child);
+    kh_assert(p, access(pid_path, F_OK) != 0, "the pid file outlived both processes");
+}
+
 /* What is under way when the new process takes over: a request in
  * flight finishes on the old process; a keep-alive connection between
  * requests gets its next answer with Connection: close instead of a

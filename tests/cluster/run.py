@@ -592,6 +592,7 @@ async def cluster(keels, redis, lb, report):
                         f"{k.name} counts the drops")
         check(d == K, f"{k.name}: {d} drops counted for {K} publishes")
     report["dropped"] = {k.name: k.metric("pubsub_redis_dropped_total") for k in keels}
+    t_restart = time.monotonic()
     redis.start(redis.port)
     for k in keels:
         await apoll(lambda: k.metric("pubsub_redis_links_up") == 2, 10,
@@ -599,7 +600,7 @@ async def cluster(keels, redis, lb, report):
     t0 = time.monotonic()
     await until_crossing(a, b, "resumed", 10)
     await until_crossing(b, a, "resumed", 10)
-    report["resume"] = time.monotonic() - t0
+    report["resume"] = (t0 - t_restart, time.monotonic() - t_restart)
     for k in keels:
         check(k.metric("pubsub_redis_reconnects_total") >= reconnects[k.name] + 2,
               f"{k.name}: reconnects not counted")
@@ -611,8 +612,9 @@ async def cluster(keels, redis, lb, report):
             want = K if where[c.name] == where[s.name] else 0
             check(n == want, f"{c.name} ({where[c.name]}) got {n} of {s.name}'s outage "
                              f"messages ({where[s.name]}), expected {want}")
-    say(f"Redis killed and restarted: {K} publishes per instance dropped and counted, "
-        f"delivery across instances back {report['resume']:.2f} s after the links")
+    say(f"Redis killed and restarted: {K} publishes per instance dropped and counted; "
+        "after the restart (redis-server answering included) both links were up in "
+        "%.2f s, delivery across instances both ways in %.2f s" % report["resume"])
     return clients, where
 
 

@@ -396,6 +396,7 @@ class Client:
         self.got = {}  # (tag, sender, seq) -> [receive times, ns]
         self.sent_ns = {}
         self.events = []  # ("join" | "leave", name)
+        self.members = []  # names from the roll calls it was sent
         self.closed = None  # (code, reason) once the connection ended
 
     async def connect(self, port):
@@ -415,6 +416,8 @@ class Client:
                 m = json.loads(text)
                 if m.get("type") in ("join", "leave"):
                     self.events.append((m["type"], m["name"]))
+                if m.get("type") == "members":
+                    self.members.extend(m["names"])
                 if m.get("type") != "msg":
                     continue
                 tag, sender, seq, _ = m["text"].split("|")
@@ -521,6 +524,13 @@ async def cluster(keels, redis, lb, report):
     check("twice" not in where, f"a client's upgrade is logged twice: {where}")
     say("clients:", ", ".join(f"{c.name} {c.src}:{c.port} on {where[c.name]}" for c in clients))
     on = {k.name: [c for c in clients if where[c.name] == k.name] for k in keels}
+    # The roll call answers a newcomer from its own instance: a list that
+    # names a member of the other instance reached the wrong inbox (inbox
+    # topics must differ between instances once Redis carries them).
+    for c in clients:
+        strangers = [n for n in c.members if where.get(n) != where[c.name]]
+        check(not strangers, f"{c.name} on {where[c.name]} was sent the roll call of another "
+              f"instance: {strangers}")
     check(on["k1"] and on["k2"], f"round robin left an instance without clients: {where}")
     for k in keels:
         bad = [l for l in k.access_lines() if "/chat/ws" in l and not

@@ -148,10 +148,12 @@ static void send_channel_cmd(const char *verb, const char *topic, size_t tlen)
 
 /* ---- active topics: a hash set ---------------------------------------------------
  * Every local subscriber's first subscription to a topic, and its last
- * unsubscription, looks the topic up here. Applications make a topic per
- * connection (the chat example's inboxes), so this has to stay O(1): with
- * the linear list it replaced, 50,000 such topics cost 1.25e9 comparisons
- * on worker 0 to set up. */
+ * unsubscription, looks the topic up here, on worker 0. Applications make
+ * a topic per connection (the chat example's inboxes), so this has to stay
+ * O(1). Measured (-O2, this machine) adding then removing N topics named
+ * like the chat's inboxes: with the linear list this replaced, N = 10,000
+ * took 363 ms and N = 50,000 took 18.8 s of worker 0; with this table,
+ * 2.3 ms and 38 ms. */
 
 /* FNV-1a, 64-bit. */
 static uint64_t topic_hash(const char *s, size_t len)

@@ -13,6 +13,8 @@
  *   stays under max_pending, the rest is dropped and counted, and delivery
  *   resumes after SIGCONT.
  * - A Redis that goes silent is found by PING and reconnected to.
+ * - 300 topics (the table grows several times): one Redis subscription
+ *   each, all reachable, all unsubscribed once their subscribers leave.
  * Skipped where redis-server is not installed or the module not built. */
 #define _GNU_SOURCE
 #include "test_http.h"
@@ -276,6 +278,75 @@ Test(pubsub_redis, a_silent_redis_is_found_by_ping, .timeout = 60, .fini = kh_cl
               "delivery resumes once Redis answers again");
     kh_assert(k1, pr_metric(k1, "pubsub_redis_reconnects_total") >= 1, "by reconnecting");
     wsc_close(a);
+    wsc_close(pub2);
+    kh_stop(k1);
+    kh_stop(k2);
+    kh_stop(redis);
+}
+
+/* Redis's own count of the channels matching pattern that have
+ * subscribers (PUBSUB NUMSUB would need the names), through redis-cli;
+ * -1 if it cannot be asked. */
+static int redis_channels(unsigned port, const char *pattern)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%u", port);
+    const char *argv[] = {"redis-cli", "-h",       "127.0.0.1", "-p", p,
+                          "PUBSUB",    "CHANNELS", pattern,     NULL};
+    ht_run_result rr = ht_run(argv, 5000);
+    int n = -1;
+    if (rr.status == 0) { /* one name a line; an empty array prints an empty line */
+        n = 0;
+        for (const char *l = rr.out; *l; l++)
+            n += *l == '\n' && l > rr.out && l[-1] != '\n';
+    }
+    ht_run_free(&rr);
+    return n;
+}
+
+static int wait_channels(unsigned port, const char *pattern, int want, int timeout_ms)
+{
+    long long end = kh_now_ms() + timeout_ms;
+    int n;
+    while ((n = redis_channels(port, pattern)) != want && kh_now_ms() < end)
+        kh_sleep_ms(50);
+    return n;
+}
+
+/* Enough topics to make the table grow several times: each is subscribed
+ * in Redis once, reachable, and unsubscribed when its last subscriber
+ * leaves (found again after the rehashes). */
+Test(pubsub_redis, many_topics, .timeout = 60, .fini = kh_cleanup_all)
+{
+    PR_REQUIRE();
+    if (access("/usr/bin/redis-cli", X_OK) != 0)
+        cr_skip_test("redis-cli is not installed");
+    unsigned rport = pr_free_port();
+    kh_proc *redis = pr_start_redis(rport);
+    kh_proc *k1 = start_keel(rport), *k2 = start_keel(rport);
+    kh_assert(k1, kh_wait_log(k1, "(subscribe): connected", 10000), "k1 connects");
+    wsc *c = wsc_open(kh_port(k1, 0), "/t/app", NULL);
+    char cmd[64];
+    for (int i = 0; i < 300; i++) {
+        snprintf(cmd, sizeof cmd, "sub topic-%d", i);
+        wsc_send_text(c, cmd);
+        wsc_frame f;
+        cr_assert(wsc_read(c, &f, 5000) == 0 && strncmp((char *)f.data, "subscribed", 10) == 0,
+                  "sub %d", i);
+        wsc_frame_free(&f);
+    }
+    /* a second subscriber to a few of them changes nothing in Redis */
+    wsc *d = pr_subscriber(k1, "topic-7");
+    cr_assert(wait_channels(rport, "t:topic-*", 300, 10000) == 300,
+              "one Redis subscription per topic: %d", redis_channels(rport, "t:topic-*"));
+    wsc *pub2 = wsc_open(kh_port(k2, 0), "/t/app", NULL);
+    kh_assert(k1, pr_publish_until_received(pub2, c, "topic-299", "last", 10000), "topic-299");
+    kh_assert(k1, pr_publish_until_received(pub2, c, "topic-0", "first", 10000), "topic-0");
+    wsc_close(c);
+    cr_assert(wait_channels(rport, "t:topic-*", 1, 10000) == 1,
+              "all unsubscribed but the one still held: %d", redis_channels(rport, "t:topic-*"));
+    wsc_close(d);
+    cr_assert(wait_channels(rport, "t:topic-*", 0, 10000) == 0, "none left");
     wsc_close(pub2);
     kh_stop(k1);
     kh_stop(k2);

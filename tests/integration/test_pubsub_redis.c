@@ -15,6 +15,7 @@
  * - A Redis that goes silent is found by PING and reconnected to.
  * - 300 topics (the table grows several times): one Redis subscription
  *   each, all reachable, all unsubscribed once their subscribers leave.
+ * - Settings that cannot work refused at start-up.
  * Skipped where redis-server is not installed or the module not built. */
 #define _GNU_SOURCE
 #include "test_http.h"
@@ -351,4 +352,32 @@ Test(pubsub_redis, many_topics, .timeout = 60, .fini = kh_cleanup_all)
     kh_stop(k1);
     kh_stop(k2);
     kh_stop(redis);
+}
+
+/* Settings that cannot work are refused at start-up, naming the key. */
+Test(pubsub_redis, config_errors, .timeout = 30, .fini = kh_cleanup_all)
+{
+    PR_REQUIRE();
+    static const struct {
+        const char *lines, *key, *says;
+    } cases[] = {
+        {"username = alice\n", "[pubsub_redis] username", "needs a password"},
+        {"max_pending = 100\n", "[pubsub_redis] max_pending", "at least 1k"},
+        {"ping_interval = 10ms\n", "[pubsub_redis] ping_interval", "at least 100ms"},
+        {"database = -1\n", "[pubsub_redis] database", ""},
+        {"tls = maybe\n", "[pubsub_redis] tls", ""},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char conf[1024];
+        snprintf(conf, sizeof conf,
+                 "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n"
+                 "modules = http1 websocket pubsub_redis\n" KH_MODULE_PATH
+                 "[pubsub_redis]\naddress = 127.0.0.1:1\n%s",
+                 cases[i].lines);
+        kh_proc *p = kh_spawn(conf, NULL);
+        kh_assert(p, kh_wait_exit(p, 10000) != 0, "refused: %s", cases[i].lines);
+        kh_assert(p, strstr(kh_stderr(p), cases[i].key) && strstr(kh_stderr(p), cases[i].says),
+                  "names %s: %s", cases[i].key, cases[i].says);
+        kh_stop(p);
+    }
 }

@@ -265,8 +265,8 @@ static void on_connect_error(keel_worker *worker, int status, void *arg)
     link *l = arg;
     (void)worker;
     l->connecting = 0;
-    if (pr.stopping)
-        return;
+    if (pr.stopping || keel_worker_stopping(pr.owner))
+        return; /* KEEL_ERR_SHUTDOWN: no failure, and nothing to retry */
     keel_metric_add(pr.owner, pr.connect_failures, 1);
     /* Once per outage at warn level: retries say it again in debug. Through
      * TLS a refused certificate is KEEL_ERR_IO here, and the tls module

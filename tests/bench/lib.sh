@@ -1,6 +1,6 @@
 # shellcheck shell=bash
 # tests/bench/lib.sh — what run.sh and the scenario files (http.sh,
-# static.sh, ws.sh, tls.sh, h2.sh, proxy.sh) share: settings, packages, process bookkeeping, CPU time
+# static.sh, ws.sh, tls.sh, h2.sh, proxy.sh, cluster.sh) share: settings, packages, process bookkeeping, CPU time
 # and memory of a server, wrk, medians and ratios, the peers' configuration
 # frames, the driver that selects and runs the scenarios, and the report's
 # head. Sourced, never run; the documentation of the settings is run.sh's

@@ -3,8 +3,8 @@
 # tests/bench/run.sh — keel against its peers, every scenario in one run, on
 # loopback: HTTP/1.1 (nginx, h2o, Node.js), static files (nginx, h2o),
 # WebSocket echo (libwebsockets, Node.js `ws`), HTTPS (nginx), HTTP/2 (nginx,
-# h2o, Node.js) and reverse proxying (nginx). A benchmark, not a test: never
-# part of ctest.
+# h2o, Node.js), reverse proxying (nginx) and pub/sub across instances
+# through Redis. A benchmark, not a test: never part of ctest.
 #
 #   tests/bench/run.sh                                 everything (about 15 min)
 #   DURATION=3 WARMUP=1 tests/bench/run.sh             quick run (about 9 min)
@@ -21,6 +21,7 @@
 #   tls.sh     tlskeepalive tlshandshake tlsidle          (group "tls")
 #   h2.sh      h2small h2file h2idle                      (group "h2")
 #   proxy.sh   proxysmall proxy1m                         (group "proxy")
+#   cluster.sh clusterlat clusterrate                     (group "cluster")
 # TESTS takes tests and groups, "all" for every one. SERVERS names the
 # servers; each scenario runs those it knows: keel everywhere, nginx in http,
 # static, tls, h2 and proxy (proxy_pass; proxy's upstream is nginx whatever
@@ -54,7 +55,7 @@
 #   TESTS [all]    SERVERS ["keel nginx h2o lws node"]
 #   SERVER_CPU [0] CLIENT_CPU [1]
 #   BASE_PORT [19080] (http +0..3, static +10..13, ws +20..25, tls +30..31,
-#                  proxy +100..102, h2 +200..203)
+#                  proxy +100..102, h2 +200..203, cluster +300..303)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
 #   INSTR_SECS [5] seconds of load for the counts (syscalls, instr, staticsyscalls, staticinstr)
 #   CONNS [64]     wrk connections (http, static4k, tlskeepalive, proxysmall)
@@ -62,13 +63,14 @@
 #   NO_INSTALL=1   do not apt-get missing packages
 #   and each scenario's own (CONNS, DEPTH, BODY, IDLE, H2O_MODE, STATIC_CONNS_LARGE,
 #   WS_CONNS, WS_SIZES, WS_MODES, WS_IDLE, KEEL_WS_OPTS, TLS_IDLE, H2_CONNS,
-#   H2_STREAMS, H2_IDLE, PROXY_CONNS_1M, ...): see its file.
+#   H2_STREAMS, H2_IDLE, PROXY_CONNS_1M, CLUSTER_SUBS, CLUSTER_RATE, ...): see its file.
 #
 # Packages (installed with apt-get when missing): wrk curl python3, nginx-light
 # libnginx-mod-http-echo h2o nodejs npm valgrind gcc zlib1g-dev pkg-config
-# libwebsockets-dev openssl nghttp2-client as the selection needs them (keel's
-# own build needs libmbedtls-dev for the tls module and keel-cert,
-# libnghttp2-dev for the h2 module); the `ws` package with npm;
+# libwebsockets-dev openssl nghttp2-client redis-server as the selection needs
+# them (keel's own build needs libmbedtls-dev for the tls module and
+# keel-cert, libnghttp2-dev for the h2 module, libhiredis-dev for
+# pubsub_redis); the `ws` package with npm;
 # perf (linux-perf) is used when present.
 # Everything listens on 127.0.0.1 only; every server this script started is
 # killed when it exits (trap).
@@ -92,5 +94,7 @@ source "$HERE/tls.sh"
 source "$HERE/h2.sh"
 # shellcheck source=proxy.sh
 source "$HERE/proxy.sh"
+# shellcheck source=cluster.sh
+source "$HERE/cluster.sh"
 
 bench_main run.sh

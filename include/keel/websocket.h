@@ -115,7 +115,9 @@ typedef struct keel_ws_endpoint {
     /* Last call: the connection is closed. code is the peer's close code
      * (or KEEL_WS_CLOSE_NO_STATUS, or KEEL_WS_CLOSE_ABNORMAL when no close
      * frame came), reason its text (not NUL-terminated). Free ws_data
-     * here. */
+     * here. Its subscriptions end after this returns (nothing more is
+     * sent to it meanwhile), so what it publishes here (a "left" notice)
+     * reaches a bridge to other instances before its topics go idle. */
     void (*on_close)(keel_ws *ws, int code, const char *reason, size_t reason_len, void *userdata);
 } keel_ws_endpoint;
 

@@ -106,6 +106,7 @@ static struct {
      * which need a connection, always see it. */
     keel_worker *owner;
     int stopping;
+    int draining; /* stopping: the links close once no local subscriber is left */
     link sub, pub;
     topic_node **buckets; /* active topics */
     size_t ntopics, nbuckets;
@@ -451,10 +452,30 @@ static void link_timeout(keel_conn *conn)
     send_argv(l, 1, (const char *[]){"PING"}, (size_t[]){4});
 }
 
+/* Draining, the links close once this instance has no subscriber left
+ * (queued PUBLISH and UNSUBSCRIBE commands leave first: keel_conn_close
+ * flushes). */
+static void links_close_if_drained(void)
+{
+    if (!pr.draining || pr.ntopics > 0)
+        return;
+    if (pr.sub.conn != NULL)
+        keel_conn_close(pr.sub.conn);
+    if (pr.pub.conn != NULL)
+        keel_conn_close(pr.pub.conn);
+}
+
+/* The server is stopping. Closing the links now would drop what the
+ * application publishes while its WebSocket connections wind down (the
+ * chat example's "leave" of each member, found by tests/cluster): they
+ * stay up, without reconnecting, until the last local subscriber has
+ * gone; [keel] shutdown_timeout bounds the wait as for any connection. */
 static void link_shutdown(keel_conn *conn)
 {
+    (void)conn;
     pr.stopping = 1;
-    keel_conn_close(conn);
+    pr.draining = 1;
+    links_close_if_drained();
 }
 
 static void link_close(keel_conn *conn, int status)
@@ -586,9 +607,10 @@ static void run_op(keel_worker *worker, void *userdata)
     (void)worker;
     if (o->type == OP_ACTIVE)
         topic_add(o->bytes, o->tlen);
-    else if (o->type == OP_IDLE)
+    else if (o->type == OP_IDLE) {
         topic_remove(o->bytes, o->tlen);
-    else
+        links_close_if_drained();
+    } else
         publish_remote(o);
     free(o);
 }
@@ -773,7 +795,7 @@ static int pr_start(keel_module *m, keel_worker *w, void *state)
     if (keel_worker_id(w) != 0)
         return KEEL_OK;
     pr.owner = w;
-    pr.stopping = 0;
+    pr.stopping = pr.draining = 0;
     connect_link(&pr.sub);
     connect_link(&pr.pub);
     return KEEL_OK;

@@ -419,9 +419,14 @@ void ws_app_close(keel_ws *ws, int code, const char *reason, size_t reason_len)
 {
     if (ws->flags & WS_APP_CLOSED)
         return;
-    ws->flags |= WS_APP_CLOSED;
-    ws_unsubscribe_all(ws);
+    ws->flags |= WS_APP_CLOSED; /* from here on nothing is sent to it (usable) */
     const keel_ws_endpoint *ep = ws->ep->ep;
     if (ep->on_close && (ws->flags & WS_OPENED))
         ep->on_close(ws, code, reason, reason_len, ep->userdata);
+    /* After on_close: what the application publishes there (a chat's
+     * "leave") goes out before this connection's topics may become idle,
+     * so an observer bridging topics to other instances (pubsub_redis)
+     * sees the message before it sees the last subscriber go, and does
+     * not close its link in between (found by tests/cluster). */
+    ws_unsubscribe_all(ws);
 }

@@ -46,7 +46,10 @@ static void usage(FILE *out)
           "  -h, --help          print this help and exit\n"
           "\n"
           "Stop with SIGINT or SIGTERM (Ctrl-C): keel stops accepting, lets work in\n"
-          "flight finish up to [keel] shutdown_timeout, and exits 0.\n",
+          "flight finish up to [keel] shutdown_timeout, and exits 0. Reload with\n"
+          "SIGHUP (not on Windows): a new keel with the same arguments takes over the\n"
+          "listening sockets, then this one drains and exits; if the new one fails,\n"
+          "this one serves on.\n",
           out);
 }
 
@@ -104,7 +107,13 @@ int main(int argc, char **argv)
             keel_log(NULL, KEEL_LOG_INFO, "configuration ok: %s",
                      config_path ? config_path : "(default)");
     } else if (rc == KEEL_OK) {
-        rc = keel_server_run(server);
+        /* SIGHUP: a new keel with these same arguments takes over
+         * (docs/operations.md); not on Windows, where it does nothing. */
+        int reload = keel_server_enable_reload(server, argv);
+        if (reload != KEEL_OK && reload != KEEL_ERR_UNSUPPORTED)
+            rc = reload;
+        else
+            rc = keel_server_run(server);
     }
     keel_server_free(server);
     return rc == KEEL_OK ? 0 : 1;

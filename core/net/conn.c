@@ -1,7 +1,8 @@
-/* The connection manager: reading into pooled buffers, delivering bytes to
- * the protocol, protocol hand-over, timeouts and the life cycle. Output is
- * the output unit's (net/output.c), closing is net/conn_close.c.
- * Everything here runs on the connection's worker thread. */
+/* The connection manager: protocol hand-over, timeouts, the idle list and
+ * the life cycle. Reading is net/conn_read.c, the PROXY protocol header
+ * net/conn_preamble.c, output the output unit's (net/output.c), closing
+ * net/conn_close.c. Everything here runs on the connection's worker
+ * thread. */
 #include "net/conn.h"
 
 #include <stdio.h>
@@ -15,19 +16,11 @@
 #include "net/preamble.h"
 #include "net/worker.h"
 
-/* Bytes a transport reads raw before decoding (per worker, reused). */
-#define SCRATCH_SIZE (64 * 1024)
-
 static void on_close(uv_handle_t *handle);
 
 /* What a connection's handle carries in `data`: it tells connections
  * apart from the worker's other TCP handles in kl_conn_each. */
 static const char conn_tag;
-
-static keel_conn *conn_of(uv_handle_t *handle)
-{
-    return (keel_conn *)handle; /* tcp is the first member */
-}
 
 typedef struct each_ctx {
     void (*fn)(keel_conn *conn, void *arg);
@@ -39,7 +32,7 @@ static void each_handle(uv_handle_t *handle, void *arg)
     const each_ctx *ctx = arg;
     if (handle->type != UV_TCP || handle->data != &conn_tag || uv_is_closing(handle))
         return;
-    keel_conn *c = conn_of(handle);
+    keel_conn *c = kl_conn_of_handle(handle);
     if (c->flags & KL_CONN_STARTED)
         ctx->fn(c, ctx->arg);
 }
@@ -166,313 +159,6 @@ void kl_conn_output_settled(keel_conn *c)
             return;
     }
     kl_conn_advance_close(c);
-}
-
-/* ---- reading ----------------------------------------------------------- */
-
-static void release_buffer(keel_conn *c)
-{
-    if (c->rbuf != NULL && c->rstart == c->rlen && !(c->flags & KL_CONN_PAUSED)) {
-        kl_bufpool_put(&kl_conn_worker(c)->pool, c->rbuf, c->rcap);
-        c->rbuf = NULL;
-        c->rcap = c->rstart = c->rlen = 0;
-    }
-}
-
-/* Makes room for at least one more byte after rlen. */
-static int reserve(keel_conn *c, size_t want)
-{
-    kl_bufpool *pool = &kl_conn_worker(c)->pool;
-    if (c->rbuf == NULL) {
-        /* A connection asked for larger reads (keel_connect_options'
-         * read_buffer_size) gets its buffer at once, not by doubling. */
-        size_t size = want > pool->block_size ? want : pool->block_size;
-        c->rbuf = size == pool->block_size ? kl_bufpool_get(pool) : malloc(size);
-        if (c->rbuf == NULL)
-            return KEEL_ERR_NOMEM;
-        c->rcap = (uint32_t)size;
-        c->rstart = c->rlen = 0;
-    } else if (c->rstart == c->rlen) {
-        c->rstart = c->rlen = 0;
-    } else if (c->rstart > 0 && c->rcap - c->rlen < want) {
-        /* Compact only when short of room: the protocol's unconsumed tail is
-         * usually small, and moving it invalidates nothing it may keep. */
-        memmove(c->rbuf, c->rbuf + c->rstart, c->rlen - c->rstart);
-        c->rlen -= c->rstart;
-        c->rstart = 0;
-    }
-    while (c->rcap - c->rlen < want) {
-        size_t max = server_of(c)->settings.read_buffer_max;
-        if (c->rcap >= max)
-            return KEEL_ERR_LIMIT;
-        size_t cap = (size_t)c->rcap * 2 < max ? (size_t)c->rcap * 2 : max;
-        char *grown = realloc(c->rbuf, cap);
-        if (grown == NULL)
-            return KEEL_ERR_NOMEM;
-        c->rbuf = grown;
-        c->rcap = (uint32_t)cap;
-    }
-    return KEEL_OK;
-}
-
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
-
-static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
-{
-    keel_conn *c = conn_of(handle);
-    (void)suggested;
-    if ((c->flags & KL_CONN_PREAMBLE) && c->phase == KL_PHASE_OPEN) {
-        /* The header goes to the read buffer whatever the transport, and
-         * no further than its bound: what follows it in the same read is
-         * then at most KL_PROXY_MAX bytes, which fit the scratch buffer if
-         * a transport must decode them (preamble_read). */
-        if (reserve(c, 1) != KEEL_OK || c->rlen - c->rstart >= KL_PROXY_MAX) {
-            *buf = uv_buf_init(NULL, 0);
-            return;
-        }
-        size_t room = c->rcap - c->rlen, left = KL_PROXY_MAX - (c->rlen - c->rstart);
-        *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(room < left ? room : left));
-        return;
-    }
-    if (kl_conn_transport(c) != NULL || c->phase == KL_PHASE_LINGERING) {
-        *buf = uv_buf_init(kl_conn_worker(c)->scratch, SCRATCH_SIZE);
-        return;
-    }
-    /* A zero-length buffer makes libuv report UV_ENOBUFS to on_read. */
-    size_t want = c->rbuf == NULL && c->origin->read_buffer > 1 ? c->origin->read_buffer : 1;
-    if (reserve(c, want) != KEEL_OK) {
-        *buf = uv_buf_init(NULL, 0);
-        return;
-    }
-    *buf = uv_buf_init(c->rbuf + c->rlen, c->rcap - c->rlen);
-}
-
-void kl_conn_update_reading(keel_conn *c)
-{
-    if (kl_conn_handle_closed(c))
-        return;
-    int open = c->phase == KL_PHASE_OPEN && !(c->flags & (KL_CONN_BACKPRESSURE | KL_CONN_EOF));
-    /* Bytes read during a lazy pause are delivered before the next read:
-     * each pause lets one read through, never more. */
-    int want =
-        c->phase == KL_PHASE_LINGERING || (open && !(c->flags & (KL_CONN_PAUSED | KL_CONN_UNSEEN)));
-    /* A pause alone stops reading lazily: most pauses (a response in
-     * flight, a file being sent) end before the peer sends more, and
-     * stopping and restarting the poll for each costs two epoll_ctl
-     * calls per request. Bytes that do arrive meanwhile are kept, not
-     * delivered, and reading stops then (on_read): at most one more read
-     * is buffered, as with an immediate stop and libuv's own reads. Not
-     * when bytes read that way still wait unpresented: a protocol pausing
-     * and resuming faster than they are delivered would let a read
-     * through each time, and the buffer grow without bound. */
-    if (!want && open && (c->flags & KL_CONN_READING) && !(c->flags & KL_CONN_UNSEEN))
-        return;
-    if (want && !(c->flags & KL_CONN_READING)) {
-        if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
-            c->flags |= KL_CONN_READING;
-    } else if (!want && (c->flags & KL_CONN_READING)) {
-        uv_read_stop((uv_stream_t *)&c->tcp);
-        c->flags &= ~KL_CONN_READING;
-    }
-}
-
-/* Hands buffered bytes to the protocol until it stops consuming, pauses,
- * closes, or has seen everything. */
-static void deliver(keel_conn *c)
-{
-    /* Bytes wait for a protocol the transport has yet to open, or for
-     * the PROXY protocol header to end. */
-    if (c->flags & (KL_CONN_DEFERRED | KL_CONN_PREAMBLE))
-        return;
-    while (c->rbuf != NULL && c->rstart < c->rlen && !kl_conn_closing(c) &&
-           !(c->flags & KL_CONN_PAUSED)) {
-        const kl_protocol *p = c->protocol;
-        /* Bytes for the protocol: a message is starting, the connection is
-         * no longer one to lose (it marks itself idle again later). */
-        kl_conn_idle_unlink(c);
-        size_t avail = c->rlen - c->rstart;
-        size_t consumed = 0;
-        c->flags &= ~KL_CONN_UNSEEN; /* presented now */
-        if (p->cb.on_data == NULL) {
-            consumed = avail;
-        } else {
-            c->flags |= KL_CONN_IN_DATA;
-            int rc = p->cb.on_data(c, c->rbuf + c->rstart, avail, &consumed);
-            c->flags &= ~KL_CONN_IN_DATA;
-            if (rc < 0) {
-                kl_conn_abort_status(c, rc);
-                return;
-            }
-            if (consumed > avail)
-                consumed = avail;
-        }
-        c->rstart += (uint32_t)consumed;
-        /* Same protocol: it has seen every byte and waits for more. A
-         * switched protocol gets the rest on the next turn. */
-        if (c->protocol == p)
-            break;
-    }
-}
-
-/* The peer will send nothing more. A protocol with on_eof decides;
- * otherwise work in flight (reading paused) finishes first and the close
- * happens when the protocol resumes. */
-static void on_eof(keel_conn *c)
-{
-    if (c->phase == KL_PHASE_LINGERING) {
-        kl_conn_abort_status(c, c->close_status);
-        return;
-    }
-    c->flags |= KL_CONN_EOF;
-    kl_conn_update_reading(c);
-    if (kl_conn_closing(c))
-        return;
-    if (c->flags & (KL_CONN_DEFERRED | KL_CONN_PREAMBLE)) {
-        kl_conn_close(c, KEEL_OK);
-    } else if ((c->flags & KL_CONN_PAUSED) && c->rbuf != NULL && c->rstart < c->rlen) {
-        /* Bytes read while paused (the lazy pause) come before the end:
-         * the protocol hears of EOF once it has had them. */
-        c->flags |= KL_CONN_EOF_OWED;
-    } else if (c->protocol->cb.on_eof != NULL) {
-        c->protocol->cb.on_eof(c);
-    } else if (!(c->flags & KL_CONN_PAUSED)) {
-        kl_conn_close(c, KEEL_OK);
-    }
-}
-
-/* Raw bytes to the transport, which delivers what they decode to. */
-static int transport_read(keel_conn *c, const char *data, size_t len)
-{
-    c->flags |= KL_CONN_IN_TRANSPORT;
-    int rc = kl_conn_transport(c)->cb.on_read ? kl_conn_transport(c)->cb.on_read(c, data, len)
-                                              : keel_transport_deliver(c, data, len);
-    c->flags &= ~KL_CONN_IN_TRANSPORT;
-    if (rc < 0)
-        kl_conn_abort_status(c, rc);
-    return rc;
-}
-
-static void preamble_read(keel_conn *c);
-static const struct sockaddr *proxied_peer(keel_conn *c);
-
-static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
-{
-    keel_conn *c = conn_of((uv_handle_t *)stream);
-    if (nread > 0) {
-        int paused_before = (c->flags & KL_CONN_PAUSED) != 0;
-        keel_worker *w = kl_conn_worker(c);
-        kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_in->slot, nread);
-        if (c->phase == KL_PHASE_LINGERING)
-            return; /* discarded, and the linger budget is not renewed */
-        if (c->flags & KL_CONN_PREAMBLE) {
-            if (kl_conn_closing(c))
-                return; /* refused or timed out: nothing more is read */
-            c->rlen += (uint32_t)nread;
-            preamble_read(c);
-            if (!kl_conn_handle_closed(c))
-                release_buffer(c);
-            return;
-        }
-        /* While output waits, only its progress counts: a peer that keeps
-         * sending but never reads must still hit the write timeout. */
-        if (c->timeout_kind == KL_TIMEOUT_READ && c->phase == KL_PHASE_OPEN)
-            kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
-        if (kl_conn_transport(c) != NULL) {
-            if (transport_read(c, buf->base, (size_t)nread) < 0)
-                return;
-        } else {
-            c->rlen += (uint32_t)nread;
-        }
-        deliver(c);
-        /* The lazy pause (kl_conn_update_reading): these bytes came while
-         * the protocol was paused and wait unseen, so reading stops now. */
-        if (paused_before &&
-            (c->flags & (KL_CONN_PAUSED | KL_CONN_READING)) == (KL_CONN_PAUSED | KL_CONN_READING) &&
-            !kl_conn_handle_closed(c)) {
-            uv_read_stop((uv_stream_t *)&c->tcp);
-            c->flags &= ~KL_CONN_READING;
-            c->flags |= KL_CONN_UNSEEN;
-        }
-    } else if (nread == UV_EOF) {
-        on_eof(c);
-        return;
-    } else if (nread == UV_ENOBUFS) {
-        kl_log(KEEL_LOG_DEBUG, "connection %llu: read buffer limit reached",
-               (unsigned long long)c->id);
-        kl_conn_abort_status(c, KEEL_ERR_LIMIT);
-        return;
-    } else if (nread < 0) {
-        kl_conn_abort_status(c, KEEL_ERR_IO);
-        return;
-    }
-    release_buffer(c);
-}
-
-/* ---- work owed from the loop ------------------------------------------------ */
-
-void kl_conn_schedule(keel_conn *c)
-{
-    if (c->flags & KL_CONN_PENDING)
-        return;
-    keel_worker *w = kl_conn_worker(c);
-    c->flags |= KL_CONN_PENDING;
-    c->pending_next = w->pending;
-    w->pending = c;
-    kl_worker_kick(w);
-}
-
-static void schedule_delivery(keel_conn *c)
-{
-    c->flags |= KL_CONN_DELIVER;
-    kl_conn_schedule(c);
-}
-
-void kl_conn_run_delivery(keel_conn *c)
-{
-    if (!(c->flags & KL_CONN_DELIVER))
-        return;
-    c->flags &= ~KL_CONN_DELIVER;
-    if (kl_conn_closing(c) || (c->flags & KL_CONN_PAUSED))
-        return;
-    deliver(c);
-    if (kl_conn_closing(c))
-        return;
-    kl_conn_update_reading(c); /* reading waited for these bytes (KL_CONN_UNSEEN) */
-    if ((c->flags & KL_CONN_EOF_OWED) && !(c->flags & KL_CONN_PAUSED) &&
-        c->protocol->cb.on_eof != NULL) {
-        c->flags &= ~KL_CONN_EOF_OWED;
-        c->protocol->cb.on_eof(c);
-        if (kl_conn_closing(c))
-            return;
-    }
-    if ((c->flags & KL_CONN_EOF) && !(c->flags & (KL_CONN_PAUSED | KL_CONN_DEFERRED)) &&
-        c->protocol->cb.on_eof == NULL)
-        kl_conn_close(c, KEEL_OK);
-    else
-        release_buffer(c);
-}
-
-void kl_conn_run_owed(keel_conn *c)
-{
-    kl_output_run_owed(c);
-}
-
-/* ---- the transport's side -------------------------------------------------- */
-
-int keel_transport_deliver(keel_conn *c, const void *data, size_t len)
-{
-    if (kl_conn_closing(c))
-        return KEEL_ERR_CLOSED;
-    if (len > UINT32_MAX)
-        return KEEL_ERR_LIMIT;
-    int rc = reserve(c, len);
-    if (rc != KEEL_OK)
-        return rc;
-    memcpy(c->rbuf + c->rlen, data, len);
-    c->rlen += (uint32_t)len;
-    if (!(c->flags & KL_CONN_IN_TRANSPORT))
-        schedule_delivery(c);
-    return KEEL_OK;
 }
 
 /* ---- life cycle -------------------------------------------------------- */
@@ -628,7 +314,7 @@ int keel_transport_open_protocol(keel_conn *c, const char *protocol)
     /* Bytes the transport delivered meanwhile go to the protocol from the
      * loop, as any delivery does. */
     if (c->rbuf != NULL && c->rstart < c->rlen)
-        schedule_delivery(c);
+        kl_conn_schedule_delivery(c);
     open_protocol(c, arg);
     return KEEL_OK;
 }
@@ -682,7 +368,7 @@ void kl_conn_teardown(keel_conn *c)
 
 static void on_close(uv_handle_t *handle)
 {
-    keel_conn *c = conn_of(handle);
+    keel_conn *c = kl_conn_of_handle(handle);
     c->phase = KL_PHASE_CLOSED;
     /* The file's owner may close it from the transfer's callback: not
      * while the thread pool still reads it. The read's completion comes
@@ -727,16 +413,13 @@ void *kl_conn_tail(keel_conn *c)
 
 static void on_discarded(uv_handle_t *handle)
 {
-    free(conn_of(handle));
+    free(kl_conn_of_handle(handle));
 }
 
 void kl_conn_discard(keel_conn *c)
 {
     uv_close((uv_handle_t *)&c->tcp, on_discarded);
 }
-
-static int open_layers(keel_conn *c, void *arg, keel_connect_error_fn on_error);
-static int preamble_start(keel_conn *c);
 
 int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
 {
@@ -754,14 +437,14 @@ int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
     /* Request/response protocols want small writes to leave at once. */
     uv_tcp_nodelay(&c->tcp, 1);
     if (c->origin->spec != NULL && c->origin->spec->proxy != NULL)
-        return preamble_start(c);
+        return kl_conn_preamble_start(c);
     kl_conn_retime(c, 1);
-    return open_layers(c, arg, on_error);
+    return kl_conn_open_layers(c, arg, on_error);
 }
 
 /* The transport, then the protocol: kl_conn_start, or the end of the
  * PROXY protocol header. */
-static int open_layers(keel_conn *c, void *arg, keel_connect_error_fn on_error)
+int kl_conn_open_layers(keel_conn *c, void *arg, keel_connect_error_fn on_error)
 {
     keel_worker *w = kl_conn_worker(c);
     /* Until the protocol's on_open has succeeded there is nothing for its
@@ -796,103 +479,6 @@ static int open_layers(keel_conn *c, void *arg, keel_connect_error_fn on_error)
         return 0;
     open_protocol(c, arg);
     return 1;
-}
-
-/* ---- the PROXY protocol preamble ------------------------------------------ */
-
-/* A listener with proxy_protocol=on (net/preamble.h): the balancer's
- * header comes before anything else, so neither the transport nor the
- * protocol opens until it has been read, and every byte waits in the read
- * buffer meanwhile (KL_CONN_PREAMBLE, much as KL_CONN_DEFERRED holds bytes
- * for a protocol a transport has yet to choose). The client's address it
- * carries lives in the conn's tail (kl_conn_accept_tail). */
-
-size_t kl_conn_accept_tail(const kl_origin *origin)
-{
-    return origin->spec != NULL && origin->spec->proxy != NULL ? sizeof(kl_proxy_addr) : 0;
-}
-
-/* The address from the header, or NULL: not a PROXY listener, the header
- * is still awaited, or it said to use the socket's own (LOCAL, UNKNOWN). */
-static const struct sockaddr *proxied_peer(keel_conn *c)
-{
-    if (c->origin->spec == NULL || c->origin->spec->proxy == NULL)
-        return NULL;
-    const kl_proxy_addr *a = kl_conn_tail(c);
-    return a->sa.sa_family == AF_UNSPEC ? NULL : &a->sa;
-}
-
-static int preamble_start(keel_conn *c)
-{
-    const kl_proxy_conf *pc = c->origin->spec->proxy;
-    struct sockaddr_storage addr;
-    int len = sizeof addr;
-    if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0) {
-        kl_conn_abort_status(c, KEEL_ERR_IO);
-        return 0;
-    }
-    /* Section 1 of the spec: the header is trusted only from the
-     * balancers, or any client could claim any address. */
-    if (!kl_proxy_allowed((struct sockaddr *)&addr, pc->from, pc->nfrom)) {
-        char peer[80];
-        keel_conn_peer_name(c, peer, sizeof peer);
-        kl_log(KEEL_LOG_DEBUG, "connection %llu: %s is not in proxy_from: closed",
-               (unsigned long long)c->id, peer);
-        kl_conn_abort_status(c, KEEL_ERR_REFUSED);
-        return 0;
-    }
-    c->flags |= KL_CONN_PREAMBLE;
-    /* The header's whole budget: bytes that trickle in do not renew it
-     * (on_read does not touch the timeout while the preamble lasts). */
-    c->timeout_ms = pc->timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)pc->timeout_ms;
-    kl_conn_retime(c, 1);
-    if (kl_conn_worker(c)->stopping) {
-        kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN);
-        return 0;
-    }
-    kl_conn_update_reading(c);
-    return 1;
-}
-
-/* Bytes arrived while the header is awaited (all of them in rbuf). */
-static void preamble_read(keel_conn *c)
-{
-    kl_proxy_addr src;
-    size_t have = c->rlen - c->rstart;
-    int n = kl_proxy_parse(c->rbuf + c->rstart, have, &src);
-    if (n == 0 && have >= KL_PROXY_MAX)
-        n = KEEL_ERR_LIMIT;
-    if (n == 0)
-        return;
-    if (n < 0) {
-        /* Section 2: a receiver must not guess that no header came, and
-         * drops a connection whose header is invalid. */
-        kl_log(KEEL_LOG_DEBUG, "connection %llu: %s PROXY protocol header: closed",
-               (unsigned long long)c->id, n == KEEL_ERR_LIMIT ? "oversized" : "invalid");
-        kl_conn_abort_status(c, n);
-        return;
-    }
-    c->rstart += (uint32_t)n;
-    *(kl_proxy_addr *)kl_conn_tail(c) = src;
-    c->flags &= ~KL_CONN_PREAMBLE;
-    c->timeout_ms = 0; /* back to idle_timeout, or what the protocol sets */
-    kl_conn_retime(c, 1);
-    if (!open_layers(c, NULL, NULL) || kl_conn_closing(c))
-        return;
-    /* What came after the header in the same reads: raw bytes for the
-     * transport, which decodes them into a buffer of its own (they fit the
-     * scratch buffer: on_alloc bounded the reads), or the protocol's. */
-    size_t rest = c->rlen - c->rstart;
-    if (rest == 0)
-        return;
-    if (kl_conn_transport(c) != NULL) {
-        char *scratch = kl_conn_worker(c)->scratch;
-        memcpy(scratch, c->rbuf + c->rstart, rest);
-        c->rstart = c->rlen;
-        if (transport_read(c, scratch, rest) < 0)
-            return;
-    }
-    deliver(c);
 }
 
 void kl_conn_shutdown(keel_conn *c)
@@ -934,9 +520,9 @@ void keel_conn_resume(keel_conn *c)
         return;
     kl_conn_update_reading(c);
     if ((c->rbuf != NULL && c->rstart < c->rlen) || (c->flags & KL_CONN_EOF))
-        schedule_delivery(c);
+        kl_conn_schedule_delivery(c);
     else
-        release_buffer(c);
+        kl_conn_release_buffer(c);
 }
 
 int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
@@ -964,7 +550,7 @@ int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
     /* Inside the old protocol's on_data the delivery loop hands over the
      * rest; from anywhere else, schedule it. */
     if (!(c->flags & KL_CONN_IN_DATA) && c->rbuf != NULL && c->rstart < c->rlen)
-        schedule_delivery(c);
+        kl_conn_schedule_delivery(c);
     return KEEL_OK;
 }
 
@@ -976,7 +562,7 @@ int keel_conn_consume(keel_conn *c, size_t len)
     if (len > avail)
         return KEEL_ERR_INVAL;
     c->rstart += (uint32_t)len;
-    release_buffer(c);
+    kl_conn_release_buffer(c);
     return KEEL_OK;
 }
 
@@ -1026,7 +612,7 @@ int keel_conn_peer_name(keel_conn *c, char *buf, size_t size)
         return KEEL_ERR_INVAL;
     buf[0] = '\0';
     /* Behind a balancer speaking the PROXY protocol: the client's. */
-    const struct sockaddr *sa = proxied_peer(c);
+    const struct sockaddr *sa = kl_conn_proxied_peer(c);
     if (sa != NULL)
         memcpy(&addr, sa,
                sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)

@@ -184,6 +184,36 @@ void kl_conn_update_reading(keel_conn *conn);
  * flight any more: completions owed, on_close, free. */
 void kl_conn_teardown(keel_conn *conn);
 
+/* ---- between conn.c, conn_read.c and conn_preamble.c ---------------------- */
+
+/* The connection whose uv_tcp_t (its first member) this handle is. */
+static inline keel_conn *kl_conn_of_handle(uv_handle_t *handle)
+{
+    return (keel_conn *)handle;
+}
+
+/* net/conn_read.c: hands buffered bytes to the protocol until it stops
+ * consuming, pauses, closes, or has seen everything. */
+void kl_conn_deliver(keel_conn *conn);
+/* Delivers again from the worker's idle pass (kl_conn_run_delivery). */
+void kl_conn_schedule_delivery(keel_conn *conn);
+/* Gives the read buffer back to the pool once it holds nothing unread. */
+void kl_conn_release_buffer(keel_conn *conn);
+/* Raw bytes to the transport, which delivers what they decode to; a
+ * negative status has aborted the connection. */
+int kl_conn_transport_read(keel_conn *conn, const char *data, size_t len);
+
+/* net/conn.c: opens the transport, then the protocol (kl_conn_start). 0 if
+ * the connection closed or was left to the transport first. */
+int kl_conn_open_layers(keel_conn *conn, void *arg, keel_connect_error_fn on_error);
+
+/* net/conn_preamble.c: a PROXY listener's connection waits for the
+ * header (0: refused, closed); bytes read meanwhile; the client's
+ * address from it, or NULL (not a PROXY listener, not read yet, LOCAL). */
+int kl_conn_preamble_start(keel_conn *conn);
+void kl_conn_preamble_read(keel_conn *conn);
+const struct sockaddr *kl_conn_proxied_peer(keel_conn *conn);
+
 /* ---- what the output unit reports (net/conn.c) ------------------------------ */
 
 /* Bytes left the process: the write timeout starts again. */

@@ -45,41 +45,74 @@ static int cannot_listen(const kl_listener *l, int uv_error)
     return KEEL_ERR_IO;
 }
 
+/* The sockets handed down for this listen line, if any (net/inherit.h).
+ * In single-acceptor mode one is enough: the others would only keep
+ * connections queued that nobody accepts. */
+static void adopt(keel_server *s, kl_listener *l, size_t cap, struct sockaddr_storage *addr)
+{
+    l->nsockets = kl_inherit_take(&s->inherited, addr, l->sockets, cap);
+    if (l->nsockets == 0)
+        return;
+    l->inherited = l->nsockets;
+    l->port = bound_port(l->sockets[0]);
+    set_port(addr, l->port);
+    if (!s->settings.reuseport && l->nsockets > 1) {
+        kl_log(KEEL_LOG_WARN, "%s: %zu inherited sockets, one acceptor: keeping one", l->spec->text,
+               l->nsockets);
+        for (size_t k = 1; k < l->nsockets; k++)
+            kl_socket_close(l->sockets[k]);
+        l->nsockets = l->inherited = 1;
+    }
+}
+
 int kl_listeners_bind(keel_server *s)
 {
     const kl_settings *cfg = &s->settings;
-    size_t per = cfg->reuseport ? s->nworkers : 1;
+    size_t want = cfg->reuseport ? s->nworkers : 1;
     for (size_t i = 0; i < s->nlisteners; i++) {
         kl_listener *l = &s->listeners[i];
         l->origin = (kl_origin){l->protocol, l->transport, l->spec, NULL, 0};
-        l->sockets = malloc(per * sizeof *l->sockets);
-        if (l->sockets == NULL)
+        /* Room for every inherited socket: a reload may hand down more
+         * than this process has workers (worker.c spreads them). */
+        size_t cap = want + s->inherited.count;
+        l->sockets = malloc(cap * sizeof *l->sockets);
+        l->given = calloc(cap, 1);
+        if (l->sockets == NULL || l->given == NULL)
             return KEEL_ERR_NOMEM;
         struct sockaddr_storage addr = l->spec->addr;
+        adopt(s, l, cap, &addr);
         /* SO_REUSEPORT would let this join another process's group on the
          * same port and silently split its traffic: a socket without it
          * must be able to bind first (a stale instance is an error). */
-        if (cfg->reuseport && port_of(&addr) != 0) {
+        if (l->inherited == 0 && cfg->reuseport && port_of(&addr) != 0) {
             kl_socket probe;
             int rc = kl_listen_socket((struct sockaddr *)&addr, 0, 1, &probe);
             if (rc != 0)
                 return cannot_listen(l, rc);
             kl_socket_close(probe);
         }
-        for (size_t k = 0; k < per; k++) {
-            int rc = kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
-                                      &l->sockets[k]);
+        while (l->nsockets < want) {
+            kl_socket sock;
+            int rc =
+                kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog, &sock);
+            /* An inherited socket made without SO_REUSEPORT (a systemd
+             * .socket unit without ReusePort=yes) admits no siblings: the
+             * workers then share its one queue, each through a descriptor
+             * of its own, as before reuseport existed. */
+            if (rc != 0 && l->inherited > 0)
+                rc = kl_socket_dup(l->sockets[l->nsockets % l->inherited], &sock);
             if (rc != 0)
                 return cannot_listen(l, rc);
-            l->nsockets++;
+            l->sockets[l->nsockets++] = sock;
             /* With port 0 the first socket picks the port and the others
              * (one per worker) join it. */
-            if (k == 0) {
-                l->port = bound_port(l->sockets[0]);
+            if (l->nsockets == 1) {
+                l->port = bound_port(sock);
                 set_port(&addr, l->port);
             }
         }
     }
+    kl_inherit_release(&s->inherited);
     return KEEL_OK;
 }
 
@@ -191,13 +224,16 @@ void kl_listeners_stop_acceptor(keel_server *s)
  * mode, once the poll handles are closed). */
 void kl_listeners_close(keel_server *s)
 {
+    kl_inherit_release(&s->inherited); /* start-up failed before adopting them all */
     for (size_t i = 0; i < s->nlisteners; i++) {
         kl_listener *l = &s->listeners[i];
         for (size_t k = 0; k < l->nsockets; k++)
-            if (l->sockets[k] != (kl_socket)-1)
+            if (!l->given[k])
                 kl_socket_close(l->sockets[k]);
         free(l->sockets);
+        free(l->given);
         l->sockets = NULL;
+        l->given = NULL;
         l->nsockets = 0;
     }
 }

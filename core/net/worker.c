@@ -12,7 +12,6 @@
 #include "base/util.h"
 #include "runtime/crash.h"
 
-#define SCRATCH_SIZE  (64 * 1024)
 #define POOL_MAX_FREE 64
 
 static void on_wakeup(uv_async_t *async);
@@ -40,7 +39,7 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
     w->server = server;
     w->id = id;
     w->module_state = calloc(server->nmodules ? server->nmodules : 1, sizeof *w->module_state);
-    w->scratch = malloc(SCRATCH_SIZE);
+    w->scratch = malloc(KL_SCRATCH_SIZE);
     if (w->module_state == NULL || w->scratch == NULL ||
         kl_bufpool_init(&w->pool, server->settings.read_buffer_size, POOL_MAX_FREE) != KEEL_OK)
         goto fail;
@@ -204,6 +203,16 @@ static void on_connection(uv_stream_t *listener, int status)
     kl_conn_start(c, NULL, NULL);
 }
 
+/* Worker w accepts on the sockets k of each listener with k % nworkers ==
+ * w: one each when the listener made one per worker, more when a reload
+ * handed down more than this process has workers (kl_listeners_bind),
+ * so that none is left with connections queued that nobody accepts. */
+static size_t sockets_of(const keel_worker *w, const kl_listener *l)
+{
+    size_t n = w->server->nworkers;
+    return l->nsockets > w->id ? (l->nsockets - w->id + n - 1) / n : 0;
+}
+
 /* The worker's listener handles, allocated before the start-up barrier
  * (worker_main): out of memory there is a failed start, which stops every
  * worker and keel with an error, rather than a worker that quietly stops
@@ -213,7 +222,10 @@ static int alloc_listeners(keel_worker *w)
     keel_server *s = w->server;
     if (!s->settings.reuseport)
         return KEEL_OK;
-    w->listeners = calloc(s->nlisteners ? s->nlisteners : 1, sizeof *w->listeners);
+    size_t count = 0;
+    for (size_t i = 0; i < s->nlisteners; i++)
+        count += sockets_of(w, &s->listeners[i]);
+    w->listeners = calloc(count ? count : 1, sizeof *w->listeners);
     return w->listeners != NULL ? KEEL_OK : KEEL_ERR_NOMEM;
 }
 
@@ -224,22 +236,26 @@ static int open_listeners(keel_worker *w)
         return KEEL_OK;
     for (size_t i = 0; i < s->nlisteners; i++) {
         kl_listener *l = &s->listeners[i];
-        kl_worker_listener *wl = &w->listeners[i];
-        wl->listener = l;
-        wl->worker = w;
-        uv_tcp_init(&w->loop, &wl->tcp);
-        wl->tcp.data = wl;
-        w->nlisteners++;
-        int rc = uv_tcp_open(&wl->tcp, l->sockets[w->id]);
-        if (rc == 0) {
-            /* The socket now belongs to the handle, closed with it. */
-            l->sockets[w->id] = (kl_socket)-1;
-            rc = uv_listen((uv_stream_t *)&wl->tcp, s->settings.backlog, on_connection);
-        }
-        if (rc != 0) {
-            kl_log(KEEL_LOG_ERROR, "worker %u: cannot listen on %s: %s", w->id, l->spec->text,
-                   uv_strerror(rc));
-            return KEEL_ERR_IO;
+        for (size_t k = w->id; k < l->nsockets; k += s->nworkers) {
+            kl_worker_listener *wl = &w->listeners[w->nlisteners];
+            wl->listener = l;
+            wl->worker = w;
+            uv_tcp_init(&w->loop, &wl->tcp);
+            wl->tcp.data = wl;
+            w->nlisteners++;
+            int rc = uv_tcp_open(&wl->tcp, l->sockets[k]);
+            if (rc == 0) {
+                /* The socket now belongs to the handle, closed with it;
+                 * its number stays in l->sockets for a reload to hand
+                 * down while this worker runs. */
+                l->given[k] = 1;
+                rc = uv_listen((uv_stream_t *)&wl->tcp, s->settings.backlog, on_connection);
+            }
+            if (rc != 0) {
+                kl_log(KEEL_LOG_ERROR, "worker %u: cannot listen on %s: %s", w->id, l->spec->text,
+                       uv_strerror(rc));
+                return KEEL_ERR_IO;
+            }
         }
     }
     return KEEL_OK;

@@ -13,6 +13,9 @@
 
 typedef struct kl_post kl_post;
 
+/* Bytes a transport reads raw before decoding (keel_worker.scratch). */
+#define KL_SCRATCH_SIZE (64 * 1024)
+
 /* A listening socket a worker accepts on itself (reuseport mode). */
 typedef struct kl_worker_listener {
     uv_tcp_t tcp;

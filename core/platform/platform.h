@@ -66,6 +66,24 @@ int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sen
  * libuv instead (Windows), or another negative libuv error. */
 int kl_send_more(kl_socket sock, const void *data, size_t len, int more, size_t *sent);
 
+/* ---- Service managers and reloads (platform/posix/service.c) ----------- */
+
+/* If sock is a listening stream socket, stores the address it is bound to
+ * and returns 0 (and makes it non-blocking and close-on-exec, as keel's own
+ * listeners are); UV_EINVAL if it is another kind of descriptor, UV_ENOSYS
+ * where sockets cannot be inherited (Windows). */
+int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr);
+
+/* Tells the service manager that started keel about its state, as
+ * sd_notify(3) does ("READY=1", "RELOADING=1", "STOPPING=1",
+ * "MAINPID=n"), through the datagram socket named by NOTIFY_SOCKET.
+ * Nothing happens where that variable is not set (or on Windows). */
+void kl_service_notify(const char *state);
+
+/* Makes a descriptor inheritable or not by the programs this process
+ * starts (FD_CLOEXEC). 0 or a negative libuv error. */
+int kl_socket_set_inheritable(kl_socket sock, int inheritable);
+
 /* gmtime that is thread-safe everywhere. */
 void kl_gmtime(int64_t seconds, struct tm *out);
 

@@ -9,6 +9,7 @@
 #include "base/atomic.h"
 #include "base/log.h"
 #include "runtime/crash.h"
+#include "runtime/reload.h"
 #include "runtime/server.h"
 #include "base/util.h"
 #include "net/worker.h"
@@ -80,6 +81,7 @@ void keel_server_free(keel_server *s)
     kl_http_free(&s->http);
     kl_metrics_free(&s->metrics);
     free(s->builtins);
+    kl_reload_free(s);
     free(s->exe_dir);
     free(s->data_dir);
     uv_mutex_destroy(&s->lock);
@@ -253,6 +255,7 @@ static void close_main_handles(keel_server *s)
     if (s->drain_timer_ready)
         uv_close((uv_handle_t *)&s->drain_timer, NULL);
     s->drain_timer_ready = 0;
+    kl_reload_close(s);
 }
 
 static const char *signal_name(int signum)
@@ -310,9 +313,17 @@ static void on_wakeup(uv_async_t *async)
 
     if (requests > handled) {
         int force = requests > 1;
-        uint64_t delay = s->settings.shutdown_delay_ms;
+        /* After a reload the sockets stay open in the new process: a
+         * balancer has nothing to notice, so no delay. */
+        uint64_t delay = s->reloaded ? 0 : s->settings.shutdown_delay_ms;
+        if (handled == 0 && !s->reloaded) {
+            kl_service_notify("STOPPING=1");
+            kl_reload_cancel(s);
+        }
         if (handled == 0) {
-            if (s->signal_number)
+            if (s->reloaded)
+                kl_log(KEEL_LOG_INFO, "shutting down: the new process took over");
+            else if (s->signal_number)
                 kl_log(KEEL_LOG_INFO, "shutting down (%s)", signal_name(s->signal_number));
             else
                 kl_log(KEEL_LOG_INFO, "shutting down");
@@ -350,6 +361,12 @@ void keel_server_stop(keel_server *s)
 static void on_signal(uv_signal_t *handle, int signum)
 {
     keel_server *s = handle->data;
+#ifndef _WIN32
+    if (signum == SIGHUP) {
+        kl_reload_start(s);
+        return;
+    }
+#endif
     s->signal_number = signum;
     keel_server_stop(s);
 }
@@ -361,12 +378,16 @@ static int watch_signals(keel_server *s)
     static const int signals[] = {
         SIGINT,
         SIGTERM,
+        SIGHUP, /* POSIX: a reload, watched only if enabled */
 #ifdef _WIN32
         SIGBREAK,
-        SIGHUP,
 #endif
     };
     for (size_t i = 0; i < KL_ARRAY_SIZE(signals); i++) {
+#ifndef _WIN32
+        if (signals[i] == SIGHUP && s->reload == NULL)
+            continue; /* left to its default (or the program's handler) */
+#endif
         uv_signal_t *h = &s->signals[s->nsignals];
         if (uv_signal_init(&s->loop, h) != 0)
             return KEEL_ERR_IO;
@@ -437,6 +458,8 @@ int keel_server_run(keel_server *s)
         kl_log(KEEL_LOG_ERROR, "nothing to do: no [keel] listen line");
         rc = KEEL_ERR_CONFIG;
     }
+    if (rc == KEEL_OK)
+        rc = kl_inherit_read(&s->inherited);
     if (rc == KEEL_OK) {
         uv_mutex_lock(&s->lock);
         rc = kl_listeners_bind(s);
@@ -489,9 +512,11 @@ int keel_server_run(keel_server *s)
            s->nworkers == 1 ? "" : "s",
            s->settings.reuseport ? "one listening socket per worker" : "one acceptor");
     log_listeners(s);
+    int run_rc = kl_reload_announce(s);
+    if (run_rc != KEEL_OK)
+        keel_server_stop(s);
     uv_run(&s->loop, UV_RUN_DEFAULT);
 
-    int run_rc = KEEL_OK;
     for (size_t i = 0; i < s->nworkers; i++) {
         kl_worker_join(s->workers[i]);
         /* A worker that could not listen after start-up stopped the server. */
@@ -501,6 +526,7 @@ int keel_server_run(keel_server *s)
     if (s->acceptor_rejected > 0)
         kl_log(KEEL_LOG_INFO, "acceptor rejected %llu connections over max_connections",
                (unsigned long long)s->acceptor_rejected);
+    kl_reload_exit(s);
     uv_mutex_lock(&s->lock);
     s->state = KL_STOPPED;
     uv_mutex_unlock(&s->lock);

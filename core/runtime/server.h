@@ -6,6 +6,7 @@
 #include <uv.h>
 
 #include "runtime/config.h"
+#include "net/inherit.h"
 #include "http/http.h"
 #include "platform/platform.h"
 #include "runtime/metrics.h"
@@ -44,9 +45,11 @@ typedef struct kl_listener {
     const kl_protocol *protocol;
     const kl_transport *transport; /* NULL: plain TCP */
     unsigned index;
-    unsigned port;      /* the port actually bound */
-    kl_socket *sockets; /* one per worker (reuseport) or a single one */
+    unsigned port;        /* the port actually bound */
+    kl_socket *sockets;   /* one per worker (reuseport) or a single one; kept, */
+    unsigned char *given; /* ... and 1 where a worker's handle owns (and closes) it */
     size_t nsockets;
+    size_t inherited; /* the first `inherited` sockets were handed down */
     uv_poll_t poll;   /* single-acceptor mode: readable = pending accept */
     uv_timer_t retry; /* restarts the poll after running out of fds */
     uint64_t last_warning;
@@ -92,6 +95,7 @@ struct keel_server {
 
     kl_listener *listeners;
     size_t nlisteners;
+    kl_inheritance inherited; /* sockets handed down, until the listeners adopt them */
     keel_worker **workers;
     size_t nworkers;
 
@@ -111,7 +115,10 @@ struct keel_server {
      * connections before the listeners close. Main thread only. */
     uv_timer_t drain_timer;
     int drain_timer_ready;
-    int workers_stopping; /* the workers were asked to stop */
+    int workers_stopping;     /* the workers were asked to stop */
+    struct kl_reload *reload; /* keel_server_enable_reload (runtime/reload.c); NULL: off */
+    int reloaded;             /* stopping because a successor serves: no delay, no STOPPING=1 */
+    int pid_file_written;
     int signal_number;
 
     volatile uint64_t connections; /* open connections, all workers */

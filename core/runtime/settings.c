@@ -367,7 +367,7 @@ static int path_append(char ***paths, size_t *n, char *dir)
     return KEEL_OK;
 }
 
-/* A module_path directory as written in v: relative to the folder of the
+/* A path as written in v (module_path, pid_file): relative to the folder of the
  * config file that holds v (as nginx's include), or, for a value from
  * --set or a config string, relative to the working directory. */
 static char *resolve_dir(kl_config *cfg, const kl_config_value *v, const char *dir)
@@ -431,6 +431,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     s->write_timeout_ms = 60000;
     s->shutdown_timeout_ms = 10000;
     s->connect_timeout_ms = 10000;
+    s->reload_timeout_ms = 30000;
     s->backlog = 511;
     s->reuseport = kl_reuseport_balances();
     s->read_buffer_size = 16 * 1024;
@@ -475,6 +476,10 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     read_duration(&r, "shutdown_timeout", &s->shutdown_timeout_ms);
     read_duration(&r, "shutdown_delay", &s->shutdown_delay_ms);
     read_duration(&r, "connect_timeout", &s->connect_timeout_ms);
+    read_duration(&r, "reload_timeout", &s->reload_timeout_ms);
+    if (r.rc == KEEL_OK && s->reload_timeout_ms == 0)
+        bad_value(&r, kl_config_get(r.sec, "reload_timeout", 0), "reload_timeout",
+                  "must be more than 0");
     read_size(&r, "read_buffer_size", 1024, &s->read_buffer_size);
     read_size(&r, "read_buffer_max", 1024, &s->read_buffer_max);
     read_size(&r, "write_high_water", 1024, &s->write_high_water);
@@ -489,6 +494,9 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
             bad_value(&r, v, "reuseport", "not supported on this platform");
     }
     if ((v = read_key(&r, "log")) != NULL && (s->log_target = kl_strdup(v->text)) == NULL)
+        r.rc = KEEL_ERR_NOMEM;
+    if ((v = read_key(&r, "pid_file")) != NULL && v->text[0] != '\0' &&
+        (s->pid_file = resolve_dir(cfg, v, v->text)) == NULL)
         r.rc = KEEL_ERR_NOMEM;
     if ((v = read_key(&r, "log_level")) != NULL) {
         s->log_level = kl_log_level_parse(v->text);
@@ -533,5 +541,6 @@ void kl_settings_free(kl_settings *s)
     kl_free_words(s->modules, s->nmodules);
     kl_free_words(s->module_path, s->nmodule_path);
     free(s->log_target);
+    free(s->pid_file);
     memset(s, 0, sizeof *s);
 }

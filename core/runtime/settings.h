@@ -62,12 +62,14 @@ typedef struct kl_settings {
     uint64_t shutdown_timeout_ms;
     uint64_t shutdown_delay_ms;  /* still serving after a stop request, before closing listeners */
     uint64_t connect_timeout_ms; /* outbound: resolution plus connect; 0: no deadline */
+    uint64_t reload_timeout_ms;  /* a reload's new process must serve within this */
     int backlog;
     int reuseport; /* 1: one socket per worker; 0: one acceptor */
     size_t read_buffer_size;
     size_t read_buffer_max;
     size_t write_high_water;
     char *log_target;
+    char *pid_file; /* NULL: none */
     int log_level;
     int crash_report; /* log one line naming the module when a fatal signal ends keel */
 } kl_settings;

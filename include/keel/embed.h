@@ -71,6 +71,22 @@ KEEL_EXPORT int keel_server_check(keel_server *server);
  * keel_server_set(server, "keel.crash_report=off"). */
 KEEL_EXPORT int keel_server_run(keel_server *server);
 
+/* Zero-downtime reload on SIGHUP (POSIX; KEEL_ERR_UNSUPPORTED on
+ * Windows). When the running server gets SIGHUP it starts a new process
+ * of this program, as its file is on disk then (an upgraded binary is
+ * picked up), with argv (argv[0] included, NULL-terminated, copied here),
+ * the same environment and working directory, and every listening socket
+ * handed down; keel_server_run in the new process adopts them instead of
+ * binding (the program does nothing for it). Once the new process serves,
+ * this one stops accepting and shuts down gracefully, and its
+ * keel_server_run returns KEEL_OK; if the new process fails to start (a
+ * bad config, say: it logs why), or does not serve within
+ * [keel] reload_timeout, this one logs it and serves on. Without this
+ * call SIGHUP keeps its default disposition. Call before keel_server_run,
+ * on the main thread. KEEL_OK, KEEL_ERR_INVAL (no argv[0]), KEEL_ERR_STATE
+ * (already running or enabled), KEEL_ERR_NOMEM. docs/operations.md. */
+KEEL_EXPORT int keel_server_enable_reload(keel_server *server, char *const argv[]);
+
 /* Begins a graceful shutdown of a running server. Any thread, including
  * signal-free contexts such as another library's callback; a no-op if the
  * server is not running. */

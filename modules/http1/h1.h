@@ -39,8 +39,9 @@ typedef struct h1_config {
     uint64_t body_timeout_ms;
     uint64_t body_min_rate; /* bytes/s a body must average after body_timeout; 0: none */
     uint64_t keepalive_timeout_ms;
-    uint64_t max_requests; /* per connection; 0: unlimited */
-    char server_line[256]; /* "Server: keel\r\n", or "" */
+    uint64_t shutdown_idle_timeout_ms; /* idle connections stay this long on shutdown */
+    uint64_t max_requests;             /* per connection; 0: unlimited */
+    char server_line[256];             /* "Server: keel\r\n", or "" */
     size_t server_line_len;
     /* "HTTP/1.1 NNN Reason\r\n" for each code, with the core's phrases
      * (serialize.c): code k's line is status_text[status_off[k - MIN],

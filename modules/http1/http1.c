@@ -423,6 +423,19 @@ static void h1_on_shutdown(keel_conn *conn)
         c->close_after = 1;
         return;
     }
+    if (c->msg == H1_MSG_HEAD && c->w->cfg->shutdown_idle_timeout_ms > 0) {
+        /* Between requests, or before the first: a request may already be
+         * on its way, and closing now would reset it (the client cannot
+         * tell it was not processed, RFC 9112 9.3.1, and a load generator
+         * counts an error). For a short while a request that comes is
+         * answered with Connection: close (c->shutdown above); a head
+         * already begun keeps its own deadline. nginx and Go close idle
+         * connections at once; Envoy's drain does as here. */
+        if (!c->head_started &&
+            (c->timeout_ms == 0 || c->timeout_ms > c->w->cfg->shutdown_idle_timeout_ms))
+            h1_set_timeout(c, c->w->cfg->shutdown_idle_timeout_ms);
+        return;
+    }
     h1_close(c);
 }
 
@@ -481,6 +494,8 @@ static int read_config(keel_module *m, h1_config *cfg)
     rc = keep_first(rc, keel_config_size(m, "body_min_rate", 1024, &cfg->body_min_rate));
     rc = keep_first(
         rc, keel_config_duration_ms(m, "keepalive_timeout", 5000, &cfg->keepalive_timeout_ms));
+    rc = keep_first(rc, keel_config_duration_ms(m, "shutdown_idle_timeout", 1000,
+                                                &cfg->shutdown_idle_timeout_ms));
     rc = keep_first(rc, keel_config_int(m, "max_requests", 1000, 0, INT64_MAX, &n));
     cfg->max_requests = (uint64_t)n;
     rc = keep_first(rc, keel_config_string(m, "server", "keel", &server));

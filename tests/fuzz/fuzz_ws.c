@@ -34,27 +34,16 @@
  * UTF-8 on its own (the echo sends back validated text, and the fragments
  * of /frag end on character boundaries). A connection the server has not
  * closed after 2 s is abandoned. */
-#include <errno.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
-#include <linux/sockios.h>
 #include <zlib.h>
 
 #include <keel/embed.h>
 #include <keel/websocket.h>
 
-#include "base/atomic.h"
-#include "net/worker.h"
-#include "runtime/server.h"
+#include "fuzz_client.h"
 
 KEEL_MODULE_DECLARE(http1);
 KEEL_MODULE_DECLARE(deflate);
@@ -106,15 +95,6 @@ KEEL_MODULE(app, .version = "1.0.0", .dependencies = app_dependencies, .load = a
 
 static keel_server *server;
 
-static void *run_server(void *arg)
-{
-    (void)arg;
-    int rc = keel_server_run(server);
-    fprintf(stderr, "fuzz_ws: the server stopped: %s\n", keel_strerror(rc));
-    abort();
-    return NULL;
-}
-
 static const char config[] = "[keel]\n"
                              "listen = 127.0.0.1:0 http1\n"
                              "workers = 1\n"
@@ -132,86 +112,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    server = keel_server_new();
-    if (server == NULL || keel_server_add_module(server, &keel_module_http1) != KEEL_OK ||
-        keel_server_add_module(server, &keel_module_deflate) != KEEL_OK ||
-        keel_server_add_module(server, &keel_module_websocket) != KEEL_OK ||
-        keel_server_add_module(server, &keel_module_app) != KEEL_OK ||
-        keel_server_load_config_string(server, config, "fuzz_ws.conf") != KEEL_OK)
-        abort();
-    pthread_t t;
-    if (pthread_create(&t, NULL, run_server, NULL) != 0)
-        abort();
-    pthread_detach(t);
-    for (int i = 0; i < 5000 && keel_server_listener_port(server, 0) == 0; i++)
-        usleep(1000);
-    if (keel_server_listener_port(server, 0) == 0)
-        abort();
-    usleep(20000);
+    static const keel_module_desc *const modules[] = {
+        &keel_module_http1, &keel_module_deflate, &keel_module_websocket, &keel_module_app, NULL};
+    server = fuzz_server_start(modules, config, "fuzz_ws");
     return 0;
-}
-
-/* ---- The client --------------------------------------------------------------- */
-
-static long long now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-typedef struct client {
-    int fd;
-    unsigned char *in; /* what the server sent (bounded) */
-    size_t nin, capin;
-    int eof;
-} client;
-
-static void drain(client *c, int ms)
-{
-    struct pollfd pfd = {.fd = c->fd, .events = POLLIN};
-    if (c->eof || poll(&pfd, 1, ms) <= 0)
-        return;
-    for (;;) {
-        char buf[65536];
-        ssize_t n = recv(c->fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n > 0) {
-            size_t take = (size_t)n < c->capin - c->nin ? (size_t)n : c->capin - c->nin;
-            memcpy(c->in + c->nin, buf, take);
-            c->nin += take;
-            continue;
-        }
-        if (n == 0 || (errno != EAGAIN && errno != EINTR))
-            c->eof = 1;
-        return;
-    }
-}
-
-static int consumed(int fd)
-{
-    int queued = 0;
-    return ioctl(fd, SIOCOUTQ, &queued) == 0 && queued == 0;
-}
-
-/* Sends [p, p+len) and waits until the server has read it all. */
-static void send_piece(client *c, const unsigned char *p, size_t len, long long deadline)
-{
-    size_t off = 0;
-    while (off < len && !c->eof && now_ms() < deadline) {
-        ssize_t n = send(c->fd, p + off, len - off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n > 0)
-            off += (size_t)n;
-        else if (n < 0 && errno != EAGAIN && errno != EINTR)
-            c->eof = 1;
-        else
-            drain(c, 1);
-    }
-    for (int spins = 0; !consumed(c->fd) && !c->eof && now_ms() < deadline; spins++) {
-        drain(c, spins < 200 ? 0 : 1);
-        if (spins < 200)
-            sched_yield();
-    }
-    drain(c, 0);
 }
 
 /* ---- Frames the harness writes ----------------------------------------------------- */
@@ -431,16 +335,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     data++;
     size--;
 
-    int sv[2];
-    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
-        abort();
-    keel_worker *w = server->workers[0];
-    kl_atomic_add(&server->connections, 1);
-    if (kl_worker_handoff(w, (kl_socket)sv[0], &server->listeners[0], 0) != KEEL_OK)
-        abort();
     static unsigned char inbuf[1 << 20];
-    client c = {.fd = sv[1], .in = inbuf, .capin = sizeof inbuf};
-    long long deadline = now_ms() + 2000;
+    fuzz_client c;
+    fuzz_client_open(&c, server, inbuf, sizeof inbuf, 2000);
 
     /* The upgrade, and its 101. */
     char req[512];
@@ -454,15 +351,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                       "Sec-WebSocket-Version: 13\r\n%s\r\n",
                       (mode & 1) ? "/frag" : "/echo", ext);
-    send_piece(&c, (const unsigned char *)req, (size_t)rl, deadline);
+    fuzz_client_send(&c, req, (size_t)rl);
     size_t head = 0;
-    while (!c.eof && now_ms() < deadline) {
+    while (!c.eof && fuzz_now_ms() < c.deadline) {
         const unsigned char *e = find(c.in, c.nin, "\r\n\r\n");
         if (e != NULL) {
             head = (size_t)(e - c.in) + 4;
             break;
         }
-        drain(&c, 5);
+        fuzz_client_drain(&c, 5);
     }
     CHECK(head > 0 && c.nin >= 12 && memcmp(c.in, "HTTP/1.1 101", 12) == 0,
           "the upgrade was not answered 101: '%.*s'", (int)(c.nin < 200 ? c.nin : 200), c.in);
@@ -476,26 +373,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         encode(&b, data, size);
 
     /* Up to three cuts, anywhere. */
-    uint32_t seed = (uint32_t)mode >> 4;
     size_t ends[4];
-    int npieces = 0;
-    size_t at = 0;
-    for (int cuts = (int)(seed % 4); cuts > 0 && at < b.len; cuts--) {
-        seed = seed * 1103515245u + 12345u;
-        at += 1 + (seed >> 8) % (b.len - at);
-        ends[npieces++] = at;
-    }
-    if (at < b.len)
-        ends[npieces++] = b.len;
+    int npieces = fuzz_cuts((uint32_t)mode >> 4, b.len, ends);
     size_t off = 0;
-    for (int i = 0; i < npieces && b.p != NULL && !c.eof && now_ms() < deadline; i++) {
-        send_piece(&c, b.p + off, ends[i] - off, deadline);
+    for (int i = 0; i < npieces && b.p != NULL && !c.eof && fuzz_now_ms() < c.deadline; i++) {
+        fuzz_client_send(&c, b.p + off, ends[i] - off);
         off = ends[i];
     }
-    shutdown(c.fd, SHUT_WR);
-    while (!c.eof && now_ms() < deadline)
-        drain(&c, 50);
-    close(c.fd);
+    fuzz_client_finish(&c);
     free(b.p);
 
     check_frames(c.in + head, c.nin - head, pmd, c.eof);

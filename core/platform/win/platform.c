@@ -160,3 +160,24 @@ int kl_lib_open(const char *path, uv_lib_t *lib)
         SetThreadErrorMode(old, NULL);
     return rc;
 }
+
+/* Windows has neither socket activation nor sd_notify, and a reload (which
+ * hands sockets down) is POSIX only. */
+int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr)
+{
+    (void)sock;
+    (void)addr;
+    return UV_ENOSYS;
+}
+
+void kl_service_notify(const char *state)
+{
+    (void)state;
+}
+
+int kl_socket_set_inheritable(kl_socket sock, int inheritable)
+{
+    (void)sock;
+    (void)inheritable;
+    return UV_ENOSYS;
+}

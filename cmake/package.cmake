@@ -2,7 +2,7 @@
 # -DCMAKE_INSTALL_PREFIX=/usr writes keel_<version>-<release>_<arch>.deb.
 # docs/packaging.md says how to build, install and run it; the files it adds
 # to a plain install (config, units, init script, maintainer scripts) are in
-# packaging/debian/, whose README lists them.
+# cmake/debian/, whose README lists them.
 #
 # The package holds everything `cmake --install` installs (keel, keel-cert,
 # libkeel, the shipped modules, the SDK headers, the CMake and pkg-config
@@ -12,7 +12,7 @@
 # /opt/keel` (tests/sdk does that, as a user) never writes to /etc; install
 # it by hand with `cmake --install build --component system`.
 
-set(KEEL_PKG_DIR "${PROJECT_SOURCE_DIR}/packaging/debian")
+set(KEEL_PKG_DIR "${PROJECT_SOURCE_DIR}/cmake/debian")
 set(KEEL_PKG_OUT "${CMAKE_BINARY_DIR}/packaging")
 
 set(KEEL_PACKAGE_MAINTAINER "keel maintainers <keel@example.org>" CACHE STRING
@@ -72,7 +72,7 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 # libkeel.so.<ver>: a shlibs file (CPack) and the ldconfig trigger
-# (packaging/debian/triggers; CPack 3.25 writes none).
+# (cmake/debian/triggers; CPack 3.25 writes none).
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)

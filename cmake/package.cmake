@@ -35,7 +35,9 @@ set(KEEL_PKG_CONFDIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/keel")
 set(KEEL_PKG_INITDIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/init.d")
 set(KEEL_PKG_DATADIR "${CMAKE_INSTALL_FULL_DATADIR}/keel")
 
-foreach(f keel.conf keel.service keel.socket keel.init conffiles triggers postinst prerm postrm)
+set(KEEL_PKG_SOVERSION "${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}")
+foreach(f keel.conf keel.service keel.socket keel.init conffiles shlibs triggers postinst prerm
+        postrm)
     configure_file("${KEEL_PKG_DIR}/${f}" "${KEEL_PKG_OUT}/${f}" @ONLY)
 endforeach()
 
@@ -71,13 +73,13 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # libnghttp2 and hiredis were found). adduser creates the keel user.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
-# libkeel.so.<ver>: a shlibs file (CPack) and the ldconfig trigger
-# (cmake/debian/triggers; CPack 3.25 writes none).
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
-set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY "=")
+# libkeel.so.<major>.<minor>: a shlibs file and the ldconfig trigger, both
+# written here (CPack's own shlibs would pin the exact revision, and it
+# warns about every module, which has no soname).
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
-    "${KEEL_PKG_OUT}/conffiles" "${KEEL_PKG_OUT}/triggers" "${KEEL_PKG_OUT}/postinst"
+    "${KEEL_PKG_OUT}/conffiles" "${KEEL_PKG_OUT}/shlibs" "${KEEL_PKG_OUT}/triggers"
+    "${KEEL_PKG_OUT}/postinst"
     "${KEEL_PKG_OUT}/prerm" "${KEEL_PKG_OUT}/postrm")
 
 # Stage with DESTDIR and the real prefix: the absolute destinations of the

@@ -9,7 +9,11 @@
  * so it reaches every client on every worker; joins and leaves are
  * announced the same way ({"type":"join"|"leave","name":...}). A newcomer
  * also learns who is already there: {"type":"members","names":[...]}, one
- * such line per worker that has members (see roll_call). The page that
+ * such line per worker that has members (see roll_call). With the
+ * pubsub_redis module, messages, joins and leaves reach the members on
+ * every keel instance; the roll call covers the newcomer's own instance
+ * (the workers it can post to), so a list of members across instances
+ * would need a store such as Redis itself. The page that
  * talks to it is examples/chat/www (served by the static module, see
  * chat.conf). */
 #include <keel/keel.h>
@@ -19,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 KEEL_WEBSOCKET_DEFINE
 
@@ -30,7 +35,7 @@ KEEL_WEBSOCKET_DEFINE
 typedef struct member {
     struct member *prev, *next;
     int joined;
-    char inbox[48]; /* its own topic, where other workers send the roll call */
+    char inbox[64]; /* its own topic, where other workers send the roll call */
     char name[MAX_NAME + 1];
 } member;
 
@@ -41,6 +46,7 @@ typedef struct chat_worker {
 } chat_worker;
 
 static keel_module *self;
+static unsigned long long instance; /* tells this process's inboxes from other instances' */
 static unsigned nworkers;
 static keel_worker **workers; /* recorded by each worker's start() */
 
@@ -204,7 +210,11 @@ static void chat_open(keel_ws *ws, void *ud)
     keel_worker *w = keel_conn_worker(keel_ws_conn(ws));
     chat_worker *cw = keel_worker_state(w, self);
     unsigned id = keel_worker_id(w);
-    snprintf(m->inbox, sizeof m->inbox, "chat.inbox:%u:%llu", id, (unsigned long long)++cw->serial);
+    /* Topics are global across instances once pubsub_redis bridges them:
+     * an inbox named by worker and serial alone would collide with
+     * another instance's and receive its roll calls. */
+    snprintf(m->inbox, sizeof m->inbox, "chat.inbox:%llx:%u:%llu", instance, id,
+             (unsigned long long)++cw->serial);
     if (keel_ws_subscribe(ws, TOPIC) != KEEL_OK || keel_ws_subscribe(ws, m->inbox) != KEEL_OK) {
         keel_ws_close(ws, KEEL_WS_CLOSE_INTERNAL, "cannot join");
         return;
@@ -284,9 +294,26 @@ static const keel_ws_endpoint room = {
     .on_close = chat_close,
 };
 
+/* Different in every process, which is all an inbox name needs: the clock
+ * and where the loader and the allocator put things (address-space layout
+ * randomisation), mixed (MurmurHash3's finaliser). */
+static unsigned long long instance_id(void)
+{
+    void *p = malloc(1);
+    unsigned long long x = (unsigned long long)time(NULL) ^ (unsigned long long)clock() ^
+                           ((unsigned long long)(uintptr_t)p << 12) ^
+                           (unsigned long long)(uintptr_t)&instance;
+    free(p);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdULL;
+    x ^= x >> 33;
+    return x;
+}
+
 static int chat_load(keel_module *module)
 {
     self = module;
+    instance = instance_id();
     int rc = keel_ws_bind(module);
     if (rc != KEEL_OK) {
         keel_log(module, KEEL_LOG_ERROR, "needs the websocket module: %s", keel_strerror(rc));

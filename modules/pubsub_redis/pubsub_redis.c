@@ -252,7 +252,8 @@ static void link_close(keel_conn *conn, int status)
     keel_metric_add(pr.owner, pr.up, -1);
     if (!pr.stopping && !keel_worker_stopping(pr.owner) && !l->warned++)
         keel_log(pr.module, KEEL_LOG_WARN, "redis %s:%u (%s): connection lost (%s), retrying",
-                 pr.host, pr.port, l->subscriber ? "subscribe" : "publish", keel_strerror(status));
+                 pr.host, pr.port, l->subscriber ? "subscribe" : "publish",
+                 status == KEEL_OK ? "closed by Redis" : keel_strerror(status));
     schedule_retry(l);
 }
 

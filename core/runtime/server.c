@@ -367,6 +367,15 @@ static void on_signal(uv_signal_t *handle, int signum)
         return;
     }
 #endif
+    /* Draining after a reload hand-over, the first stop signal (systemd's
+     * SIGTERM to every process of the unit, say) finds it already
+     * stopping gracefully: it must not count as the second request that
+     * closes everything at once. A second signal still does. */
+    if (s->reloaded && !s->signal_after_reload) {
+        s->signal_after_reload = 1;
+        kl_log(KEEL_LOG_INFO, "%s: already draining after a reload", signal_name(signum));
+        return;
+    }
     s->signal_number = signum;
     keel_server_stop(s);
 }

@@ -118,6 +118,7 @@ struct keel_server {
     int workers_stopping;     /* the workers were asked to stop */
     struct kl_reload *reload; /* keel_server_enable_reload (runtime/reload.c); NULL: off */
     int reloaded;             /* stopping because a successor serves: no delay, no STOPPING=1 */
+    int signal_after_reload;  /* a stop signal came while draining after the hand-over */
     int pid_file_written;
     int signal_number;
 

@@ -24,25 +24,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void px_ex_ref(px_ex *ex)
-{
-    ex->refs++;
-}
-
-void px_ex_unref(px_ex *ex)
-{
-    if (--ex->refs > 0)
-        return;
-    if (ex->continue_timer != NULL)
-        keel_timer_stop(ex->continue_timer);
-    if (ex->flush_timer != NULL)
-        keel_timer_stop(ex->flush_timer);
-    free(ex->pend);
-    free(ex->hbuf);
-    free(ex->fields);
-    free(ex);
-}
-
 static int method_is(keel_str m, const char *s)
 {
     return m.len == strlen(s) && memcmp(m.ptr, s, m.len) == 0;
@@ -193,15 +174,17 @@ static void start_body(px_ex *ex)
 {
     if (ex->body_started || ex->req == NULL)
         return;
-    if (ex->continue_timer != NULL) {
+    int timer_ref = ex->continue_timer != NULL;
+    if (timer_ref) {
         keel_timer_stop(ex->continue_timer);
         ex->continue_timer = NULL;
-        px_ex_unref(ex);
     }
     ex->body_started = 1;
     /* Asking for the body is what makes http1 send its own 100 Continue
      * to a client that waits for one. */
     keel_request_stream_body(ex->req, body_chunk, ex);
+    if (timer_ref)
+        px_ex_unref(ex); /* the timer's, dropped last: ex lives through the call */
 }
 
 /* The upstream said 100 Continue: now the client may send. */

@@ -291,6 +291,34 @@ Test(reload, connections_in_flight_and_idle_finish_on_the_old_process, .timeout 
     close(silent);
 }
 
+/* systemd stops a unit by sending SIGTERM to each of its processes, the
+ * one still draining after a reload included: that one goes on draining
+ * gracefully rather than taking it as a second, forcing request. */
+Test(reload, a_stop_signal_while_draining_keeps_the_drain_graceful, .timeout = 60,
+     .fini = reload_fini)
+{
+    char pid_path[400];
+    kh_proc *p = start_keel(CONFIG("1", ""), pid_path, sizeof pid_path);
+    unsigned port = kh_port(p, 0);
+    int busy = kh_connect("127.0.0.1", port);
+    kh_assert(p, busy >= 0, "connect");
+    kh_assert(p, kh_send_str(busy, "GET /slow?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n") == 0, "send");
+    kh_sleep_ms(200);
+    kh_signal(p, SIGHUP);
+    pid_t next = wait_new_pid(pid_path, p->pid, 10000);
+    kh_assert(p, next > 0 && kh_wait_log(p, "draining this one", 5000), "no hand-over");
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_log(p, "already draining after a reload", 5000),
+              "the SIGTERM was not taken as part of the drain");
+    char buf[2048];
+    size_t n = kh_recv_n(busy, buf, sizeof buf, sizeof buf - 1, 5000);
+    kh_assert(p, n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0,
+              "the request in flight was cut by the SIGTERM: '%s'", buf);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "the old process did not exit 0");
+    kh_assert(p, alive(next) && get_ok(port, "/"), "the new process stopped serving");
+    close(busy);
+}
+
 /* ---- no connection refused or reset under load --------------------------- */
 
 typedef struct load {

@@ -142,6 +142,13 @@ struct keel_request {
     keel_body_cb body_cb;
     keel_body_chunk_cb chunk_cb;
     void *body_ud;
+    int body_ended; /* the protocol delivered the body's last piece */
+    /* The request's trailer fields (ABI 1.5), copied into the arena;
+     * shown to the handler only once the body has been read whole. */
+    const keel_header *trailers;
+    size_t ntrailers;
+    int trailers_given;   /* keel_http_request_trailers was called */
+    int trailers_visible; /* the body's reader was told it is complete */
     /* offload */
     uv_work_t *work;
     keel_offload_fn work_fn;

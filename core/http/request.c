@@ -472,6 +472,8 @@ static void body_complete(keel_request *req, int status)
     keel_body_cb cb = req->body_cb;
     keel_body_chunk_cb chunk = req->chunk_cb;
     int mode = req->body_mode;
+    if (status == KEEL_OK)
+        req->trailers_visible = 1; /* the body was read whole */
     req->body_mode = KL_BODY_DONE;
     req->body_cb = NULL;
     req->chunk_cb = NULL;
@@ -568,6 +570,8 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
 {
     if (req->aborted)
         return KEEL_ERR_CLOSED;
+    if (last)
+        req->body_ended = 1; /* trailers after this are refused */
     if (req->body_mode != KL_BODY_READ && req->body_mode != KL_BODY_STREAM)
         return KEEL_OK; /* nobody wants it: dropped */
     req->body_received += len;
@@ -606,6 +610,8 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
         }
     } else {
         kl_request_ref(req);
+        if (last)
+            req->trailers_visible = 1; /* the last call sees them */
         if (len > 0 || last)
             req->chunk_cb(req, data, len, last, req->body_ud);
         if (last) {
@@ -614,5 +620,135 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
         }
         kl_request_unref(req);
     }
+    return KEEL_OK;
+}
+
+/* ---- trailers (ABI 1.5) -------------------------------------------------- */
+
+/* The fields RFC 9110 6.5.1 rules out of a trailer section: "many fields
+ * cannot be processed outside the header section because their evaluation
+ * is necessary prior to receiving the content, such as those that describe
+ * message framing, routing, authentication, request modifiers, response
+ * controls, or content format". A sender must not send them; a recipient
+ * that acted on one would act on something the request's processing
+ * already went by (a Content-Length after the body, an Authorization after
+ * the handler ran). The core drops them for every protocol alike. Response
+ * controls never come in a request. */
+static const char *const trailer_forbidden[] = {
+    /* framing (RFC 9112 6; RFC 9110 6.6.2: Trailer announces trailers) */
+    "content-length",
+    "transfer-encoding",
+    "trailer",
+    /* routing (RFC 9110 7.2) */
+    "host",
+    /* the connection (RFC 9110 7.6.1, 7.8, 10.1.4) */
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "upgrade",
+    "te",
+    /* authentication (RFC 9110 11.6, 11.7; RFC 6265) */
+    "authorization",
+    "proxy-authorization",
+    "cookie",
+    /* request modifiers: controls and preconditions (RFC 9110 10.1, 7.6.2,
+     * 14.2, 13.1; RFC 9111 5.2, 5.4) */
+    "expect",
+    "max-forwards",
+    "range",
+    "if-match",
+    "if-none-match",
+    "if-modified-since",
+    "if-unmodified-since",
+    "if-range",
+    "cache-control",
+    "pragma",
+    /* the content's format (RFC 9110 8.3, 8.4, 14.4) */
+    "content-type",
+    "content-encoding",
+    "content-range",
+};
+
+static int trailer_allowed(keel_str name)
+{
+    /* Pseudo-fields route an HTTP/2 request (RFC 9113 8.3) and are never
+     * trailers (8.1); empty names are no field at all. */
+    if (name.ptr == NULL || name.len == 0 || name.ptr[0] == ':')
+        return 0;
+    for (size_t i = 0; i < KL_ARRAY_SIZE(trailer_forbidden); i++)
+        if (kl_name_equals(name, trailer_forbidden[i], strlen(trailer_forbidden[i])))
+            return 0;
+    return 1;
+}
+
+int keel_http_request_trailers(keel_request *req, const keel_header *fields, size_t n)
+{
+    if (req->aborted)
+        return KEEL_ERR_CLOSED;
+    if (fields == NULL && n > 0)
+        return KEEL_ERR_INVAL;
+    /* RFC 9112 7.1.2 and RFC 9113 8.1: one trailer section, after the
+     * content and before the message ends. */
+    if (req->body_ended || req->body_mode == KL_BODY_DONE || req->trailers_given)
+        return KEEL_ERR_STATE;
+    req->trailers_given = 1;
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        kept += trailer_allowed(fields[i].name);
+    if (kept == 0)
+        return KEEL_OK;
+    keel_header *copy = kl_arena_alloc(&req->arena, kept * sizeof *copy);
+    size_t k = 0;
+    for (size_t i = 0; copy != NULL && i < n; i++) {
+        if (!trailer_allowed(fields[i].name))
+            continue;
+        const keel_str *v = &fields[i].value;
+        char *name = kl_arena_dup(&req->arena, fields[i].name.ptr, fields[i].name.len);
+        char *value = kl_arena_dup(&req->arena, v->ptr ? v->ptr : "", v->ptr ? v->len : 0);
+        if (name == NULL || value == NULL) {
+            copy = NULL;
+            break;
+        }
+        copy[k].name = (keel_str){name, fields[i].name.len};
+        copy[k].value = (keel_str){value, v->ptr ? v->len : 0};
+        k++;
+    }
+    if (copy == NULL) {
+        /* As a body piece the core cannot hold: the reader learns it, and
+         * the client gets 500 rather than a request missing its end. */
+        if (req->body_mode == KL_BODY_READ || req->body_mode == KL_BODY_STREAM) {
+            kl_request_ref(req);
+            kl_response_send_status(&req->res, 500);
+            kl_request_fail_body(req, KEEL_ERR_NOMEM);
+            kl_request_unref(req);
+        }
+        return KEEL_ERR_NOMEM;
+    }
+    req->trailers = copy;
+    req->ntrailers = kept;
+    return KEEL_OK;
+}
+
+keel_str keel_request_trailer(keel_request *req, const char *name)
+{
+    if (!req->trailers_visible)
+        return (keel_str){NULL, 0};
+    size_t len = strlen(name);
+    for (size_t i = 0; i < req->ntrailers; i++)
+        if (kl_name_equals(req->trailers[i].name, name, len))
+            return req->trailers[i].value;
+    return (keel_str){NULL, 0};
+}
+
+size_t keel_request_trailer_count(keel_request *req)
+{
+    return req->trailers_visible ? req->ntrailers : 0;
+}
+
+int keel_request_trailer_at(keel_request *req, size_t index, keel_header *out)
+{
+    if (index >= keel_request_trailer_count(req))
+        return KEEL_ERR_NOTFOUND;
+    *out = req->trailers[index];
     return KEEL_OK;
 }

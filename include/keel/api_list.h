@@ -854,7 +854,7 @@ KEEL_FN(int, module_at,
         (keel_module *module, size_t index, const char **name, const char **version),
         (module, index, name, version))
 
-/* The host's release version ("0.1.0") and ABI ("1.4"): what is running,
+/* The host's release version ("0.1.0") and ABI ("1.5"): what is running,
  * which may be newer than the headers a module was built with. Static
  * strings. Any thread. */
 KEEL_FN(const char *, host_version, (void), ())
@@ -880,3 +880,69 @@ KEEL_FN(const char *, host_abi, (void), ())
  * or a closing one. Worker thread of the connection. */
 KEEL_VFN(conn_set_idle, (keel_conn *conn, int idle), (conn, idle))
 #endif /* KEEL__WANT(4) */
+
+#if KEEL__WANT(5)
+/* ---- HTTP: request trailers (ABI 1.5) -------------------------------------
+ * A request's trailer section (RFC 9110 6.5): fields that come after the
+ * body (an HTTP/1.1 chunked body's trailer section, RFC 9112 7.1.2; an
+ * HTTP/2 request's trailing HEADERS, RFC 9113 8.1), a checksum or a status
+ * the sender knew only at the end. They are kept apart from the head's
+ * fields and never merged into them (RFC 9110 6.5.1).
+ *
+ * For handlers and filters: worker thread of the request. The trailers
+ * are visible once the whole body has been read: from keel_request_read_body's
+ * callback with KEEL_OK, or keel_request_stream_body's last call (last != 0),
+ * and for the rest of the request's life. Before that, and for a body read
+ * in neither way, or cut short (413, the client gone), there are none
+ * (count 0, ptr NULL). Views live as long as the request. The core has
+ * already dropped the fields RFC 9110 6.5.1 says cannot be trailers (see
+ * keel_http_request_trailers), so what is here is never framing, routing,
+ * authentication, a request modifier or a description of the content. */
+
+/* The first trailer field called name (case-insensitive, as
+ * keel_request_header); ptr NULL if absent or not visible yet. */
+KEEL_FN(keel_str, request_trailer, (keel_request *req, const char *name), (req, name))
+
+/* Trailer fields in the order received (0 while not visible). */
+KEEL_FN(size_t, request_trailer_count, (keel_request *req), (req))
+
+/* The index-th trailer field; KEEL_ERR_NOTFOUND past the end (or while
+ * not visible). */
+KEEL_FN(int, request_trailer_at, (keel_request *req, size_t index, keel_header *out),
+        (req, index, out))
+
+/* For protocol modules: the trailer fields that came after the request
+ * body. Call it once, before the keel_http_request_body call with last set
+ * (the handler sees them from that call on). The core copies the names
+ * and values into the request's memory during the call, so the views may
+ * point into buffers the protocol reuses. Limits (how many fields, how
+ * many bytes) are the protocol's to enforce, as for the head: http1
+ * counts a trailer section against max_header_bytes and max_headers
+ * (431), h2 against its header-list limit; the core adds none.
+ *
+ * The core, not the protocol, drops the fields that cannot be trailers
+ * (RFC 9110 6.5.1: their meaning is needed before the content, so a
+ * handler must never act on them when they come after it), so that every
+ * protocol behaves the same: message framing (Content-Length,
+ * Transfer-Encoding, Trailer), routing (Host, and any name starting with
+ * ':', HTTP/2 pseudo-fields), the connection (Connection, Keep-Alive,
+ * Proxy-Connection, Upgrade, TE; RFC 9110 7.6.1), authentication
+ * (Authorization, Proxy-Authorization, Cookie), request modifiers (Expect,
+ * Max-Forwards, Range, If-Match, If-None-Match, If-Modified-Since,
+ * If-Unmodified-Since, If-Range, Cache-Control, Pragma) and the content's
+ * format (Content-Type, Content-Encoding, Content-Range). Any other field
+ * is kept as sent. Empty names are dropped too.
+ *
+ * Returns KEEL_OK (nothing kept is not an error); KEEL_ERR_INVAL for
+ * fields NULL with n > 0; KEEL_ERR_STATE if the body already ended (its
+ * last piece was delivered, or it was cut short) or trailers were given
+ * already; KEEL_ERR_CLOSED after keel_http_request_abort; KEEL_ERR_NOMEM
+ * with nothing kept, and if the handler was reading the body the core has
+ * answered 500 and its body callback got KEEL_ERR_NOMEM (as for a body
+ * piece it cannot hold). The exchange may thus be over when this returns:
+ * a protocol checks that it still holds the request (its sink's `done`
+ * not called) before the last keel_http_request_body. Worker thread of
+ * the request. */
+KEEL_FN(int, http_request_trailers, (keel_request *req, const keel_header *fields, size_t n),
+        (req, fields, n))
+#endif /* KEEL__WANT(5) */

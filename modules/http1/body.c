@@ -11,6 +11,7 @@
  */
 #include "h1.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Chunked decoder states. */
@@ -56,6 +57,10 @@ void h1_body_init(h1_conn *c)
     }
     c->x->line_len = 0;
     c->x->overhead = 0;
+    c->x->tr_len = 0;
+    c->x->ntr = 0;
+    c->x->tr_count = 0;
+    c->x->tr_bytes = 0;
 }
 
 /* Hands data to the core while it wants the body, else drops it. */
@@ -100,9 +105,147 @@ static int is_field_char(unsigned char ch)
     return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
 }
 
+/* ---- the trailer section ---------------------------------------------------- */
+
+void h1_body_trailers_free(h1_exch *x)
+{
+    free(x->tr_buf);
+    free(x->tr_spans);
+    free(x->tr_fields);
+    x->tr_buf = NULL;
+    x->tr_spans = NULL;
+    x->tr_fields = NULL;
+    x->tr_len = x->tr_cap = x->ntr = x->tr_fields_cap = 0;
+}
+
+/* Appends one byte of a trailer field to tr_buf; -1 if out of memory. The
+ * section is bounded by max_header_bytes before this runs, so the buffer
+ * is too. */
+static int tr_put(h1_exch *x, unsigned char ch)
+{
+    if (x->tr_len == x->tr_cap) {
+        uint32_t cap = x->tr_cap ? x->tr_cap * 2 : 256;
+        char *grown = realloc(x->tr_buf, cap);
+        if (grown == NULL)
+            return -1;
+        x->tr_buf = grown;
+        x->tr_cap = cap;
+    }
+    x->tr_buf[x->tr_len++] = (char)ch;
+    return 0;
+}
+
+/* Opens the next field's span (its name starts at the end of tr_buf). */
+static int tr_begin(h1_exch *x)
+{
+    if (x->ntr == x->tr_fields_cap) {
+        uint32_t cap = x->tr_fields_cap ? x->tr_fields_cap * 2 : 8;
+        h1_span *spans = realloc(x->tr_spans, cap * sizeof *spans);
+        if (spans == NULL)
+            return -1;
+        x->tr_spans = spans;
+        keel_header *fields = realloc(x->tr_fields, cap * sizeof *fields);
+        if (fields == NULL)
+            return -1;
+        x->tr_fields = fields;
+        x->tr_fields_cap = cap;
+    }
+    x->tr_spans[x->ntr] = (h1_span){.name_off = x->tr_len};
+    return 0;
+}
+
+/* One byte of the trailer section, in a state >= CS_TRAILER. keep: the
+ * fields go to the core (the body is being read, not discarded). */
+static int trailer_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int keep)
+{
+    /* The trailer section is a field section like the head (RFC 9112 5,
+     * 7.1.2), so it gets the head's limits, 431 beyond (RFC 6585 5), on
+     * top of the framing allowance it shares with the chunk lines. */
+    if (++x->tr_bytes > cfg->max_header_bytes)
+        return 431;
+    h1_span *f = keep && x->ntr < x->tr_fields_cap ? &x->tr_spans[x->ntr] : NULL;
+    switch (x->body_state) {
+    case CS_TRAILER:
+        if (ch == '\r') {
+            x->body_state = CS_END_LF;
+        } else if (h1_is_tchar(ch)) {
+            if (++x->tr_count > cfg->max_headers)
+                return 431;
+            if (keep && (tr_begin(x) != 0 || tr_put(x, ch) != 0))
+                return 500;
+            x->body_state = CS_TR_NAME;
+        } else {
+            /* A line starting with whitespace continues the previous one:
+             * obs-fold, which a server may refuse with 400 (RFC 9112 5.2),
+             * as keel does in the head. Anything else is no field line. */
+            return 400;
+        }
+        return 0;
+    case CS_TR_NAME:
+        /* No whitespace between the name and the colon (RFC 9112 5.1). */
+        if (ch == ':') {
+            if (f != NULL) {
+                f->name_len = x->tr_len - f->name_off;
+                f->value_off = x->tr_len;
+            }
+            x->body_state = CS_TR_VALUE;
+        } else if (!h1_is_tchar(ch)) {
+            return 400;
+        } else if (f != NULL && tr_put(x, ch) != 0) {
+            return 500;
+        }
+        return 0;
+    case CS_TR_VALUE:
+        if (ch == '\r') {
+            if (f != NULL) {
+                /* field-line = field-name ":" OWS field-value OWS (RFC 9112
+                 * 5): the trailing OWS goes (the leading never came in). */
+                while (x->tr_len > f->value_off && is_ws((unsigned char)x->tr_buf[x->tr_len - 1]))
+                    x->tr_len--;
+                f->value_len = x->tr_len - f->value_off;
+                x->ntr++;
+            }
+            x->body_state = CS_TR_LF;
+        } else if (!is_field_char(ch)) {
+            return 400; /* NUL, a bare LF, other controls (RFC 9110 5.5) */
+        } else if (f != NULL && !(is_ws(ch) && x->tr_len == f->value_off) && tr_put(x, ch) != 0) {
+            return 500;
+        }
+        return 0;
+    case CS_TR_LF:
+        if (ch != '\n')
+            return 400;
+        x->line_len = 0;
+        x->body_state = CS_TRAILER;
+        return 0;
+    case CS_END_LF:
+        return ch == '\n' ? 1 : 400;
+    default:
+        return 400;
+    }
+}
+
+void h1_body_end(h1_conn *c)
+{
+    h1_exch *x = c->x;
+    if (x->ntr > 0) {
+        for (uint32_t i = 0; i < x->ntr; i++) {
+            const h1_span *f = &x->tr_spans[i];
+            x->tr_fields[i] = (keel_header){{x->tr_buf + f->name_off, f->name_len},
+                                            {x->tr_buf + f->value_off, f->value_len}};
+        }
+        /* The core copies them; a failure there (out of memory) has
+         * answered 500 and may have ended the exchange. */
+        keel_http_request_trailers(x->req, x->tr_fields, x->ntr);
+        if (c->ex != H1_EX_ACTIVE)
+            return;
+    }
+    keel_http_request_body(x->req, NULL, 0, 1);
+}
+
 /* One framing byte of the chunked coding. Returns 0 to go on, 1 when the
  * message is complete, or an error status. */
-static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch)
+static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int keep)
 {
     uint64_t max_body = cfg->max_body;
     if (++x->line_len > H1_CHUNK_LINE_MAX)
@@ -239,37 +382,15 @@ static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch)
         x->line_len = 0;
         x->body_state = CS_SIZE0;
         return 0;
-    /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2);
-     * the fields are checked like header fields and then dropped. They
-     * count as framing (above). */
+    /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2):
+     * checked like header fields and kept for the core (trailer_byte).
+     * They count as framing (above). */
     case CS_TRAILER:
-        if (ch == '\r')
-            x->body_state = CS_END_LF;
-        else if (h1_is_tchar(ch))
-            x->body_state = CS_TR_NAME; /* (whitespace here would be obs-fold) */
-        else
-            return 400;
-        return 0;
     case CS_TR_NAME:
-        if (ch == ':')
-            x->body_state = CS_TR_VALUE;
-        else if (!h1_is_tchar(ch))
-            return 400;
-        return 0;
     case CS_TR_VALUE:
-        if (ch == '\r')
-            x->body_state = CS_TR_LF;
-        else if (!is_field_char(ch))
-            return 400;
-        return 0;
     case CS_TR_LF:
-        if (ch != '\n')
-            return 400;
-        x->line_len = 0;
-        x->body_state = CS_TRAILER;
-        return 0;
     case CS_END_LF:
-        return ch == '\n' ? 1 : 400;
+        return trailer_byte(x, cfg, ch, keep);
     default:
         return 400;
     }
@@ -297,7 +418,7 @@ int h1_parse_body(h1_conn *c)
             }
             continue;
         }
-        int r = chunk_byte(c->x, c->w->cfg, (unsigned char)*p++);
+        int r = chunk_byte(c->x, c->w->cfg, (unsigned char)*p++, c->msg == H1_MSG_BODY);
         c->pos = (size_t)(p - c->data);
         if (r == 1)
             return H1_READY;

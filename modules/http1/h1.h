@@ -155,6 +155,19 @@ struct h1_exch {
     int error_status;          /* set by a parser callback that returns HPE_USER */
     uint32_t line_len;         /* bytes of the current chunk-size or trailer line */
     uint8_t body_state;        /* body.c's decoder state */
+
+    /* The trailer section of a chunked body (body.c), kept while the body
+     * goes to the core: each field's name and value (OWS trimmed) copied
+     * into tr_buf, since the lines may span several reads whose bytes are
+     * consumed as they are parsed. Allocated only when a request has
+     * trailers, and not kept in the pool. */
+    char *tr_buf;
+    uint32_t tr_len, tr_cap;
+    h1_span *tr_spans;      /* where each field is in tr_buf */
+    keel_header *tr_fields; /* the views handed to the core, made at the end */
+    uint32_t ntr, tr_fields_cap;
+    uint32_t tr_count; /* trailer fields seen (kept or not): max_headers */
+    uint64_t tr_bytes; /* bytes of the trailer section: max_header_bytes */
 };
 
 /* ---- per-worker state (the module's worker_state) ----------------------- */
@@ -329,6 +342,14 @@ void h1_body_init(h1_conn *c);
  * (c->pos just after it); H1_NEED_MORE: every byte was taken; H1_FAILED:
  * an error response was sent (or the connection is closing). */
 int h1_parse_body(h1_conn *c);
+
+/* The message is complete and its body was the core's: hands the trailer
+ * fields kept from a chunked body to the core (keel_http_request_trailers,
+ * ABI 1.5), then the body's end, unless the exchange ended meanwhile. */
+void h1_body_end(h1_conn *c);
+
+/* Frees what the trailer section of a message held (pool.c). */
+void h1_body_trailers_free(h1_exch *x);
 
 /* ---- validate.c --------------------------------------------------------- */
 

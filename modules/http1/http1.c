@@ -207,7 +207,7 @@ void h1_process(h1_conn *c)
             }
             if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE) {
                 c->msg = H1_MSG_DONE;
-                keel_http_request_body(c->x->req, NULL, 0, 1);
+                h1_body_end(c);
             } else {
                 c->msg = H1_MSG_DONE;
             }

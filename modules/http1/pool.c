@@ -25,6 +25,10 @@ h1_exch *h1_exch_get(h1_worker *w)
     x->headers_cap = H1_INLINE_HEADERS;
     x->copy = NULL;
     x->copy_cap = 0;
+    x->tr_buf = NULL;
+    x->tr_spans = NULL;
+    x->tr_fields = NULL;
+    x->tr_len = x->tr_cap = x->ntr = x->tr_fields_cap = 0;
     return x;
 }
 
@@ -37,6 +41,8 @@ static void exch_shrink(h1_exch *x)
         x->headers = x->inline_headers;
         x->headers_cap = H1_INLINE_HEADERS;
     }
+    /* Trailer sections are rare: a message that had one gives it back. */
+    h1_body_trailers_free(x);
     /* A copy buffer fit for usual heads is kept; a large one is not. */
     if (x->copy_cap > 4096) {
         free(x->copy);

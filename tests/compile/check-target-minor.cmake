@@ -1,6 +1,6 @@
 # Proves KEEL_TARGET_ABI_MINOR at compile time: a call to an ABI 1.3 function
 # from code that targets 1.2 must not compile, and the same call targeting
-# 1.3 must. Run by ctest as
+# 1.3 must; likewise for 1.5's request trailers targeting 1.4. Run by ctest as
 #
 #   cmake -DCOMPILER=<cc or c++> -DLANG=C|CXX -DINCLUDE_DIR=<include/>
 #         -DSOURCE=<target_minor.c> -DWORK_DIR=<scratch dir> -P check-target-minor.cmake
@@ -21,8 +21,14 @@ else()
 endif()
 
 set(failures "")
-foreach(probe STRERROR WORKER_COUNT CONFIG_ERROR TIMER_RESTART)
-    foreach(minor 2 3)
+# PROBE:MINOR, the minor that added the function the probe calls.
+foreach(entry STRERROR:3 WORKER_COUNT:3 CONFIG_ERROR:3 TIMER_RESTART:3 REQUEST_TRAILER:5
+              HTTP_REQUEST_TRAILERS:5)
+    string(REPLACE ":" ";" entry "${entry}")
+    list(GET entry 0 probe)
+    list(GET entry 1 since)
+    math(EXPR before "${since} - 1")
+    foreach(minor ${before} ${since})
         execute_process(
             COMMAND "${COMPILER}" ${lang_flags} -Wall -Wextra -Werror
                     -DKEEL_TARGET_ABI_MINOR=${minor} -DPROBE_${probe}
@@ -30,13 +36,13 @@ foreach(probe STRERROR WORKER_COUNT CONFIG_ERROR TIMER_RESTART)
             RESULT_VARIABLE rc
             OUTPUT_VARIABLE out
             ERROR_VARIABLE out)
-        if(minor EQUAL 3 AND NOT rc EQUAL 0)
-            string(APPEND failures "${probe} targeting 1.3 does not compile:\n${out}\n")
-        elseif(minor EQUAL 2 AND rc EQUAL 0)
-            string(APPEND failures "${probe} targeting 1.2 compiles: it must not\n")
-        elseif(minor EQUAL 2 AND NOT out MATCHES "newer than KEEL_TARGET_ABI_MINOR")
+        if(minor EQUAL since AND NOT rc EQUAL 0)
+            string(APPEND failures "${probe} targeting 1.${minor} does not compile:\n${out}\n")
+        elseif(minor EQUAL before AND rc EQUAL 0)
+            string(APPEND failures "${probe} targeting 1.${minor} compiles: it must not\n")
+        elseif(minor EQUAL before AND NOT out MATCHES "newer than KEEL_TARGET_ABI_MINOR")
             # It failed, but not because of the target.
-            string(APPEND failures "${probe} targeting 1.2 fails for another reason:\n${out}\n")
+            string(APPEND failures "${probe} targeting 1.${minor} fails for another reason:\n${out}\n")
         endif()
     endforeach()
 endforeach()
@@ -44,4 +50,5 @@ endforeach()
 if(failures)
     message(FATAL_ERROR "${failures}")
 endif()
-message(STATUS "KEEL_TARGET_ABI_MINOR=2 refuses every 1.3 call (${LANG}), 3 accepts them")
+message(STATUS "KEEL_TARGET_ABI_MINOR refuses every call newer than the target (${LANG}), "
+               "and the target's own minor accepts them")

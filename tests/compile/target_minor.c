@@ -1,6 +1,7 @@
 /* Compiled, never run, by tests/compile/check-target-minor.cmake: each
- * PROBE_* calls one ABI 1.3 function. With KEEL_TARGET_ABI_MINOR=2 every
- * probe must fail to compile (the entry is declared unavailable); with 3
+ * PROBE_* calls one function of ABI 1.3 (or 1.5, the request trailers).
+ * Targeting the minor before the function's every probe must fail to
+ * compile (the entry is declared unavailable); targeting its own minor
  * every probe must compile, which proves the failures come from the target
  * and not from a broken file. */
 #include <keel/keel.h>
@@ -19,6 +20,12 @@ int probe(keel_module *module)
 #elif defined(PROBE_TIMER_RESTART)
     (void)module;
     return keel_timer_restart((keel_timer *)0, 1, 0);
+#elif defined(PROBE_REQUEST_TRAILER)
+    (void)module;
+    return keel_request_trailer((keel_request *)0, "x").len > 0;
+#elif defined(PROBE_HTTP_REQUEST_TRAILERS)
+    (void)module;
+    return keel_http_request_trailers((keel_request *)0, (const keel_header *)0, 0);
 #else
 #error "define one PROBE_*"
 #endif

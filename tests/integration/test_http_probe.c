@@ -171,3 +171,31 @@ Test(http_probe, upgrade_through_the_sink, .timeout = 30, .fini = kh_cleanup_all
                     "done keep-alive=1\n");
     kh_stop(p);
 }
+
+/* Request trailers (ABI 1.5) from a protocol that is not HTTP/1 (the
+ * probe-tr protocol passes them as an HTTP/2 module would, lower-case,
+ * with a pseudo-field): the core drops what RFC 9110 6.5.1 rules out of a
+ * trailer section for every protocol alike, takes one trailer section
+ * only, and shows the handler nothing until the body is read, although
+ * the protocol gave the trailers before the handler ran. */
+Test(http_probe, request_trailers_from_another_protocol, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start("probe-tr", "probe trailers");
+    expect_exchange(p, "POST /trailers/read\n",
+                    "trailers success\n"
+                    "again not allowed in this state\n"
+                    "head 200 keep-alive=1 Content-Type: text/plain\n"
+                    "body last=1\n"
+                    "before=0\nbody=2\ncount=2\nx-checksum: c1\ngrpc-status: 0\nlookup=c1\n"
+                    "late=not allowed in this state\n"
+                    "done keep-alive=1\n");
+    expect_exchange(p, "POST /trailers/stream\n",
+                    "trailers success\n"
+                    "again not allowed in this state\n"
+                    "head 200 keep-alive=1 Content-Type: text/plain\n"
+                    "body last=1\n"
+                    "before=0\nduring=0\nbody=2\ncount=2\nx-checksum: c1\ngrpc-status: 0\n"
+                    "lookup=c1\nlate=not allowed in this state\n"
+                    "done keep-alive=1\n");
+    kh_stop(p);
+}

@@ -11,6 +11,14 @@
  *              the connection goes to the protocol asked for
  *   probe-old  a sink as a protocol built for ABI 1.2 has it (smaller, and
  *              unable to ask keel_http_request_keep_alive)
+ *   probe-tr   request trailers (ABI 1.5) as an HTTP/2 module passes them:
+ *              lower-case names, pseudo-fields among them. Each request
+ *              has the body "hi" and the trailer fields ":path: /x",
+ *              "host: h", "content-length: 2", "x-checksum: c1",
+ *              "grpc-status: 0", given before dispatch; after dispatch a
+ *              second keel_http_request_trailers is written down as
+ *              "again RC", then the body ends ("body" lines carry the
+ *              response's bytes). For the trailers test module's routes.
  * Each sink call becomes a line:
  *   head STATUS keep-alive=K FIELDS   (K: keel_http_request_keep_alive)
  *   body LEN last=L
@@ -123,6 +131,23 @@ static int probe_upgrade(void *exchange, int status, const keel_header *headers,
     return KEEL_OK;
 }
 
+/* probe-tr: the response's bytes too (what the handler saw). */
+static int probe_tr_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, int last,
+                              const keel_header *trailers, size_t ntrailers, keel_write_cb cb,
+                              void *userdata)
+{
+    struct probe *pr = exchange;
+    (void)trailers, (void)ntrailers;
+    char line[64];
+    int n = snprintf(line, sizeof line, "body last=%d\n", last);
+    int rc = say(pr, line, (size_t)n);
+    for (size_t i = 0; rc == KEEL_OK && i < nbufs; i++)
+        rc = say(pr, bufs[i].base, bufs[i].len);
+    if (rc == KEEL_OK && cb != NULL)
+        cb(pr->conn, KEEL_OK, userdata);
+    return rc;
+}
+
 /* Without upgrade: what an HTTP/2 module's sink looks like to the core. */
 static const keel_http_sink probe_sink = {
     .size = sizeof(keel_http_sink),
@@ -136,6 +161,13 @@ static const keel_http_sink probe_old_sink = {
     .size = offsetof(keel_http_sink, upgrade),
     .send_head = probe_send_head,
     .send_body = probe_send_body,
+    .done = probe_done,
+};
+
+static const keel_http_sink probe_tr_sink = {
+    .size = sizeof(keel_http_sink),
+    .send_head = probe_send_head,
+    .send_body = probe_tr_send_body,
     .done = probe_done,
 };
 
@@ -186,6 +218,48 @@ static int run_line(struct probe *pr, const keel_http_sink *sink, const char *li
     return KEEL_OK;
 }
 
+/* probe-tr: one request with a body and trailers, the way a protocol that
+ * has them at hand before the handler runs (HTTP/2, all frames in one
+ * read) would pass them. */
+static int run_tr_line(struct probe *pr, const char *line, size_t len)
+{
+    static const keel_header fields[] = {
+        {{":path", 5}, {"/x", 2}},          {{"host", 4}, {"h", 1}},
+        {{"content-length", 14}, {"2", 1}}, {{"x-checksum", 10}, {"c1", 2}},
+        {{"grpc-status", 11}, {"0", 1}},
+    };
+    const char *sp = memchr(line, ' ', len);
+    if (sp == NULL)
+        return say(pr, "bad line\n", 9);
+    pr->head = (keel_http_head){
+        .size = sizeof(keel_http_head),
+        .method = {line, (size_t)(sp - line)},
+        .target = {sp + 1, len - (size_t)(sp + 1 - line)},
+        .version = 20,
+        .content_length = -1,
+    };
+    pr->exchange_open = 1;
+    pr->req = keel_http_request_start(pr->conn, &probe_tr_sink, pr, &pr->head);
+    if (pr->req == NULL)
+        return KEEL_ERR_NOMEM;
+    int rc = keel_http_request_trailers(pr->req, fields, sizeof fields / sizeof fields[0]);
+    char text[64];
+    int n = snprintf(text, sizeof text, "trailers %s\n", keel_strerror(rc));
+    say(pr, text, (size_t)n);
+    keel_http_request_dispatch(pr->req);
+    if (pr->exchange_open) {
+        rc = keel_http_request_trailers(pr->req, fields, 1);
+        n = snprintf(text, sizeof text, "again %s\n", keel_strerror(rc));
+        say(pr, text, (size_t)n);
+        keel_http_request_body(pr->req, "hi", 2, 1);
+    }
+    if (pr->exchange_open) {
+        keel_http_request_abort(pr->req);
+        return say(pr, "not answered at the body's end\n", 31);
+    }
+    return KEEL_OK;
+}
+
 static int run_lines(keel_conn *conn, const keel_http_sink *sink, const char *data, size_t len,
                      size_t *consumed)
 {
@@ -194,7 +268,8 @@ static int run_lines(keel_conn *conn, const keel_http_sink *sink, const char *da
     const char *nl;
     while ((nl = memchr(data + at, '\n', len - at)) != NULL) {
         size_t n = (size_t)(nl - (data + at));
-        int rc = run_line(pr, sink, data + at, n);
+        int rc = sink == &probe_tr_sink ? run_tr_line(pr, data + at, n)
+                                        : run_line(pr, sink, data + at, n);
         at += n + 1;
         if (pr->handed_over) {
             /* The connection is another protocol's: its data is not ours. */
@@ -222,6 +297,11 @@ static int probe_up_data(keel_conn *conn, const char *data, size_t len, size_t *
 static int probe_old_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
 {
     return run_lines(conn, &probe_old_sink, data, len, consumed);
+}
+
+static int probe_tr_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
+{
+    return run_lines(conn, &probe_tr_sink, data, len, consumed);
 }
 
 static void probe_close(keel_conn *conn, int status)
@@ -254,6 +334,14 @@ static const keel_protocol probe_old = {
     .name = "probe-old",
     .on_open = probe_open,
     .on_data = probe_old_data,
+    .on_close = probe_close,
+};
+
+static const keel_protocol probe_tr = {
+    .size = sizeof(keel_protocol),
+    .name = "probe-tr",
+    .on_open = probe_open,
+    .on_data = probe_tr_data,
     .on_close = probe_close,
 };
 
@@ -309,6 +397,7 @@ static int probe_load(keel_module *module)
     if ((rc = keel_protocol_register(module, &probe)) < 0 ||
         (rc = keel_protocol_register(module, &probe_up)) < 0 ||
         (rc = keel_protocol_register(module, &probe_old)) < 0 ||
+        (rc = keel_protocol_register(module, &probe_tr)) < 0 ||
         (rc = keel_route_add(module, "GET", "/probe/plain", route_plain, NULL)) < 0 ||
         (rc = keel_route_add(module, "GET", "/probe/close-field", route_close_field, NULL)) < 0 ||
         (rc = keel_route_add(module, "GET", "/probe/close-call", route_close_call, NULL)) < 0 ||

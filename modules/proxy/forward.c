@@ -139,10 +139,48 @@ int px_ex_write_upstream(px_ex *ex, const char *a, size_t alen, const char *b, s
 
 /* ---- the request body ------------------------------------------------------------------ */
 
+/* The last chunk with the client's trailer fields (RFC 9112 7.1.2), after
+ * the CRLF that ends a data chunk if one came with it; NULL when there
+ * are none (or no memory: they are then dropped, as a proxy may, RFC 9110
+ * 6.5.1). The core has removed the fields a trailer must not carry; the
+ * fields were checked as http1 read them, so they need no escaping. */
+static char *trailer_section(keel_request *req, int after_data)
+{
+    size_t n = keel_request_trailer_count(req), size = 16;
+    if (n == 0)
+        return NULL;
+    keel_header h;
+    for (size_t i = 0; i < n; i++)
+        if (keel_request_trailer_at(req, i, &h) == KEEL_OK)
+            size += h.name.len + h.value.len + 4;
+    char *out = malloc(size);
+    if (out == NULL)
+        return NULL;
+    size_t at = 0;
+    if (after_data) {
+        memcpy(out, "\r\n", 2);
+        at = 2;
+    }
+    memcpy(out + at, "0\r\n", 3);
+    at += 3;
+    for (size_t i = 0; i < n; i++) {
+        if (keel_request_trailer_at(req, i, &h) != KEEL_OK)
+            continue;
+        memcpy(out + at, h.name.ptr, h.name.len);
+        at += h.name.len;
+        memcpy(out + at, ": ", 2);
+        memcpy(out + at + 2, h.value.ptr, h.value.len);
+        at += 2 + h.value.len;
+        memcpy(out + at, "\r\n", 2);
+        at += 2;
+    }
+    memcpy(out + at, "\r\n", 3); /* the section's end, and a NUL */
+    return out;
+}
+
 static void body_chunk(keel_request *req, const char *data, size_t len, int last, void *userdata)
 {
     px_ex *ex = userdata;
-    (void)req;
     if (ex->up == NULL || ex->up->conn == NULL)
         return; /* the attempt failed: the rest is dropped (the client gets the error) */
     px_config *c = ex->route->cfg;
@@ -150,9 +188,13 @@ static void body_chunk(keel_request *req, const char *data, size_t len, int last
         /* Re-framed, one chunk per piece (RFC 9112 7.1). */
         char size[24];
         int n = len ? snprintf(size, sizeof size, "%zx\r\n", len) : 0;
-        const char *tail = last ? (len ? "\r\n0\r\n\r\n" : "0\r\n\r\n") : "\r\n";
+        char *trailers = last ? trailer_section(req, len > 0) : NULL;
+        const char *tail = trailers ? trailers
+                           : last   ? (len ? "\r\n0\r\n\r\n" : "0\r\n\r\n")
+                                    : "\r\n";
         if (len || last)
             px_ex_write_upstream(ex, size, (size_t)n, data, len, tail, strlen(tail));
+        free(trailers);
     } else if (len) {
         px_ex_write_upstream(ex, data, len, NULL, 0, NULL, 0);
     }

@@ -26,6 +26,7 @@ Paths (query: ?k=v&...):
   /echo               echoes the request body (Content-Length or chunked);
                       with Expect: 100-continue sends 100 first unless ?refuse=1,
                       then 417 without reading the body
+  /trailers           reads a body, answers its length and the trailer lines it came with
   /ws                 101 (Upgrade: websocket) then echoes bytes until EOF
   /count              how many requests this connection carried: "conn=N req=K"
   /eof?n=N            an HTTP/1.0-style body: no length, ends with the connection
@@ -94,8 +95,9 @@ class Conn:
             while True:
                 size = int(self.read_line().split(b";")[0], 16)
                 if size == 0:
-                    while self.read_line() != b"":
-                        pass
+                    self.trailers = []
+                    while (line := self.read_line()) != b"":
+                        self.trailers.append(line)
                     return body
                 body += self.read_exact(size)
                 self.read_exact(2)
@@ -212,6 +214,10 @@ def handle(c):
                 c.send(b"HTTP/1.1 100 Continue\r\n\r\n")
             body = c.read_body(fields)
             c.respond(200, body)
+        elif path == "/trailers":
+            c.trailers = []
+            body = c.read_body(fields)
+            c.respond(200, b"%d\n" % len(body) + b"".join(t + b"\n" for t in c.trailers))
         elif path == "/ws":
             c.send(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                    b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")

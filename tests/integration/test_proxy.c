@@ -259,6 +259,37 @@ Test(proxy, chunked_body_with_trailers, .timeout = 60, .fini = kh_cleanup_all)
     px_stop(p);
 }
 
+/* A chunked request's trailer fields reach the upstream (RFC 9112 7.1.2),
+ * less those a trailer must not carry (RFC 9110 6.5.1), which the core
+ * drops whatever the protocol. */
+Test(proxy, request_trailers_forwarded, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *up, *p = with_python(&up, NULL);
+    size_t len;
+    char *r = raw_exchange(p,
+                           "POST /trailers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                           "Trailer: X-Checksum\r\nConnection: close\r\n\r\n"
+                           "5\r\nhello\r\n6\r\n world\r\n0\r\n"
+                           "X-Checksum: c0ffee\r\nContent-Length: 99\r\nX-Other: two words\r\n\r\n",
+                           &len);
+    const char *body = strstr(r, "\r\n\r\n");
+    kh_assert(p, strncmp(r, "HTTP/1.1 200", 12) == 0 && body != NULL, "answer: %.300s", r);
+    kh_assert(p, strcmp(body + 4, "11\nX-Checksum: c0ffee\nX-Other: two words\n") == 0,
+              "the upstream saw '%s'", body + 4);
+    free(r);
+
+    /* Without trailers, the last chunk alone. */
+    r = raw_exchange(p,
+                     "POST /trailers HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                     "Connection: close\r\n\r\n3\r\nabc\r\n0\r\n\r\n",
+                     &len);
+    body = strstr(r, "\r\n\r\n");
+    kh_assert(p, body != NULL && strcmp(body + 4, "3\n") == 0, "the upstream saw '%s'",
+              body ? body + 4 : r);
+    free(r);
+    px_stop(p);
+}
+
 Test(proxy, expect_100_continue, .timeout = 60, .fini = kh_cleanup_all)
 {
     px_need_curl();

@@ -139,6 +139,10 @@ static void on_tick(keel_timer *timer, void *userdata)
         if (c->tick_idle) {
             keel_timer_stop(c->tick);
             c->tick = NULL;
+        } else {
+            /* Idle since the last tick at most: nghttp2's buffers give
+             * their pages back (a few faults if it wakes up). */
+            h2_mem_trim(c);
         }
         c->tick_idle = 1;
         return;
@@ -187,7 +191,11 @@ static int h2_on_open(keel_conn *conn, void *arg)
         return KEEL_ERR_NOMEM;
     c->conn = conn;
     c->w = w;
-    if (nghttp2_session_server_new3(&c->ng, w->mod->callbacks, c, w->mod->option, &w->mem) != 0) {
+    nghttp2_mem mem = h2_mem_for(c); /* copied into the session */
+    c->opening = 1;
+    int made = nghttp2_session_server_new3(&c->ng, w->mod->callbacks, c, w->mod->option, &mem);
+    c->opening = 0;
+    if (made != 0) {
         free(c);
         return KEEL_ERR_NOMEM;
     }

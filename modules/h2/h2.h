@@ -252,6 +252,16 @@ typedef struct h2_bucket {
     uint64_t at_ms;
 } h2_bucket;
 
+/* A block of whole pages nghttp2 allocated for one connection (mem.c):
+ * its pages can go back to the kernel while the connection is idle. */
+typedef struct h2_mem_page {
+    void *p;
+    size_t len;
+    unsigned framebuf; /* nghttp2's frame buffer: dead while nothing is sent */
+} h2_mem_page;
+
+#define H2_MEM_PAGES 4 /* more go to malloc with a header, never trimmed */
+
 typedef struct h2_conn {
     keel_conn *conn;
     h2_worker *w;
@@ -278,6 +288,9 @@ typedef struct h2_conn {
 
     h2_bucket b_reset, b_ping, b_settings, b_empty, b_priority, b_rst_sent;
 
+    h2_mem_page pages[H2_MEM_PAGES]; /* nghttp2's large blocks (mem.c) */
+    unsigned npages;
+
     unsigned depth : 8;     /* nesting of nghttp2 calls: send only at 0 */
     unsigned want_send : 1; /* output became possible while depth > 0 */
     unsigned blocked : 1;   /* output stopped at the in-flight limit */
@@ -287,6 +300,7 @@ typedef struct h2_conn {
     unsigned eof : 1;       /* the peer shut its side */
     unsigned idle_marked : 1;
     unsigned tick_idle : 1; /* the tick found no stream once */
+    unsigned opening : 1;   /* inside nghttp2_session_server_new3 (mem.c) */
 } h2_conn;
 
 /* Bytes in flight (written, not yet confirmed) above which output stops
@@ -387,6 +401,11 @@ void h2_batch_pool_free(h2_worker *w);
 /* ---- mem.c -------------------------------------------------------------- */
 
 void h2_mem_init(h2_worker *w);
+/* The allocator for c's session: the worker's, with c as its user data. */
+nghttp2_mem h2_mem_for(h2_conn *c);
+/* Idle: gives the pages of nghttp2's large blocks back where their
+ * contents are dead (the frame buffer with nothing to send) or all zero. */
+void h2_mem_trim(h2_conn *c);
 void h2_mem_release(h2_worker *w);
 
 /* ---- fileload.c --------------------------------------------------------- */

@@ -156,6 +156,7 @@ struct h2_piece {
 };
 
 #define H2_INLINE_FIELDS 16
+#define H2_HEAD_INLINE   384 /* bytes: a static file's head is ~150 */
 
 typedef struct h2_stream h2_stream;
 struct h2_stream {
@@ -172,6 +173,7 @@ struct h2_stream {
     size_t nfields, cap;
     keel_header inline_fields[H2_INLINE_FIELDS];
     nghttp2_rcbuf *inline_refs[2 * H2_INLINE_FIELDS];
+    char head_inline[H2_HEAD_INLINE]; /* the response head's fields (sink_send_head) */
     keel_str method, path, authority, scheme;
     nghttp2_rcbuf *pseudo_refs[4];
     size_t npseudo;
@@ -196,6 +198,7 @@ struct h2_stream {
     nghttp2_nv *trailer_nv;
     size_t ntrailers;
     char *trailer_mem;
+    char *head_heap; /* a response head larger than head_inline */
 
     uint64_t progress_ms; /* last time the stream moved (stream_timeout) */
 
@@ -267,6 +270,7 @@ typedef struct h2_conn {
     h2_worker *w;
     nghttp2_session *ng;
     h2_stream *streams;    /* every stream the module holds */
+    h2_stream *hot;        /* the stream a callback last looked up (session.c) */
     h2_batch *out;         /* being filled; NULL when nothing is */
     h2_batch *flying;      /* written, not yet completed */
     size_t inflight;       /* bytes written and not yet completed */

@@ -93,6 +93,8 @@ void h2_stream_maybe_free(h2_stream *s)
     if (!s->closed || s->exchange || s->busy > 0)
         return;
     h2_conn *c = s->c;
+    if (c->hot == s)
+        c->hot = NULL;
     release_queue(s, KEEL_ERR_CLOSED);
     drop_body(s);
     if (s->prev != NULL)
@@ -111,6 +113,7 @@ void h2_stream_maybe_free(h2_stream *s)
     }
     free(s->cookie);
     free(s->trailer_mem);
+    free(s->head_heap);
     h2_worker *w = c->w;
     if (w->nfree_streams < H2_POOL_MAX) {
         s->next = w->free_streams;
@@ -638,6 +641,7 @@ int h2_stream_take(h2_stream *s, size_t length)
  * Transfer-Encoding); Upgrade neither. Content-Length is ours to write. */
 static int dropped(keel_str name)
 {
+    /* By length first: most names are none of these lengths. */
     static const char *const names[] = {"connection",
                                         "keep-alive",
                                         "proxy-connection",
@@ -647,37 +651,57 @@ static int dropped(keel_str name)
                                         "te",
                                         "http2-settings",
                                         "host"};
+    switch (name.len) {
+    case 2:
+    case 4:
+    case 7:
+    case 10:
+    case 14:
+    case 16:
+    case 17:
+        break;
+    default:
+        return 0;
+    }
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        size_t n = strlen(names[i]);
-        if (name.len != n)
-            continue;
+        const char *d = names[i];
         size_t j = 0;
-        while (j < n && (name.ptr[j] | 0x20) == names[i][j])
+        while (j < name.len && d[j] != '\0' && (name.ptr[j] | 0x20) == d[j])
             j++;
-        if (j == n)
+        if (j == name.len && d[j] == '\0')
             return 1;
     }
     return 0;
 }
 
-/* Field names go lowercase (RFC 9113 8.2.1) into mem; fills nv. Returns the
+/* Field names go lowercase (RFC 9113 8.2.1) into mem; fills nv. With
+ * keep, values are copied into mem too and nghttp2 is told to copy
+ * neither (mem then lives as long as nghttp2 may read it). Returns the
  * number of entries, or -1 if mem (len bytes) is too small. */
-static long to_nv(const keel_header *h, size_t n, nghttp2_nv *nv, char *mem, size_t len)
+static long to_nv(const keel_header *h, size_t n, nghttp2_nv *nv, char *mem, size_t len, int keep)
 {
     size_t at = 0, out = 0;
+    uint8_t flags =
+        keep ? NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE : NGHTTP2_NV_FLAG_NONE;
     for (size_t i = 0; i < n; i++) {
-        if (dropped(h[i].name) || h[i].name.len == 0)
+        if (h[i].name.len == 0 || dropped(h[i].name))
             continue;
-        if (len - at < h[i].name.len)
+        size_t need = h[i].name.len + (keep ? h[i].value.len : 0);
+        if (len - at < need)
             return -1;
         char *name = mem + at;
         for (size_t j = 0; j < h[i].name.len; j++) {
             char ch = h[i].name.ptr[j];
             name[j] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
         }
-        at += h[i].name.len;
-        nv[out++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)h[i].value.ptr, h[i].name.len,
-                                 h[i].value.len, NGHTTP2_NV_FLAG_NONE};
+        const char *value = h[i].value.ptr;
+        if (keep) {
+            memcpy(name + h[i].name.len, value, h[i].value.len);
+            value = name + h[i].name.len;
+        }
+        at += need;
+        nv[out++] =
+            (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, h[i].name.len, h[i].value.len, flags};
     }
     return (long)out;
 }
@@ -704,6 +728,16 @@ static size_t names_len(const keel_header *h, size_t n)
     return total;
 }
 
+/* len bytes that live as long as the stream: a final head's fields. */
+static char *head_mem(h2_stream *s, size_t len)
+{
+    if (len <= sizeof s->head_inline)
+        return s->head_inline;
+    free(s->head_heap);
+    s->head_heap = malloc(len);
+    return s->head_heap;
+}
+
 static int sink_send_head(void *exchange, int status, const keel_header *headers, size_t nheaders,
                           int64_t content_length)
 {
@@ -727,27 +761,56 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     }
     put_status(s, status);
 
+    /* A final head's names and values are kept in the stream (head_mem)
+     * until it is freed, and nghttp2 copies none of them
+     * (NGHTTP2_NV_FLAG_NO_COPY_NAME/_VALUE): nghttp2_nv_array_copy would
+     * copy and lowercase each again, ~600 instructions per response with
+     * a file's head (callgrind). nghttp2 reads them when it serialises the
+     * HEADERS frame, before it closes the stream (the END_STREAM comes
+     * after); a HEADERS item whose stream was reset first is dropped
+     * without being read (session_prep_frame). A 1xx head is copied: a
+     * stream may send several. */
     nghttp2_nv stack_nv[40];
     char stack_mem[2048];
     size_t want_nv = nheaders + 4;
     size_t want_mem = names_len(headers, nheaders);
+    size_t date_len = 0;
+    const char *date = h2_date(c->w, &date_len);
+    if (!informational) {
+        for (size_t i = 0; i < nheaders; i++)
+            want_mem += headers[i].value.len;
+        want_mem += date_len + 20; /* the date, content-length's digits */
+    }
     nghttp2_nv *nv = want_nv <= 40 ? stack_nv : malloc(want_nv * sizeof *nv);
-    char *mem = want_mem <= sizeof stack_mem ? stack_mem : malloc(want_mem);
+    char *mem = informational ? (want_mem <= sizeof stack_mem ? stack_mem : malloc(want_mem))
+                              : head_mem(s, want_mem);
     int rc = KEEL_OK;
     if (nv == NULL || mem == NULL) {
         rc = KEEL_ERR_NOMEM;
         goto out;
     }
-    size_t n = 0;
-    nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)s->status, 7, 3, NGHTTP2_NV_FLAG_NONE};
-    n += common_fields(s, nv + n);
-    char cl[24];
-    if (!informational && content_length >= 0 && status != 204 && status != 304) {
-        size_t len = u64_dec(cl, (uint64_t)content_length);
-        nv[n++] =
-            (nghttp2_nv){(uint8_t *)"content-length", (uint8_t *)cl, 14, len, NGHTTP2_NV_FLAG_NONE};
+    uint8_t kept = informational ? NGHTTP2_NV_FLAG_NONE
+                                 : NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+    size_t n = 0, at = 0;
+    /* :status lives in the stream, server in the configuration. */
+    nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)s->status, 7, 3, kept};
+    if (!informational) {
+        memcpy(mem, date, date_len); /* the worker's copy changes every second */
+        date = mem;
+        at = date_len;
     }
-    long m = to_nv(headers, nheaders, nv + n, mem, want_mem);
+    nv[n++] = (nghttp2_nv){(uint8_t *)"date", (uint8_t *)date, 4, date_len, kept};
+    const h2_config *cfg = c->w->cfg;
+    if (cfg->server_len > 0)
+        nv[n++] =
+            (nghttp2_nv){(uint8_t *)"server", (uint8_t *)cfg->server, 6, cfg->server_len, kept};
+    if (!informational && content_length >= 0 && status != 204 && status != 304) {
+        char *cl = mem + at;
+        size_t len = u64_dec(cl, (uint64_t)content_length);
+        at += len;
+        nv[n++] = (nghttp2_nv){(uint8_t *)"content-length", (uint8_t *)cl, 14, len, kept};
+    }
+    long m = to_nv(headers, nheaders, nv + n, mem + at, want_mem - at, !informational);
     if (m < 0) {
         rc = KEEL_ERR_INVAL;
         goto out;
@@ -772,7 +835,7 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
 out:
     if (nv != stack_nv)
         free(nv);
-    if (mem != stack_mem)
+    if (informational && mem != stack_mem)
         free(mem);
     return rc;
 }
@@ -788,7 +851,7 @@ static int keep_trailers(h2_stream *s, const keel_header *t, size_t n)
         return KEEL_ERR_NOMEM;
     nghttp2_nv *nv = (nghttp2_nv *)(void *)mem;
     char *names = mem + n * sizeof(nghttp2_nv);
-    long m = to_nv(t, n, nv, names, bytes);
+    long m = to_nv(t, n, nv, names, bytes, 0);
     if (m < 0) {
         free(mem);
         return KEEL_ERR_INVAL;

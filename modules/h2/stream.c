@@ -636,42 +636,65 @@ int h2_stream_take(h2_stream *s, size_t length)
 
 /* ---- the sink ----------------------------------------------------------------------- */
 
+/* name equals lit (lowercase, same length) ignoring ASCII case. */
+static int same_ci(const char *name, const char *lit, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((name[i] | 0x20) != lit[i])
+            return 0;
+    return 1;
+}
+
 /* RFC 9113 8.2.2: connection-specific fields never go into HTTP/2 (the
  * core already leaves out Connection, Keep-Alive, Proxy-Connection and
  * Transfer-Encoding); Upgrade neither. Content-Length is ours to write. */
 static int dropped(keel_str name)
 {
-    /* By length first: most names are none of these lengths. */
-    static const char *const names[] = {"connection",
-                                        "keep-alive",
-                                        "proxy-connection",
-                                        "transfer-encoding",
-                                        "upgrade",
-                                        "content-length",
-                                        "te",
-                                        "http2-settings",
-                                        "host"};
+    /* By length: most names match none, and each length has one or two
+     * candidates ('-' | 0x20 is '-', so the case folding holds). */
+    const char *p = name.ptr;
     switch (name.len) {
     case 2:
+        return same_ci(p, "te", 2);
     case 4:
+        return same_ci(p, "host", 4);
     case 7:
+        return same_ci(p, "upgrade", 7);
     case 10:
+        return same_ci(p, "connection", 10) || same_ci(p, "keep-alive", 10);
     case 14:
+        return same_ci(p, "content-length", 14) || same_ci(p, "http2-settings", 14);
     case 16:
+        return same_ci(p, "proxy-connection", 16);
     case 17:
-        break;
+        return same_ci(p, "transfer-encoding", 17);
     default:
         return 0;
     }
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        const char *d = names[i];
-        size_t j = 0;
-        while (j < name.len && d[j] != '\0' && (name.ptr[j] | 0x20) == d[j])
-            j++;
-        if (j == name.len && d[j] == '\0')
-            return 1;
+}
+
+/* n bytes of src lowercased into dst, eight at a time: a field name is
+ * ASCII (a token, RFC 9110 5.1), and for bytes below 0x80 bit 7 of
+ * (b + 0x3f) ^ (b + 0x25) is set exactly for 'A'..'Z' (0x41..0x5a), whose
+ * bit 5 then is set. Bytes of 0x80 and above are copied as they are. A
+ * byte at a time cost ~7 instructions a character (callgrind). */
+static void lower_copy(char *dst, const char *src, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101u;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, src + i, 8);
+        uint64_t ascii = ~x & (ones * 0x80);
+        uint64_t low = x & (ones * 0x7f);
+        uint64_t upper = ((low + ones * 0x3f) ^ (low + ones * 0x25)) & ascii;
+        x |= (upper >> 2) & (ones * 0x20);
+        memcpy(dst + i, &x, 8);
     }
-    return 0;
+    for (; i < n; i++) {
+        char ch = src[i];
+        dst[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+    }
 }
 
 /* Field names go lowercase (RFC 9113 8.2.1) into mem; fills nv. With
@@ -690,10 +713,7 @@ static long to_nv(const keel_header *h, size_t n, nghttp2_nv *nv, char *mem, siz
         if (len - at < need)
             return -1;
         char *name = mem + at;
-        for (size_t j = 0; j < h[i].name.len; j++) {
-            char ch = h[i].name.ptr[j];
-            name[j] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
-        }
+        lower_copy(name, h[i].name.ptr, h[i].name.len);
         const char *value = h[i].value.ptr;
         if (keep) {
             memcpy(name + h[i].name.len, value, h[i].value.len);

@@ -70,7 +70,8 @@ void h2_pump(h2_conn *c)
     }
     if (c->closing || c->ng == NULL)
         return;
-    h2_load_submit(c); /* small files asked for since the last turn: one job */
+    h2_load_submit(c);        /* small files asked for since the last turn: one job */
+    h2_stream_submit_held(c); /* response heads whose body can follow */
     c->depth++;
     int rv;
     do {

@@ -156,7 +156,7 @@ struct h2_piece {
 };
 
 #define H2_INLINE_FIELDS 16
-#define H2_HEAD_INLINE   384 /* bytes: a static file's head is ~150 */
+#define H2_HEAD_INLINE   768 /* bytes: a static file's head is ~600 */
 
 typedef struct h2_stream h2_stream;
 struct h2_stream {
@@ -173,7 +173,8 @@ struct h2_stream {
     size_t nfields, cap;
     keel_header inline_fields[H2_INLINE_FIELDS];
     nghttp2_rcbuf *inline_refs[2 * H2_INLINE_FIELDS];
-    char head_inline[H2_HEAD_INLINE]; /* the response head's fields (sink_send_head) */
+    /* The final response head: nv array, then names and values. */
+    _Alignas(8) char head_inline[H2_HEAD_INLINE];
     keel_str method, path, authority, scheme;
     nghttp2_rcbuf *pseudo_refs[4];
     size_t npseudo;
@@ -198,7 +199,10 @@ struct h2_stream {
     nghttp2_nv *trailer_nv;
     size_t ntrailers;
     char *trailer_mem;
-    char *head_heap; /* a response head larger than head_inline */
+    char *head_heap;     /* a response head larger than head_inline */
+    nghttp2_nv *head_nv; /* the final head, held until its body can follow */
+    size_t head_n;
+    h2_stream *held_next; /* the connection's list of held heads */
 
     uint64_t progress_ms; /* last time the stream moved (stream_timeout) */
 
@@ -217,6 +221,7 @@ struct h2_stream {
     unsigned too_large : 1;  /* the header list passed max_header_list */
     unsigned bad : 1;        /* answered by the module itself */
     unsigned counted : 1;    /* in c->nactive */
+    unsigned held : 1;       /* final head not yet submitted (c->held) */
     unsigned busy : 4;       /* inside a call that may end the exchange: do not free */
 };
 
@@ -269,8 +274,10 @@ typedef struct h2_conn {
     keel_conn *conn;
     h2_worker *w;
     nghttp2_session *ng;
-    h2_stream *streams;    /* every stream the module holds */
-    h2_stream *hot;        /* the stream a callback last looked up (session.c) */
+    h2_stream *streams; /* every stream the module holds */
+    h2_stream *hot;     /* the stream a callback last looked up (session.c) */
+    h2_stream *held;    /* streams whose final head waits for h2_pump (stream.c) */
+    h2_stream *held_tail;
     h2_batch *out;         /* being filled; NULL when nothing is */
     h2_batch *flying;      /* written, not yet completed */
     size_t inflight;       /* bytes written and not yet completed */
@@ -369,6 +376,9 @@ void h2_stream_pump_body(h2_stream *s);
 void h2_stream_consumed(h2_stream *s, size_t n);
 /* Resets a stream (RST_STREAM code) and ends its exchange. */
 void h2_stream_reset(h2_stream *s, uint32_t code);
+/* Submits the final heads held since the last h2_pump, except those of
+ * streams whose body is a small file still being read (h2_pump). */
+void h2_stream_submit_held(h2_conn *c);
 /* Answers a request the module refuses itself (431, 413, 400, 501). */
 void h2_stream_answer(h2_stream *s, int status);
 

@@ -29,6 +29,8 @@
 
 /* ---- life cycle ------------------------------------------------------------ */
 
+static void unhold(h2_stream *s);
+
 h2_stream *h2_stream_new(h2_conn *c, int32_t id)
 {
     h2_worker *w = c->w;
@@ -95,6 +97,7 @@ void h2_stream_maybe_free(h2_stream *s)
     h2_conn *c = s->c;
     if (c->hot == s)
         c->hot = NULL;
+    unhold(s);
     release_queue(s, KEEL_ERR_CLOSED);
     drop_body(s);
     if (s->prev != NULL)
@@ -471,6 +474,7 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code)
 void h2_stream_reset(h2_stream *s, uint32_t code)
 {
     h2_conn *c = s->c;
+    unhold(s); /* RST_STREAM instead */
     if (!s->closed && c->ng != NULL)
         nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, code);
     h2_pump(c);
@@ -796,14 +800,19 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     size_t want_mem = names_len(headers, nheaders);
     size_t date_len = 0;
     const char *date = h2_date(c->w, &date_len);
-    if (!informational) {
+    nghttp2_nv *nv;
+    char *mem;
+    if (informational) {
+        nv = want_nv <= 40 ? stack_nv : malloc(want_nv * sizeof *nv);
+        mem = want_mem <= sizeof stack_mem ? stack_mem : malloc(want_mem);
+    } else {
+        /* One block in the stream: the nv array, then the bytes. */
         for (size_t i = 0; i < nheaders; i++)
             want_mem += headers[i].value.len;
         want_mem += date_len + 20; /* the date, content-length's digits */
+        nv = (nghttp2_nv *)(void *)head_mem(s, want_nv * sizeof *nv + want_mem);
+        mem = nv != NULL ? (char *)(nv + want_nv) : NULL;
     }
-    nghttp2_nv *nv = want_nv <= 40 ? stack_nv : malloc(want_nv * sizeof *nv);
-    char *mem = informational ? (want_mem <= sizeof stack_mem ? stack_mem : malloc(want_mem))
-                              : head_mem(s, want_mem);
     int rc = KEEL_OK;
     if (nv == NULL || mem == NULL) {
         rc = KEEL_ERR_NOMEM;
@@ -836,28 +845,79 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
         goto out;
     }
     n += (size_t)m;
-    int rv;
-    if (informational) {
-        rv = nghttp2_submit_headers(c->ng, NGHTTP2_FLAG_NONE, s->id, NULL, nv, n, NULL);
-    } else {
-        nghttp2_data_provider prd = {.source.ptr = s, .read_callback = h2_stream_read};
-        s->has_data = !s->no_body && content_length != 0;
-        rv = nghttp2_submit_response(c->ng, s->id, nv, n, s->has_data ? &prd : NULL);
-        s->final_sent = 1;
-    }
     s->head_sent = 1;
-    if (rv != 0) {
-        rc = KEEL_ERR_CLOSED;
-        goto out;
-    }
     s->progress_ms = keel_worker_now_ms(c->w->worker);
-    h2_pump(c);
+    if (informational) {
+        if (nghttp2_submit_headers(c->ng, NGHTTP2_FLAG_NONE, s->id, NULL, nv, n, NULL) != 0)
+            rc = KEEL_ERR_CLOSED;
+    } else {
+        /* Submitted by h2_pump, once the body's first bytes are there. */
+        s->has_data = !s->no_body && content_length != 0;
+        s->final_sent = 1;
+        s->head_nv = nv;
+        s->head_n = n;
+        /* In the order the heads came (nghttp2 then sends them so). */
+        s->held = 1;
+        s->held_next = NULL;
+        *(c->held != NULL ? &c->held_tail->held_next : &c->held) = s;
+        c->held_tail = s;
+    }
+    if (rc == KEEL_OK)
+        h2_pump(c);
 out:
-    if (nv != stack_nv)
+    if (informational && nv != stack_nv)
         free(nv);
     if (informational && mem != stack_mem)
         free(mem);
     return rc;
+}
+
+/* Takes s off the connection's list of held heads. */
+static void unhold(h2_stream *s)
+{
+    if (!s->held)
+        return;
+    s->held = 0;
+    h2_conn *c = s->c;
+    h2_stream *prev = NULL;
+    for (h2_stream **pp = &c->held; *pp != NULL; prev = *pp, pp = &(*pp)->held_next) {
+        if (*pp == s) {
+            *pp = s->held_next;
+            if (c->held_tail == s)
+                c->held_tail = prev;
+            break;
+        }
+    }
+}
+
+void h2_stream_submit_held(h2_conn *c)
+{
+    h2_stream **pp = &c->held;
+    h2_stream *prev = NULL;
+    while (*pp != NULL) {
+        h2_stream *s = *pp;
+        /* A small file still being read (fileload.c): its HEADERS wait to
+         * leave with its DATA. Submitted now, nghttp2 would send HEADERS
+         * in this turn's write, ask for DATA, be deferred
+         * (NGHTTP2_ERR_DEFERRED), and schedule the stream again once
+         * resumed: ~700 instructions and a second write per turn's
+         * responses. */
+        if (!s->closed && s->queue != NULL && s->queue->loading) {
+            prev = s;
+            pp = &s->held_next;
+            continue;
+        }
+        *pp = s->held_next;
+        if (c->held_tail == s)
+            c->held_tail = prev;
+        s->held = 0;
+        if (s->closed)
+            continue;
+        nghttp2_data_provider prd = {.source.ptr = s, .read_callback = h2_stream_read};
+        if (nghttp2_submit_response(c->ng, s->id, s->head_nv, s->head_n,
+                                    s->has_data ? &prd : NULL) != 0)
+            nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+    }
 }
 
 /* Trailers (RFC 9113 8.1) are copied: the core's views die with the call. */

@@ -522,6 +522,7 @@ static void h2_stop(keel_module *m, keel_worker *worker, void *state)
     (void)worker;
     h2_worker *w = state;
     h2_batch_pool_free(w);
+    h2_piece_pool_free(w);
     while (w->free_streams != NULL) {
         h2_stream *s = w->free_streams;
         w->free_streams = s->next;

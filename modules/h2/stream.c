@@ -546,7 +546,37 @@ void h2_piece_unref(h2_piece *p, int status)
     if (p->bufs != p->inline_bufs)
         free(p->bufs);
     h2_slab_unref(p->slab);
-    free(p);
+    h2_worker *w = p->w;
+    if (w != NULL && w->nfree_pieces < H2_POOL_MAX) {
+        p->next = w->free_pieces;
+        w->free_pieces = p;
+        w->nfree_pieces++;
+    } else {
+        free(p);
+    }
+}
+
+h2_piece *h2_piece_new(h2_conn *c)
+{
+    h2_worker *w = c->w;
+    h2_piece *p = w->free_pieces;
+    if (p != NULL) {
+        w->free_pieces = p->next;
+        w->nfree_pieces--;
+    } else if ((p = malloc(sizeof *p)) == NULL) {
+        return NULL;
+    }
+    return p;
+}
+
+void h2_piece_pool_free(h2_worker *w)
+{
+    while (w->free_pieces != NULL) {
+        h2_piece *p = w->free_pieces;
+        w->free_pieces = p->next;
+        free(p);
+    }
+    w->nfree_pieces = 0;
 }
 
 ssize_t h2_stream_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
@@ -982,10 +1012,10 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
         if (ntrailers > 0 && s->has_data && keep_trailers(s, trailers, ntrailers) != KEEL_OK)
             ntrailers = 0;
     }
-    h2_piece *p = malloc(sizeof *p);
+    h2_piece *p = h2_piece_new(c);
     if (p == NULL)
         return KEEL_ERR_NOMEM;
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .status = KEEL_OK, .fd = -1};
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK, .fd = -1};
     p->bufs = p->inline_bufs;
     if (!s->has_data || total == 0) {
         /* Nothing to send (HEAD, 204, 304, an empty piece): released by
@@ -1041,10 +1071,10 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
         return KEEL_ERR_CLOSED;
     if (s->has_data && s->resp_left >= 0 && length != (uint64_t)s->resp_left)
         return KEEL_ERR_UNSUPPORTED; /* not the whole declared body: the read loop copes */
-    h2_piece *p = malloc(sizeof *p);
+    h2_piece *p = h2_piece_new(c);
     if (p == NULL)
         return KEEL_ERR_NOMEM;
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .status = KEEL_OK, .fd = -1};
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK, .fd = -1};
     p->bufs = p->inline_bufs;
     if (last)
         s->resp_ended = 1;

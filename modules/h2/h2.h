@@ -322,6 +322,8 @@ typedef struct h2_conn {
  * a peer that stops reading holds at most this much of our memory plus
  * the core's queue (RFC 9113 10.5: limit the resources a peer commits). */
 #define H2_INFLIGHT_MAX (1024 * 1024)
+/* Body chunks up to this size are copied into the batch (stream.c). */
+#define H2_COPY_MAX 64
 /* A batch is written once it holds this much, even within one on_data. */
 #define H2_BATCH_MAX (64 * 1024)
 

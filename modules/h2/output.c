@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH_BYTES  4096
+#define BATCH_BYTES  8192 /* 100 small responses, copied bodies and all */
 #define BATCH_SEGS   16
 #define BATCH_PIECES 8
 

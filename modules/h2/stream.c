@@ -647,8 +647,13 @@ int h2_stream_take(h2_stream *s, size_t length)
             return -1;
         const keel_buf *b = &p->bufs[p->idx];
         size_t k = b->len - p->off < length ? b->len - p->off : length;
-        if (h2_out_borrow(c, (const char *)b->base + p->off, k) != KEEL_OK ||
-            h2_out_hold(c, p) != KEEL_OK)
+        /* A few bytes are copied after their frame header instead of
+         * borrowed: as an iovec of their own they cost the kernel more
+         * than the copy (a small response was two iovecs of a 200-iovec
+         * writev). The piece is still held until the write completes. */
+        const char *at = (const char *)b->base + p->off;
+        int rc = k <= H2_COPY_MAX ? h2_out_copy(c, at, k) : h2_out_borrow(c, at, k);
+        if (rc != KEEL_OK || h2_out_hold(c, p) != KEEL_OK)
             return -1;
         p->off += k;
         p->left -= k;

@@ -13,6 +13,11 @@
 #   syscalls  system calls per request (strace -c -f), same loads
 #   idle      RSS growth per idle HTTP/2 connection (h2_idle.py, IDLE
 #             connections, each after one request)
+#   cpu       server CPU time (utime + stime) per request, keel pinned to
+#             CPU 0 and h2load -c 4 -m 100 on CPU 1, ROUNDS rounds; with
+#             MODULES="DIR1 DIR2 ..." the module directories take turns
+#             in each round (an A/B of two builds of mod_h2 on a machine
+#             whose load moves: compare within rounds). Not run by default.
 #
 # CG_KEEP=DIR keeps the callgrind dumps (h2counts.cg.small, .file) there,
 # for callgrind_annotate. LD_LIBRARY_PATH passes through: an nghttp2 built
@@ -29,6 +34,7 @@ N=${N:-20000}
 IDLE=${IDLE:-2000}
 IDLE_WAIT=${IDLE_WAIT:-1}
 PORT=${PORT:-19290}
+ROUNDS=${ROUNDS:-3}
 WHAT=${*:-instr syscalls idle}
 
 TMP=$(mktemp -d /tmp/keel-h2counts.XXXXXX)
@@ -58,7 +64,7 @@ EOF
 declare -A URL=([small]=http://127.0.0.1:$PORT/ [file]=http://127.0.0.1:$PORT/files/4k.bin)
 
 start() { # start [WRAPPER...]
-    "$@" "$KEEL_BUILD/keel" -c "$TMP/keel.conf" >"$TMP/keel.log" 2>&1 &
+    "$@" "$KEEL_BUILD/keel" -c "${CONF:-$TMP/keel.conf}" >"$TMP/keel.log" 2>&1 &
     SERVER=$!
     local _
     for _ in $(seq 100); do
@@ -148,6 +154,28 @@ idle() {
     sleep 3
     stop
     echo "idle: $ready connections, RSS +$((after - before)) KiB, $(((after - before) * 1024 / ready)) B each"
+}
+
+cpu() {
+    local kind round dir n t0 t1 ok
+    for kind in small file; do
+        n=$((3 * N)) # a few seconds of load each
+        [[ $kind == small ]] && n=$((8 * N))
+        for round in $(seq "$ROUNDS"); do
+            for dir in ${MODULES:-$KEEL_BUILD/modules}; do
+                sed "s#^module_path = .*#module_path = $dir#" "$TMP/keel.conf" >"$TMP/cpu.conf"
+                CONF=$TMP/cpu.conf start taskset -c 0
+                taskset -c 1 h2load -n "$N" -c 4 -m 100 -t 1 "${URL[$kind]}" >/dev/null 2>&1
+                t0=$(awk '{print $14 + $15}' "/proc/$SERVER/stat")
+                ok=$(taskset -c 1 h2load -n "$n" -c 4 -m 100 -t 1 "${URL[$kind]}" 2>&1 |
+                    awk '/^requests:/ {print $8}')
+                t1=$(awk '{print $14 + $15}' "/proc/$SERVER/stat")
+                stop
+                awk -v t=$((t1 - t0)) -v hz="$(getconf CLK_TCK)" -v n="$ok" -v k="$kind" -v r="$round" -v d="$dir" \
+                    'BEGIN { printf "cpu %s round %d %s: %.2f us/req\n", k, r, d, t * 1e6 / hz / n }'
+            done
+        done
+    done
 }
 
 for w in $WHAT; do "$w"; done

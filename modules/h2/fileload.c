@@ -119,6 +119,8 @@ static void load_done(keel_worker *worker, int status, void *userdata)
         h2_load_item *it = &job->items[i];
         h2_piece *p = it->p;
         h2_stream *s = NULL;
+        if (c == NULL)
+            p->w = NULL; /* as an orphaned batch's (output.c) */
         if (c != NULL && !c->closing && c->ng != NULL)
             s = nghttp2_session_get_stream_user_data(c->ng, it->stream_id);
         /* Still that stream's, at the head of its queue? */

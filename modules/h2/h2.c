@@ -70,7 +70,8 @@ void h2_pump(h2_conn *c)
     }
     if (c->closing || c->ng == NULL)
         return;
-    h2_load_submit(c); /* small files asked for since the last turn: one job */
+    h2_load_submit(c);        /* small files asked for since the last turn: one job */
+    h2_stream_submit_held(c); /* response heads whose body can follow */
     c->depth++;
     int rv;
     do {
@@ -139,6 +140,10 @@ static void on_tick(keel_timer *timer, void *userdata)
         if (c->tick_idle) {
             keel_timer_stop(c->tick);
             c->tick = NULL;
+        } else {
+            /* Idle since the last tick at most: nghttp2's buffers give
+             * their pages back (a few faults if it wakes up). */
+            h2_mem_trim(c);
         }
         c->tick_idle = 1;
         return;
@@ -187,7 +192,11 @@ static int h2_on_open(keel_conn *conn, void *arg)
         return KEEL_ERR_NOMEM;
     c->conn = conn;
     c->w = w;
-    if (nghttp2_session_server_new3(&c->ng, w->mod->callbacks, c, w->mod->option, &w->mem) != 0) {
+    nghttp2_mem mem = h2_mem_for(c); /* copied into the session */
+    c->opening = 1;
+    int made = nghttp2_session_server_new3(&c->ng, w->mod->callbacks, c, w->mod->option, &mem);
+    c->opening = 0;
+    if (made != 0) {
         free(c);
         return KEEL_ERR_NOMEM;
     }
@@ -513,6 +522,7 @@ static void h2_stop(keel_module *m, keel_worker *worker, void *state)
     (void)worker;
     h2_worker *w = state;
     h2_batch_pool_free(w);
+    h2_piece_pool_free(w);
     while (w->free_streams != NULL) {
         h2_stream *s = w->free_streams;
         w->free_streams = s->next;

@@ -139,7 +139,8 @@ struct h2_batch {
  * when the last reference goes: the stream's queue holds one until every
  * byte is in a batch, each batch holding some of its bytes one more. */
 struct h2_piece {
-    h2_piece *next; /* the stream's queue */
+    h2_piece *next;      /* the stream's queue, or the worker's free list */
+    struct h2_worker *w; /* whose free list takes it back; NULL: free() */
     keel_write_cb cb;
     void *ud;
     keel_conn *conn;
@@ -156,6 +157,7 @@ struct h2_piece {
 };
 
 #define H2_INLINE_FIELDS 16
+#define H2_HEAD_INLINE   768 /* bytes: a static file's head is ~600 */
 
 typedef struct h2_stream h2_stream;
 struct h2_stream {
@@ -172,6 +174,8 @@ struct h2_stream {
     size_t nfields, cap;
     keel_header inline_fields[H2_INLINE_FIELDS];
     nghttp2_rcbuf *inline_refs[2 * H2_INLINE_FIELDS];
+    /* The final response head: nv array, then names and values. */
+    _Alignas(8) char head_inline[H2_HEAD_INLINE];
     keel_str method, path, authority, scheme;
     nghttp2_rcbuf *pseudo_refs[4];
     size_t npseudo;
@@ -196,6 +200,10 @@ struct h2_stream {
     nghttp2_nv *trailer_nv;
     size_t ntrailers;
     char *trailer_mem;
+    char *head_heap;     /* a response head larger than head_inline */
+    nghttp2_nv *head_nv; /* the final head, held until its body can follow */
+    size_t head_n;
+    h2_stream *held_next; /* the connection's list of held heads */
 
     uint64_t progress_ms; /* last time the stream moved (stream_timeout) */
 
@@ -214,6 +222,7 @@ struct h2_stream {
     unsigned too_large : 1;  /* the header list passed max_header_list */
     unsigned bad : 1;        /* answered by the module itself */
     unsigned counted : 1;    /* in c->nactive */
+    unsigned held : 1;       /* final head not yet submitted (c->held) */
     unsigned busy : 4;       /* inside a call that may end the exchange: do not free */
 };
 
@@ -235,6 +244,8 @@ typedef struct h2_worker {
     unsigned nfree_batches;
     h2_stream *free_streams;
     unsigned nfree_streams;
+    h2_piece *free_pieces;
+    unsigned nfree_pieces;
     uint64_t date_checked_ms;
     int64_t date_sec;
     char date[40]; /* "Sun, 06 Nov 1994 08:49:37 GMT" */
@@ -252,11 +263,24 @@ typedef struct h2_bucket {
     uint64_t at_ms;
 } h2_bucket;
 
+/* A block of whole pages nghttp2 allocated for one connection (mem.c):
+ * its pages can go back to the kernel while the connection is idle. */
+typedef struct h2_mem_page {
+    void *p;
+    size_t len;
+    unsigned framebuf; /* nghttp2's frame buffer: dead while nothing is sent */
+} h2_mem_page;
+
+#define H2_MEM_PAGES 4 /* more go to malloc with a header, never trimmed */
+
 typedef struct h2_conn {
     keel_conn *conn;
     h2_worker *w;
     nghttp2_session *ng;
-    h2_stream *streams;    /* every stream the module holds */
+    h2_stream *streams; /* every stream the module holds */
+    h2_stream *hot;     /* the stream a callback last looked up (session.c) */
+    h2_stream *held;    /* streams whose final head waits for h2_pump (stream.c) */
+    h2_stream *held_tail;
     h2_batch *out;         /* being filled; NULL when nothing is */
     h2_batch *flying;      /* written, not yet completed */
     size_t inflight;       /* bytes written and not yet completed */
@@ -278,6 +302,9 @@ typedef struct h2_conn {
 
     h2_bucket b_reset, b_ping, b_settings, b_empty, b_priority, b_rst_sent;
 
+    h2_mem_page pages[H2_MEM_PAGES]; /* nghttp2's large blocks (mem.c) */
+    unsigned npages;
+
     unsigned depth : 8;     /* nesting of nghttp2 calls: send only at 0 */
     unsigned want_send : 1; /* output became possible while depth > 0 */
     unsigned blocked : 1;   /* output stopped at the in-flight limit */
@@ -287,6 +314,7 @@ typedef struct h2_conn {
     unsigned eof : 1;       /* the peer shut its side */
     unsigned idle_marked : 1;
     unsigned tick_idle : 1; /* the tick found no stream once */
+    unsigned opening : 1;   /* inside nghttp2_session_server_new3 (mem.c) */
 } h2_conn;
 
 /* Bytes in flight (written, not yet confirmed) above which output stops
@@ -294,6 +322,8 @@ typedef struct h2_conn {
  * a peer that stops reading holds at most this much of our memory plus
  * the core's queue (RFC 9113 10.5: limit the resources a peer commits). */
 #define H2_INFLIGHT_MAX (1024 * 1024)
+/* Body chunks up to this size are copied into the batch (stream.c). */
+#define H2_COPY_MAX 64
 /* A batch is written once it holds this much, even within one on_data. */
 #define H2_BATCH_MAX (64 * 1024)
 
@@ -351,6 +381,9 @@ void h2_stream_pump_body(h2_stream *s);
 void h2_stream_consumed(h2_stream *s, size_t n);
 /* Resets a stream (RST_STREAM code) and ends its exchange. */
 void h2_stream_reset(h2_stream *s, uint32_t code);
+/* Submits the final heads held since the last h2_pump, except those of
+ * streams whose body is a small file still being read (h2_pump). */
+void h2_stream_submit_held(h2_conn *c);
 /* Answers a request the module refuses itself (431, 413, 400, 501). */
 void h2_stream_answer(h2_stream *s, int status);
 
@@ -363,6 +396,11 @@ int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length);
 /* Moves `length` body bytes of s into the batch (send_data_callback). */
 int h2_stream_take(h2_stream *s, size_t length);
 void h2_piece_unref(h2_piece *p, int status);
+/* A piece from the worker's free list (a malloc per response body was
+ * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
+h2_piece *h2_piece_new(h2_conn *c);
+/* Frees the worker's list (stop). */
+void h2_piece_pool_free(h2_worker *w);
 
 /* ---- output.c ----------------------------------------------------------- */
 
@@ -387,6 +425,11 @@ void h2_batch_pool_free(h2_worker *w);
 /* ---- mem.c -------------------------------------------------------------- */
 
 void h2_mem_init(h2_worker *w);
+/* The allocator for c's session: the worker's, with c as its user data. */
+nghttp2_mem h2_mem_for(h2_conn *c);
+/* Idle: gives the pages of nghttp2's large blocks back where their
+ * contents are dead (the frame buffer with nothing to send) or all zero. */
+void h2_mem_trim(h2_conn *c);
 void h2_mem_release(h2_worker *w);
 
 /* ---- fileload.c --------------------------------------------------------- */

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH_BYTES  4096
+#define BATCH_BYTES  8192 /* 100 small responses, copied bodies and all */
 #define BATCH_SEGS   16
 #define BATCH_PIECES 8
 
@@ -202,8 +202,11 @@ static void on_written(keel_conn *conn, int status, void *userdata)
     h2_batch *b = userdata;
     h2_conn *c = b->c; /* NULL once the connection's state is gone */
     if (c == NULL) {
+        /* The worker's pools may be gone too: the pieces go to free(). */
+        for (size_t i = 0; i < b->npieces; i++)
+            b->pieces[i]->w = NULL;
         batch_release(b, conn, status);
-        batch_free(b); /* the worker's pool may be gone too */
+        batch_free(b);
         return;
     }
     unlink_flying(c, b);

@@ -29,6 +29,8 @@
 
 /* ---- life cycle ------------------------------------------------------------ */
 
+static void unhold(h2_stream *s);
+
 h2_stream *h2_stream_new(h2_conn *c, int32_t id)
 {
     h2_worker *w = c->w;
@@ -93,6 +95,9 @@ void h2_stream_maybe_free(h2_stream *s)
     if (!s->closed || s->exchange || s->busy > 0)
         return;
     h2_conn *c = s->c;
+    if (c->hot == s)
+        c->hot = NULL;
+    unhold(s);
     release_queue(s, KEEL_ERR_CLOSED);
     drop_body(s);
     if (s->prev != NULL)
@@ -111,6 +116,7 @@ void h2_stream_maybe_free(h2_stream *s)
     }
     free(s->cookie);
     free(s->trailer_mem);
+    free(s->head_heap);
     h2_worker *w = c->w;
     if (w->nfree_streams < H2_POOL_MAX) {
         s->next = w->free_streams;
@@ -468,6 +474,7 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code)
 void h2_stream_reset(h2_stream *s, uint32_t code)
 {
     h2_conn *c = s->c;
+    unhold(s); /* RST_STREAM instead */
     if (!s->closed && c->ng != NULL)
         nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, code);
     h2_pump(c);
@@ -539,7 +546,37 @@ void h2_piece_unref(h2_piece *p, int status)
     if (p->bufs != p->inline_bufs)
         free(p->bufs);
     h2_slab_unref(p->slab);
-    free(p);
+    h2_worker *w = p->w;
+    if (w != NULL && w->nfree_pieces < H2_POOL_MAX) {
+        p->next = w->free_pieces;
+        w->free_pieces = p;
+        w->nfree_pieces++;
+    } else {
+        free(p);
+    }
+}
+
+h2_piece *h2_piece_new(h2_conn *c)
+{
+    h2_worker *w = c->w;
+    h2_piece *p = w->free_pieces;
+    if (p != NULL) {
+        w->free_pieces = p->next;
+        w->nfree_pieces--;
+    } else if ((p = malloc(sizeof *p)) == NULL) {
+        return NULL;
+    }
+    return p;
+}
+
+void h2_piece_pool_free(h2_worker *w)
+{
+    while (w->free_pieces != NULL) {
+        h2_piece *p = w->free_pieces;
+        w->free_pieces = p->next;
+        free(p);
+    }
+    w->nfree_pieces = 0;
 }
 
 ssize_t h2_stream_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
@@ -610,8 +647,13 @@ int h2_stream_take(h2_stream *s, size_t length)
             return -1;
         const keel_buf *b = &p->bufs[p->idx];
         size_t k = b->len - p->off < length ? b->len - p->off : length;
-        if (h2_out_borrow(c, (const char *)b->base + p->off, k) != KEEL_OK ||
-            h2_out_hold(c, p) != KEEL_OK)
+        /* A few bytes are copied after their frame header instead of
+         * borrowed: as an iovec of their own they cost the kernel more
+         * than the copy (a small response was two iovecs of a 200-iovec
+         * writev). The piece is still held until the write completes. */
+        const char *at = (const char *)b->base + p->off;
+        int rc = k <= H2_COPY_MAX ? h2_out_copy(c, at, k) : h2_out_borrow(c, at, k);
+        if (rc != KEEL_OK || h2_out_hold(c, p) != KEEL_OK)
             return -1;
         p->off += k;
         p->left -= k;
@@ -633,51 +675,92 @@ int h2_stream_take(h2_stream *s, size_t length)
 
 /* ---- the sink ----------------------------------------------------------------------- */
 
+/* name equals lit (lowercase, same length) ignoring ASCII case. */
+static int same_ci(const char *name, const char *lit, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if ((name[i] | 0x20) != lit[i])
+            return 0;
+    return 1;
+}
+
 /* RFC 9113 8.2.2: connection-specific fields never go into HTTP/2 (the
  * core already leaves out Connection, Keep-Alive, Proxy-Connection and
  * Transfer-Encoding); Upgrade neither. Content-Length is ours to write. */
 static int dropped(keel_str name)
 {
-    static const char *const names[] = {"connection",
-                                        "keep-alive",
-                                        "proxy-connection",
-                                        "transfer-encoding",
-                                        "upgrade",
-                                        "content-length",
-                                        "te",
-                                        "http2-settings",
-                                        "host"};
-    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
-        size_t n = strlen(names[i]);
-        if (name.len != n)
-            continue;
-        size_t j = 0;
-        while (j < n && (name.ptr[j] | 0x20) == names[i][j])
-            j++;
-        if (j == n)
-            return 1;
+    /* By length: most names match none, and each length has one or two
+     * candidates ('-' | 0x20 is '-', so the case folding holds). */
+    const char *p = name.ptr;
+    switch (name.len) {
+    case 2:
+        return same_ci(p, "te", 2);
+    case 4:
+        return same_ci(p, "host", 4);
+    case 7:
+        return same_ci(p, "upgrade", 7);
+    case 10:
+        return same_ci(p, "connection", 10) || same_ci(p, "keep-alive", 10);
+    case 14:
+        return same_ci(p, "content-length", 14) || same_ci(p, "http2-settings", 14);
+    case 16:
+        return same_ci(p, "proxy-connection", 16);
+    case 17:
+        return same_ci(p, "transfer-encoding", 17);
+    default:
+        return 0;
     }
-    return 0;
 }
 
-/* Field names go lowercase (RFC 9113 8.2.1) into mem; fills nv. Returns the
+/* n bytes of src lowercased into dst, eight at a time: a field name is
+ * ASCII (a token, RFC 9110 5.1), and for bytes below 0x80 bit 7 of
+ * (b + 0x3f) ^ (b + 0x25) is set exactly for 'A'..'Z' (0x41..0x5a), whose
+ * bit 5 then is set. Bytes of 0x80 and above are copied as they are. A
+ * byte at a time cost ~7 instructions a character (callgrind). */
+static void lower_copy(char *dst, const char *src, size_t n)
+{
+    const uint64_t ones = 0x0101010101010101u;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, src + i, 8);
+        uint64_t ascii = ~x & (ones * 0x80);
+        uint64_t low = x & (ones * 0x7f);
+        uint64_t upper = ((low + ones * 0x3f) ^ (low + ones * 0x25)) & ascii;
+        x |= (upper >> 2) & (ones * 0x20);
+        memcpy(dst + i, &x, 8);
+    }
+    for (; i < n; i++) {
+        char ch = src[i];
+        dst[i] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+    }
+}
+
+/* Field names go lowercase (RFC 9113 8.2.1) into mem; fills nv. With
+ * keep, values are copied into mem too and nghttp2 is told to copy
+ * neither (mem then lives as long as nghttp2 may read it). Returns the
  * number of entries, or -1 if mem (len bytes) is too small. */
-static long to_nv(const keel_header *h, size_t n, nghttp2_nv *nv, char *mem, size_t len)
+static long to_nv(const keel_header *h, size_t n, nghttp2_nv *nv, char *mem, size_t len, int keep)
 {
     size_t at = 0, out = 0;
+    uint8_t flags =
+        keep ? NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE : NGHTTP2_NV_FLAG_NONE;
     for (size_t i = 0; i < n; i++) {
-        if (dropped(h[i].name) || h[i].name.len == 0)
+        if (h[i].name.len == 0 || dropped(h[i].name))
             continue;
-        if (len - at < h[i].name.len)
+        size_t need = h[i].name.len + (keep ? h[i].value.len : 0);
+        if (len - at < need)
             return -1;
         char *name = mem + at;
-        for (size_t j = 0; j < h[i].name.len; j++) {
-            char ch = h[i].name.ptr[j];
-            name[j] = ch >= 'A' && ch <= 'Z' ? (char)(ch + 32) : ch;
+        lower_copy(name, h[i].name.ptr, h[i].name.len);
+        const char *value = h[i].value.ptr;
+        if (keep) {
+            memcpy(name + h[i].name.len, value, h[i].value.len);
+            value = name + h[i].name.len;
         }
-        at += h[i].name.len;
-        nv[out++] = (nghttp2_nv){(uint8_t *)name, (uint8_t *)h[i].value.ptr, h[i].name.len,
-                                 h[i].value.len, NGHTTP2_NV_FLAG_NONE};
+        at += need;
+        nv[out++] =
+            (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, h[i].name.len, h[i].value.len, flags};
     }
     return (long)out;
 }
@@ -704,6 +787,16 @@ static size_t names_len(const keel_header *h, size_t n)
     return total;
 }
 
+/* len bytes that live as long as the stream: a final head's fields. */
+static char *head_mem(h2_stream *s, size_t len)
+{
+    if (len <= sizeof s->head_inline)
+        return s->head_inline;
+    free(s->head_heap);
+    s->head_heap = malloc(len);
+    return s->head_heap;
+}
+
 static int sink_send_head(void *exchange, int status, const keel_header *headers, size_t nheaders,
                           int64_t content_length)
 {
@@ -727,54 +820,139 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     }
     put_status(s, status);
 
+    /* A final head's names and values are kept in the stream (head_mem)
+     * until it is freed, and nghttp2 copies none of them
+     * (NGHTTP2_NV_FLAG_NO_COPY_NAME/_VALUE): nghttp2_nv_array_copy would
+     * copy and lowercase each again, ~600 instructions per response with
+     * a file's head (callgrind). nghttp2 reads them when it serialises the
+     * HEADERS frame, before it closes the stream (the END_STREAM comes
+     * after); a HEADERS item whose stream was reset first is dropped
+     * without being read (session_prep_frame). A 1xx head is copied: a
+     * stream may send several. */
     nghttp2_nv stack_nv[40];
     char stack_mem[2048];
     size_t want_nv = nheaders + 4;
     size_t want_mem = names_len(headers, nheaders);
-    nghttp2_nv *nv = want_nv <= 40 ? stack_nv : malloc(want_nv * sizeof *nv);
-    char *mem = want_mem <= sizeof stack_mem ? stack_mem : malloc(want_mem);
+    size_t date_len = 0;
+    const char *date = h2_date(c->w, &date_len);
+    nghttp2_nv *nv;
+    char *mem;
+    if (informational) {
+        nv = want_nv <= 40 ? stack_nv : malloc(want_nv * sizeof *nv);
+        mem = want_mem <= sizeof stack_mem ? stack_mem : malloc(want_mem);
+    } else {
+        /* One block in the stream: the nv array, then the bytes. */
+        for (size_t i = 0; i < nheaders; i++)
+            want_mem += headers[i].value.len;
+        want_mem += date_len + 20; /* the date, content-length's digits */
+        nv = (nghttp2_nv *)(void *)head_mem(s, want_nv * sizeof *nv + want_mem);
+        mem = nv != NULL ? (char *)(nv + want_nv) : NULL;
+    }
     int rc = KEEL_OK;
     if (nv == NULL || mem == NULL) {
         rc = KEEL_ERR_NOMEM;
         goto out;
     }
-    size_t n = 0;
-    nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)s->status, 7, 3, NGHTTP2_NV_FLAG_NONE};
-    n += common_fields(s, nv + n);
-    char cl[24];
-    if (!informational && content_length >= 0 && status != 204 && status != 304) {
-        size_t len = u64_dec(cl, (uint64_t)content_length);
-        nv[n++] =
-            (nghttp2_nv){(uint8_t *)"content-length", (uint8_t *)cl, 14, len, NGHTTP2_NV_FLAG_NONE};
+    uint8_t kept = informational ? NGHTTP2_NV_FLAG_NONE
+                                 : NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
+    size_t n = 0, at = 0;
+    /* :status lives in the stream, server in the configuration. */
+    nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)s->status, 7, 3, kept};
+    if (!informational) {
+        memcpy(mem, date, date_len); /* the worker's copy changes every second */
+        date = mem;
+        at = date_len;
     }
-    long m = to_nv(headers, nheaders, nv + n, mem, want_mem);
+    nv[n++] = (nghttp2_nv){(uint8_t *)"date", (uint8_t *)date, 4, date_len, kept};
+    const h2_config *cfg = c->w->cfg;
+    if (cfg->server_len > 0)
+        nv[n++] =
+            (nghttp2_nv){(uint8_t *)"server", (uint8_t *)cfg->server, 6, cfg->server_len, kept};
+    if (!informational && content_length >= 0 && status != 204 && status != 304) {
+        char *cl = mem + at;
+        size_t len = u64_dec(cl, (uint64_t)content_length);
+        at += len;
+        nv[n++] = (nghttp2_nv){(uint8_t *)"content-length", (uint8_t *)cl, 14, len, kept};
+    }
+    long m = to_nv(headers, nheaders, nv + n, mem + at, want_mem - at, !informational);
     if (m < 0) {
         rc = KEEL_ERR_INVAL;
         goto out;
     }
     n += (size_t)m;
-    int rv;
-    if (informational) {
-        rv = nghttp2_submit_headers(c->ng, NGHTTP2_FLAG_NONE, s->id, NULL, nv, n, NULL);
-    } else {
-        nghttp2_data_provider prd = {.source.ptr = s, .read_callback = h2_stream_read};
-        s->has_data = !s->no_body && content_length != 0;
-        rv = nghttp2_submit_response(c->ng, s->id, nv, n, s->has_data ? &prd : NULL);
-        s->final_sent = 1;
-    }
     s->head_sent = 1;
-    if (rv != 0) {
-        rc = KEEL_ERR_CLOSED;
-        goto out;
-    }
     s->progress_ms = keel_worker_now_ms(c->w->worker);
-    h2_pump(c);
+    if (informational) {
+        if (nghttp2_submit_headers(c->ng, NGHTTP2_FLAG_NONE, s->id, NULL, nv, n, NULL) != 0)
+            rc = KEEL_ERR_CLOSED;
+    } else {
+        /* Submitted by h2_pump, once the body's first bytes are there. */
+        s->has_data = !s->no_body && content_length != 0;
+        s->final_sent = 1;
+        s->head_nv = nv;
+        s->head_n = n;
+        /* In the order the heads came (nghttp2 then sends them so). */
+        s->held = 1;
+        s->held_next = NULL;
+        *(c->held != NULL ? &c->held_tail->held_next : &c->held) = s;
+        c->held_tail = s;
+    }
+    if (rc == KEEL_OK)
+        h2_pump(c);
 out:
-    if (nv != stack_nv)
+    if (informational && nv != stack_nv)
         free(nv);
-    if (mem != stack_mem)
+    if (informational && mem != stack_mem)
         free(mem);
     return rc;
+}
+
+/* Takes s off the connection's list of held heads. */
+static void unhold(h2_stream *s)
+{
+    if (!s->held)
+        return;
+    s->held = 0;
+    h2_conn *c = s->c;
+    h2_stream *prev = NULL;
+    for (h2_stream **pp = &c->held; *pp != NULL; prev = *pp, pp = &(*pp)->held_next) {
+        if (*pp == s) {
+            *pp = s->held_next;
+            if (c->held_tail == s)
+                c->held_tail = prev;
+            break;
+        }
+    }
+}
+
+void h2_stream_submit_held(h2_conn *c)
+{
+    h2_stream **pp = &c->held;
+    h2_stream *prev = NULL;
+    while (*pp != NULL) {
+        h2_stream *s = *pp;
+        /* A small file still being read (fileload.c): its HEADERS wait to
+         * leave with its DATA. Submitted now, nghttp2 would send HEADERS
+         * in this turn's write, ask for DATA, be deferred
+         * (NGHTTP2_ERR_DEFERRED), and schedule the stream again once
+         * resumed: ~700 instructions and a second write per turn's
+         * responses. */
+        if (!s->closed && s->queue != NULL && s->queue->loading) {
+            prev = s;
+            pp = &s->held_next;
+            continue;
+        }
+        *pp = s->held_next;
+        if (c->held_tail == s)
+            c->held_tail = prev;
+        s->held = 0;
+        if (s->closed)
+            continue;
+        nghttp2_data_provider prd = {.source.ptr = s, .read_callback = h2_stream_read};
+        if (nghttp2_submit_response(c->ng, s->id, s->head_nv, s->head_n,
+                                    s->has_data ? &prd : NULL) != 0)
+            nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+    }
 }
 
 /* Trailers (RFC 9113 8.1) are copied: the core's views die with the call. */
@@ -788,7 +966,7 @@ static int keep_trailers(h2_stream *s, const keel_header *t, size_t n)
         return KEEL_ERR_NOMEM;
     nghttp2_nv *nv = (nghttp2_nv *)(void *)mem;
     char *names = mem + n * sizeof(nghttp2_nv);
-    long m = to_nv(t, n, nv, names, bytes);
+    long m = to_nv(t, n, nv, names, bytes, 0);
     if (m < 0) {
         free(mem);
         return KEEL_ERR_INVAL;
@@ -839,10 +1017,10 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
         if (ntrailers > 0 && s->has_data && keep_trailers(s, trailers, ntrailers) != KEEL_OK)
             ntrailers = 0;
     }
-    h2_piece *p = malloc(sizeof *p);
+    h2_piece *p = h2_piece_new(c);
     if (p == NULL)
         return KEEL_ERR_NOMEM;
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .status = KEEL_OK, .fd = -1};
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK, .fd = -1};
     p->bufs = p->inline_bufs;
     if (!s->has_data || total == 0) {
         /* Nothing to send (HEAD, 204, 304, an empty piece): released by
@@ -898,10 +1076,10 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
         return KEEL_ERR_CLOSED;
     if (s->has_data && s->resp_left >= 0 && length != (uint64_t)s->resp_left)
         return KEEL_ERR_UNSUPPORTED; /* not the whole declared body: the read loop copes */
-    h2_piece *p = malloc(sizeof *p);
+    h2_piece *p = h2_piece_new(c);
     if (p == NULL)
         return KEEL_ERR_NOMEM;
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .status = KEEL_OK, .fd = -1};
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK, .fd = -1};
     p->bufs = p->inline_bufs;
     if (last)
         s->resp_ended = 1;

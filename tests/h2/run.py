@@ -528,6 +528,28 @@ def idle_timeout_goaway(env):
 
 
 @case("conformance")
+def busy_after_idle_trim(env):
+    """An idle connection's nghttp2 buffers give their pages back (mem.c,
+    at the first stream-timeout tick without streams: every 250 ms here);
+    the same connection then answers as before, HPACK state and all."""
+    k = env.start("[h2]\nstream_timeout = 1s\n")
+    try:
+        c = Conn(k.port())
+        with open(os.path.join(env.www, "4k.bin"), "rb") as fh:
+            want = fh.read()
+        for rnd in range(3):
+            for _ in range(3):
+                r = c.get("/")
+                check(r.status == 200 and r.body == b"Hello, World!", f"round {rnd}: {r.body!r}")
+                r = c.get("/files/4k.bin")
+                check(r.status == 200 and r.body == want, f"round {rnd}: file differs")
+                check(r.header("content-length") == "4096" and r.header("etag"), f"{r.headers}")
+            time.sleep(0.7)  # two ticks at least: trimmed, then the tick stops
+    finally:
+        k.stop()
+
+
+@case("conformance")
 def graceful_shutdown(env):
     """6.8: SIGTERM: GOAWAY with the last stream id, in-flight streams finish."""
     k = env.start("")

@@ -190,6 +190,12 @@ struct h2_stream {
     size_t body_len, body_cap;
     uint64_t body_seen;
     int64_t content_length; /* declared, or -1 */
+    /* The request's trailer fields (RFC 9113 8.1): views into nghttp2's
+     * rcbufs, held as the head's are, handed to the core before the body's
+     * end (ABI 1.5). */
+    keel_header *tr_fields;
+    nghttp2_rcbuf **tr_refs; /* two per field */
+    size_t ntr, tr_cap;
 
     /* The response body waiting for the peer's windows. */
     h2_piece *queue, *queue_tail;
@@ -367,6 +373,8 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id);
 void h2_stream_maybe_free(h2_stream *s);
 /* One decoded request field; 0 or an nghttp2 error code for the callback. */
 int h2_stream_field(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value);
+/* One trailer field of the request (on_header); 0 or an nghttp2 error. */
+int h2_stream_trailer(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value);
 /* The request head is complete: check it and start the exchange. */
 void h2_stream_headers_done(h2_stream *s);
 /* Request body bytes arrived; the end of the request body. */

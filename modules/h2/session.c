@@ -133,15 +133,25 @@ static int on_header(nghttp2_session *ng, const nghttp2_frame *frame, nghttp2_rc
         return 0;
     if (frame->headers.cat == NGHTTP2_HCAT_REQUEST)
         return h2_stream_field(s, name, value);
-    /* Trailer fields (RFC 9113 8.1): the core takes none, so they are
-     * decoded (HPACK state must follow) and dropped, but they count
-     * against the same list size as the head. */
+    /* Trailer fields (RFC 9113 8.1) count against the same list size as
+     * the head. */
     s->list_size += nghttp2_rcbuf_get_buf(name).len + nghttp2_rcbuf_get_buf(value).len + 32;
     if (s->list_size > (uint64_t)c->w->cfg->max_header_list * 16) {
         h2_calm(c, H2_FLOOD_HPACK);
         return NGHTTP2_ERR_CALLBACK_FAILURE;
     }
-    return 0;
+    /* Trailer fields (RFC 9113 8.1; nghttp2 refused pseudo-fields in them
+     * and a trailer HEADERS without END_STREAM): kept for the core while
+     * the exchange is live. Over max_header_list, as the head, they are
+     * not kept and the stream is answered 431 (reset if the response
+     * began) at END_STREAM. */
+    if (s->list_size > c->w->cfg->max_header_list) {
+        s->too_large = 1;
+        return 0;
+    }
+    if (!s->exchange || s->bad)
+        return 0; /* answered without reading: nobody will see them */
+    return h2_stream_trailer(s, name, value);
 }
 
 static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *ud)
@@ -169,7 +179,10 @@ static int on_frame_recv(nghttp2_session *ng, const nghttp2_frame *frame, void *
             if (end)
                 h2_stream_remote_end(s);
         } else if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM) {
-            h2_stream_remote_end(s); /* after trailers */
+            if (s->too_large && s->exchange)
+                h2_stream_answer(s, 431); /* trailers over max_header_list */
+            else
+                h2_stream_remote_end(s); /* after trailers */
         }
         break;
     case NGHTTP2_DATA:

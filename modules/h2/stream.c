@@ -114,6 +114,10 @@ void h2_stream_maybe_free(h2_stream *s)
         free(s->fields);
         free(s->refs);
     }
+    for (size_t i = 0; i < 2 * s->ntr; i++)
+        nghttp2_rcbuf_decref(s->tr_refs[i]);
+    free(s->tr_fields);
+    free(s->tr_refs);
     free(s->cookie);
     free(s->trailer_mem);
     free(s->head_heap);
@@ -262,6 +266,28 @@ static void count_limit(h2_conn *c, enum h2_limit l)
     h2_count(c, c->w->mod->m.limit[l]);
 }
 
+int h2_stream_trailer(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
+{
+    if (s->ntr == s->tr_cap) {
+        size_t cap = s->tr_cap ? 2 * s->tr_cap : 8;
+        keel_header *f = realloc(s->tr_fields, cap * sizeof *f);
+        if (f == NULL)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        s->tr_fields = f;
+        nghttp2_rcbuf **r = realloc(s->tr_refs, 2 * cap * sizeof *r);
+        if (r == NULL)
+            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+        s->tr_refs = r;
+        s->tr_cap = cap;
+    }
+    nghttp2_rcbuf_incref(name);
+    nghttp2_rcbuf_incref(value);
+    s->tr_refs[2 * s->ntr] = name;
+    s->tr_refs[2 * s->ntr + 1] = value;
+    s->tr_fields[s->ntr++] = (keel_header){view(name), view(value)};
+    return 0;
+}
+
 void h2_stream_headers_done(h2_stream *s)
 {
     h2_conn *c = s->c;
@@ -384,7 +410,13 @@ void h2_stream_pump_body(h2_stream *s)
     }
     if (s->exchange && s->remote_ended && !s->body_ended) {
         s->body_ended = 1;
-        keel_http_request_body(s->req, NULL, 0, 1);
+        /* RFC 9113 8.1: the trailers came with END_STREAM, after the data;
+         * the core copies them. Out of memory it may answer 500 and end
+         * the exchange. */
+        if (s->ntr > 0)
+            keel_http_request_trailers(s->req, s->tr_fields, s->ntr);
+        if (s->exchange)
+            keel_http_request_body(s->req, NULL, 0, 1);
     }
     h2_pump(c); /* WINDOW_UPDATEs; may close the stream, which stays ours while busy */
     s->busy--;

@@ -199,6 +199,35 @@ def request_trailers_accepted(env):
 
 
 @case("conformance")
+def request_trailers_reach_the_handler(env):
+    """8.1: the trailer section's fields reach the handler once it has read
+    the body (ABI 1.5), less those RFC 9110 6.5.1 keeps out of trailers;
+    read whole or streamed alike."""
+    for route in ("/trailers/read", "/trailers/stream"):
+        c = Conn(env.k.port())
+        sid = c.request(route, method="POST", end_stream=False)
+        c.send_data(sid, b"hello ", end_stream=False)
+        c.send_data(sid, b"world", end_stream=False)
+        c.send(c.headers_frame(sid, [("x-checksum", "c0ffee"), ("host", "evil"),
+                                     ("x-other", "two words")], end_stream=True))
+        r = c.response(sid)
+        text = r.body.decode()
+        check(r.status == 200, f"{route}: {r.status} {text}")
+        check("before=0\n" in text and "body=11\n" in text and "count=2\n" in text,
+              f"{route}: {text}")
+        check("x-checksum: c0ffee\n" in text and "x-other: two words\n" in text
+              and "host" not in text, f"{route}: {text}")
+        check("lookup=c0ffee\n" in text, f"{route}: {text}")
+
+    # No trailers: none seen.
+    c = Conn(env.k.port())
+    sid = c.request("/trailers/read", method="POST", end_stream=False)
+    c.send_data(sid, b"abc", end_stream=True)
+    r = c.response(sid)
+    check(r.status == 200 and b"count=0\n" in r.body, r.body)
+
+
+@case("conformance")
 def flow_control_small_window(env):
     """6.9.1: the server sends no more than the client's window allows."""
     c = Conn(env.k.port(), settings={SettingsFrame.INITIAL_WINDOW_SIZE: 100}, auto_window=False)
@@ -816,7 +845,7 @@ class Env:
         self.rss0 = self.k.rss_kib()
 
     def start(self, sections):
-        mods = "http1 h2 hello h2test probe static accesslog stats"
+        mods = "http1 h2 hello h2test probe trailers static accesslog stats"
         k = Keel(self.keel, self.dirs, mods, (sections if sections else self.base) + self.common)
         self.started.append(k)
         return k

@@ -181,6 +181,12 @@ void kl_http_worker_dispose(void *state);
 /* Case-insensitive comparison of a field name with b[0..blen). */
 int kl_name_equals(keel_str a, const char *b, size_t blen);
 
+/* What a module may put in a response field (http/response.c): a name's
+ * length, or 0 if it is not a token (RFC 9110 5.1); a value's length, or
+ * SIZE_MAX if it holds a control character other than HTAB (5.5). */
+size_t kl_field_name_length(const char *name);
+size_t kl_field_value_length(const char *value);
+
 /* Copies len bytes into the request's arena (NUL-terminated). */
 char *kl_arena_dup(kl_arena *a, const char *s, size_t len);
 void *kl_arena_alloc(kl_arena *a, size_t size);

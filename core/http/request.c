@@ -125,7 +125,11 @@ void kl_request_unref(keel_request *req)
 void kl_http_worker_init(void *state)
 {
     kl_http_worker *hw = state;
-    hw->pool.max = 64;
+    /* Deep enough for one HTTP/2 connection's 100 concurrent streams
+     * ([h2] max_concurrent_streams' default): with 64, a third of h2's
+     * requests paid a malloc and a free (modules/h2/CORE-NEEDS.md 7). At
+     * 2.7 KB a request, at most 340 KB kept per worker after a burst. */
+    hw->pool.max = 128;
 }
 
 void kl_http_worker_dispose(void *state)

@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* ---- configuration ([h2], read once in load) ---------------------------- */
 
@@ -371,6 +372,20 @@ extern const keel_http_sink h2_sink;
 h2_stream *h2_stream_new(h2_conn *c, int32_t id);
 /* Frees the stream once nghttp2 closed it and the core let go of it. */
 void h2_stream_maybe_free(h2_stream *s);
+/* stream.c: drops a request body held for the handler; puts the status
+ * of a response head into the stream's fields. sink.c: lets a held
+ * response head go (or forgets it). */
+void h2_stream_drop_body(h2_stream *s);
+void h2_stream_put_status(h2_stream *s, int status);
+void h2_stream_unhold(h2_stream *s);
+
+/* s equals the literal lit (case-sensitive: HTTP/2 field names are lower
+ * case, methods are case-sensitive). */
+static inline int h2_str_is(keel_str s, const char *lit)
+{
+    size_t n = strlen(lit);
+    return s.len == n && memcmp(s.ptr, lit, n) == 0;
+}
 /* One decoded request field; 0 or an nghttp2 error code for the callback. */
 int h2_stream_field(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value);
 /* One trailer field of the request (on_header); 0 or an nghttp2 error. */

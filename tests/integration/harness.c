@@ -474,3 +474,15 @@ int kh_expect_eof(int fd, char *buf, size_t cap, int timeout_ms)
         return -1;
     }
 }
+
+unsigned kh_free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
+                  getsockname(fd, (struct sockaddr *)&sa, &len) == 0,
+              "no free port: %s", strerror(errno));
+    close(fd);
+    return ntohs(sa.sin_port);
+}

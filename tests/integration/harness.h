@@ -120,6 +120,11 @@ size_t kh_recv_line(int fd, char *buf, size_t cap, int timeout_ms);
  * if data arrived instead (copied into buf if buf is not NULL). */
 int kh_expect_eof(int fd, char *buf, size_t cap, int timeout_ms);
 
+/* A port on 127.0.0.1 that nothing listens on (bound, then closed: another
+ * program may take it before the caller does, which a caller that starts a
+ * server on it must expect). */
+unsigned kh_free_port(void);
+
 /* Milliseconds on a monotonic clock. */
 long long kh_now_ms(void);
 

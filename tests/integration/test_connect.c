@@ -54,18 +54,6 @@ static const char *next_line(int fd)
     return line;
 }
 
-/* A port on 127.0.0.1 that nothing listens on: bound, then closed. */
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-              getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static int listener_on_loopback(int backlog, unsigned *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -282,7 +270,7 @@ Test(connect, refused_by_the_transport, .timeout = 30, .fini = kh_cleanup_all)
 Test(connect, refused, .timeout = 30, .fini = kh_cleanup_all)
 {
     char cmd[128];
-    snprintf(cmd, sizeof cmd, "CONNECT 127.0.0.1 %u", free_port());
+    snprintf(cmd, sizeof cmd, "CONNECT 127.0.0.1 %u", kh_free_port());
     expect_answer(cmd, "ERR REFUSED");
 }
 

@@ -10,18 +10,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-/* A port on 127.0.0.1 that nothing listens on: bound, then closed. */
-static unsigned dead_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-              getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static int status_of(kh_proc *p, const char *path)
 {
     char url[160];
@@ -35,7 +23,8 @@ Test(proxy_fail, refused_is_502, .timeout = 60, .fini = kh_cleanup_all)
 {
     px_need_curl();
     char section[256];
-    snprintf(section, sizeof section, "upstream = gone 127.0.0.1:%u\npass = / gone\n", dead_port());
+    snprintf(section, sizeof section, "upstream = gone 127.0.0.1:%u\npass = / gone\n",
+             kh_free_port());
     kh_proc *p = px_keel(section, 0);
     int s = status_of(p, "/");
     kh_assert(p, s == 502, "got %d", s);
@@ -107,7 +96,7 @@ Test(proxy_fail, retries_and_passive_health, .timeout = 60, .fini = kh_cleanup_a
     px_need_curl();
     kh_proc *up = px_upstream();
     char section[512], url[160];
-    unsigned dead = dead_port();
+    unsigned dead = kh_free_port();
     snprintf(section, sizeof section,
              "upstream = mixed 127.0.0.1:%u max_fails=1 fail_timeout=1s 127.0.0.1:%u\n"
              "pass = / mixed\n",
@@ -164,7 +153,7 @@ Test(proxy_fail, all_out_is_503, .timeout = 60, .fini = kh_cleanup_all)
     px_need_curl();
     char section[256];
     snprintf(section, sizeof section, "upstream = gone 127.0.0.1:%u 127.0.0.1:%u\npass = / gone\n",
-             dead_port(), dead_port());
+             kh_free_port(), kh_free_port());
     kh_proc *p = px_keel(section, 0);
     int first = status_of(p, "/");
     int second = status_of(p, "/");
@@ -180,7 +169,7 @@ Test(proxy_fail, tries_limit, .timeout = 60, .fini = kh_cleanup_all)
     kh_proc *up = px_upstream();
     char section[256];
     snprintf(section, sizeof section,
-             "upstream = mixed 127.0.0.1:%u 127.0.0.1:%u\npass = / mixed tries=1\n", dead_port(),
+             "upstream = mixed 127.0.0.1:%u 127.0.0.1:%u\npass = / mixed tries=1\n", kh_free_port(),
              kh_port(up, 0));
     kh_proc *p = px_keel(section, 0);
     int s = status_of(p, "/id");

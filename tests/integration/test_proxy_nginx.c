@@ -10,17 +10,6 @@
 #include <netinet/in.h>
 #include <sys/stat.h>
 
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-              getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static const char *nginx_bin(void)
 {
     static const char *const c[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx",
@@ -94,7 +83,7 @@ Test(proxy_nginx, pages_files_and_pooled_connection, .timeout = 90, .fini = kh_c
     snprintf(path, sizeof path, "%s/www/big.bin", dir);
     write_file(path, data, big);
 
-    unsigned port = free_port();
+    unsigned port = kh_free_port();
     start_nginx(dir, port);
     char section[256], url[160];
     snprintf(section, sizeof section, "upstream = nginx 127.0.0.1:%u\npass = / nginx\n", port);

@@ -314,17 +314,6 @@ Test(proxy_protocol, config_errors, .timeout = 60, .fini = kh_cleanup_all)
 
 /* ---- HAProxy in front -------------------------------------------------------- */
 
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-              getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 /* HAProxy relays to keel's listener 0 with send-proxy-v2 on port v2port
  * and with send-proxy (v1) on v1port; keel must see the test's own
  * socket (its port) as the client, not HAProxy's. */
@@ -335,7 +324,7 @@ Test(proxy_protocol, haproxy_in_front, .timeout = 90, .fini = kh_cleanup_all)
         cr_skip_test("haproxy is not installed");
     kh_proc *p = kh_start(CONF, NULL, 4, 10000);
     unsigned keel_port = kh_port(p, 0);
-    unsigned v2port = free_port(), v1port = free_port();
+    unsigned v2port = kh_free_port(), v1port = kh_free_port();
     char dir[] = "/tmp/keel-haproxy-XXXXXX";
     cr_assert_not_null(mkdtemp(dir));
     char cfg[1024], path[300];

@@ -12,17 +12,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
-static unsigned free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-              getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 static unsigned local_port(int fd)
 {
     struct sockaddr_in sa;
@@ -49,7 +38,7 @@ Test(proxy_protocol_tls, haproxy_header_then_tls, .timeout = 90, .fini = tt_clea
              "[tls]\ncert = %s %s\n",
              tt_path("lh.pem"), tt_path("lh.key"));
     kh_proc *p = kh_start(conf, NULL, 1, 10000);
-    unsigned front = free_port();
+    unsigned front = kh_free_port();
     char cfg[1024];
     snprintf(cfg, sizeof cfg,
              "global\n  maxconn 100\n"

@@ -31,7 +31,7 @@ static kh_proc *start_keel(unsigned redis_port)
 Test(pubsub_redis, across_instances_and_a_redis_restart, .timeout = 120, .fini = kh_cleanup_all)
 {
     PR_REQUIRE();
-    unsigned rport = pr_free_port();
+    unsigned rport = kh_free_port();
     /* Redis down at start: both instances start anyway and retry. */
     kh_proc *k1 = start_keel(rport), *k2 = start_keel(rport);
     kh_assert(k1, kh_wait_log(k1, "cannot connect", 5000), "k1 says Redis is not there");
@@ -115,7 +115,7 @@ Test(pubsub_redis, auth_password_acl_user_and_a_wrong_password, .timeout = 120,
      .fini = kh_cleanup_all)
 {
     PR_REQUIRE();
-    unsigned rport = pr_free_port();
+    unsigned rport = kh_free_port();
     const char *auth[] = {"--requirepass", "s3cret", "--user",   "alice", "on",      ">alicepw",
                           "resetchannels", "&t:*",   "+@pubsub", "+ping", "+select", NULL};
     kh_proc *redis = pr_start_redis_args(rport, auth);
@@ -193,7 +193,7 @@ static void flood(wsc *pub, const char *topic, int n)
 Test(pubsub_redis, bounded_queue_for_a_paused_redis, .timeout = 120, .fini = kh_cleanup_all)
 {
     PR_REQUIRE();
-    unsigned rport = pr_free_port();
+    unsigned rport = kh_free_port();
     kh_proc *redis = pr_start_redis(rport);
     /* ping_interval long enough that the pause does not look like a dead
      * Redis: what is measured here is the queue, not a reconnect. */
@@ -254,7 +254,7 @@ Test(pubsub_redis, bounded_queue_for_a_paused_redis, .timeout = 120, .fini = kh_
 Test(pubsub_redis, a_silent_redis_is_found_by_ping, .timeout = 60, .fini = kh_cleanup_all)
 {
     PR_REQUIRE();
-    unsigned rport = pr_free_port();
+    unsigned rport = kh_free_port();
     const char *auth[] = {"--requirepass", "pw", NULL};
     kh_proc *redis = pr_start_redis_args(rport, auth);
     kh_proc *k1 =
@@ -322,7 +322,7 @@ Test(pubsub_redis, many_topics, .timeout = 60, .fini = kh_cleanup_all)
     PR_REQUIRE();
     if (access("/usr/bin/redis-cli", X_OK) != 0)
         cr_skip_test("redis-cli is not installed");
-    unsigned rport = pr_free_port();
+    unsigned rport = kh_free_port();
     kh_proc *redis = pr_start_redis(rport);
     kh_proc *k1 = start_keel(rport), *k2 = start_keel(rport);
     kh_assert(k1, kh_wait_log(k1, "(subscribe): connected", 10000), "k1 connects");

@@ -26,17 +26,6 @@ static const char *pr_redis_bin = "/usr/bin/redis-server";
             cr_skip_test("the pubsub_redis module is not built (hiredis missing)");                \
     } while (0)
 
-PR_FN unsigned pr_free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof sa;
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 &&
-              getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
-    close(fd);
-    return ntohs(sa.sin_port);
-}
-
 /* redis-server on 127.0.0.1:port (plain, or TLS only when the arguments
  * say --port 0 --tls-port ...), with no persistence; `more` (may be NULL)
  * appends arguments. Waits until the port accepts. */

@@ -69,7 +69,7 @@ Test(pubsub_redis_tls, across_instances_over_tls, .timeout = 120, .fini = tt_cle
     tt_mkdir();
     tt_make_cert("lh", "localhost", NULL);
     tt_make_cert("other", "localhost", NULL); /* same name, another key: not trusted */
-    unsigned rport = pr_free_port();
+    unsigned rport = kh_free_port();
     kh_proc *redis = start_tls_redis(rport);
 
     /* This Redis has no plain port: a link up here went through TLS. */

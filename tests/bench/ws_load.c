@@ -29,6 +29,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
+#include "ws_bench.h"
+
 typedef struct conn {
     int fd;
     uint8_t *in;
@@ -40,13 +42,6 @@ static uint8_t *frame;
 static size_t frame_len;
 static size_t want_payload; /* uncompressed size expected back */
 static int deflate_on;
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
 
 static double cpu_s(int pid)
 {
@@ -64,12 +59,6 @@ static double cpu_s(int pid)
     if (p)
         sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &ut, &st);
     return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
-static void die(const char *what)
-{
-    perror(what);
-    exit(2);
 }
 
 static void build_frame(size_t size)
@@ -164,29 +153,10 @@ static int open_conn(unsigned port, const char *path)
  * bounds set. */
 static size_t whole(conn *c, int *rsv1, size_t *off, size_t *plen)
 {
-    if (c->len < 2)
-        return 0;
-    size_t hl = 2, l = c->in[1] & 127;
-    if (l == 126)
-        hl = 4;
-    else if (l == 127)
-        hl = 10;
-    if (c->len < hl)
-        return 0;
-    uint64_t len = l;
-    if (l == 126)
-        len = (uint64_t)c->in[2] << 8 | c->in[3];
-    else if (l == 127) {
-        len = 0;
-        for (int i = 0; i < 8; i++)
-            len = len << 8 | c->in[2 + i];
-    }
-    if (c->len < hl + len)
-        return 0;
-    *rsv1 = (c->in[0] & 0x40) != 0;
-    *off = hl;
-    *plen = (size_t)len;
-    return hl + (size_t)len;
+    size_t total = ws_frame_whole(c->in, c->len, off, plen);
+    if (total)
+        *rsv1 = (c->in[0] & 0x40) != 0;
+    return total;
 }
 
 static int verified;
@@ -222,12 +192,6 @@ static void verify(const uint8_t *p, size_t len, int rsv1)
     }
     free(out);
     verified = 1;
-}
-
-static int cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 int main(int argc, char **argv)
@@ -322,7 +286,7 @@ int main(int argc, char **argv)
         }
     }
     double cpu = cpu_s(pid) - cpu0;
-    qsort(lat, nlat, sizeof *lat, cmp);
+    qsort(lat, nlat, sizeof *lat, cmp_u32);
     printf("msgs=%llu rate=%.0f per_cpu_s=%.0f p50_us=%u p99_us=%u cpu_s=%.2f\n",
            (unsigned long long)msgs, msgs / duration, cpu > 0 ? msgs / cpu : 0,
            nlat ? lat[nlat / 2] : 0, nlat ? lat[nlat * 99 / 100] : 0, cpu);

@@ -40,6 +40,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ws_bench.h"
+
 #define WINDOW   64
 #define MAX_PUBS 64
 
@@ -49,19 +51,6 @@ typedef struct conn {
     uint8_t *in;
     size_t len, cap;
 } conn;
-
-static uint64_t now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
-static void die(const char *what)
-{
-    perror(what);
-    exit(2);
-}
 
 static int open_conn(unsigned port, const char *name)
 {
@@ -133,29 +122,10 @@ static void send_text(int fd, const char *text, size_t len)
  * bounds set. */
 static size_t whole(conn *c, int *op, size_t *off, size_t *plen)
 {
-    if (c->len < 2)
-        return 0;
-    size_t hl = 2, l = c->in[1] & 127;
-    if (l == 126)
-        hl = 4;
-    else if (l == 127)
-        hl = 10;
-    if (c->len < hl)
-        return 0;
-    uint64_t len = l;
-    if (l == 126)
-        len = (uint64_t)c->in[2] << 8 | c->in[3];
-    else if (l == 127) {
-        len = 0;
-        for (int i = 0; i < 8; i++)
-            len = len << 8 | c->in[2 + i];
-    }
-    if (c->len < hl + len)
-        return 0;
-    *op = c->in[0] & 0x0f;
-    *off = hl;
-    *plen = (size_t)len;
-    return hl + (size_t)len;
+    size_t total = ws_frame_whole(c->in, c->len, off, plen);
+    if (total)
+        *op = c->in[0] & 0x0f;
+    return total;
 }
 
 /* In a chat line {"type":"msg","name":...,"text":"P:SEQ:SENT_US:xxx"}:
@@ -180,12 +150,6 @@ static int parse_msg(const uint8_t *p, size_t len, unsigned *pub, uint64_t *seq,
         return 0;
     *sent = strtoull(end + 1, &end, 10);
     return *end == ':';
-}
-
-static int cmp(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
 }
 
 /* The state both modes share. */
@@ -329,7 +293,7 @@ int main(int argc, char **argv)
         printf("msgs=%llu rate=%.0f deliveries_per_s=%.0f\n", (unsigned long long)received0,
                (double)received0 / duration, (double)deliveries / duration);
     } else {
-        qsort(lat, nlat, sizeof *lat, cmp);
+        qsort(lat, nlat, sizeof *lat, cmp_u32);
         uint64_t expected = measured_sent * (uint64_t)nsubs;
         printf("sent=%llu expected=%llu received=%llu lost=%llu p50_us=%u p99_us=%u max_us=%u\n",
                (unsigned long long)measured_sent, (unsigned long long)expected,

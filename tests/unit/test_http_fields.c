@@ -59,15 +59,15 @@ Test(http_fields, every_byte_in_a_value)
  * bounds) next to the ones that must be caught. */
 Test(http_fields, neighbours_do_not_hide_a_control_byte)
 {
-    static const unsigned char near[] = {0x00, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0x81, 0xff};
-    for (size_t a = 0; a < sizeof near; a++)
-        for (size_t b = 0; b < sizeof near; b++)
+    static const unsigned char edges[] = {0x00, 0x1f, 0x20, 0x21, 0x7e, 0x7f, 0x80, 0x81, 0xff};
+    for (size_t a = 0; a < sizeof edges; a++)
+        for (size_t b = 0; b < sizeof edges; b++)
             for (size_t at = 0; at + 1 < 16; at++) {
                 unsigned char value[17];
                 memset(value, 'v', 16);
                 value[16] = '\0';
-                value[at] = near[a] ? near[a] : 'v';
-                value[at + 1] = near[b] ? near[b] : 'v';
+                value[at] = edges[a] ? edges[a] : 'v';
+                value[at + 1] = edges[b] ? edges[b] : 'v';
                 int ok = ref_value_ok(value[at]) && ref_value_ok(value[at + 1]);
                 size_t got = kl_field_value_length((const char *)value);
                 cr_assert_eq(got, ok ? 16 : SIZE_MAX, "0x%02x 0x%02x at %zu", value[at],

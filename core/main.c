@@ -35,10 +35,12 @@ static char *default_config(keel_server *server)
 
 static void usage(FILE *out)
 {
-    fputs("usage: keel [-c FILE] [-t] [--set SECTION.KEY=VALUE]...\n"
+    fputs("usage: keel [-c FILE] [-t | -s reload|stop] [--set SECTION.KEY=VALUE]...\n"
           "\n"
           "  -c, --config FILE   run with this config (default: the embedded one)\n"
           "  -t, --test          check the config and the modules it loads, then exit\n"
+          "  -s reload|stop      signal the keel running with this config (found by its\n"
+          "                      [keel] pid_file): reload it, or stop it gracefully\n"
           "  --set S.K=V         override a config value (repeatable), e.g.\n"
           "                      --set keel.listen='127.0.0.1:0 echo' --set keel.workers=2\n"
           "  --print-default     print the embedded default config and exit\n"
@@ -56,6 +58,7 @@ static void usage(FILE *out)
 int main(int argc, char **argv)
 {
     const char *config_path = NULL;
+    const char *control = NULL;
     int test_only = 0;
     keel_server *server = keel_server_new();
     if (server == NULL) {
@@ -82,6 +85,8 @@ int main(int argc, char **argv)
             return text != NULL ? 0 : 1;
         } else if (strcmp(arg, "-t") == 0 || strcmp(arg, "--test") == 0) {
             test_only = 1;
+        } else if ((strcmp(arg, "-s") == 0 || strcmp(arg, "--signal") == 0) && i + 1 < argc) {
+            control = argv[++i];
         } else if ((strcmp(arg, "-c") == 0 || strcmp(arg, "--config") == 0) && i + 1 < argc) {
             config_path = argv[++i];
         } else if (strcmp(arg, "--set") == 0 && i + 1 < argc) {
@@ -101,7 +106,11 @@ int main(int argc, char **argv)
         rc = text ? keel_server_load_config_string(server, text, "(default)") : KEEL_ERR_NOMEM;
         free(text);
     }
-    if (rc == KEEL_OK && test_only) {
+    if (rc == KEEL_OK && control != NULL) {
+        rc = keel_server_control(server, control);
+        if (rc == KEEL_ERR_INVAL)
+            fprintf(stderr, "keel: -s takes reload or stop, not '%s'\n", control);
+    } else if (rc == KEEL_OK && test_only) {
         rc = keel_server_check(server);
         if (rc == KEEL_OK)
             keel_log(NULL, KEEL_LOG_INFO, "configuration ok: %s",

@@ -335,6 +335,49 @@ void kl_reload_free(keel_server *s)
     s->reload = NULL;
 }
 
+/* ---- asking a running keel ------------------------------------------------ */
+
+static int read_pid_file(const char *path);
+
+int keel_server_control(keel_server *s, const char *action)
+{
+    if (s == NULL || action == NULL)
+        return KEEL_ERR_INVAL;
+    int signum;
+    if (strcmp(action, "reload") == 0)
+        signum = SIGHUP;
+    else if (strcmp(action, "stop") == 0)
+        signum = SIGTERM;
+    else
+        return KEEL_ERR_INVAL;
+#ifdef _WIN32
+    (void)signum;
+    return KEEL_ERR_UNSUPPORTED; /* no signal stops a Windows process gracefully */
+#else
+    kl_settings settings;
+    char err[512];
+    int rc = kl_settings_load(&settings, s->config, s->exe_dir, err, sizeof err);
+    if (rc != KEEL_OK) {
+        kl_log(KEEL_LOG_ERROR, "%s", err);
+        return rc;
+    }
+    if (settings.pid_file == NULL) {
+        kl_log(KEEL_LOG_ERROR, "%s: the config names no [keel] pid_file to find keel by", action);
+        kl_settings_free(&settings);
+        return KEEL_ERR_CONFIG;
+    }
+    int pid = read_pid_file(settings.pid_file);
+    rc = pid > 0 ? uv_kill(pid, signum) : UV_ENOENT;
+    if (rc != 0)
+        kl_log(KEEL_LOG_ERROR, "%s: no keel running as the pid file %s says (%s)", action,
+               settings.pid_file, pid > 0 ? uv_strerror(rc) : "no pid in it");
+    else
+        kl_log(KEEL_LOG_INFO, "%s: signal sent to keel (pid %d)", action, pid);
+    kl_settings_free(&settings);
+    return rc == 0 ? KEEL_OK : KEEL_ERR_NOTFOUND;
+#endif
+}
+
 /* ---- announcing --------------------------------------------------------- */
 
 static int write_pid_file(const char *path, int pid)

@@ -87,6 +87,16 @@ KEEL_EXPORT int keel_server_run(keel_server *server);
  * (already running or enabled), KEEL_ERR_NOMEM. docs/operations.md. */
 KEEL_EXPORT int keel_server_enable_reload(keel_server *server, char *const argv[]);
 
+/* Asks the keel that runs with this server's config (another process,
+ * found through its [keel] pid_file) to "reload" (SIGHUP, as above) or to
+ * "stop" (SIGTERM: a graceful shutdown), as `nginx -s reload` does. The
+ * config must have been loaded; nothing is started here. Main thread.
+ * KEEL_OK once the signal is sent; KEEL_ERR_INVAL (another action),
+ * KEEL_ERR_CONFIG (no pid_file, or a config error: logged),
+ * KEEL_ERR_NOTFOUND (no pid file, or no such process: logged),
+ * KEEL_ERR_UNSUPPORTED on Windows. */
+KEEL_EXPORT int keel_server_control(keel_server *server, const char *action);
+
 /* Begins a graceful shutdown of a running server. Any thread, including
  * signal-free contexts such as another library's callback; a no-op if the
  * server is not running. */

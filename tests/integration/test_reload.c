@@ -319,6 +319,36 @@ Test(reload, a_stop_signal_while_draining_keeps_the_drain_graceful, .timeout = 6
     close(busy);
 }
 
+/* `keel -c FILE -s reload|stop`, as `nginx -s reload`: the running keel is
+ * found through the config's pid_file. */
+Test(reload, keel_s_reload_and_stop, .timeout = 60, .fini = reload_fini)
+{
+    char pid_path[400];
+    kh_proc *p = start_keel(CONFIG("1", ""), pid_path, sizeof pid_path);
+    unsigned port = kh_port(p, 0);
+    const char *reload[] = {"-c", p->conf, "-s", "reload", NULL};
+    kh_proc *ctl = kh_spawn_program(KEEL_BIN, NULL, reload);
+    kh_assert(ctl, kh_wait_exit(ctl, 10000) == 0, "keel -s reload failed");
+    pid_t next = wait_new_pid(pid_path, p->pid, 10000);
+    kh_assert(p, next > 0, "keel -s reload did not reload");
+    kh_assert(p, kh_wait_exit(p, 10000) == 0 && get_ok(port, "/"), "the hand-over failed");
+
+    const char *stop[] = {"-c", p->conf, "-s", "stop", NULL};
+    ctl = kh_spawn_program(KEEL_BIN, NULL, stop);
+    kh_assert(ctl, kh_wait_exit(ctl, 10000) == 0, "keel -s stop failed");
+    kh_assert(p, wait_gone(next, 10000), "keel -s stop did not stop it");
+
+    /* Nothing running any more: said, and a non-zero exit. */
+    ctl = kh_spawn_program(KEEL_BIN, NULL, reload);
+    kh_assert(ctl, kh_wait_exit(ctl, 10000) == 1, "keel -s reload with nothing running exited 0");
+    kh_assert(ctl, strstr(kh_stderr(ctl), "no keel running") != NULL, "no reason given");
+    /* A config without a pid file cannot name a process. */
+    kh_proc *bare = kh_spawn("[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1\n" KH_MODULE_PATH,
+                             (const char *[]){"-s", "stop", NULL});
+    kh_assert(bare, kh_wait_exit(bare, 10000) == 1, "-s without a pid_file exited 0");
+    kh_assert(bare, strstr(kh_stderr(bare), "pid_file") != NULL, "no reason given");
+}
+
 /* ---- no connection refused or reset under load --------------------------- */
 
 typedef struct load {

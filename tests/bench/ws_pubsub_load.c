@@ -54,38 +54,9 @@ typedef struct conn {
 
 static int open_conn(unsigned port, const char *name)
 {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
-    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0)
-        die("connect");
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    char req[512];
-    int n = snprintf(req, sizeof req,
-                     "GET /chat/ws?name=%s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
-                     "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
-                     "Sec-WebSocket-Version: 13\r\n\r\n",
-                     name);
-    if (write(fd, req, (size_t)n) != n)
-        die("write");
-    char head[2048];
-    size_t got = 0;
-    while (got < sizeof head - 1) {
-        ssize_t r = read(fd, head + got, 1); /* byte by byte: no frame bytes eaten */
-        if (r <= 0)
-            die("handshake");
-        got += (size_t)r;
-        head[got] = 0;
-        if (got >= 4 && memcmp(head + got - 4, "\r\n\r\n", 4) == 0)
-            break;
-    }
-    if (strncmp(head, "HTTP/1.1 101", 12) != 0) {
-        fprintf(stderr, "handshake refused:\n%s", head);
-        exit(2);
-    }
-    fcntl(fd, F_SETFL, O_NONBLOCK);
-    return fd;
+    char path[256], head[2048];
+    snprintf(path, sizeof path, "/chat/ws?name=%s", name);
+    return ws_open(port, path, "", head, sizeof head);
 }
 
 /* Sends text as one masked frame (RFC 6455 5.2, 5.3), all of it. */

@@ -17,6 +17,7 @@
 static void on_wakeup(uv_async_t *async);
 static void on_idle(uv_idle_t *idle);
 static void begin_stop(keel_worker *w);
+static void stop_accepting_now(keel_worker *w);
 
 static void abort_for_shutdown(keel_conn *c, void *arg)
 {
@@ -317,6 +318,8 @@ static void on_wakeup(uv_async_t *async)
     }
     w->nhandoffs = 0;
     int stop = w->stop_requested, force = w->force_requested;
+    int stop_accepting = w->accept_stop_requested;
+    w->accept_stop_requested = 0;
     uv_mutex_unlock(&w->lock);
 
     kl_posts_run(w, posts);
@@ -324,10 +327,21 @@ static void on_wakeup(uv_async_t *async)
         start_handoff(w, &handoffs[i]);
     if (handoffs != on_stack)
         free(handoffs);
+    if (stop_accepting)
+        stop_accepting_now(w);
     if (stop && !w->stopping)
         begin_stop(w);
     if (force)
         kl_conn_each(w, abort_for_shutdown, NULL);
+}
+
+void kl_worker_stop_accepting(keel_worker *w)
+{
+    uv_mutex_lock(&w->lock);
+    w->accept_stop_requested = 1;
+    if (!w->closed)
+        uv_async_send(&w->wakeup);
+    uv_mutex_unlock(&w->lock);
 }
 
 void kl_worker_request_stop(keel_worker *w, int force)
@@ -382,12 +396,32 @@ static void on_shutdown_deadline(uv_timer_t *timer)
     kl_conn_each(w, abort_for_shutdown, NULL);
 }
 
-static void begin_stop(keel_worker *w)
+static void close_listeners(keel_worker *w)
 {
-    w->stopping = 1;
     for (size_t i = 0; i < w->nlisteners; i++)
         uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
     w->nlisteners = 0;
+    w->accepting_stopped = 1;
+}
+
+/* A reload's successor serves: this worker closes its copies of the
+ * listening sockets (their queues are the successor's now) while the
+ * server still runs, so that nothing it accepted is answered as by a
+ * stopping server (a readiness probe's 503, an upgrade refused); the
+ * last worker to do so starts the graceful stop. */
+static void stop_accepting_now(keel_worker *w)
+{
+    keel_server *s = w->server;
+    if (!w->accepting_stopped)
+        close_listeners(w);
+    if (kl_atomic_add(&s->workers_not_accepting, 1) == s->nworkers)
+        keel_server_stop(s);
+}
+
+static void begin_stop(keel_worker *w)
+{
+    w->stopping = 1;
+    close_listeners(w);
     kl_connects_stop(w);
     kl_conn_each(w, shutdown_one, NULL);
     uv_timer_start(&w->shutdown_timer, on_shutdown_deadline,
@@ -551,7 +585,9 @@ uint64_t keel_worker_now_ms(keel_worker *w)
 int keel_worker_stopping(keel_worker *w)
 {
     uv_mutex_lock(&w->server->lock);
-    int stopping = w->server->state >= KL_STOPPING;
+    int stopping = w->server->state < KL_STOPPING ? 0
+                   : w->server->reloaded          ? KEEL_STOPPING_REPLACED
+                                                  : KEEL_STOPPING;
     uv_mutex_unlock(&w->server->lock);
     return stopping;
 }

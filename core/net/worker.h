@@ -48,9 +48,10 @@ struct keel_worker {
     kl_post *posts, *posts_tail;
     kl_handoff *handoffs;
     size_t nhandoffs, handoffs_cap;
-    int stop_requested;  /* graceful shutdown asked */
-    int force_requested; /* abort everything now */
-    int closed;          /* no more posts accepted */
+    int stop_requested;        /* graceful shutdown asked */
+    int accept_stop_requested; /* a reload: close the listeners only (kl_worker_stop_accepting) */
+    int force_requested;       /* abort everything now */
+    int closed;                /* no more posts accepted */
 
     /* Owned by the worker thread. */
     void **module_state; /* indexed by keel_module.index */
@@ -75,6 +76,7 @@ struct keel_worker {
     int reject_busy; /* ... and is closing one */
     int stopping;
     int finishing;
+    int accepting_stopped; /* its listener handles are closed */
 
     void *slots[KL_SLOT_COUNT]; /* the core's own per-worker state (server.h) */
 
@@ -103,6 +105,11 @@ void kl_worker_go(keel_worker *w, int status);
 
 /* Asks for a graceful stop (force: abort every connection). Any thread. */
 void kl_worker_request_stop(keel_worker *w, int force);
+
+/* A reload handed the sockets over: the worker closes its listeners (and
+ * nothing else); once every worker has, the server stops gracefully. Any
+ * thread. */
+void kl_worker_stop_accepting(keel_worker *w);
 
 /* Waits for the thread to end. Main thread. */
 void kl_worker_join(keel_worker *w);

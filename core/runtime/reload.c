@@ -24,6 +24,7 @@
 #include "base/util.h"
 #include "runtime/reload.h"
 #include "runtime/server.h"
+#include "net/worker.h"
 
 struct kl_reload {
     keel_server *server;
@@ -198,10 +199,19 @@ static void on_ready(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         uv_timer_stop(&r->timer);
         kl_log(KEEL_LOG_INFO, "reload: new process %d serving; draining this one (pid %d)",
                r->child.pid, (int)uv_os_getpid());
-        /* Stopping now closes only this process's descriptors: the
-         * sockets stay open and queued in the new process. */
+        /* Closing this process's descriptors leaves the sockets open and
+         * queued in the new process. First every listener closes, with
+         * the server still running, then the graceful stop: a connection
+         * accepted meanwhile is served as usual, not as by a stopping
+         * server (a readiness probe's 503, found by tests/cluster). */
         s->reloaded = 1;
-        keel_server_stop(s);
+        if (s->settings.reuseport) {
+            for (size_t i = 0; i < s->nworkers; i++)
+                kl_worker_stop_accepting(s->workers[i]);
+        } else {
+            kl_listeners_stop_acceptor(s);
+            keel_server_stop(s);
+        }
     }
     if (nread < 0)
         close_handle(r, (uv_handle_t *)&r->ready, &r->ready_open);

@@ -125,7 +125,8 @@ struct keel_server {
     volatile uint64_t connections; /* open connections, all workers */
     volatile uint64_t next_conn_id;
     volatile uint64_t workers_done;
-    volatile uint64_t acceptor_rejected; /* single-acceptor mode: written by the main thread */
+    volatile uint64_t workers_not_accepting; /* after a reload's hand-over (net/worker.c) */
+    volatile uint64_t acceptor_rejected;     /* single-acceptor mode: written by the main thread */
 
     kl_metrics metrics;           /* the registry (runtime/metrics.c) */
     kl_core_metrics core_metrics; /* the core's own series */

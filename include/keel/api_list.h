@@ -155,7 +155,11 @@ KEEL_FN(uint64_t, worker_now_ms, (keel_worker *worker), (worker))
 KEEL_FN(int, worker_post, (keel_worker *worker, keel_post_fn fn, void *userdata),
         (worker, fn, userdata))
 
-/* Non-zero once a graceful shutdown has begun. Any thread. */
+/* Non-zero once a graceful shutdown has begun. Any thread. Since ABI 1.5
+ * the value says why: KEEL_STOPPING (1) for a stop, KEEL_STOPPING_REPLACED
+ * (2) when this process is draining because a reload's new process has
+ * taken over the listening sockets: the service goes on (a readiness
+ * probe should still say ready), only this process winds down. */
 KEEL_FN(int, worker_stopping, (keel_worker *worker), (worker))
 
 /* ---- Timers (ABI 1.0) -------------------------------------------------- */

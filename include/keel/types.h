@@ -38,6 +38,12 @@ typedef enum keel_status {
     KEEL_ERR_REFUSED = -15      /* the peer refused the connection (ABI 1.3) */
 } keel_status;
 
+/* What keel_worker_stopping returns once it is non-zero (ABI 1.5). */
+enum keel_stopping {
+    KEEL_STOPPING = 1,         /* keel is stopping */
+    KEEL_STOPPING_REPLACED = 2 /* this process drains; a reload's new one serves */
+};
+
 /* Log levels, most severe first. */
 typedef enum keel_log_level {
     KEEL_LOG_ERROR = 0,

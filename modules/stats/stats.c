@@ -111,13 +111,16 @@ static int dashboard_handler(keel_request *req, keel_response *res, void *userda
 
 /* A balancer's readiness probe: 503 from the first stop request on, which
  * with [keel] shutdown_delay comes while keel still serves, so the
- * balancer takes the instance out before its listeners close. Not behind
- * `allow`: the balancer probes from its own address, and the answer says
- * nothing a connection attempt would not. */
+ * balancer takes the instance out before its listeners close. Not when
+ * this process drains after a reload: its successor serves the same
+ * sockets, and a probe that reached the old one on its way out must not
+ * take the instance out. Not behind `allow`: the balancer probes from
+ * its own address, and the answer says nothing a connection attempt
+ * would not. */
 static int ready_handler(keel_request *req, keel_response *res, void *userdata)
 {
     (void)userdata;
-    int draining = keel_worker_stopping(keel_conn_worker(keel_request_conn(req)));
+    int draining = keel_worker_stopping(keel_conn_worker(keel_request_conn(req))) == KEEL_STOPPING;
     static const char ready[] = "ready\n", stopping[] = "draining\n";
     keel_response_set_status(res, draining ? 503 : 200);
     keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");

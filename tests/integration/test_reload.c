@@ -421,6 +421,65 @@ static void *load_run(void *arg)
     return NULL;
 }
 
+/* Readiness across a reload: the sockets never stop being served, so a
+ * balancer's probe must never see the old process's "draining" (the old
+ * process stops accepting before it counts as stopping). */
+static void *probe_run(void *arg)
+{
+    load *l = arg;
+    char buf[1024];
+    while (!l->stop) {
+        int fd = kh_connect("127.0.0.1", l->port);
+        if (fd < 0) {
+            l->failed++;
+            snprintf(l->last_error, sizeof l->last_error, "connect: %s", strerror(errno));
+            continue;
+        }
+        size_t n = 0;
+        if (kh_send_str(fd, "GET /__ready HTTP/1.0\r\n\r\n") == 0)
+            n = kh_recv_n(fd, buf, sizeof buf, sizeof buf - 1, 5000);
+        close(fd);
+        if (n < 12 || strncmp(buf, "HTTP/1.1 200", 12) != 0) {
+            l->failed++;
+            snprintf(l->last_error, sizeof l->last_error, "%.40s", n ? buf : "nothing");
+        } else {
+            l->ok++;
+        }
+    }
+    return NULL;
+}
+
+Test(reload, readiness_stays_ready_across_reloads, .timeout = 60, .fini = reload_fini)
+{
+    char pid_path[400];
+    const char *config = "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 2\n"
+                         "modules = http1 stats\npid_file = keel.pid\n" KH_MODULE_PATH;
+    kh_proc *p = start_keel(config, pid_path, sizeof pid_path);
+    load probes[2];
+    pthread_t threads[2];
+    for (int i = 0; i < 2; i++) {
+        probes[i] = (load){.port = kh_port(p, 0)};
+        pthread_create(&threads[i], NULL, probe_run, &probes[i]);
+    }
+    pid_t current = p->pid;
+    for (int r = 0; r < 4; r++) {
+        kh_sleep_ms(250);
+        kill(current, SIGHUP);
+        pid_t next = wait_new_pid(pid_path, current, 10000);
+        kh_assert(p, next > 0, "reload %d did not hand over", r + 1);
+        current = next;
+    }
+    kh_sleep_ms(250);
+    for (int i = 0; i < 2; i++) {
+        probes[i].stop = 1;
+        pthread_join(threads[i], NULL);
+    }
+    for (int i = 0; i < 2; i++)
+        kh_assert(p, probes[i].failed == 0, "prober %d: %ld of %ld probes not 200; last: %s", i,
+                  probes[i].failed, probes[i].ok + probes[i].failed, probes[i].last_error);
+    kh_assert(p, probes[0].ok + probes[1].ok > 50, "too few probes");
+}
+
 Test(reload, no_request_fails_across_reloads_that_change_the_workers, .timeout = 90,
      .fini = reload_fini)
 {

@@ -680,18 +680,26 @@ def continuation_flood_bytes(env):
     unaffected(env, b, bsid)
 
 
+def calmed(env, b, bsid, c, flood, metric=None):
+    """Sends a flood on c (OSError: keel closed the connection first):
+    keel answers GOAWAY ENHANCE_YOUR_CALM, the bystander's stream is served
+    as if nothing happened, and the flood is counted (metric, if given)."""
+    try:
+        flood()
+    except OSError:
+        pass
+    c.expect_goaway(ENHANCE_YOUR_CALM)
+    unaffected(env, b, bsid)
+    if metric:
+        flood_metric(env, metric)
+
+
 @case("attacks")
 def ping_flood(env):
     """CVE-2019-9512: PINGs, each asking for an ACK; max_pings = 50."""
     b, bsid = bystander(env)
     c = Conn(env.k.port())
-    try:
-        c.send(*[PingFrame(0, opaque_data=i.to_bytes(8, "big")) for i in range(1000)])
-    except OSError:
-        pass
-    c.expect_goaway(ENHANCE_YOUR_CALM)
-    unaffected(env, b, bsid)
-    flood_metric(env, "ping")
+    calmed(env, b, bsid, c, lambda: c.send(*[PingFrame(0, opaque_data=i.to_bytes(8, "big")) for i in range(1000)]), "ping")
 
 
 @case("attacks")
@@ -699,13 +707,7 @@ def settings_flood(env):
     """CVE-2019-9515: SETTINGS frames, each asking for an ACK."""
     b, bsid = bystander(env)
     c = Conn(env.k.port())
-    try:
-        c.send(*[SettingsFrame(0) for _ in range(500)])
-    except OSError:
-        pass
-    c.expect_goaway(ENHANCE_YOUR_CALM)
-    unaffected(env, b, bsid)
-    flood_metric(env, "settings")
+    calmed(env, b, bsid, c, lambda: c.send(*[SettingsFrame(0) for _ in range(500)]), "settings")
 
 
 @case("attacks")
@@ -714,13 +716,7 @@ def empty_data_flood(env):
     b, bsid = bystander(env)
     c = Conn(env.k.port())
     sid = c.request("/h2test/late?ms=300", method="POST", end_stream=False)
-    try:
-        c.send(*[DataFrame(sid, b"") for _ in range(1000)])
-    except OSError:
-        pass
-    c.expect_goaway(ENHANCE_YOUR_CALM)
-    unaffected(env, b, bsid)
-    flood_metric(env, "empty_frames")
+    calmed(env, b, bsid, c, lambda: c.send(*[DataFrame(sid, b"") for _ in range(1000)]), "empty_frames")
 
 
 @case("attacks")
@@ -728,12 +724,7 @@ def unknown_frame_flood(env):
     """5.5 + CVE-2019-9518: frames of unknown types cost nothing to send."""
     b, bsid = bystander(env)
     c = Conn(env.k.port())
-    try:
-        c.send_raw(b"".join(raw_frame(0x20, 0, 0, b"junk") for _ in range(1000)))
-    except OSError:
-        pass
-    c.expect_goaway(ENHANCE_YOUR_CALM)
-    unaffected(env, b, bsid)
+    calmed(env, b, bsid, c, lambda: c.send_raw(b"".join(raw_frame(0x20, 0, 0, b"junk") for _ in range(1000))))
 
 
 @case("attacks")
@@ -743,13 +734,7 @@ def priority_churn(env):
     c = Conn(env.k.port())
     frames = [PriorityFrame(1 + 2 * (i % 50), depends_on=1 + 2 * ((i + 7) % 50),
                             stream_weight=i % 256) for i in range(2000)]
-    try:
-        c.send(*frames)
-    except OSError:
-        pass
-    c.expect_goaway(ENHANCE_YOUR_CALM)
-    unaffected(env, b, bsid)
-    flood_metric(env, "priority")
+    calmed(env, b, bsid, c, lambda: c.send(*frames), "priority")
 
 
 @case("attacks")
@@ -779,12 +764,7 @@ def reset_provoked(env):
         frames.append(c.headers_frame(sid, [(":method", "GET"), (":path", "/"),
                                             (":scheme", "http"), (":authority", "x"),
                                             ("connection", "bad")]))
-    try:
-        c.send(*frames)
-    except OSError:
-        pass
-    c.expect_goaway(ENHANCE_YOUR_CALM)
-    unaffected(env, b, bsid)
+    calmed(env, b, bsid, c, lambda: c.send(*frames))
 
 
 @case("attacks")

@@ -121,21 +121,18 @@ static void load_done(keel_worker *worker, int status, void *userdata)
         h2_stream *s = NULL;
         if (c == NULL)
             p->w = NULL; /* as an orphaned batch's (output.c) */
-        if (c != NULL && !c->closing && c->ng != NULL)
-            s = nghttp2_session_get_stream_user_data(c->ng, it->stream_id);
+        if (c != NULL && !c->closing)
+            s = h2_stream_find(c, it->stream_id);
         /* Still that stream's, at the head of its queue? */
         int mine = s != NULL && s->queue == p && p->refs > 1;
         if (status == KEEL_OK && it->ok && mine) {
             piece_loaded(p, job->slab, it->buf);
             s->nfiles--;
-            if (s->deferred) {
-                s->deferred = 0;
-                nghttp2_session_resume_data(c->ng, s->id);
-            }
+            h2_ready(s);
         } else {
             p->loading = 0;
             if (mine)
-                h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR); /* the body cannot be complete */
+                h2_stream_reset(s, H2_INTERNAL_ERROR); /* the body cannot be complete */
         }
         h2_piece_unref(p, it->ok ? KEEL_OK : KEEL_ERR_IO);
     }
@@ -185,11 +182,10 @@ void h2_load_submit(h2_conn *c)
     if (rc != KEEL_OK) {
         for (size_t i = 0; i < n; i++) {
             h2_piece *p = c->pending[i].p;
-            h2_stream *s =
-                c->ng ? nghttp2_session_get_stream_user_data(c->ng, c->pending[i].stream_id) : NULL;
+            h2_stream *s = h2_stream_find(c, c->pending[i].stream_id);
             p->loading = 0;
             if (s != NULL && s->queue == p)
-                h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+                h2_stream_reset(s, H2_INTERNAL_ERROR);
             h2_piece_unref(p, rc);
         }
         if (job != NULL)

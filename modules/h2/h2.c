@@ -1,16 +1,16 @@
 /* h2.c — the h2 module: its configuration, the "h2" protocol's connection
- * callbacks, and driving nghttp2 (input, output, the end of a connection).
+ * callbacks, and driving a connection (input, output, its end).
  *
  * A connection reaches "h2" three ways and on_open does not care which: a
  * listener `listen = ... h2` (prior knowledge, RFC 9113 3.3), http1 handing
  * over a connection that opened with the preface (the preface still
  * unconsumed), or a transport that negotiated ALPN "h2" (RFC 9113 3.2,
  * keel_transport_open_protocol). In every case the first bytes on_data sees
- * are the client's preface, which nghttp2 checks.
+ * are the client's preface, which input.c checks.
  *
- * Input is handed to nghttp2 whole (it keeps what it needs of a partial
- * frame); output is produced once per on_data or asynchronous event
- * (h2_pump) and leaves as one write (output.c).
+ * Input is parsed where it lies (input.c); output is produced once per
+ * on_data or asynchronous event (h2_pump) and leaves as one write
+ * (output.c).
  */
 #include "h2.h"
 
@@ -68,30 +68,27 @@ void h2_pump(h2_conn *c)
         c->want_send = 1;
         return;
     }
-    if (c->closing || c->ng == NULL)
+    if (c->closing)
         return;
-    h2_load_submit(c);        /* small files asked for since the last turn: one job */
-    h2_stream_submit_held(c); /* response heads whose body can follow */
-    c->depth++;
-    int rv;
-    do {
-        c->want_send = 0;
-        rv = nghttp2_session_send(c->ng);
-    } while (rv == 0 && c->want_send && !c->blocked);
-    c->depth--;
-    if (rv != 0) {
-        /* Only a fatal error gets here (out of memory, a callback failure). */
-        h2_out_discard(c);
-        c->closing = 1;
-        keel_conn_abort(c->conn);
-        return;
+    if (!c->failed) {
+        h2_load_submit(c); /* small files asked for since the last turn: one job */
+        c->depth++;
+        do {
+            c->want_send = 0;
+            h2_stream_send_resets(c);
+            h2_stream_submit_held(c); /* response heads whose body can follow */
+            h2_send_data(c);
+        } while (c->want_send && !c->blocked && !c->closing);
+        c->depth--;
+        if (c->closing)
+            return; /* aborted (out of memory mid-frame) */
     }
     h2_out_flush(c);
-    int want_read = nghttp2_session_want_read(c->ng);
-    int want_write = nghttp2_session_want_write(c->ng);
-    if (!want_read && !want_write) {
-        /* GOAWAY sent (or received) and no stream left: done (6.8). */
-        h2_close(c);
+    int want_write = c->held != NULL || c->ready != NULL || c->resets != NULL;
+    if (c->failed) {
+        h2_close(c); /* GOAWAY written: done (5.4.1) */
+    } else if ((c->goaway_sent || c->goaway_recv) && c->nopen == 0 && !want_write) {
+        h2_close(c); /* GOAWAY said and no stream left: done (6.8) */
     } else if (c->eof && c->nactive == 0 && !want_write) {
         h2_close(c);
     } else if (!want_write) {
@@ -101,23 +98,37 @@ void h2_pump(h2_conn *c)
 
 void h2_goaway(h2_conn *c)
 {
-    if (c->goaway || c->ng == NULL || c->closing)
+    if (c->goaway || c->closing || c->failed)
         return;
     c->goaway = 1;
-    /* RFC 9113 6.8: the last stream id we may have acted on; streams up to
-     * it finish, later ones the client retries elsewhere. */
-    nghttp2_submit_goaway(c->ng, NGHTTP2_FLAG_NONE, nghttp2_session_get_last_proc_stream_id(c->ng),
-                          NGHTTP2_NO_ERROR, NULL, 0);
+    h2_send_goaway(c, H2_NO_ERROR);
     h2_pump(c);
 }
 
 void h2_fail(h2_conn *c, uint32_t code)
 {
-    if (c->ng == NULL || c->closing)
+    if (c->closing || c->failed)
         return;
+    c->failed = 1;
     c->calm = 1;
-    nghttp2_session_terminate_session(c->ng, code);
+    h2_send_goaway(c, code);
     h2_pump(c);
+}
+
+/* Idle since the last tick at most: what only a busy connection needs
+ * goes (a few allocations if it wakes up). */
+static void trim(h2_conn *c)
+{
+    if (!c->in_block) {
+        free(c->block);
+        c->block = NULL;
+        c->block_cap = c->block_len = 0;
+    }
+    if (c->nopen == 0) {
+        free(c->table);
+        c->table = NULL;
+        c->table_mask = 0;
+    }
 }
 
 /* ---- stream timeouts -------------------------------------------------------------- */
@@ -141,9 +152,7 @@ static void on_tick(keel_timer *timer, void *userdata)
             keel_timer_stop(c->tick);
             c->tick = NULL;
         } else {
-            /* Idle since the last tick at most: nghttp2's buffers give
-             * their pages back (a few faults if it wakes up). */
-            h2_mem_trim(c);
+            trim(c);
         }
         c->tick_idle = 1;
         return;
@@ -152,17 +161,18 @@ static void on_tick(keel_timer *timer, void *userdata)
     uint64_t now = keel_worker_now_ms(c->w->worker);
     uint64_t limit = c->w->cfg->stream_timeout_ms;
     int any = 0;
-    /* Only submit here: the resets take effect in h2_pump, which may free
-     * streams, after the walk. */
+    /* Only asked for here: the resets take effect in h2_pump, which may
+     * free streams, after the walk. */
+    c->depth++;
     for (h2_stream *s = c->streams; s != NULL; s = s->next) {
         if (waits_on_peer(s) && now - s->progress_ms >= limit) {
             s->progress_ms = now; /* once */
             h2_count(c, c->w->mod->m.limit[H2_LIMIT_STREAM_TIMEOUT]);
-            if (c->ng != NULL)
-                nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_CANCEL);
+            h2_stream_reset(s, H2_CANCEL);
             any = 1;
         }
     }
+    c->depth--;
     if (any)
         h2_pump(c);
 }
@@ -192,35 +202,16 @@ static int h2_on_open(keel_conn *conn, void *arg)
         return KEEL_ERR_NOMEM;
     c->conn = conn;
     c->w = w;
-    nghttp2_mem mem = h2_mem_for(c); /* copied into the session */
-    c->opening = 1;
-    int made = nghttp2_session_server_new3(&c->ng, w->mod->callbacks, c, w->mod->option, &mem);
-    c->opening = 0;
-    if (made != 0) {
-        free(c);
-        return KEEL_ERR_NOMEM;
-    }
-    /* RFC 9113 3.4: the server's preface is a SETTINGS frame, which may go
-     * before the client's arrives. These are the limits we enforce. */
-    nghttp2_settings_entry iv[] = {
-        {NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS, cfg->max_concurrent_streams},
-        {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, cfg->initial_window},
-        {NGHTTP2_SETTINGS_MAX_FRAME_SIZE, cfg->max_frame_size},
-        {NGHTTP2_SETTINGS_HEADER_TABLE_SIZE, cfg->header_table_size},
-        {NGHTTP2_SETTINGS_MAX_HEADER_LIST_SIZE, cfg->max_header_list},
-        /* RFC 9218 2.1: the RFC 7540 priority tree is not used (RFC 9113
-         * 5.3.2 deprecated it); it is what priority churn attacked. */
-        {NGHTTP2_SETTINGS_NO_RFC7540_PRIORITIES, 1},
-    };
-    int rv = nghttp2_submit_settings(c->ng, NGHTTP2_FLAG_NONE, iv, sizeof iv / sizeof iv[0]);
-    if (rv == 0 && cfg->conn_window > 65535)
-        rv = nghttp2_session_set_local_window_size(c->ng, NGHTTP2_FLAG_NONE, 0,
-                                                   (int32_t)cfg->conn_window);
-    if (rv != 0) {
-        nghttp2_session_del(c->ng);
-        free(c);
-        return KEEL_ERR_NOMEM;
-    }
+    /* RFC 9113 6.5.2, 6.9.2: the peer's values until its SETTINGS say
+     * otherwise; our connection window once send_preface widened it. */
+    c->peer_initial_window = H2_DEFAULT_WINDOW;
+    c->peer_max_frame = H2_DEFAULT_FRAME_SIZE;
+    c->send_window = H2_DEFAULT_WINDOW;
+    c->recv_window = cfg->conn_window;
+    /* RFC 7541 4.2: until our SETTINGS are acknowledged the client may
+     * use the default 4,096 bytes of table (input.c lowers it then). */
+    h2_hpack_init(&c->dec, cfg->header_table_size > 4096 ? cfg->header_table_size : 4096);
+    h2_send_preface(c);
     h2_limits_init(c);
     keel_conn_set_data(conn, c);
     c->timeout_ms = cfg->idle_timeout_ms;
@@ -239,27 +230,8 @@ static int h2_on_data(keel_conn *conn, const char *data, size_t len, size_t *con
         return KEEL_OK; /* ending: what comes now is dropped */
     c->idle_marked = 0; /* the core cleared it: bytes came */
     c->depth++;
-    ssize_t rv = nghttp2_session_mem_recv(c->ng, (const uint8_t *)data, len);
+    h2_input(c, (const uint8_t *)data, len, consumed);
     c->depth--;
-    if (rv < 0 && !c->calm) {
-        /* Fatal for the session. Protocol errors are not among these:
-         * nghttp2 answers them itself with the RFC 9113 code (GOAWAY or
-         * RST_STREAM) and goes on. */
-        switch (rv) {
-        case NGHTTP2_ERR_FLOODED:
-            h2_calm(c, H2_FLOOD_OUTBOUND);
-            break;
-        case NGHTTP2_ERR_TOO_MANY_CONTINUATIONS:
-            h2_calm(c, H2_FLOOD_CONTINUATION);
-            break;
-        case NGHTTP2_ERR_BAD_CLIENT_MAGIC:
-            h2_fail(c, NGHTTP2_PROTOCOL_ERROR); /* 3.4: not HTTP/2 */
-            break;
-        default:
-            h2_fail(c, NGHTTP2_INTERNAL_ERROR);
-            break;
-        }
-    }
     h2_pump(c);
     return KEEL_OK;
 }
@@ -321,10 +293,13 @@ static void h2_on_close(keel_conn *conn, int status)
     h2_load_orphan(c);
     /* Every stream ends: exchanges in flight are aborted (the core calls
      * no sink function after that), queued pieces released. */
+    c->resets = c->ready = c->ready_tail = NULL; /* they all go */
     while (c->streams != NULL) {
         h2_stream *s = c->streams;
         s->closed = 1;
         s->busy = 0;
+        s->reset_pending = 0;
+        s->ready = 0;
         if (s->counted) {
             s->counted = 0;
             c->nactive--;
@@ -343,8 +318,9 @@ static void h2_on_close(keel_conn *conn, int status)
     h2_out_orphan(c);
     if (c->tick != NULL)
         keel_timer_stop(c->tick);
-    nghttp2_session_del(c->ng);
-    c->ng = NULL;
+    h2_hpack_free(&c->dec);
+    free(c->block);
+    free(c->table);
     keel_metric_add(c->w->worker, c->w->mod->m.open_conns, -1);
     free(c);
 }
@@ -453,10 +429,6 @@ static int read_config(keel_module *m, h2_config *cfg)
 
 static void module_free(h2_module *mod)
 {
-    if (mod->callbacks != NULL)
-        nghttp2_session_callbacks_del(mod->callbacks);
-    if (mod->option != NULL)
-        nghttp2_option_del(mod->option);
     free(mod);
 }
 
@@ -466,28 +438,10 @@ static int h2_module_load(keel_module *m)
     if (mod == NULL)
         return KEEL_ERR_NOMEM;
     int rc = read_config(m, &mod->cfg);
-    if (rc == KEEL_OK &&
-        (h2_callbacks_new(&mod->callbacks) != KEEL_OK || nghttp2_option_new(&mod->option) != 0))
-        rc = KEEL_ERR_NOMEM;
     if (rc != KEEL_OK) {
         module_free(mod);
         return rc;
     }
-    /* Windows are given back as the core takes the body (stream.c), not
-     * when nghttp2 has parsed it. */
-    nghttp2_option_set_no_auto_window_update(mod->option, 1);
-    /* No priority tree: closed streams need not be kept for it. */
-    nghttp2_option_set_no_closed_streams(mod->option, 1);
-    h2_option_extensions(mod->option);
-#ifdef H2_HAVE_RESET_RATE_LIMIT
-    /* nghttp2's own CVE-2023-44487 limit (1.57, or Debian's backport)
-     * stays as a backstop behind ours, which counts. */
-    nghttp2_option_set_stream_reset_rate_limit(mod->option, 2ull * mod->cfg.max_resets + 1000,
-                                               mod->cfg.max_resets / 5 + 100);
-#endif
-#ifdef H2_HAVE_MAX_CONTINUATIONS
-    nghttp2_option_set_max_continuations(mod->option, mod->cfg.max_continuations + 1);
-#endif
     h2_metrics_register(m, &mod->m);
     rc = keel_protocol_register(m, &h2_protocol);
     if (rc != KEEL_OK) {
@@ -512,7 +466,6 @@ static int h2_start(keel_module *m, keel_worker *worker, void *state)
     w->module = m;
     w->mod = keel_module_data(m);
     w->cfg = &w->mod->cfg;
-    h2_mem_init(w);
     return KEEL_OK;
 }
 
@@ -526,10 +479,11 @@ static void h2_stop(keel_module *m, keel_worker *worker, void *state)
     while (w->free_streams != NULL) {
         h2_stream *s = w->free_streams;
         w->free_streams = s->next;
+        free(s->hmem);
         free(s);
     }
     w->nfree_streams = 0;
-    h2_mem_release(w);
+    h2_scratch_free(&w->scratch);
 }
 
 KEEL_MODULE(h2, .version = "1.0.0", .load = h2_module_load, .unload = h2_unload, .start = h2_start,

@@ -1,21 +1,22 @@
 /* h2.h — the h2 module's internal types, shared by its source files.
  *
- * libnghttp2 does the framing, HPACK and the flow-control arithmetic of
- * HTTP/2 (RFC 9113, RFC 7541); everything above it is keel's: each stream
- * is an exchange of the core's HTTP layer (stream.c), output leaves in
- * batches through the connection (output.c), and the floods of the
+ * The codec is the module's own: frames are parsed where they lie in the
+ * connection's read buffer (input.c), header blocks decoded by hpack.c,
+ * frames written straight into the batch that leaves as one write
+ * (send.c, output.c). Above it each stream is an exchange of the core's
+ * HTTP layer (stream.c, request.c, sink.c), and the floods of the
  * published HTTP/2 attacks are counted and answered (limits.c).
  *
  * Everything here runs on one connection's worker thread; the only state
- * shared between workers is read-only (h2_config, the nghttp2 callbacks and
- * options made once in load).
+ * shared between workers is read-only (h2_config, made once in load).
  */
 #ifndef KEEL_H2_H2_H
 #define KEEL_H2_H2_H
 
 #include <keel/keel.h>
 
-#include <nghttp2/nghttp2.h>
+#include "frame.h"
+#include "hpack.h"
 
 #include <stddef.h>
 #include <stdint.h>
@@ -59,7 +60,7 @@ enum h2_flood {
     H2_FLOOD_PRIORITY,
     H2_FLOOD_CONTINUATION,
     H2_FLOOD_HPACK,
-    H2_FLOOD_OUTBOUND, /* nghttp2's own: too many queued ACKs (peer not reading) */
+    H2_FLOOD_OUTBOUND, /* answers (ACKs, resets) piling up: the peer does not read */
     H2_FLOOD_RST_SENT, /* a peer provoking our RST_STREAMs (CVE-2019-9514) */
     H2_FLOOD_COUNT
 };
@@ -92,8 +93,6 @@ typedef struct h2_metrics {
 /* Module-wide, made in load, read-only afterwards. */
 typedef struct h2_module {
     h2_config cfg;
-    nghttp2_session_callbacks *callbacks;
-    nghttp2_option *option;
     h2_metrics m;
 } h2_module;
 
@@ -163,54 +162,60 @@ struct h2_piece {
 typedef struct h2_stream h2_stream;
 struct h2_stream {
     h2_stream *prev, *next; /* the connection's list of streams */
+    h2_stream *hnext;       /* the connection's table by id (stream.c) */
+    h2_stream *ready_next;  /* the connection's list of streams with DATA to go */
+    h2_stream *reset_next;  /* the connection's list of resets to send */
     struct h2_conn *c;
     int32_t id;
     keel_request *req;
 
-    /* The request head: views into nghttp2's reference-counted buffers
-     * (rcbufs), held until the stream is freed: no copy of any field. */
+    /* The request head. While its block is decoded, names and values are
+     * copied into hmem and the views hold offsets into it; once the block
+     * is complete they become pointers (request.c). */
     keel_http_head head;
     keel_header *fields;
-    nghttp2_rcbuf **refs; /* two per field */
     size_t nfields, cap;
     keel_header inline_fields[H2_INLINE_FIELDS];
-    nghttp2_rcbuf *inline_refs[2 * H2_INLINE_FIELDS];
-    /* The final response head: nv array, then names and values. */
-    _Alignas(8) char head_inline[H2_HEAD_INLINE];
+    char *hmem;
+    size_t hlen, hcap;
     keel_str method, path, authority, scheme;
-    nghttp2_rcbuf *pseudo_refs[4];
-    size_t npseudo;
+    /* The final response head, HPACK-encoded, until it is sent. */
+    _Alignas(8) uint8_t head_inline[H2_HEAD_INLINE];
+    uint8_t *head_block; /* head_inline or head_heap */
+    size_t head_len;
     size_t head_nfields; /* the fields the core sees (cookies joined, host added) */
     char *cookie;        /* the cookie fields joined (RFC 9113 8.2.3), or NULL */
     uint64_t conn_held;  /* buffered bytes whose connection window is held back */
-    char status[4];
-    uint64_t list_size; /* RFC 9113 6.5.2: name + value + 32 per field */
+    uint64_t list_size;  /* RFC 9113 6.5.2: name + value + 32 per field */
+    uint8_t seen_pseudo; /* which of the four request pseudo-fields came */
+
+    /* Flow control (RFC 9113 6.9): what we may send, what the peer may. */
+    int64_t send_window;
+    int64_t recv_window;
+    uint32_t recv_unacked; /* body bytes consumed and not yet given back */
 
     /* The request body, held until the handler asks for it. */
     char *body;
     size_t body_len, body_cap;
     uint64_t body_seen;
     int64_t content_length; /* declared, or -1 */
-    /* The request's trailer fields (RFC 9113 8.1): views into nghttp2's
-     * rcbufs, held as the head's are, handed to the core before the body's
-     * end (ABI 1.5). */
+    /* The request's trailer fields (RFC 9113 8.1), in tmem as the head is
+     * in hmem, handed to the core before the body's end (ABI 1.5). */
     keel_header *tr_fields;
-    nghttp2_rcbuf **tr_refs; /* two per field */
     size_t ntr, tr_cap;
+    char *tmem;
+    size_t tlen, tcap;
 
     /* The response body waiting for the peer's windows. */
     h2_piece *queue, *queue_tail;
     uint64_t queued;       /* bytes not yet in a batch */
     uint32_t nfiles;       /* file pieces in the queue */
     int64_t resp_left;     /* declared length still owed, or -1 */
-    keel_header *trailers; /* copied, for nghttp2_submit_trailer */
-    nghttp2_nv *trailer_nv;
-    size_t ntrailers;
-    char *trailer_mem;
-    char *head_heap;     /* a response head larger than head_inline */
-    nghttp2_nv *head_nv; /* the final head, held until its body can follow */
-    size_t head_n;
+    uint8_t *trailer_block; /* the response trailers, encoded */
+    size_t trailer_len;
+    uint8_t *head_heap;   /* a response head larger than head_inline */
     h2_stream *held_next; /* the connection's list of held heads */
+    uint32_t rst_code;    /* with reset_pending */
 
     uint64_t progress_ms; /* last time the stream moved (stream_timeout) */
 
@@ -220,30 +225,29 @@ struct h2_stream {
     unsigned remote_ended : 1; /* END_STREAM received */
     unsigned body_ended : 1;   /* the end was handed to the core */
     unsigned head_sent : 1;
-    unsigned final_sent : 1; /* a final (non-1xx) head was submitted */
+    unsigned final_sent : 1; /* a final (non-1xx) head was given */
     unsigned resp_ended : 1; /* the last body piece came */
     unsigned no_body : 1;    /* HEAD, 204, 304: the body is dropped */
-    unsigned deferred : 1;   /* nghttp2 waits for data (NGHTTP2_ERR_DEFERRED) */
-    unsigned has_data : 1;   /* a data provider was submitted */
-    unsigned closed : 1;     /* nghttp2 closed the stream */
+    unsigned has_data : 1;   /* the final head is followed by DATA */
+    unsigned closed : 1;     /* the stream is closed (RFC 9113 5.1) */
     unsigned too_large : 1;  /* the header list passed max_header_list */
+    unsigned malformed : 1;  /* RFC 9113 8.1.1: reset with PROTOCOL_ERROR */
+    unsigned in_trailers : 1; /* the block being decoded is the trailers */
+    unsigned regular_seen : 1; /* a regular field came (pseudo-fields go first) */
     unsigned bad : 1;        /* answered by the module itself */
     unsigned counted : 1;    /* in c->nactive */
-    unsigned held : 1;       /* final head not yet submitted (c->held) */
+    unsigned held : 1;       /* final head not yet sent (c->held) */
+    unsigned ready : 1;      /* on c->ready */
+    unsigned reset_pending : 1; /* on c->resets */
+    unsigned early : 1;         /* opened before our SETTINGS were acknowledged */
     unsigned busy : 4;       /* inside a call that may end the exchange: do not free */
 };
 
 /* ---- per-worker state (the module's worker_state) ----------------------- */
 
-#define H2_MEM_CLASSES 16  /* 64-byte steps up to 1 KiB (mem.c) */
-#define H2_MEM_KEEP    512 /* free blocks kept per class and worker */
-struct h2_mem_block;
-
 typedef struct h2_worker {
     keel_worker *worker;
-    nghttp2_mem mem; /* what nghttp2 allocates with (mem.c) */
-    struct h2_mem_block *mem_free[H2_MEM_CLASSES];
-    uint32_t mem_nfree[H2_MEM_CLASSES];
+    h2_scratch scratch; /* Huffman strings being decoded (hpack.c) */
     keel_module *module;
     const h2_module *mod;
     const h2_config *cfg;
@@ -270,24 +274,24 @@ typedef struct h2_bucket {
     uint64_t at_ms;
 } h2_bucket;
 
-/* A block of whole pages nghttp2 allocated for one connection (mem.c):
- * its pages can go back to the kernel while the connection is idle. */
-typedef struct h2_mem_page {
-    void *p;
-    size_t len;
-    unsigned framebuf; /* nghttp2's frame buffer: dead while nothing is sent */
-} h2_mem_page;
-
-#define H2_MEM_PAGES 4 /* more go to malloc with a header, never trimmed */
+/* Stream ids recently closed, to tell a frame on a closed stream from one
+ * on a stream never opened (RFC 9113 5.1) and to ignore what a peer sent
+ * before it saw our RST_STREAM. The top bit marks "ignore". */
+#define H2_CLOSED_RING 32
+#define H2_CLOSED_IGNORE 0x80000000u
 
 typedef struct h2_conn {
     keel_conn *conn;
     h2_worker *w;
-    nghttp2_session *ng;
     h2_stream *streams; /* every stream the module holds */
-    h2_stream *hot;     /* the stream a callback last looked up (session.c) */
-    h2_stream *held;    /* streams whose final head waits for h2_pump (stream.c) */
+    h2_stream **table;  /* open streams by id, chained (stream.c) */
+    uint32_t table_mask;
+    h2_stream *hot;   /* the stream last looked up */
+    h2_stream *held;  /* streams whose final head waits for h2_pump (sink.c) */
     h2_stream *held_tail;
+    h2_stream *ready; /* streams with DATA that may go (send.c) */
+    h2_stream *ready_tail;
+    h2_stream *resets; /* streams to reset at the next h2_pump */
     h2_batch *out;         /* being filled; NULL when nothing is */
     h2_batch *flying;      /* written, not yet completed */
     size_t inflight;       /* bytes written and not yet completed */
@@ -297,31 +301,58 @@ typedef struct h2_conn {
     h2_load *loads;           /* jobs in flight */
     uint32_t nactive;         /* streams with an exchange or a response going */
     uint32_t nstreams;        /* requests started */
-    uint32_t nopen;           /* streams open in nghttp2 (h2_stream objects not closed) */
+    uint32_t nopen;           /* streams open (RFC 9113 5.1.2's count) */
     int32_t last_sid;         /* the highest stream id a HEADERS frame opened */
+    int32_t goaway_sid;       /* the last stream id our first GOAWAY named */
     uint64_t body_buffered;   /* request body bytes held for handlers */
     uint64_t conn_unconsumed; /* connection window held back (body_buffer) */
     uint64_t timeout_ms;
 
-    /* Header block accounting (CONTINUATION flood). */
-    uint32_t block_frames;
+    /* Input (input.c). */
+    h2_hpack dec;
+    uint8_t *block; /* a header block spanning CONTINUATION frames */
+    size_t block_len, block_cap;
+    int32_t block_sid;
+    uint8_t block_flags;     /* the HEADERS frame's END_STREAM */
+    uint32_t block_frames;   /* CONTINUATION flood accounting (limits.c) */
     uint32_t block_bytes;
+    h2_stream *data_s;       /* the stream the DATA frame being read goes to */
+    int32_t data_sid;
+    uint32_t data_left;      /* payload bytes of that frame not yet read */
+    uint32_t pad_left;       /* then its padding */
+    uint8_t data_flags;
+    uint32_t closed_ids[H2_CLOSED_RING];
+    unsigned closed_at;
+
+    /* Flow control and the peer's settings (RFC 9113 6.5.2, 6.9). */
+    int64_t send_window;
+    int64_t recv_window;
+    uint32_t recv_unacked;
+    uint32_t peer_initial_window;
+    uint32_t peer_max_frame;
 
     h2_bucket b_reset, b_ping, b_settings, b_empty, b_priority, b_rst_sent;
 
-    h2_mem_page pages[H2_MEM_PAGES]; /* nghttp2's large blocks (mem.c) */
-    unsigned npages;
-
-    unsigned depth : 8;     /* nesting of nghttp2 calls: send only at 0 */
+    unsigned depth : 8;     /* nesting of input and pump: send only at 0 */
     unsigned want_send : 1; /* output became possible while depth > 0 */
     unsigned blocked : 1;   /* output stopped at the in-flight limit */
     unsigned closing : 1;   /* keel_conn_close/abort called */
-    unsigned goaway : 1;    /* a graceful GOAWAY was submitted */
+    unsigned goaway : 1;    /* a graceful GOAWAY was sent */
+    unsigned goaway_sent : 1; /* any GOAWAY was sent (goaway_sid holds) */
+    unsigned goaway_recv : 1; /* the peer sent GOAWAY */
+    unsigned failed : 1;    /* a connection error: GOAWAY, then close */
     unsigned calm : 1;      /* ENHANCE_YOUR_CALM: no more input */
     unsigned eof : 1;       /* the peer shut its side */
     unsigned idle_marked : 1;
     unsigned tick_idle : 1; /* the tick found no stream once */
-    unsigned opening : 1;   /* inside nghttp2_session_server_new3 (mem.c) */
+    unsigned preface : 1;   /* the client's preface came */
+    unsigned settings_seen : 1; /* its first SETTINGS came (RFC 9113 3.4) */
+    unsigned settings_acked : 1; /* ours was acknowledged */
+    unsigned in_block : 1;  /* a header block waits for CONTINUATION */
+    unsigned in_data : 1;   /* a DATA frame is being read */
+    unsigned data_to_stream : 1; /* its payload goes to stream data_sid */
+    unsigned block_self_dep : 1; /* the block's HEADERS depended on itself */
+    unsigned enc_update : 1; /* the next header block starts with a size update */
 } h2_conn;
 
 /* Bytes in flight (written, not yet confirmed) above which output stops
@@ -338,13 +369,13 @@ typedef struct h2_conn {
 
 extern const keel_protocol h2_protocol;
 
-/* Produces output (nghttp2_session_send) and writes the batch, unless
- * inside an nghttp2 call (then it happens when that returns); then closes
- * the connection if the session is finished. */
+/* Sends what is due (resets, held heads, DATA as the windows allow) and
+ * writes the batch, unless inside input or another pump (then it happens
+ * when that returns); then closes the connection if it is finished. */
 void h2_pump(h2_conn *c);
 
-/* Ends the connection now: GOAWAY (code) if not yet sent, flushed, then
- * an orderly close. */
+/* A connection error (RFC 9113 5.4.1): GOAWAY (code), no more input, and
+ * the connection closes once the GOAWAY is written. */
 void h2_fail(h2_conn *c, uint32_t code);
 
 /* Graceful end (RFC 9113 6.8): GOAWAY NO_ERROR naming the last stream
@@ -358,25 +389,55 @@ const char *h2_date(h2_worker *w, size_t *len);
 
 void h2_count(h2_conn *c, keel_metric *m);
 
-/* ---- session.c ---------------------------------------------------------- */
+/* ---- input.c ------------------------------------------------------------ */
 
-/* The callbacks table for every session (load). */
-int h2_callbacks_new(nghttp2_session_callbacks **out);
-/* Has nghttp2 show us frames of unknown types (to count them). */
-void h2_option_extensions(nghttp2_option *option);
+/* Parses the frames in data; *consumed is what was used (a partial frame
+ * stays in the connection's buffer, except a DATA payload, read as it
+ * comes). */
+void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed);
+
+/* ---- send.c ------------------------------------------------------------- */
+
+/* Our SETTINGS and the connection window beyond 65,535 (RFC 9113 3.4). */
+void h2_send_preface(h2_conn *c);
+void h2_send_frame(h2_conn *c, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
+                   size_t len);
+/* RST_STREAM for an id with no stream object (counted; see limits.c). */
+void h2_send_rst(h2_conn *c, uint32_t sid, uint32_t code);
+/* GOAWAY: the last stream id never goes up (RFC 9113 6.8). */
+void h2_send_goaway(h2_conn *c, uint32_t code);
+void h2_send_window_update(h2_conn *c, uint32_t sid, uint32_t inc);
+/* HEADERS (and CONTINUATION past the peer's frame size) with the block. */
+void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len, int end_stream);
+/* The connection's window: n bytes of request bodies were consumed. */
+void h2_conn_consumed(h2_conn *c, size_t n);
+/* Puts s on the list of streams whose DATA may go (if it has some). */
+void h2_ready(h2_stream *s);
+/* DATA frames from the ready streams while windows and output allow. */
+void h2_send_data(h2_conn *c);
 
 /* ---- stream.c ----------------------------------------------------------- */
 
 extern const keel_http_sink h2_sink;
 
 h2_stream *h2_stream_new(h2_conn *c, int32_t id);
-/* Frees the stream once nghttp2 closed it and the core let go of it. */
+/* The open stream of id, or NULL (closed ones are not found). */
+h2_stream *h2_stream_find(h2_conn *c, int32_t id);
+/* Whether id was closed recently and later frames on it are ignored
+ * (1), closed and not ignored (0), or not known (-1). */
+int h2_closed_lookup(h2_conn *c, int32_t id);
+/* The stream closes (RFC 9113 5.1): off the table, its exchange ended
+ * unless complete, freed once the core let go of it. ignore: frames the
+ * peer still sends on it are dropped (we reset it, or ended first). */
+void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore);
+/* Frees the stream once it is closed and the core let go of it. */
 void h2_stream_maybe_free(h2_stream *s);
-/* stream.c: drops a request body held for the handler; puts the status
- * of a response head into the stream's fields. sink.c: lets a held
- * response head go (or forgets it). */
+/* Our END_STREAM was written: the stream closes (with RST_STREAM
+ * NO_ERROR if the request was still coming, RFC 9113 8.1). */
+void h2_stream_local_end(h2_stream *s);
+/* stream.c: drops a request body held for the handler. sink.c: lets a
+ * held response head go (or forgets it). */
 void h2_stream_drop_body(h2_stream *s);
-void h2_stream_put_status(h2_stream *s, int status);
 void h2_stream_unhold(h2_stream *s);
 
 /* s equals the literal lit (case-sensitive: HTTP/2 field names are lower
@@ -386,37 +447,46 @@ static inline int h2_str_is(keel_str s, const char *lit)
     size_t n = strlen(lit);
     return s.len == n && memcmp(s.ptr, lit, n) == 0;
 }
-/* One decoded request field; 0 or an nghttp2 error code for the callback. */
-int h2_stream_field(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value);
-/* One trailer field of the request (on_header); 0 or an nghttp2 error. */
-int h2_stream_trailer(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value);
+/* One decoded field of the stream's head or trailers (hpack emit); 0, or
+ * nonzero to stop decoding (a flood: the connection ends). */
+int h2_stream_field(void *stream, const char *name, size_t nlen, const char *value, size_t vlen);
 /* The request head is complete: check it and start the exchange. */
 void h2_stream_headers_done(h2_stream *s);
+/* The trailers' block is complete (END_STREAM with it). */
+void h2_stream_trailers_done(h2_stream *s);
 /* Request body bytes arrived; the end of the request body. */
 void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len);
 void h2_stream_remote_end(h2_stream *s);
-/* nghttp2 closed the stream (error_code from the peer or ours). */
+/* The stream closed (error_code from the peer or ours). */
 void h2_stream_on_close(h2_stream *s, uint32_t error_code);
 /* Hands the core what is buffered if it asked for it. */
 void h2_stream_pump_body(h2_stream *s);
 /* Releases the body bytes the core took: the stream's window, and the
  * connection's if it was held back. */
 void h2_stream_consumed(h2_stream *s, size_t n);
-/* Resets a stream (RST_STREAM code) and ends its exchange. */
+/* Gives back window for n bytes nobody will read (padding, a stream
+ * answered without reading): the stream's and the connection's. */
+void h2_stream_window_back(h2_stream *s, size_t n);
+/* Resets a stream (RST_STREAM code, sent at the next h2_pump) and ends
+ * its exchange. */
 void h2_stream_reset(h2_stream *s, uint32_t code);
-/* Submits the final heads held since the last h2_pump, except those of
+/* Sends the resets asked for (h2_pump). */
+void h2_stream_send_resets(h2_conn *c);
+/* Sends the final heads held since the last h2_pump, except those of
  * streams whose body is a small file still being read (h2_pump). */
 void h2_stream_submit_held(h2_conn *c);
 /* Answers a request the module refuses itself (431, 413, 400, 501). */
 void h2_stream_answer(h2_stream *s, int status);
-
-/* nghttp2 data provider: how much may go now (NO_COPY). */
-ssize_t h2_stream_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
-                       uint32_t *flags, nghttp2_data_source *src, void *ud);
+/* Queues the encoded final head (block in the stream) to go at the next
+ * h2_pump, in the order heads came. */
+void h2_stream_hold(h2_stream *s);
+/* The bytes of s's queue that may go in one DATA frame now: never across
+ * a file piece's edge, nothing while a small file is being read. */
+size_t h2_stream_sendable(const h2_stream *s);
 /* The same from the file piece at the head of the queue (never more than
  * it holds): header and file range leave as one write of their own. */
 int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length);
-/* Moves `length` body bytes of s into the batch (send_data_callback). */
+/* Moves `length` body bytes of s into the batch. */
 int h2_stream_take(h2_stream *s, size_t length);
 void h2_piece_unref(h2_piece *p, int status);
 /* A piece from the worker's free list (a malloc per response body was
@@ -424,6 +494,12 @@ void h2_piece_unref(h2_piece *p, int status);
 h2_piece *h2_piece_new(h2_conn *c);
 /* Frees the worker's list (stop). */
 void h2_piece_pool_free(h2_worker *w);
+/* The encoded head of status with date, server and the given fields
+ * (RFC 9113 8.2.2: connection-specific ones left out), into the stream's
+ * head memory, or into out (cap bytes) for a 1xx; NULL if out of memory
+ * or a field is not allowed. */
+uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n,
+                        int64_t content_length, uint8_t *out, size_t cap, size_t *len);
 
 /* ---- output.c ----------------------------------------------------------- */
 
@@ -444,16 +520,6 @@ int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t
 /* The connection's state goes: batches still in flight forget it. */
 void h2_out_orphan(h2_conn *c);
 void h2_batch_pool_free(h2_worker *w);
-
-/* ---- mem.c -------------------------------------------------------------- */
-
-void h2_mem_init(h2_worker *w);
-/* The allocator for c's session: the worker's, with c as its user data. */
-nghttp2_mem h2_mem_for(h2_conn *c);
-/* Idle: gives the pages of nghttp2's large blocks back where their
- * contents are dead (the frame buffer with nothing to send) or all zero. */
-void h2_mem_trim(h2_conn *c);
-void h2_mem_release(h2_worker *w);
 
 /* ---- fileload.c --------------------------------------------------------- */
 
@@ -478,11 +544,11 @@ void h2_limits_init(h2_conn *c);
 int h2_bucket_take(h2_conn *c, h2_bucket *b, uint32_t cap);
 /* GOAWAY ENHANCE_YOUR_CALM, counted by kind; input is ignored from now. */
 void h2_calm(h2_conn *c, enum h2_flood kind);
-/* Frame header seen: CONTINUATION and empty-frame accounting. 0 to go on,
- * else an nghttp2 error to return from the callback. */
-int h2_limits_frame(h2_conn *c, const nghttp2_frame_hd *hd);
-/* A whole frame arrived: PING, SETTINGS, PRIORITY, RST_STREAM floods. */
-int h2_limits_frame_recv(h2_conn *c, const nghttp2_frame *frame, h2_stream *s);
+/* A frame's header arrived: CONTINUATION, empty-frame, PING, SETTINGS and
+ * PRIORITY accounting. 0 to go on, -1 if the connection was calmed. */
+int h2_limits_frame(h2_conn *c, uint8_t type, uint8_t flags, uint32_t length);
+/* The peer reset s (RST_STREAM): rapid reset accounting, as above. */
+int h2_limits_reset(h2_conn *c, h2_stream *s, uint32_t code);
 /* We sent an RST_STREAM (a peer that provokes them). */
 int h2_limits_rst_sent(h2_conn *c);
 void h2_metrics_register(keel_module *m, h2_metrics *mx);

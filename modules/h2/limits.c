@@ -14,9 +14,7 @@
  *                  resets themselves are limited.
  *   CONTINUATION   CVE-2024-27316 and its family (VU#421644): a header
  *                  block that never ends. Limited in frames per block and
- *                  in wire bytes per block, before nghttp2 (which caps
- *                  CONTINUATIONs itself only from 1.61, or Debian's
- *                  backport) would decode it.
+ *                  in wire bytes per block, before it is decoded.
  *   PING           CVE-2019-9512: each PING asks for an ACK.
  *   SETTINGS       CVE-2019-9515: each SETTINGS asks for an ACK.
  *   empty frames   CVE-2019-9518: DATA without payload or END_STREAM,
@@ -24,13 +22,13 @@
  *                  (ignored by the protocol, 5.5, but still parsed).
  *   priority       CVE-2019-9513: PRIORITY frames reshuffling a tree.
  *                  RFC 9113 5.3.2 deprecates the scheme and we tell the
- *                  client so (SETTINGS_NO_RFC7540_PRIORITIES), so
- *                  nghttp2 keeps no tree; the frames are still limited.
+ *                  client so (SETTINGS_NO_RFC7540_PRIORITIES); no tree
+ *                  is kept, but the frames are still limited.
  *   reset flood    CVE-2019-9514: a peer that provokes our RST_STREAMs.
  *   HPACK bomb     RFC 7541 7.3: a decoded field list 16 times
  *                  max_header_list (the plain overshoot gets a 431).
- *   outbound ACKs  nghttp2's own limit (a peer that sends PINGs and does
- *                  not read the ACKs): NGHTTP2_ERR_FLOODED.
+ *   outbound       answers piling up unread: a peer that sends PINGs or
+ *                  provokes resets and does not read (send.c).
  */
 #include "h2.h"
 
@@ -79,108 +77,80 @@ void h2_calm(h2_conn *c, enum h2_flood kind)
 {
     if (c->calm)
         return;
-    c->calm = 1;
     h2_count(c, c->w->mod->m.flood[kind]);
     char peer[64];
     if (keel_conn_peer_name(c->conn, peer, sizeof peer) != KEEL_OK)
         strcpy(peer, "?");
     keel_log(c->w->module, KEEL_LOG_WARN, "%s: %s flood: GOAWAY ENHANCE_YOUR_CALM", peer,
              flood_names[kind]);
-    /* GOAWAY naming the last stream taken; nghttp2 reads nothing more and
-     * wants to be dropped once it is sent (h2_pump closes). */
-    if (c->ng != NULL)
-        nghttp2_session_terminate_session(c->ng, NGHTTP2_ENHANCE_YOUR_CALM);
+    /* GOAWAY naming the last stream taken; nothing more is read, and the
+     * connection closes once it is written. */
+    h2_fail(c, H2_ENHANCE_YOUR_CALM);
 }
 
 /* ---- per frame --------------------------------------------------------------------- */
 
-int h2_limits_frame(h2_conn *c, const nghttp2_frame_hd *hd)
+static int calm(h2_conn *c, enum h2_flood kind)
+{
+    h2_calm(c, kind);
+    return -1;
+}
+
+int h2_limits_frame(h2_conn *c, uint8_t type, uint8_t flags, uint32_t length)
 {
     const h2_config *cfg = c->w->cfg;
     int empty = 0;
-    switch (hd->type) {
-    case NGHTTP2_HEADERS:
-        if (hd->stream_id > c->last_sid) {
-            /* A new stream: over the limit nghttp2 answers (RST_STREAM
-             * REFUSED_STREAM before our SETTINGS are acknowledged, a
-             * connection error after, RFC 9113 5.1.2); this counts it. */
-            c->last_sid = hd->stream_id;
-            if (c->nopen >= cfg->max_concurrent_streams)
-                h2_count(c, c->w->mod->m.limit[H2_LIMIT_STREAMS]);
-        }
+    switch (type) {
+    case H2_HEADERS:
         c->block_frames = 1;
-        c->block_bytes = (uint32_t)hd->length;
-        empty = hd->length == 0;
+        c->block_bytes = length;
+        empty = length == 0;
         break;
-    case NGHTTP2_CONTINUATION:
+    case H2_CONTINUATION:
         c->block_frames++;
-        c->block_bytes += (uint32_t)hd->length;
-        empty = hd->length == 0;
-        if (c->block_frames - 1 > cfg->max_continuations) {
-            h2_calm(c, H2_FLOOD_CONTINUATION);
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
+        c->block_bytes += length;
+        empty = length == 0;
+        if (c->block_frames - 1 > cfg->max_continuations)
+            return calm(c, H2_FLOOD_CONTINUATION);
         break;
-    case NGHTTP2_DATA:
-        empty = hd->length == 0 && !(hd->flags & NGHTTP2_FLAG_END_STREAM);
+    case H2_DATA:
+        empty = length == 0 && !(flags & H2_FLAG_END_STREAM);
         break;
-    case NGHTTP2_PRIORITY:
-        /* Counted on arrival: with no priority tree nghttp2 drops them
-         * without telling (5.3.2). */
-        if (!h2_bucket_take(c, &c->b_priority, cfg->max_priority)) {
-            h2_calm(c, H2_FLOOD_PRIORITY);
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
+    case H2_PRIORITY:
+        /* Counted on arrival: there is no priority tree for them to change
+         * (5.3.2), but each is still parsed. */
+        if (!h2_bucket_take(c, &c->b_priority, cfg->max_priority))
+            return calm(c, H2_FLOOD_PRIORITY);
+        break;
+    case H2_PING:
+        if (!(flags & H2_FLAG_ACK) && !h2_bucket_take(c, &c->b_ping, cfg->max_pings))
+            return calm(c, H2_FLOOD_PING);
+        break;
+    case H2_SETTINGS:
+        if (!(flags & H2_FLAG_ACK) && !h2_bucket_take(c, &c->b_settings, cfg->max_settings))
+            return calm(c, H2_FLOOD_SETTINGS);
         break;
     default:
         /* Unknown and extension types are ignored (RFC 9113 5.5): free to
          * send, so they draw on the same bucket as empty frames. */
-        empty = hd->type > NGHTTP2_CONTINUATION;
+        empty = type > H2_CONTINUATION;
         break;
     }
-    if ((hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_CONTINUATION) &&
-        c->block_bytes > cfg->max_header_block) {
-        h2_calm(c, H2_FLOOD_CONTINUATION);
-        return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
-    if (empty && !h2_bucket_take(c, &c->b_empty, cfg->max_empty_frames)) {
-        h2_calm(c, H2_FLOOD_EMPTY);
-        return NGHTTP2_ERR_CALLBACK_FAILURE;
-    }
+    if ((type == H2_HEADERS || type == H2_CONTINUATION) && c->block_bytes > cfg->max_header_block)
+        return calm(c, H2_FLOOD_CONTINUATION);
+    if (empty && !h2_bucket_take(c, &c->b_empty, cfg->max_empty_frames))
+        return calm(c, H2_FLOOD_EMPTY);
     return 0;
 }
 
-int h2_limits_frame_recv(h2_conn *c, const nghttp2_frame *frame, h2_stream *s)
+int h2_limits_reset(h2_conn *c, h2_stream *s, uint32_t code)
 {
-    const h2_config *cfg = c->w->cfg;
-    switch (frame->hd.type) {
-    case NGHTTP2_PING:
-        if (!(frame->hd.flags & NGHTTP2_FLAG_ACK) &&
-            !h2_bucket_take(c, &c->b_ping, cfg->max_pings)) {
-            h2_calm(c, H2_FLOOD_PING);
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
-        break;
-    case NGHTTP2_SETTINGS:
-        if (!(frame->hd.flags & NGHTTP2_FLAG_ACK) &&
-            !h2_bucket_take(c, &c->b_settings, cfg->max_settings)) {
-            h2_calm(c, H2_FLOOD_SETTINGS);
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
-        break;
-    case NGHTTP2_RST_STREAM:
-        h2_count_code(c, c->w->mod->m.rst_recv, frame->rst_stream.error_code);
-        /* A stream given up before its response was complete: the work
-         * the server did for it was wasted (CVE-2023-44487). */
-        if (s != NULL && !(s->resp_ended && s->queue == NULL) &&
-            !h2_bucket_take(c, &c->b_reset, cfg->max_resets)) {
-            h2_calm(c, H2_FLOOD_RESET);
-            return NGHTTP2_ERR_CALLBACK_FAILURE;
-        }
-        break;
-    default:
-        break;
-    }
+    h2_count_code(c, c->w->mod->m.rst_recv, code);
+    /* A stream given up before its response was complete: the work the
+     * server did for it was wasted (CVE-2023-44487). */
+    if (s != NULL && !(s->resp_ended && s->queue == NULL) &&
+        !h2_bucket_take(c, &c->b_reset, c->w->cfg->max_resets))
+        return calm(c, H2_FLOOD_RESET);
     return 0;
 }
 

@@ -1,9 +1,9 @@
-/* output.c — batching what nghttp2 produces into writes on the connection.
+/* output.c — batching the frames send.c writes into writes on the
+ * connection.
  *
- * nghttp2_session_send hands us frames one at a time: control frames and
- * frame headers through the send callback (copied here: nghttp2 reuses its
- * buffer), DATA payloads through the send_data callback (borrowed: they
- * are the core's response pieces, released once written). Everything
+ * Control frames, frame headers and header blocks are copied into the
+ * batch; DATA payloads are borrowed (they are the core's response pieces,
+ * released once written) unless small enough to copy. Everything
  * produced within one on_data, or one asynchronous event, accumulates in a
  * batch and leaves in one keel_conn_write, so 100 responses answered in one
  * read cost one system call, not 200.

@@ -1,9 +1,10 @@
 /* request.c — a stream's request: head, trailers and body.
  *
- * Request: the fields nghttp2 decodes stay in its reference-counted
- * buffers, which the stream holds until it is freed, so the head the core
- * sees is views without a copy. `:authority` stands for Host (RFC 9113
- * 8.3.1), split cookie fields are joined again (8.2.3).
+ * Request head: hpack.c hands each decoded field over once; it is checked
+ * (RFC 9113 8.2, 8.3) and copied into the stream's own memory, which the
+ * head the core sees points into until the stream is freed. `:authority`
+ * stands for Host (RFC 9113 8.3.1), split cookie fields are joined again
+ * (8.2.3). A malformed request (8.1.1) is reset with PROTOCOL_ERROR.
  *
  * Request body: DATA arrives whether or not the handler has asked for it
  * (HTTP/2 cannot pause one stream but by its window). Until the handler
@@ -22,84 +23,203 @@
 
 /* ---- the request head ------------------------------------------------------- */
 
-static int grow_fields(h2_stream *s)
+/* While a block is decoded, views hold offsets into the stream's memory
+ * (which may move as it grows); at the block's end they become pointers. */
+static keel_str at_offset(size_t off, size_t len)
 {
-    size_t cap = s->cap * 2;
-    keel_header *f = malloc(cap * sizeof *f);
-    nghttp2_rcbuf **r = malloc(2 * cap * sizeof *r);
-    if (f == NULL || r == NULL) {
-        free(f);
-        free(r);
+    return (keel_str){(const char *)(uintptr_t)off, len};
+}
+
+static void to_pointer(keel_str *v, const char *base)
+{
+    v->ptr = base + (uintptr_t)v->ptr;
+}
+
+/* Appends n bytes to a stream's memory; the offset, or -1. */
+static long put_bytes(char **mem, size_t *len, size_t *cap, const char *p, size_t n)
+{
+    if (*cap - *len < n) {
+        size_t want = *cap ? *cap : 512;
+        while (want - *len < n)
+            want *= 2;
+        char *grown = realloc(*mem, want);
+        if (grown == NULL)
+            return -1;
+        *mem = grown;
+        *cap = want;
+    }
+    size_t off = *len;
+    if (n > 0)
+        memcpy(*mem + off, p, n);
+    *len += n;
+    return (long)off;
+}
+
+static int grow_fields(keel_header **fields, size_t *cap, keel_header *inline_fields)
+{
+    size_t want = *cap ? *cap * 2 : 8;
+    keel_header *f = malloc(want * sizeof *f);
+    if (f == NULL)
         return -1;
-    }
-    memcpy(f, s->fields, s->nfields * sizeof *f);
-    memcpy(r, s->refs, 2 * s->nfields * sizeof *r);
-    if (s->fields != s->inline_fields) {
-        free(s->fields);
-        free(s->refs);
-    }
-    s->fields = f;
-    s->refs = r;
-    s->cap = cap;
+    if (*cap > 0)
+        memcpy(f, *fields, *cap * sizeof *f);
+    if (*fields != inline_fields)
+        free(*fields);
+    *fields = f;
+    *cap = want;
     return 0;
 }
 
-static keel_str view(nghttp2_rcbuf *b)
+#define IS(p, n, lit) ((n) == sizeof(lit) - 1 && memcmp((p), lit, sizeof(lit) - 1) == 0)
+
+/* RFC 9110 5.1: a field name is a token; RFC 9113 8.2.1: lowercase. */
+static const uint8_t name_ok[256] = {
+    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
+    ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1,  ['~'] = 1, ['0'] = 1,
+    ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,  ['8'] = 1,
+    ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,  ['g'] = 1,
+    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,  ['o'] = 1,
+    ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1,  ['w'] = 1,
+    ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
+/* RFC 9113 8.2.1: no NUL, CR or LF anywhere, no whitespace at either end. */
+static int value_ok(const char *v, size_t n)
 {
-    nghttp2_vec v = nghttp2_rcbuf_get_buf(b);
-    return (keel_str){(const char *)v.base, v.len};
+    if (n > 0 && (v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' || v[n - 1] == '\t'))
+        return 0;
+    return memchr(v, '\0', n) == NULL && memchr(v, '\r', n) == NULL && memchr(v, '\n', n) == NULL;
 }
 
-#define IS(s, lit) ((s).len == sizeof(lit) - 1 && memcmp((s).ptr, lit, sizeof(lit) - 1) == 0)
-
-int h2_stream_field(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
+/* RFC 9113 8.2.2: connection-specific fields make a request malformed;
+ * TE may only say "trailers". */
+static int connection_specific(const char *n, size_t len, const char *v, size_t vlen)
 {
+    switch (len) {
+    case 2:
+        return IS(n, len, "te") && !IS(v, vlen, "trailers");
+    case 7:
+        return IS(n, len, "upgrade");
+    case 10:
+        return IS(n, len, "connection") || IS(n, len, "keep-alive");
+    case 16:
+        return IS(n, len, "proxy-connection");
+    case 17:
+        return IS(n, len, "transfer-encoding");
+    default:
+        return 0;
+    }
+}
+
+enum { P_METHOD = 1, P_SCHEME = 2, P_AUTHORITY = 4, P_PATH = 8 };
+
+/* A pseudo-field of the head (8.3.1): known, once, before the others. */
+static int pseudo_field(h2_stream *s, const char *name, size_t nlen, long off, size_t vlen)
+{
+    unsigned which = IS(name, nlen, ":method")      ? P_METHOD
+                     : IS(name, nlen, ":scheme")    ? P_SCHEME
+                     : IS(name, nlen, ":authority") ? P_AUTHORITY
+                     : IS(name, nlen, ":path")      ? P_PATH
+                                                    : 0;
+    if (which == 0 || s->in_trailers || s->regular_seen || (s->seen_pseudo & which))
+        return -1;
+    s->seen_pseudo |= (uint8_t)which;
+    keel_str v = at_offset((size_t)off, vlen);
+    switch (which) {
+    case P_METHOD: s->method = v; break;
+    case P_SCHEME: s->scheme = v; break;
+    case P_AUTHORITY: s->authority = v; break;
+    default: s->path = v; break;
+    }
+    return 0;
+}
+
+/* content-length (RFC 9110 8.6): digits; repeated, the same value. */
+static int content_length_field(h2_stream *s, const char *v, size_t n)
+{
+    int64_t cl = 0;
+    if (n == 0 || n > 18)
+        return -1;
+    for (size_t i = 0; i < n; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        cl = cl * 10 + (v[i] - '0');
+    }
+    if (s->content_length >= 0 && s->content_length != cl)
+        return -1;
+    s->content_length = cl;
+    return 0;
+}
+
+int h2_stream_field(void *stream, const char *name, size_t nlen, const char *value, size_t vlen)
+{
+    h2_stream *s = stream;
     h2_conn *c = s->c;
-    keel_str n = view(name), v = view(value);
+    const h2_config *cfg = c->w->cfg;
     /* RFC 9113 6.5.2: the size of a field list is the sum of its fields'
      * names and values, 32 bytes more each. Beyond the limit nothing more
      * is kept (431 follows); far beyond it, the decoded list is out of all
      * proportion to what arrived: an HPACK bomb (RFC 7541 7.3), whose
      * answer is the connection's end. */
-    s->list_size += n.len + v.len + 32;
-    if (s->list_size > (uint64_t)c->w->cfg->max_header_list * 16) {
+    s->list_size += nlen + vlen + 32;
+    if (s->list_size > (uint64_t)cfg->max_header_list * 16) {
         h2_calm(c, H2_FLOOD_HPACK);
-        return NGHTTP2_ERR_CALLBACK_FAILURE;
+        return 1;
     }
-    if (s->list_size > c->w->cfg->max_header_list) {
+    if (s->list_size > cfg->max_header_list) {
         s->too_large = 1;
         return 0;
     }
-    if (n.len > 0 && n.ptr[0] == ':') {
-        /* nghttp2 checked them (RFC 9113 8.3.1: known, once, before the
-         * regular fields); keep the four a request has. */
-        keel_str *slot = IS(n, ":method")      ? &s->method
-                         : IS(n, ":path")      ? &s->path
-                         : IS(n, ":authority") ? &s->authority
-                         : IS(n, ":scheme")    ? &s->scheme
-                                               : NULL;
-        if (slot != NULL && s->npseudo < 4) {
-            nghttp2_rcbuf_incref(value);
-            s->pseudo_refs[s->npseudo++] = value;
-            *slot = v;
-        }
+    if (s->malformed)
+        return 0;
+    if (nlen == 0) {
+        s->malformed = 1;
         return 0;
     }
-    if (s->nfields == s->cap && grow_fields(s) != 0)
-        return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-    nghttp2_rcbuf_incref(name);
-    nghttp2_rcbuf_incref(value);
-    s->refs[2 * s->nfields] = name;
-    s->refs[2 * s->nfields + 1] = value;
-    s->fields[s->nfields++] = (keel_header){n, v};
-    if (IS(n, "content-length")) {
-        int64_t cl = 0;
-        for (size_t i = 0; i < v.len && cl >= 0; i++)
-            cl = v.ptr[i] >= '0' && v.ptr[i] <= '9' && cl < INT64_MAX / 10 - 10
-                     ? cl * 10 + (v.ptr[i] - '0')
-                     : -1;
-        s->content_length = v.len > 0 ? cl : -1; /* nghttp2 refuses a bad one */
+    if (!value_ok(value, vlen)) {
+        s->malformed = 1;
+        return 0;
     }
+    if (name[0] == ':') {
+        long off = put_bytes(&s->hmem, &s->hlen, &s->hcap, value, vlen);
+        if (off < 0 || pseudo_field(s, name, nlen, off, vlen) != 0)
+            s->malformed = 1; /* out of memory too: the stream is reset */
+        return 0;
+    }
+    s->regular_seen = 1;
+    for (size_t i = 0; i < nlen; i++) {
+        if (!name_ok[(unsigned char)name[i]]) {
+            s->malformed = 1;
+            return 0;
+        }
+    }
+    if (connection_specific(name, nlen, value, vlen) ||
+        (!s->in_trailers && IS(name, nlen, "content-length") &&
+         content_length_field(s, value, vlen) != 0)) {
+        s->malformed = 1;
+        return 0;
+    }
+    char **mem = s->in_trailers ? &s->tmem : &s->hmem;
+    size_t *len = s->in_trailers ? &s->tlen : &s->hlen;
+    size_t *cap = s->in_trailers ? &s->tcap : &s->hcap;
+    long noff = put_bytes(mem, len, cap, name, nlen);
+    long voff = noff < 0 ? -1 : put_bytes(mem, len, cap, value, vlen);
+    int grown = 0;
+    if (s->in_trailers) {
+        if (s->ntr == s->tr_cap)
+            grown = grow_fields(&s->tr_fields, &s->tr_cap, NULL);
+    } else if (s->nfields == s->cap) {
+        grown = grow_fields(&s->fields, &s->cap, s->inline_fields);
+    }
+    if (voff < 0 || grown != 0) {
+        s->malformed = 1;
+        return 0;
+    }
+    keel_header f = {at_offset((size_t)noff, nlen), at_offset((size_t)voff, vlen)};
+    if (s->in_trailers)
+        s->tr_fields[s->ntr++] = f;
+    else
+        s->fields[s->nfields++] = f;
     return 0;
 }
 
@@ -130,15 +250,12 @@ static int join_cookies(h2_stream *s)
             memcpy(joined + at, s->fields[i].value.ptr, s->fields[i].value.len);
             at += s->fields[i].value.len;
             if (i != first)
-                continue; /* dropped from the list; its rcbufs stay held */
+                continue; /* dropped from the list */
         }
         s->fields[out] = s->fields[i];
         out++;
     }
     s->fields[first].value = (keel_str){joined, at};
-    /* The dropped fields' buffers are still referenced: keep the count of
-     * references (2 * nfields) intact by leaving the array as it was and
-     * only shortening the view handed to the core. */
     s->cookie = joined;
     s->head_nfields = out;
     return 0;
@@ -149,26 +266,21 @@ static void count_limit(h2_conn *c, enum h2_limit l)
     h2_count(c, c->w->mod->m.limit[l]);
 }
 
-int h2_stream_trailer(h2_stream *s, nghttp2_rcbuf *name, nghttp2_rcbuf *value)
+void h2_stream_trailers_done(h2_stream *s)
 {
-    if (s->ntr == s->tr_cap) {
-        size_t cap = s->tr_cap ? 2 * s->tr_cap : 8;
-        keel_header *f = realloc(s->tr_fields, cap * sizeof *f);
-        if (f == NULL)
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        s->tr_fields = f;
-        nghttp2_rcbuf **r = realloc(s->tr_refs, 2 * cap * sizeof *r);
-        if (r == NULL)
-            return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-        s->tr_refs = r;
-        s->tr_cap = cap;
+    if (s->malformed) {
+        h2_stream_reset(s, H2_PROTOCOL_ERROR); /* 8.1: e.g. a pseudo-field */
+        return;
     }
-    nghttp2_rcbuf_incref(name);
-    nghttp2_rcbuf_incref(value);
-    s->tr_refs[2 * s->ntr] = name;
-    s->tr_refs[2 * s->ntr + 1] = value;
-    s->tr_fields[s->ntr++] = (keel_header){view(name), view(value)};
-    return 0;
+    for (size_t i = 0; i < s->ntr; i++) {
+        to_pointer(&s->tr_fields[i].name, s->tmem);
+        to_pointer(&s->tr_fields[i].value, s->tmem);
+    }
+    if (s->too_large && s->exchange) {
+        h2_stream_answer(s, 431); /* trailers over max_header_list */
+        return;
+    }
+    h2_stream_remote_end(s);
 }
 
 void h2_stream_headers_done(h2_stream *s)
@@ -180,14 +292,30 @@ void h2_stream_headers_done(h2_stream *s)
         h2_stream_answer(s, 431); /* RFC 9113 10.5.1 */
         return;
     }
-    if (h2_str_is(s->method, "CONNECT")) {
+    for (size_t i = 0; i < s->nfields; i++) {
+        to_pointer(&s->fields[i].name, s->hmem);
+        to_pointer(&s->fields[i].value, s->hmem);
+    }
+    to_pointer(&s->method, s->hmem);
+    to_pointer(&s->scheme, s->hmem);
+    to_pointer(&s->authority, s->hmem);
+    to_pointer(&s->path, s->hmem);
+    unsigned seen = s->seen_pseudo;
+    int connect = (seen & P_METHOD) && h2_str_is(s->method, "CONNECT");
+    /* 8.3.1: :method, :scheme and a non-empty :path, but for CONNECT
+     * (8.5): :method and :authority only. 8.1.1: a content-length the
+     * DATA cannot match (none came) is malformed too. */
+    if (s->malformed || !(seen & P_METHOD) ||
+        (connect ? (seen & (P_SCHEME | P_PATH)) || !(seen & P_AUTHORITY)
+                 : (seen & (P_SCHEME | P_PATH)) != (P_SCHEME | P_PATH) || s->path.len == 0) ||
+        (s->remote_ended && s->content_length > 0)) {
+        h2_stream_reset(s, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (connect) {
         /* RFC 9113 8.5: a tunnel, or RFC 8441's extended CONNECT; neither
          * is offered (SETTINGS_ENABLE_CONNECT_PROTOCOL is not sent). */
         h2_stream_answer(s, 501);
-        return;
-    }
-    if (s->method.ptr == NULL || s->path.ptr == NULL) {
-        h2_stream_reset(s, NGHTTP2_PROTOCOL_ERROR); /* 8.3.1; nghttp2 checks it first */
         return;
     }
     s->head_nfields = s->nfields;
@@ -202,13 +330,13 @@ void h2_stream_headers_done(h2_stream *s)
     for (size_t i = 0; i < s->head_nfields; i++)
         if (h2_str_is(s->fields[i].name, "host"))
             has_host = 1;
-    if (!has_host && s->authority.ptr != NULL) {
-        if (s->nfields == s->cap && grow_fields(s) != 0) {
+    if (!has_host && (seen & P_AUTHORITY)) {
+        if (s->nfields == s->cap && grow_fields(&s->fields, &s->cap, s->inline_fields) != 0) {
             h2_stream_answer(s, 500);
             return;
         }
-        /* Appended after the counted fields: it holds no rcbuf of its own
-         * (the pseudo-field's reference keeps the bytes). */
+        /* Appended after the fields the core sees: the bytes are the
+         * pseudo-field's. */
         if (s->head_nfields < s->nfields) {
             /* cookies were joined: the tail of the array is unused */
             s->fields[s->head_nfields] = (keel_header){{"host", 4}, s->authority};
@@ -261,17 +389,45 @@ void h2_stream_headers_done(h2_stream *s)
 
 /* ---- the request body --------------------------------------------------------- */
 
+/* The stream's window (6.9): given back in steps of half of it, and not
+ * once the request has ended (nothing more may come). */
+static void stream_window_back(h2_stream *s, size_t n)
+{
+    h2_conn *c = s->c;
+    s->recv_window += (int64_t)n;
+    s->recv_unacked += (uint32_t)n;
+    if (!s->remote_ended && !s->closed && !c->closing &&
+        s->recv_unacked >= c->w->cfg->initial_window / 2) {
+        h2_send_window_update(c, (uint32_t)s->id, s->recv_unacked);
+        s->recv_unacked = 0;
+    }
+}
+
 void h2_stream_consumed(h2_stream *s, size_t n)
 {
-    nghttp2_session *ng = s->c->ng;
-    if (n == 0 || ng == NULL)
+    h2_conn *c = s->c;
+    if (n == 0 || c->closing)
         return;
-    nghttp2_session_consume_stream(ng, s->id, n);
+    stream_window_back(s, n);
     size_t held = s->conn_held < n ? s->conn_held : n;
     if (held > 0) {
-        nghttp2_session_consume_connection(ng, held);
+        h2_conn_consumed(c, held);
         s->conn_held -= held;
     }
+}
+
+/* Both windows at once: bytes nobody holds. */
+static void consume_both(h2_stream *s, size_t n)
+{
+    if (n == 0 || s->c->closing)
+        return;
+    stream_window_back(s, n);
+    h2_conn_consumed(s->c, n);
+}
+
+void h2_stream_window_back(h2_stream *s, size_t n)
+{
+    consume_both(s, n);
 }
 
 void h2_stream_pump_body(h2_stream *s)
@@ -312,8 +468,13 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
     const h2_config *cfg = c->w->cfg;
     s->body_seen += len;
     s->progress_ms = keel_worker_now_ms(c->w->worker);
+    if (s->content_length >= 0 && s->body_seen > (uint64_t)s->content_length) {
+        consume_both(s, len);
+        h2_stream_reset(s, H2_PROTOCOL_ERROR); /* 8.1.1: more than declared */
+        return;
+    }
     if (s->body_seen > cfg->max_body) {
-        nghttp2_session_consume(c->ng, s->id, len);
+        consume_both(s, len);
         count_limit(c, H2_LIMIT_BODY);
         h2_stream_answer(s, 413);
         return;
@@ -321,7 +482,7 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
     if (s->want_body && s->body_len == 0 && !s->dispatching) {
         /* The handler reads: straight through, window given back now. */
         keel_http_request_body(s->req, (const char *)data, len, 0);
-        nghttp2_session_consume(c->ng, s->id, len);
+        consume_both(s, len);
         return;
     }
     if (s->body_len + len > s->body_cap) {
@@ -330,7 +491,7 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
             cap *= 2;
         char *grown = realloc(s->body, cap);
         if (grown == NULL) {
-            nghttp2_session_consume(c->ng, s->id, len);
+            consume_both(s, len);
             h2_stream_answer(s, 500);
             return;
         }
@@ -346,11 +507,15 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
     if (c->body_buffered > cfg->body_buffer)
         s->conn_held += len;
     else
-        nghttp2_session_consume_connection(c->ng, len);
+        h2_conn_consumed(c, len);
 }
 
 void h2_stream_remote_end(h2_stream *s)
 {
     s->remote_ended = 1;
+    if (s->content_length >= 0 && s->body_seen != (uint64_t)s->content_length && !s->bad) {
+        h2_stream_reset(s, H2_PROTOCOL_ERROR); /* 8.1.1: less than declared */
+        return;
+    }
     h2_stream_pump_body(s);
 }

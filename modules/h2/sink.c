@@ -1,7 +1,7 @@
 /* sink.c — the sink through which the core answers a stream (send_head,
- * send_body, send_file, want_body, done; no upgrade): response heads held
- * until their body can follow and handed to nghttp2 uncopied, trailers,
- * the body queued as pieces (stream.c).
+ * send_body, send_file, want_body, done; no upgrade): response heads
+ * encoded at once and held until their body can follow, trailers, the
+ * body queued as pieces (stream.c).
  */
 #include "h2.h"
 
@@ -73,35 +73,6 @@ static void lower_copy(char *dst, const char *src, size_t n)
     }
 }
 
-/* Field names go lowercase (RFC 9113 8.2.1) into mem; fills nv. With
- * keep, values are copied into mem too and nghttp2 is told to copy
- * neither (mem then lives as long as nghttp2 may read it). Returns the
- * number of entries, or -1 if mem (len bytes) is too small. */
-static long to_nv(const keel_header *h, size_t n, nghttp2_nv *nv, char *mem, size_t len, int keep)
-{
-    size_t at = 0, out = 0;
-    uint8_t flags =
-        keep ? NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE : NGHTTP2_NV_FLAG_NONE;
-    for (size_t i = 0; i < n; i++) {
-        if (h[i].name.len == 0 || dropped(h[i].name))
-            continue;
-        size_t need = h[i].name.len + (keep ? h[i].value.len : 0);
-        if (len - at < need)
-            return -1;
-        char *name = mem + at;
-        lower_copy(name, h[i].name.ptr, h[i].name.len);
-        const char *value = h[i].value.ptr;
-        if (keep) {
-            memcpy(name + h[i].name.len, value, h[i].value.len);
-            value = name + h[i].name.len;
-        }
-        at += need;
-        nv[out++] =
-            (nghttp2_nv){(uint8_t *)name, (uint8_t *)value, h[i].name.len, h[i].value.len, flags};
-    }
-    return (long)out;
-}
-
 /* The decimal digits of v at p (snprintf was a visible cost per response). */
 static size_t u64_dec(char *p, uint64_t v)
 {
@@ -116,22 +87,86 @@ static size_t u64_dec(char *p, uint64_t v)
     return n;
 }
 
-static size_t names_len(const keel_header *h, size_t n)
+/* The most encode_fields writes for h[0..n). */
+static size_t fields_max(const keel_header *h, size_t n)
 {
     size_t total = 0;
     for (size_t i = 0; i < n; i++)
-        total += h[i].name.len;
+        total += H2_HPACK_LITERAL_MAX(h[i].name.len, h[i].value.len);
     return total;
 }
 
-/* len bytes that live as long as the stream: a final head's fields. */
-static char *head_mem(h2_stream *s, size_t len)
+/* The fields as HPACK literals without indexing (hpack.h), names
+ * lowercased (RFC 9113 8.2.1), connection-specific ones left out (8.2.2). */
+static size_t encode_fields(uint8_t *out, const keel_header *h, size_t n)
 {
-    if (len <= sizeof s->head_inline)
-        return s->head_inline;
-    free(s->head_heap);
-    s->head_heap = malloc(len);
-    return s->head_heap;
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t nlen = h[i].name.len;
+        if (nlen == 0 || dropped(h[i].name))
+            continue;
+        char lower[32];
+        unsigned index = 0;
+        if (nlen <= sizeof lower) {
+            lower_copy(lower, h[i].name.ptr, nlen);
+            index = h2_hpack_static_name(lower, nlen);
+        }
+        if (index > 0) {
+            at += h2_hpack_literal(out + at, index, NULL, 0, h[i].value.ptr, h[i].value.len);
+            continue;
+        }
+        out[at++] = 0x00; /* literal name, 6.2.2 */
+        at += h2_hpack_int(out + at, 0x00, 7, nlen);
+        lower_copy((char *)out + at, h[i].name.ptr, nlen);
+        at += nlen;
+        at += h2_hpack_int(out + at, 0x00, 7, h[i].value.len);
+        memcpy(out + at, h[i].value.ptr, h[i].value.len);
+        at += h[i].value.len;
+    }
+    return at;
+}
+
+/* RFC 7541 Appendix A: the static table's indexes of the names every
+ * response carries. */
+enum { SI_CONTENT_LENGTH = 28, SI_DATE = 33, SI_SERVER = 54 };
+
+uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n,
+                        int64_t content_length, uint8_t *out, size_t cap, size_t *len)
+{
+    h2_worker *w = s->c->w;
+    const h2_config *cfg = w->cfg;
+    size_t date_len;
+    const char *date = h2_date(w, &date_len);
+    size_t want = 16 + H2_HPACK_LITERAL_MAX(0, date_len) + H2_HPACK_LITERAL_MAX(0, cfg->server_len) +
+                  H2_HPACK_LITERAL_MAX(0, 20) + fields_max(h, n);
+    uint8_t *block;
+    if (out != NULL) {
+        block = want <= cap ? out : malloc(want);
+    } else if (want <= sizeof s->head_inline) {
+        block = s->head_inline;
+    } else {
+        free(s->head_heap);
+        block = s->head_heap = malloc(want);
+    }
+    if (block == NULL)
+        return NULL;
+    size_t at = h2_hpack_status(block, status >= 100 && status <= 999 ? status : 500);
+    /* RFC 9110 6.6.1, 10.2.4: date and server on every response. */
+    at += h2_hpack_literal(block + at, SI_DATE, NULL, 0, date, date_len);
+    if (cfg->server_len > 0)
+        at += h2_hpack_literal(block + at, SI_SERVER, NULL, 0, cfg->server, cfg->server_len);
+    if (content_length >= 0 && status >= 200 && status != 204 && status != 304) {
+        char digits[20];
+        size_t k = u64_dec(digits, (uint64_t)content_length);
+        at += h2_hpack_literal(block + at, SI_CONTENT_LENGTH, NULL, 0, digits, k);
+    }
+    at += encode_fields(block + at, h, n);
+    *len = at;
+    if (out == NULL) {
+        s->head_block = block;
+        s->head_len = at;
+    }
+    return block;
 }
 
 static int sink_send_head(void *exchange, int status, const keel_header *headers, size_t nheaders,
@@ -141,107 +176,52 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     h2_conn *c = s->c;
     if (!s->exchange || s->final_sent)
         return KEEL_ERR_STATE;
-    if (c->closing || s->closed || c->ng == NULL)
+    if (c->closing || s->closed)
         return KEEL_ERR_CLOSED;
     if (status == 101 || status < 100 || status > 999)
         return KEEL_ERR_INVAL;
-    int informational = status < 200;
-    if (!informational) {
-        /* The core's wish to end the connection: HTTP/2 finishes this
-         * stream and says GOAWAY (RFC 9113 6.8), other streams finish. */
-        if (!keel_http_request_keep_alive(s->req))
-            h2_goaway(c);
-        /* RFC 9110 9.3.2, 15.3.5, 15.4.5: HEAD, 204 and 304 carry no body. */
-        s->no_body = h2_str_is(s->method, "HEAD") || status == 204 || status == 304;
-        s->resp_left = s->no_body ? 0 : content_length;
-    }
-    h2_stream_put_status(s, status);
-
-    /* A final head's names and values are kept in the stream (head_mem)
-     * until it is freed, and nghttp2 copies none of them
-     * (NGHTTP2_NV_FLAG_NO_COPY_NAME/_VALUE): nghttp2_nv_array_copy would
-     * copy and lowercase each again, ~600 instructions per response with
-     * a file's head (callgrind). nghttp2 reads them when it serialises the
-     * HEADERS frame, before it closes the stream (the END_STREAM comes
-     * after); a HEADERS item whose stream was reset first is dropped
-     * without being read (session_prep_frame). A 1xx head is copied: a
-     * stream may send several. */
-    nghttp2_nv stack_nv[40];
-    char stack_mem[2048];
-    size_t want_nv = nheaders + 4;
-    size_t want_mem = names_len(headers, nheaders);
-    size_t date_len = 0;
-    const char *date = h2_date(c->w, &date_len);
-    nghttp2_nv *nv;
-    char *mem;
-    if (informational) {
-        nv = want_nv <= 40 ? stack_nv : malloc(want_nv * sizeof *nv);
-        mem = want_mem <= sizeof stack_mem ? stack_mem : malloc(want_mem);
-    } else {
-        /* One block in the stream: the nv array, then the bytes. */
-        for (size_t i = 0; i < nheaders; i++)
-            want_mem += headers[i].value.len;
-        want_mem += date_len + 20; /* the date, content-length's digits */
-        nv = (nghttp2_nv *)(void *)head_mem(s, want_nv * sizeof *nv + want_mem);
-        mem = nv != NULL ? (char *)(nv + want_nv) : NULL;
-    }
-    int rc = KEEL_OK;
-    if (nv == NULL || mem == NULL) {
-        rc = KEEL_ERR_NOMEM;
-        goto out;
-    }
-    uint8_t kept = informational ? NGHTTP2_NV_FLAG_NONE
-                                 : NGHTTP2_NV_FLAG_NO_COPY_NAME | NGHTTP2_NV_FLAG_NO_COPY_VALUE;
-    size_t n = 0, at = 0;
-    /* :status lives in the stream, server in the configuration. */
-    nv[n++] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)s->status, 7, 3, kept};
-    if (!informational) {
-        memcpy(mem, date, date_len); /* the worker's copy changes every second */
-        date = mem;
-        at = date_len;
-    }
-    nv[n++] = (nghttp2_nv){(uint8_t *)"date", (uint8_t *)date, 4, date_len, kept};
-    const h2_config *cfg = c->w->cfg;
-    if (cfg->server_len > 0)
-        nv[n++] =
-            (nghttp2_nv){(uint8_t *)"server", (uint8_t *)cfg->server, 6, cfg->server_len, kept};
-    if (!informational && content_length >= 0 && status != 204 && status != 304) {
-        char *cl = mem + at;
-        size_t len = u64_dec(cl, (uint64_t)content_length);
-        at += len;
-        nv[n++] = (nghttp2_nv){(uint8_t *)"content-length", (uint8_t *)cl, 14, len, kept};
-    }
-    long m = to_nv(headers, nheaders, nv + n, mem + at, want_mem - at, !informational);
-    if (m < 0) {
-        rc = KEEL_ERR_INVAL;
-        goto out;
-    }
-    n += (size_t)m;
-    s->head_sent = 1;
     s->progress_ms = keel_worker_now_ms(c->w->worker);
-    if (informational) {
-        if (nghttp2_submit_headers(c->ng, NGHTTP2_FLAG_NONE, s->id, NULL, nv, n, NULL) != 0)
-            rc = KEEL_ERR_CLOSED;
-    } else {
-        /* Submitted by h2_pump, once the body's first bytes are there. */
-        s->has_data = !s->no_body && content_length != 0;
-        s->final_sent = 1;
-        s->head_nv = nv;
-        s->head_n = n;
-        /* In the order the heads came (nghttp2 then sends them so). */
-        s->held = 1;
-        s->held_next = NULL;
-        *(c->held != NULL ? &c->held_tail->held_next : &c->held) = s;
-        c->held_tail = s;
-    }
-    if (rc == KEEL_OK)
+    size_t len;
+    if (status < 200) {
+        /* 1xx (RFC 9113 8.1): HEADERS without END_STREAM, at once, any
+         * number of them before the final head. */
+        uint8_t stack[2048];
+        uint8_t *block = h2_encode_head(s, status, headers, nheaders, -1, stack, sizeof stack, &len);
+        if (block == NULL)
+            return KEEL_ERR_NOMEM;
+        h2_send_headers(c, (uint32_t)s->id, block, len, 0);
+        if (block != stack)
+            free(block);
+        s->head_sent = 1;
         h2_pump(c);
-out:
-    if (informational && nv != stack_nv)
-        free(nv);
-    if (informational && mem != stack_mem)
-        free(mem);
-    return rc;
+        return KEEL_OK;
+    }
+    /* The core's wish to end the connection: HTTP/2 finishes this stream
+     * and says GOAWAY (RFC 9113 6.8), other streams finish. */
+    if (!keel_http_request_keep_alive(s->req))
+        h2_goaway(c);
+    /* RFC 9110 9.3.2, 15.3.5, 15.4.5: HEAD, 204 and 304 carry no body. */
+    s->no_body = h2_str_is(s->method, "HEAD") || status == 204 || status == 304;
+    s->resp_left = s->no_body ? 0 : content_length;
+    if (h2_encode_head(s, status, headers, nheaders, content_length, NULL, 0, &len) == NULL)
+        return KEEL_ERR_NOMEM;
+    /* Sent by h2_pump, once the body's first bytes are there. */
+    s->head_sent = 1;
+    s->final_sent = 1;
+    s->has_data = !s->no_body && content_length != 0;
+    h2_stream_hold(s);
+    h2_pump(c);
+    return KEEL_OK;
+}
+
+void h2_stream_hold(h2_stream *s)
+{
+    h2_conn *c = s->c;
+    /* In the order the heads came: they leave so. */
+    s->held = 1;
+    s->held_next = NULL;
+    *(c->held != NULL ? &c->held_tail->held_next : &c->held) = s;
+    c->held_tail = s;
 }
 
 /* Takes s off the connection's list of held heads. */
@@ -269,11 +249,7 @@ void h2_stream_submit_held(h2_conn *c)
     while (*pp != NULL) {
         h2_stream *s = *pp;
         /* A small file still being read (fileload.c): its HEADERS wait to
-         * leave with its DATA. Submitted now, nghttp2 would send HEADERS
-         * in this turn's write, ask for DATA, be deferred
-         * (NGHTTP2_ERR_DEFERRED), and schedule the stream again once
-         * resumed: ~700 instructions and a second write per turn's
-         * responses. */
+         * leave with its DATA, in the same write. */
         if (!s->closed && s->queue != NULL && s->queue->loading) {
             prev = s;
             pp = &s->held_next;
@@ -283,42 +259,31 @@ void h2_stream_submit_held(h2_conn *c)
         if (c->held_tail == s)
             c->held_tail = prev;
         s->held = 0;
-        if (s->closed)
+        if (s->closed || c->closing)
             continue;
-        nghttp2_data_provider prd = {.source.ptr = s, .read_callback = h2_stream_read};
-        if (nghttp2_submit_response(c->ng, s->id, s->head_nv, s->head_n,
-                                    s->has_data ? &prd : NULL) != 0)
-            nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+        h2_send_headers(c, (uint32_t)s->id, s->head_block, s->head_len, !s->has_data);
+        if (s->has_data) {
+            h2_ready(s);
+            continue;
+        }
+        s->busy++; /* closing may end the exchange from inside */
+        h2_stream_local_end(s);
+        s->busy--;
+        h2_stream_maybe_free(s);
     }
 }
 
-/* Trailers (RFC 9113 8.1) are copied: the core's views die with the call. */
+/* Trailers (RFC 9113 8.1) are encoded now: the core's views die with the
+ * call. */
 static int keep_trailers(h2_stream *s, const keel_header *t, size_t n)
 {
-    size_t bytes = 0;
-    for (size_t i = 0; i < n; i++)
-        bytes += t[i].name.len + t[i].value.len;
-    char *mem = malloc(bytes + n * sizeof(nghttp2_nv) + 1);
-    if (mem == NULL)
+    uint8_t *block = malloc(fields_max(t, n) + 1);
+    if (block == NULL)
         return KEEL_ERR_NOMEM;
-    nghttp2_nv *nv = (nghttp2_nv *)(void *)mem;
-    char *names = mem + n * sizeof(nghttp2_nv);
-    long m = to_nv(t, n, nv, names, bytes, 0);
-    if (m < 0) {
-        free(mem);
-        return KEEL_ERR_INVAL;
-    }
-    /* Values too: after the names. */
-    char *values = names + names_len(t, n);
-    for (long i = 0; i < m; i++) {
-        memcpy(values, nv[i].value, nv[i].valuelen);
-        nv[i].value = (uint8_t *)values;
-        values += nv[i].valuelen;
-    }
-    free(s->trailer_mem);
-    s->trailer_mem = mem;
-    s->trailer_nv = nv;
-    s->ntrailers = (size_t)m;
+    size_t len = encode_fields(block, t, n);
+    free(s->trailer_block);
+    s->trailer_block = block;
+    s->trailer_len = len;
     return KEEL_OK;
 }
 
@@ -329,7 +294,7 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
     h2_conn *c = s->c;
     if (!s->exchange || !s->final_sent || s->resp_ended)
         return KEEL_ERR_STATE;
-    if (c->closing || s->closed || c->ng == NULL)
+    if (c->closing || s->closed)
         return KEEL_ERR_CLOSED;
     size_t total = 0, nonempty = 0;
     for (size_t i = 0; i < nbufs; i++) {
@@ -343,7 +308,7 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
              * next... there is no next in HTTP/2, but a client must treat
              * the mismatch as malformed (RFC 9113 8.1.1). */
             s->resp_ended = 1;
-            h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+            h2_stream_reset(s, H2_INTERNAL_ERROR);
             return KEEL_ERR_INVAL;
         }
         s->resp_left -= (int64_t)total;
@@ -386,12 +351,9 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
         s->queue_tail = p;
         s->queued += total;
     }
-    if (s->deferred && s->has_data) {
-        s->deferred = 0;
-        nghttp2_session_resume_data(c->ng, s->id);
-    }
+    h2_ready(s);
     if (short_body)
-        h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR); /* only a reset can tell */
+        h2_stream_reset(s, H2_INTERNAL_ERROR); /* only a reset can tell */
     h2_pump(c);
     return KEEL_OK;
 }
@@ -400,7 +362,7 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
  * before its payload, so the payload can still come from the file with
  * sendfile, one write per frame (as nginx does), instead of the core
  * reading it on the thread pool. The file piece is queued like a memory
- * piece and nghttp2 takes from it as the windows allow; cb runs once its
+ * piece and send.c takes from it as the windows allow; cb runs once its
  * last byte has left. */
 static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t length, int last,
                           keel_write_cb cb, void *ud)
@@ -409,7 +371,7 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
     h2_conn *c = s->c;
     if (!s->exchange || !s->final_sent || s->resp_ended)
         return KEEL_ERR_STATE;
-    if (c->closing || s->closed || c->ng == NULL)
+    if (c->closing || s->closed)
         return KEEL_ERR_CLOSED;
     if (s->has_data && s->resp_left >= 0 && length != (uint64_t)s->resp_left)
         return KEEL_ERR_UNSUPPORTED; /* not the whole declared body: the read loop copes */
@@ -446,10 +408,7 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
         if (length <= H2_LOAD_MAX && h2_load_supported() && h2_load_add(c, s, p) != KEEL_OK)
             return KEEL_ERR_NOMEM; /* queued: released with the stream */
     }
-    if (s->deferred && s->has_data) {
-        s->deferred = 0;
-        nghttp2_session_resume_data(c->ng, s->id);
-    }
+    h2_ready(s);
     h2_pump(c);
     return KEEL_OK;
 }
@@ -474,11 +433,11 @@ static void sink_done(void *exchange, int keep_alive)
     s->exchange = 0;
     s->req = NULL;
     s->busy++; /* what follows may close the stream: free it only at the end */
-    if (!s->closed && c->ng != NULL && !c->closing) {
+    if (!s->closed && !c->closing) {
         if (!s->final_sent) {
             h2_stream_answer(s, 500); /* the core gave up without an answer */
         } else if (!s->resp_ended) {
-            h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR); /* cut short */
+            h2_stream_reset(s, H2_INTERNAL_ERROR); /* cut short */
         } else if (!s->has_data) {
             /* HEADERS carried END_STREAM: nothing else to send. */
         }

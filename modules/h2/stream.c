@@ -3,11 +3,11 @@
  * the pieces its response body is queued in. The request side is
  * request.c, the sink through which the core answers is sink.c.
  *
- * Response: send_head submits HEADERS with a data provider; each body
- * piece is queued, borrowed, and nghttp2 takes from the queue as the
- * peer's windows allow (NGHTTP2_ERR_DEFERRED while it is empty). A piece
- * is released once the write that carried its last byte completed, which
- * is what paces a streaming handler or the core's file reader.
+ * Response: send_head encodes the head, which leaves at the next h2_pump
+ * (sink.c); each body piece is queued, borrowed, and send.c takes from
+ * the queue as the peer's windows allow. A piece is released once the
+ * write that carried its last byte completed, which is what paces a
+ * streaming handler or the core's file reader.
  */
 #include "h2.h"
 
@@ -18,34 +18,170 @@
 
 /* ---- life cycle ------------------------------------------------------------ */
 
+/* ---- the table of open streams by id ---------------------------------------- */
+
+static uint32_t slot_of(const h2_conn *c, int32_t id)
+{
+    return ((uint32_t)id >> 1) & c->table_mask; /* client ids are odd */
+}
+
+static int table_grow(h2_conn *c)
+{
+    uint32_t size = c->table ? 2 * (c->table_mask + 1) : 16;
+    h2_stream **t = calloc(size, sizeof *t);
+    if (t == NULL)
+        return -1;
+    uint32_t old = c->table ? c->table_mask + 1 : 0;
+    c->table_mask = size - 1;
+    for (uint32_t i = 0; i < old; i++) {
+        for (h2_stream *s = c->table[i], *next; s != NULL; s = next) {
+            next = s->hnext;
+            uint32_t k = slot_of(c, s->id);
+            s->hnext = t[k];
+            t[k] = s;
+        }
+    }
+    free(c->table);
+    c->table = t;
+    return 0;
+}
+
+h2_stream *h2_stream_find(h2_conn *c, int32_t id)
+{
+    /* Consecutive frames are mostly about one stream. */
+    if (c->hot != NULL && c->hot->id == id)
+        return c->hot;
+    if (c->table == NULL || id <= 0)
+        return NULL;
+    for (h2_stream *s = c->table[slot_of(c, id)]; s != NULL; s = s->hnext) {
+        if (s->id == id) {
+            c->hot = s;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+static void table_remove(h2_conn *c, h2_stream *s)
+{
+    for (h2_stream **pp = &c->table[slot_of(c, s->id)]; *pp != NULL; pp = &(*pp)->hnext) {
+        if (*pp == s) {
+            *pp = s->hnext;
+            break;
+        }
+    }
+    if (c->hot == s)
+        c->hot = NULL;
+}
+
+int h2_closed_lookup(h2_conn *c, int32_t id)
+{
+    for (unsigned i = 0; i < H2_CLOSED_RING; i++) {
+        uint32_t v = c->closed_ids[i];
+        if (v != 0 && (int32_t)(v & ~H2_CLOSED_IGNORE) == id)
+            return (v & H2_CLOSED_IGNORE) != 0;
+    }
+    return -1;
+}
+
+/* ---- life cycle ------------------------------------------------------------ */
+
 h2_stream *h2_stream_new(h2_conn *c, int32_t id)
 {
     h2_worker *w = c->w;
+    if ((c->table == NULL || c->nopen + 1 > c->table_mask + 1) && table_grow(c) != 0)
+        return NULL;
     h2_stream *s = w->free_streams;
     if (s != NULL) {
         w->free_streams = s->next;
         w->nfree_streams--;
     } else if ((s = malloc(sizeof *s)) == NULL) {
         return NULL;
+    } else {
+        s->hmem = NULL;
+        s->hcap = 0;
     }
-    /* The inline arrays are written before they are read: not cleared. */
+    /* The inline arrays are written before they are read: not cleared;
+     * hmem is kept from the stream's last use. */
+    char *hmem = s->hmem;
+    size_t hcap = s->hcap;
     memset(s, 0, offsetof(h2_stream, inline_fields));
-    memset(&s->method, 0, sizeof *s - offsetof(h2_stream, method));
+    memset(&s->method, 0, offsetof(h2_stream, head_inline) - offsetof(h2_stream, method));
+    memset(&s->head_block, 0, sizeof *s - offsetof(h2_stream, head_block));
+    s->hmem = hmem;
+    s->hcap = hcap;
+    s->hlen = 0;
     s->c = c;
     s->id = id;
     s->fields = s->inline_fields;
-    s->refs = s->inline_refs;
     s->cap = H2_INLINE_FIELDS;
     s->content_length = -1;
     s->resp_left = -1;
     s->progress_ms = keel_worker_now_ms(w->worker);
+    s->send_window = c->peer_initial_window;
+    /* Until our SETTINGS are acknowledged the client may count on 65,535
+     * (RFC 9113 6.9.2); input.c takes the difference off at the ACK. */
+    s->recv_window = w->cfg->initial_window;
+    if (!c->settings_acked && s->recv_window < H2_DEFAULT_WINDOW) {
+        s->recv_window = H2_DEFAULT_WINDOW;
+        s->early = 1;
+    }
     c->nopen++;
+    uint32_t k = slot_of(c, id);
+    s->hnext = c->table[k];
+    c->table[k] = s;
     s->next = c->streams;
     if (c->streams != NULL)
         c->streams->prev = s;
     c->streams = s;
     h2_tick_start(c);
     return s;
+}
+
+static void unlink_from(h2_stream **head, h2_stream **tail, h2_stream *s, size_t link_off)
+{
+    h2_stream *prev = NULL;
+    for (h2_stream *it = *head; it != NULL; prev = it, it = *(h2_stream **)((char *)it + link_off)) {
+        if (it != s)
+            continue;
+        h2_stream *next = *(h2_stream **)((char *)it + link_off);
+        if (prev != NULL)
+            *(h2_stream **)((char *)prev + link_off) = next;
+        else
+            *head = next;
+        if (tail != NULL && *tail == s)
+            *tail = prev;
+        return;
+    }
+}
+
+void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore)
+{
+    if (s->closed)
+        return;
+    h2_conn *c = s->c;
+    table_remove(c, s);
+    c->closed_ids[c->closed_at++ % H2_CLOSED_RING] =
+        (uint32_t)s->id | (ignore ? H2_CLOSED_IGNORE : 0);
+    if (s->ready) {
+        unlink_from(&c->ready, &c->ready_tail, s, offsetof(h2_stream, ready_next));
+        s->ready = 0;
+    }
+    c->nopen--;
+    h2_stream_on_close(s, error_code);
+}
+
+void h2_stream_local_end(h2_stream *s)
+{
+    if (s->remote_ended) {
+        h2_stream_close(s, H2_NO_ERROR, 0);
+        return;
+    }
+    /* RFC 9113 8.1: a server that answered before the request ended may
+     * ask the client to stop sending with RST_STREAM NO_ERROR; its unread
+     * body would otherwise hold windows. */
+    h2_send_rst(s->c, (uint32_t)s->id, H2_NO_ERROR);
+    h2_stream_close(s, H2_NO_ERROR, 1);
 }
 
 static void release_queue(h2_stream *s, int status)
@@ -67,8 +203,8 @@ void h2_stream_drop_body(h2_stream *s)
     h2_conn *c = s->c;
     if (s->body_len > 0 || s->conn_held > 0) {
         c->body_buffered -= s->body_len;
-        if (s->conn_held > 0 && c->ng != NULL)
-            nghttp2_session_consume_connection(c->ng, s->conn_held);
+        if (s->conn_held > 0 && !c->closing)
+            h2_conn_consumed(c, s->conn_held);
         s->conn_held = 0;
         s->body_len = 0;
     }
@@ -79,7 +215,7 @@ void h2_stream_drop_body(h2_stream *s)
 
 void h2_stream_maybe_free(h2_stream *s)
 {
-    if (!s->closed || s->exchange || s->busy > 0)
+    if (!s->closed || s->exchange || s->busy > 0 || s->reset_pending)
         return;
     h2_conn *c = s->c;
     if (c->hot == s)
@@ -93,27 +229,27 @@ void h2_stream_maybe_free(h2_stream *s)
         c->streams = s->next;
     if (s->next != NULL)
         s->next->prev = s->prev;
-    for (size_t i = 0; i < 2 * s->nfields; i++)
-        nghttp2_rcbuf_decref(s->refs[i]);
-    for (size_t i = 0; i < s->npseudo; i++)
-        nghttp2_rcbuf_decref(s->pseudo_refs[i]);
-    if (s->fields != s->inline_fields) {
+    if (s->fields != s->inline_fields)
         free(s->fields);
-        free(s->refs);
-    }
-    for (size_t i = 0; i < 2 * s->ntr; i++)
-        nghttp2_rcbuf_decref(s->tr_refs[i]);
     free(s->tr_fields);
-    free(s->tr_refs);
+    free(s->tmem);
     free(s->cookie);
-    free(s->trailer_mem);
+    free(s->trailer_block);
     free(s->head_heap);
+    /* The head's memory is kept for the stream's next use, unless it grew
+     * past what a usual request needs. */
+    if (s->hcap > 4096) {
+        free(s->hmem);
+        s->hmem = NULL;
+        s->hcap = 0;
+    }
     h2_worker *w = c->w;
     if (w->nfree_streams < H2_POOL_MAX) {
         s->next = w->free_streams;
         w->free_streams = s;
         w->nfree_streams++;
     } else {
+        free(s->hmem);
         free(s);
     }
 }
@@ -125,7 +261,6 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code)
     h2_conn *c = s->c;
     (void)error_code;
     s->closed = 1;
-    c->nopen--;
     /* Releasing the queue calls the core, which may end the exchange
      * (sink done) from inside: the stream stays until the end of this. */
     s->busy++;
@@ -153,33 +288,28 @@ void h2_stream_reset(h2_stream *s, uint32_t code)
 {
     h2_conn *c = s->c;
     h2_stream_unhold(s); /* RST_STREAM instead */
-    if (!s->closed && c->ng != NULL)
-        nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, code);
+    if (!s->closed && !s->reset_pending) {
+        s->reset_pending = 1;
+        s->rst_code = code;
+        s->reset_next = c->resets;
+        c->resets = s;
+    }
     h2_pump(c);
 }
 
-/* The fields every response carries besides the handler's: date and
- * server (RFC 9110 6.6.1, 10.2.4). */
-static size_t common_fields(h2_stream *s, nghttp2_nv *nv)
+void h2_stream_send_resets(h2_conn *c)
 {
-    h2_worker *w = s->c->w;
-    size_t n = 0, len;
-    const char *date = h2_date(w, &len);
-    nv[n++] = (nghttp2_nv){(uint8_t *)"date", (uint8_t *)date, 4, len, NGHTTP2_NV_FLAG_NONE};
-    if (w->cfg->server_len > 0)
-        nv[n++] = (nghttp2_nv){(uint8_t *)"server", (uint8_t *)w->cfg->server, 6,
-                               w->cfg->server_len, NGHTTP2_NV_FLAG_NONE};
-    return n;
-}
-
-/* :status is always three digits (RFC 9113 8.3.2, RFC 9110 15). */
-void h2_stream_put_status(h2_stream *s, int status)
-{
-    unsigned v = status >= 100 && status <= 999 ? (unsigned)status : 500;
-    s->status[0] = (char)('0' + v / 100);
-    s->status[1] = (char)('0' + v / 10 % 10);
-    s->status[2] = (char)('0' + v % 10);
-    s->status[3] = '\0';
+    while (c->resets != NULL) {
+        h2_stream *s = c->resets;
+        c->resets = s->reset_next;
+        s->reset_pending = 0;
+        if (!s->closed) {
+            h2_send_rst(c, (uint32_t)s->id, s->rst_code);
+            h2_stream_close(s, s->rst_code, 1);
+        } else {
+            h2_stream_maybe_free(s);
+        }
+    }
 }
 
 void h2_stream_answer(h2_stream *s, int status)
@@ -193,21 +323,20 @@ void h2_stream_answer(h2_stream *s, int status)
         keel_http_request_abort(req);
     }
     h2_stream_drop_body(s);
-    if (s->closed || c->ng == NULL)
+    if (s->closed || c->closing)
         return;
     if (s->final_sent) {
-        h2_stream_reset(s, NGHTTP2_INTERNAL_ERROR);
+        h2_stream_reset(s, H2_INTERNAL_ERROR);
+        return;
+    }
+    size_t len;
+    if (h2_encode_head(s, status, NULL, 0, 0, NULL, 0, &len) == NULL) {
+        h2_stream_reset(s, H2_INTERNAL_ERROR);
         return;
     }
     s->final_sent = s->head_sent = s->resp_ended = 1;
-    h2_stream_put_status(s, status);
-    nghttp2_nv nv[4];
-    nv[0] = (nghttp2_nv){(uint8_t *)":status", (uint8_t *)s->status, 7, 3, NGHTTP2_NV_FLAG_NONE};
-    size_t n = 1 + common_fields(s, nv + 1);
-    nv[n++] =
-        (nghttp2_nv){(uint8_t *)"content-length", (uint8_t *)"0", 14, 1, NGHTTP2_NV_FLAG_NONE};
-    if (nghttp2_submit_response(c->ng, s->id, nv, n, NULL) != 0)
-        nghttp2_submit_rst_stream(c->ng, NGHTTP2_FLAG_NONE, s->id, NGHTTP2_INTERNAL_ERROR);
+    s->has_data = 0;
+    h2_stream_hold(s);
     h2_pump(c);
 }
 
@@ -257,43 +386,25 @@ void h2_piece_pool_free(h2_worker *w)
     w->nfree_pieces = 0;
 }
 
-ssize_t h2_stream_read(nghttp2_session *ng, int32_t id, uint8_t *buf, size_t length,
-                       uint32_t *flags, nghttp2_data_source *src, void *ud)
+size_t h2_stream_sendable(const h2_stream *s)
 {
-    (void)buf;
-    (void)ud;
-    h2_stream *s = src->ptr;
-    size_t n = s->queued < length ? (size_t)s->queued : length;
+    const h2_piece *head = s->queue;
+    if (head == NULL || head->loading)
+        return 0; /* a small file's bytes are still being read (fileload.c) */
     /* A DATA frame's payload comes from one file piece or from memory
      * pieces, never both (a file goes out with sendfile, memory with
      * writev): stop at the boundary. */
-    if (s->nfiles > 0) {
-        size_t mem = 0;
-        for (h2_piece *p = s->queue; p != NULL; p = p->next) {
-            if (p->fd >= 0) {
-                if (p == s->queue)
-                    mem = p->left;
-                break;
-            }
-            mem += p->left;
-        }
-        if (n > mem)
-            n = mem;
+    if (head->fd >= 0)
+        return head->left;
+    uint64_t n = 0;
+    for (const h2_piece *p = head; p != NULL && p->fd < 0 && !p->loading; p = p->next) {
+        n += p->left;
+        if (n >= H2_BATCH_MAX || s->nfiles == 0)
+            break;
     }
-    if (s->queue != NULL && s->queue->loading)
-        n = 0; /* its bytes are still being read (fileload.c) */
-    if (n == 0 && (s->queued > 0 || !s->resp_ended)) {
-        s->deferred = 1;
-        return NGHTTP2_ERR_DEFERRED;
-    }
-    *flags |= NGHTTP2_DATA_FLAG_NO_COPY;
-    if (s->resp_ended && n == s->queued) {
-        *flags |= NGHTTP2_DATA_FLAG_EOF;
-        /* RFC 9113 8.1: trailers close the stream instead of this DATA. */
-        if (s->ntrailers > 0 && nghttp2_submit_trailer(ng, id, s->trailer_nv, s->ntrailers) == 0)
-            *flags |= NGHTTP2_DATA_FLAG_NO_END_STREAM;
-    }
-    return (ssize_t)n;
+    if (s->nfiles == 0)
+        n = s->queued;
+    return n > SIZE_MAX ? SIZE_MAX : (size_t)n;
 }
 
 int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length)

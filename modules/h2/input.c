@@ -1,0 +1,672 @@
+/* input.c — the frames a client sends (RFC 9113 4, 6), parsed where they
+ * lie in the connection's read buffer, and the stream states they move
+ * (5.1).
+ *
+ * A frame is handled once it is whole; until then its bytes stay
+ * unconsumed in the connection's buffer (keel_protocol.on_data), which
+ * never holds more than one frame of ours to parse: [h2] max_frame_size
+ * bounds it. DATA is the exception: its payload is handed to the stream
+ * as it arrives, so a 16 KiB frame is not waited for.
+ *
+ * Errors follow 5.4: a connection error is GOAWAY and the end (h2_fail),
+ * a stream error RST_STREAM on that stream. Every header block is decoded,
+ * even one whose stream is refused or ignored: the HPACK table is the
+ * connection's (4.3).
+ */
+#include "h2.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- header blocks ------------------------------------------------------------- */
+
+/* The fields of a block nobody keeps are only counted: the same HPACK
+ * bomb limit as a stream's (request.c). */
+typedef struct discard_ctx {
+    h2_conn *c;
+    uint64_t size;
+} discard_ctx;
+
+static int discard_field(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+{
+    discard_ctx *d = ud;
+    (void)name;
+    (void)value;
+    d->size += nlen + vlen + 32;
+    if (d->size > (uint64_t)d->c->w->cfg->max_header_list * 16) {
+        h2_calm(d->c, H2_FLOOD_HPACK);
+        return 1;
+    }
+    return 0;
+}
+
+/* 0, or -1 if the connection ends (COMPRESSION_ERROR, 4.3, or a flood). */
+static int decode(h2_conn *c, const uint8_t *block, size_t len, h2_hpack_emit emit, void *ud)
+{
+    int rc = h2_hpack_decode(&c->dec, block, len, &c->w->scratch, emit, ud);
+    if (rc == 0)
+        return 0;
+    if (rc == H2_HPACK_ERROR)
+        h2_fail(c, H2_COMPRESSION_ERROR);
+    else if (rc == H2_HPACK_NOMEM)
+        h2_fail(c, H2_INTERNAL_ERROR);
+    return -1;
+}
+
+static int discard_block(h2_conn *c, const uint8_t *block, size_t len)
+{
+    discard_ctx d = {c, 0};
+    return decode(c, block, len, discard_field, &d);
+}
+
+/* A stream error (5.4.2) on sid. */
+static void stream_error(h2_conn *c, int32_t sid, uint32_t code)
+{
+    h2_stream *s = h2_stream_find(c, sid);
+    if (s != NULL)
+        h2_stream_reset(s, code);
+    else
+        h2_send_rst(c, (uint32_t)sid, code);
+}
+
+/* Streams the client opened after our GOAWAY: ignored (6.8). */
+static int after_goaway(const h2_conn *c, int32_t sid)
+{
+    return c->goaway_sent && sid > c->goaway_sid;
+}
+
+/* Remembers a stream we never opened (refused, ignored) as closed, so
+ * that frames the client already sent on it are dropped. */
+static void closed_unopened(h2_conn *c, int32_t sid)
+{
+    c->closed_ids[c->closed_at++ % H2_CLOSED_RING] = (uint32_t)sid | H2_CLOSED_IGNORE;
+}
+
+/* The trailers of an open stream (8.1), or a block on a stream that may
+ * take none. */
+static void trailer_block(h2_conn *c, h2_stream *s, uint8_t flags, const uint8_t *block,
+                          size_t len)
+{
+    if (s->remote_ended || !(flags & H2_FLAG_END_STREAM)) {
+        if (discard_block(c, block, len) != 0)
+            return;
+        /* 5.1: half-closed (remote) takes no HEADERS; 8.1: trailers end
+         * the stream. */
+        h2_stream_reset(s, s->remote_ended ? H2_STREAM_CLOSED : H2_PROTOCOL_ERROR);
+        return;
+    }
+    s->in_trailers = 1;
+    s->busy++;
+    if (decode(c, block, len, h2_stream_field, s) == 0) {
+        s->remote_ended = 1;
+        h2_stream_trailers_done(s);
+    }
+    s->busy--;
+    h2_stream_maybe_free(s);
+}
+
+static void header_block(h2_conn *c, int32_t sid, uint8_t flags, const uint8_t *block, size_t len,
+                         int self_dependent)
+{
+    const h2_config *cfg = c->w->cfg;
+    h2_stream *s = h2_stream_find(c, sid);
+    if (s != NULL && !self_dependent) {
+        trailer_block(c, s, flags, block, len);
+        return;
+    }
+    if (s != NULL || sid <= c->last_sid) {
+        if (discard_block(c, block, len) != 0)
+            return;
+        if (s != NULL) { /* 5.3.1: a stream depending on itself */
+            h2_stream_reset(s, H2_PROTOCOL_ERROR);
+            return;
+        }
+        int closed = h2_closed_lookup(c, sid);
+        if (closed == 1 || after_goaway(c, sid))
+            return; /* we reset it or never took it: dropped */
+        /* 5.1: a closed stream; 5.1.1: an id below one already used. */
+        h2_fail(c, closed == 0 ? H2_STREAM_CLOSED : H2_PROTOCOL_ERROR);
+        return;
+    }
+    c->last_sid = sid;
+    if (after_goaway(c, sid) || self_dependent || c->nopen >= cfg->max_concurrent_streams) {
+        if (discard_block(c, block, len) != 0)
+            return;
+        closed_unopened(c, sid);
+        if (self_dependent) {
+            h2_send_rst(c, (uint32_t)sid, H2_PROTOCOL_ERROR); /* 5.3.1 */
+        } else if (!after_goaway(c, sid)) {
+            /* 5.1.2: over SETTINGS_MAX_CONCURRENT_STREAMS; the client may
+             * retry it (8.7). */
+            h2_count(c, c->w->mod->m.limit[H2_LIMIT_STREAMS]);
+            h2_send_rst(c, (uint32_t)sid, H2_REFUSED_STREAM);
+        }
+        return;
+    }
+    s = h2_stream_new(c, sid);
+    if (s == NULL) {
+        if (discard_block(c, block, len) == 0) {
+            closed_unopened(c, sid);
+            h2_send_rst(c, (uint32_t)sid, H2_REFUSED_STREAM);
+        }
+        return;
+    }
+    s->busy++;
+    if (decode(c, block, len, h2_stream_field, s) == 0) {
+        int end = (flags & H2_FLAG_END_STREAM) != 0;
+        if (end)
+            s->remote_ended = 1;
+        h2_stream_headers_done(s);
+        if (end)
+            h2_stream_remote_end(s);
+    }
+    s->busy--;
+    h2_stream_maybe_free(s);
+}
+
+static int block_append(h2_conn *c, const uint8_t *p, size_t n)
+{
+    if (c->block_cap - c->block_len < n) {
+        size_t cap = c->block_cap ? c->block_cap : 4096;
+        while (cap - c->block_len < n)
+            cap *= 2;
+        uint8_t *grown = realloc(c->block, cap);
+        if (grown == NULL)
+            return -1;
+        c->block = grown;
+        c->block_cap = cap;
+    }
+    memcpy(c->block + c->block_len, p, n);
+    c->block_len += n;
+    return 0;
+}
+
+/* 6.2 */
+static void on_headers(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
+{
+    if (sid == 0 || (sid & 1) == 0) {
+        h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1.1: clients open odd ids */
+        return;
+    }
+    size_t off = 0, pad = 0;
+    int self_dependent = 0;
+    if (flags & H2_FLAG_PADDED) {
+        if (len < 1) {
+            h2_fail(c, H2_FRAME_SIZE_ERROR);
+            return;
+        }
+        pad = p[0];
+        off = 1;
+    }
+    if (flags & H2_FLAG_PRIORITY) {
+        if (len < off + 5) {
+            h2_fail(c, H2_FRAME_SIZE_ERROR);
+            return;
+        }
+        self_dependent = (int32_t)(h2_get32(p + off) & 0x7fffffffu) == sid;
+        off += 5;
+    }
+    if (off + pad > len) {
+        h2_fail(c, H2_PROTOCOL_ERROR); /* padding longer than the frame */
+        return;
+    }
+    const uint8_t *frag = p + off;
+    size_t n = len - off - pad;
+    if (flags & H2_FLAG_END_HEADERS) {
+        header_block(c, sid, flags, frag, n, self_dependent);
+        return;
+    }
+    c->in_block = 1;
+    c->block_sid = sid;
+    c->block_flags = flags;
+    c->block_self_dep = self_dependent != 0;
+    c->block_len = 0;
+    if (block_append(c, frag, n) != 0)
+        h2_fail(c, H2_INTERNAL_ERROR);
+}
+
+/* 6.10 */
+static void on_continuation(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
+{
+    if (!c->in_block || sid != c->block_sid) {
+        h2_fail(c, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (block_append(c, p, len) != 0) {
+        h2_fail(c, H2_INTERNAL_ERROR);
+        return;
+    }
+    if (!(flags & H2_FLAG_END_HEADERS))
+        return;
+    c->in_block = 0;
+    uint8_t first = c->block_flags;
+    size_t n = c->block_len;
+    c->block_len = 0;
+    header_block(c, sid, first, c->block, n, c->block_self_dep);
+}
+
+/* ---- DATA (6.1) ---------------------------------------------------------------- */
+
+/* The frame's header (and pad length) arrived: checks, flow control, and
+ * where its payload goes. -1 if the connection ends, else the payload
+ * bytes used (the pad length). */
+static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, const uint8_t *p)
+{
+    if (sid == 0) {
+        h2_fail(c, H2_PROTOCOL_ERROR);
+        return -1;
+    }
+    uint32_t head = 0, pad = 0;
+    if (flags & H2_FLAG_PADDED) {
+        if (length < 1) {
+            h2_fail(c, H2_FRAME_SIZE_ERROR);
+            return -1;
+        }
+        pad = p[0];
+        head = 1;
+        if (pad >= length) {
+            h2_fail(c, H2_PROTOCOL_ERROR); /* 6.1 */
+            return -1;
+        }
+    }
+    /* 6.9.1: the whole payload, padding too, counts against both windows. */
+    if ((int64_t)length > c->recv_window) {
+        h2_fail(c, H2_FLOW_CONTROL_ERROR);
+        return -1;
+    }
+    c->recv_window -= length;
+    h2_stream *s = h2_stream_find(c, sid);
+    c->data_to_stream = 0;
+    if (s == NULL) {
+        if (sid > c->last_sid) {
+            h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1: DATA on an idle stream */
+            return -1;
+        }
+        h2_conn_consumed(c, length);
+        if (h2_closed_lookup(c, sid) != 1 && !after_goaway(c, sid)) {
+            h2_fail(c, H2_STREAM_CLOSED); /* 5.1: closed */
+            return -1;
+        }
+    } else if (s->remote_ended) {
+        h2_conn_consumed(c, length);
+        h2_stream_reset(s, H2_STREAM_CLOSED); /* 5.1: half-closed (remote) */
+    } else if ((int64_t)length > s->recv_window) {
+        h2_conn_consumed(c, length);
+        h2_stream_reset(s, H2_FLOW_CONTROL_ERROR);
+    } else {
+        s->recv_window -= length;
+        if (head + pad > 0)
+            h2_stream_window_back(s, head + pad); /* padding: nobody reads it */
+        c->data_to_stream = 1;
+    }
+    c->in_data = 1;
+    c->data_sid = sid;
+    c->data_flags = flags;
+    c->data_left = length - head - pad;
+    c->pad_left = pad;
+    return (int)head;
+}
+
+static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
+{
+    if (!c->data_to_stream)
+        return; /* its windows went back at the frame's start */
+    /* Looked up again: the stream may have ended between two reads. */
+    h2_stream *s = h2_stream_find(c, c->data_sid);
+    if (s == NULL) {
+        h2_conn_consumed(c, n);
+        return;
+    }
+    if (s->bad || !s->exchange || s->reset_pending) {
+        h2_stream_window_back(s, n); /* nobody will read it */
+        return;
+    }
+    s->busy++;
+    h2_stream_data(s, p, n);
+    s->busy--;
+    h2_stream_maybe_free(s);
+}
+
+static void data_end(h2_conn *c)
+{
+    c->in_data = 0;
+    if (!c->data_to_stream || !(c->data_flags & H2_FLAG_END_STREAM))
+        return;
+    h2_stream *s = h2_stream_find(c, c->data_sid);
+    if (s == NULL)
+        return;
+    s->progress_ms = keel_worker_now_ms(c->w->worker);
+    s->busy++;
+    h2_stream_remote_end(s);
+    s->busy--;
+    h2_stream_maybe_free(s);
+}
+
+/* ---- the other frames ---------------------------------------------------------- */
+
+static void settings_acked(h2_conn *c)
+{
+    const h2_config *cfg = c->w->cfg;
+    if (c->settings_acked)
+        return;
+    c->settings_acked = 1;
+    /* Our values hold from now (6.5.3): the decoder's table limit, and the
+     * stream windows opened while the client could still count on 65,535. */
+    c->dec.limit = cfg->header_table_size;
+    if (cfg->initial_window < H2_DEFAULT_WINDOW) {
+        for (h2_stream *s = c->streams; s != NULL; s = s->next) {
+            if (s->early) {
+                s->recv_window -= H2_DEFAULT_WINDOW - cfg->initial_window;
+                s->early = 0;
+            }
+        }
+    }
+}
+
+/* 6.5 */
+static void on_settings(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
+{
+    if (sid != 0) {
+        h2_fail(c, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (flags & H2_FLAG_ACK) {
+        if (len != 0)
+            h2_fail(c, H2_FRAME_SIZE_ERROR);
+        else
+            settings_acked(c);
+        return;
+    }
+    if (len % 6 != 0) {
+        h2_fail(c, H2_FRAME_SIZE_ERROR);
+        return;
+    }
+    c->settings_seen = 1;
+    int widened = 0;
+    for (uint32_t at = 0; at < len; at += 6) {
+        unsigned id = (unsigned)p[at] << 8 | p[at + 1];
+        uint32_t v = h2_get32(p + at + 2);
+        switch (id) {
+        case H2_SET_HEADER_TABLE_SIZE:
+            c->enc_update = 1; /* send.c: our table's size, 0, in the next block */
+            break;
+        case H2_SET_ENABLE_PUSH:
+        case H2_SET_ENABLE_CONNECT_PROTOCOL:
+        case H2_SET_NO_RFC7540_PRIORITIES:
+            if (v > 1) {
+                h2_fail(c, H2_PROTOCOL_ERROR);
+                return;
+            }
+            break;
+        case H2_SET_INITIAL_WINDOW_SIZE: {
+            if (v > H2_MAX_WINDOW) {
+                h2_fail(c, H2_FLOW_CONTROL_ERROR);
+                return;
+            }
+            /* 6.9.2: every open stream's window moves by the difference. */
+            int64_t delta = (int64_t)v - c->peer_initial_window;
+            c->peer_initial_window = v;
+            for (h2_stream *s = c->streams; s != NULL; s = s->next) {
+                if (s->closed)
+                    continue;
+                s->send_window += delta;
+                if (s->send_window > H2_MAX_WINDOW) {
+                    h2_fail(c, H2_FLOW_CONTROL_ERROR);
+                    return;
+                }
+            }
+            widened |= delta > 0;
+            break;
+        }
+        case H2_SET_MAX_FRAME_SIZE:
+            if (v < H2_DEFAULT_FRAME_SIZE || v > 16777215) {
+                h2_fail(c, H2_PROTOCOL_ERROR);
+                return;
+            }
+            c->peer_max_frame = v;
+            break;
+        default:
+            break; /* MAX_CONCURRENT_STREAMS: we open none; others: 6.5.2 ignore */
+        }
+    }
+    h2_send_frame(c, H2_SETTINGS, H2_FLAG_ACK, 0, NULL, 0);
+    if (widened)
+        for (h2_stream *s = c->streams; s != NULL; s = s->next)
+            if (s->queued > 0 || s->resp_ended)
+                h2_ready(s);
+}
+
+/* 6.9 */
+static void on_window_update(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t len)
+{
+    if (len != 4) {
+        h2_fail(c, H2_FRAME_SIZE_ERROR);
+        return;
+    }
+    uint32_t inc = h2_get32(p) & 0x7fffffffu;
+    if (sid == 0) {
+        if (inc == 0) {
+            h2_fail(c, H2_PROTOCOL_ERROR);
+            return;
+        }
+        int64_t before = c->send_window;
+        c->send_window += inc;
+        if (c->send_window > H2_MAX_WINDOW) {
+            h2_fail(c, H2_FLOW_CONTROL_ERROR);
+            return;
+        }
+        /* Streams stop only when a window is used up (send.c): if the
+         * connection's was, any may wait on it. */
+        if (before <= 0)
+            for (h2_stream *s = c->streams; s != NULL; s = s->next)
+                if (s->queued > 0)
+                    h2_ready(s);
+        return;
+    }
+    h2_stream *s = h2_stream_find(c, sid);
+    if (s == NULL) {
+        if (sid > c->last_sid)
+            h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1: idle */
+        return;                            /* closed: may cross our END_STREAM */
+    }
+    if (inc == 0) {
+        h2_stream_reset(s, H2_PROTOCOL_ERROR);
+        return;
+    }
+    s->send_window += inc;
+    if (s->send_window > H2_MAX_WINDOW) {
+        h2_stream_reset(s, H2_FLOW_CONTROL_ERROR);
+        return;
+    }
+    h2_ready(s);
+}
+
+/* 6.4 */
+static void on_rst_stream(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t len)
+{
+    if (sid == 0) {
+        h2_fail(c, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (len != 4) {
+        h2_fail(c, H2_FRAME_SIZE_ERROR);
+        return;
+    }
+    if (sid > c->last_sid) {
+        h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1: idle */
+        return;
+    }
+    uint32_t code = h2_get32(p);
+    h2_stream *s = h2_stream_find(c, sid);
+    if (h2_limits_reset(c, s, code) != 0 || s == NULL)
+        return;
+    s->busy++;
+    h2_stream_unhold(s);
+    h2_stream_close(s, code, 0);
+    s->busy--;
+    h2_stream_maybe_free(s);
+}
+
+/* 6.3 */
+static void on_priority(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t len)
+{
+    if (sid == 0) {
+        h2_fail(c, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (len != 5) {
+        stream_error(c, sid, H2_FRAME_SIZE_ERROR);
+        return;
+    }
+    /* Deprecated (5.3.2) and not acted on; only its one rule is checked. */
+    if ((int32_t)(h2_get32(p) & 0x7fffffffu) == sid)
+        stream_error(c, sid, H2_PROTOCOL_ERROR); /* 5.3.1 */
+}
+
+/* 6.7 */
+static void on_ping(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
+{
+    if (sid != 0) {
+        h2_fail(c, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (len != 8) {
+        h2_fail(c, H2_FRAME_SIZE_ERROR);
+        return;
+    }
+    if (!(flags & H2_FLAG_ACK))
+        h2_send_frame(c, H2_PING, H2_FLAG_ACK, 0, p, 8);
+}
+
+/* 6.8 */
+static void on_goaway(h2_conn *c, int32_t sid, uint32_t len)
+{
+    if (sid != 0) {
+        h2_fail(c, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (len < 8) {
+        h2_fail(c, H2_FRAME_SIZE_ERROR);
+        return;
+    }
+    /* The client opens no more streams; those open finish (h2_pump closes
+     * the connection after them). */
+    c->goaway_recv = 1;
+}
+
+static void on_frame(h2_conn *c, uint8_t type, uint8_t flags, int32_t sid, const uint8_t *p,
+                     uint32_t len)
+{
+    switch (type) {
+    case H2_HEADERS:
+        on_headers(c, flags, sid, p, len);
+        break;
+    case H2_CONTINUATION:
+        on_continuation(c, flags, sid, p, len);
+        break;
+    case H2_SETTINGS:
+        on_settings(c, flags, sid, p, len);
+        break;
+    case H2_WINDOW_UPDATE:
+        on_window_update(c, sid, p, len);
+        break;
+    case H2_RST_STREAM:
+        on_rst_stream(c, sid, p, len);
+        break;
+    case H2_PRIORITY:
+        on_priority(c, sid, p, len);
+        break;
+    case H2_PING:
+        on_ping(c, flags, sid, p, len);
+        break;
+    case H2_GOAWAY:
+        on_goaway(c, sid, len);
+        break;
+    case H2_PUSH_PROMISE:
+        h2_fail(c, H2_PROTOCOL_ERROR); /* 8.4: clients do not push */
+        break;
+    default:
+        break; /* 5.5: unknown types are ignored */
+    }
+}
+
+void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
+{
+    const h2_config *cfg = c->w->cfg;
+    const uint8_t *p = data, *end = data + len;
+    if (!c->preface) {
+        /* 3.4: not HTTP/2 at all: the connection ends at the first byte
+         * that differs. */
+        size_t n = len < H2_PREFACE_LEN ? len : H2_PREFACE_LEN;
+        if (memcmp(p, H2_PREFACE, n) != 0) {
+            h2_fail(c, H2_PROTOCOL_ERROR);
+            *consumed = len;
+            return;
+        }
+        if (n < H2_PREFACE_LEN) {
+            *consumed = 0;
+            return;
+        }
+        c->preface = 1;
+        p += H2_PREFACE_LEN;
+    }
+    while (!c->calm && !c->closing) {
+        if (c->in_data) {
+            size_t avail = (size_t)(end - p);
+            if (c->data_left > 0) {
+                size_t n = avail < c->data_left ? avail : c->data_left;
+                if (n == 0)
+                    break;
+                c->data_left -= (uint32_t)n;
+                data_chunk(c, p, n);
+                p += n;
+            } else if (c->pad_left > 0) {
+                size_t n = avail < c->pad_left ? avail : c->pad_left;
+                if (n == 0)
+                    break;
+                c->pad_left -= (uint32_t)n;
+                p += n;
+            } else {
+                data_end(c);
+            }
+            continue;
+        }
+        if (end - p < H2_FRAME_HD)
+            break;
+        uint32_t length = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
+        uint8_t type = p[3], flags = p[4];
+        int32_t sid = (int32_t)(h2_get32(p + 5) & 0x7fffffffu);
+        if (length > cfg->max_frame_size) {
+            h2_fail(c, H2_FRAME_SIZE_ERROR); /* 4.2 */
+            break;
+        }
+        /* 3.4: the client's preface ends with SETTINGS; 6.2: nothing comes
+         * between a HEADERS without END_HEADERS and its CONTINUATIONs. */
+        if ((!c->settings_seen && (type != H2_SETTINGS || (flags & H2_FLAG_ACK))) ||
+            (c->in_block && type != H2_CONTINUATION)) {
+            h2_fail(c, H2_PROTOCOL_ERROR);
+            break;
+        }
+        size_t avail = (size_t)(end - p) - H2_FRAME_HD;
+        if (type == H2_DATA) {
+            if ((flags & H2_FLAG_PADDED) && length > 0 && avail < 1)
+                break; /* the pad length first */
+            if (h2_limits_frame(c, type, flags, length) != 0)
+                break;
+            int head = data_begin(c, flags, sid, length, p + H2_FRAME_HD);
+            if (head < 0)
+                break;
+            p += H2_FRAME_HD + (size_t)head;
+            continue;
+        }
+        if (avail < length)
+            break; /* the whole frame first */
+        if (h2_limits_frame(c, type, flags, length) != 0)
+            break;
+        const uint8_t *payload = p + H2_FRAME_HD;
+        p += H2_FRAME_HD + length;
+        on_frame(c, type, flags, sid, payload, length);
+    }
+    /* After a connection error nothing more is read. */
+    *consumed = c->calm || c->closing ? len : (size_t)(p - data);
+}

@@ -1,0 +1,270 @@
+/* send.c — the frames the server writes (RFC 9113 6), straight into the
+ * connection's batch (output.c), and the DATA scheduler: which stream's
+ * body goes next as the peer's windows (6.9) and our output allow.
+ *
+ * Streams with body bytes that may go wait on c->ready, in the order they
+ * became ready; each turn gives a stream one frame and puts it back at the
+ * tail, so a large body does not hold back the small ones behind it
+ * (round robin, as RFC 9218's default of equal urgency asks).
+ */
+#include "h2.h"
+
+#include <string.h>
+
+/* Output may stop here: the peer has not taken what is in flight (our
+ * writes not yet completed), or the connection's queue holds that much
+ * (keel_conn_write_queued: through a transport, or behind a file). It goes
+ * on when a write completes (output.c) or the connection drains
+ * (on_drain). */
+static int output_full(h2_conn *c, size_t more)
+{
+    size_t pending = h2_out_pending(c);
+    size_t queued = keel_conn_write_queued(c->conn);
+    size_t held = c->inflight > queued ? c->inflight : queued;
+    if (held + pending + more > H2_INFLIGHT_MAX && held + pending > 0) {
+        c->blocked = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* Answers to the peer's frames (ACKs, resets, window updates) piling up
+ * unread past four times the in-flight limit: a peer that sends and never
+ * reads (the outbound side of CVE-2019-9512/9515). */
+static void check_outbound(h2_conn *c)
+{
+    size_t queued = keel_conn_write_queued(c->conn);
+    if (!c->calm && h2_out_pending(c) + c->inflight + queued > 4 * (size_t)H2_INFLIGHT_MAX)
+        h2_calm(c, H2_FLOOD_OUTBOUND);
+}
+
+void h2_send_frame(h2_conn *c, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
+                   size_t len)
+{
+    if (c->closing)
+        return;
+    uint8_t hd[H2_FRAME_HD];
+    h2_put_hd(hd, len, type, flags, sid);
+    if (h2_out_copy(c, hd, sizeof hd) != KEEL_OK ||
+        (len > 0 && h2_out_copy(c, payload, len) != KEEL_OK)) {
+        keel_conn_abort(c->conn); /* out of memory mid-frame: the stream of bytes is broken */
+        c->closing = 1;
+        return;
+    }
+    if (type != H2_DATA && type != H2_HEADERS && type != H2_CONTINUATION)
+        check_outbound(c);
+}
+
+void h2_send_preface(h2_conn *c)
+{
+    const h2_config *cfg = c->w->cfg;
+    /* RFC 9113 3.4: the server's preface is a SETTINGS frame, which may go
+     * before the client's arrives. These are the limits we enforce. */
+    const struct {
+        uint16_t id;
+        uint32_t value;
+    } set[] = {
+        {H2_SET_MAX_CONCURRENT_STREAMS, cfg->max_concurrent_streams},
+        {H2_SET_INITIAL_WINDOW_SIZE, cfg->initial_window},
+        {H2_SET_MAX_FRAME_SIZE, cfg->max_frame_size},
+        {H2_SET_HEADER_TABLE_SIZE, cfg->header_table_size},
+        {H2_SET_MAX_HEADER_LIST_SIZE, cfg->max_header_list},
+        /* RFC 9218 2.1: the RFC 7540 priority tree is not used (RFC 9113
+         * 5.3.2 deprecated it); it is what priority churn attacked. */
+        {H2_SET_NO_RFC7540_PRIORITIES, 1},
+    };
+    uint8_t payload[6 * (sizeof set / sizeof set[0])];
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
+        payload[n++] = (uint8_t)(set[i].id >> 8);
+        payload[n++] = (uint8_t)set[i].id;
+        h2_put32(payload + n, set[i].value);
+        n += 4;
+    }
+    h2_send_frame(c, H2_SETTINGS, 0, 0, payload, n);
+    /* 6.9.2: the connection's window starts at 65,535 whatever SETTINGS
+     * say; only WINDOW_UPDATE widens it. */
+    if (cfg->conn_window > H2_DEFAULT_WINDOW)
+        h2_send_window_update(c, 0, cfg->conn_window - H2_DEFAULT_WINDOW);
+}
+
+void h2_send_rst(h2_conn *c, uint32_t sid, uint32_t code)
+{
+    uint8_t payload[4];
+    h2_put32(payload, code);
+    h2_send_frame(c, H2_RST_STREAM, 0, sid, payload, sizeof payload);
+    h2_count_code(c, c->w->mod->m.rst_sent, code);
+    if (code != H2_NO_ERROR && h2_limits_rst_sent(c) != 0)
+        h2_calm(c, H2_FLOOD_RST_SENT);
+}
+
+void h2_send_goaway(h2_conn *c, uint32_t code)
+{
+    /* 6.8: the last stream id we may have acted on; streams up to it
+     * finish, later ones the client retries elsewhere. A later GOAWAY
+     * (an error after a graceful one) must not name a higher id. */
+    int32_t last = c->last_sid;
+    if (c->goaway_sent && c->goaway_sid < last)
+        last = c->goaway_sid;
+    c->goaway_sent = 1;
+    c->goaway_sid = last;
+    uint8_t payload[8];
+    h2_put32(payload, (uint32_t)last);
+    h2_put32(payload + 4, code);
+    h2_send_frame(c, H2_GOAWAY, 0, 0, payload, sizeof payload);
+    h2_count_code(c, c->w->mod->m.goaway_sent, code);
+}
+
+void h2_send_window_update(h2_conn *c, uint32_t sid, uint32_t inc)
+{
+    uint8_t payload[4];
+    h2_put32(payload, inc & 0x7fffffffu);
+    h2_send_frame(c, H2_WINDOW_UPDATE, 0, sid, payload, sizeof payload);
+}
+
+void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len, int end_stream)
+{
+    /* RFC 7541 4.2: after the peer changed SETTINGS_HEADER_TABLE_SIZE, our
+     * next block says our table's size; ours is always 0 (hpack.h). */
+    static const uint8_t size_update_zero = 0x20;
+    size_t pre = c->enc_update ? 1 : 0;
+    c->enc_update = 0;
+    size_t max = c->peer_max_frame;
+    size_t first = len + pre <= max ? len : max - pre;
+    uint8_t flags = (uint8_t)((end_stream ? H2_FLAG_END_STREAM : 0) |
+                              (first == len ? H2_FLAG_END_HEADERS : 0));
+    uint8_t hd[H2_FRAME_HD];
+    h2_put_hd(hd, first + pre, H2_HEADERS, flags, sid);
+    if (h2_out_copy(c, hd, sizeof hd) != KEEL_OK ||
+        (pre && h2_out_copy(c, &size_update_zero, 1) != KEEL_OK) ||
+        h2_out_copy(c, block, first) != KEEL_OK)
+        goto nomem;
+    /* 6.10: the rest of a block larger than a frame. */
+    for (size_t at = first; at < len;) {
+        size_t k = len - at <= max ? len - at : max;
+        h2_put_hd(hd, k, H2_CONTINUATION, at + k == len ? H2_FLAG_END_HEADERS : 0, sid);
+        if (h2_out_copy(c, hd, sizeof hd) != KEEL_OK || h2_out_copy(c, block + at, k) != KEEL_OK)
+            goto nomem;
+        at += k;
+    }
+    return;
+nomem:
+    keel_conn_abort(c->conn);
+    c->closing = 1;
+}
+
+void h2_conn_consumed(h2_conn *c, size_t n)
+{
+    /* 6.9: the connection's window goes back in steps of half of it, so a
+     * stream of small DATA frames costs few WINDOW_UPDATEs. */
+    c->recv_window += (int64_t)n;
+    c->recv_unacked += (uint32_t)n;
+    if (c->recv_unacked >= c->w->cfg->conn_window / 2) {
+        h2_send_window_update(c, 0, c->recv_unacked);
+        c->recv_unacked = 0;
+    }
+}
+
+/* ---- DATA ---------------------------------------------------------------------- */
+
+void h2_ready(h2_stream *s)
+{
+    if (s->ready || s->closed || s->held || !s->final_sent || !s->has_data || s->reset_pending)
+        return;
+    h2_conn *c = s->c;
+    s->ready = 1;
+    s->ready_next = NULL;
+    if (c->ready_tail != NULL)
+        c->ready_tail->ready_next = s;
+    else
+        c->ready = s;
+    c->ready_tail = s;
+}
+
+static h2_stream *ready_pop(h2_conn *c)
+{
+    h2_stream *s = c->ready;
+    c->ready = s->ready_next;
+    if (c->ready == NULL)
+        c->ready_tail = NULL;
+    s->ready = 0;
+    return s;
+}
+
+static void ready_push_front(h2_conn *c, h2_stream *s)
+{
+    s->ready = 1;
+    s->ready_next = c->ready;
+    c->ready = s;
+    if (c->ready_tail == NULL)
+        c->ready_tail = s;
+}
+
+/* One DATA frame of s, or nothing. 1 if output stopped (blocked). */
+static int send_one(h2_conn *c, h2_stream *s)
+{
+    size_t n = h2_stream_sendable(s);
+    int all = s->resp_ended && n == s->queued;
+    if (n == 0 && !all)
+        return 0; /* waits for the body (sink.c) or a file being read */
+    int64_t win = s->send_window < c->send_window ? s->send_window : c->send_window;
+    if (n > 0 && win <= 0)
+        return 0; /* waits for WINDOW_UPDATE, which makes it ready again */
+    size_t k = n;
+    if (k > 0 && (uint64_t)k > (uint64_t)win)
+        k = (size_t)win;
+    if (k > c->peer_max_frame)
+        k = c->peer_max_frame;
+    if (output_full(c, k + H2_FRAME_HD)) {
+        ready_push_front(c, s);
+        return 1;
+    }
+    int end = all && k == n;
+    int trailers = end && s->trailer_block != NULL;
+    uint8_t hd[H2_FRAME_HD];
+    h2_put_hd(hd, k, H2_DATA, end && !trailers ? H2_FLAG_END_STREAM : 0, (uint32_t)s->id);
+    int rc = 0;
+    if (k > 0 && s->queue->fd >= 0) {
+        /* From a file: the header, then the file's bytes (sendfile on
+         * plain TCP); h2_stream_sendable never spans a file piece's end. */
+        rc = h2_stream_take_file(s, hd, k);
+    } else if (k > 0 || !trailers) {
+        rc = h2_out_copy(c, hd, sizeof hd) != KEEL_OK ? -1 : h2_stream_take(s, k);
+    }
+    if (rc != 0) {
+        keel_conn_abort(c->conn);
+        c->closing = 1;
+        return 1;
+    }
+    s->send_window -= (int64_t)k;
+    c->send_window -= (int64_t)k;
+    s->progress_ms = keel_worker_now_ms(c->w->worker);
+    if (end) {
+        if (trailers) /* RFC 9113 8.1: trailers end the stream instead */
+            h2_send_headers(c, (uint32_t)s->id, s->trailer_block, s->trailer_len, 1);
+        h2_stream_local_end(s);
+        return 0;
+    }
+    if (h2_out_pending(c) >= H2_BATCH_MAX)
+        h2_out_flush(c);
+    h2_ready(s); /* at the tail: the others get their turn first */
+    return 0;
+}
+
+void h2_send_data(h2_conn *c)
+{
+    /* A stream that cannot go (no window, nothing queued) leaves the
+     * list; one that can goes back at the tail. Each pass over the list
+     * sends at least one frame or empties it, so this ends. */
+    while (c->ready != NULL && !c->blocked && !c->closing) {
+        h2_stream *s = ready_pop(c);
+        if (s->closed || !s->has_data)
+            continue;
+        s->busy++; /* local end may end the exchange from inside */
+        int stop = send_one(c, s);
+        s->busy--;
+        h2_stream_maybe_free(s);
+        if (stop)
+            break;
+    }
+}

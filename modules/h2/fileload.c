@@ -11,6 +11,10 @@
  * synchronous reads, without ever reading a disk on the loop (the design's
  * rule: the loop never waits for a disk).
  *
+ * Streams asking for the same bytes of the same file in one turn (a page's
+ * stylesheet on many connections' streams, say) share one read: it is the
+ * same data at the same moment.
+ *
  * The job holds a reference to each piece, so a stream reset or a
  * connection closed meanwhile only makes the job's results unused. The
  * core keeps each fd open until the piece's callback, which comes after.
@@ -32,6 +36,7 @@ typedef struct h2_load_item {
     size_t len;
     char *buf;
     int ok;
+    size_t same_as; /* 1 + the index of an earlier item reading the same bytes, or 0 */
 } h2_load_item;
 
 struct h2_load {
@@ -63,7 +68,7 @@ int h2_load_add(h2_conn *c, h2_stream *s, h2_piece *p)
     }
     p->refs++;
     p->loading = 1;
-    c->pending[c->npending++] = (h2_load_item){p, s->id, p->fd, p->foff, p->left, NULL, 0};
+    c->pending[c->npending++] = (h2_load_item){p, s->id, p->fd, p->foff, p->left, NULL, 0, 0};
     return KEEL_OK;
 }
 
@@ -74,6 +79,8 @@ static void load_work(void *userdata)
     h2_load *job = userdata;
     for (size_t i = 0; i < job->n; i++) {
         h2_load_item *it = &job->items[i];
+        if (it->same_as > 0)
+            continue; /* read once, below */
         size_t got = 0;
         while (got < it->len) {
             ssize_t r = pread(it->fd, it->buf + got, it->len - got, (off_t)(it->off + got));
@@ -85,6 +92,9 @@ static void load_work(void *userdata)
         }
         it->ok = got == it->len;
     }
+    for (size_t i = 0; i < job->n; i++)
+        if (job->items[i].same_as > 0)
+            job->items[i].ok = job->items[job->items[i].same_as - 1].ok;
 #else
     (void)userdata;
 #endif
@@ -158,8 +168,20 @@ void h2_load_submit(h2_conn *c)
      * thread: a buffer per file, malloc'd on a pool thread and freed here,
      * cost more in page faults than the reads themselves. */
     size_t total = 0;
-    for (size_t i = 0; i < n; i++)
-        total += c->pending[i].len;
+    size_t last_of_fd[16]; /* 1 + the last item read per fd % 16, or 0 */
+    memset(last_of_fd, 0, sizeof last_of_fd);
+    for (size_t i = 0; i < n; i++) {
+        h2_load_item *it = &c->pending[i];
+        size_t *slot = &last_of_fd[(unsigned)it->fd % 16];
+        const h2_load_item *prev = *slot > 0 ? &c->pending[*slot - 1] : NULL;
+        if (prev != NULL && prev->fd == it->fd && prev->off == it->off && prev->len == it->len) {
+            it->same_as = *slot;
+            continue;
+        }
+        it->same_as = 0;
+        *slot = i + 1;
+        total += it->len;
+    }
     h2_load *job = malloc(sizeof *job + n * sizeof job->items[0]);
     h2_slab *slab = job != NULL ? malloc(sizeof *slab + total + 1) : NULL;
     int rc = KEEL_ERR_NOMEM;
@@ -171,8 +193,15 @@ void h2_load_submit(h2_conn *c)
         slab->refs = 1;
         job->slab = slab;
         memcpy(job->items, c->pending, n * sizeof job->items[0]);
-        for (size_t i = 0, at = 0; i < n; at += job->items[i].len, i++)
-            job->items[i].buf = slab->data + at;
+        for (size_t i = 0, at = 0; i < n; i++) {
+            h2_load_item *it = &job->items[i];
+            if (it->same_as > 0) {
+                it->buf = job->items[it->same_as - 1].buf;
+                continue;
+            }
+            it->buf = slab->data + at;
+            at += it->len;
+        }
         job->n = n;
         job->c = c;
         job->prev = NULL;

@@ -332,26 +332,38 @@ size_t h2_hpack_int(uint8_t *out, uint8_t first, unsigned prefix, uint64_t v)
     return n;
 }
 
+/* The static table's index of each name from 15 on, by a hash of its
+ * length and three of its bytes under which no two names collide. */
+#define NAME_HASH(len, c0, c1, last) (((len) * 1u + (c0) * 2u + (last) * 14u + (c1)) % 256u)
+static const uint8_t name_slot[256] = {
+    52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 57, 0, 0,
+    0, 56, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 24, 0, 0, 45,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 37, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 20, 0, 0, 0, 23, 29, 0, 0, 25, 0, 0, 0,
+    0, 0, 0, 46, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 49, 0, 0, 0, 0, 0, 0,
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 18, 0, 0, 0,
+    0, 0, 0, 19, 0, 0, 0, 0, 0, 0, 0, 15, 51, 54, 0, 0,
+    53, 47, 0, 36, 0, 0, 0, 0, 0, 0, 0, 38, 0, 0, 0, 0,
+    35, 0, 0, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+    0, 0, 21, 33, 0, 22, 0, 0, 0, 0, 17, 0, 0, 0, 44, 58,
+    0, 32, 0, 0, 0, 0, 42, 31, 30, 0, 0, 27, 0, 0, 0, 40,
+    50, 43, 0, 0, 0, 0, 16, 0, 0, 0, 0, 55, 0, 0, 0, 0,
+    0, 0, 0, 0, 34, 0, 0, 26, 0, 0, 48, 0, 0, 0, 0, 59,
+    39, 0, 0, 28, 0, 41, 0, 0, 0, 0, 0, 61, 0, 0, 0, 0,
+};
+
 unsigned h2_hpack_static_name(const char *name, size_t len)
 {
     /* Names from 15 (accept-charset) on appear once each; :status and
-     * the request pseudo-fields are not response field names. By first
-     * letter, then length: a few comparisons at most. */
-    if (len == 0 || len > 27)
+     * the request pseudo-fields are not response field names. */
+    if (len < 2 || len > 27)
         return 0;
-    static const uint8_t first_index[26] = {
-        /* a */ 15, /* b */ 0,  /* c */ 24, /* d */ 33, /* e */ 34, /* f */ 37, /* g */ 0,
-        /* h */ 38, /* i */ 39, /* j */ 0,  /* k */ 0,  /* l */ 44, /* m */ 47, /* n */ 0,
-        /* o */ 0,  /* p */ 48, /* q */ 0,  /* r */ 50, /* s */ 54, /* t */ 57, /* u */ 58,
-        /* v */ 59, /* w */ 61, /* x */ 0,  /* y */ 0,  /* z */ 0};
-    unsigned ch = (unsigned char)name[0];
-    if (ch < 'a' || ch > 'z' || first_index[ch - 'a'] == 0)
-        return 0;
-    for (unsigned i = first_index[ch - 'a']; i <= STATIC_COUNT && (unsigned char)static_table[i].name[0] == ch;
-         i++) {
-        if (static_table[i].nlen == len && memcmp(static_table[i].name, name, len) == 0)
-            return i;
-    }
+    const unsigned char *n = (const unsigned char *)name;
+    unsigned i = name_slot[NAME_HASH(len, n[0], n[1], n[len - 1])];
+    if (i != 0 && static_table[i].nlen == len && memcmp(static_table[i].name, name, len) == 0)
+        return i;
     return 0;
 }
 

@@ -98,36 +98,86 @@ static const uint16_t huff_sorted[257] = {
     256,
 };
 
+/* By the next 8 bits of input: the symbol whose code they start with,
+ * when that code is 8 bits or shorter, as symbol | length << 9; 0 when
+ * the code is longer (every symbol of 8 bits or less has a nonzero length). */
+static const uint16_t huff_fast[256] = {
+    0x0a30, 0x0a30, 0x0a30, 0x0a30, 0x0a30, 0x0a30, 0x0a30, 0x0a30,
+    0x0a31, 0x0a31, 0x0a31, 0x0a31, 0x0a31, 0x0a31, 0x0a31, 0x0a31,
+    0x0a32, 0x0a32, 0x0a32, 0x0a32, 0x0a32, 0x0a32, 0x0a32, 0x0a32,
+    0x0a61, 0x0a61, 0x0a61, 0x0a61, 0x0a61, 0x0a61, 0x0a61, 0x0a61,
+    0x0a63, 0x0a63, 0x0a63, 0x0a63, 0x0a63, 0x0a63, 0x0a63, 0x0a63,
+    0x0a65, 0x0a65, 0x0a65, 0x0a65, 0x0a65, 0x0a65, 0x0a65, 0x0a65,
+    0x0a69, 0x0a69, 0x0a69, 0x0a69, 0x0a69, 0x0a69, 0x0a69, 0x0a69,
+    0x0a6f, 0x0a6f, 0x0a6f, 0x0a6f, 0x0a6f, 0x0a6f, 0x0a6f, 0x0a6f,
+    0x0a73, 0x0a73, 0x0a73, 0x0a73, 0x0a73, 0x0a73, 0x0a73, 0x0a73,
+    0x0a74, 0x0a74, 0x0a74, 0x0a74, 0x0a74, 0x0a74, 0x0a74, 0x0a74,
+    0x0c20, 0x0c20, 0x0c20, 0x0c20, 0x0c25, 0x0c25, 0x0c25, 0x0c25,
+    0x0c2d, 0x0c2d, 0x0c2d, 0x0c2d, 0x0c2e, 0x0c2e, 0x0c2e, 0x0c2e,
+    0x0c2f, 0x0c2f, 0x0c2f, 0x0c2f, 0x0c33, 0x0c33, 0x0c33, 0x0c33,
+    0x0c34, 0x0c34, 0x0c34, 0x0c34, 0x0c35, 0x0c35, 0x0c35, 0x0c35,
+    0x0c36, 0x0c36, 0x0c36, 0x0c36, 0x0c37, 0x0c37, 0x0c37, 0x0c37,
+    0x0c38, 0x0c38, 0x0c38, 0x0c38, 0x0c39, 0x0c39, 0x0c39, 0x0c39,
+    0x0c3d, 0x0c3d, 0x0c3d, 0x0c3d, 0x0c41, 0x0c41, 0x0c41, 0x0c41,
+    0x0c5f, 0x0c5f, 0x0c5f, 0x0c5f, 0x0c62, 0x0c62, 0x0c62, 0x0c62,
+    0x0c64, 0x0c64, 0x0c64, 0x0c64, 0x0c66, 0x0c66, 0x0c66, 0x0c66,
+    0x0c67, 0x0c67, 0x0c67, 0x0c67, 0x0c68, 0x0c68, 0x0c68, 0x0c68,
+    0x0c6c, 0x0c6c, 0x0c6c, 0x0c6c, 0x0c6d, 0x0c6d, 0x0c6d, 0x0c6d,
+    0x0c6e, 0x0c6e, 0x0c6e, 0x0c6e, 0x0c70, 0x0c70, 0x0c70, 0x0c70,
+    0x0c72, 0x0c72, 0x0c72, 0x0c72, 0x0c75, 0x0c75, 0x0c75, 0x0c75,
+    0x0e3a, 0x0e3a, 0x0e42, 0x0e42, 0x0e43, 0x0e43, 0x0e44, 0x0e44,
+    0x0e45, 0x0e45, 0x0e46, 0x0e46, 0x0e47, 0x0e47, 0x0e48, 0x0e48,
+    0x0e49, 0x0e49, 0x0e4a, 0x0e4a, 0x0e4b, 0x0e4b, 0x0e4c, 0x0e4c,
+    0x0e4d, 0x0e4d, 0x0e4e, 0x0e4e, 0x0e4f, 0x0e4f, 0x0e50, 0x0e50,
+    0x0e51, 0x0e51, 0x0e52, 0x0e52, 0x0e53, 0x0e53, 0x0e54, 0x0e54,
+    0x0e55, 0x0e55, 0x0e56, 0x0e56, 0x0e57, 0x0e57, 0x0e59, 0x0e59,
+    0x0e6a, 0x0e6a, 0x0e6b, 0x0e6b, 0x0e71, 0x0e71, 0x0e76, 0x0e76,
+    0x0e77, 0x0e77, 0x0e78, 0x0e78, 0x0e79, 0x0e79, 0x0e7a, 0x0e7a,
+    0x1026, 0x102a, 0x102c, 0x103b, 0x1058, 0x105a, 0x0000, 0x0000,
+};
+
 long h2_huff_decode(const uint8_t *in, size_t n, char *out)
 {
-    size_t o = 0;
-    uint32_t code = 0;
-    unsigned len = 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned byte = in[i];
-        for (int b = 7; b >= 0; b--) {
-            code = code << 1 | ((byte >> b) & 1u);
-            len++;
-            /* No code is shorter than 5 bits; at each length a code is a
-             * symbol when it falls in that length's run (canonical). */
-            if (len < 5)
-                continue;
-            uint32_t k = code - huff_first[len];
-            if (k < huff_count[len]) {
-                unsigned sym = huff_sorted[huff_base[len] + k];
-                if (sym == 256)
-                    return -1; /* 5.2: EOS in a string is an error */
-                out[o++] = (char)sym;
-                code = 0;
-                len = 0;
-            } else if (len == 30) {
-                return -1; /* cannot happen with a complete code */
-            }
+    /* acc holds the next `bits` bits of input, most significant first. */
+    uint64_t acc = 0;
+    unsigned bits = 0;
+    size_t i = 0, o = 0;
+    for (;;) {
+        while (bits <= 56 && i < n) {
+            acc |= (uint64_t)in[i++] << (56 - bits);
+            bits += 8;
         }
+        /* Most symbols of text have codes of 5 to 8 bits: one lookup. */
+        unsigned e = huff_fast[acc >> 56];
+        unsigned len = e >> 9;
+        if (len != 0 && len <= bits) {
+            out[o++] = (char)(e & 0xff);
+            acc <<= len;
+            bits -= len;
+            continue;
+        }
+        /* Longer codes: canonical, so at each length a code is a symbol
+         * when it falls in that length's run. */
+        unsigned l = 9;
+        for (; l <= 30 && l <= bits; l++) {
+            uint32_t k = (uint32_t)(acc >> (64 - l)) - huff_first[l];
+            if (k < huff_count[l])
+                break;
+        }
+        if (l > 30)
+            return -1; /* cannot happen with a complete code */
+        if (l > bits || len > bits)
+            break; /* what is left is no whole code: padding, checked below */
+        unsigned sym = huff_sorted[huff_base[l] + ((uint32_t)(acc >> (64 - l)) - huff_first[l])];
+        if (sym == 256)
+            return -1; /* 5.2: EOS in a string is an error */
+        out[o++] = (char)sym;
+        acc <<= l;
+        bits -= l;
     }
     /* 5.2: at most 7 bits of padding, the EOS code's most significant
      * bits, which are all ones. */
-    if (len > 7 || code != (1u << len) - 1)
+    if (bits > 7 || (bits > 0 && (acc >> (64 - bits)) != (1u << bits) - 1))
         return -1;
     return (long)o;
 }

@@ -36,7 +36,7 @@ static void to_pointer(keel_str *v, const char *base)
 }
 
 /* Appends n bytes to a stream's memory; the offset, or -1. */
-static long put_bytes(char **mem, size_t *len, size_t *cap, const char *p, size_t n)
+static inline long put_bytes(char **mem, size_t *len, size_t *cap, const char *p, size_t n)
 {
     if (*cap - *len < n) {
         size_t want = *cap ? *cap : 512;
@@ -83,12 +83,34 @@ static const uint8_t name_ok[256] = {
     ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
 
-/* RFC 9113 8.2.1: no NUL, CR or LF anywhere, no whitespace at either end. */
+/* Whether any byte of x is zero (the classic SWAR test). */
+static inline uint64_t has_zero_byte(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101u;
+    return (x - ones) & ~x & (ones * 0x80);
+}
+
+/* RFC 9113 8.2.1: no NUL, CR or LF anywhere, no whitespace at either end.
+ * Eight bytes at a time: three memchr calls were ~50 instructions a field
+ * (callgrind). */
 static int value_ok(const char *v, size_t n)
 {
-    if (n > 0 && (v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' || v[n - 1] == '\t'))
+    if (n == 0)
+        return 1;
+    if (v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' || v[n - 1] == '\t')
         return 0;
-    return memchr(v, '\0', n) == NULL && memchr(v, '\r', n) == NULL && memchr(v, '\n', n) == NULL;
+    const uint64_t ones = 0x0101010101010101u;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t x;
+        memcpy(&x, v + i, 8);
+        if (has_zero_byte(x) | has_zero_byte(x ^ (ones * '\r')) | has_zero_byte(x ^ (ones * '\n')))
+            return 0;
+    }
+    for (; i < n; i++)
+        if (v[i] == '\0' || v[i] == '\r' || v[i] == '\n')
+            return 0;
+    return 1;
 }
 
 /* RFC 9113 8.2.2: connection-specific fields make a request malformed;

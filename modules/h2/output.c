@@ -17,7 +17,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define BATCH_BYTES  8192 /* 100 small responses, copied bodies and all */
+/* A new batch's room, and the most a pooled one keeps. Small to start: a
+ * burst of new connections each takes a fresh batch (their SETTINGS) at
+ * once, and what malloc hands back later stays in the process (8 KiB each
+ * was most of an idle connection's measured memory). A busy connection's
+ * batch grows to 100 small responses (~8 KiB) once and is reused. */
+#define BATCH_BYTES_NEW 1024
+#define BATCH_BYTES     8192
 #define BATCH_SEGS   16
 #define BATCH_PIECES 8
 
@@ -32,7 +38,7 @@ static h2_batch *batch_get(h2_conn *c)
         b = calloc(1, sizeof *b);
         if (b == NULL)
             return NULL;
-        b->bytes = malloc(BATCH_BYTES);
+        b->bytes = malloc(BATCH_BYTES_NEW);
         b->segs = malloc(BATCH_SEGS * sizeof *b->segs);
         b->pieces = malloc(BATCH_PIECES * sizeof *b->pieces);
         if (b->bytes == NULL || b->segs == NULL || b->pieces == NULL) {
@@ -42,7 +48,7 @@ static h2_batch *batch_get(h2_conn *c)
             free(b);
             return NULL;
         }
-        b->cap = BATCH_BYTES;
+        b->cap = BATCH_BYTES_NEW;
         b->segs_cap = BATCH_SEGS;
         b->pieces_cap = BATCH_PIECES;
     }
@@ -63,8 +69,8 @@ static void batch_free(h2_batch *b)
 static void batch_put(h2_worker *w, h2_batch *b)
 {
     /* One that grew for an unusual burst is not kept at its size. */
-    if (w->nfree_batches >= H2_POOL_MAX || b->cap != BATCH_BYTES || b->segs_cap != BATCH_SEGS ||
-        b->pieces_cap != BATCH_PIECES) {
+    if (w->nfree_batches >= H2_POOL_MAX || b->cap > BATCH_BYTES || b->segs_cap > 4 * BATCH_SEGS ||
+        b->pieces_cap > 4 * BATCH_PIECES) {
         batch_free(b);
         return;
     }

@@ -105,9 +105,9 @@ static size_t encode_fields(uint8_t *out, const keel_header *h, size_t n)
         size_t nlen = h[i].name.len;
         if (nlen == 0 || dropped(h[i].name))
             continue;
-        char lower[32];
+        char lower[40];
         unsigned index = 0;
-        if (nlen <= sizeof lower) {
+        if (nlen <= 27) { /* the longest static-table name */
             lower_copy(lower, h[i].name.ptr, nlen);
             index = h2_hpack_static_name(lower, nlen);
         }

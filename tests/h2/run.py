@@ -4,10 +4,12 @@
     run.py conformance|attacks KEEL MODULE_DIR TEST_MODULE_DIR [CASE...]
 
 conformance: cases in the spirit of h2spec's sections (RFC 9113 3.4 the
-preface, 4.2 frame sizes, 5.1 stream states, 5.1.2 concurrency, 6.5
-SETTINGS, 6.7 PING, 6.8 GOAWAY, 6.9 flow control, RFC 7541 HPACK errors, 8
-HTTP semantics), plus what keel promises above them (hello's routes, the
-core's pipeline, limits, timeouts, shutdown).
+preface, 4.1 frame format, 4.2 frame sizes, 4.3 header compression, 5.1
+stream states, 5.1.1 stream ids, 5.1.2 concurrency, 5.3.1 dependencies, 5.5
+extensions, 6.1-6.10 each frame type, 6.9 flow control, RFC 7541 HPACK, 8
+HTTP semantics: fields, pseudo-fields, content-length, trailers), plus what
+keel promises above them (hello's routes, the core's pipeline, limits,
+timeouts, shutdown).
 
 attacks: each published HTTP/2 attack performed against keel. Each must end
 with GOAWAY ENHANCE_YOUR_CALM (or a reset stream), while another connection
@@ -29,7 +31,8 @@ sys.path.insert(0, HERE)
 try:
     from h2lib import *  # noqa: F401,F403
     from h2lib import (CANCEL, COMPRESSION_ERROR, ENHANCE_YOUR_CALM, FLOW_CONTROL_ERROR,
-                       FRAME_SIZE_ERROR, NO_ERROR, PROTOCOL_ERROR, REFUSED_STREAM, STREAM_CLOSED,
+                       FRAME_SIZE_ERROR, NO_ERROR, PREFACE, PROTOCOL_ERROR, REFUSED_STREAM,
+                       STREAM_CLOSED,
                        Conn, ContinuationFrame, DataFrame, ExtensionFrame, Fail, GoAwayFrame,
                        HeadersFrame, Keel, PingFrame, PriorityFrame, RstStreamFrame,
                        SettingsFrame, WindowUpdateFrame, check)
@@ -605,6 +608,1172 @@ def graceful_shutdown(env):
         check(k.wait(10) == 0, "keel did not exit 0")
     finally:
         k.stop()
+
+
+# ---- conformance: h2spec's sections, frame by frame -----------------------------------
+#
+# The cases below follow h2spec's list (http2/, hpack/), each asserting the
+# answer RFC 9113 (or RFC 7541) requires. A connection error (5.4.1) is
+# GOAWAY with the code, then the connection's end; a stream error (5.4.2)
+# is RST_STREAM, and the connection goes on (a PING answered).
+
+
+def plain(fields):
+    """A header block of literals without indexing (RFC 7541 6.2.2): no
+    dynamic table entry on either side, whatever the fields are."""
+    return b"".join(b"\x00" + lit(n) + lit(v) for n, v in fields)
+
+
+def req_fields(path="/", method="GET", authority="x"):
+    return [(":method", method), (":scheme", "http"), (":path", path), (":authority", authority)]
+
+
+def settled(env, **kw):
+    """A connection whose SETTINGS both sides acknowledged: what follows is
+    the only thing the case sends (no SETTINGS ACK of ours crosses the
+    server's GOAWAY)."""
+    c = Conn(env.k.port(), **kw)
+    c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags, what="SETTINGS ACK")
+    return c
+
+
+def conn_error(env, data, code, c=None):
+    """data sent: GOAWAY code, then the connection closed (5.4.1)."""
+    c = c or settled(env)
+    c.send_raw(data)
+    c.expect_goaway(code)
+    c.expect_closed()
+    return c
+
+
+def stream_error(c, sid, code):
+    """RST_STREAM code on sid, and the connection goes on (5.4.2)."""
+    c.expect_rst(sid, code)
+    check(c.goaway is None, f"GOAWAY {c.goaway.error_code if c.goaway else 0:#x} after a "
+          "stream error")
+    c.ping()
+
+
+def stream_or_conn_error(c, sid, code):
+    """Where the RFC lets the endpoint choose (h2spec accepts either):
+    RST_STREAM code on sid, or GOAWAY code."""
+    r = c.responses.get(sid)
+    answered = r is not None and r.ended  # before the frame that is wrong
+
+    def seen():
+        r = c.responses.get(sid)
+        return c.goaway is not None or (r is not None and r.reset is not None)
+    deadline = time.time() + c.timeout
+    while not seen():
+        check(time.time() < deadline, f"neither RST_STREAM nor GOAWAY {code:#x} came")
+        try:
+            f = c.read_frame(max(0.01, deadline - time.time()))
+        except Fail:
+            continue
+        r = c.responses.get(sid)
+        check(answered or not (r is not None and r.ended),
+              f"stream {sid} was answered ({r and r.status})")
+        if f is None:
+            break
+    r = c.responses.get(sid)
+    if r is not None and r.reset is not None:
+        check(r.reset == code, f"RST_STREAM {r.reset:#x}, expected {code:#x}")
+    else:
+        check(c.goaway is not None, f"closed without GOAWAY (expected {code:#x})")
+        check(c.goaway.error_code == code, f"GOAWAY {c.goaway.error_code:#x}, expected {code:#x}")
+
+
+def conn_error_either(c, codes):
+    """A connection error with one of codes (h2spec accepts any of them)."""
+    deadline = time.time() + c.timeout
+    while c.goaway is None and not c.eof:
+        check(time.time() < deadline, "no GOAWAY came")
+        try:
+            if c.read_frame(max(0.01, deadline - time.time())) is None:
+                break
+        except Fail:
+            pass
+    check(c.goaway is not None, f"closed without GOAWAY (expected one of {codes})")
+    check(c.goaway.error_code in codes, f"GOAWAY {c.goaway.error_code:#x}, expected one of {codes}")
+    c.expect_closed()
+
+
+def file_bytes(env, name):
+    with open(os.path.join(env.www, name), "rb") as fh:
+        return fh.read()
+
+
+def read_within_windows(c, sids, stream_window, conn_window=65535, max_frame=16384,
+                        give_stream=True, give_conn=True, timeout=10):
+    """Reads the responses on sids (the connection made with auto_window
+    off), checking that every DATA frame fits SETTINGS_MAX_FRAME_SIZE (4.2)
+    and both windows (6.9.1); each frame's bytes are given back on the
+    windows asked for as it comes. Returns {sid: Response}."""
+    win = {sid: stream_window for sid in sids}
+    conn = conn_window
+    deadline = time.time() + timeout
+
+    def done(sid):
+        r = c.responses.get(sid)
+        check(r is None or r.reset is None, f"stream {sid} reset {r and r.reset}")
+        return r is not None and r.ended
+    while not all(done(sid) for sid in sids):
+        check(time.time() < deadline, "timed out: " + ", ".join(
+            f"stream {sid} {len(c.responses[sid].body) if sid in c.responses else 0} bytes"
+            for sid in sids))
+        f = c.read_frame(max(0.01, deadline - time.time()))
+        check(f is not None, "connection closed" +
+              (f" (GOAWAY {c.goaway.error_code:#x})" if c.goaway else ""))
+        if not isinstance(f, DataFrame) or f.stream_id not in win:
+            continue
+        n = f.flow_controlled_length
+        check(n <= max_frame, f"DATA of {n} bytes over SETTINGS_MAX_FRAME_SIZE {max_frame}")
+        check(n <= win[f.stream_id], f"DATA of {n} bytes on stream {f.stream_id} over its "
+              f"window of {win[f.stream_id]}")
+        check(n <= conn, f"DATA of {n} bytes over the connection's window of {conn}")
+        win[f.stream_id] -= n
+        conn -= n
+        if n == 0:
+            continue
+        out = []
+        if give_conn:
+            out.append(WindowUpdateFrame(0, window_increment=n))
+            conn += n
+        if give_stream and "END_STREAM" not in f.flags:
+            out.append(WindowUpdateFrame(f.stream_id, window_increment=n))
+            win[f.stream_id] += n
+        if out:
+            c.send(*out)
+    return {sid: c.responses[sid] for sid in sids}
+
+
+# -- 3.4, 4.1, 4.2, 4.3
+
+
+@case("conformance")
+def preface_without_settings(env):
+    """3.4: the client preface is the magic then a SETTINGS frame; anything
+    else (a PING here) is a connection error PROTOCOL_ERROR."""
+    c = Conn(env.k.port(), preface=False)
+    c.send_raw(PREFACE + PingFrame(0, opaque_data=b"12345678").serialize())
+    c.expect_goaway(PROTOCOL_ERROR)
+    c.expect_closed()
+
+
+@case("conformance")
+def unknown_flags_ignored(env):
+    """4.1: flags a frame type does not define are ignored (h2spec 4.1/2):
+    a PING with every flag but ACK set is answered, and a HEADERS with
+    0x2, 0x10, 0x40 and 0x80 set besides END_STREAM and END_HEADERS is a
+    request like any other."""
+    c = settled(env)
+    c.send_raw(raw_frame(0x6, 0xfe, 0, b"flagged!"))
+    c.wait_for(lambda f: isinstance(f, PingFrame) and "ACK" in f.flags and
+               f.opaque_data == b"flagged!", what="the PING's ACK")
+    c.send_raw(raw_frame(0x1, 0xd7, 1, GET_ROOT))
+    r = c.response(1)
+    check(r.status == 200 and r.body == b"Hello, World!", f"{r.status} {r.body!r}")
+
+
+@case("conformance")
+def reserved_bit_ignored(env):
+    """4.1: the reserved bit of the stream identifier is ignored on
+    receipt (h2spec 4.1/3): a PING on 0x80000000 is a PING on stream 0, a
+    HEADERS on 0x80000001 opens stream 1."""
+    c = settled(env)
+    c.send_raw(b"\x00\x00\x08\x06\x00\x80\x00\x00\x00" + b"reserved")
+    c.wait_for(lambda f: isinstance(f, PingFrame) and "ACK" in f.flags and
+               f.opaque_data == b"reserved", what="the PING's ACK")
+    c.send_raw(len(GET_ROOT).to_bytes(3, "big") + b"\x01\x05\x80\x00\x00\x01" + GET_ROOT)
+    r = c.response(1)
+    check(r.status == 200 and r.body == b"Hello, World!", f"{r.status} {r.body!r}")
+
+
+@case("conformance")
+def data_of_max_frame_size(env):
+    """4.2: a DATA frame of exactly SETTINGS_MAX_FRAME_SIZE (16384) is
+    taken (h2spec 4.2/1)."""
+    c = Conn(env.k.port())
+    body = os.urandom(16384)
+    sid = c.request("/echo", method="POST", fields=[("content-length", "16384")],
+                    end_stream=False)
+    c.send(DataFrame(sid, body, flags=["END_STREAM"]))
+    r = c.response(sid)
+    check(r.status == 200 and r.body == body, f"{r.status} {len(r.body)} bytes")
+
+
+@case("conformance")
+def headers_too_large(env):
+    """4.2: a HEADERS frame over SETTINGS_MAX_FRAME_SIZE: it changes the
+    connection's HPACK state, so a connection error FRAME_SIZE_ERROR
+    (h2spec 4.2/3)."""
+    block = GET_ROOT + b"\x00" + lit("x-pad") + lit("a" * 16400)
+    conn_error(env, raw_frame(0x1, 0x5, 1, block), FRAME_SIZE_ERROR)
+
+
+@case("conformance")
+def hpack_truncated_block(env):
+    """4.3: a header block that cannot be decompressed (a literal whose
+    string runs past the block's end): COMPRESSION_ERROR (h2spec 4.3/1)."""
+    conn_error(env, raw_frame(0x1, 0x5, 1, b"\x82\x84\x86\x01\x05ab"), COMPRESSION_ERROR)
+
+
+@case("conformance")
+def priority_inside_header_block(env):
+    """4.3, 6.10: a PRIORITY between a HEADERS without END_HEADERS and its
+    CONTINUATION: PROTOCOL_ERROR (h2spec 4.3/2)."""
+    conn_error(env, raw_frame(0x1, 0x1, 1, b"\x82\x84") +
+               raw_frame(0x2, 0x0, 1, (0).to_bytes(4, "big") + b"\x10") +
+               raw_frame(0x9, 0x4, 1, b"\x86\x01" + lit("x")), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def headers_on_another_stream_inside_block(env):
+    """4.3: a HEADERS on stream 3 while stream 1's header block is open:
+    PROTOCOL_ERROR (h2spec 4.3/3)."""
+    conn_error(env, raw_frame(0x1, 0x1, 1, b"\x82\x84") + raw_frame(0x1, 0x5, 3, GET_ROOT),
+               PROTOCOL_ERROR)
+
+
+# -- RFC 7541 (h2spec hpack/)
+
+
+@case("conformance")
+def hpack_index_zero(env):
+    """RFC 7541 6.1: an indexed field of index 0: COMPRESSION_ERROR."""
+    conn_error(env, raw_frame(0x1, 0x5, 1, GET_ROOT + b"\x80"), COMPRESSION_ERROR)
+
+
+@case("conformance")
+def hpack_bad_name_index(env):
+    """RFC 7541 2.3.3, 6.2.1: a literal whose name index is beyond both
+    tables (70, the dynamic table empty): COMPRESSION_ERROR."""
+    conn_error(env, raw_frame(0x1, 0x5, 1, GET_ROOT + b"\x7f\x07" + lit("v")), COMPRESSION_ERROR)
+
+
+@case("conformance")
+def hpack_size_update_after_field(env):
+    """RFC 7541 4.2, 6.3: a dynamic table size update after the first field
+    of a block: COMPRESSION_ERROR (h2spec hpack 6.3)."""
+    conn_error(env, raw_frame(0x1, 0x5, 1, GET_ROOT + b"\x20"), COMPRESSION_ERROR)
+
+
+@case("conformance")
+def hpack_two_size_updates_at_start(env):
+    """RFC 7541 4.2: two size updates at a block's start (0, then 4096)
+    are allowed, and the table works after them."""
+    c = settled(env)
+    ins = b"\x40" + lit("x-a") + lit("one")  # entry 62
+    c.send_raw(raw_frame(0x1, 0x5, 1, b"\x20\x3f\xe1\x1f" + b"\x82\x04" + lit("/headers") +
+                         b"\x86\x01" + lit("x") + ins))
+    r = c.response(1)
+    check(r.status == 200 and b"x-a: one\n" in r.body, f"{r.status} {r.body!r}")
+    c.send_raw(raw_frame(0x1, 0x5, 3, b"\x82\x04" + lit("/headers") + b"\x86\x01" +
+                         lit("x") + b"\xbe"))
+    r = c.response(3)
+    check(r.status == 200 and b"x-a: one\n" in r.body, f"{r.status} {r.body!r}")
+
+
+@case("conformance")
+def hpack_huffman_eos(env):
+    """RFC 7541 5.2: a Huffman string containing the EOS symbol (30 ones):
+    COMPRESSION_ERROR (h2spec hpack 5.2/1)."""
+    block = GET_ROOT + b"\x00" + lit("x-h") + b"\x84\xff\xff\xff\xff"
+    conn_error(env, raw_frame(0x1, 0x5, 1, block), COMPRESSION_ERROR)
+
+
+@case("conformance")
+def hpack_huffman_padding_too_long(env):
+    """RFC 7541 5.2: Huffman padding longer than 7 bits ("a", 00011, then
+    11 ones): COMPRESSION_ERROR (h2spec hpack 5.2/2)."""
+    conn_error(env, raw_frame(0x1, 0x5, 1, GET_ROOT + b"\x00" + lit("x-h") + b"\x82\x1f\xff"),
+               COMPRESSION_ERROR)
+
+
+@case("conformance")
+def hpack_huffman_padding_not_eos(env):
+    """RFC 7541 5.2: Huffman padding that is not the EOS code's leading
+    ones ("a", 00011, then 000): COMPRESSION_ERROR (h2spec hpack 5.2/3)."""
+    conn_error(env, raw_frame(0x1, 0x5, 1, GET_ROOT + b"\x00" + lit("x-h") + b"\x81\x18"),
+               COMPRESSION_ERROR)
+
+
+@case("conformance")
+def hpack_huffman_accepted(env):
+    """RFC 7541 5.2: Huffman-coded names and values decode (the client's
+    encoder codes them when shorter); the value arrives as sent."""
+    c = Conn(env.k.port())
+    value = "the quick brown fox jumps over the lazy dog 0123456789"
+    r = c.get("/headers", fields=[("x-huffman", value), ("cookie", "abc=defghi")])
+    check(r.status == 200 and f"x-huffman: {value}\n".encode() in r.body, r.body)
+
+
+@case("conformance")
+def hpack_dynamic_table_across_blocks(env):
+    """RFC 7541 2.3, 4.4, RFC 9113 4.3: the dynamic table lives across
+    header blocks split over CONTINUATION frames: entries inserted in one
+    request are referenced in the next (indices shifting as entries are
+    added), never-indexed and without-indexing literals add none."""
+    c = settled(env)
+    # Stream 1: HEADERS | CONTINUATION | CONTINUATION. Inserts, oldest
+    # first: :path /h2test/head, :authority dyn.test, cookie c=1 (so 62 is
+    # cookie, 63 :authority, 64 :path).
+    c.send_raw(raw_frame(0x1, 0x1, 1, b"\x82\x44" + lit("/h2test/head")) +
+               raw_frame(0x9, 0x0, 1, b"\x86\x41" + lit("dyn.test")) +
+               raw_frame(0x9, 0x4, 1, b"\x60" + lit("c=1") + b"\x10" + lit("x-never") + lit("n")
+                         + b"\x00" + lit("x-plain") + lit("p")))
+    r = c.response(1)
+    check(r.status == 200, f"stream 1: {r.status} {r.reset}")
+    check(b"target=/h2test/head\n" in r.body and b"host=dyn.test\n" in r.body and
+          b"cookie=c=1\n" in r.body, f"stream 1: {r.body!r}")
+    # Stream 3: every field from the table, split after one byte, and one
+    # more cookie inserted (62 cookie d=2, 63 cookie c=1, 64 :authority,
+    # 65 :path after it).
+    c.send_raw(raw_frame(0x1, 0x1, 3, b"\x82") +
+               raw_frame(0x9, 0x0, 3, b"\xc0") +
+               raw_frame(0x9, 0x4, 3, b"\x86\xbf\xbe\x60" + lit("d=2")))
+    r = c.response(3)
+    check(r.status == 200 and b"host=dyn.test\n" in r.body and
+          b"cookie=c=1; d=2\n" in r.body, f"stream 3: {r.status} {r.body!r}")
+    c.send_raw(raw_frame(0x1, 0x5, 5, b"\x82\xc1\x86\xc0\xbe\xbf"))
+    r = c.response(5)
+    check(r.status == 200 and b"target=/h2test/head\n" in r.body and
+          b"host=dyn.test\n" in r.body and b"cookie=d=2; c=1\n" in r.body,
+          f"stream 5: {r.status} {r.body!r}")
+    # Nothing else was inserted: 66 is beyond the table.
+    c.send_raw(raw_frame(0x1, 0x5, 7, b"\x82\xc1\x86\xc0\xc2"))
+    c.expect_goaway(COMPRESSION_ERROR)
+
+
+@case("conformance")
+def hpack_eviction(env):
+    """RFC 7541 4.3, 4.4: with the table sized to 100 bytes, a second
+    78-byte entry evicts the first: index 62 is the newer, 63 is beyond
+    the table (COMPRESSION_ERROR)."""
+    c = settled(env)
+    head = b"\x82\x04" + lit("/h2test/head") + b"\x86\x01" + lit("x")
+    c.send_raw(raw_frame(0x1, 0x5, 1, b"\x3f\x45" + head + b"\x60" + lit("a" * 40) +
+                         b"\x60" + lit("b" * 40)))
+    r = c.response(1)
+    check(r.status == 200 and ("cookie=" + "a" * 40 + "; " + "b" * 40).encode() in r.body,
+          f"stream 1: {r.status} {r.body!r}")
+    c.send_raw(raw_frame(0x1, 0x5, 3, head + b"\xbe"))
+    r = c.response(3)
+    check(r.status == 200 and ("cookie=" + "b" * 40 + "\n").encode() in r.body,
+          f"stream 3: {r.status} {r.body!r}")
+    c.send_raw(raw_frame(0x1, 0x5, 5, head + b"\xbf"))
+    c.expect_goaway(COMPRESSION_ERROR)
+
+
+@case("conformance")
+def hpack_client_table_size_zero(env):
+    """RFC 7541 4.2, RFC 9113 6.5.2: a client that sets
+    SETTINGS_HEADER_TABLE_SIZE to 0 gets header blocks that leave nothing
+    in its dynamic table (the server's encoder signals the size, 0)."""
+    c = Conn(env.k.port(), settings={SettingsFrame.HEADER_TABLE_SIZE: 0})
+    c.dec.max_allowed_table_size = 0
+    for path in ("/", "/h2test/head", "/files/4k.bin", "/", "/h2test/status?code=204"):
+        r = c.get(path)
+        check(r.status in (200, 204), f"{path}: {r.status}")
+        check(len(c.dec.header_table.dynamic_entries) == 0,
+              f"{path}: the server's block inserted {len(c.dec.header_table.dynamic_entries)} "
+              "entries into a table of size 0")
+
+
+# -- 5.1 stream states
+
+
+def open_stream(c, path="/slow?ms=1500", end_stream=True):
+    """A stream the server keeps open a while (half-closed (remote) when
+    end_stream: the handler answers later)."""
+    return c.request(path, end_stream=end_stream)
+
+
+@case("conformance")
+def window_update_on_idle_stream(env):
+    """5.1: WINDOW_UPDATE on an idle stream: PROTOCOL_ERROR (h2spec 5.1/3)."""
+    conn_error(env, WindowUpdateFrame(1, window_increment=100).serialize(), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def continuation_on_idle_stream(env):
+    """5.1, 6.10: a CONTINUATION without a HEADERS before it, on an idle
+    stream: PROTOCOL_ERROR (h2spec 5.1/4)."""
+    conn_error(env, raw_frame(0x9, 0x4, 1, GET_ROOT), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def priority_on_idle_stream_accepted(env):
+    """5.1: PRIORITY may be sent on an idle stream; it opens nothing, and
+    a lower stream id can still be opened after it."""
+    c = settled(env)
+    c.send(PriorityFrame(9, depends_on=0, stream_weight=16))
+    c.ping()
+    check(c.get("/").status == 200, "stream 1")
+    check(c.response(c.request("/", sid=9)).status == 200, "stream 9")
+
+
+@case("conformance")
+def half_closed_remote_data(env):
+    """5.1: DATA on a half-closed (remote) stream: STREAM_CLOSED (h2spec
+    5.1/5; stream or connection error)."""
+    c = settled(env)
+    sid = open_stream(c)
+    c.send(DataFrame(sid, b"late"))
+    stream_or_conn_error(c, sid, STREAM_CLOSED)
+
+
+@case("conformance")
+def half_closed_remote_headers(env):
+    """5.1: HEADERS on a half-closed (remote) stream: STREAM_CLOSED
+    (h2spec 5.1/6; stream or connection error)."""
+    c = settled(env)
+    sid = open_stream(c)
+    c.send_raw(raw_frame(0x1, 0x5, sid, plain([("x-trailer", "1")])))
+    stream_or_conn_error(c, sid, STREAM_CLOSED)
+
+
+@case("conformance")
+def half_closed_remote_continuation(env):
+    """5.1, 6.10: a CONTINUATION on a half-closed (remote) stream with no
+    header block open: a connection error, STREAM_CLOSED or PROTOCOL_ERROR
+    (h2spec 5.1/7)."""
+    c = settled(env)
+    sid = open_stream(c)
+    c.ping()
+    c.send_raw(raw_frame(0x9, 0x4, sid, plain([("x-a", "1")])))
+    conn_error_either(c, (STREAM_CLOSED, PROTOCOL_ERROR))
+
+
+@case("conformance")
+def closed_by_client_reset_data(env):
+    """5.1: DATA after the client's own RST_STREAM on the stream:
+    STREAM_CLOSED (h2spec 5.1/8; stream or connection error)."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", end_stream=False)
+    c.send(RstStreamFrame(sid, error_code=CANCEL))
+    c.send(DataFrame(sid, b"x"))
+    stream_or_conn_error(c, sid, STREAM_CLOSED)
+
+
+@case("conformance")
+def closed_by_client_reset_headers(env):
+    """5.1: HEADERS after the client's own RST_STREAM on the stream:
+    STREAM_CLOSED (h2spec 5.1/9)."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", end_stream=False)
+    c.send(RstStreamFrame(sid, error_code=CANCEL))
+    c.send_raw(raw_frame(0x1, 0x5, sid, plain([("x-trailer", "1")])))
+    stream_or_conn_error(c, sid, STREAM_CLOSED)
+
+
+@case("conformance")
+def closed_stream_data(env):
+    """5.1: DATA on a stream both sides ended: STREAM_CLOSED (h2spec 5.1/11)."""
+    c = settled(env)
+    sid = c.request("/")
+    check(c.response(sid).status == 200, "the stream's answer")
+    c.send(DataFrame(sid, b"x"))
+    stream_or_conn_error(c, sid, STREAM_CLOSED)
+
+
+@case("conformance")
+def closed_stream_continuation(env):
+    """5.1, 6.10: CONTINUATION on a closed stream, no block open: a
+    connection error, STREAM_CLOSED or PROTOCOL_ERROR (h2spec 5.1/13)."""
+    c = settled(env)
+    sid = c.request("/")
+    check(c.response(sid).status == 200, "the stream's answer")
+    c.send_raw(raw_frame(0x9, 0x4, sid, plain([("x-a", "1")])))
+    conn_error_either(c, (STREAM_CLOSED, PROTOCOL_ERROR))
+
+
+@case("conformance")
+def closed_stream_tolerated_frames(env):
+    """5.1: WINDOW_UPDATE and RST_STREAM may arrive on a stream just closed
+    (they crossed our END_STREAM), PRIORITY on any closed stream: all
+    ignored, the connection goes on."""
+    c = settled(env)
+    sid = c.request("/")
+    check(c.response(sid).status == 200, "the stream's answer")
+    c.send(WindowUpdateFrame(sid, window_increment=1000),
+           PriorityFrame(sid, depends_on=0, stream_weight=200),
+           RstStreamFrame(sid, error_code=CANCEL))
+    c.ping()
+    check(c.goaway is None, f"GOAWAY {c.goaway.error_code if c.goaway else 0:#x}")
+    check(c.responses[sid].reset is None, "RST_STREAM on the closed stream")
+    check(c.get("/").status == 200, "the connection did not go on")
+
+
+@case("conformance")
+def stream_id_lower_than_opened(env):
+    """5.1.1: a new stream's id must exceed every id the client opened: a
+    HEADERS on 3 after 5: PROTOCOL_ERROR (h2spec 5.1.1/2)."""
+    c = settled(env)
+    check(c.response(c.request("/", sid=5)).status == 200, "stream 5")
+    conn_error(env, raw_frame(0x1, 0x5, 3, GET_ROOT), PROTOCOL_ERROR, c)
+
+
+@case("conformance")
+def headers_self_dependency(env):
+    """5.3.1: a HEADERS whose priority names its own stream: a stream error
+    PROTOCOL_ERROR (h2spec 5.3.1/1)."""
+    c = settled(env)
+    payload = (1).to_bytes(4, "big") + b"\x10" + GET_ROOT
+    c.send_raw(raw_frame(0x1, 0x25, 1, payload))
+    stream_error(c, 1, PROTOCOL_ERROR)
+    check(c.response(c.request("/", sid=3)).status == 200, "the connection did not go on")
+
+
+@case("conformance")
+def priority_self_dependency(env):
+    """5.3.1: a PRIORITY naming its own stream: a stream error
+    PROTOCOL_ERROR (h2spec 5.3.1/2)."""
+    c = settled(env)
+    sid = open_stream(c)
+    c.send(PriorityFrame(sid, depends_on=sid, stream_weight=16))
+    stream_error(c, sid, PROTOCOL_ERROR)
+
+
+@case("conformance")
+def priority_accepted(env):
+    """6.2, 6.3: a HEADERS with the PRIORITY and PADDED flags, and a
+    PRIORITY frame on an open stream, are taken (RFC 9113 5.3.2: the
+    scheme is deprecated, not forbidden)."""
+    c = settled(env)
+    payload = b"\x06" + (0x80000000).to_bytes(4, "big") + b"\x20" + GET_ROOT + b"\0" * 6
+    c.send_raw(raw_frame(0x1, 0x2d, 1, payload))
+    r = c.response(1)
+    check(r.status == 200 and r.body == b"Hello, World!", f"{r.status} {r.reset}")
+    sid = open_stream(c, "/slow?ms=100")
+    c.send(PriorityFrame(sid, depends_on=1, stream_weight=100, exclusive=True))
+    check(c.response(sid).status == 200, "the prioritized stream")
+
+
+@case("conformance")
+def unknown_frame_inside_header_block(env):
+    """5.5, 6.10: a frame of an unknown type between HEADERS and its
+    CONTINUATION: PROTOCOL_ERROR (h2spec 5.5/2)."""
+    conn_error(env, raw_frame(0x1, 0x1, 1, b"\x82\x84") + raw_frame(0x20, 0x0, 1, b"junk") +
+               raw_frame(0x9, 0x4, 1, b"\x86\x01" + lit("x")), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def unknown_setting_ignored(env):
+    """5.5, 6.5.2: settings of unknown identifiers are ignored; the frame is
+    acknowledged (h2spec 6.5.2/5)."""
+    c = settled(env)
+    c.send_raw(raw_frame(0x4, 0x0, 0, (0xff).to_bytes(2, "big") + (1).to_bytes(4, "big") +
+                         (0x4242).to_bytes(2, "big") + (0xffffffff).to_bytes(4, "big")))
+    c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
+               what="the SETTINGS ACK")
+    check(c.get("/").status == 200, "the connection did not go on")
+
+
+# -- 6.1 DATA, 6.2 HEADERS, 6.3 PRIORITY, 6.4 RST_STREAM
+
+
+@case("conformance")
+def data_on_stream_zero(env):
+    """6.1: DATA on stream 0: PROTOCOL_ERROR (h2spec 6.1/1)."""
+    conn_error(env, raw_frame(0x0, 0x0, 0, b"x"), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def data_padding_too_long(env):
+    """6.1: a pad length of the payload's length or more: PROTOCOL_ERROR
+    (h2spec 6.1/3)."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", end_stream=False)
+    conn_error(env, raw_frame(0x0, 0x8, sid, b"\x06" + b"x" * 5), PROTOCOL_ERROR, c)
+
+
+@case("conformance")
+def padded_data_accepted(env):
+    """6.1, 6.9.1: padded DATA: the data arrives without its padding, and
+    the whole frame (pad length byte and padding too) counts against the
+    windows: a body of 100 frames of 1000 bytes each padded with 255 is
+    125,600 flow-controlled bytes, more than the stream's 65,535, so it
+    arrives only if the server gives the padding's share back. Frames whose
+    payload is all padding, or a pad length of 0, are taken too."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", end_stream=False)
+    sent = b""
+    deadline = time.time() + 10
+    frames = [(os.urandom(1000), 255) for _ in range(100)] + [(b"", 200), (b"tail", 0)]
+    for i, (data, pad) in enumerate(frames):
+        n = len(data) + 1 + pad
+        while c.send_window < n or c.stream_windows[sid] < n:
+            check(time.time() < deadline, f"frame {i}: the server's windows stayed closed "
+                  f"(stream {c.stream_windows[sid]}, connection {c.send_window})")
+            f = c._read_one(max(0.01, deadline - time.time()))
+            check(f is not None, "connection closed")
+            c.backlog.append(f)
+        flags = 0x8 | (0x1 if i == len(frames) - 1 else 0)
+        c.send_raw(raw_frame(0x0, flags, sid, bytes([pad]) + data + b"\0" * pad))
+        c.send_window -= n
+        c.stream_windows[sid] -= n
+        sent += data
+    r = c.response(sid)
+    check(r.status == 200 and r.body == sent, f"{r.status} {len(r.body)} of {len(sent)} bytes")
+
+
+@case("conformance")
+def padding_counts_against_window(env):
+    """6.1, 6.9.1: padding is flow-controlled: 65,280 bytes of data whose
+    last frame's padding takes the frame past the stream's window of
+    65,535 (the handler has not read, so none was given back) is over the
+    window: FLOW_CONTROL_ERROR (stream or connection error)."""
+    c = settled(env)
+    sid = c.request("/h2test/late?ms=3000", method="POST", end_stream=False)
+    frames = b"".join(raw_frame(0x0, 0x0, sid, b"x" * 16384) for _ in range(3))
+    frames += raw_frame(0x0, 0x8, sid, b"\xff" + b"x" * 16128 + b"\0" * 255)  # 16384, padded
+    c.send_raw(frames)
+    stream_or_conn_error(c, sid, FLOW_CONTROL_ERROR)
+
+
+@case("conformance")
+def headers_on_stream_zero(env):
+    """6.2: HEADERS on stream 0: PROTOCOL_ERROR (h2spec 6.2/3)."""
+    conn_error(env, raw_frame(0x1, 0x5, 0, GET_ROOT), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def headers_padding_too_long(env):
+    """6.2: padding longer than what is left of the HEADERS payload:
+    PROTOCOL_ERROR (h2spec 6.2/4)."""
+    conn_error(env, raw_frame(0x1, 0xd, 1, b"\xff" + GET_ROOT), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def headers_then_priority_in_block(env):
+    """6.2: a HEADERS without END_HEADERS followed by a PRIORITY on the same
+    stream: PROTOCOL_ERROR (h2spec 6.2/1)."""
+    conn_error(env, raw_frame(0x1, 0x1, 1, GET_ROOT) +
+               raw_frame(0x2, 0x0, 1, (0).to_bytes(4, "big") + b"\x10"), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def priority_on_stream_zero(env):
+    """6.3: PRIORITY on stream 0: PROTOCOL_ERROR (h2spec 6.3/1)."""
+    conn_error(env, raw_frame(0x2, 0x0, 0, (1).to_bytes(4, "big") + b"\x10"), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def priority_wrong_length(env):
+    """6.3: a PRIORITY of other than 5 bytes: a stream error
+    FRAME_SIZE_ERROR (h2spec 6.3/2)."""
+    c = settled(env)
+    sid = open_stream(c)
+    c.send_raw(raw_frame(0x2, 0x0, sid, (0).to_bytes(4, "big")))
+    stream_error(c, sid, FRAME_SIZE_ERROR)
+
+
+@case("conformance")
+def rst_on_stream_zero(env):
+    """6.4: RST_STREAM on stream 0: PROTOCOL_ERROR (h2spec 6.4/1)."""
+    conn_error(env, raw_frame(0x3, 0x0, 0, (CANCEL).to_bytes(4, "big")), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def rst_wrong_length(env):
+    """6.4: an RST_STREAM of other than 4 bytes: FRAME_SIZE_ERROR (h2spec
+    6.4/3)."""
+    c = settled(env)
+    sid = open_stream(c)
+    conn_error(env, raw_frame(0x3, 0x0, sid, b"\0\0\x08"), FRAME_SIZE_ERROR, c)
+
+
+@case("conformance")
+def client_reset_ends_only_its_stream(env):
+    """6.4: the client's RST_STREAM ends that stream (no answer on it), the
+    others are answered."""
+    c = settled(env)
+    s1 = open_stream(c, "/slow?ms=300")
+    s2 = open_stream(c, "/slow?ms=300")
+    c.send(RstStreamFrame(s1, error_code=CANCEL))
+    check(c.response(s2).status == 200, "the other stream")
+    c.ping()
+    r = c.responses.get(s1)
+    check(r is None or (not r.ended and not r.body), "the reset stream was answered")
+
+
+# -- 6.5 SETTINGS
+
+
+@case("conformance")
+def settings_on_stream(env):
+    """6.5: SETTINGS on a stream other than 0: PROTOCOL_ERROR (h2spec 6.5/2)."""
+    conn_error(env, raw_frame(0x4, 0x0, 1, b""), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def settings_length_not_multiple_of_6(env):
+    """6.5: a SETTINGS payload not a multiple of 6 bytes: FRAME_SIZE_ERROR
+    (h2spec 6.5/3)."""
+    conn_error(env, raw_frame(0x4, 0x0, 0, b"\0\x03\0\0\0"), FRAME_SIZE_ERROR)
+
+
+@case("conformance")
+def settings_enable_push_invalid(env):
+    """6.5.2: SETTINGS_ENABLE_PUSH other than 0 or 1: PROTOCOL_ERROR
+    (h2spec 6.5.2/1)."""
+    conn_error(env, raw_frame(0x4, 0x0, 0, (2).to_bytes(2, "big") + (2).to_bytes(4, "big")),
+               PROTOCOL_ERROR)
+
+
+@case("conformance")
+def settings_max_frame_size_out_of_range(env):
+    """6.5.2: SETTINGS_MAX_FRAME_SIZE below 16384 or above 2^24-1:
+    PROTOCOL_ERROR (h2spec 6.5.2/3, 6.5.2/4)."""
+    for v in (16383, 1 << 24):
+        conn_error(env, raw_frame(0x4, 0x0, 0, (5).to_bytes(2, "big") + v.to_bytes(4, "big")),
+                   PROTOCOL_ERROR)
+
+
+@case("conformance")
+def settings_initial_window_applies_to_open_streams(env):
+    """6.9.2: a response waiting on a stream window of 0 (the client's
+    SETTINGS_INITIAL_WINDOW_SIZE) sends nothing; when the client raises
+    SETTINGS_INITIAL_WINDOW_SIZE, the open stream's window grows by the
+    difference and the response arrives, each frame within the windows
+    (h2spec 6.9.2/1)."""
+    c = settled(env, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0}, auto_window=False)
+    s1 = c.request("/files/4k.bin")
+    s2 = c.request("/h2test/big?n=100000")
+    c.ping()
+    time.sleep(0.1)
+    c.ping()
+    for sid in (s1, s2):
+        r = c.responses.get(sid)
+        check(r is None or not r.body, f"stream {sid}: DATA through a window of 0")
+    c.send(SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 16384}))
+    rs = read_within_windows(c, [s1, s2], 16384)
+    check(rs[s1].status == 200 and rs[s1].body == file_bytes(env, "4k.bin"), "4k.bin differs")
+    check(rs[s2].status == 200 and rs[s2].body == b"x" * 100000,
+          f"big: {len(rs[s2].body)} bytes")
+
+
+@case("conformance")
+def settings_initial_window_negative(env):
+    """6.9.2: a SETTINGS_INITIAL_WINDOW_SIZE lowered below what a stream
+    has used makes its window negative: the server sends nothing until
+    WINDOW_UPDATE brings it above 0, then only what it allows (h2spec
+    6.9.2/2)."""
+    c = settled(env, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 100}, auto_window=False)
+    sid = c.request("/files/4k.bin")
+    got = 0
+    while got < 100:
+        f = c.wait_for(lambda f: isinstance(f, DataFrame) and f.stream_id == sid,
+                       what=f"DATA (got {got} of the window's 100 bytes)")
+        got += len(f.data)
+        check(got <= 100, f"{got} bytes through a window of 100")
+    c.send(SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 50}))  # window -50
+    c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags, what="SETTINGS ACK")
+    c.send(WindowUpdateFrame(sid, window_increment=60))  # window 10
+    while got < 110:
+        f = c.wait_for(lambda f: isinstance(f, DataFrame) and f.stream_id == sid,
+                       what=f"DATA (got {got - 100} of the 10 bytes the window allows)")
+        got += len(f.data)
+        check(got <= 110, f"{got - 100} bytes through a window of 10")
+    c.ping()
+    check(len(c.responses[sid].body) == 110, f"{len(c.responses[sid].body) - 100} bytes "
+          "through a window of 10")
+    c.send(SettingsFrame(0, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 65535}))
+    r = c.response(sid)
+    check(r.body == file_bytes(env, "4k.bin"), f"body of {len(r.body)} bytes differs")
+
+
+# -- 6.7 PING, 6.8 GOAWAY
+
+
+@case("conformance")
+def ping_ack_not_answered(env):
+    """6.7: a PING with ACK set is not answered (h2spec 6.7/2): the first
+    PING the server sends back answers the later PING without ACK."""
+    c = settled(env)
+    c.send(PingFrame(0, opaque_data=b"ackackac", flags=["ACK"]),
+           PingFrame(0, opaque_data=b"question"))
+    f = c.wait_for(lambda f: isinstance(f, PingFrame), what="a PING")
+    check("ACK" in f.flags and f.opaque_data == b"question", f"PING {f.flags} {f.opaque_data!r}")
+
+
+@case("conformance")
+def ping_on_stream(env):
+    """6.7: PING on a stream other than 0: PROTOCOL_ERROR (h2spec 6.7/3)."""
+    conn_error(env, raw_frame(0x6, 0x0, 1, b"12345678"), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def ping_wrong_length(env):
+    """6.7: a PING of other than 8 bytes: FRAME_SIZE_ERROR (h2spec 6.7/4)."""
+    conn_error(env, raw_frame(0x6, 0x0, 0, b"123456"), FRAME_SIZE_ERROR)
+
+
+@case("conformance")
+def goaway_on_stream(env):
+    """6.8: GOAWAY on a stream other than 0: PROTOCOL_ERROR (h2spec 6.8/1)."""
+    conn_error(env, raw_frame(0x7, 0x0, 1, b"\0" * 8), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def client_goaway_lets_streams_finish(env):
+    """6.8: after the client's GOAWAY NO_ERROR, the streams it opened
+    before are answered."""
+    c = settled(env)
+    sid = open_stream(c, "/slow?ms=200")
+    c.send(GoAwayFrame(0, last_stream_id=0, error_code=NO_ERROR))
+    r = c.response(sid)
+    check(r.status == 200 and r.body, f"{r.status} {r.reset}")
+
+
+@case("conformance")
+def push_promise_from_client(env):
+    """8.4: a client cannot push: PUSH_PROMISE from it is a connection error
+    PROTOCOL_ERROR."""
+    c = settled(env)
+    sid = open_stream(c)
+    conn_error(env, raw_frame(0x5, 0x4, sid, (2).to_bytes(4, "big") + GET_ROOT),
+               PROTOCOL_ERROR, c)
+
+
+# -- 6.9 WINDOW_UPDATE and flow control
+
+
+@case("conformance")
+def window_update_zero_on_stream(env):
+    """6.9: a WINDOW_UPDATE of 0 on a stream: a stream error PROTOCOL_ERROR
+    (h2spec 6.9/2)."""
+    c = settled(env)
+    sid = open_stream(c)
+    c.send_raw(raw_frame(0x8, 0x0, sid, (0).to_bytes(4, "big")))
+    stream_error(c, sid, PROTOCOL_ERROR)
+
+
+@case("conformance")
+def window_update_wrong_length(env):
+    """6.9: a WINDOW_UPDATE of other than 4 bytes: FRAME_SIZE_ERROR (h2spec
+    6.9/3)."""
+    conn_error(env, raw_frame(0x8, 0x0, 0, b"\0\0\x01"), FRAME_SIZE_ERROR)
+
+
+@case("conformance")
+def window_overflow_on_stream(env):
+    """6.9.1: a stream window above 2^31-1 (65,535 + 2^31-1): a stream
+    error FLOW_CONTROL_ERROR (h2spec 6.9.1/3)."""
+    c = settled(env)
+    sid = open_stream(c)
+    c.send(WindowUpdateFrame(sid, window_increment=0x7fffffff))
+    stream_error(c, sid, FLOW_CONTROL_ERROR)
+
+
+@case("conformance")
+def window_overflow_in_two_steps(env):
+    """6.9.1: two WINDOW_UPDATEs on the connection that together take its
+    window past 2^31-1: FLOW_CONTROL_ERROR (h2spec 6.9.1/2)."""
+    c = settled(env)
+    c.send(WindowUpdateFrame(0, window_increment=0x7fffffff - 65535))
+    c.ping()
+    check(c.goaway is None, "GOAWAY at a window of exactly 2^31-1")
+    conn_error(env, WindowUpdateFrame(0, window_increment=1).serialize(), FLOW_CONTROL_ERROR, c)
+
+
+@case("conformance")
+def initial_window_of_one(env):
+    """6.9.1: with SETTINGS_INITIAL_WINDOW_SIZE 1 the first DATA carries 1
+    byte (h2spec 6.9.1/1); nothing more until the window grows."""
+    c = settled(env, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 1}, auto_window=False)
+    sid = c.request("/files/4k.bin")
+    f = c.wait_for(lambda f: isinstance(f, DataFrame) and f.stream_id == sid and f.data,
+                   what="DATA")
+    check(len(f.data) == 1, f"DATA of {len(f.data)} bytes through a window of 1")
+    c.ping()
+    got = len(c.responses[sid].body)
+    check(got == 1, f"{got} bytes through a window of 1")
+    c.send(WindowUpdateFrame(sid, window_increment=4095))
+    r = c.response(sid)
+    check(r.body == file_bytes(env, "4k.bin"), "body differs")
+
+
+@case("conformance")
+def large_responses_small_windows(env):
+    """6.9.1: large responses (300,000-byte big.bin, 200,000 bytes from
+    /h2test/big) arrive whole through stream windows of 1,000 bytes given
+    back frame by frame, every frame within its window."""
+    c = settled(env, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 1000}, auto_window=False)
+    s1 = c.request("/files/big.bin")
+    s2 = c.request("/h2test/big?n=200000")
+    rs = read_within_windows(c, [s1, s2], 1000, timeout=15)
+    check(rs[s1].body == file_bytes(env, "big.bin"), f"big.bin: {len(rs[s1].body)} bytes")
+    check(rs[s2].body == b"x" * 200000, f"big: {len(rs[s2].body)} bytes")
+
+
+@case("conformance")
+def connection_window_shared_by_streams(env):
+    """6.9.1: streams with large windows share the connection's 65,535:
+    the server's DATA on all of them together never exceeds it; the
+    responses arrive whole as it is given back."""
+    c = settled(env, settings={SettingsFrame.INITIAL_WINDOW_SIZE: 1 << 20}, auto_window=False)
+    s1 = c.request("/files/big.bin")
+    s2 = c.request("/h2test/big?n=300000")
+    s3 = c.request("/files/4k.bin")
+    rs = read_within_windows(c, [s1, s2, s3], 1 << 20, give_stream=False, timeout=15)
+    check(rs[s1].body == file_bytes(env, "big.bin"), f"big.bin: {len(rs[s1].body)} bytes")
+    check(rs[s2].body == b"x" * 300000, f"big: {len(rs[s2].body)} bytes")
+    check(rs[s3].body == file_bytes(env, "4k.bin"), "4k.bin differs")
+
+
+@case("conformance")
+def larger_max_frame_size(env):
+    """4.2, 6.5.2: a client's larger SETTINGS_MAX_FRAME_SIZE (1 MiB) with
+    large windows: responses arrive whole, no frame over the client's
+    limit."""
+    c = settled(env, settings={SettingsFrame.MAX_FRAME_SIZE: 1 << 20,
+                               SettingsFrame.INITIAL_WINDOW_SIZE: 1 << 22}, auto_window=False)
+    c.send(WindowUpdateFrame(0, window_increment=(1 << 23) - 65535))
+    s1 = c.request("/files/big.bin")
+    s2 = c.request("/h2test/big?n=2000000")
+    rs = read_within_windows(c, [s1, s2], 1 << 22, conn_window=1 << 23, max_frame=1 << 20,
+                             timeout=15)
+    check(rs[s1].body == file_bytes(env, "big.bin"), f"big.bin: {len(rs[s1].body)} bytes")
+    check(rs[s2].body == b"x" * 2000000, f"big: {len(rs[s2].body)} bytes")
+
+
+# -- 6.10 CONTINUATION
+
+
+@case("conformance")
+def continuation_frames_accepted(env):
+    """6.10: a header block in a HEADERS and several CONTINUATIONs (one of
+    them empty) is a request (h2spec 6.10/1)."""
+    c = settled(env)
+    c.send_raw(raw_frame(0x1, 0x1, 1, b"\x82") + raw_frame(0x9, 0x0, 1, b"\x84") +
+               raw_frame(0x9, 0x0, 1, b"") +
+               raw_frame(0x9, 0x0, 1, b"\x86\x01") + raw_frame(0x9, 0x4, 1, lit("x")))
+    r = c.response(1)
+    check(r.status == 200 and r.body == b"Hello, World!", f"{r.status} {r.reset}")
+
+
+@case("conformance")
+def continuation_then_other_frame(env):
+    """6.10: a CONTINUATION without END_HEADERS followed by a DATA:
+    PROTOCOL_ERROR (h2spec 6.10/2)."""
+    conn_error(env, raw_frame(0x1, 0x0, 1, b"\x83\x84") + raw_frame(0x9, 0x0, 1, b"\x86") +
+               raw_frame(0x0, 0x1, 1, b"x"), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def continuation_on_stream_zero(env):
+    """6.10: CONTINUATION on stream 0: PROTOCOL_ERROR (h2spec 6.10/3)."""
+    conn_error(env, raw_frame(0x1, 0x1, 1, b"\x82\x84") +
+               raw_frame(0x9, 0x4, 0, b"\x86\x01" + lit("x")), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def continuation_after_end_headers(env):
+    """6.10: a CONTINUATION after a HEADERS with END_HEADERS:
+    PROTOCOL_ERROR (h2spec 6.10/4)."""
+    conn_error(env, raw_frame(0x1, 0x4, 1, GET_ROOT) +
+               raw_frame(0x9, 0x4, 1, plain([("x-a", "1")])), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def continuation_after_continuation_end_headers(env):
+    """6.10: a CONTINUATION after a CONTINUATION with END_HEADERS:
+    PROTOCOL_ERROR (h2spec 6.10/5)."""
+    conn_error(env, raw_frame(0x1, 0x0, 1, b"\x82\x84") +
+               raw_frame(0x9, 0x4, 1, b"\x86\x01" + lit("x")) +
+               raw_frame(0x9, 0x4, 1, plain([("x-a", "1")])), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def continuation_on_another_stream(env):
+    """6.10: a CONTINUATION on another stream than the open header block's:
+    PROTOCOL_ERROR."""
+    conn_error(env, raw_frame(0x1, 0x1, 1, b"\x82\x84") +
+               raw_frame(0x9, 0x4, 3, b"\x86\x01" + lit("x")), PROTOCOL_ERROR)
+
+
+@case("conformance")
+def continuation_after_data(env):
+    """6.10: a CONTINUATION after a DATA: PROTOCOL_ERROR (h2spec 6.10/6)."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", end_stream=False)
+    conn_error(env, raw_frame(0x0, 0x0, sid, b"x") +
+               raw_frame(0x9, 0x4, sid, plain([("x-a", "1")])), PROTOCOL_ERROR, c)
+
+
+# -- 8.1 the exchange
+
+
+@case("conformance")
+def second_headers_without_end_stream(env):
+    """8.1: a second HEADERS (trailers) without END_STREAM: malformed,
+    PROTOCOL_ERROR (h2spec 8.1/1; stream or connection error)."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", end_stream=False)
+    c.send_data(sid, b"hello", end_stream=False)
+    c.send_raw(raw_frame(0x1, 0x4, sid, plain([("x-trailer", "1")])))
+    stream_or_conn_error(c, sid, PROTOCOL_ERROR)
+
+
+@case("conformance")
+def trailers_with_pseudo_field(env):
+    """8.1, 8.3: a pseudo-field in trailers: malformed, RST_STREAM
+    PROTOCOL_ERROR (h2spec 8.1.2.1/3)."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", end_stream=False)
+    c.send_data(sid, b"hello", end_stream=False)
+    c.send_raw(raw_frame(0x1, 0x5, sid, plain([(":method", "POST"), ("x-trailer", "1")])))
+    stream_error(c, sid, PROTOCOL_ERROR)
+
+
+@case("conformance")
+def content_length_exceeded(env):
+    """8.1.1: more DATA than content-length, over several frames:
+    malformed, RST_STREAM PROTOCOL_ERROR (h2spec 8.1.2.6/2)."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", fields=[("content-length", "8")], end_stream=False)
+    c.send_data(sid, b"12345", end_stream=False)
+    c.send_data(sid, b"67890", end_stream=True)
+    stream_error(c, sid, PROTOCOL_ERROR)
+
+
+@case("conformance")
+def content_length_without_data(env):
+    """8.1.1: a content-length above 0 on a HEADERS with END_STREAM (no
+    DATA can follow): malformed, RST_STREAM PROTOCOL_ERROR."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", fields=[("content-length", "3")], end_stream=True)
+    stream_error(c, sid, PROTOCOL_ERROR)
+
+
+@case("conformance")
+def content_length_matching_accepted(env):
+    """8.1.1: a content-length matching the DATA over several frames, and
+    a content-length of 0 with END_STREAM on the HEADERS, are taken."""
+    c = settled(env)
+    sid = c.request("/echo", method="POST", fields=[("content-length", "10")], end_stream=False)
+    c.send_data(sid, b"12345", end_stream=False)
+    c.send_data(sid, b"67890", end_stream=False)
+    c.send(DataFrame(sid, b"", flags=["END_STREAM"]))
+    r = c.response(sid)
+    check(r.status == 200 and r.body == b"1234567890", f"{r.status} {r.reset} {r.body!r}")
+    r = c.get("/echo", method="POST", fields=[("content-length", "0")])
+    check(r.status == 200 and r.body == b"", f"{r.status} {r.reset} {r.body!r}")
+
+
+# -- 8.2 fields
+
+
+def each_malformed(env, field_lists, what):
+    """Each field list on its own stream of one connection: each stream
+    reset PROTOCOL_ERROR (8.1.1), the connection going on."""
+    c = settled(env)
+    for fields in field_lists:
+        sid = c.new_id()
+        c.send_raw(raw_frame(0x1, 0x5, sid, plain(fields)))
+        try:
+            stream_error(c, sid, PROTOCOL_ERROR)
+        except Fail as e:
+            raise Fail(f"{what} {fields}: {e}")
+    check(c.get("/").status == 200, "the connection did not go on")
+
+
+@case("conformance")
+def connection_specific_fields(env):
+    """8.2.2: keep-alive, proxy-connection, transfer-encoding and upgrade
+    in a request, and TE other than "trailers": malformed (h2spec
+    8.1.2.2/1, 8.1.2.2/2)."""
+    each_malformed(env, [req_fields() + [(n, v)] for n, v in (
+        ("keep-alive", "timeout=5"), ("proxy-connection", "keep-alive"),
+        ("transfer-encoding", "chunked"), ("upgrade", "h2c"), ("te", "gzip"),
+        ("te", "trailers, deflate"))], "connection-specific")
+
+
+@case("conformance")
+def te_trailers_accepted(env):
+    """8.2.2: TE: trailers is the one TE a request may carry."""
+    c = Conn(env.k.port())
+    r = c.get("/", fields=[("te", "trailers")])
+    check(r.status == 200, f"{r.status} {r.reset}")
+
+
+@case("conformance")
+def field_value_invalid(env):
+    """8.2.1: a field value with NUL, CR or LF, or with whitespace at
+    either end: malformed."""
+    each_malformed(env, [req_fields() + [("x-v", v)] for v in (
+        "a\0b", "a\rb", "a\nb", " lead", "trail ", "\ttab", "tab\t")], "field value")
+
+
+@case("conformance")
+def field_name_invalid(env):
+    """8.2.1: a field name with a space, a colon past its start, a
+    non-ASCII byte, or empty: malformed (h2spec 8.1.2/1 for uppercase)."""
+    each_malformed(env, [req_fields() + [(n, "v")] for n in (
+        "x y", "x:y", b"x\xc3\xa9", "")], "field name")
+
+
+@case("conformance")
+def field_value_inner_space_accepted(env):
+    """8.2.1: whitespace inside a value, and an empty value, are fine."""
+    c = Conn(env.k.port())
+    r = c.get("/headers", fields=[("x-inner", "a  b\tc"), ("x-empty", "")])
+    check(r.status == 200 and b"x-inner: a  b\tc\n" in r.body and b"x-empty: \n" in r.body,
+          f"{r.status} {r.body!r}")
+
+
+# -- 8.3 pseudo-fields
+
+
+@case("conformance")
+def pseudo_fields_malformed(env):
+    """8.3, 8.3.1: missing :method or :scheme, empty :path, a duplicated
+    :method, :scheme or :path, an unknown pseudo-field (:foo), a response
+    pseudo-field (:status) in a request, a pseudo-field after a regular
+    field: malformed (h2spec 8.1.2.1, 8.1.2.3)."""
+    base = dict(req_fields())
+
+    def without(name):
+        return [(k, v) for k, v in base.items() if k != name]
+    each_malformed(env, [
+        without(":method"),
+        without(":scheme"),
+        [(k, "" if k == ":path" else v) for k, v in base.items()],
+        req_fields() + [(":method", "GET")],
+        req_fields() + [(":scheme", "http")],
+        req_fields() + [(":path", "/")],
+        req_fields() + [(":foo", "bar")],
+        req_fields() + [(":status", "200")],
+        req_fields()[:2] + [("x-a", "1")] + req_fields()[2:],
+    ], "pseudo-fields")
+
+
+@case("conformance")
+def connect_pseudo_fields(env):
+    """8.5: CONNECT without :authority, or with :scheme or :path: malformed;
+    a well-formed one is answered (501: no tunnels here)."""
+    each_malformed(env, [
+        [(":method", "CONNECT")],
+        [(":method", "CONNECT"), (":authority", "x:443"), (":path", "/")],
+        [(":method", "CONNECT"), (":authority", "x:443"), (":scheme", "http")],
+    ], "CONNECT")
+    c = settled(env)
+    c.send_raw(raw_frame(0x1, 0x5, 1, plain([(":method", "CONNECT"), (":authority", "x:443")])))
+    r = c.response(1)
+    check(r.status == 501, f"{r.status} {r.reset}")
+
+
+@case("conformance")
+def head_response_of_a_file(env):
+    """8.1, RFC 9110 9.3.2: HEAD of a file: its content-length, no DATA
+    frame, the stream ended by the HEADERS."""
+    c = Conn(env.k.port())
+    r = c.get("/files/big.bin", method="HEAD")
+    check(r.status == 200 and not r.frames and r.body == b"", f"{r.status} {len(r.frames)} DATA")
+    check(r.header("content-length") == "300000", f"{r.headers}")
+
 
 
 # ---- attacks -----------------------------------------------------------------------------

@@ -208,9 +208,9 @@ struct h2_stream {
 
     /* The response body waiting for the peer's windows. */
     h2_piece *queue, *queue_tail;
-    uint64_t queued;       /* bytes not yet in a batch */
-    uint32_t nfiles;       /* file pieces in the queue */
-    int64_t resp_left;     /* declared length still owed, or -1 */
+    uint64_t queued;        /* bytes not yet in a batch */
+    uint32_t nfiles;        /* file pieces in the queue */
+    int64_t resp_left;      /* declared length still owed, or -1 */
     uint8_t *trailer_block; /* the response trailers, encoded */
     size_t trailer_len;
     uint8_t *head_heap;   /* a response head larger than head_inline */
@@ -225,22 +225,22 @@ struct h2_stream {
     unsigned remote_ended : 1; /* END_STREAM received */
     unsigned body_ended : 1;   /* the end was handed to the core */
     unsigned head_sent : 1;
-    unsigned final_sent : 1; /* a final (non-1xx) head was given */
-    unsigned resp_ended : 1; /* the last body piece came */
-    unsigned no_body : 1;    /* HEAD, 204, 304: the body is dropped */
-    unsigned has_data : 1;   /* the final head is followed by DATA */
-    unsigned closed : 1;     /* the stream is closed (RFC 9113 5.1) */
-    unsigned too_large : 1;  /* the header list passed max_header_list */
-    unsigned malformed : 1;  /* RFC 9113 8.1.1: reset with PROTOCOL_ERROR */
-    unsigned in_trailers : 1; /* the block being decoded is the trailers */
-    unsigned regular_seen : 1; /* a regular field came (pseudo-fields go first) */
-    unsigned bad : 1;        /* answered by the module itself */
-    unsigned counted : 1;    /* in c->nactive */
-    unsigned held : 1;       /* final head not yet sent (c->held) */
-    unsigned ready : 1;      /* on c->ready */
+    unsigned final_sent : 1;    /* a final (non-1xx) head was given */
+    unsigned resp_ended : 1;    /* the last body piece came */
+    unsigned no_body : 1;       /* HEAD, 204, 304: the body is dropped */
+    unsigned has_data : 1;      /* the final head is followed by DATA */
+    unsigned closed : 1;        /* the stream is closed (RFC 9113 5.1) */
+    unsigned too_large : 1;     /* the header list passed max_header_list */
+    unsigned malformed : 1;     /* RFC 9113 8.1.1: reset with PROTOCOL_ERROR */
+    unsigned in_trailers : 1;   /* the block being decoded is the trailers */
+    unsigned regular_seen : 1;  /* a regular field came (pseudo-fields go first) */
+    unsigned bad : 1;           /* answered by the module itself */
+    unsigned counted : 1;       /* in c->nactive */
+    unsigned held : 1;          /* final head not yet sent (c->held) */
+    unsigned ready : 1;         /* on c->ready */
     unsigned reset_pending : 1; /* on c->resets */
     unsigned early : 1;         /* opened before our SETTINGS were acknowledged */
-    unsigned busy : 4;       /* inside a call that may end the exchange: do not free */
+    unsigned busy : 4;          /* inside a call that may end the exchange: do not free */
 };
 
 /* ---- per-worker state (the module's worker_state) ----------------------- */
@@ -277,7 +277,7 @@ typedef struct h2_bucket {
 /* Stream ids recently closed, to tell a frame on a closed stream from one
  * on a stream never opened (RFC 9113 5.1) and to ignore what a peer sent
  * before it saw our RST_STREAM. The top bit marks "ignore". */
-#define H2_CLOSED_RING 32
+#define H2_CLOSED_RING   32
 #define H2_CLOSED_IGNORE 0x80000000u
 
 typedef struct h2_conn {
@@ -286,12 +286,12 @@ typedef struct h2_conn {
     h2_stream *streams; /* every stream the module holds */
     h2_stream **table;  /* open streams by id, chained (stream.c) */
     uint32_t table_mask;
-    h2_stream *hot;   /* the stream last looked up */
-    h2_stream *held;  /* streams whose final head waits for h2_pump (sink.c) */
+    h2_stream *hot;  /* the stream last looked up */
+    h2_stream *held; /* streams whose final head waits for h2_pump (sink.c) */
     h2_stream *held_tail;
     h2_stream *ready; /* streams with DATA that may go (send.c) */
     h2_stream *ready_tail;
-    h2_stream *resets; /* streams to reset at the next h2_pump */
+    h2_stream *resets;     /* streams to reset at the next h2_pump */
     h2_batch *out;         /* being filled; NULL when nothing is */
     h2_batch *flying;      /* written, not yet completed */
     size_t inflight;       /* bytes written and not yet completed */
@@ -313,13 +313,13 @@ typedef struct h2_conn {
     uint8_t *block; /* a header block spanning CONTINUATION frames */
     size_t block_len, block_cap;
     int32_t block_sid;
-    uint8_t block_flags;     /* the HEADERS frame's END_STREAM */
-    uint32_t block_frames;   /* CONTINUATION flood accounting (limits.c) */
+    uint8_t block_flags;   /* the HEADERS frame's END_STREAM */
+    uint32_t block_frames; /* CONTINUATION flood accounting (limits.c) */
     uint32_t block_bytes;
-    h2_stream *data_s;       /* the stream the DATA frame being read goes to */
+    h2_stream *data_s; /* the stream the DATA frame being read goes to */
     int32_t data_sid;
-    uint32_t data_left;      /* payload bytes of that frame not yet read */
-    uint32_t pad_left;       /* then its padding */
+    uint32_t data_left; /* payload bytes of that frame not yet read */
+    uint32_t pad_left;  /* then its padding */
     uint8_t data_flags;
     uint32_t closed_ids[H2_CLOSED_RING];
     unsigned closed_at;
@@ -333,26 +333,26 @@ typedef struct h2_conn {
 
     h2_bucket b_reset, b_ping, b_settings, b_empty, b_priority, b_rst_sent;
 
-    unsigned depth : 8;     /* nesting of input and pump: send only at 0 */
-    unsigned want_send : 1; /* output became possible while depth > 0 */
-    unsigned blocked : 1;   /* output stopped at the in-flight limit */
-    unsigned closing : 1;   /* keel_conn_close/abort called */
-    unsigned goaway : 1;    /* a graceful GOAWAY was sent */
+    unsigned depth : 8;       /* nesting of input and pump: send only at 0 */
+    unsigned want_send : 1;   /* output became possible while depth > 0 */
+    unsigned blocked : 1;     /* output stopped at the in-flight limit */
+    unsigned closing : 1;     /* keel_conn_close/abort called */
+    unsigned goaway : 1;      /* a graceful GOAWAY was sent */
     unsigned goaway_sent : 1; /* any GOAWAY was sent (goaway_sid holds) */
     unsigned goaway_recv : 1; /* the peer sent GOAWAY */
-    unsigned failed : 1;    /* a connection error: GOAWAY, then close */
-    unsigned calm : 1;      /* ENHANCE_YOUR_CALM: no more input */
-    unsigned eof : 1;       /* the peer shut its side */
+    unsigned failed : 1;      /* a connection error: GOAWAY, then close */
+    unsigned calm : 1;        /* ENHANCE_YOUR_CALM: no more input */
+    unsigned eof : 1;         /* the peer shut its side */
     unsigned idle_marked : 1;
-    unsigned tick_idle : 1; /* the tick found no stream once */
-    unsigned preface : 1;   /* the client's preface came */
-    unsigned settings_seen : 1; /* its first SETTINGS came (RFC 9113 3.4) */
+    unsigned tick_idle : 1;      /* the tick found no stream once */
+    unsigned preface : 1;        /* the client's preface came */
+    unsigned settings_seen : 1;  /* its first SETTINGS came (RFC 9113 3.4) */
     unsigned settings_acked : 1; /* ours was acknowledged */
-    unsigned in_block : 1;  /* a header block waits for CONTINUATION */
-    unsigned in_data : 1;   /* a DATA frame is being read */
+    unsigned in_block : 1;       /* a header block waits for CONTINUATION */
+    unsigned in_data : 1;        /* a DATA frame is being read */
     unsigned data_to_stream : 1; /* its payload goes to stream data_sid */
     unsigned block_self_dep : 1; /* the block's HEADERS depended on itself */
-    unsigned enc_update : 1; /* the next header block starts with a size update */
+    unsigned enc_update : 1;     /* the next header block starts with a size update */
 } h2_conn;
 
 /* Bytes in flight (written, not yet confirmed) above which output stops

@@ -127,14 +127,11 @@ void h2_scratch_free(h2_scratch *s)
     s->cap = 0;
 }
 
-/* 4.4: an entry larger than the table empties it and is not added. */
+/* Adds an entry no larger than the table (4.4: the caller handles one that
+ * is), evicting the oldest to make room. */
 static int insert(h2_hpack *d, const char *name, size_t nlen, const char *value, size_t vlen)
 {
     size_t sz = entry_size(nlen, vlen);
-    if (sz > d->max) {
-        evict_to(d, 0);
-        return 0;
-    }
     /* Made before evicting: the name may be an entry about to go. */
     h2_hpack_entry *e = malloc(sizeof *e + nlen + vlen);
     if (e == NULL)
@@ -248,6 +245,8 @@ static int lookup(const h2_hpack *d, uint32_t i, const char **name, size_t *nlen
 int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *scratch,
                     h2_hpack_emit emit, void *ud)
 {
+    if (len == 0)
+        return 0; /* an empty block is valid (and may have no buffer) */
     const uint8_t *p = block, *end = block + len;
     int fields = 0;
     /* A field's name and value together are at most the block; decoded,
@@ -292,16 +291,25 @@ int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *s
             }
             if ((rc = get_string(&p, end, scratch, &at, &value, &vlen)) != 0)
                 return rc;
+            if (indexing && entry_size(nlen, vlen) > d->max) {
+                /* 4.4: an entry larger than the table empties it and is not
+                 * added. Its name may be one of the entries going, so the
+                 * field is handed on first. */
+                fields++;
+                rc = emit(ud, name, nlen, value, vlen);
+                evict_to(d, 0);
+                if (rc != 0)
+                    return rc;
+                continue;
+            }
             if (indexing) {
                 /* The entry copies name and value; the copies are what is
                  * handed on, since inserting may evict the name's entry. */
                 if ((rc = insert(d, name, nlen, value, vlen)) != 0)
                     return rc;
-                if (d->count > 0 && entry_size(nlen, vlen) <= d->max) {
-                    const h2_hpack_entry *e = entry_at(d, 0);
-                    name = e->data;
-                    value = e->data + e->nlen;
-                }
+                const h2_hpack_entry *e = entry_at(d, 0);
+                name = e->data;
+                value = e->data + e->nlen;
             }
         }
         fields++;
@@ -334,24 +342,19 @@ size_t h2_hpack_int(uint8_t *out, uint8_t first, unsigned prefix, uint64_t v)
 
 /* The static table's index of each name from 15 on, by a hash of its
  * length and three of its bytes under which no two names collide. */
-#define NAME_HASH(len, c0, c1, last) (((len) * 1u + (c0) * 2u + (last) * 14u + (c1)) % 256u)
+#define NAME_HASH(len, c0, c1, last) (((len)*1u + (c0)*2u + (last)*14u + (c1)) % 256u)
 static const uint8_t name_slot[256] = {
-    52, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 57, 0, 0,
-    0, 56, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 24, 0, 0, 45,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 37, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 20, 0, 0, 0, 23, 29, 0, 0, 25, 0, 0, 0,
-    0, 0, 0, 46, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 49, 0, 0, 0, 0, 0, 0,
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 18, 0, 0, 0,
-    0, 0, 0, 19, 0, 0, 0, 0, 0, 0, 0, 15, 51, 54, 0, 0,
-    53, 47, 0, 36, 0, 0, 0, 0, 0, 0, 0, 38, 0, 0, 0, 0,
-    35, 0, 0, 0, 0, 0, 60, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-    0, 0, 21, 33, 0, 22, 0, 0, 0, 0, 17, 0, 0, 0, 44, 58,
-    0, 32, 0, 0, 0, 0, 42, 31, 30, 0, 0, 27, 0, 0, 0, 40,
-    50, 43, 0, 0, 0, 0, 16, 0, 0, 0, 0, 55, 0, 0, 0, 0,
-    0, 0, 0, 0, 34, 0, 0, 26, 0, 0, 48, 0, 0, 0, 0, 59,
-    39, 0, 0, 28, 0, 41, 0, 0, 0, 0, 0, 61, 0, 0, 0, 0,
+    52, 0,  0, 0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  57, 0, 0,  0,  56, 0,  0,  0,  0,  0,  0,
+    0,  0,  0, 0,  24, 0,  0,  45, 0,  0,  0,  0,  0,  0,  0, 0,  0,  0,  0,  0,  0,  0,  0,  0,
+    0,  0,  0, 0,  0,  0,  0,  0,  37, 0,  0,  0,  0,  0,  0, 0,  0,  0,  0,  0,  20, 0,  0,  0,
+    23, 29, 0, 0,  25, 0,  0,  0,  0,  0,  0,  46, 0,  0,  0, 0,  0,  0,  0,  0,  0,  0,  0,  0,
+    0,  0,  0, 0,  0,  0,  0,  0,  0,  49, 0,  0,  0,  0,  0, 0,  0,  0,  0,  0,  0,  0,  0,  0,
+    0,  0,  0, 0,  18, 0,  0,  0,  0,  0,  0,  19, 0,  0,  0, 0,  0,  0,  0,  15, 51, 54, 0,  0,
+    53, 47, 0, 36, 0,  0,  0,  0,  0,  0,  0,  38, 0,  0,  0, 0,  35, 0,  0,  0,  0,  0,  60, 0,
+    0,  0,  0, 0,  0,  0,  0,  0,  0,  0,  21, 33, 0,  22, 0, 0,  0,  0,  17, 0,  0,  0,  44, 58,
+    0,  32, 0, 0,  0,  0,  42, 31, 30, 0,  0,  27, 0,  0,  0, 40, 50, 43, 0,  0,  0,  0,  16, 0,
+    0,  0,  0, 55, 0,  0,  0,  0,  0,  0,  0,  0,  34, 0,  0, 26, 0,  0,  48, 0,  0,  0,  0,  59,
+    39, 0,  0, 28, 0,  41, 0,  0,  0,  0,  0,  61, 0,  0,  0, 0,
 };
 
 unsigned h2_hpack_static_name(const char *name, size_t len)
@@ -387,14 +390,29 @@ size_t h2_hpack_literal(uint8_t *out, unsigned name_index, const char *name, siz
 size_t h2_hpack_status(uint8_t *out, int status)
 {
     switch (status) {
-    case 200: out[0] = 0x80 | 8; return 1;
-    case 204: out[0] = 0x80 | 9; return 1;
-    case 206: out[0] = 0x80 | 10; return 1;
-    case 304: out[0] = 0x80 | 11; return 1;
-    case 400: out[0] = 0x80 | 12; return 1;
-    case 404: out[0] = 0x80 | 13; return 1;
-    case 500: out[0] = 0x80 | 14; return 1;
-    default: break;
+    case 200:
+        out[0] = 0x80 | 8;
+        return 1;
+    case 204:
+        out[0] = 0x80 | 9;
+        return 1;
+    case 206:
+        out[0] = 0x80 | 10;
+        return 1;
+    case 304:
+        out[0] = 0x80 | 11;
+        return 1;
+    case 400:
+        out[0] = 0x80 | 12;
+        return 1;
+    case 404:
+        out[0] = 0x80 | 13;
+        return 1;
+    case 500:
+        out[0] = 0x80 | 14;
+        return 1;
+    default:
+        break;
     }
     char digits[3] = {(char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
                       (char)('0' + status % 10)};

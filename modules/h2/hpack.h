@@ -52,7 +52,7 @@ void h2_scratch_free(h2_scratch *s);
 /* ---- encoding (hpack.c) ---- */
 
 /* An integer with an N-bit prefix (5.1) after the bits of `first`; returns
- * the bytes written (at most 10 for 64 bits). */
+ * the bytes written (at most 11 for 64 bits). */
 size_t h2_hpack_int(uint8_t *out, uint8_t first, unsigned prefix, uint64_t v);
 /* The static table's index of a field name (lowercase), or 0. */
 unsigned h2_hpack_static_name(const char *name, size_t len);

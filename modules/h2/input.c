@@ -84,8 +84,7 @@ static void closed_unopened(h2_conn *c, int32_t sid)
 
 /* The trailers of an open stream (8.1), or a block on a stream that may
  * take none. */
-static void trailer_block(h2_conn *c, h2_stream *s, uint8_t flags, const uint8_t *block,
-                          size_t len)
+static void trailer_block(h2_conn *c, h2_stream *s, uint8_t flags, const uint8_t *block, size_t len)
 {
     if (s->remote_ended || !(flags & H2_FLAG_END_STREAM)) {
         if (discard_block(c, block, len) != 0)
@@ -166,6 +165,8 @@ static void header_block(h2_conn *c, int32_t sid, uint8_t flags, const uint8_t *
 
 static int block_append(h2_conn *c, const uint8_t *p, size_t n)
 {
+    if (n == 0)
+        return 0;
     if (c->block_cap - c->block_len < n) {
         size_t cap = c->block_cap ? c->block_cap : 4096;
         while (cap - c->block_len < n)

@@ -24,8 +24,8 @@
  * batch grows to 100 small responses (~8 KiB) once and is reused. */
 #define BATCH_BYTES_NEW 1024
 #define BATCH_BYTES     8192
-#define BATCH_SEGS   16
-#define BATCH_PIECES 8
+#define BATCH_SEGS      16
+#define BATCH_PIECES    8
 
 static h2_batch *batch_get(h2_conn *c)
 {

@@ -32,7 +32,8 @@ static keel_str at_offset(size_t off, size_t len)
 
 static void to_pointer(keel_str *v, const char *base)
 {
-    v->ptr = base + (uintptr_t)v->ptr;
+    /* No memory yet: every view so far is empty (offset 0, length 0). */
+    v->ptr = base != NULL ? base + (uintptr_t)v->ptr : "";
 }
 
 /* Appends n bytes to a stream's memory; the offset, or -1. */
@@ -76,10 +77,10 @@ static int grow_fields(keel_header **fields, size_t *cap, keel_header *inline_fi
 static const uint8_t name_ok[256] = {
     ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
     ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1,  ['~'] = 1, ['0'] = 1,
-    ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,  ['8'] = 1,
-    ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1, ['f'] = 1,  ['g'] = 1,
-    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1, ['n'] = 1,  ['o'] = 1,
-    ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1, ['v'] = 1,  ['w'] = 1,
+    ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,  ['7'] = 1, ['8'] = 1,
+    ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1,  ['f'] = 1, ['g'] = 1,
+    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1,  ['n'] = 1, ['o'] = 1,
+    ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,  ['v'] = 1, ['w'] = 1,
     ['x'] = 1, ['y'] = 1, ['z'] = 1,
 };
 
@@ -148,10 +149,18 @@ static int pseudo_field(h2_stream *s, const char *name, size_t nlen, long off, s
     s->seen_pseudo |= (uint8_t)which;
     keel_str v = at_offset((size_t)off, vlen);
     switch (which) {
-    case P_METHOD: s->method = v; break;
-    case P_SCHEME: s->scheme = v; break;
-    case P_AUTHORITY: s->authority = v; break;
-    default: s->path = v; break;
+    case P_METHOD:
+        s->method = v;
+        break;
+    case P_SCHEME:
+        s->scheme = v;
+        break;
+    case P_AUTHORITY:
+        s->authority = v;
+        break;
+    default:
+        s->path = v;
+        break;
     }
     return 0;
 }

@@ -131,8 +131,8 @@ void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len,
     c->enc_update = 0;
     size_t max = c->peer_max_frame;
     size_t first = len + pre <= max ? len : max - pre;
-    uint8_t flags = (uint8_t)((end_stream ? H2_FLAG_END_STREAM : 0) |
-                              (first == len ? H2_FLAG_END_HEADERS : 0));
+    uint8_t flags =
+        (uint8_t)((end_stream ? H2_FLAG_END_STREAM : 0) | (first == len ? H2_FLAG_END_HEADERS : 0));
     uint8_t hd[H2_FRAME_HD];
     h2_put_hd(hd, first + pre, H2_HEADERS, flags, sid);
     if (h2_out_copy(c, hd, sizeof hd) != KEEL_OK ||

@@ -137,8 +137,9 @@ uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n
     const h2_config *cfg = w->cfg;
     size_t date_len;
     const char *date = h2_date(w, &date_len);
-    size_t want = 16 + H2_HPACK_LITERAL_MAX(0, date_len) + H2_HPACK_LITERAL_MAX(0, cfg->server_len) +
-                  H2_HPACK_LITERAL_MAX(0, 20) + fields_max(h, n);
+    size_t want = 16 + H2_HPACK_LITERAL_MAX(0, date_len) +
+                  H2_HPACK_LITERAL_MAX(0, cfg->server_len) + H2_HPACK_LITERAL_MAX(0, 20) +
+                  fields_max(h, n);
     uint8_t *block;
     if (out != NULL) {
         block = want <= cap ? out : malloc(want);
@@ -186,7 +187,8 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
         /* 1xx (RFC 9113 8.1): HEADERS without END_STREAM, at once, any
          * number of them before the final head. */
         uint8_t stack[2048];
-        uint8_t *block = h2_encode_head(s, status, headers, nheaders, -1, stack, sizeof stack, &len);
+        uint8_t *block =
+            h2_encode_head(s, status, headers, nheaders, -1, stack, sizeof stack, &len);
         if (block == NULL)
             return KEEL_ERR_NOMEM;
         h2_send_headers(c, (uint32_t)s->id, block, len, 0);

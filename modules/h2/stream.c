@@ -141,7 +141,8 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
 static void unlink_from(h2_stream **head, h2_stream **tail, h2_stream *s, size_t link_off)
 {
     h2_stream *prev = NULL;
-    for (h2_stream *it = *head; it != NULL; prev = it, it = *(h2_stream **)((char *)it + link_off)) {
+    for (h2_stream *it = *head; it != NULL;
+         prev = it, it = *(h2_stream **)((char *)it + link_off)) {
         if (it != s)
             continue;
         h2_stream *next = *(h2_stream **)((char *)it + link_off);

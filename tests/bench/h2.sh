@@ -149,7 +149,7 @@ h2_run() {
     printf 'Hello, World!' >"$H2_WWW/index.txt"
     if [[ " $(servers_of h2) " == *" keel "* ]]; then
         ensure_keel h2 hello static
-        [[ -e $KEEL_BUILD/modules/mod_h2.so ]] || die "no mod_h2 in $KEEL_BUILD (libnghttp2-dev?)"
+        [[ -e $KEEL_BUILD/modules/mod_h2.so ]] || die "no mod_h2 in $KEEL_BUILD"
     fi
     start_all h2
     for t in h2small h2file h2idle; do

@@ -8,8 +8,8 @@
 #
 #   instr     user-space instructions per request (valgrind's callgrind,
 #             counters zeroed after a warm-up), for the small response and
-#             the 4 KiB file, split into keel + modules, libnghttp2, libc
-#             and the rest: h2load -n N -c 1 -m 100
+#             the 4 KiB file, split into mod_h2, keel + other modules,
+#             libc and the rest: h2load -n N -c 1 -m 100
 #   syscalls  system calls per request (strace -c -f), same loads
 #   idle      RSS growth per idle HTTP/2 connection (h2_idle.py, IDLE
 #             connections, each after one request)
@@ -20,8 +20,7 @@
 #             whose load moves: compare within rounds). Not run by default.
 #
 # CG_KEEP=DIR keeps the callgrind dumps (h2counts.cg.small, .file) there,
-# for callgrind_annotate. LD_LIBRARY_PATH passes through: an nghttp2 built
-# with symbols shows its own functions.
+# for callgrind_annotate.
 # Settings: KEEL_BUILD [build] N [20000] IDLE [2000] IDLE_WAIT [1: seconds
 # between the last answer and the measurement, as h2.sh] PORT [19290].
 set -euo pipefail
@@ -103,16 +102,15 @@ instr() {
             / \[.*\]$/ {
                 n = $1; gsub(",", "", n)
                 if (n + 0 >= 0.99 * total) next # thread entry points: inclusive
-                if ($NF ~ /libnghttp2/) ng += n
-                else if ($NF ~ /\/libc\.so/) libc += n
+                if ($NF ~ /\/libc\.so/) libc += n
                 else if ($NF ~ /mod_h2/) h2 += n
                 else if ($NF ~ /mod_|\/keel\]/) keel += n
                 else if ($NF ~ /libuv/) uv += n
                 else other += n
             }
             END {
-                printf "instr %s: %d requests, %.0f instr/req (mod_h2 %.0f, libnghttp2 %.0f, keel + other modules %.0f, libc %.0f, libuv %.0f, other %.0f)\n",
-                    kind, ok, total / ok, h2 / ok, ng / ok, keel / ok, libc / ok, uv / ok, other / ok
+                printf "instr %s: %d requests, %.0f instr/req (mod_h2 %.0f, keel + other modules %.0f, libc %.0f, libuv %.0f, other %.0f)\n",
+                    kind, ok, total / ok, h2 / ok, keel / ok, libc / ok, uv / ok, other / ok
             }'
         [[ -z ${CG_KEEP:-} ]] || cp "$f" "$CG_KEEP/h2counts.cg.$kind"
     done

@@ -69,8 +69,7 @@
 # libnginx-mod-http-echo h2o nodejs npm valgrind gcc zlib1g-dev pkg-config
 # libwebsockets-dev openssl nghttp2-client redis-server as the selection needs
 # them (keel's own build needs libmbedtls-dev for the tls module and
-# keel-cert, libnghttp2-dev for the h2 module, libhiredis-dev for
-# pubsub_redis); the `ws` package with npm;
+# keel-cert, libhiredis-dev for pubsub_redis); the `ws` package with npm;
 # perf (linux-perf) is used when present.
 # Everything listens on 127.0.0.1 only; every server this script started is
 # killed when it exits (trap).

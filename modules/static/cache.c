@@ -1,8 +1,14 @@
 /* cache.c — the per-worker open-file cache (nginx's open_file_cache).
  *
  * Without it a request costs openat2 + fstat + close besides the response's
- * own system calls; with it, one fstat on the cached descriptor. The fstat
- * stays on purpose: it keeps the size and the ETag exact for a file
+ * own system calls; with it, one fstat on the cached descriptor per turn:
+ * requests served in the same moment (an HTTP/2 read's hundred streams,
+ * many connections' requests that arrived together) share it. A turn ends
+ * when a function posted to the worker (keel_worker_post) runs, which is
+ * before the loop reads anything that arrived after the first of them was
+ * answered, so a client that rewrites a file and asks again always gets
+ * the fresh metadata (as h2o's file cache, cleared each loop iteration).
+ * The fstat stays on purpose: it keeps the size and the ETag exact for a file
  * rewritten in place (the descriptor reads the new bytes at once, so its
  * metadata must be the new one too, or a shorter file would break the
  * promised length), and it notices a file unlinked or renamed over
@@ -33,6 +39,7 @@ struct st_centry {
     int status; /* 0: file holds the open file; else the cached answer (404) */
     st_file *file;
     uint64_t checked_ms;
+    uint64_t fstat_turn; /* the cache's turn when its metadata was read */
     st_centry *next; /* hash chain */
     st_centry *prev_lru, *next_lru;
 };
@@ -45,9 +52,11 @@ static uint32_t hash_of(const st_mount *m, const char *s, size_t n)
     return h;
 }
 
-int st_cache_init(st_cache *c, uint64_t valid_ms, size_t max)
+int st_cache_init(st_cache *c, keel_worker *worker, uint64_t valid_ms, size_t max)
 {
     memset(c, 0, sizeof *c);
+    c->worker = worker;
+    c->turn = 1; /* entries start at 0: not read in this turn */
     c->valid_ms = valid_ms;
     c->max = max;
     size_t n = 64;
@@ -139,6 +148,24 @@ static int open_new(const st_mount *m, const char *rel, st_file **out)
     return 0;
 }
 
+static void turn_end(keel_worker *worker, void *userdata)
+{
+    (void)worker;
+    st_cache *c = userdata;
+    c->turn++;
+    c->turn_posted = 0;
+}
+
+/* e's metadata was just read: good for the rest of this turn, if the turn
+ * can be ended (otherwise the next request reads it again). */
+static void fresh_this_turn(st_cache *c, st_centry *e)
+{
+    if (!c->turn_posted && c->worker != NULL &&
+        keel_worker_post(c->worker, turn_end, c) == KEEL_OK)
+        c->turn_posted = 1;
+    e->fstat_turn = c->turn;
+}
+
 /* Re-opens the entry's name and keeps what was cached if it is the same
  * file; 0 if the entry now holds a usable answer. */
 static void refresh(st_centry *e, uint64_t now)
@@ -166,12 +193,13 @@ int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel,
         c->hits++;
         if (now - e->checked_ms >= c->valid_ms) {
             refresh(e, now);
-        } else if (e->status == 0) {
+        } else if (e->status == 0 && !(c->turn_posted && e->fstat_turn == c->turn)) {
             st_info now_info;
             if (st_fstat(e->file->fd, &now_info) != 0 || now_info.gone)
                 refresh(e, now);
             else
                 e->file->info = now_info; /* rewritten in place: its new size and mtime */
+            fresh_this_turn(c, e);
         }
         lru_unlink(c, e);
         lru_front(c, e);

@@ -101,17 +101,23 @@ static int value_ok(const char *v, size_t n)
     if (v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' || v[n - 1] == '\t')
         return 0;
     const uint64_t ones = 0x0101010101010101u;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
+    if (n < 8) {
+        for (size_t i = 0; i < n; i++)
+            if (v[i] == '\0' || v[i] == '\r' || v[i] == '\n')
+                return 0;
+        return 1;
+    }
+    /* Whole words, the last one overlapping the one before. */
+    for (size_t i = 0;; i += 8) {
+        if (i + 8 > n)
+            i = n - 8;
         uint64_t x;
         memcpy(&x, v + i, 8);
         if (has_zero_byte(x) | has_zero_byte(x ^ (ones * '\r')) | has_zero_byte(x ^ (ones * '\n')))
             return 0;
+        if (i + 8 == n)
+            return 1;
     }
-    for (; i < n; i++)
-        if (v[i] == '\0' || v[i] == '\r' || v[i] == '\n')
-            return 0;
-    return 1;
 }
 
 /* RFC 9113 8.2.2: connection-specific fields make a request malformed;

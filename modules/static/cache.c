@@ -40,7 +40,7 @@ struct st_centry {
     st_file *file;
     uint64_t checked_ms;
     uint64_t fstat_turn; /* the cache's turn when its metadata was read */
-    st_centry *next; /* hash chain */
+    st_centry *next;     /* hash chain */
     st_centry *prev_lru, *next_lru;
 };
 
@@ -160,8 +160,7 @@ static void turn_end(keel_worker *worker, void *userdata)
  * can be ended (otherwise the next request reads it again). */
 static void fresh_this_turn(st_cache *c, st_centry *e)
 {
-    if (!c->turn_posted && c->worker != NULL &&
-        keel_worker_post(c->worker, turn_end, c) == KEEL_OK)
+    if (!c->turn_posted && c->worker != NULL && keel_worker_post(c->worker, turn_end, c) == KEEL_OK)
         c->turn_posted = 1;
     e->fstat_turn = c->turn;
 }

@@ -212,7 +212,9 @@ int st_if_range(keel_request *req, const char *etag, int64_t mtime)
         ir.ptr++;
         ir.len--;
     }
-    if (ir.len > 0 && (ir.ptr[0] == '"' || ir.ptr[0] == 'W')) {
+    /* An entity-tag starts with '"' or "W/"; a date may start with 'W'
+     * too (Wed), so the slash decides. */
+    if (ir.len > 0 && (ir.ptr[0] == '"' || (ir.len > 1 && ir.ptr[0] == 'W' && ir.ptr[1] == '/'))) {
         size_t elen = strlen(etag);
         while (ir.len > 0 && (ir.ptr[ir.len - 1] == ' ' || ir.ptr[ir.len - 1] == '\t'))
             ir.len--;

@@ -542,8 +542,7 @@ static int static_start(keel_module *module, keel_worker *worker, void *state)
     st_worker *ws = state;
     if (!sm->cfg.cache_on)
         return KEEL_OK;
-    return st_cache_init(&ws->cache, worker, sm->cfg.cache_valid_ms,
-                         (size_t)sm->cfg.cache_entries);
+    return st_cache_init(&ws->cache, worker, sm->cfg.cache_valid_ms, (size_t)sm->cfg.cache_entries);
 }
 
 /* Every request is over by now (the worker stopped its connections): the

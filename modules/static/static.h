@@ -227,8 +227,8 @@ typedef struct st_cache {
     size_t max;
     uint64_t hits, misses; /* for the log at stop, and the benchmark */
     keel_worker *worker;
-    uint64_t turn;         /* moves once the requests of one moment are served */
-    unsigned turn_posted;  /* a post will move it */
+    uint64_t turn;        /* moves once the requests of one moment are served */
+    unsigned turn_posted; /* a post will move it */
 } st_cache;
 
 int st_cache_init(st_cache *c, keel_worker *worker, uint64_t valid_ms, size_t max);
@@ -237,9 +237,9 @@ void st_cache_free(st_cache *c);
 /* st_open through the cache: 0 and *file (one reference, the caller's) or
  * a status. An entry younger than valid_ms is used after an fstat of its
  * descriptor, one per turn of requests (so a file rewritten in place is
- * seen by the next request, with its new size and ETag); an older one, or one whose file was unlinked, is opened
- * again by name and kept only if it is still the same file. Misses (404)
- * are cached the same way. */
+ * seen by the next request, with its new size and ETag); an older one, or one whose file was
+ * unlinked, is opened again by name and kept only if it is still the same file. Misses (404) are
+ * cached the same way. */
 int st_cache_open(st_cache *c, uint64_t now_ms, const st_mount *m, const char *rel, st_file **file);
 void st_file_release(st_file *f);
 

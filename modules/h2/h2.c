@@ -129,6 +129,7 @@ static void trim(h2_conn *c)
         c->table = NULL;
         c->table_mask = 0;
     }
+    h2_headcache_free(c);
 }
 
 /* ---- stream timeouts -------------------------------------------------------------- */
@@ -319,6 +320,7 @@ static void h2_on_close(keel_conn *conn, int status)
     if (c->tick != NULL)
         keel_timer_stop(c->tick);
     h2_hpack_free(&c->dec);
+    h2_headcache_free(c);
     free(c->block);
     free(c->table);
     keel_metric_add(c->w->worker, c->w->mod->m.open_conns, -1);

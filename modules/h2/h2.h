@@ -280,6 +280,17 @@ typedef struct h2_bucket {
 #define H2_CLOSED_RING   32
 #define H2_CLOSED_IGNORE 0x80000000u
 
+/* The last final response head, kept encoded (headcache.c). */
+typedef struct h2_headcache {
+    uint8_t *mem; /* the key (date and fields), then the encoded block */
+    size_t cap, key_len, block_len;
+    size_t nfields;
+    int64_t content_length;
+    int status;
+} h2_headcache;
+
+#define H2_HEADCACHE_MAX 2048 /* bytes of key and block; larger heads are not kept */
+
 typedef struct h2_conn {
     keel_conn *conn;
     h2_worker *w;
@@ -332,6 +343,7 @@ typedef struct h2_conn {
     uint32_t peer_max_frame;
 
     h2_bucket b_reset, b_ping, b_settings, b_empty, b_priority, b_rst_sent;
+    h2_headcache headcache;
 
     unsigned depth : 8;       /* nesting of input and pump: send only at 0 */
     unsigned want_send : 1;   /* output became possible while depth > 0 */
@@ -500,6 +512,21 @@ void h2_piece_pool_free(h2_worker *w);
  * or a field is not allowed. */
 uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n,
                         int64_t content_length, uint8_t *out, size_t cap, size_t *len);
+
+/* ---- headcache.c -------------------------------------------------------- */
+
+/* The encoded block of the connection's last final head if this one
+ * (status, fields as given, content length, date) is the same; NULL if not.
+ * Valid until the next store. */
+const uint8_t *h2_headcache_find(h2_conn *c, int status, const keel_header *h, size_t n,
+                                 int64_t content_length, const char *date, size_t date_len,
+                                 size_t *len);
+/* Keeps this head and its block as the connection's last (not if larger
+ * than H2_HEADCACHE_MAX, or out of memory: then nothing matches). */
+void h2_headcache_store(h2_conn *c, int status, const keel_header *h, size_t n,
+                        int64_t content_length, const char *date, size_t date_len,
+                        const uint8_t *block, size_t len);
+void h2_headcache_free(h2_conn *c);
 
 /* ---- output.c ----------------------------------------------------------- */
 

@@ -137,6 +137,25 @@ uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n
     const h2_config *cfg = w->cfg;
     size_t date_len;
     const char *date = h2_date(w, &date_len);
+    status = status >= 100 && status <= 999 ? status : 500;
+    if (out == NULL) {
+        /* The same head as the connection's last: its block as it is. */
+        size_t cached_len;
+        const uint8_t *cached =
+            h2_headcache_find(s->c, status, h, n, content_length, date, date_len, &cached_len);
+        if (cached != NULL) {
+            uint8_t *block = s->head_inline;
+            if (cached_len > sizeof s->head_inline) {
+                free(s->head_heap);
+                if ((block = s->head_heap = malloc(cached_len)) == NULL)
+                    return NULL;
+            }
+            memcpy(block, cached, cached_len);
+            s->head_block = block;
+            s->head_len = *len = cached_len;
+            return block;
+        }
+    }
     size_t want = 16 + H2_HPACK_LITERAL_MAX(0, date_len) +
                   H2_HPACK_LITERAL_MAX(0, cfg->server_len) + H2_HPACK_LITERAL_MAX(0, 20) +
                   fields_max(h, n);
@@ -151,7 +170,7 @@ uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n
     }
     if (block == NULL)
         return NULL;
-    size_t at = h2_hpack_status(block, status >= 100 && status <= 999 ? status : 500);
+    size_t at = h2_hpack_status(block, status);
     /* RFC 9110 6.6.1, 10.2.4: date and server on every response. */
     at += h2_hpack_literal(block + at, SI_DATE, NULL, 0, date, date_len);
     if (cfg->server_len > 0)
@@ -166,6 +185,7 @@ uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n
     if (out == NULL) {
         s->head_block = block;
         s->head_len = at;
+        h2_headcache_store(s->c, status, h, n, content_length, date, date_len, block, at);
     }
     return block;
 }

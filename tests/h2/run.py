@@ -251,6 +251,29 @@ def flow_control_small_window(env):
 
 
 @case("conformance")
+def repeated_heads_stay_right(env):
+    """A connection's last response head is reused when the next one is the
+    same (headcache.c): heads that differ in status, length or fields must
+    each come out as themselves, before and after a repeat."""
+    c = Conn(env.k.port())
+    a1, a2 = c.get("/files/4k.bin"), c.get("/files/4k.bin")
+    b = c.response(c.request("/files/big.bin"), timeout=10)
+    s204 = c.get("/h2test/status?code=204")
+    s304 = c.get("/h2test/status?code=304")
+    a3 = c.get("/files/4k.bin")
+    h = c.get("/files/4k.bin", method="HEAD")
+    for r in (a1, a2, a3, h):
+        check(r.status == 200 and r.header("content-length") == "4096",
+              f"{r.status} {r.header('content-length')}")
+        check(r.header("etag") == a1.header("etag"), "the file's ETag changed")
+    check(len(a3.body) == 4096 and h.body == b"", "bodies")
+    check(b.status == 200 and b.header("content-length") == "300000", "big.bin's head")
+    check(b.header("etag") != a1.header("etag"), "big.bin got 4k.bin's ETag")
+    check(s204.status == 204 and s204.header("content-length") is None, "204's head")
+    check(s304.status == 304 and s304.header("etag") == '"x"', "304's head")
+
+
+@case("conformance")
 def frames_not_above_max_frame_size(env):
     """4.2: DATA from the server fits SETTINGS_MAX_FRAME_SIZE (16384)."""
     c = Conn(env.k.port())

@@ -251,6 +251,26 @@ def flow_control_small_window(env):
 
 
 @case("conformance")
+def goaway_last_stream_never_rises(env):
+    """6.8: after a graceful GOAWAY naming stream N, a stream the client
+    opens later is ignored, and a later GOAWAY (a connection error) names
+    no stream above N (fuzz_h2 once saw it rise)."""
+    c = Conn(env.k.port())
+    slow = c.request("/slow?ms=600")  # keeps the connection open meanwhile
+    c.request("/h2test/close")  # Connection: close becomes GOAWAY NO_ERROR
+    g1 = c.expect_goaway(NO_ERROR)
+    first_last = g1.last_stream_id
+    late = c.request("/")
+    c.send_raw(raw_frame(0x6, 0x0, 1, b"\0" * 8))  # PING on a stream: PROTOCOL_ERROR
+    g2 = c.expect_goaway(PROTOCOL_ERROR)
+    check(g2.last_stream_id <= first_last,
+          f"GOAWAY's last stream went up from {first_last} to {g2.last_stream_id}")
+    check(late not in c.responses or c.responses[late].status is None,
+          "a stream opened after GOAWAY was answered")
+    check(slow <= first_last, "the stream in flight was not covered by the first GOAWAY")
+
+
+@case("conformance")
 def repeated_heads_stay_right(env):
     """A connection's last response head is reused when the next one is the
     same (headcache.c): heads that differ in status, length or fields must

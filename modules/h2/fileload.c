@@ -68,6 +68,7 @@ int h2_load_add(h2_conn *c, h2_stream *s, h2_piece *p)
     }
     p->refs++;
     p->loading = 1;
+    c->pending_bytes += p->left;
     c->pending[c->npending++] = (h2_load_item){p, s->id, p->fd, p->foff, p->left, NULL, 0, 0};
     return KEEL_OK;
 }
@@ -164,6 +165,7 @@ void h2_load_submit(h2_conn *c)
         return;
     size_t n = c->npending;
     c->npending = 0;
+    c->pending_bytes = 0;
     /* One buffer for the whole job, allocated (and later freed) on this
      * thread: a buffer per file, malloc'd on a pool thread and freed here,
      * cost more in page faults than the reads themselves. */
@@ -238,6 +240,7 @@ void h2_load_orphan(h2_conn *c)
         h2_piece_unref(c->pending[i].p, KEEL_ERR_CLOSED);
     }
     c->npending = 0;
+    c->pending_bytes = 0;
     free(c->pending);
     c->pending = NULL;
     c->pending_cap = 0;

@@ -309,6 +309,7 @@ typedef struct h2_conn {
     keel_timer *tick;      /* stream timeouts; only while streams exist */
     h2_load_item *pending; /* small files for the next thread-pool job (fileload.c) */
     size_t npending, pending_cap;
+    uint64_t pending_bytes;   /* their bytes */
     h2_load *loads;           /* jobs in flight */
     uint32_t nactive;         /* streams with an exchange or a response going */
     uint32_t nstreams;        /* requests started */

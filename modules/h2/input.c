@@ -284,8 +284,13 @@ static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, c
             return -1;
         }
         h2_conn_consumed(c, length);
-        if (h2_closed_lookup(c, sid) != 1 && !after_goaway(c, sid)) {
-            h2_fail(c, H2_STREAM_CLOSED); /* 5.1: closed */
+        /* 5.1: closed. A stream closed recently and not by our reset is
+         * the peer's error; one we reset or refused, or closed longer ago
+         * than the ring remembers (a hundred streams answered before
+         * their bodies came, say), may have DATA in flight that the
+         * client could not withdraw: dropped. */
+        if (h2_closed_lookup(c, sid) == 0 && !after_goaway(c, sid)) {
+            h2_fail(c, H2_STREAM_CLOSED);
             return -1;
         }
     } else if (s->remote_ended) {
@@ -384,6 +389,7 @@ static void on_settings(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p
     }
     c->settings_seen = 1;
     int widened = 0;
+    int64_t new_window = -1; /* the last INITIAL_WINDOW_SIZE of the frame */
     for (uint32_t at = 0; at < len; at += 6) {
         unsigned id = (unsigned)p[at] << 8 | p[at + 1];
         uint32_t v = h2_get32(p + at + 2);
@@ -399,26 +405,13 @@ static void on_settings(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p
                 return;
             }
             break;
-        case H2_SET_INITIAL_WINDOW_SIZE: {
+        case H2_SET_INITIAL_WINDOW_SIZE:
             if (v > H2_MAX_WINDOW) {
                 h2_fail(c, H2_FLOW_CONTROL_ERROR);
                 return;
             }
-            /* 6.9.2: every open stream's window moves by the difference. */
-            int64_t delta = (int64_t)v - c->peer_initial_window;
-            c->peer_initial_window = v;
-            for (h2_stream *s = c->streams; s != NULL; s = s->next) {
-                if (s->closed)
-                    continue;
-                s->send_window += delta;
-                if (s->send_window > H2_MAX_WINDOW) {
-                    h2_fail(c, H2_FLOW_CONTROL_ERROR);
-                    return;
-                }
-            }
-            widened |= delta > 0;
+            new_window = v; /* applied once, below: only the last counts */
             break;
-        }
         case H2_SET_MAX_FRAME_SIZE:
             if (v < H2_DEFAULT_FRAME_SIZE || v > 16777215) {
                 h2_fail(c, H2_PROTOCOL_ERROR);
@@ -429,6 +422,21 @@ static void on_settings(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p
         default:
             break; /* MAX_CONCURRENT_STREAMS: we open none; others: 6.5.2 ignore */
         }
+    }
+    if (new_window >= 0) {
+        /* 6.9.2: every open stream's window moves by the difference. */
+        int64_t delta = new_window - c->peer_initial_window;
+        c->peer_initial_window = (uint32_t)new_window;
+        for (h2_stream *s = c->streams; s != NULL && delta != 0; s = s->next) {
+            if (s->closed)
+                continue;
+            s->send_window += delta;
+            if (s->send_window > H2_MAX_WINDOW) {
+                h2_fail(c, H2_FLOW_CONTROL_ERROR);
+                return;
+            }
+        }
+        widened = delta > 0;
     }
     h2_send_frame(c, H2_SETTINGS, H2_FLAG_ACK, 0, NULL, 0);
     if (widened)

@@ -218,6 +218,13 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, const char *val
         return 0;
     }
     if (name[0] == ':') {
+        /* Checked before anything is copied: once the head is complete
+         * the core holds views into hmem, which must not move (a
+         * pseudo-field in trailers, 8.1, would have grown it). */
+        if (s->in_trailers || s->regular_seen) {
+            s->malformed = 1;
+            return 0;
+        }
         long off = put_bytes(&s->hmem, &s->hlen, &s->hcap, value, vlen);
         if (off < 0 || pseudo_field(s, name, nlen, off, vlen) != 0)
             s->malformed = 1; /* out of memory too: the stream is reset */

@@ -426,9 +426,18 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
         s->queue_tail = p;
         s->queued += length;
         s->nfiles++;
-        /* Small: read with the others of this turn, then sent from memory. */
-        if (length <= H2_LOAD_MAX && h2_load_supported() && h2_load_add(c, s, p) != KEEL_OK)
-            return KEEL_ERR_NOMEM; /* queued: released with the stream */
+        /* Small: read with the others of this turn, then sent from memory,
+         * if the peer's windows let it all go now and this turn's reads
+         * stay under the in-flight bound. Otherwise frame by frame from
+         * the file as the windows open, holding no copy: a client that
+         * keeps its windows shut must not make us read files into memory
+         * for it (a hundred streams of 64 KiB each per connection). */
+        int64_t win = s->send_window < c->send_window ? s->send_window : c->send_window;
+        if (length <= H2_LOAD_MAX && h2_load_supported() && (int64_t)length <= win &&
+            c->pending_bytes + length <= H2_INFLIGHT_MAX) {
+            if (h2_load_add(c, s, p) != KEEL_OK)
+                return KEEL_ERR_NOMEM; /* queued: released with the stream */
+        }
     }
     h2_ready(s);
     h2_pump(c);

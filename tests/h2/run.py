@@ -1676,6 +1676,57 @@ def trailers_with_pseudo_field(env):
 
 
 @case("conformance")
+def trailers_with_long_pseudo_field(env):
+    """8.1: a pseudo-field in trailers, long enough that keeping it would
+    have grown the memory the request's head lives in while the core (and
+    the access log, at the reset) still read the head: refused before any
+    copy, RST_STREAM PROTOCOL_ERROR (an attack review found the
+    use-after-free; make test-asan reports it if it comes back)."""
+    c = settled(env)
+    sid = c.request("/h2test/late?ms=200", method="POST", end_stream=False)
+    c.send_data(sid, b"hello", end_stream=False)
+    c.send_raw(raw_frame(0x1, 0x5, sid, plain([(":path", "/" + "a" * 2000)])))
+    stream_error(c, sid, PROTOCOL_ERROR)
+    time.sleep(0.3)  # the late handler finishes before the suite goes on
+    check(env.k.alive(), "keel died")
+
+
+@case("conformance")
+def small_file_behind_a_shut_window(env):
+    """6.9.2: a small file asked for on a stream whose window is 0 still
+    arrives whole once the client opens it (it goes out from the file as
+    the window allows, never read into memory for a peer that keeps its
+    windows shut)."""
+    c = Conn(env.k.port(), settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0}, auto_window=False)
+    c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags, what="SETTINGS ACK")
+    sid = c.request("/files/4k.bin")
+    c.wait_for(lambda f: isinstance(f, HeadersFrame) and f.stream_id == sid, what="HEADERS")
+    c.send(SettingsFrame(settings={SettingsFrame.INITIAL_WINDOW_SIZE: 65535}))
+    r = c.response(sid)
+    with open(os.path.join(env.www, "4k.bin"), "rb") as fh:
+        check(r.body == fh.read(), "body differs from the file")
+
+
+@case("conformance")
+def data_on_long_refused_stream_ignored(env):
+    """5.1: DATA a client sent on a stream we refused is ignored even when
+    many streams closed since (more than the ring of recently closed ids
+    remembers): the connection goes on."""
+    c = settled(env)
+    frames = b""
+    sids = []
+    for _ in range(50):  # 8 taken (max_concurrent_streams), 42 refused
+        sid = c.new_id()
+        sids.append(sid)
+        frames += raw_frame(0x1, 0x4, sid, plain(req_fields("/slow?ms=200")))
+    c.send_raw(frames)
+    c.expect_rst(sids[-1], REFUSED_STREAM)
+    c.send_raw(raw_frame(0x0, 0x1, sids[8], b"late"))  # the first refused one
+    c.ping()
+    check(c.goaway is None, "the connection ended")
+
+
+@case("conformance")
 def content_length_exceeded(env):
     """8.1.1: more DATA than content-length, over several frames:
     malformed, RST_STREAM PROTOCOL_ERROR (h2spec 8.1.2.6/2)."""

@@ -149,3 +149,14 @@ int fuzz_cuts(uint32_t seed, size_t len, size_t ends[4])
         ends[n++] = len;
     return n;
 }
+
+void fuzz_client_send_cut(fuzz_client *c, uint32_t seed, const void *data, size_t len)
+{
+    size_t ends[4];
+    int npieces = fuzz_cuts(seed, len, ends);
+    size_t off = 0;
+    for (int i = 0; i < npieces && !c->eof && fuzz_now_ms() < c->deadline; i++) {
+        fuzz_client_send(c, (const char *)data + off, ends[i] - off);
+        off = ends[i];
+    }
+}

@@ -44,6 +44,10 @@ void fuzz_client_finish(fuzz_client *c);
  * of the pieces an input is written in. Returns how many ends. */
 int fuzz_cuts(uint32_t seed, size_t len, size_t ends[4]);
 
+/* Sends len bytes in the pieces fuzz_cuts(seed) chooses, stopping early if
+ * the server closed or the deadline passed. */
+void fuzz_client_send_cut(fuzz_client *c, uint32_t seed, const void *data, size_t len);
+
 long long fuzz_now_ms(void);
 
 #endif

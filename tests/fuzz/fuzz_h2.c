@@ -336,13 +336,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static unsigned char out[OUT_CAP];
     fuzz_client c;
     fuzz_client_open(&c, server, out, sizeof out, 2000);
-    size_t ends[4];
-    int npieces = fuzz_cuts(seed, len, ends);
-    size_t off = 0;
-    for (int i = 0; i < npieces && !c.eof && fuzz_now_ms() < c.deadline; i++) {
-        fuzz_client_send(&c, in + off, ends[i] - off);
-        off = ends[i];
-    }
+    fuzz_client_send_cut(&c, seed, in, len);
     fuzz_client_finish(&c);
 
     check_output(c.in, c.nin, peer_max_frame(in, len));

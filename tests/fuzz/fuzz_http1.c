@@ -68,13 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     unsigned char head[16];
     fuzz_client c;
     fuzz_client_open(&c, server, head, sizeof head, 2000);
-    size_t ends[4];
-    int npieces = fuzz_cuts(seed, size, ends);
-    size_t off = 0;
-    for (int i = 0; i < npieces && !c.eof && fuzz_now_ms() < c.deadline; i++) {
-        fuzz_client_send(&c, data + off, ends[i] - off);
-        off = ends[i];
-    }
+    fuzz_client_send_cut(&c, seed, data, size);
     fuzz_client_finish(&c);
 
     if (c.nin > 0 && memcmp(c.in, "HTTP/1.1 ", c.nin < 9 ? c.nin : 9) != 0) {

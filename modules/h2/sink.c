@@ -105,20 +105,19 @@ static size_t encode_fields(uint8_t *out, const keel_header *h, size_t n)
         size_t nlen = h[i].name.len;
         if (nlen == 0 || dropped(h[i].name))
             continue;
-        char lower[40];
-        unsigned index = 0;
-        if (nlen <= 27) { /* the longest static-table name */
-            lower_copy(lower, h[i].name.ptr, nlen);
-            index = h2_hpack_static_name(lower, nlen);
-        }
+        /* Lowercased once, where a literal name goes (6.2.2: 0x00, the
+         * length, the name); if the static table has it, the index takes
+         * its place. */
+        size_t name_at = at + 1 + h2_hpack_int(out + at + 1, 0x00, 7, nlen);
+        char *name = (char *)out + name_at;
+        lower_copy(name, h[i].name.ptr, nlen);
+        unsigned index = nlen <= 27 ? h2_hpack_static_name(name, nlen) : 0;
         if (index > 0) {
             at += h2_hpack_literal(out + at, index, NULL, 0, h[i].value.ptr, h[i].value.len);
             continue;
         }
-        out[at++] = 0x00; /* literal name, 6.2.2 */
-        at += h2_hpack_int(out + at, 0x00, 7, nlen);
-        lower_copy((char *)out + at, h[i].name.ptr, nlen);
-        at += nlen;
+        out[at] = 0x00;
+        at = name_at + nlen;
         at += h2_hpack_int(out + at, 0x00, 7, h[i].value.len);
         memcpy(out + at, h[i].value.ptr, h[i].value.len);
         at += h[i].value.len;

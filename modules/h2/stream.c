@@ -138,22 +138,18 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     return s;
 }
 
-static void unlink_from(h2_stream **head, h2_stream **tail, h2_stream *s, size_t link_off)
+static void ready_remove(h2_conn *c, h2_stream *s)
 {
     h2_stream *prev = NULL;
-    for (h2_stream *it = *head; it != NULL;
-         prev = it, it = *(h2_stream **)((char *)it + link_off)) {
+    for (h2_stream *it = c->ready; it != NULL; prev = it, it = it->ready_next) {
         if (it != s)
             continue;
-        h2_stream *next = *(h2_stream **)((char *)it + link_off);
-        if (prev != NULL)
-            *(h2_stream **)((char *)prev + link_off) = next;
-        else
-            *head = next;
-        if (tail != NULL && *tail == s)
-            *tail = prev;
-        return;
+        *(prev != NULL ? &prev->ready_next : &c->ready) = s->ready_next;
+        if (c->ready_tail == s)
+            c->ready_tail = prev;
+        break;
     }
+    s->ready = 0;
 }
 
 void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore)
@@ -164,10 +160,8 @@ void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore)
     table_remove(c, s);
     c->closed_ids[c->closed_at++ % H2_CLOSED_RING] =
         (uint32_t)s->id | (ignore ? H2_CLOSED_IGNORE : 0);
-    if (s->ready) {
-        unlink_from(&c->ready, &c->ready_tail, s, offsetof(h2_stream, ready_next));
-        s->ready = 0;
-    }
+    if (s->ready)
+        ready_remove(c, s);
     c->nopen--;
     h2_stream_on_close(s, error_code);
 }

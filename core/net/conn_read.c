@@ -14,7 +14,13 @@
 
 void kl_conn_release_buffer(keel_conn *c)
 {
-    if (c->rbuf != NULL && c->rstart == c->rlen && !(c->flags & KL_CONN_PAUSED)) {
+    /* A paused connection keeps its buffer for the read its lazy pause
+     * lets through; an outbound one, paused at once, reads nothing more
+     * until resumed, and holds nothing meanwhile (a proxy's upstream
+     * waiting for its client: one per HTTP/2 stream). */
+    int keep =
+        (c->flags & KL_CONN_PAUSED) && ((c->flags & KL_CONN_READING) || c->origin->spec != NULL);
+    if (c->rbuf != NULL && c->rstart == c->rlen && !keep) {
         kl_bufpool_put(&kl_conn_worker(c)->pool, c->rbuf, c->rcap);
         c->rbuf = NULL;
         c->rcap = c->rstart = c->rlen = 0;
@@ -86,7 +92,13 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
         *buf = uv_buf_init(NULL, 0);
         return;
     }
-    *buf = uv_buf_init(c->rbuf + c->rlen, c->rcap - c->rlen);
+    /* An outbound connection's reads are bounded by its read size, which
+     * its protocol may lower (keel_conn_set_read_size: a proxy relaying to
+     * a client that cannot take more yet). */
+    size_t room = c->rcap - c->rlen;
+    if (c->origin->spec == NULL && c->origin->read_buffer > 0 && room > c->origin->read_buffer)
+        room = c->origin->read_buffer;
+    *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)room);
 }
 
 void kl_conn_update_reading(keel_conn *c)
@@ -107,8 +119,12 @@ void kl_conn_update_reading(keel_conn *c)
      * when bytes read that way still wait unpresented: a protocol pausing
      * and resuming faster than they are delivered would let a read
      * through each time, and the buffer grow without bound. */
-    if (!want && open && (c->flags & KL_CONN_READING) && !(c->flags & KL_CONN_UNSEEN))
+    if (!want && open && (c->flags & KL_CONN_READING) && !(c->flags & KL_CONN_UNSEEN) &&
+        c->origin->spec != NULL)
         return;
+    /* An outbound connection stops at once: its pauses are back-pressure
+     * (a proxy's client that does not keep up), which lasts, and a read
+     * let through would be held for its whole length. */
     if (want && !(c->flags & KL_CONN_READING)) {
         if (uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
             c->flags |= KL_CONN_READING;

@@ -413,3 +413,13 @@ const char *keel_conn_remote_host(keel_conn *conn)
 {
     return conn->origin->remote_host;
 }
+
+int keel_conn_set_read_size(keel_conn *conn, size_t bytes)
+{
+    if (conn->origin->spec != NULL)
+        return KEEL_ERR_STATE; /* an accepted connection's origin is its listener's */
+    size_t max = kl_conn_worker(conn)->server->settings.read_buffer_max;
+    outbound_tail *tail = kl_conn_tail(conn);
+    tail->origin.read_buffer = (uint32_t)(bytes < max ? bytes : max);
+    return KEEL_OK;
+}

@@ -1013,4 +1013,16 @@ KEEL_FN(keel_worker *, request_worker, (keel_request *req), (req))
  * gets KEEL_ERR_LIMIT. An outbound connection is never reclaimed (it holds
  * no slot). Worker thread of the connection. */
 KEEL_VFN(conn_set_deadline, (keel_conn *conn, uint64_t ms), (conn, ms))
+
+/* For a connection keel opened with keel_conn_connect: the most one read
+ * of it may take from now on (keel_connect_options.read_buffer_size, 0:
+ * the server's read_buffer_size; capped at read_buffer_max). A proxy
+ * relaying to a client that takes bytes slowly, or shares one client
+ * connection among many upstreams (HTTP/2), lowers it so that what it
+ * reads and must hold stays small; larger reads save system calls when
+ * the client keeps up. A pause of an outbound connection (keel_conn_pause)
+ * takes effect at once: no read is let through after it. KEEL_ERR_STATE
+ * for an accepted connection (its listener's size applies). Worker thread
+ * of the connection. */
+KEEL_FN(int, conn_set_read_size, (keel_conn *conn, size_t bytes), (conn, bytes))
 #endif /* KEEL__WANT(6) */

@@ -20,6 +20,7 @@ void px_ex_unref(px_ex *ex)
         keel_timer_stop(ex->continue_timer);
     if (ex->flush_timer != NULL)
         keel_timer_stop(ex->flush_timer);
+    px_client_leave(ex);
     free(ex->pend);
     free(ex->hbuf);
     free(ex->fields);

@@ -296,6 +296,9 @@ static void try_next(px_ex *ex, int last_failure);
 
 void px_up_ready(px_ex *ex, px_up *up)
 {
+    px_upstream_unhold(ex); /* a pause was the previous attempt's */
+    /* A pooled connection keeps the size its last exchange set. */
+    keel_conn_set_read_size(up->conn, px_ex_read_size(ex));
     size_t len = 0;
     char *head = px_build_request_head(ex, &len);
     if (head == NULL) {
@@ -329,6 +332,9 @@ void px_up_ready(px_ex *ex, px_up *up)
     int sending = ex->body_kind != PX_BODY_NONE && !ex->body_done;
     keel_conn_set_timeout(up->conn,
                           sending ? ex->route->send_timeout_ms : ex->route->read_timeout_ms);
+    /* The client's connection holds its whole budget already (an HTTP/2
+     * client that shut its windows): the answer waits in the kernel. */
+    px_upstream_hold(ex);
     if (!sending)
         return;
     if (ex->expect_continue) {
@@ -486,6 +492,9 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     ex->start_ms = keel_worker_now_ms(ex->pw->worker);
     keel_conn *client = keel_request_conn(req);
     client_ip(client, ex->client_ip, sizeof ex->client_ip);
+    /* An HTTP/2 connection's streams share one budget (share.c). */
+    if (keel_request_version(req) == 20)
+        ex->share = px_client_join(ex->pw, keel_conn_id(client));
     const char *transport = keel_conn_transport_name(client);
     ex->scheme = transport != NULL && strcmp(transport, "tls") == 0 ? "https" : "http";
     /* The upstream may connect after the client left: the exchange must

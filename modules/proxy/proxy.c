@@ -374,7 +374,7 @@ static void config_free(px_config *c)
 static int read_scalars(px_config *c, keel_module *m)
 {
     int64_t keepalive = 0, tries = 0;
-    uint64_t buffer = 0, max_header = 0, read_buffer = 0;
+    uint64_t buffer = 0, client_buffer = 0, max_header = 0, read_buffer = 0;
     const char *server = NULL, *date = NULL, *log = NULL;
     int rc;
     if ((rc = keel_config_int(m, "keepalive", 32, 0, 100000, &keepalive)) < 0 ||
@@ -385,6 +385,7 @@ static int read_scalars(px_config *c, keel_module *m)
         (rc = keel_config_duration_ms(m, "send_timeout", 60000, &c->send_timeout_ms)) < 0 ||
         (rc = keel_config_int(m, "tries", 0, 0, PX_MAX_SERVERS, &tries)) < 0 ||
         (rc = keel_config_size(m, "buffer", 64 * 1024, &buffer)) < 0 ||
+        (rc = keel_config_size(m, "client_buffer", 64 * 1024, &client_buffer)) < 0 ||
         (rc = keel_config_size(m, "max_header", 32 * 1024, &max_header)) < 0 ||
         (rc = keel_config_size(m, "read_buffer", 64 * 1024, &read_buffer)) < 0 ||
         (rc = keel_config_bool(m, "via", 1, &c->via)) < 0 ||
@@ -402,6 +403,9 @@ static int read_scalars(px_config *c, keel_module *m)
     if (max_header < 1024 || max_header > (1u << 24))
         return keel_config_error(m, "max_header", "expected 1k to 16m");
     c->buffer = (size_t)buffer;
+    if (client_buffer < 16 * 1024 || client_buffer > (1u << 30))
+        return keel_config_error(m, "client_buffer", "expected 16k to 1g");
+    c->client_buffer = (size_t)client_buffer;
     /* Larger reads from upstreams than the server's 16 KiB: a 1 MiB body
      * then costs a quarter of the reads and wake-ups (measured: about 2x
      * responses per CPU-second on 1 MiB bodies). */
@@ -502,6 +506,7 @@ static void proxy_stop(keel_module *m, keel_worker *w, void *state)
     px_checks_stop(pw);
     px_pool_close_all(pw);
     px_peers_free(pw);
+    px_clients_free(pw);
 }
 
 KEEL_MODULE(proxy, .version = "1.0.0", .load = proxy_load, .unload = proxy_unload,

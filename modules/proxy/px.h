@@ -88,8 +88,9 @@ struct px_config {
     /* back-pressure: bytes in flight towards either side before the other
      * side's reading pauses */
     size_t buffer;
-    size_t read_buffer; /* bytes one read of an upstream connection may take */
-    size_t max_header;  /* an upstream response head larger than this is a 502 */
+    size_t client_buffer; /* response bytes one client connection's exchanges hold together */
+    size_t read_buffer;   /* bytes one read of an upstream connection may take */
+    size_t max_header;    /* an upstream response head larger than this is a 502 */
     int via, forwarded, x_forwarded, keep_server, keep_date;
     uint64_t tunnel_idle_ms;
     /* CONNECT (forward proxy) */
@@ -122,17 +123,30 @@ typedef struct px_peer {
     int64_t current_weight; /* smooth weighted round robin (nginx) */
 } px_peer;
 
+typedef struct px_ex px_ex;
+
+/* An HTTP/2 client connection's exchanges and the response bytes they
+ * hold for it (share.c). */
+typedef struct px_client px_client;
+struct px_client {
+    uint64_t conn_id;
+    px_client *next;               /* the worker's hash chain */
+    unsigned nexch;                /* its exchanges alive */
+    size_t buffered;               /* their response bytes the client has not taken */
+    px_ex *waiting, *waiting_tail; /* exchanges whose upstreams wait for room */
+};
+
 typedef struct px_worker {
     keel_worker *worker;
     px_config *cfg;
     px_peer **peers; /* [group][server] */
     keel_timer *check_timer;
     uint64_t *check_next; /* per group: when its next round of checks is due */
+    px_client **buckets;  /* HTTP/2 clients by connection id (share.c) */
+    size_t nbuckets, nclients;
 } px_worker;
 
 /* ---- an upstream connection ------------------------------------------------- */
-
-typedef struct px_ex px_ex;
 
 struct px_up {
     keel_conn *conn;       /* NULL until open */
@@ -183,6 +197,9 @@ struct px_ex {
     int client_paused; /* the client's reading paused by us */
     size_t client_out; /* response body bytes not yet taken by the client */
     int up_paused;     /* the upstream's reading paused by us */
+    px_client *share;  /* an HTTP/2 client's connection whose budget this shares */
+    px_ex *share_next; /* in share->waiting */
+    int share_waiting;
     int head_relayed;  /* the final response head went to the client */
     int response_done; /* the upstream response was complete */
     int in_value;      /* llhttp: in a header value */
@@ -194,6 +211,7 @@ struct px_ex {
     size_t nfields, cap_fields;
     void *pend; /* body bytes parsed from this read, to hand over as one piece */
     size_t plen, pcap;
+    size_t pcap_flushed; /* the capacity of the block being flushed (response.c) */
     int interim;         /* llhttp: parsing a 1xx */
     size_t trailer_from; /* fields from here on are trailers */
     uint64_t start_ms;
@@ -280,6 +298,16 @@ char *px_build_request_head(px_ex *ex, size_t *len);
 void px_response_headers(px_ex *ex);
 keel_str px_field_name(const px_ex *ex, size_t i);
 keel_str px_field_value(const px_ex *ex, size_t i);
+
+/* share.c: one client connection's budget across its exchanges */
+px_client *px_client_join(px_worker *pw, uint64_t conn_id);
+void px_client_leave(px_ex *ex);
+void px_clients_free(px_worker *pw);
+size_t px_ex_share(const px_ex *ex);     /* response bytes the exchange may hold */
+size_t px_ex_read_size(const px_ex *ex); /* what one read of its upstream may take */
+void px_upstream_hold(px_ex *ex);        /* stops reading the upstream if over */
+void px_upstream_release(px_ex *ex);     /* the client took bytes: reading goes on */
+void px_upstream_unhold(px_ex *ex);      /* the exchange is done with its upstream */
 
 /* health.c: active checks, run by worker 0 */
 void px_checks_start(px_worker *pw);

@@ -124,7 +124,15 @@ static int on_headers_complete(llhttp_t *p)
     px_response_headers(ex);
     ex->head_relayed = 1;
     ex->in_trailers = 1;
-    ex->trailer_from = ex->nfields;
+    /* The head's fields are the response's now (copied): their memory
+     * goes, as a response streaming to a slow client may last long;
+     * trailers, if any come, start afresh. */
+    free(ex->hbuf);
+    free(ex->fields);
+    ex->hbuf = NULL;
+    ex->fields = NULL;
+    ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = 0;
+    ex->trailer_from = 0;
     /* RFC 9110 9.3.2: a response to HEAD has no body whatever its
      * Content-Length says; llhttp needs to be told. */
     return ex->is_head ? 1 : 0;
@@ -177,12 +185,10 @@ static void piece_taken(void *data, void *userdata)
     px_ex *ex = b->ex;
     (void)data;
     ex->client_out -= b->len;
+    if (ex->share != NULL)
+        ex->share->buffered -= b->len;
     keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, -(int64_t)b->len);
-    if (ex->up_paused && ex->client_out <= ex->route->cfg->buffer / 2) {
-        ex->up_paused = 0;
-        if (ex->up != NULL && ex->up->conn != NULL)
-            keel_conn_resume(ex->up->conn);
-    }
+    px_upstream_release(ex);
     free(b);
     px_ex_unref(ex);
 }
@@ -207,6 +213,7 @@ static int flush(px_ex *ex)
 {
     px_block *b = ex->pend;
     size_t len = ex->plen;
+    ex->pcap_flushed = ex->pcap;
     ex->pend = NULL;
     ex->plen = ex->pcap = 0;
     if (b == NULL)
@@ -215,18 +222,25 @@ static int flush(px_ex *ex)
         free(b);
         return 0;
     }
+    /* What a block holds is what client_out counts: a gathering block
+     * only partly filled gives its tail back before it waits for the
+     * client (with shut windows it may wait long). */
+    if (len + 8192 < ex->pcap_flushed) {
+        px_block *tight = realloc(b, sizeof *b + len);
+        if (tight != NULL)
+            b = tight;
+    }
     b->ex = ex;
     b->len = len;
     px_ex_ref(ex);
     ex->client_out += len;
+    if (ex->share != NULL)
+        ex->share->buffered += len;
     ex->bytes_out += len;
     keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, (int64_t)len);
     if (keel_response_write(ex->res, b->data, len, piece_taken, b) != KEEL_OK)
         return -1; /* piece_taken ran already */
-    if (ex->client_out > ex->route->cfg->buffer && !ex->up_paused && ex->up != NULL) {
-        ex->up_paused = 1;
-        keel_conn_pause(ex->up->conn);
-    }
+    px_upstream_hold(ex);
     return 0;
 }
 
@@ -271,7 +285,8 @@ static int reserve(px_ex *ex, size_t len)
         return -1;
     /* a small read is probably a small response: no more room than it
      * needs (and below malloc's mmap threshold either way) */
-    size_t cap = len < 8192 ? len : len > PX_GATHER ? len : PX_GATHER;
+    size_t gather = px_ex_share(ex) < PX_GATHER ? px_ex_share(ex) : PX_GATHER;
+    size_t cap = len < 8192 ? len : len > gather ? len : gather;
     px_block *b = realloc(ex->pend, sizeof *b + cap);
     if (b == NULL)
         return -1;
@@ -348,10 +363,7 @@ static void complete(px_ex *ex, px_up *up, int extra_bytes)
     }
     int reusable = !extra_bytes && llhttp_should_keep_alive(&up->parser) &&
                    (ex->body_kind == PX_BODY_NONE || ex->body_done) && ex->up_out == 0;
-    if (ex->up_paused) {
-        ex->up_paused = 0;
-        keel_conn_resume(up->conn);
-    }
+    px_upstream_unhold(ex); /* it goes back to the pool reading */
     up->ex = NULL;
     ex->up = NULL;
     px_ex_finish(ex);
@@ -472,6 +484,7 @@ int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
         px_attempt_failed(ex, PX_FAIL_INVALID);
     } else {
         flush_soon(ex);
+        px_upstream_hold(ex); /* before libuv reads this socket again */
     }
     px_ex_unref(ex);
     return KEEL_OK;

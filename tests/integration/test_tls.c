@@ -300,10 +300,11 @@ Test(tls, trickled_handshake_is_cut_at_the_deadline, .timeout = 60, .fini = tt_c
 Test(tls, unfinished_handshakes_make_room, .timeout = 60, .fini = tt_cleanup)
 {
     setup_certs();
-    kh_proc *p = tt_start(1,
-                          "listen = 127.0.0.1:0 http1 tls\nworkers = 1\nmax_connections = 5\n"
-                          "modules = tls http1 hello\n[tls]\ncert = %s %s\nhandshake_timeout = 30s\n",
-                          tt_path("lh.pem"), tt_path("lh.key"));
+    kh_proc *p =
+        tt_start(1,
+                 "listen = 127.0.0.1:0 http1 tls\nworkers = 1\nmax_connections = 5\n"
+                 "modules = tls http1 hello\n[tls]\ncert = %s %s\nhandshake_timeout = 30s\n",
+                 tt_path("lh.pem"), tt_path("lh.key"));
     int fds[5];
     for (int i = 0; i < 5; i++) {
         fds[i] = kh_connect("127.0.0.1", kh_port(p, 0));

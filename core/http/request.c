@@ -213,6 +213,11 @@ keel_worker *keel_request_worker(keel_request *req)
     return req->worker;
 }
 
+int64_t keel_request_body_length(keel_request *req)
+{
+    return req->head.content_length;
+}
+
 /* ---- owning the head ----------------------------------------------------- */
 
 /* A view inside [from, from + len) moves to the same place in `to`. (The

@@ -1025,4 +1025,13 @@ KEEL_VFN(conn_set_deadline, (keel_conn *conn, uint64_t ms), (conn, ms))
  * for an accepted connection (its listener's size applies). Worker thread
  * of the connection. */
 KEEL_FN(int, conn_set_read_size, (keel_conn *conn, size_t bytes), (conn, bytes))
+
+/* The request body's length as the protocol framed it: the bytes a
+ * Content-Length (or HTTP/2 content-length) declares, 0 for a request
+ * without a body, -1 for a body of unknown length (HTTP/1.1 chunked; an
+ * HTTP/2 request whose HEADERS did not end the stream and declared no
+ * length). What a gateway needs to forward the body framed as it must
+ * be (RFC 9112 6.3), before reading any of it. Worker thread of the
+ * request. */
+KEEL_FN(int64_t, request_body_length, (keel_request *req), (req))
 #endif /* KEEL__WANT(6) */

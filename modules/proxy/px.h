@@ -64,7 +64,11 @@ typedef struct px_route {
     char *host_value;
     uint64_t connect_timeout_ms, read_timeout_ms, send_timeout_ms;
     unsigned tries; /* attempts in all (first + retries), >= 1 */
-    int websocket;  /* pass Upgrade requests through */
+    /* Protocols an Upgrade request may ask the upstream for (lower case;
+     * "name" matches any version, "name/v" that one): [proxy] upgrade, or
+     * the route's upgrade= / websocket=. Never h2 or h2c (headers.c). */
+    char **upgrades;
+    size_t nupgrades;
     int rewrite_location;
 } px_route;
 
@@ -91,6 +95,8 @@ struct px_config {
     size_t read_buffer; /* bytes one read of an upstream connection may take */
     size_t max_header;  /* an upstream response head larger than this is a 502 */
     int via, forwarded, x_forwarded, keep_server, keep_date;
+    char **upgrades; /* [proxy] upgrade: what routes pass unless they say */
+    size_t nupgrades;
     uint64_t tunnel_idle_ms;
     /* CONNECT (forward proxy) */
     int connect;
@@ -153,6 +159,11 @@ typedef struct px_field {
 
 enum { PX_BODY_NONE = 0, PX_BODY_LENGTH, PX_BODY_CHUNKED };
 
+/* An HTTP/2 request body of unknown length (body_probe.c): not probed,
+ * asked for and nothing seen yet, held until the upstream is ready,
+ * passed straight through. */
+enum { PX_PROBE_NONE = 0, PX_PROBE_WAITING, PX_PROBE_HOLDING, PX_PROBE_PASSING };
+
 /* Why an attempt failed: decides retry, passive health and the status. */
 enum { PX_FAIL_CONNECT = 1, PX_FAIL_TIMEOUT, PX_FAIL_RESET, PX_FAIL_INVALID, PX_FAIL_CLIENT };
 
@@ -178,6 +189,11 @@ struct px_ex {
     keel_timer *continue_timer;
     keel_timer *flush_timer; /* hands gathered body bytes over (response.c) */
     int upgrade;             /* an Upgrade request passed through */
+    int probe;               /* PX_PROBE_* */
+    char *early;             /* body bytes taken before the upstream was ready */
+    size_t early_len, early_cap;
+    int early_last; /* the body ended among them */
+    int early_lost; /* some could not be held (out of memory): never ended upstream */
     int is_head;
     size_t up_out;     /* request body bytes queued to the upstream */
     int client_paused; /* the client's reading paused by us */
@@ -257,9 +273,16 @@ void px_up_ready(px_ex *ex, px_up *up);
 void px_attempt_failed(px_ex *ex, int why);
 void px_ex_finish(px_ex *ex);
 void px_ex_client_gone(px_ex *ex);
+void px_ex_start(px_ex *ex);
+void px_body_chunk(keel_request *req, const char *data, size_t len, int last, void *userdata);
 void px_resume_client(px_ex *ex);
 int px_ex_write_upstream(px_ex *ex, const char *a, size_t alen, const char *b, size_t blen,
                          const char *c, size_t clen);
+
+/* body_probe.c: an HTTP/2 body of unknown length */
+int px_body_unknown(const px_ex *ex);
+void px_body_probe(px_ex *ex);
+void px_body_probe_flush(px_ex *ex);
 
 /* response.c: the upstream's response, parsed with llhttp, to the client */
 void px_response_init(px_up *up);
@@ -270,6 +293,11 @@ void px_continue(px_ex *ex);
 /* headers.c */
 int px_hop_by_hop(keel_str name, keel_str connection_value);
 int px_token_in_list(keel_str list, const char *token);
+int px_request_refusal(keel_request *req);
+int px_field_ok(keel_str name, keel_str value);
+int px_upgrade_requested(const px_route *r, keel_request *req);
+int px_upgrade_accepted(const px_ex *ex);
+int px_upgrade_name_ok(const char *name);
 char *px_build_request_head(px_ex *ex, size_t *len);
 void px_response_headers(px_ex *ex);
 keel_str px_field_name(const px_ex *ex, size_t i);

@@ -46,8 +46,7 @@ static void probe_chunk(keel_request *req, const char *data, size_t len, int las
     if (ex->req == NULL)
         return; /* answered already: the rest is dropped */
     if (ex->probe == PX_PROBE_PASSING) {
-        if (!ex->early_lost)
-            px_body_chunk(req, data, len, last, ex);
+        px_body_chunk(req, data, len, last, ex);
         return;
     }
     int first = ex->probe == PX_PROBE_WAITING;
@@ -58,26 +57,23 @@ static void probe_chunk(keel_request *req, const char *data, size_t len, int las
         px_ex_start(ex);
         return;
     }
-    if (ex->early_lost)
-        return;
     if (hold(ex, data, len) != 0) {
+        /* Out of memory: the body cannot go whole. Nothing of it has left
+         * (an upstream that had the head would have had it all), so the
+         * client is answered and an attempt still connecting given up. */
         keel_log(ex->route->cfg->module, KEEL_LOG_WARN, "out of memory holding a request body");
-        if (first) {
-            /* Nothing has gone anywhere yet. */
-            keel_response_send_status(ex->res, 500);
-            px_ex_client_gone(ex);
-            return;
+        px_up *up = ex->up;
+        if (up != NULL) {
+            ex->up = NULL;
+            px_up_abandon(up);
         }
-        /* An upstream attempt is on its way: the body can no longer go
-         * whole. The client's connection is closed (it cannot be told
-         * mid-body), and no last chunk will follow what the upstream
-         * gets, so that it never takes a cut body for a whole one (RFC
-         * 9112 8). */
-        ex->early_lost = 1;
-        free(ex->early);
-        ex->early = NULL;
-        ex->early_len = ex->early_cap = 0;
-        keel_conn_close(ex->client);
+        if (ex->peer != NULL && ex->peer_held) {
+            ex->peer->active--;
+            ex->peer_held = 0;
+        }
+        px_resume_client(ex);
+        keel_response_send_status(ex->res, 500);
+        px_ex_client_gone(ex);
         return;
     }
     ex->early_last |= last;
@@ -90,16 +86,20 @@ static void probe_chunk(keel_request *req, const char *data, size_t len, int las
     }
     /* Still waiting for an upstream: hold no more than `buffer` before the
      * client stops being read, as body_chunk does for a slow upstream. */
-    if (!last && ex->early_len > ex->route->cfg->buffer && !ex->client_paused) {
+    keel_conn *client = keel_request_conn(ex->req);
+    if (!last && ex->early_len > ex->route->cfg->buffer && !ex->client_paused && client != NULL) {
         ex->client_paused = 1;
-        keel_conn_pause(ex->client);
+        keel_conn_pause(client);
     }
 }
 
 void px_body_probe(px_ex *ex)
 {
     ex->probe = PX_PROBE_WAITING;
-    if (keel_request_stream_body(ex->req, probe_chunk, ex) != KEEL_OK) {
+    int rc = keel_request_stream_body(ex->req, probe_chunk, ex);
+    if (rc == KEEL_ERR_CLOSED)
+        return; /* the client left: the abort callback (forward.c) ends it */
+    if (rc != KEEL_OK) {
         ex->probe = PX_PROBE_NONE;
         px_ex_start(ex); /* as before the probe: without the body */
     }
@@ -115,7 +115,7 @@ void px_body_probe_flush(px_ex *ex)
     ex->early = NULL;
     ex->early_len = ex->early_cap = 0;
     ex->probe = PX_PROBE_PASSING;
-    if (ex->req != NULL && !ex->early_lost && (len > 0 || last))
+    if (ex->req != NULL && (len > 0 || last))
         px_body_chunk(ex->req, held, len, last, ex);
     free(held);
 }

@@ -509,12 +509,6 @@ static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
     sb_put(b, "\"", 1);
 }
 
-static const char *scheme_of(px_ex *ex)
-{
-    const char *t = keel_conn_transport_name(ex->client);
-    return t != NULL && strcmp(t, "tls") == 0 ? "https" : "http";
-}
-
 /* The request head for the upstream in a malloc'd px_block (its length
  * in *len), or NULL if out of memory or if the request is one HTTP/1.1
  * cannot carry (px_request_refusal answers those before: this is the
@@ -529,7 +523,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     keel_str method = keel_request_method(req), origin, authority;
     keel_str host = request_authority(req);
     keel_str connection = keel_request_header(req, "Connection");
-    const char *scheme = scheme_of(ex);
+    const char *scheme = ex->scheme;
     /* Whatever the caller checked: nothing goes into the request line that
      * HTTP/1.1 cannot carry (a space would make "GET /admin /public"). */
     if (!is_token(method) || target_parts(keel_request_target(req), &origin, &authority) != 0 ||
@@ -722,7 +716,7 @@ static int rewrite_location(px_ex *ex, keel_str v, sb *out)
         size_t n = strlen(names[k]);
         if (v.len >= skip + n && strncmp(v.ptr + skip, names[k], n) == 0 &&
             (v.len == skip + n || v.ptr[skip + n] == '/' || v.ptr[skip + n] == '?')) {
-            sb_str(out, scheme_of(ex));
+            sb_str(out, ex->scheme);
             sb_str(out, "://");
             sb_ks(out, host);
             sb_put(out, v.ptr + skip + n, v.len - skip - n);

@@ -285,8 +285,12 @@ int px_connect_config(px_config *c, keel_module *m)
         (rc = keel_config_string(m, "connect_clients", "127.0.0.0/8 ::1/128", &clients)) < 0 ||
         (rc = keel_config_string(m, "connect_ports", "443", &ports)) < 0 ||
         (rc = keel_config_string(m, "connect_hosts", "*", &hosts)) < 0 ||
-        (rc = keel_config_bool(m, "connect_private", 0, &c->connect_private)) < 0)
+        (rc = keel_config_bool(m, "connect_private", 0, &c->connect_private)) < 0 ||
+        (rc = keel_config_duration_ms(m, "connect_header_timeout", 10000,
+                                      &c->connect_header_timeout_ms)) < 0)
         return rc;
+    if (c->connect_header_timeout_ms == 0)
+        return keel_config_error(m, "connect_header_timeout", "must be more than 0");
     char **w;
     size_t n = words_of(clients, &w);
     c->connect_clients = calloc(n ? n : 1, sizeof *c->connect_clients);
@@ -435,7 +439,10 @@ static int cc_open(keel_conn *conn, void *arg)
     c->conn = conn;
     c->cfg = keel_module_data(keel_conn_module(conn));
     keel_conn_set_data(conn, c);
-    keel_conn_set_timeout(conn, 10000); /* the head, as http1's header_timeout */
+    /* The head, from the connection's start, as http1's header_timeout:
+     * a deadline, which no byte renews (a read timeout let a client
+     * trickling its head a byte at a time keep the connection). */
+    keel_conn_set_deadline(conn, c->cfg->connect_header_timeout_ms);
     char peer[80];
     if (keel_conn_peer_name(conn, peer, sizeof peer) == KEEL_OK) {
         char *colon = strrchr(peer, ':');
@@ -606,7 +613,7 @@ static void resolved(cc *c)
     t->on_upstream_open = established;
     px_tunnel_expect(t, PX_SIDE_UPSTREAM);
     c->t = t;
-    keel_conn_set_timeout(c->conn, 0); /* the connects have their own deadline */
+    keel_conn_set_deadline(c->conn, 0); /* the connects have their own deadline */
     c->last_failure = KEEL_ERR_NOTFOUND;
     connect_next(c);
 }
@@ -710,9 +717,9 @@ static void start_connect(cc *c)
         resolved(c);
         return;
     }
-    /* The head's timeout gives way to connect_timeout, which the
+    /* The head's deadline gives way to connect_timeout's, which the
      * resolution counts in (cc_timeout answers 504). */
-    keel_conn_set_timeout(c->conn, cfg->connect_timeout_ms);
+    keel_conn_set_deadline(c->conn, cfg->connect_timeout_ms);
     c->resolving = 1;
     int rc = keel_worker_offload(w, resolve_work, resolve_done, r);
     if (rc != KEEL_OK) {
@@ -740,8 +747,10 @@ static int cc_data(keel_conn *conn, const char *data, size_t len, size_t *consum
         return KEEL_OK; /* more to come */
     }
     if (err == HPE_PAUSED) {
-        /* Not CONNECT: http1's, all of it. */
+        /* Not CONNECT: http1's, all of it, with its own header_timeout
+         * (the head is complete, so it gains no time). */
         cc_free(conn, c);
+        keel_conn_set_deadline(conn, 0);
         int rc = keel_conn_set_protocol(conn, "http1", NULL);
         if (rc != KEEL_OK)
             keel_conn_close(conn);
@@ -766,8 +775,8 @@ static void cc_timeout(keel_conn *conn)
         return;
     if (c->resolving)
         reply_and_close(conn, 504); /* the name did not resolve in connect_timeout */
-    else if (c->t == NULL)
-        reply_and_close(conn, 408);
+    else if (c->t == NULL && c->res == NULL)
+        reply_and_close(conn, 408); /* connect_header_timeout: the head is late */
 }
 
 static void cc_close(keel_conn *conn, int status)

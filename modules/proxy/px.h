@@ -107,6 +107,7 @@ struct px_config {
     char **connect_hosts;
     size_t nconnect_hosts;
     int connect_private;
+    uint64_t connect_header_timeout_ms; /* the CONNECT head, from the connection's start */
     keel_appender *log;
     /* metrics */
     keel_metric *m_requests, *m_failures, *m_retries, *m_connects, *m_reused, *m_tunnels;

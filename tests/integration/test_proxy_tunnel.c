@@ -290,3 +290,38 @@ Test(proxy_tunnel, connect_by_name, .timeout = 60, .fini = kh_cleanup_all)
     ht_run_free(&rr);
     px_stop(p);
 }
+
+/* The CONNECT head has connect_header_timeout from the connection's start,
+ * which no byte renews (issue 23, section 4): it was the read timeout,
+ * renewed by every byte, so a client sending its head a byte at a time held
+ * the connection for ever. */
+Test(proxy_tunnel, connect_head_deadline, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = px_keel("connect = on\nconnect_header_timeout = 1s\n", 1);
+    int fd = kh_connect("127.0.0.1", kh_port(p, 1));
+    kh_assert(p, fd >= 0, "connect");
+    const char *head = "CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\nX-Slow: "
+                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    long long t0 = kh_now_ms();
+    char buf[256] = "";
+    size_t got = 0;
+    /* A byte every 100 ms: 4 s of head, far past the deadline. */
+    for (size_t i = 0; head[i] != '\0' && kh_now_ms() - t0 < 4000; i++) {
+        if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1)
+            break;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 100) > 0) {
+            ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+            got = n > 0 ? (size_t)n : 0;
+            break;
+        }
+    }
+    long long took = kh_now_ms() - t0;
+    buf[got] = '\0';
+    kh_assert(p, got >= 12 && strncmp(buf, "HTTP/1.1 408", 12) == 0,
+              "408 while the head trickled: '%s' after %lld ms", buf, took);
+    kh_assert(p, took >= 800 && took < 2500, "answered after %lld ms (deadline 1 s)", took);
+    kh_assert(p, kh_expect_eof(fd, NULL, 0, 3000) == 1, "closed after the 408");
+    close(fd);
+    px_stop(p);
+}

@@ -303,12 +303,14 @@ int px_request_refusal(keel_request *req)
         return 400;
     if (target.len == 1 && target.ptr[0] == '*' && !name_eq(method, "OPTIONS"))
         return 400; /* RFC 9112 3.2.4: asterisk-form is OPTIONS' alone */
-    size_t n = keel_request_header_count(req);
+    size_t n = keel_request_header_count(req), hosts = 0;
     for (size_t i = 0; i < n; i++) {
         keel_header h;
         if (keel_request_header_at(req, i, &h) != KEEL_OK || !px_field_ok(h.name, h.value))
             return 400;
-        if (name_eq(h.name, "host") && !valid_host(h.value))
+        /* RFC 9112 3.2: one Host, a valid one (the builder sends the first,
+         * and it must be the one keel saw). */
+        if (name_eq(h.name, "host") && (++hosts > 1 || !valid_host(h.value)))
             return 400;
     }
     return 0;

@@ -306,6 +306,9 @@ Test(proxy_forward, gateway_refuses_what_http11_cannot_carry, .timeout = 90, .fi
         {"{\"path\": \"/headers?case=7\", \"authority\": \"evil host\"}", "case=7"},
         {"{\"path\": \"/headers?case=8\", \"authority\": \"user@evil.example\"}", "case=8"},
         {"{\"path\": \"/headers?case=9\\u0080\"}", "case=9"},
+        {"{\"path\": \"/headers?case=10\", \"fields\": [[\"host\", \"a.example\"], "
+         "[\"host\", \"b.example\"]]}",
+         "case=10"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         ht_run_result rr = h2_request(p, cases[i].spec);

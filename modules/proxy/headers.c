@@ -511,6 +511,34 @@ static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
     sb_put(b, "\"", 1);
 }
 
+/* Every Connection field's options as one list. A message may carry the
+ * field more than once, which means what one field with the values joined
+ * means (RFC 9110 5.3), and each option names a hop-by-hop field (7.6.1):
+ * looking at the first alone let "Connection: X-Secret" in a second one
+ * pass X-Secret on. `joined` holds the list when there are several. */
+static keel_str join_connection(keel_str value, size_t *count, keel_str first, sb *joined)
+{
+    if (++*count == 1)
+        return value;
+    if (*count == 2)
+        sb_ks(joined, first);
+    sb_str(joined, ", ");
+    sb_ks(joined, value);
+    return (keel_str){joined->p, joined->len};
+}
+
+static keel_str request_connection(keel_request *req, sb *joined)
+{
+    keel_str list = {NULL, 0};
+    size_t n = keel_request_header_count(req), count = 0;
+    for (size_t i = 0; i < n; i++) {
+        keel_header h;
+        if (keel_request_header_at(req, i, &h) == KEEL_OK && name_eq(h.name, "connection"))
+            list = join_connection(h.value, &count, list, joined);
+    }
+    return list;
+}
+
 /* The request head for the upstream in a malloc'd px_block (its length
  * in *len), or NULL if out of memory or if the request is one HTTP/1.1
  * cannot carry (px_request_refusal answers those before: this is the
@@ -524,13 +552,16 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     sb b = {0};
     keel_str method = keel_request_method(req), origin, authority;
     keel_str host = request_authority(req);
-    keel_str connection = keel_request_header(req, "Connection");
+    sb joined = {0};
+    keel_str connection = request_connection(req, &joined);
     const char *scheme = ex->scheme;
     /* Whatever the caller checked: nothing goes into the request line that
      * HTTP/1.1 cannot carry (a space would make "GET /admin /public"). */
     if (!is_token(method) || target_parts(keel_request_target(req), &origin, &authority) != 0 ||
-        (host.ptr != NULL && !valid_host(host)))
+        (host.ptr != NULL && !valid_host(host)) || joined.failed) {
+        free(joined.p);
         return NULL;
+    }
 
     /* Built behind a px_block's header, so that it goes to the upstream
      * without another copy (forward.c). */
@@ -629,6 +660,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     free(xff.p);
     free(fwd.p);
     free(via.p);
+    free(joined.p);
     /* Framing is ours (RFC 9112 6.1: a proxy re-frames what it
      * forwards). */
     if (ex->body_kind == PX_BODY_LENGTH) {
@@ -733,11 +765,17 @@ void px_response_headers(px_ex *ex)
     keel_response *res = ex->res;
     px_config *c = ex->route->cfg;
     keel_str connection = {NULL, 0};
+    size_t nconnection = 0;
+    sb joined = {0};
     for (size_t i = 0; i < ex->nfields; i++)
-        if (name_eq(px_field_name(ex, i), "connection")) {
-            connection = px_field_value(ex, i);
-            break;
-        }
+        if (name_eq(px_field_name(ex, i), "connection"))
+            connection = join_connection(px_field_value(ex, i), &nconnection, connection, &joined);
+    if (joined.failed) {
+        /* Out of memory: no field another Connection names may pass, so
+         * none but the ones keel writes itself. */
+        free(joined.p);
+        return;
+    }
     sb via = {0};
     for (size_t i = 0; i < ex->nfields; i++) {
         keel_str name = px_field_name(ex, i), value = px_field_value(ex, i);
@@ -772,4 +810,5 @@ void px_response_headers(px_ex *ex)
             keel_response_header_add(res, "Via", via.p);
     }
     free(via.p);
+    free(joined.p);
 }

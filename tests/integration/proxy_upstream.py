@@ -34,6 +34,7 @@ Paths (query: ?k=v&...):
   /nobody?code=C&cl=N a head with that status and Content-Length: N, and no body (204, 304:
                       RFC 9110 8.6 says none follows whatever the length says)
   /interim_cl         103 Early Hints declaring Content-Length: 5, then a 200 ("ok")
+  /twoconn            a response with two Connection fields, the second naming X-Hop2
 
 Any path, with "Upgrade: h2c" (an h2c-capable server, RFC 7540 3.2): 101 with
 Upgrade: h2c, then the server's HTTP/2 SETTINGS frame, and the connection closes;
@@ -269,6 +270,9 @@ def handle(c):
         elif path == "/bighead":
             c.read_body(fields)
             c.respond(200, b"big head", [("X-Big", "b" * int(q.get("n", "100000")))])
+        elif path == "/twoconn":
+            c.read_body(fields)
+            c.respond(200, b"two", [("Connection", "keep-alive"), ("Connection", "X-Hop2"), ("X-Hop2", "secret")])
         elif path == "/nobody":
             c.read_body(fields)
             c.send(b"HTTP/1.1 %d Status\r\nContent-Length: %d\r\n\r\n"

@@ -325,3 +325,25 @@ Test(proxy_forward, gateway_refuses_what_http11_cannot_carry, .timeout = 90, .fi
     ht_run_free(&rr);
     px_stop(p);
 }
+
+/* ---- hop-by-hop fields named by any Connection field ---------------------------------------- */
+
+/* A message may carry Connection more than once (RFC 9110 5.3: the same
+ * as one list); every option of every one of them is hop-by-hop (7.6.1).
+ * Only the first field's used to count, so a second "Connection: X-Secret"
+ * let X-Secret through, both ways. */
+Test(proxy_forward, every_connection_field_counts, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *up, *p = keel_for(&up, NULL, "");
+    char *r = raw_exchange(p, "GET /headers HTTP/1.1\r\nHost: x\r\nConnection: keep-alive\r\n"
+                              "Connection: X-Secret, close\r\nX-Secret: hop\r\n\r\n");
+    const char *body = strstr(r, "\r\n\r\n");
+    kh_assert(p, strncmp(r, "HTTP/1.1 200 ", 13) == 0 && body, "answer: %.600s", r);
+    kh_assert(p, !strcasestr(body, "x-secret"), "a field named by the second Connection: %s", body);
+    free(r);
+    r = raw_exchange(p, "GET /twoconn HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+    kh_assert(p, strncmp(r, "HTTP/1.1 200 ", 13) == 0 && !strcasestr(r, "x-hop2"),
+              "a response field named by the second Connection: %.600s", r);
+    free(r);
+    px_stop(p);
+}

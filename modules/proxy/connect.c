@@ -17,16 +17,31 @@
  * proxy's routes too.
  *
  * Refusals are 403 (a client or destination not allowed), failures 502
- * (could not connect) or 504 (timed out). A name is checked against the
- * private ranges after it resolved, on the address actually connected to,
- * so that a public name pointing at 127.0.0.1 is refused as well (the
- * usual SSRF hole of forward proxies).
+ * (could not resolve or connect) or 504 (timed out). A destination is
+ * resolved first, once, on the thread pool, and every address it resolves
+ * to is checked against the private ranges before anything connects; the
+ * connections are then made to those addresses by number, so no second
+ * lookup can answer differently (DNS rebinding). A public name pointing at
+ * 127.0.0.1 is refused (the usual SSRF hole of forward proxies), and a
+ * refused destination is a 403 whether or not anything listens there:
+ * checking after connecting told a client which internal ports were open
+ * (403 open, 502 closed) and opened connections to internal hosts.
  */
 #include "px.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#if defined(_WIN32)
+#include <winsock2.h>
+#include <ws2tcpip.h>
+#else
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#endif
 
 /* ---- addresses --------------------------------------------------------------- */
 
@@ -178,20 +193,46 @@ static int parse_cidr(const char *s, px_cidr *out)
     return 0;
 }
 
-/* Loopback, private, shared, link-local, unspecified, unique-local: what a
- * forward proxy must not reach for its clients unless told to (RFC 6890's
- * special-purpose registries). */
-static int is_private(const uint8_t a[16])
+/* The special-purpose ranges a forward proxy must not reach for its
+ * clients unless told to (RFC 6890's registries): loopback, "this
+ * network", RFC 1918, shared (CGNAT), link-local, IETF protocol
+ * assignments, benchmarking, multicast, reserved and broadcast, and for
+ * IPv6 unspecified, loopback, unique-local, link-local, site-local,
+ * multicast. IPv4 is held as ::ffff:a.b.c.d, so a v4-mapped address is
+ * checked as the IPv4 one it is. */
+static int in_ranges(const uint8_t a[16], const char *const *ranges, size_t n)
 {
-    static const char *const ranges[] = {
-        "0.0.0.0/8",      "10.0.0.0/8",    "100.64.0.0/10",  "127.0.0.0/8",
-        "169.254.0.0/16", "172.16.0.0/12", "192.168.0.0/16", "::/128",
-        "::1/128",        "fc00::/7",      "fe80::/10",
-    };
-    for (size_t i = 0; i < sizeof ranges / sizeof ranges[0]; i++) {
+    for (size_t i = 0; i < n; i++) {
         px_cidr c;
         if (parse_cidr(ranges[i], &c) == 0 && cidr_match(&c, a))
             return 1;
+    }
+    return 0;
+}
+
+static int is_private(const uint8_t a[16])
+{
+    static const char *const ranges[] = {
+        "0.0.0.0/8",      "10.0.0.0/8",    "100.64.0.0/10", "127.0.0.0/8",
+        "169.254.0.0/16", "172.16.0.0/12", "192.0.0.0/24",  "192.168.0.0/16",
+        "198.18.0.0/15",  "224.0.0.0/3",   "::/128",        "::1/128",
+        "fc00::/7",       "fe80::/10",     "fec0::/10",     "ff00::/8",
+    };
+    if (in_ranges(a, ranges, sizeof ranges / sizeof ranges[0]))
+        return 1;
+    /* IPv6 forms that carry an IPv4 address to somewhere it is reached:
+     * IPv4-compatible (::a.b.c.d, RFC 4291 2.5.5.1), NAT64's well-known
+     * prefix (64:ff9b::/96, RFC 6052) and 6to4 (2002::/16, RFC 3056). The
+     * IPv4 address inside is checked. */
+    static const char *const carriers[] = {"::/96", "64:ff9b::/96"};
+    uint8_t v4[16] = {[10] = 0xff, [11] = 0xff};
+    if (in_ranges(a, carriers, 2)) {
+        memcpy(v4 + 12, a + 12, 4);
+        return is_private(v4);
+    }
+    if (a[0] == 0x20 && a[1] == 0x02) {
+        memcpy(v4 + 12, a + 2, 4);
+        return is_private(v4);
     }
     return 0;
 }
@@ -244,8 +285,12 @@ int px_connect_config(px_config *c, keel_module *m)
         (rc = keel_config_string(m, "connect_clients", "127.0.0.0/8 ::1/128", &clients)) < 0 ||
         (rc = keel_config_string(m, "connect_ports", "443", &ports)) < 0 ||
         (rc = keel_config_string(m, "connect_hosts", "*", &hosts)) < 0 ||
-        (rc = keel_config_bool(m, "connect_private", 0, &c->connect_private)) < 0)
+        (rc = keel_config_bool(m, "connect_private", 0, &c->connect_private)) < 0 ||
+        (rc = keel_config_duration_ms(m, "connect_header_timeout", 10000,
+                                      &c->connect_header_timeout_ms)) < 0)
         return rc;
+    if (c->connect_header_timeout_ms == 0)
+        return keel_config_error(m, "connect_header_timeout", "must be more than 0");
     char **w;
     size_t n = words_of(clients, &w);
     c->connect_clients = calloc(n ? n : 1, sizeof *c->connect_clients);
@@ -318,7 +363,22 @@ static int port_allowed(const px_config *c, unsigned port)
 
 /* ---- the "proxy" protocol -------------------------------------------------------- */
 
-typedef struct cc {
+typedef struct cc cc;
+
+/* The addresses a destination resolves to (a literal: itself), each
+ * checked before any is connected to. */
+#define PX_MAX_ADDRESSES 16
+
+typedef struct px_resolution {
+    cc *c;      /* NULL once the client has gone while resolving: then only freed */
+    int status; /* KEEL_OK, or KEEL_ERR_NOTFOUND (no TCP address) */
+    size_t n;
+    uint8_t addr[PX_MAX_ADDRESSES][16]; /* IPv4 as ::ffff:a.b.c.d */
+    char text[PX_MAX_ADDRESSES][48];    /* the same, for keel_conn_connect */
+    char host[256];
+} px_resolution;
+
+struct cc {
     keel_conn *conn;
     px_config *cfg;
     llhttp_t parser;
@@ -327,10 +387,15 @@ typedef struct cc {
     int too_long;
     px_tunnel *t;
     keel_connect *attempt;
+    px_resolution *res; /* the thread pool's while resolving, else ours */
+    int resolving;
+    size_t next_addr;     /* in res: the next to connect to */
+    uint64_t deadline_ms; /* resolution and connects: connect_timeout from the head */
+    int last_failure;     /* how the last connect failed */
     char host[256];
     unsigned port;
     char client[64];
-} cc;
+};
 
 static int cc_on_url(llhttp_t *p, const char *at, size_t len)
 {
@@ -374,7 +439,10 @@ static int cc_open(keel_conn *conn, void *arg)
     c->conn = conn;
     c->cfg = keel_module_data(keel_conn_module(conn));
     keel_conn_set_data(conn, c);
-    keel_conn_set_timeout(conn, 10000); /* the head, as http1's header_timeout */
+    /* The head, from the connection's start, as http1's header_timeout:
+     * a deadline, which no byte renews (a read timeout let a client
+     * trickling its head a byte at a time keep the connection). */
+    keel_conn_set_deadline(conn, c->cfg->connect_header_timeout_ms);
     char peer[80];
     if (keel_conn_peer_name(conn, peer, sizeof peer) == KEEL_OK) {
         char *colon = strrchr(peer, ':');
@@ -397,6 +465,12 @@ static void cc_free(keel_conn *conn, cc *c)
     keel_conn_set_data(conn, NULL);
     if (c->t != NULL)
         px_tunnel_release(c->t);
+    if (c->res != NULL) {
+        if (c->resolving)
+            c->res->c = NULL; /* resolve_done frees it */
+        else
+            free(c->res);
+    }
     free(c);
 }
 
@@ -444,26 +518,8 @@ static int established(px_tunnel *t, keel_conn *up)
 {
     keel_conn *client = t->pending_client;
     cc *c = keel_conn_data(client);
+    (void)up; /* connected to an address checked before (resolved) */
     c->attempt = NULL;
-    char peer[80];
-    uint8_t a[16];
-    int ok = keel_conn_peer_name(up, peer, sizeof peer) == KEEL_OK;
-    if (ok) {
-        char *colon = strrchr(peer, ':');
-        if (colon != NULL)
-            *colon = '\0';
-        char *s = peer[0] == '[' ? peer + 1 : peer;
-        size_t l = strlen(s);
-        if (l > 0 && s[l - 1] == ']')
-            s[l - 1] = '\0';
-        ok = px_ip_parse(s, a) == 0;
-    }
-    if (!ok || (!t->cfg->connect_private && is_private(a))) {
-        keel_log(t->cfg->module, KEEL_LOG_INFO, "CONNECT %s:%u from %s: 403 (private address)",
-                 c->host, c->port, c->client);
-        reply_and_close(client, 403);
-        return KEEL_ERR_REFUSED;
-    }
     static const char ok200[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
     keel_conn_write_copy(client, ok200, sizeof ok200 - 1);
     keel_log(t->cfg->module, KEEL_LOG_INFO, "CONNECT %s:%u from %s: 200", c->host, c->port,
@@ -480,17 +536,147 @@ static int established(px_tunnel *t, keel_conn *up)
     return rc == KEEL_OK ? KEEL_OK : KEEL_ERR_CLOSED;
 }
 
+static void connect_next(cc *c);
+
 static void connect_failed(keel_worker *w, int status, void *arg)
 {
     px_tunnel *t = arg;
     (void)w;
-    keel_conn *client = t->pending_client;
-    cc *c = keel_conn_data(client);
+    cc *c = keel_conn_data(t->pending_client);
     c->attempt = NULL;
-    int code = status == KEEL_ERR_TIMEOUT ? 504 : 502;
-    keel_log(t->cfg->module, KEEL_LOG_INFO, "CONNECT %s:%u from %s: %d (%s)", c->host, c->port,
-             c->client, code, keel_strerror(status));
-    reply_and_close(client, code);
+    c->last_failure = status;
+    keel_log(t->cfg->module, KEEL_LOG_DEBUG, "CONNECT %s:%u: %s: %s", c->host, c->port,
+             c->res->text[c->next_addr - 1], keel_strerror(status));
+    connect_next(c); /* the next address, or the answer */
+}
+
+/* Connects to the next checked address, by number, within what is left
+ * of connect_timeout; when none is left, answers how the last failed. */
+static void connect_next(cc *c)
+{
+    px_config *cfg = c->cfg;
+    px_resolution *r = c->res;
+    keel_worker *w = keel_conn_worker(c->conn);
+    while (c->next_addr < r->n) {
+        uint64_t now = keel_worker_now_ms(w);
+        if (now >= c->deadline_ms) {
+            c->last_failure = KEEL_ERR_TIMEOUT;
+            break;
+        }
+        keel_connect_options o = {
+            .size = sizeof o,
+            .host = r->text[c->next_addr++],
+            .port = c->port,
+            .protocol = px_tunnel_protocol.name,
+            .arg = c->t,
+            .timeout_ms = c->deadline_ms == UINT64_MAX ? 0 : c->deadline_ms - now,
+            .on_error = connect_failed,
+        };
+        int rc = keel_conn_connect(w, &o, &c->attempt);
+        if (rc == KEEL_OK)
+            return;
+        c->attempt = NULL;
+        c->last_failure = rc;
+    }
+    int code = c->last_failure == KEEL_ERR_TIMEOUT ? 504 : 502;
+    keel_log(cfg->module, KEEL_LOG_INFO, "CONNECT %s:%u from %s: %d (%s)", c->host, c->port,
+             c->client, code, keel_strerror(c->last_failure));
+    reply_and_close(c->conn, code);
+}
+
+/* Every address checked: one refused refuses the destination (a name
+ * that also points inside is no public name), else they are connected
+ * to in the resolver's order. */
+static void resolved(cc *c)
+{
+    px_config *cfg = c->cfg;
+    px_resolution *r = c->res;
+    if (r->status != KEEL_OK || r->n == 0) {
+        keel_log(cfg->module, KEEL_LOG_INFO, "CONNECT %s:%u from %s: 502 (%s)", c->host, c->port,
+                 c->client, keel_strerror(r->status != KEEL_OK ? r->status : KEEL_ERR_NOTFOUND));
+        reply_and_close(c->conn, 502);
+        return;
+    }
+    for (size_t i = 0; i < r->n && !cfg->connect_private; i++)
+        if (is_private(r->addr[i])) {
+            keel_log(cfg->module, KEEL_LOG_INFO, "CONNECT %s:%u from %s: 403 (private address %s)",
+                     c->host, c->port, c->client, r->text[i]);
+            reply_and_close(c->conn, 403);
+            return;
+        }
+    px_tunnel *t = px_tunnel_new(cfg, keel_conn_worker(c->conn));
+    if (t == NULL) {
+        reply_and_close(c->conn, 500);
+        return;
+    }
+    t->pending_client = c->conn;
+    t->on_upstream_open = established;
+    px_tunnel_expect(t, PX_SIDE_UPSTREAM);
+    c->t = t;
+    keel_conn_set_deadline(c->conn, 0); /* the connects have their own deadline */
+    c->last_failure = KEEL_ERR_NOTFOUND;
+    connect_next(c);
+}
+
+/* On the thread pool: the one lookup of the destination's name. */
+static void resolve_work(void *userdata)
+{
+    px_resolution *r = userdata;
+    struct addrinfo hints, *list = NULL;
+    memset(&hints, 0, sizeof hints);
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_protocol = IPPROTO_TCP;
+    r->status = KEEL_ERR_NOTFOUND;
+    if (getaddrinfo(r->host, NULL, &hints, &list) != 0)
+        return;
+    for (struct addrinfo *ai = list; ai != NULL && r->n < PX_MAX_ADDRESSES; ai = ai->ai_next) {
+        uint8_t a[16];
+        char text[48];
+        if (ai->ai_family == AF_INET) {
+            const struct sockaddr_in *sa = (const struct sockaddr_in *)(const void *)ai->ai_addr;
+            memset(a, 0, 10);
+            a[10] = a[11] = 0xff;
+            memcpy(a + 12, &sa->sin_addr, 4);
+            if (inet_ntop(AF_INET, &sa->sin_addr, text, sizeof text) == NULL)
+                continue;
+        } else if (ai->ai_family == AF_INET6) {
+            const struct sockaddr_in6 *sa = (const struct sockaddr_in6 *)(const void *)ai->ai_addr;
+            memcpy(a, &sa->sin6_addr, 16);
+            if (inet_ntop(AF_INET6, &sa->sin6_addr, text, sizeof text) == NULL)
+                continue;
+        } else {
+            continue;
+        }
+        size_t k = 0;
+        while (k < r->n && memcmp(r->addr[k], a, 16) != 0)
+            k++;
+        if (k < r->n)
+            continue; /* the same address twice (one per socket type, say) */
+        memcpy(r->addr[r->n], a, 16);
+        memcpy(r->text[r->n], text, sizeof text);
+        r->n++;
+    }
+    freeaddrinfo(list);
+    if (r->n > 0)
+        r->status = KEEL_OK;
+}
+
+static void resolve_done(keel_worker *w, int status, void *userdata)
+{
+    px_resolution *r = userdata;
+    cc *c = r->c;
+    (void)w;
+    if (c == NULL) {
+        free(r); /* the client left meanwhile */
+        return;
+    }
+    c->resolving = 0;
+    if (status != KEEL_OK) {
+        reply_and_close(c->conn, 503); /* the worker is stopping */
+        return;
+    }
+    resolved(c);
 }
 
 static void start_connect(cc *c)
@@ -501,9 +687,6 @@ static void start_connect(cc *c)
         refuse = 501; /* as http1 answers it: this server does not tunnel */
     else if (!client_allowed(c) || parse_target(c) != 0 || !port_allowed(cfg, c->port) ||
              !host_allowed(cfg, c->host))
-        refuse = c->host[0] || client_allowed(c) ? 403 : 403;
-    uint8_t a[16];
-    if (!refuse && !cfg->connect_private && px_ip_parse(c->host, a) == 0 && is_private(a))
         refuse = 403;
     if (refuse) {
         keel_log(cfg->module, KEEL_LOG_INFO, "CONNECT %s from %s: %d", c->target, c->client,
@@ -511,29 +694,37 @@ static void start_connect(cc *c)
         reply_and_close(c->conn, refuse);
         return;
     }
-    px_tunnel *t = px_tunnel_new(cfg, keel_conn_worker(c->conn));
-    if (t == NULL) {
+    keel_worker *w = keel_conn_worker(c->conn);
+    px_resolution *r = calloc(1, sizeof *r);
+    if (r == NULL) {
         reply_and_close(c->conn, 500);
         return;
     }
-    t->pending_client = c->conn;
-    t->on_upstream_open = established;
-    px_tunnel_expect(t, PX_SIDE_UPSTREAM);
-    c->t = t;
-    keel_connect_options o = {
-        .size = sizeof o,
-        .host = c->host,
-        .port = c->port,
-        .protocol = px_tunnel_protocol.name,
-        .arg = t,
-        .timeout_ms = cfg->connect_timeout_ms,
-        .on_error = connect_failed,
-    };
+    r->c = c;
+    snprintf(r->host, sizeof r->host, "%s", c->host);
+    c->res = r;
+    /* connect_timeout = 0: no deadline of ours (each connect gets the
+     * server's connect_timeout, as keel_connect_options says for 0). */
+    c->deadline_ms =
+        cfg->connect_timeout_ms ? keel_worker_now_ms(w) + cfg->connect_timeout_ms : UINT64_MAX;
     keel_conn_pause(c->conn); /* what the client sends next is the tunnel's */
-    keel_conn_set_timeout(c->conn, 0);
-    if (keel_conn_connect(keel_conn_worker(c->conn), &o, &c->attempt) != KEEL_OK) {
-        c->attempt = NULL;
-        reply_and_close(c->conn, 502);
+    size_t host_len = strlen(c->host);
+    if (host_len < sizeof r->text[0] && px_ip_parse(c->host, r->addr[0]) == 0) {
+        /* A literal is its own address: checked as any other. */
+        memcpy(r->text[0], c->host, host_len + 1);
+        r->n = 1;
+        r->status = KEEL_OK;
+        resolved(c);
+        return;
+    }
+    /* The head's deadline gives way to connect_timeout's, which the
+     * resolution counts in (cc_timeout answers 504). */
+    keel_conn_set_deadline(c->conn, cfg->connect_timeout_ms);
+    c->resolving = 1;
+    int rc = keel_worker_offload(w, resolve_work, resolve_done, r);
+    if (rc != KEEL_OK) {
+        c->resolving = 0;
+        reply_and_close(c->conn, rc == KEEL_ERR_SHUTDOWN ? 503 : 500);
     }
 }
 
@@ -541,8 +732,8 @@ static int cc_data(keel_conn *conn, const char *data, size_t len, size_t *consum
 {
     cc *c = keel_conn_data(conn);
     *consumed = 0;
-    if (c->t != NULL)
-        return KEEL_OK; /* connecting: the bytes wait for the tunnel */
+    if (c->t != NULL || c->res != NULL)
+        return KEEL_OK; /* resolving or connecting: the bytes wait for the tunnel */
     /* The head is parsed again from its start on each read: it is small,
      * and nothing is consumed until we know whose it is. */
     llhttp_init(&c->parser, HTTP_REQUEST, &cc_settings);
@@ -556,8 +747,10 @@ static int cc_data(keel_conn *conn, const char *data, size_t len, size_t *consum
         return KEEL_OK; /* more to come */
     }
     if (err == HPE_PAUSED) {
-        /* Not CONNECT: http1's, all of it. */
+        /* Not CONNECT: http1's, all of it, with its own header_timeout
+         * (the head is complete, so it gains no time). */
         cc_free(conn, c);
+        keel_conn_set_deadline(conn, 0);
         int rc = keel_conn_set_protocol(conn, "http1", NULL);
         if (rc != KEEL_OK)
             keel_conn_close(conn);
@@ -578,8 +771,12 @@ static int cc_data(keel_conn *conn, const char *data, size_t len, size_t *consum
 static void cc_timeout(keel_conn *conn)
 {
     cc *c = keel_conn_data(conn);
-    if (c != NULL && c->t == NULL)
-        reply_and_close(conn, 408);
+    if (c == NULL)
+        return;
+    if (c->resolving)
+        reply_and_close(conn, 504); /* the name did not resolve in connect_timeout */
+    else if (c->t == NULL && c->res == NULL)
+        reply_and_close(conn, 408); /* connect_header_timeout: the head is late */
 }
 
 static void cc_close(keel_conn *conn, int status)

@@ -150,8 +150,8 @@ int px_ex_write_upstream(px_ex *ex, const char *a, size_t alen, const char *b, s
 /* The last chunk with the client's trailer fields (RFC 9112 7.1.2), after
  * the CRLF that ends a data chunk if one came with it; NULL when there
  * are none (or no memory: they are then dropped, as a proxy may, RFC 9110
- * 6.5.1). The core has removed the fields a trailer must not carry; the
- * fields were checked as http1 read them, so they need no escaping. */
+ * 6.5.1). The core has removed the fields a trailer must not carry; one
+ * HTTP/1.1 cannot carry (from HTTP/2: RFC 9110 5.5) is left out. */
 static char *trailer_section(keel_request *req, int after_data)
 {
     size_t n = keel_request_trailer_count(req), size = 16;
@@ -172,7 +172,7 @@ static char *trailer_section(keel_request *req, int after_data)
     memcpy(out + at, "0\r\n", 3);
     at += 3;
     for (size_t i = 0; i < n; i++) {
-        if (keel_request_trailer_at(req, i, &h) != KEEL_OK)
+        if (keel_request_trailer_at(req, i, &h) != KEEL_OK || !px_field_ok(h.name, h.value))
             continue;
         memcpy(out + at, h.name.ptr, h.name.len);
         at += h.name.len;
@@ -186,7 +186,7 @@ static char *trailer_section(keel_request *req, int after_data)
     return out;
 }
 
-static void body_chunk(keel_request *req, const char *data, size_t len, int last, void *userdata)
+void px_body_chunk(keel_request *req, const char *data, size_t len, int last, void *userdata)
 {
     px_ex *ex = userdata;
     if (ex->up == NULL || ex->up->conn == NULL)
@@ -233,7 +233,7 @@ static void start_body(px_ex *ex)
     ex->body_started = 1;
     /* Asking for the body is what makes http1 send its own 100 Continue
      * to a client that waits for one. */
-    keel_request_stream_body(ex->req, body_chunk, ex);
+    keel_request_stream_body(ex->req, px_body_chunk, ex);
     if (timer_ref)
         px_ex_unref(ex); /* the timer's, dropped last: ex lives through the call */
 }
@@ -467,6 +467,13 @@ static void client_aborted(keel_request *req, void *userdata)
     px_ex_unref(ex); /* the request's */
 }
 
+/* The exchange's first attempt, once its body's kind is known. */
+void px_ex_start(px_ex *ex)
+{
+    keel_metric_add(ex->pw->worker, ex->route->cfg->m_requests, 1);
+    try_next(ex, 0);
+}
+
 void px_ex_client_gone(px_ex *ex)
 {
     /* keel_response_* said KEEL_ERR_CLOSED: the request is gone. */
@@ -481,6 +488,12 @@ void px_ex_client_gone(px_ex *ex)
 int px_handler(keel_request *req, keel_response *res, void *userdata)
 {
     px_route *r = userdata;
+    /* Nothing an HTTP/1.1 request cannot carry goes upstream (headers.c). */
+    int refusal = px_request_refusal(req);
+    if (refusal != 0) {
+        keel_response_send_status(res, refusal);
+        return KEEL_OK;
+    }
     px_ex *ex = calloc(1, sizeof *ex);
     if (ex == NULL)
         return KEEL_ERR_NOMEM;
@@ -504,10 +517,14 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     ex->idempotent = idempotent(method);
     ex->is_head = method_is(method, "HEAD");
 
+    /* A body of unknown length: HTTP/1.1 chunked (the only coding http1
+     * accepts), or an HTTP/2 body without content-length, framed by
+     * END_STREAM (RFC 9113 8.1.1): chunked to the upstream, as nginx
+     * sends it. */
     keel_str te = keel_request_header(req, "Transfer-Encoding");
     keel_str cl = keel_request_header(req, "Content-Length");
-    if (te.ptr != NULL) {
-        ex->body_kind = PX_BODY_CHUNKED; /* http1 accepts chunked only */
+    if (te.ptr != NULL || (cl.ptr == NULL && keel_request_body_length(req) < 0)) {
+        ex->body_kind = PX_BODY_CHUNKED;
     } else if (cl.ptr != NULL) {
         ex->body_kind = PX_BODY_LENGTH;
         ex->body_done = cl.len == 1 && cl.ptr[0] == '0';
@@ -515,11 +532,7 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     keel_str expect = keel_request_header(req, "Expect");
     ex->expect_continue = expect.ptr != NULL && px_token_in_list(expect, "100-continue") &&
                           ex->body_kind != PX_BODY_NONE && !ex->body_done;
-    keel_str upgrade = keel_request_header(req, "Upgrade");
-    ex->upgrade = r->websocket && upgrade.ptr != NULL && keel_request_version(req) == 11 &&
-                  px_token_in_list(keel_request_header(req, "Connection"), "upgrade") &&
-                  ex->body_kind == PX_BODY_NONE;
-    keel_metric_add(ex->pw->worker, r->cfg->m_requests, 1);
-    try_next(ex, 0);
+    ex->upgrade = ex->body_kind == PX_BODY_NONE && px_upgrade_requested(r, req);
+    px_ex_start(ex);
     return KEEL_OK;
 }

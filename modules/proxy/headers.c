@@ -13,7 +13,15 @@
  *   (pass's host=); a redirect's Location naming the upstream is rewritten
  *   to the address the client used (nginx's proxy_redirect default);
  * - the upstream's Date and Server are dropped unless kept (server=keep,
- *   date=keep), so that keel's own are sent, as nginx does.
+ *   date=keep), so that keel's own are sent, as nginx does;
+ * - the request line and fields are what HTTP/1.1 can carry: keel is a
+ *   gateway from HTTP/2 too, where a :path may hold a space and a value a
+ *   control byte (RFC 9110 5.5, RFC 9113 8.2.1), so what cannot be written
+ *   as HTTP/1.1 is refused with 400 before anything is forwarded, and the
+ *   head builder writes nothing unchecked whatever the caller did;
+ * - the target goes in origin form (RFC 9112 3.2.1), an absolute-form
+ *   target's authority standing for Host (3.2.2);
+ * - Upgrade only for the protocols allowed (`upgrade`), never HTTP/2's.
  */
 #include "px.h"
 
@@ -94,7 +102,8 @@ static int listed(keel_str list, keel_str name)
 }
 
 /* RFC 9110 7.6.1. `connection` is the message's Connection value (may be
- * absent): the fields it names are hop-by-hop too. Trailer is dropped with
+ * absent): the fields it names are hop-by-hop too, as is HTTP2-Settings
+ * (RFC 7540 3.2.1), which only an h2c upgrade carries. Trailer is dropped with
  * them: the framing is re-done on each side, and a response's trailers are
  * announced again by http1's own framing. Switched on the length first:
  * this runs for every field of every message. */
@@ -113,6 +122,12 @@ int px_hop_by_hop(keel_str name, keel_str connection)
         if (is_name(name, "connection", 10) || is_name(name, "keep-alive", 10))
             return 1;
         break;
+    case 14:
+        /* RFC 7540 3.2.1: a connection-specific field of the h2c upgrade,
+         * which is never passed (RFC 9113 3.1 deprecates it). */
+        if (is_name(name, "http2-settings", 14))
+            return 1;
+        break;
     case 16:
         if (is_name(name, "proxy-connection", 16))
             return 1;
@@ -125,6 +140,292 @@ int px_hop_by_hop(keel_str name, keel_str connection)
         break;
     }
     return connection.ptr != NULL && listed(connection, name);
+}
+
+/* ---- what HTTP/1.1 can carry ------------------------------------------------------ */
+
+/* Character classes, as http1's validate.c has them (one lookup a byte):
+ *   CH_TCHAR   RFC 9110 5.6.2 tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~
+ *   CH_HOST    RFC 3986 2.3 unreserved and 2.2 sub-delims (a reg-name; '%'
+ *              starts a pct-encoding and is handled apart)
+ *   CH_TARGET  what a request-target may hold: VCHAR but '#' (RFC 3986
+ *              allows no CTL, SP, DEL or non-ASCII; a fragment is never
+ *              sent, RFC 9112 3.2) */
+enum { CH_TCHAR = 1, CH_HOST = 2, CH_TARGET = 4 };
+static const unsigned char char_class[256] = {
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
+    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
+    0, 7, 4, 1, 7, 5, 7, 7, 6, 6, 7, 7, 6, 7, 7, 4, /* 0x20  !"#$%&'()*+,-./ */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 6, 4, 6, 4, 4, /* 0x30 0-9:;<=>? */
+    4, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 0x40 @A-O */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 4, 4, 5, 7, /* 0x50 P-Z[\]^_ */
+    5, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 0x60 `a-o */
+    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 5, 4, 7, 0, /* 0x70 p-z{|}~ */
+    /* 0x80..0xff: nothing */
+};
+
+static int is_token(keel_str s)
+{
+    for (size_t i = 0; i < s.len; i++)
+        if (!(char_class[(unsigned char)s.ptr[i]] & CH_TCHAR))
+            return 0;
+    return s.len > 0;
+}
+
+static int is_hex(int c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* RFC 9110 7.2: Host = uri-host [ ":" port ]: an IP-literal, an IPv4
+ * address or a reg-name (RFC 3986 3.2.2), never userinfo. Empty is valid
+ * (a target with no authority). As http1 checks it. */
+static int valid_host(keel_str h)
+{
+    const char *s = h.ptr;
+    size_t n = h.len, i = 0;
+    if (n == 0)
+        return 1;
+    if (s[0] == '[') {
+        const char *close = memchr(s, ']', n);
+        if (close == NULL || close - s < 3)
+            return 0;
+        for (i = 1; s + i < close; i++)
+            if (!(char_class[(unsigned char)s[i]] & CH_HOST) && s[i] != ':')
+                return 0;
+        i++;
+    } else {
+        while (i < n && s[i] != ':') {
+            unsigned char c = (unsigned char)s[i];
+            if (c == '%') {
+                if (i + 2 >= n || !is_hex(s[i + 1]) || !is_hex(s[i + 2]))
+                    return 0;
+                i += 3;
+            } else if (char_class[c] & CH_HOST) {
+                i++;
+            } else {
+                return 0;
+            }
+        }
+        if (i == 0)
+            return 0; /* ":80" names no host */
+    }
+    if (i == n)
+        return 1;
+    if (s[i] != ':')
+        return 0;
+    for (i++; i < n; i++)
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+    return 1;
+}
+
+/* RFC 9110 5.5: field-value is VCHAR, obs-text, SP and HTAB, neither first
+ * nor last. CR, LF and NUL are "invalid and dangerous" (a field or a
+ * request spliced into the upstream's stream); the other controls are
+ * invalid too, and HTTP/2 lets them through (RFC 9113 8.2.1 forbids only
+ * the three). */
+static int value_ok(keel_str v)
+{
+    if (v.len > 0 && (v.ptr[0] == ' ' || v.ptr[0] == '\t' || v.ptr[v.len - 1] == ' ' ||
+                      v.ptr[v.len - 1] == '\t'))
+        return 0;
+    for (size_t i = 0; i < v.len; i++) {
+        unsigned char c = (unsigned char)v.ptr[i];
+        if ((c < 0x20 && c != '\t') || c == 0x7f)
+            return 0;
+    }
+    return 1;
+}
+
+/* A field HTTP/1.1 can carry as it is: a token for a name (RFC 9110 5.1),
+ * and a valid value. */
+int px_field_ok(keel_str name, keel_str value)
+{
+    return is_token(name) && value_ok(value);
+}
+
+/* The parts of a request-target the upstream gets (RFC 9112 3.2):
+ * `origin` is what follows the authority of an absolute-form target
+ * (empty, "?query", or "/path..."), or the whole of an origin-form one or
+ * of "*"; `authority` is an absolute-form target's, else empty. 0, or -1
+ * for a target HTTP/1.1 cannot carry: a byte outside VCHAR or a '#', a
+ * scheme other than http(s), userinfo (RFC 9110 4.2.4), no host. */
+static int target_parts(keel_str t, keel_str *origin, keel_str *authority)
+{
+    *authority = (keel_str){"", 0};
+    *origin = t;
+    if (t.len == 0)
+        return -1;
+    for (size_t i = 0; i < t.len; i++)
+        if (!(char_class[(unsigned char)t.ptr[i]] & CH_TARGET))
+            return -1;
+    if (t.ptr[0] == '/' || (t.len == 1 && t.ptr[0] == '*'))
+        return 0;
+    size_t i = 0;
+    while (i < t.len && t.ptr[i] != ':')
+        i++;
+    keel_str scheme = {t.ptr, i};
+    if (!name_eq(scheme, "http") && !name_eq(scheme, "https"))
+        return -1;
+    if (t.len - i < 3 || t.ptr[i + 1] != '/' || t.ptr[i + 2] != '/')
+        return -1;
+    size_t a = i + 3, e = a;
+    while (e < t.len && t.ptr[e] != '/' && t.ptr[e] != '?')
+        e++;
+    *authority = (keel_str){t.ptr + a, e - a};
+    *origin = (keel_str){t.ptr + e, t.len - e};
+    if (e == a || memchr(t.ptr + a, '@', e - a) != NULL || !valid_host(*authority))
+        return -1;
+    return 0;
+}
+
+/* The authority the client asked for: an absolute-form target's (RFC 9112
+ * 3.2.2: it replaces Host), else Host (HTTP/2's :authority stands for it,
+ * RFC 9113 8.3.1). ptr NULL if there is none. */
+static keel_str request_authority(keel_request *req)
+{
+    keel_str origin, authority;
+    if (target_parts(keel_request_target(req), &origin, &authority) == 0 && authority.len > 0)
+        return authority;
+    return keel_request_header(req, "Host");
+}
+
+/* 400 for a request that cannot go to an HTTP/1.1 upstream as it is (RFC
+ * 9110 5.5, RFC 9112 3; what an HTTP/2 client may send and RFC 9113 8.2.1
+ * and 8.3.1 call malformed), else 0. http1 has refused all of it already;
+ * h2 today lets some through, and a gateway must not rely on either. */
+int px_request_refusal(keel_request *req)
+{
+    keel_str origin, authority;
+    keel_str method = keel_request_method(req), target = keel_request_target(req);
+    if (!is_token(method) || target_parts(target, &origin, &authority) != 0)
+        return 400;
+    if (target.len == 1 && target.ptr[0] == '*' && !name_eq(method, "OPTIONS"))
+        return 400; /* RFC 9112 3.2.4: asterisk-form is OPTIONS' alone */
+    size_t n = keel_request_header_count(req), hosts = 0;
+    for (size_t i = 0; i < n; i++) {
+        keel_header h;
+        if (keel_request_header_at(req, i, &h) != KEEL_OK || !px_field_ok(h.name, h.value))
+            return 400;
+        /* RFC 9112 3.2: one Host, a valid one (the builder sends the first,
+         * and it must be the one keel saw). */
+        if (name_eq(h.name, "host") && (++hosts > 1 || !valid_host(h.value)))
+            return 400;
+    }
+    return 0;
+}
+
+/* ---- Upgrade ----------------------------------------------------------------------------- */
+
+/* RFC 9113 3.1: "h2c" as an Upgrade token is deprecated, and an upgrade
+ * to it would hand the client an HTTP/2 connection straight to the
+ * upstream, past keel's routes; "h2" is never negotiated by Upgrade (RFC
+ * 7540 3.2: a server ignores it). Neither is passed, whatever the list. */
+int px_upgrade_name_ok(const char *name)
+{
+    keel_str n = {name, strlen(name)};
+    const char *slash = strchr(name, '/');
+    if (slash != NULL)
+        n.len = (size_t)(slash - name);
+    return n.len > 0 && !name_eq(n, "h2c") && !name_eq(n, "h2");
+}
+
+/* Is this element of an Upgrade list ("name" or "name/version", RFC 9110
+ * 7.8) one the route passes? */
+static int upgrade_allowed(const px_route *r, keel_str protocol)
+{
+    keel_str name = protocol;
+    const char *slash = memchr(protocol.ptr, '/', protocol.len);
+    if (slash != NULL)
+        name.len = (size_t)(slash - protocol.ptr);
+    if (name.len == 0 || name_eq(name, "h2c") || name_eq(name, "h2"))
+        return 0;
+    for (size_t i = 0; i < r->nupgrades; i++) {
+        const char *a = r->upgrades[i];
+        if (strchr(a, '/') != NULL ? name_eq(protocol, a) : name_eq(name, a))
+            return 1;
+    }
+    return 0;
+}
+
+/* Calls fn for each element of a comma-separated list (RFC 9110 5.6.1),
+ * trimmed; stops when it returns non-zero and returns that. */
+static int each_element(keel_str list, int (*fn)(keel_str el, void *arg), void *arg)
+{
+    size_t i = 0;
+    while (list.ptr != NULL && i < list.len) {
+        while (i < list.len && (list.ptr[i] == ' ' || list.ptr[i] == '\t' || list.ptr[i] == ','))
+            i++;
+        size_t start = i;
+        while (i < list.len && list.ptr[i] != ',')
+            i++;
+        size_t end = i;
+        while (end > start && (list.ptr[end - 1] == ' ' || list.ptr[end - 1] == '\t'))
+            end--;
+        if (end > start) {
+            int rc = fn((keel_str){list.ptr + start, end - start}, arg);
+            if (rc != 0)
+                return rc;
+        }
+    }
+    return 0;
+}
+
+static int allowed_element(keel_str el, void *arg)
+{
+    return upgrade_allowed(arg, el);
+}
+
+/* An HTTP/1.1 request asking to upgrade (Upgrade, and Connection naming
+ * it: RFC 9110 7.8) to at least one protocol the route passes. Anything
+ * else goes as an ordinary request without its Upgrade (hop-by-hop), as
+ * nginx passes it. HTTP/1.0 has no upgrades (7.8), HTTP/2 none by this
+ * field (RFC 9113 8.2.2). */
+int px_upgrade_requested(const px_route *r, keel_request *req)
+{
+    keel_str upgrade = keel_request_header(req, "Upgrade");
+    return upgrade.ptr != NULL && keel_request_version(req) == 11 &&
+           px_token_in_list(keel_request_header(req, "Connection"), "upgrade") &&
+           each_element(upgrade, allowed_element, (void *)r) != 0;
+}
+
+typedef struct offered_check {
+    const px_route *route;
+    keel_str offered; /* the client's Upgrade list */
+} offered_check;
+
+static int element_equal(keel_str el, void *arg)
+{
+    return name_eq(el, arg);
+}
+
+/* 1 if the element is not one the client asked for and keel passed. */
+static int not_offered(keel_str el, void *arg)
+{
+    const offered_check *oc = arg;
+    char want[128];
+    if (el.len >= sizeof want || !upgrade_allowed(oc->route, el))
+        return 1;
+    memcpy(want, el.ptr, el.len);
+    want[el.len] = '\0';
+    return each_element(oc->offered, element_equal, want) == 0;
+}
+
+/* A 101 switches to what it names in Upgrade, which must be among what the
+ * client asked for (RFC 9110 7.8: "A server MUST NOT switch to a protocol
+ * that was not indicated by the client") and what keel passed on: an
+ * upstream answering 101 to h2c (or anything else) is not relayed. */
+int px_upgrade_accepted(const px_ex *ex)
+{
+    if (ex->req == NULL)
+        return 0;
+    keel_str named = {NULL, 0};
+    for (size_t i = 0; i < ex->nfields; i++)
+        if (name_eq(px_field_name(ex, i), "upgrade"))
+            named = px_field_value(ex, i);
+    offered_check oc = {ex->route, keel_request_header(ex->req, "Upgrade")};
+    return named.len > 0 && each_element(named, not_offered, &oc) == 0;
 }
 
 /* ---- a small string builder ------------------------------------------------------ */
@@ -167,6 +468,22 @@ static void sb_ks(sb *b, keel_str s)
         sb_put(b, s.ptr, s.len);
 }
 
+typedef struct upgrade_writer {
+    sb *b;
+    const px_route *route;
+    int n;
+} upgrade_writer;
+
+static int write_allowed(keel_str el, void *arg)
+{
+    upgrade_writer *w = arg;
+    if (upgrade_allowed(w->route, el)) {
+        sb_str(w->b, w->n++ ? ", " : "");
+        sb_ks(w->b, el);
+    }
+    return 0;
+}
+
 /* RFC 7239 4: a node or host that is not a token goes in a quoted-string
  * (an IPv6 address as "[v6]", a host with a port). */
 static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
@@ -194,18 +511,57 @@ static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
     sb_put(b, "\"", 1);
 }
 
+/* Every Connection field's options as one list. A message may carry the
+ * field more than once, which means what one field with the values joined
+ * means (RFC 9110 5.3), and each option names a hop-by-hop field (7.6.1):
+ * looking at the first alone let "Connection: X-Secret" in a second one
+ * pass X-Secret on. `joined` holds the list when there are several. */
+static keel_str join_connection(keel_str value, size_t *count, keel_str first, sb *joined)
+{
+    if (++*count == 1)
+        return value;
+    if (*count == 2)
+        sb_ks(joined, first);
+    sb_str(joined, ", ");
+    sb_ks(joined, value);
+    return (keel_str){joined->p, joined->len};
+}
+
+static keel_str request_connection(keel_request *req, sb *joined)
+{
+    keel_str list = {NULL, 0};
+    size_t n = keel_request_header_count(req), count = 0;
+    for (size_t i = 0; i < n; i++) {
+        keel_header h;
+        if (keel_request_header_at(req, i, &h) == KEEL_OK && name_eq(h.name, "connection"))
+            list = join_connection(h.value, &count, list, joined);
+    }
+    return list;
+}
+
 /* The request head for the upstream in a malloc'd px_block (its length
- * in *len), or NULL if out of memory. */
+ * in *len), or NULL if out of memory or if the request is one HTTP/1.1
+ * cannot carry (px_request_refusal answers those before: this is the
+ * builder not trusting its caller). Fields that cannot be written as they
+ * are are left out. */
 char *px_build_request_head(px_ex *ex, size_t *len)
 {
     keel_request *req = ex->req;
     px_route *r = ex->route;
     px_config *c = r->cfg;
     sb b = {0};
-    keel_str method = keel_request_method(req), target = keel_request_target(req);
-    keel_str host = keel_request_header(req, "Host");
-    keel_str connection = keel_request_header(req, "Connection");
+    keel_str method = keel_request_method(req), origin, authority;
+    keel_str host = request_authority(req);
+    sb joined = {0};
+    keel_str connection = request_connection(req, &joined);
     const char *scheme = ex->scheme;
+    /* Whatever the caller checked: nothing goes into the request line that
+     * HTTP/1.1 cannot carry (a space would make "GET /admin /public"). */
+    if (!is_token(method) || target_parts(keel_request_target(req), &origin, &authority) != 0 ||
+        (host.ptr != NULL && !valid_host(host)) || joined.failed) {
+        free(joined.p);
+        return NULL;
+    }
 
     /* Built behind a px_block's header, so that it goes to the upstream
      * without another copy (forward.c). */
@@ -213,11 +569,15 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     sb_put(&b, (const char *)&blank, offsetof(px_block, data));
     sb_ks(&b, method);
     sb_str(&b, " ");
-    sb_ks(&b, target);
+    /* Origin form (RFC 9112 3.2.1): an absolute-form target's path and
+     * query, "/" when it has no path. */
+    if (origin.len == 0 || origin.ptr[0] == '?')
+        sb_str(&b, "/");
+    sb_ks(&b, origin);
     sb_str(&b, " HTTP/1.1\r\nHost: ");
     if (r->host_mode == PX_HOST_FIXED)
         sb_str(&b, r->host_value);
-    else if (r->host_mode == PX_HOST_CLIENT && host.ptr != NULL)
+    else if (r->host_mode == PX_HOST_CLIENT && host.len > 0)
         sb_ks(&b, host);
     else
         sb_str(&b, ex->peer->srv->authority);
@@ -233,7 +593,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         if (keel_request_header_at(req, i, &h) != KEEL_OK)
             continue;
         if (px_hop_by_hop(h.name, connection) || name_eq(h.name, "host") ||
-            name_eq(h.name, "content-length"))
+            name_eq(h.name, "content-length") || !px_field_ok(h.name, h.value))
             continue;
         if (c->x_forwarded &&
             (name_eq(h.name, "x-forwarded-proto") || name_eq(h.name, "x-forwarded-host")))
@@ -265,7 +625,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, "\r\nX-Forwarded-Proto: ");
         sb_str(&b, scheme);
         sb_str(&b, "\r\n");
-        if (host.ptr != NULL) {
+        if (host.len > 0) {
             sb_str(&b, "X-Forwarded-Host: ");
             sb_ks(&b, host);
             sb_str(&b, "\r\n");
@@ -280,7 +640,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, "for=");
         sb_forwarded_value(&b, ex->client_ip, strlen(ex->client_ip),
                            strchr(ex->client_ip, ':') != NULL);
-        if (host.ptr != NULL) {
+        if (host.len > 0) {
             sb_str(&b, ";host=");
             sb_forwarded_value(&b, host.ptr, host.len, 0);
         }
@@ -300,10 +660,13 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     free(xff.p);
     free(fwd.p);
     free(via.p);
+    free(joined.p);
     /* Framing is ours (RFC 9112 6.1: a proxy re-frames what it
      * forwards). */
     if (ex->body_kind == PX_BODY_LENGTH) {
         keel_str cl = keel_request_header(req, "Content-Length");
+        for (size_t i = 0; i < cl.len; i++)
+            b.failed |= cl.ptr[i] < '0' || cl.ptr[i] > '9';
         sb_str(&b, "Content-Length: ");
         sb_ks(&b, cl);
         sb_str(&b, "\r\n");
@@ -311,9 +674,13 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, "Transfer-Encoding: chunked\r\n");
     }
     if (ex->upgrade) {
+        /* Only the protocols the route passes (px_upgrade_requested made
+         * sure there is one). */
+        upgrade_writer w = {&b, r, 0};
         sb_str(&b, "Connection: upgrade\r\nUpgrade: ");
-        sb_ks(&b, keel_request_header(req, "Upgrade"));
+        each_element(keel_request_header(req, "Upgrade"), write_allowed, &w);
         sb_str(&b, "\r\n");
+        b.failed |= w.n == 0;
     }
     sb_str(&b, "\r\n");
     if (b.failed) {
@@ -365,8 +732,8 @@ static int add_field(keel_response *res, keel_str name, const char *value, size_
  * proxy_redirect default does with the proxy_pass address. */
 static int rewrite_location(px_ex *ex, keel_str v, sb *out)
 {
-    keel_str host = keel_request_header(ex->req, "Host");
-    if (host.ptr == NULL)
+    keel_str host = request_authority(ex->req);
+    if (host.len == 0)
         return 0;
     size_t skip = 0;
     if (v.len > 7 && memcmp(v.ptr, "http://", 7) == 0)
@@ -398,11 +765,17 @@ void px_response_headers(px_ex *ex)
     keel_response *res = ex->res;
     px_config *c = ex->route->cfg;
     keel_str connection = {NULL, 0};
+    size_t nconnection = 0;
+    sb joined = {0};
     for (size_t i = 0; i < ex->nfields; i++)
-        if (name_eq(px_field_name(ex, i), "connection")) {
-            connection = px_field_value(ex, i);
-            break;
-        }
+        if (name_eq(px_field_name(ex, i), "connection"))
+            connection = join_connection(px_field_value(ex, i), &nconnection, connection, &joined);
+    if (joined.failed) {
+        /* Out of memory: no field another Connection names may pass, so
+         * none but the ones keel writes itself. */
+        free(joined.p);
+        return;
+    }
     sb via = {0};
     for (size_t i = 0; i < ex->nfields; i++) {
         keel_str name = px_field_name(ex, i), value = px_field_value(ex, i);
@@ -437,4 +810,5 @@ void px_response_headers(px_ex *ex)
             keel_response_header_add(res, "Via", via.p);
     }
     free(via.p);
+    free(joined.p);
 }

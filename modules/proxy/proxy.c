@@ -121,6 +121,110 @@ static int parse_address(const char *w, px_server *srv)
     return srv->host && srv->authority ? 0 : -1;
 }
 
+/* ---- upgrade = PROTOCOL ... ---------------------------------------------------------- */
+
+static void names_free(char **v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+static int names_has(char **v, size_t n, const char *name)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(v[i], name) == 0)
+            return 1;
+    return 0;
+}
+
+static void names_remove(char **v, size_t *n, const char *name)
+{
+    for (size_t i = 0; i < *n; i++)
+        if (strcmp(v[i], name) == 0) {
+            free(v[i]);
+            v[i] = v[--*n];
+            return;
+        }
+}
+
+/* Adds a protocol to an upgrade list, lower case: "name" or "name/version",
+ * both tokens (RFC 9110 7.8). h2 and h2c are left out with a warning, not
+ * refused: no list passes them (headers.c says why). */
+static int names_add(keel_module *m, const char *key, char ***v, size_t *n, const char *name)
+{
+    size_t len = strlen(name);
+    int slash = 0, ok = len > 0 && len < 64 && name[0] != '/' && name[len - 1] != '/';
+    for (size_t i = 0; ok && i < len; i++) {
+        unsigned char c = (unsigned char)name[i];
+        slash += c == '/';
+        ok = slash <= 1 && (c == '/' || (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+                            (c >= 'A' && c <= 'Z') || strchr("!#$%&'*+-.^_`|~", c) != NULL);
+    }
+    if (!ok)
+        return keel_config_error(m, key, "'%s' is not a protocol (name or name/version)", name);
+    char *lower = dup_n(name, len);
+    if (lower == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < len; i++)
+        if (lower[i] >= 'A' && lower[i] <= 'Z')
+            lower[i] = (char)(lower[i] + 32);
+    if (!px_upgrade_name_ok(lower)) {
+        keel_log(m, KEEL_LOG_WARN, "%s: '%s' is never passed (RFC 9113 3.1): ignored", key, name);
+        free(lower);
+        return KEEL_OK;
+    }
+    if (names_has(*v, *n, lower)) {
+        free(lower);
+        return KEEL_OK;
+    }
+    char **grown = realloc(*v, (*n + 1) * sizeof *grown);
+    if (grown == NULL) {
+        free(lower);
+        return KEEL_ERR_NOMEM;
+    }
+    *v = grown;
+    (*v)[(*n)++] = lower;
+    return KEEL_OK;
+}
+
+static int names_copy(char **from, size_t n, char ***v, size_t *out)
+{
+    *v = NULL;
+    *out = 0;
+    for (size_t i = 0; i < n; i++) {
+        char **grown = realloc(*v, (*out + 1) * sizeof *grown);
+        char *d = grown ? dup_n(from[i], strlen(from[i])) : NULL;
+        if (grown != NULL)
+            *v = grown;
+        if (d == NULL)
+            return KEEL_ERR_NOMEM;
+        (*v)[(*out)++] = d;
+    }
+    return KEEL_OK;
+}
+
+/* [proxy] upgrade: the protocols routes pass by default; "off" for none. */
+static int parse_upgrades(px_config *c, keel_module *m)
+{
+    const char *value;
+    int rc = keel_config_string(m, "upgrade", "websocket", &value);
+    if (rc < 0)
+        return rc;
+    char *copy = dup_n(value, strlen(value));
+    char *w[32];
+    if (copy == NULL)
+        return KEEL_ERR_NOMEM;
+    size_t n = split_words(copy, w, 32);
+    if (n > 32)
+        rc = keel_config_error(m, "upgrade", "more than 32 protocols");
+    for (size_t i = 0; rc == KEEL_OK && i < n; i++)
+        if (strcmp(w[i], "off") != 0 || n != 1)
+            rc = names_add(m, "upgrade", &c->upgrades, &c->nupgrades, w[i]);
+    free(copy);
+    return rc;
+}
+
 /* ---- upstream = NAME ... ---------------------------------------------------------- */
 
 static int parse_upstream(px_config *cfg, keel_module *m, const char *value, px_group *g)
@@ -238,8 +342,12 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
     r->read_timeout_ms = cfg->read_timeout_ms;
     r->send_timeout_ms = cfg->send_timeout_ms;
     r->tries = cfg->tries;
-    r->websocket = 1;
     r->rewrite_location = 1;
+    if (names_copy(cfg->upgrades, cfg->nupgrades, &r->upgrades, &r->nupgrades) != KEEL_OK) {
+        rc = KEEL_ERR_NOMEM;
+        goto out;
+    }
+    int own_upgrades = 0; /* the first upgrade= replaces [proxy]'s list */
     for (size_t i = 2; i < n; i++) {
         char *eq = strchr(w[i], '=');
         if (eq == NULL)
@@ -267,9 +375,26 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
         } else if (strcmp(k, "tries") == 0) {
             if (parse_uint(v, 1, PX_MAX_SERVERS, &r->tries) != 0)
                 goto bad;
+        } else if (strcmp(k, "upgrade") == 0) {
+            if (!own_upgrades) {
+                names_free(r->upgrades, r->nupgrades);
+                r->upgrades = NULL;
+                r->nupgrades = 0;
+                own_upgrades = 1;
+            }
+            if (strcmp(v, "off") != 0 &&
+                (rc = names_add(m, "pass", &r->upgrades, &r->nupgrades, v)) != KEEL_OK)
+                goto out;
         } else if (strcmp(k, "websocket") == 0) {
-            if (parse_onoff(v, &r->websocket) != 0)
+            /* before upgrade= existed: on adds websocket, off removes it */
+            int on;
+            if (parse_onoff(v, &on) != 0)
                 goto bad;
+            if (!on)
+                names_remove(r->upgrades, &r->nupgrades, "websocket");
+            else if ((rc = names_add(m, "pass", &r->upgrades, &r->nupgrades, "websocket")) !=
+                     KEEL_OK)
+                goto out;
         } else if (strcmp(k, "location") == 0) {
             if (strcmp(v, "rewrite") == 0)
                 r->rewrite_location = 1;
@@ -360,7 +485,9 @@ static void config_free(px_config *c)
     for (size_t i = 0; i < c->nroutes; i++) {
         free(c->routes[i].prefix);
         free(c->routes[i].host_value);
+        names_free(c->routes[i].upgrades, c->routes[i].nupgrades);
     }
+    names_free(c->upgrades, c->nupgrades);
     for (size_t i = 0; i < c->nconnect_hosts; i++)
         free(c->connect_hosts[i]);
     free(c->connect_hosts);
@@ -437,6 +564,8 @@ static int proxy_load(keel_module *m)
     c->module = m;
     keel_module_set_data(m, c);
     int rc = read_scalars(c, m);
+    if (rc == KEEL_OK)
+        rc = parse_upgrades(c, m);
     size_t ng = keel_config_count(m, "upstream"), nr = keel_config_count(m, "pass");
     if (rc == KEEL_OK && ng > 0 && (c->groups = calloc(ng, sizeof *c->groups)) == NULL)
         rc = KEEL_ERR_NOMEM;

@@ -64,7 +64,11 @@ typedef struct px_route {
     char *host_value;
     uint64_t connect_timeout_ms, read_timeout_ms, send_timeout_ms;
     unsigned tries; /* attempts in all (first + retries), >= 1 */
-    int websocket;  /* pass Upgrade requests through */
+    /* Protocols an Upgrade request may ask the upstream for (lower case;
+     * "name" matches any version, "name/v" that one): [proxy] upgrade, or
+     * the route's upgrade= / websocket=. Never h2 or h2c (headers.c). */
+    char **upgrades;
+    size_t nupgrades;
     int rewrite_location;
 } px_route;
 
@@ -92,6 +96,8 @@ struct px_config {
     size_t read_buffer;   /* bytes one read of an upstream connection may take */
     size_t max_header;    /* an upstream response head larger than this is a 502 */
     int via, forwarded, x_forwarded, keep_server, keep_date;
+    char **upgrades; /* [proxy] upgrade: what routes pass unless they say */
+    size_t nupgrades;
     uint64_t tunnel_idle_ms;
     /* CONNECT (forward proxy) */
     int connect;
@@ -102,6 +108,7 @@ struct px_config {
     char **connect_hosts;
     size_t nconnect_hosts;
     int connect_private;
+    uint64_t connect_header_timeout_ms; /* the CONNECT head, from the connection's start */
     keel_appender *log;
     /* metrics */
     keel_metric *m_requests, *m_failures, *m_retries, *m_connects, *m_reused, *m_tunnels;
@@ -281,6 +288,8 @@ void px_up_ready(px_ex *ex, px_up *up);
 void px_attempt_failed(px_ex *ex, int why);
 void px_ex_finish(px_ex *ex);
 void px_ex_client_gone(px_ex *ex);
+void px_ex_start(px_ex *ex);
+void px_body_chunk(keel_request *req, const char *data, size_t len, int last, void *userdata);
 void px_resume_client(px_ex *ex);
 int px_ex_write_upstream(px_ex *ex, const char *a, size_t alen, const char *b, size_t blen,
                          const char *c, size_t clen);
@@ -294,6 +303,11 @@ void px_continue(px_ex *ex);
 /* headers.c */
 int px_hop_by_hop(keel_str name, keel_str connection_value);
 int px_token_in_list(keel_str list, const char *token);
+int px_request_refusal(keel_request *req);
+int px_field_ok(keel_str name, keel_str value);
+int px_upgrade_requested(const px_route *r, keel_request *req);
+int px_upgrade_accepted(const px_ex *ex);
+int px_upgrade_name_ok(const char *name);
 char *px_build_request_head(px_ex *ex, size_t *len);
 void px_response_headers(px_ex *ex);
 keel_str px_field_name(const px_ex *ex, size_t i);

@@ -97,14 +97,27 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
     return 0;
 }
 
+/* RFC 9110 6.4.1 (and 8.6, RFC 9112 6.3): a 1xx, 204 or 304 response, or
+ * any response to HEAD (9.3.2), ends with its head, whatever its
+ * Content-Length or Transfer-Encoding say. llhttp 8 reads a body declared
+ * on a 204 or 304 (and an interim response's) unless on_headers_complete
+ * returns 1: keel then waited for bytes that never came, until
+ * read_timeout, or took the next response's head for a body. */
+static int bodiless(const px_ex *ex, int status)
+{
+    return status < 200 || status == 204 || status == 304 || ex->is_head;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     px_ex *ex = ex_of(p);
     int status = llhttp_get_status_code(p);
     ex->in_value = 0;
     if (status == 101) {
-        if (!ex->upgrade)
-            return -1; /* switching protocols nobody asked for */
+        /* Switching protocols nobody asked for, or to one the client did
+         * not offer or keel does not pass (h2c: headers.c). */
+        if (!ex->upgrade || !px_upgrade_accepted(ex))
+            return -1;
         ex->status = 101;
         return 2; /* no body; llhttp_execute returns HPE_PAUSED_UPGRADE */
     }
@@ -114,11 +127,11 @@ static int on_headers_complete(llhttp_t *p)
         if (status == 100)
             px_continue(ex);
         ex->nfields = ex->hlen = 0;
-        return 0;
+        return 1;
     }
     ex->status = status;
     if (ex->req == NULL)
-        return ex->is_head ? 1 : 0; /* the client left: read it out, drop it */
+        return bodiless(ex, status); /* the client left: read it out, drop it */
     px_peer_ok(ex->peer);
     keel_response_set_status(ex->res, status);
     px_response_headers(ex);
@@ -133,9 +146,7 @@ static int on_headers_complete(llhttp_t *p)
     ex->fields = NULL;
     ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = 0;
     ex->trailer_from = 0;
-    /* RFC 9110 9.3.2: a response to HEAD has no body whatever its
-     * Content-Length says; llhttp needs to be told. */
-    return ex->is_head ? 1 : 0;
+    return bodiless(ex, status);
 }
 
 static int on_body(llhttp_t *p, const char *at, size_t len)

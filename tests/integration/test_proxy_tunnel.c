@@ -220,3 +220,108 @@ Test(proxy_tunnel, proxy_listener_serves_http, .timeout = 60, .fini = kh_cleanup
     ht_run_free(&rr);
     px_stop(p);
 }
+
+/* A socket listening on 127.0.0.1 (non-blocking), to count the connections
+ * made to it. */
+static int counting_listener(unsigned *port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0 && listen(fd, 16) == 0 &&
+              getsockname(fd, (struct sockaddr *)&sa, &len) == 0);
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static int accepted_count(int lfd)
+{
+    int n = 0, fd;
+    while ((fd = accept(lfd, NULL, NULL)) >= 0) {
+        close(fd);
+        n++;
+    }
+    return n;
+}
+
+/* The destination is checked on every address it resolves to before
+ * anything connects (issue 23, section 3): a refused one is a 403 whether
+ * or not something listens there, and no connection reaches it. Checking
+ * after connecting made a port scanner of the proxy (403 open, 502
+ * closed) and touched internal hosts. Names that parse as addresses only
+ * for the resolver (127.1, 2130706433) are names here. */
+Test(proxy_tunnel, connect_checks_before_connecting, .timeout = 60, .fini = kh_cleanup_all)
+{
+    unsigned open_port, closed_port = dead_port();
+    int lfd = counting_listener(&open_port);
+    kh_proc *p = px_keel("connect = on\nconnect_ports = *\n", 1);
+    const char *hosts[] = {"127.0.0.1", "[::ffff:127.0.0.1]", "localhost", "127.1", "2130706433"};
+    for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
+        unsigned ports[2] = {open_port, closed_port};
+        for (int k = 0; k < 2; k++) {
+            char target[128];
+            snprintf(target, sizeof target, "%s:%u", hosts[i], ports[k]);
+            int s = connect_status(p, target);
+            kh_assert(p, s == 403, "%s (%s): %d", target, k == 0 ? "listening" : "closed", s);
+        }
+    }
+    kh_sleep_ms(200); /* a connection keel made would be in the queue by now */
+    int n = accepted_count(lfd);
+    kh_assert(p, n == 0, "%d connection(s) reached the refused destination", n);
+    close(lfd);
+    px_stop(p);
+}
+
+/* With connect_private = on, a name is resolved once and connected to by
+ * the addresses checked (where "localhost" gives ::1 first, where nothing
+ * listens, then 127.0.0.1). Only names the hosts file or the resolver's
+ * own parsing answer: no query leaves the machine. */
+Test(proxy_tunnel, connect_by_name, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *hello, *p = forward_proxy(&hello, "connect_private = on\n");
+    char proxy[64], url[64];
+    snprintf(proxy, sizeof proxy, "http://127.0.0.1:%u", kh_port(p, 1));
+    snprintf(url, sizeof url, "http://localhost:%u/", kh_port(hello, 0));
+    const char *args[] = {"-p", "-x", proxy, url, NULL};
+    ht_run_result rr = px_curl(args);
+    kh_assert(p, rr.status == 0 && strcmp(rr.out, "Hello, World!") == 0,
+              "through the tunnel" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    ht_run_free(&rr);
+    px_stop(p);
+}
+
+/* The CONNECT head has connect_header_timeout from the connection's start,
+ * which no byte renews (issue 23, section 4): it was the read timeout,
+ * renewed by every byte, so a client sending its head a byte at a time held
+ * the connection for ever. */
+Test(proxy_tunnel, connect_head_deadline, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = px_keel("connect = on\nconnect_header_timeout = 1s\n", 1);
+    int fd = kh_connect("127.0.0.1", kh_port(p, 1));
+    kh_assert(p, fd >= 0, "connect");
+    const char *head = "CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\nX-Slow: "
+                       "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\r\n\r\n";
+    long long t0 = kh_now_ms();
+    char buf[256] = "";
+    size_t got = 0;
+    /* A byte every 100 ms: 4 s of head, far past the deadline. */
+    for (size_t i = 0; head[i] != '\0' && kh_now_ms() - t0 < 4000; i++) {
+        if (send(fd, head + i, 1, MSG_NOSIGNAL) != 1)
+            break;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        if (poll(&pfd, 1, 100) > 0) {
+            ssize_t n = recv(fd, buf, sizeof buf - 1, 0);
+            got = n > 0 ? (size_t)n : 0;
+            break;
+        }
+    }
+    long long took = kh_now_ms() - t0;
+    buf[got] = '\0';
+    kh_assert(p, got >= 12 && strncmp(buf, "HTTP/1.1 408", 12) == 0,
+              "408 while the head trickled: '%s' after %lld ms", buf, took);
+    kh_assert(p, took >= 800 && took < 2500, "answered after %lld ms (deadline 1 s)", took);
+    kh_assert(p, kh_expect_eof(fd, NULL, 0, 3000) == 1, "closed after the 408");
+    close(fd);
+    px_stop(p);
+}

@@ -52,7 +52,10 @@ class Conn:
     def __init__(self, sock, port):
         self.sock = sock
         self.port = port
-        self.buf = b""
+        # A bytearray grows in place and drops its front without copying
+        # the rest; bytes would be copied whole on every recv, quadratic in
+        # what read_exact waits for (seconds of CPU for 16 MiB).
+        self.buf = bytearray()
         with LOCK:
             CONN_COUNTER[0] += 1
             self.n = CONN_COUNTER[0]
@@ -64,10 +67,15 @@ class Conn:
             raise EOFError()
         self.buf += data
 
+    def take(self, n):
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
     def read_head(self):
-        while b"\r\n\r\n" not in self.buf:
+        while (end := self.buf.find(b"\r\n\r\n")) < 0:
             self.fill()
-        head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+        head = self.take(end + 4)[:-4]
         lines = head.decode("latin-1").split("\r\n")
         method, target, version = lines[0].split(" ", 2)
         fields = []
@@ -79,14 +87,12 @@ class Conn:
     def read_exact(self, n):
         while len(self.buf) < n:
             self.fill()
-        out, self.buf = self.buf[:n], self.buf[n:]
-        return out
+        return self.take(n)
 
     def read_line(self):
-        while b"\r\n" not in self.buf:
+        while (end := self.buf.find(b"\r\n")) < 0:
             self.fill()
-        line, self.buf = self.buf.split(b"\r\n", 1)
-        return line
+        return self.take(end + 2)[:-2]
 
     def read_body(self, fields, rate=None):
         get = {k.lower(): v for k, v in fields}
@@ -222,8 +228,7 @@ def handle(c):
             c.send(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                    b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
             if c.buf:
-                c.send(c.buf)
-                c.buf = b""
+                c.send(c.take(len(c.buf)))
             while True:
                 try:
                     data = c.sock.recv(65536)

@@ -70,6 +70,19 @@ int kl_log_enabled(int level)
     return level <= log_state.level;
 }
 
+int kl_log_limit_pass(kl_log_limit *limit, uint64_t now_ms, uint64_t *held)
+{
+    if (limit->any && now_ms - limit->last_ms < 1000) {
+        limit->held++;
+        return 0;
+    }
+    *held = limit->held;
+    limit->held = 0;
+    limit->last_ms = now_ms;
+    limit->any = 1;
+    return 1;
+}
+
 void kl_log_prefixed(const char *prefix, int level, const char *fmt, va_list ap)
 {
     if (!kl_log_enabled(level))

@@ -4,6 +4,7 @@
 
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include <keel/export.h>
@@ -27,6 +28,21 @@ void kl_log(int level, const char *fmt, ...) KEEL_PRINTF(2, 3);
 void kl_log_prefixed(const char *prefix, int level, const char *fmt, va_list ap);
 
 int kl_log_enabled(int level);
+
+/* A line that can come in bursts (every accept and every open fails while
+ * descriptors run out): at most one a second from one place, the lines held
+ * back counted and reported with the next one. The caller keeps the state
+ * and calls from one thread (a worker's, the main loop's). */
+typedef struct kl_log_limit {
+    uint64_t last_ms; /* when the last line was let through */
+    uint64_t held;    /* lines held back since */
+    int any;          /* a line was let through already */
+} kl_log_limit;
+
+/* 1 if a line may be written at now_ms (a monotonic clock in ms: uv_now),
+ * with *held how many were held back since the last one (the count then
+ * restarts); 0 if this one is held back, counted. */
+int kl_log_limit_pass(kl_log_limit *limit, uint64_t now_ms, uint64_t *held);
 
 /* The file the log is written to, or NULL for stderr. For the crash
  * report, which writes to its descriptor directly. */

@@ -250,8 +250,10 @@ static void wait_writable(keel_conn *c, kl_op *op, kl_socket sock)
     }
     if (rc != 0) {
         free(p);
-        if (rc == UV_ENOSYS) {
-            /* No way to wait on this platform: go on with reads. */
+        if (rc == UV_ENOSYS || rc == UV_EMFILE || rc == UV_ENFILE) {
+            /* No way to wait on this platform, or no descriptor left for
+             * the watcher: go on with reads, which need none, rather than
+             * cut a response whose head has left. */
             op->fallback = 1;
             read_next(c, op);
         } else {

@@ -2,6 +2,7 @@
  * acceptor used where the kernel cannot balance one port over several
  * sockets (Windows, macOS): the main loop accepts and hands each socket to
  * a worker, round robin. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -116,6 +117,74 @@ int kl_listeners_bind(keel_server *s)
     return KEEL_OK;
 }
 
+/* ---- accept errors ---------------------------------------------------------- */
+
+int kl_accept_error_transient(int uv_error)
+{
+    switch (uv_error) {
+    /* Linux passes a connection's pending network errors on through
+     * accept, to be treated like EAGAIN (accept(2)). */
+    case UV_ECONNABORTED:
+    case UV_EINTR:
+    case UV_EPERM: /* a firewall rule (Linux) */
+    case UV_EPROTO:
+    case UV_ENOPROTOOPT:
+    case UV_ENETDOWN:
+    case UV_ENETUNREACH:
+    case UV_EHOSTDOWN:
+    case UV_EHOSTUNREACH:
+    case UV_ENONET:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+int kl_accept_error_reason(int uv_error)
+{
+    switch (uv_error) {
+    case UV_EMFILE:
+        return KL_ACCEPT_EMFILE;
+    case UV_ENFILE:
+        return KL_ACCEPT_ENFILE;
+    case UV_ENOMEM:
+    case UV_ENOBUFS:
+        return KL_ACCEPT_ENOMEM;
+    default:
+        return KL_ACCEPT_OTHER;
+    }
+}
+
+void kl_accept_error_log(kl_log_limit *limit, uint64_t now_ms, const char *where, int uv_error)
+{
+    uint64_t held;
+    if (!kl_log_limit_pass(limit, now_ms, &held))
+        return;
+    const char *what;
+    switch (uv_error) {
+    case UV_EMFILE:
+        what = "out of file descriptors: the process's limit (RLIMIT_NOFILE, docs/operations.md)";
+        break;
+    case UV_ENFILE:
+        what = "out of file descriptors: the system's limit (fs.file-max)";
+        break;
+    case UV_ENOMEM:
+    case UV_ENOBUFS:
+        what = "the kernel is out of memory";
+        break;
+    default:
+        what = uv_strerror(uv_error);
+        break;
+    }
+    char more[64] = "";
+    if (held > 0)
+        snprintf(more, sizeof more, " (%llu more since the last line)", (unsigned long long)held);
+    kl_log(KEEL_LOG_ERROR, "accept on %s: %s [%s]; accepting pauses for %d ms%s", where, what,
+           uv_err_name(uv_error), KL_ACCEPT_PAUSE_MS, more);
+}
+
+/* ---- the single acceptor ------------------------------------------------------ */
+
 static void on_acceptable(uv_poll_t *poll, int status, int events);
 
 /* At max_connections: the next worker, round robin, that had idle
@@ -137,13 +206,26 @@ static void on_retry(uv_timer_t *timer)
         uv_poll_start(&l->poll, UV_READABLE, on_acceptable);
 }
 
+/* Out of descriptors or memory: the connection stays queued and the poll
+ * would fire again at once, so accepting pauses. */
+static void pause_accepting(kl_listener *l, int err)
+{
+    keel_server *s = l->server;
+    kl_atomic_add(&s->acceptor_errors[kl_accept_error_reason(err)], 1);
+    kl_accept_error_log(&l->accept_log, uv_now(&s->loop), l->spec->text, err);
+    uv_poll_stop(&l->poll);
+    uv_timer_start(&l->retry, on_retry, KL_ACCEPT_PAUSE_MS, 0);
+}
+
 static void on_acceptable(uv_poll_t *poll, int status, int events)
 {
     kl_listener *l = poll->data;
     keel_server *s = l->server;
     (void)events;
     if (status < 0) {
-        kl_log(KEEL_LOG_WARN, "accept on %s: %s", l->spec->text, uv_strerror(status));
+        /* libuv stopped the poll (an error condition on the socket):
+         * counted, logged and tried again like a failed accept. */
+        pause_accepting(l, status);
         return;
     }
     /* Bounded so one busy listener cannot starve the others. */
@@ -152,19 +234,10 @@ static void on_acceptable(uv_poll_t *poll, int status, int events)
         int rc = kl_accept(l->sockets[0], &sock);
         if (rc == UV_EAGAIN)
             return;
-        if (rc == UV_ECONNABORTED || rc == UV_EINTR || rc == UV_EPERM)
+        if (kl_accept_error_transient(rc))
             continue; /* that one connection failed, not the listener */
         if (rc != 0) {
-            /* Out of descriptors or memory: the connection stays queued and
-             * the poll would fire again at once, so pause accepting. */
-            uint64_t now = uv_now(&s->loop);
-            if (now - l->last_warning >= 1000 || l->last_warning == 0) {
-                kl_log(KEEL_LOG_WARN, "accept on %s: %s (pausing accepts for 100ms)", l->spec->text,
-                       uv_strerror(rc));
-                l->last_warning = now;
-            }
-            uv_poll_stop(&l->poll);
-            uv_timer_start(&l->retry, on_retry, 100, 0);
+            pause_accepting(l, rc);
             return;
         }
         if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {

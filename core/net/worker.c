@@ -73,6 +73,12 @@ keel_worker *kl_worker_new(keel_server *server, unsigned id)
     w->idle.data = w;
     uv_timer_init(&w->loop, &w->shutdown_timer);
     w->shutdown_timer.data = w;
+    /* libuv keeps a spare descriptor per loop, opened with the loop's first
+     * stream handle (for uv_listen's EMFILE trick, which keel does not
+     * use): opened now, as the listening handles used to, so that a
+     * worker's descriptor count does not grow with its first connection. */
+    if (uv_tcp_init(&w->loop, &w->first_stream) == 0)
+        uv_close((uv_handle_t *)&w->first_stream, NULL);
     kl_timeouts_init(&w->timeouts, &w->loop, kl_conn_on_timeout);
     /* Enough spares for a burst of responses finishing in one turn. */
     w->output_cache.max = w->done_cache.max = 256;
@@ -140,68 +146,86 @@ static int admit(keel_worker *w)
     return 0;
 }
 
-static void on_connection(uv_stream_t *listener, int status);
-
-static void reject_owed(keel_worker *w);
-
-static void on_reject_closed(uv_handle_t *handle)
+/* Opens a connection on an accepted socket that holds a max_connections
+ * slot; if it cannot, closes the socket and gives the slot back. */
+static void start_accepted(keel_worker *w, kl_listener *l, kl_socket sock)
 {
-    keel_worker *w = handle->data;
-    w->reject_busy = 0;
-    reject_owed(w);
-}
-
-/* Takes the sockets libuv accepted but we had no memory for and closes
- * them (nginx does the same), with a handle of the worker's own, which
- * needs no allocation: left with libuv, such a socket stops the listener
- * for good (libuv watches it again only once uv_accept took it). One at a
- * time: the handle is reused once closed. */
-static void reject_owed(keel_worker *w)
-{
-    for (size_t i = 0; i < w->nlisteners && !w->reject_busy && !w->stopping; i++) {
-        kl_worker_listener *wl = &w->listeners[i];
-        if (!wl->accept_owed || uv_tcp_init(&w->loop, &w->reject) != 0)
-            continue;
-        wl->accept_owed = 0;
-        w->reject.data = w;
-        w->reject_busy = 1;
-        uv_accept((uv_stream_t *)&wl->tcp, (uv_stream_t *)&w->reject);
-        uv_close((uv_handle_t *)&w->reject, on_reject_closed);
-        w->rejected++;
-        kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_rejected->slot, 1);
-    }
-}
-
-static void on_connection(uv_stream_t *listener, int status)
-{
-    kl_worker_listener *wl = listener->data;
-    keel_worker *w = wl->worker;
-    if (status < 0) {
-        kl_log(KEEL_LOG_WARN, "accept on %s: %s", wl->listener->spec->text, uv_strerror(status));
-        return;
-    }
-    keel_conn *c =
-        kl_conn_new(w, &wl->listener->origin, kl_conn_accept_tail(&wl->listener->origin));
-    if (c == NULL) {
-        /* libuv holds the accepted socket and stops watching the listener
-         * until uv_accept takes it: returning without taking it stopped this
-         * worker accepting for good (found by tests/failalloc). */
-        kl_log(KEEL_LOG_ERROR, "accept on %s: out of memory, connection closed",
-               wl->listener->spec->text);
-        wl->accept_owed = 1;
-        reject_owed(w);
-        return;
-    }
-    if (uv_accept(listener, (uv_stream_t *)&c->tcp) != 0) {
-        kl_conn_discard(c);
-        return;
-    }
-    /* Over the limit: closed at once, before any protocol sees it. */
-    if (!admit(w)) {
-        kl_conn_discard(c);
+    keel_conn *c = kl_conn_new(w, &l->origin, kl_conn_accept_tail(&l->origin));
+    int rc = c != NULL ? uv_tcp_open(&c->tcp, sock) : UV_ENOMEM;
+    if (rc != 0) {
+        if (c != NULL)
+            kl_conn_discard(c);
+        kl_socket_close(sock);
+        kl_atomic_sub(&w->server->connections, 1);
+        kl_log(KEEL_LOG_ERROR, "accept on %s: %s, connection closed", l->spec->text,
+               rc == UV_ENOMEM ? "out of memory" : uv_strerror(rc));
         return;
     }
     kl_conn_start(c, NULL, NULL);
+}
+
+static void on_acceptable(uv_poll_t *poll, int status, int events);
+
+static void on_accept_retry(uv_timer_t *timer)
+{
+    kl_worker_listener *wl = timer->data;
+    if (!wl->worker->accepting_stopped)
+        uv_poll_start(&wl->poll, UV_READABLE, on_acceptable);
+}
+
+/* Out of descriptors or memory: the connection stays in the kernel's
+ * queue and the socket readable, so the worker stops watching it for
+ * KL_ACCEPT_PAUSE_MS and tries again (nginx's ngx_disable_accept_events);
+ * queued clients wait rather than be dropped, and are served once
+ * descriptors are free. Not uv_listen: libuv answers EMFILE by accepting
+ * and closing every queued connection with a reserve descriptor, unseen
+ * (uv__emfile_trick), and spins once another thread took the reserve's
+ * slot (docs/operations.md, "Descriptors"). */
+static void accept_failed(kl_worker_listener *wl, int err)
+{
+    keel_worker *w = wl->worker;
+    const kl_core_metrics *cm = &w->server->core_metrics;
+    kl_metric_add_slot(w->metrics, cm->accept_errors[kl_accept_error_reason(err)]->slot, 1);
+    char where[300];
+    snprintf(where, sizeof where, "%s (worker %u)", wl->listener->spec->text, w->id);
+    kl_accept_error_log(&w->accept_log, uv_now(&w->loop), where, err);
+    uv_poll_stop(&wl->poll);
+    uv_timer_start(&wl->retry, on_accept_retry, KL_ACCEPT_PAUSE_MS, 0);
+}
+
+/* At most this many accepts per readiness, so that a flood of new
+ * connections cannot starve the worker's others. */
+#define ACCEPT_BATCH 64
+
+static void on_acceptable(uv_poll_t *poll, int status, int events)
+{
+    kl_worker_listener *wl = poll->data;
+    keel_worker *w = wl->worker;
+    (void)events;
+    if (status < 0) {
+        /* libuv stopped the poll (an error condition on the socket):
+         * counted, logged and tried again like a failed accept. */
+        accept_failed(wl, status);
+        return;
+    }
+    for (int n = 0; n < ACCEPT_BATCH && !w->accepting_stopped; n++) {
+        kl_socket sock;
+        int rc = kl_accept(wl->sock, &sock);
+        if (rc == UV_EAGAIN)
+            return;
+        if (kl_accept_error_transient(rc))
+            continue;
+        if (rc != 0) {
+            accept_failed(wl, rc);
+            return;
+        }
+        /* Over the limit: closed at once, before any protocol sees it. */
+        if (!admit(w)) {
+            kl_socket_close(sock);
+            continue;
+        }
+        start_accepted(w, wl->listener, sock);
+    }
 }
 
 /* Worker w accepts on the sockets k of each listener with k % nworkers ==
@@ -241,16 +265,22 @@ static int open_listeners(keel_worker *w)
             kl_worker_listener *wl = &w->listeners[w->nlisteners];
             wl->listener = l;
             wl->worker = w;
-            uv_tcp_init(&w->loop, &wl->tcp);
-            wl->tcp.data = wl;
-            w->nlisteners++;
-            int rc = uv_tcp_open(&wl->tcp, l->sockets[k]);
+            wl->sock = l->sockets[k];
+            /* listen() again sets `backlog` on a socket handed down by
+             * systemd or a reload too (uv_listen did the same). */
+            int rc = kl_socket_relisten(wl->sock, s->settings.backlog);
+            if (rc == 0)
+                rc = uv_poll_init_socket(&w->loop, &wl->poll, wl->sock);
             if (rc == 0) {
-                /* The socket now belongs to the handle, closed with it;
-                 * its number stays in l->sockets for a reload to hand
-                 * down while this worker runs. */
+                wl->poll.data = wl;
+                uv_timer_init(&w->loop, &wl->retry);
+                wl->retry.data = wl;
+                w->nlisteners++;
+                /* The socket now belongs to the worker, closed with its
+                 * handles; its number stays in l->sockets for a reload to
+                 * hand down while this worker runs. */
                 l->given[k] = 1;
-                rc = uv_listen((uv_stream_t *)&wl->tcp, s->settings.backlog, on_connection);
+                rc = uv_poll_start(&wl->poll, UV_READABLE, on_acceptable);
             }
             if (rc != 0) {
                 kl_log(KEEL_LOG_ERROR, "worker %u: cannot listen on %s: %s", w->id, l->spec->text,
@@ -270,15 +300,7 @@ static void start_handoff(keel_worker *w, kl_handoff *h)
         kl_socket_close(h->sock);
         return;
     }
-    keel_conn *c = kl_conn_new(w, &h->listener->origin, kl_conn_accept_tail(&h->listener->origin));
-    if (c == NULL || uv_tcp_open(&c->tcp, h->sock) != 0) {
-        if (c != NULL)
-            kl_conn_discard(c);
-        kl_socket_close(h->sock);
-        kl_atomic_sub(&w->server->connections, 1);
-        return;
-    }
-    kl_conn_start(c, NULL, NULL);
+    start_accepted(w, h->listener, h->sock);
 }
 
 int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener, int reclaim)
@@ -422,8 +444,13 @@ static void on_shutdown_deadline(uv_timer_t *timer)
 
 static void close_listeners(keel_worker *w)
 {
-    for (size_t i = 0; i < w->nlisteners; i++)
-        uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
+    for (size_t i = 0; i < w->nlisteners; i++) {
+        kl_worker_listener *wl = &w->listeners[i];
+        uv_close((uv_handle_t *)&wl->poll, NULL);
+        uv_close((uv_handle_t *)&wl->retry, NULL);
+        /* Safe once the poll is closed (libuv's uv_poll_t contract). */
+        kl_socket_close(wl->sock);
+    }
     w->nlisteners = 0;
     w->accepting_stopped = 1;
 }
@@ -502,9 +529,7 @@ static void finish(keel_worker *w)
             kl_atomic_sub(&s->connections, 1);
     }
     w->nhandoffs = 0;
-    for (size_t i = 0; i < w->nlisteners; i++)
-        uv_close((uv_handle_t *)&w->listeners[i].tcp, NULL);
-    w->nlisteners = 0;
+    close_listeners(w);
     uv_close((uv_handle_t *)&w->wakeup, NULL);
     uv_close((uv_handle_t *)&w->idle, NULL);
     uv_close((uv_handle_t *)&w->shutdown_timer, NULL);

@@ -17,12 +17,15 @@ typedef struct kl_post kl_post;
 /* Bytes a transport reads raw before decoding (keel_worker.scratch). */
 #define KL_SCRATCH_SIZE (64 * 1024)
 
-/* A listening socket a worker accepts on itself (reuseport mode). */
+/* A listening socket a worker accepts on itself (reuseport mode), with
+ * kl_accept rather than libuv's uv_listen (worker.c, accept_failed, says
+ * why). */
 typedef struct kl_worker_listener {
-    uv_tcp_t tcp;
+    uv_poll_t poll;   /* readable: connections wait in the kernel's queue */
+    uv_timer_t retry; /* restarts the poll after an accept ran out of descriptors */
+    kl_socket sock;   /* closed with the handles (the listener's `given`) */
     kl_listener *listener;
     keel_worker *worker;
-    int accept_owed; /* libuv accepted a socket we had no memory for (worker.c) */
 } kl_worker_listener;
 
 /* A socket the single acceptor accepted and handed over. */
@@ -74,8 +77,8 @@ struct keel_worker {
     keel_connect *connects;    /* outbound attempts until their handles are closed (connect.c) */
     uint64_t offloads;         /* keel_worker_offload calls whose done has not run (offload.c) */
     uv_timer_t shutdown_timer;
-    uv_tcp_t reject; /* takes a socket accepted without memory for it, to close it */
-    int reject_busy; /* ... and is closing one */
+    uv_tcp_t first_stream;   /* closed at once: see kl_worker_new */
+    kl_log_limit accept_log; /* accept errors: a line a second per worker */
     int stopping;
     int finishing;
     int accepting_stopped; /* its listener handles are closed */
@@ -121,6 +124,27 @@ void kl_worker_join(keel_worker *w);
  * worker can close one of its idle connections (kl_conn_reclaim_idle).
  * Any thread. */
 int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener, int reclaim);
+
+/* ---- accept errors (net/listener.c): the acceptor's and the workers' ---- */
+
+/* How long accepting pauses after an accept ran out of descriptors or
+ * memory. The connection stays queued and the socket readable, so
+ * without a pause the loop would spin on it; nginx disables its accept
+ * events for accept_mutex_delay (500 ms) the same way. */
+#define KL_ACCEPT_PAUSE_MS 100
+
+/* 1 if kl_accept's error concerns that one connection (reset before it
+ * was taken, refused by a firewall): the next may be accepted at once.
+ * Any other error pauses accepting. */
+int kl_accept_error_transient(int uv_error);
+
+/* keel_accept_errors_total's reason (KL_ACCEPT_*) for such an error. */
+int kl_accept_error_reason(int uv_error);
+
+/* The error's line (level error: it is written at every log_level),
+ * at most one a second through limit, with the count of those held back.
+ * where names the listener (and the worker). */
+void kl_accept_error_log(kl_log_limit *limit, uint64_t now_ms, const char *where, int uv_error);
 
 /* Runs cb(conn, status, userdata) from the loop soon, not from inside the
  * caller: owed on the connection (net/output.c). Worker thread. */

@@ -39,6 +39,11 @@ int kl_accept(kl_socket listener, kl_socket *out);
 
 void kl_socket_close(kl_socket sock);
 
+/* listen(2) again on a listening socket: sets its queue's length (one
+ * made elsewhere, handed down by systemd or a reload, gets `backlog`).
+ * 0 or a negative libuv error. */
+int kl_socket_relisten(kl_socket sock, int backlog);
+
 /* uv_dlopen without side effects on the user: on Windows a DLL whose own
  * dependency is missing would otherwise raise a modal error box. */
 int kl_lib_open(const char *path, uv_lib_t *lib);
@@ -65,6 +70,19 @@ int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sen
  * the socket is full, UV_ENOSYS where the caller should write through
  * libuv instead (Windows), or another negative libuv error. */
 int kl_send_more(kl_socket sock, const void *data, size_t len, int more, size_t *sent);
+
+/* ---- Descriptors ------------------------------------------------------- */
+
+/* Raises the soft limit on open descriptors (RLIMIT_NOFILE) to the hard
+ * limit, as Go's runtime does at start-up: the soft limit is commonly
+ * 1024 for compatibility with select(), which keel does not use, while the
+ * hard one is what the administrator allows. On macOS no higher than
+ * kern.maxfilesperproc (OPEN_MAX if it cannot be read), which setrlimit
+ * would refuse. Never lowers it. *before and *after get the soft limit
+ * before and after (UINT64_MAX: unlimited). 0, or a negative libuv error
+ * (the limit is then unchanged, *after == *before); UV_ENOSYS on Windows,
+ * which has no such limit to raise. Main thread, before workers start. */
+int kl_nofile_raise(uint64_t *before, uint64_t *after);
 
 /* ---- Service managers and reloads (platform/posix/service.c) ----------- */
 

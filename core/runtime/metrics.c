@@ -360,6 +360,20 @@ static int64_t sample_rejected_by_acceptor(keel_server *s, keel_worker *w)
     return (int64_t)kl_atomic_load(&s->acceptor_rejected);
 }
 
+/* The single acceptor's accept errors, by reason (it runs on the main
+ * thread, which has no slots). */
+#define ACCEPTOR_ERRORS(reason)                                                                    \
+    static int64_t sample_acceptor_##reason(keel_server *s, keel_worker *w)                        \
+    {                                                                                              \
+        (void)w;                                                                                   \
+        return (int64_t)kl_atomic_load(&s->acceptor_errors[KL_ACCEPT_##reason]);                   \
+    }
+ACCEPTOR_ERRORS(EMFILE)
+ACCEPTOR_ERRORS(ENFILE)
+ACCEPTOR_ERRORS(ENOMEM)
+ACCEPTOR_ERRORS(OTHER)
+#undef ACCEPTOR_ERRORS
+
 static int64_t sample_start_time(keel_server *s, keel_worker *w)
 {
     (void)w;
@@ -412,6 +426,29 @@ int kl_metrics_register_core(keel_server *s)
         "keel_connections_reclaimed_total",
         "Idle connections closed at max_connections to admit new ones", KEEL_METRIC_COUNTER);
     REG(&cm->conns_reclaimed, NULL, 0);
+    static const struct {
+        const char *labels, *acceptor_labels;
+        kl_metric_sample_fn acceptor;
+    } accept_reasons[KL_ACCEPT_NREASONS] = {
+        [KL_ACCEPT_EMFILE] = {"reason=\"emfile\"", "reason=\"emfile\",by=\"acceptor\"",
+                              sample_acceptor_EMFILE},
+        [KL_ACCEPT_ENFILE] = {"reason=\"enfile\"", "reason=\"enfile\",by=\"acceptor\"",
+                              sample_acceptor_ENFILE},
+        [KL_ACCEPT_ENOMEM] = {"reason=\"enomem\"", "reason=\"enomem\",by=\"acceptor\"",
+                              sample_acceptor_ENOMEM},
+        [KL_ACCEPT_OTHER] = {"reason=\"other\"", "reason=\"other\",by=\"acceptor\"",
+                             sample_acceptor_OTHER},
+    };
+    for (size_t i = 0; i < KL_ACCEPT_NREASONS; i++) {
+        d = (keel_metric_desc)CORE_SERIES(
+            "keel_accept_errors_total",
+            "Accepts that failed for want of descriptors or memory; each pauses accepting 100 ms",
+            KEEL_METRIC_COUNTER);
+        d.labels = accept_reasons[i].labels;
+        REG(&cm->accept_errors[i], NULL, 0);
+        d.labels = accept_reasons[i].acceptor_labels;
+        REG(NULL, accept_reasons[i].acceptor, 0);
+    }
     d = (keel_metric_desc)CORE_SERIES("keel_bytes_received_total",
                                       "Bytes read from sockets (before any transport)",
                                       KEEL_METRIC_COUNTER);

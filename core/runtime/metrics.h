@@ -51,12 +51,23 @@ typedef struct kl_metrics {
     int sealed;    /* workers exist: no more registrations */
 } kl_metrics;
 
+/* Why accepting failed and paused: keel_accept_errors_total's `reason`
+ * (net/listener.c, kl_accept_reason). */
+enum {
+    KL_ACCEPT_EMFILE, /* the process is out of descriptors */
+    KL_ACCEPT_ENFILE, /* the system is */
+    KL_ACCEPT_ENOMEM, /* the kernel is out of memory (ENOMEM, ENOBUFS) */
+    KL_ACCEPT_OTHER,
+    KL_ACCEPT_NREASONS
+};
+
 /* The core's own series (docs/metrics.md). */
 typedef struct kl_core_metrics {
     keel_metric *conns_open;
     keel_metric *conns_accepted;
     keel_metric *conns_rejected;
     keel_metric *conns_reclaimed;
+    keel_metric *accept_errors[KL_ACCEPT_NREASONS];
     keel_metric *bytes_in;
     keel_metric *bytes_out;
     keel_metric *requests[5]; /* by status class, 1xx..5xx */

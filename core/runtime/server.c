@@ -149,6 +149,39 @@ unsigned keel_server_listener_port(keel_server *s, unsigned index)
 
 /* ---- start-up ---------------------------------------------------------- */
 
+/* Raises the descriptor limit as far as it goes and says, in one line,
+ * when max_connections cannot be had within it. The estimate
+ * (docs/operations.md): each connection's socket and one more descriptor
+ * while it is answered (the file static sends, the proxy's upstream
+ * connection), every listening socket, 4 a worker (its loop's epoll and
+ * eventfd, libuv's reserve descriptor, a file being sent's socket
+ * watcher) and 64 for the rest (standard streams, logs, the main loop,
+ * module roots and caches). */
+static void check_descriptors(keel_server *s)
+{
+    uint64_t before = 0, limit = 0;
+    int rc = kl_nofile_raise(&before, &limit);
+    if (rc == UV_ENOSYS)
+        return;
+    if (rc != 0)
+        kl_log(KEEL_LOG_WARN, "cannot raise the descriptor limit (%llu) to the hard limit: %s",
+               (unsigned long long)before, uv_strerror(rc));
+    else if (limit != before)
+        kl_log(KEEL_LOG_DEBUG, "descriptor limit raised from %llu to %llu",
+               (unsigned long long)before, (unsigned long long)limit);
+    const kl_settings *cfg = &s->settings;
+    uint64_t sockets = (uint64_t)cfg->nlisten * (cfg->reuseport ? s->nworkers : 1);
+    uint64_t need = 2 * cfg->max_connections + sockets + 4 * (uint64_t)s->nworkers + 64;
+    if (limit >= need)
+        return;
+    kl_log(KEEL_LOG_WARN,
+           "the descriptor limit (%llu) is below the %llu that max_connections = %llu may need "
+           "(2 per connection, 1 per listening socket, 4 per worker, 64 more): raise the hard "
+           "limit (ulimit -Hn, systemd's LimitNOFILE=) or lower max_connections",
+           (unsigned long long)limit, (unsigned long long)need,
+           (unsigned long long)cfg->max_connections);
+}
+
 /* Reads [keel], points the log where it says, sizes the worker pool. */
 static int prepare(keel_server *s)
 {
@@ -165,6 +198,7 @@ static int prepare(keel_server *s)
         s->settings.workers = n ? n : 1;
     }
     s->nworkers = s->settings.workers;
+    check_descriptors(s);
     size_t n = s->settings.nlisten;
     kl_listener *listeners = calloc(n ? n : 1, sizeof *listeners);
     if (listeners == NULL)

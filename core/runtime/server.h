@@ -5,6 +5,7 @@
 #include <keel/embed.h>
 #include <uv.h>
 
+#include "base/log.h"
 #include "runtime/config.h"
 #include "net/inherit.h"
 #include "http/http.h"
@@ -52,7 +53,7 @@ typedef struct kl_listener {
     size_t inherited; /* the first `inherited` sockets were handed down */
     uv_poll_t poll;   /* single-acceptor mode: readable = pending accept */
     uv_timer_t retry; /* restarts the poll after running out of fds */
-    uint64_t last_warning;
+    kl_log_limit accept_log;
     int polling;
     unsigned next_worker;
     kl_origin origin; /* for its connections; set when bound */
@@ -127,6 +128,7 @@ struct keel_server {
     volatile uint64_t workers_done;
     volatile uint64_t workers_not_accepting; /* after a reload's hand-over (net/worker.c) */
     volatile uint64_t acceptor_rejected;     /* single-acceptor mode: written by the main thread */
+    volatile uint64_t acceptor_errors[KL_ACCEPT_NREASONS]; /* ... by the main thread too */
 
     kl_metrics metrics;           /* the registry (runtime/metrics.c) */
     kl_core_metrics core_metrics; /* the core's own series */

@@ -25,6 +25,7 @@ typedef struct entry {
 } entry;
 
 typedef struct listing {
+    const st_config *cfg;
     const st_mount *m;
     keel_response *res;
     int fd;
@@ -37,6 +38,7 @@ typedef struct listing {
     char *out; /* the page */
     size_t len, out_cap;
     int failed;
+    int no_fd; /* ST_NO_FD_*: no descriptor was left to read the directory */
 } listing;
 
 static int collect(const char *name, const st_info *info, void *arg)
@@ -122,8 +124,11 @@ static void format_time(int64_t t, char *buf, size_t size)
 static void build(void *arg)
 {
     listing *l = arg;
-    if (st_dir_each(l->m, l->rel, l->fd, collect, l) != 0)
+    int rc = st_dir_each(l->m, l->rel, l->fd, collect, l);
+    if (rc != 0) {
         l->failed = 1;
+        l->no_fd = rc == ST_NO_FD_PROCESS || rc == ST_NO_FD_SYSTEM ? rc : 0;
+    }
     if (l->failed)
         return;
     if (l->n > 1)
@@ -197,7 +202,6 @@ static void free_page(void *data, void *userdata)
 static void built(keel_request *req, int status, void *arg)
 {
     listing *l = arg;
-    (void)req;
     if (status != KEEL_OK) { /* the client left */
         free(l->out);
         listing_free(l);
@@ -205,9 +209,14 @@ static void built(keel_request *req, int status, void *arg)
     }
     keel_response *res = l->res;
     if (l->failed) {
+        const st_config *cfg = l->cfg;
+        int no_fd = l->no_fd;
         free(l->out);
         listing_free(l);
-        keel_response_send_status(res, 500);
+        if (no_fd)
+            st_unavailable(cfg, req, res, no_fd);
+        else
+            keel_response_send_status(res, 500);
         return;
     }
     char *page = l->out;
@@ -218,8 +227,8 @@ static void built(keel_request *req, int status, void *arg)
     keel_response_send(res, page, len, free_page, NULL);
 }
 
-int st_listing_send(const st_mount *m, keel_request *req, keel_response *res, const char *url,
-                    size_t url_len, const char *rel, int dirfd)
+int st_listing_send(const st_config *cfg, const st_mount *m, keel_request *req, keel_response *res,
+                    const char *url, size_t url_len, const char *rel, int dirfd)
 {
     listing *l = calloc(1, sizeof *l);
     size_t rl = strlen(rel);
@@ -230,6 +239,7 @@ int st_listing_send(const st_mount *m, keel_request *req, keel_response *res, co
         st_close(dirfd);
         return KEEL_ERR_NOMEM;
     }
+    l->cfg = cfg;
     l->m = m;
     l->res = res;
     l->fd = dirfd;

@@ -107,8 +107,15 @@ long st_pread(int fd, void *buf, size_t len, uint64_t offset)
     }
 }
 
+int st_no_fd_of(int err)
+{
+    return err == EMFILE ? ST_NO_FD_PROCESS : err == ENFILE ? ST_NO_FD_SYSTEM : 0;
+}
+
 static int status_of(int err)
 {
+    if (st_no_fd_of(err))
+        return st_no_fd_of(err);
     switch (err) {
     case ENOENT:
     case ENOTDIR:
@@ -353,7 +360,7 @@ int st_dir_each(const st_mount *m, const char *rel, int dirfd, st_dir_fn fn, voi
      * same time on another pool thread). */
     int fd = openat(dirfd, ".", O_RDONLY | O_CLOEXEC | O_DIRECTORY);
     if (fd < 0)
-        return -1;
+        return st_no_fd_of(errno) ? st_no_fd_of(errno) : -1;
     DIR *d = fdopendir(fd);
     if (d == NULL) {
         close(fd);

@@ -25,6 +25,7 @@
 
 #include <windows.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <io.h>
 #include <stdlib.h>
@@ -154,9 +155,16 @@ static wchar_t *join(const win_root *root, const char *rel)
     return p;
 }
 
+int st_no_fd_of(int err)
+{
+    return err == EMFILE ? ST_NO_FD_PROCESS : err == ENFILE ? ST_NO_FD_SYSTEM : 0;
+}
+
 static int status_of(DWORD err)
 {
     switch (err) {
+    case ERROR_TOO_MANY_OPEN_FILES:
+        return ST_NO_FD_PROCESS;
     case ERROR_FILE_NOT_FOUND:
     case ERROR_PATH_NOT_FOUND:
     case ERROR_INVALID_NAME:
@@ -216,8 +224,9 @@ int st_open(const st_mount *m, const char *rel, int *fd, st_info *info)
     }
     int f = _open_osfhandle((intptr_t)h, _O_RDONLY | _O_BINARY);
     if (f < 0) {
+        int err = errno; /* EMFILE: the C runtime's descriptor table is full */
         CloseHandle(h);
-        return 500;
+        return st_no_fd_of(err) ? st_no_fd_of(err) : 500;
     }
     *fd = f;
     return 0;

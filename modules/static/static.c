@@ -12,13 +12,14 @@
  */
 #include "static.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define ST_PATH_MAX 4096
 
-static const int counted[] = {200, 206, 301, 304, 403, 404, 412, 416};
+static const int counted[] = {200, 206, 301, 304, 403, 404, 412, 416, 503};
 #define NCOUNTED (sizeof counted / sizeof counted[0])
 
 typedef struct st_module {
@@ -67,8 +68,42 @@ static int send_short(keel_response *res, int status)
     return keel_response_send_copy(res, body, n > 0 && (size_t)n < sizeof body ? (size_t)n : 0);
 }
 
+int st_unavailable(const st_config *cfg, keel_request *req, keel_response *res, int why)
+{
+    keel_worker *w = keel_conn_worker(keel_request_conn(req));
+    keel_metric_add(w, cfg->m_no_descriptor[why == ST_NO_FD_SYSTEM], 1);
+    st_worker *ws = keel_worker_state(w, cfg->module);
+    uint64_t now = keel_worker_now_ms(w);
+    if (!ws->no_fd_any || now - ws->no_fd_logged_ms >= 1000) {
+        char more[64] = "";
+        if (ws->no_fd_held > 0)
+            snprintf(more, sizeof more, " (%llu more since the last line)",
+                     (unsigned long long)ws->no_fd_held);
+        keel_log(cfg->module, KEEL_LOG_ERROR,
+                 "cannot open a file: out of file descriptors: %s; answering 503 (worker %u)%s",
+                 why == ST_NO_FD_SYSTEM ? "the system's limit [ENFILE]"
+                                        : "the process's limit [EMFILE] (RLIMIT_NOFILE, "
+                                          "docs/operations.md)",
+                 keel_worker_id(w), more);
+        ws->no_fd_any = 1;
+        ws->no_fd_logged_ms = now;
+        ws->no_fd_held = 0;
+    } else {
+        ws->no_fd_held++;
+    }
+    /* RFC 9110 15.6.4: a temporary overload; descriptors come back as
+     * responses finish, so the client may try again shortly. Not 500: the
+     * file is there and nothing is broken. */
+    keel_response_header_set(res, "Retry-After", "1");
+    st_count(cfg, req, 503, 0);
+    return send_short(res, 503);
+}
+
+/* status: an HTTP status, or ST_NO_FD_* (503). */
 static int answer(const st_config *cfg, keel_request *req, keel_response *res, int status)
 {
+    if (status == ST_NO_FD_PROCESS || status == ST_NO_FD_SYSTEM)
+        return st_unavailable(cfg, req, res, status);
     st_count(cfg, req, status, 0);
     return send_short(res, status);
 }
@@ -149,17 +184,19 @@ static void of_close(st_open_file *of)
 }
 
 /* A descriptor the caller owns (multipart and listing read and close their
- * own on the pool), or -1. */
-static int of_take(st_open_file *of)
+ * own on the pool), or what to answer instead: 500, or ST_NO_FD_* when no
+ * descriptor was left for the copy. */
+static int of_take(st_open_file *of, int *fd)
 {
     if (of->shared == NULL) {
-        int fd = of->fd;
+        *fd = of->fd;
         of->fd = -1;
-        return fd;
+        return 0;
     }
-    int fd = st_dup(of->fd);
+    *fd = st_dup(of->fd);
+    int why = *fd < 0 ? (st_no_fd_of(errno) ? st_no_fd_of(errno) : 500) : 0;
     of_close(of);
-    return fd;
+    return why;
 }
 
 /* Sends [off, off + len) and ends the response. A shared descriptor stays
@@ -280,12 +317,12 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
             return send_range(x, of, off, len);
         }
         if (r == ST_RANGE_OK) {
-            st_count(cfg, req, 206, 0);
-            int fd = of_take(of);
-            if (fd < 0) {
+            int fd, why = of_take(of, &fd);
+            if (why != 0) {
                 free(ranges);
-                return answer(cfg, req, res, 500);
+                return answer(cfg, req, res, why);
             }
+            st_count(cfg, req, 206, 0);
             return st_multipart_send(cfg, req, res, fd, size, type, ranges, n);
         }
     }
@@ -348,21 +385,26 @@ static int handle(keel_request *req, keel_response *res, void *userdata)
         size_t nl = strlen(m->index[i]);
         memcpy(rel + at, m->index[i], nl + 1);
         st_open_file idx;
-        if (open_rel(&x, m, rel, &idx) == 0) {
+        rc = open_rel(&x, m, rel, &idx);
+        if (rc == 0) {
             if (idx.info.kind == ST_KIND_FILE) {
                 of_close(&of);
                 return serve_file(&x, m, &idx, rel, at + nl);
             }
             of_close(&idx);
+        } else if (rc == ST_NO_FD_PROCESS || rc == ST_NO_FD_SYSTEM) {
+            /* The index may well exist: not a listing, nor a 403. */
+            of_close(&of);
+            return answer(cfg, req, res, rc);
         }
         rel[rlen] = '\0';
     }
     if (m->listing) {
-        int fd = of_take(&of);
-        if (fd < 0)
-            return answer(cfg, req, res, 500);
+        int fd, why = of_take(&of, &fd);
+        if (why != 0)
+            return answer(cfg, req, res, why);
         st_count(cfg, req, 200, 0);
-        return st_listing_send(m, req, res, path.ptr, path.len, rel, fd);
+        return st_listing_send(cfg, m, req, res, path.ptr, path.len, rel, fd);
     }
     of_close(&of);
     return answer(cfg, req, res, 403); /* a directory without an index (nginx: 403) */
@@ -445,6 +487,17 @@ static int register_metrics(keel_module *module, st_module *sm)
                               .type = KEEL_METRIC_COUNTER,
                               .labels = labels[i]};
         int rc = keel_metric_register(module, &d, &sm->m_codes[i]);
+        if (rc != KEEL_OK)
+            return rc;
+    }
+    static const char *const no_fd[2] = {"reason=\"emfile\"", "reason=\"enfile\""};
+    for (size_t i = 0; i < 2; i++) {
+        keel_metric_desc d = {.size = sizeof d,
+                              .name = "static_open_errors_total",
+                              .help = "Files not opened for want of descriptors (answered 503)",
+                              .type = KEEL_METRIC_COUNTER,
+                              .labels = no_fd[i]};
+        int rc = keel_metric_register(module, &d, &sm->cfg.m_no_descriptor[i]);
         if (rc != KEEL_OK)
             return rc;
     }

@@ -63,8 +63,9 @@ typedef struct st_config {
     uint64_t cache_valid_ms; /* open-file cache validity; 0: off */
     uint64_t cache_entries;  /* per worker */
     int cache_on;
-    keel_metric *m_status[6]; /* 2xx/3xx/4xx by class: static_responses_total */
-    keel_metric *m_bytes;     /* static_bytes_sent_total (bodies promised) */
+    keel_metric *m_status[6];        /* 2xx/3xx/4xx by class: static_responses_total */
+    keel_metric *m_bytes;            /* static_bytes_sent_total (bodies promised) */
+    keel_metric *m_no_descriptor[2]; /* static_open_errors_total: emfile, enfile */
 } st_config;
 
 /* Parses the index-th `mount` value, line. */
@@ -98,15 +99,24 @@ int st_path_check(const st_mount *m, const char *rel, size_t len);
 int st_root_open(keel_module *module, st_mount *m);
 void st_root_close(st_mount *m);
 
+/* What st_open returns when no descriptor is left: the process's limit
+ * (EMFILE) or the system's (ENFILE). Not statuses: the handler answers
+ * 503 for both (st_unavailable) and counts them apart. */
+enum { ST_NO_FD_PROCESS = -2, ST_NO_FD_SYSTEM = -3 };
+
+/* ST_NO_FD_* for an errno value (EMFILE, ENFILE), else 0. */
+int st_no_fd_of(int err);
+
 /* Opens rel (a path below the root, '/'-separated, no empty, "." or ".."
  * segment; "" for the root) without ever leaving the root as the mount's
  * symlinks option says. On success 0, *fd open (read-only, close-on-exec,
  * non-blocking so that a FIFO cannot stall the loop) and *info filled;
- * otherwise the status to answer (403, 404, 500) and no descriptor. */
+ * otherwise the status to answer (403, 404, 500) or ST_NO_FD_*, and no
+ * descriptor. */
 int st_open(const st_mount *m, const char *rel, int *fd, st_info *info);
 
 /* A second descriptor for the same open file (for a reader that closes
- * its own), or -1. */
+ * its own), or -1 with errno set. */
 int st_dup(int fd);
 
 /* Fills info for an open descriptor: 0, or -1. */
@@ -119,7 +129,8 @@ long st_pread(int fd, void *buf, size_t len, uint64_t offset);
 
 /* Directory entries for a listing: fn(name, info, arg) for each entry but
  * "." and ".."; the walk stops on a non-zero return. 0, or -1 if the
- * directory cannot be read. */
+ * directory cannot be read, or ST_NO_FD_* if no descriptor was left to
+ * read it with. */
 typedef int (*st_dir_fn)(const char *name, const st_info *info, void *arg);
 int st_dir_each(const st_mount *m, const char *rel, int dirfd, st_dir_fn fn, void *arg);
 
@@ -192,8 +203,8 @@ int st_multipart_send(const st_config *cfg, keel_request *req, keel_response *re
 
 /* Answers a directory listing of rel (the URL path `url` ends in '/'). Takes
  * the descriptor. */
-int st_listing_send(const st_mount *m, keel_request *req, keel_response *res, const char *url,
-                    size_t url_len, const char *rel, int dirfd);
+int st_listing_send(const st_config *cfg, const st_mount *m, keel_request *req, keel_response *res,
+                    const char *url, size_t url_len, const char *rel, int dirfd);
 
 /* ---- escape.c and helpers ------------------------------------------------------- */
 
@@ -247,9 +258,18 @@ void st_file_release(st_file *f);
 typedef struct st_worker {
     uint64_t boundary_seq; /* multipart boundaries */
     st_cache cache;
+    uint64_t no_fd_logged_ms; /* st_unavailable's line: at most one a second */
+    uint64_t no_fd_held;      /* ... and how many were held back since */
+    int no_fd_any;
 } st_worker;
 
 /* Counts a response in static_responses_total and static_bytes_sent_total. */
 void st_count(const st_config *cfg, keel_request *req, int status, uint64_t bytes);
+
+/* Answers 503 with Retry-After for a file that could not be opened for
+ * want of descriptors (why: ST_NO_FD_*), counts it in
+ * static_open_errors_total and logs it, at most a line a second per
+ * worker. Worker thread. */
+int st_unavailable(const st_config *cfg, keel_request *req, keel_response *res, int why);
 
 #endif

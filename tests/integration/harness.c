@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -28,6 +29,13 @@
 
 static kh_proc *kh_procs[KH_MAX_PROCS];
 static int kh_atexit_done;
+static struct rlimit kh_nofile; /* for the next child; rlim_max 0: inherited */
+
+void kh_next_nofile(unsigned long soft, unsigned long hard)
+{
+    kh_nofile.rlim_cur = (rlim_t)soft;
+    kh_nofile.rlim_max = (rlim_t)hard;
+}
 
 long long kh_now_ms(void)
 {
@@ -156,9 +164,15 @@ kh_proc *kh_spawn_program(const char *program, const char *config, const char *c
 
     fflush(NULL);
     pid_t parent = getpid();
+    struct rlimit nofile = kh_nofile;
+    kh_nofile.rlim_cur = kh_nofile.rlim_max = 0;
     pid_t pid = fork();
     cr_assert(pid >= 0, "fork: %s", strerror(errno));
     if (pid == 0) {
+        if (nofile.rlim_max != 0 && setrlimit(RLIMIT_NOFILE, &nofile) != 0) {
+            dprintf(errfd, "harness: setrlimit(RLIMIT_NOFILE): %s\n", strerror(errno));
+            _exit(127);
+        }
 #ifdef __linux__
         /* Die with the test process, even if it is killed (timeout). */
         prctl(PR_SET_PDEATHSIG, SIGKILL);

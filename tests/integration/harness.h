@@ -55,6 +55,10 @@ typedef struct kh_proc {
  * command line. Never returns NULL (fails the test instead). */
 kh_proc *kh_spawn(const char *config, const char *const *args);
 
+/* Descriptor limits (RLIMIT_NOFILE, soft and hard) for the next keel
+ * started: set in the child before exec, then forgotten. */
+void kh_next_nofile(unsigned long soft, unsigned long hard);
+
 /* Like kh_spawn, then waits (up to timeout_ms) until `nlisteners` lines
  * "listening on ADDR:PORT (PROTO)" have been logged. Fails the test, with
  * keel's stderr, if keel exits or the time runs out. */

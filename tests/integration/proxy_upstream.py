@@ -76,12 +76,15 @@ class Conn:
             raise EOFError()
         self.buf += data
 
+    def take(self, n):
+        out = bytes(self.buf[:n])
+        del self.buf[:n]
+        return out
+
     def read_head(self):
-        while b"\r\n\r\n" not in self.buf:
+        while (end := self.buf.find(b"\r\n\r\n")) < 0:
             self.fill()
-        end = self.buf.index(b"\r\n\r\n")
-        head = bytes(self.buf[:end])
-        del self.buf[:end + 4]
+        head = self.take(end + 4)[:-4]
         lines = head.decode("latin-1").split("\r\n")
         method, target, version = lines[0].split(" ", 2)
         fields = []
@@ -93,17 +96,12 @@ class Conn:
     def read_exact(self, n):
         while len(self.buf) < n:
             self.fill()
-        out = bytes(self.buf[:n])
-        del self.buf[:n]
-        return out
+        return self.take(n)
 
     def read_line(self):
-        while b"\r\n" not in self.buf:
+        while (end := self.buf.find(b"\r\n")) < 0:
             self.fill()
-        end = self.buf.index(b"\r\n")
-        line = bytes(self.buf[:end])
-        del self.buf[:end + 2]
-        return line
+        return self.take(end + 2)[:-2]
 
     def read_body(self, fields, rate=None):
         get = {k.lower(): v for k, v in fields}
@@ -250,8 +248,7 @@ def handle(c):
             c.send(b"HTTP/1.1 101 Switching Protocols\r\nUpgrade: " + proto + b"\r\nConnection: Upgrade\r\n"
                    b"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
             if c.buf:
-                c.send(bytes(c.buf))
-                c.buf = bytearray()
+                c.send(c.take(len(c.buf)))
             while True:
                 try:
                     data = c.sock.recv(65536)

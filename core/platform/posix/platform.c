@@ -1,10 +1,14 @@
 /* POSIX side of core/platform.h (Linux, macOS, the BSDs). */
+#if defined(__linux__)
+#define _GNU_SOURCE /* glibc: accept4 */
+#endif
 #include "platform/platform.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -14,6 +18,11 @@
 #include <sys/types.h>
 #include <sys/uio.h>
 #define KL_BSD_SENDFILE 1
+#endif
+
+#ifdef __APPLE__
+#include <limits.h> /* OPEN_MAX */
+#include <sys/sysctl.h>
 #endif
 
 #ifdef __APPLE__
@@ -92,6 +101,11 @@ int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_so
 int kl_accept(kl_socket listener, kl_socket *out)
 {
     for (;;) {
+#if defined(__linux__) || defined(__FreeBSD__)
+        /* One system call where four fcntl would follow a plain accept:
+         * workers accept on this path (libuv's uv_accept does the same). */
+        int fd = accept4(listener, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+#else
         int fd = accept(listener, NULL, NULL);
         if (fd >= 0) {
             int rc = set_nonblocking_cloexec(fd);
@@ -99,6 +113,9 @@ int kl_accept(kl_socket listener, kl_socket *out)
                 close(fd);
                 return rc;
             }
+        }
+#endif
+        if (fd >= 0) {
             *out = fd;
             return 0;
         }
@@ -113,6 +130,11 @@ int kl_accept(kl_socket listener, kl_socket *out)
 void kl_socket_close(kl_socket sock)
 {
     close(sock);
+}
+
+int kl_socket_relisten(kl_socket sock, int backlog)
+{
+    return listen(sock, backlog) == 0 ? 0 : -errno;
 }
 
 int kl_socket_dup(kl_socket sock, kl_socket *out)
@@ -206,6 +228,38 @@ int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sen
     (void)len;
     return UV_ENOSYS;
 #endif
+}
+
+static uint64_t nofile_value(rlim_t v)
+{
+    return v == RLIM_INFINITY ? UINT64_MAX : (uint64_t)v;
+}
+
+int kl_nofile_raise(uint64_t *before, uint64_t *after)
+{
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+        return -errno;
+    *before = *after = nofile_value(lim.rlim_cur);
+    rlim_t want = lim.rlim_max;
+#ifdef __APPLE__
+    /* The hard limit reads as unlimited, but setrlimit refuses more than
+     * kern.maxfilesperproc (Go's syscall.adjustFileLimit). */
+    int per_process = 0;
+    size_t len = sizeof per_process;
+    rlim_t cap = OPEN_MAX;
+    if (sysctlbyname("kern.maxfilesperproc", &per_process, &len, NULL, 0) == 0 && per_process > 0)
+        cap = (rlim_t)per_process;
+    if (want > cap)
+        want = cap;
+#endif
+    if (lim.rlim_cur >= want)
+        return 0;
+    lim.rlim_cur = want;
+    if (setrlimit(RLIMIT_NOFILE, &lim) != 0)
+        return -errno;
+    *after = nofile_value(want);
+    return 0;
 }
 
 void kl_gmtime(int64_t seconds, struct tm *out)

@@ -113,6 +113,13 @@ void kl_socket_close(kl_socket sock)
     closesocket(sock);
 }
 
+int kl_socket_relisten(kl_socket sock, int backlog)
+{
+    /* Windows keeps the first backlog (listen again succeeds and changes
+     * nothing); workers never listen themselves here anyway. */
+    return listen(sock, backlog) == 0 ? 0 : wsa_error();
+}
+
 int kl_socket_dup(kl_socket sock, kl_socket *out)
 {
     (void)sock;
@@ -179,5 +186,12 @@ int kl_socket_set_inheritable(kl_socket sock, int inheritable)
 {
     (void)sock;
     (void)inheritable;
+    return UV_ENOSYS;
+}
+
+int kl_nofile_raise(uint64_t *before, uint64_t *after)
+{
+    /* Windows has no RLIMIT_NOFILE: sockets and files are handles. */
+    *before = *after = UINT64_MAX;
     return UV_ENOSYS;
 }

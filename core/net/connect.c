@@ -77,6 +77,9 @@ static int status_from_connect(int uv_status)
         return KEEL_ERR_TIMEOUT;
     case UV_ENOMEM:
         return KEEL_ERR_NOMEM;
+    case UV_EMFILE: /* no descriptor for the socket: ours, not the host's */
+    case UV_ENFILE:
+        return KEEL_ERR_LIMIT;
     default: /* unreachable, no such local address, reset... */
         return KEEL_ERR_IO;
     }

@@ -612,7 +612,9 @@ KEEL_FN(int, conn_consume, (keel_conn *conn, size_t len), (conn, len))
  * KEEL_ERR_NOTFOUND (the name does not resolve, or to no TCP address),
  * KEEL_ERR_REFUSED (every address refused), KEEL_ERR_TIMEOUT (the
  * deadline passed), KEEL_ERR_SHUTDOWN (the worker began a graceful stop
- * first), KEEL_ERR_NOMEM, KEEL_ERR_IO (anything else: unreachable, mixed
+ * first), KEEL_ERR_NOMEM, KEEL_ERR_LIMIT (the process is out of file
+ * descriptors: says nothing about the host; since 1.6, KEEL_ERR_IO
+ * before), KEEL_ERR_IO (anything else: unreachable, mixed
  * failures, the transport's on_open refused). Exactly one of the
  * protocol's on_open and on_error is called, never from inside this call,
  * unless the attempt is cancelled first. (An on_open that fails has

@@ -292,6 +292,27 @@ static void respond_error(px_ex *ex, int status)
     request_over(ex);
 }
 
+/* keel could not make the attempt itself (out of descriptors or memory):
+ * no server is to blame and none would do better now. 503 with
+ * Retry-After (RFC 9110 15.6.4, 10.2.3), as static answers for the same
+ * shortage. */
+static void respond_unavailable(px_ex *ex)
+{
+    if (ex->req == NULL)
+        return;
+    static const char body[] = "Service Unavailable\n";
+    px_resume_client(ex);
+    px_log_exchange(ex, 503);
+    keel_log(ex->route->cfg->module, KEEL_LOG_WARN,
+             "%s: no upstream connection could be made (out of descriptors or memory): 503",
+             ex->route->group->name);
+    keel_response_set_status(ex->res, 503);
+    keel_response_header_set(ex->res, "Retry-After", "1");
+    keel_response_header_set(ex->res, "Content-Type", "text/plain");
+    keel_response_send(ex->res, body, sizeof body - 1, NULL, NULL);
+    request_over(ex);
+}
+
 static void try_next(px_ex *ex, int last_failure);
 
 void px_up_ready(px_ex *ex, px_up *up)
@@ -379,7 +400,10 @@ static void try_next(px_ex *ex, int last_failure)
     int rc = px_up_connect(ex->pw, p, ex, r->connect_timeout_ms);
     if (rc != KEEL_OK) {
         release_peer(ex);
-        respond_error(ex, rc == KEEL_ERR_SHUTDOWN ? 503 : 502);
+        if (rc == KEEL_ERR_NOMEM)
+            respond_unavailable(ex);
+        else
+            respond_error(ex, rc == KEEL_ERR_SHUTDOWN ? 503 : 502);
     }
 }
 
@@ -392,7 +416,7 @@ void px_attempt_failed(px_ex *ex, int why)
         ex->continue_timer = NULL;
         px_ex_unref(ex);
     }
-    if (why != PX_FAIL_CLIENT) {
+    if (why != PX_FAIL_CLIENT && why != PX_FAIL_LOCAL) {
         keel_metric_add(ex->pw->worker, c->m_failures, 1);
         /* A kept-alive connection that the upstream closed before
          * answering says nothing about the server's health (it may just
@@ -413,6 +437,8 @@ void px_attempt_failed(px_ex *ex, int why)
         px_log_exchange(ex, ex->status);
         keel_response_abort(ex->res);
         request_over(ex);
+    } else if (why == PX_FAIL_LOCAL) {
+        respond_unavailable(ex);
     } else if (why != PX_FAIL_CLIENT && !ex->body_started && (ex->idempotent || !ex->sent)) {
         /* nginx's rule for non-idempotent requests: passed to the next
          * server only if nothing was sent to this one (a refused or

@@ -140,7 +140,10 @@ static void up_error(keel_worker *w, int status, void *arg)
     free(up);
     if (ex != NULL) {
         ex->up = NULL;
-        px_attempt_failed(ex, status == KEEL_ERR_TIMEOUT ? PX_FAIL_TIMEOUT : PX_FAIL_CONNECT);
+        px_attempt_failed(ex, status == KEEL_ERR_TIMEOUT ? PX_FAIL_TIMEOUT
+                              : status == KEEL_ERR_LIMIT || status == KEEL_ERR_NOMEM
+                                  ? PX_FAIL_LOCAL
+                                  : PX_FAIL_CONNECT);
     }
 }
 

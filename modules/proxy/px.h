@@ -176,7 +176,14 @@ typedef struct px_field {
 enum { PX_BODY_NONE = 0, PX_BODY_LENGTH, PX_BODY_CHUNKED };
 
 /* Why an attempt failed: decides retry, passive health and the status. */
-enum { PX_FAIL_CONNECT = 1, PX_FAIL_TIMEOUT, PX_FAIL_RESET, PX_FAIL_INVALID, PX_FAIL_CLIENT };
+enum {
+    PX_FAIL_CONNECT = 1,
+    PX_FAIL_TIMEOUT,
+    PX_FAIL_RESET,
+    PX_FAIL_INVALID,
+    PX_FAIL_CLIENT,
+    PX_FAIL_LOCAL /* keel itself was short (descriptors, memory): not the server's fault */
+};
 
 struct px_ex {
     int refs;

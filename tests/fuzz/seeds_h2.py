@@ -214,5 +214,6 @@ def write(dirname, seeds):
     print("%d seeds in %s" % (len(seeds), out), file=sys.stderr)
 
 
-write("h2", h2_seeds())
-write("hpack", hpack_seeds())
+if __name__ == "__main__":
+    write("h2", h2_seeds())
+    write("hpack", hpack_seeds())

@@ -45,26 +45,6 @@ static int name_eq(keel_str a, const char *b)
     return 1;
 }
 
-/* Is `token` one of the comma-separated elements of list (any case)? */
-int px_token_in_list(keel_str list, const char *token)
-{
-    size_t n = strlen(token);
-    size_t i = 0;
-    while (list.ptr != NULL && i < list.len) {
-        while (i < list.len && (list.ptr[i] == ' ' || list.ptr[i] == '\t' || list.ptr[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < list.len && list.ptr[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (list.ptr[end - 1] == ' ' || list.ptr[end - 1] == '\t'))
-            end--;
-        if (end - start == n && name_eq((keel_str){list.ptr + start, n}, token))
-            return 1;
-    }
-    return 0;
-}
-
 /* The same name, any case; b is lower case, n its length. */
 static int is_name(keel_str a, const char *b, size_t n)
 {
@@ -370,6 +350,17 @@ static int each_element(keel_str list, int (*fn)(keel_str el, void *arg), void *
         }
     }
     return 0;
+}
+
+static int names_token(keel_str el, void *token)
+{
+    return name_eq(el, token);
+}
+
+/* Is `token` one of the comma-separated elements of list (any case)? */
+int px_token_in_list(keel_str list, const char *token)
+{
+    return each_element(list, names_token, (void *)token);
 }
 
 static int allowed_element(keel_str el, void *arg)

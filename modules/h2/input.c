@@ -90,8 +90,11 @@ static void trailer_block(h2_conn *c, h2_stream *s, uint8_t flags, const uint8_t
         if (discard_block(c, block, len) != 0)
             return;
         /* 5.1: half-closed (remote) takes no HEADERS; 8.1: trailers end
-         * the stream. */
-        h2_stream_reset(s, s->remote_ended ? H2_STREAM_CLOSED : H2_PROTOCOL_ERROR);
+         * the stream (without END_STREAM the request is malformed). */
+        if (s->remote_ended)
+            h2_stream_error(s, H2_STREAM_CLOSED);
+        else
+            h2_stream_malformed(s);
         return;
     }
     s->in_trailers = 1;
@@ -117,7 +120,7 @@ static void header_block(h2_conn *c, int32_t sid, uint8_t flags, const uint8_t *
         if (discard_block(c, block, len) != 0)
             return;
         if (s != NULL) { /* 5.3.1: a stream depending on itself */
-            h2_stream_reset(s, H2_PROTOCOL_ERROR);
+            h2_stream_error(s, H2_PROTOCOL_ERROR);
             return;
         }
         int closed = h2_closed_lookup(c, sid);
@@ -182,6 +185,20 @@ static int block_append(h2_conn *c, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* [h2] header_timeout: a header block, from its HEADERS frame to its
+ * END_HEADERS, and any frame but DATA (which is read as it comes), must
+ * arrive whole within it of its first byte. Bytes arriving do not renew
+ * it: a block trickled a byte at a time under every size and frame limit
+ * held ~115 KiB a connection, for as long as the bytes kept coming. The
+ * tick (h2.c) ends the connection at the deadline. */
+static void deadline_start(h2_conn *c)
+{
+    if (c->block_deadline_ms != 0)
+        return;
+    c->block_deadline_ms = keel_worker_now_ms(c->w->worker) + c->w->cfg->header_timeout_ms;
+    h2_tick_start(c);
+}
+
 /* 6.2 */
 static void on_headers(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
 {
@@ -218,6 +235,7 @@ static void on_headers(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p,
         return;
     }
     c->in_block = 1;
+    deadline_start(c); /* from this frame's first byte if it came in pieces */
     c->block_sid = sid;
     c->block_flags = flags;
     c->block_self_dep = self_dependent != 0;
@@ -295,10 +313,10 @@ static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, c
         }
     } else if (s->remote_ended) {
         h2_conn_consumed(c, length);
-        h2_stream_reset(s, H2_STREAM_CLOSED); /* 5.1: half-closed (remote) */
+        h2_stream_error(s, H2_STREAM_CLOSED); /* 5.1: half-closed (remote) */
     } else if ((int64_t)length > s->recv_window) {
         h2_conn_consumed(c, length);
-        h2_stream_reset(s, H2_FLOW_CONTROL_ERROR);
+        h2_stream_error(s, H2_FLOW_CONTROL_ERROR);
     } else {
         s->recv_window -= length;
         if (head + pad > 0)
@@ -323,12 +341,13 @@ static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
         h2_conn_consumed(c, n);
         return;
     }
-    if (s->bad || !s->exchange || s->reset_pending) {
-        h2_stream_window_back(s, n); /* nobody will read it */
-        return;
-    }
     s->busy++;
-    h2_stream_data(s, p, n);
+    if (s->reset_pending)
+        h2_stream_window_back(s, n); /* nobody will read it */
+    else if (s->bad || !s->exchange || s->rst_after)
+        h2_stream_data_unread(s, n); /* nobody reads it, but it counts (8.1.1) */
+    else
+        h2_stream_data(s, p, n);
     s->busy--;
     h2_stream_maybe_free(s);
 }
@@ -613,12 +632,17 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
             return;
         }
         if (n < H2_PREFACE_LEN) {
+            deadline_start(c);
             *consumed = 0;
             return;
         }
         c->preface = 1;
+        c->block_deadline_ms = 0;
         p += H2_PREFACE_LEN;
     }
+    /* The frame at `first` may have begun in an earlier read (its deadline
+     * runs from then); every frame after it began in this one. */
+    const uint8_t *first = p;
     while (!c->calm && !c->closing) {
         if (c->in_data) {
             size_t avail = (size_t)(end - p);
@@ -640,6 +664,8 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
             }
             continue;
         }
+        if (p != first && !c->in_block)
+            c->block_deadline_ms = 0; /* the frame that had one is whole */
         if (end - p < H2_FRAME_HD)
             break;
         uint32_t length = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
@@ -677,5 +703,13 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
         on_frame(c, type, flags, sid, payload, length);
     }
     /* After a connection error nothing more is read. */
-    *consumed = c->calm || c->closing ? len : (size_t)(p - data);
+    if (c->calm || c->closing) {
+        *consumed = len;
+        return;
+    }
+    *consumed = (size_t)(p - data);
+    if (p < end && !c->in_data)
+        deadline_start(c); /* a frame that is not whole yet */
+    else if (!c->in_block)
+        c->block_deadline_ms = 0;
 }

@@ -168,14 +168,41 @@ void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore)
 
 void h2_stream_local_end(h2_stream *s)
 {
+    if (s->rst_after) {
+        /* A stream error found once the response was complete (RFC 9113
+         * 8.1: the response is never discarded for it): the reset follows
+         * the response's last frame, in the same write. Were the request
+         * ended too, the stream is closed on both sides by now, and a
+         * client ignores a RST_STREAM that arrives just after (5.1,
+         * "closed"); h2spec's 8.1.2.6 cases look for it. */
+        h2_send_rst(s->c, (uint32_t)s->id, s->rst_code);
+        h2_stream_close(s, s->rst_code, 1);
+        return;
+    }
     if (s->remote_ended) {
         h2_stream_close(s, H2_NO_ERROR, 0);
         return;
     }
-    /* RFC 9113 8.1: a server that answered before the request ended may
-     * ask the client to stop sending with RST_STREAM NO_ERROR; its unread
-     * body would otherwise hold windows. */
-    h2_send_rst(s->c, (uint32_t)s->id, H2_NO_ERROR);
+    /* RFC 9113 8.1: the response is complete before the request. The rest
+     * of a body the client may send without a WINDOW_UPDATE (both windows
+     * cover what content-length says is left) is awaited and dropped, its
+     * stream window not given back, for at most stream_timeout (h2.c):
+     * the stream then ends cleanly, where a RST_STREAM NO_ERROR in the
+     * middle of an upload is taken for a failure by some clients (curl
+     * 7.88: "Stream error in the HTTP/2 framing layer"). A longer or
+     * undeclared body would need windows given back for bytes nobody
+     * reads: the client is asked to stop with RST_STREAM NO_ERROR (8.1),
+     * as nginx does. */
+    h2_conn *c = s->c;
+    uint64_t left = s->content_length >= 0 ? (uint64_t)s->content_length - s->body_seen : 0;
+    if (s->content_length >= 0 && (int64_t)left <= s->recv_window &&
+        (int64_t)left <= c->recv_window) {
+        s->local_ended = 1;
+        s->progress_ms = keel_worker_now_ms(c->w->worker);
+        h2_stream_drop_body(s);
+        return;
+    }
+    h2_send_rst(c, (uint32_t)s->id, H2_NO_ERROR);
     h2_stream_close(s, H2_NO_ERROR, 1);
 }
 
@@ -290,6 +317,25 @@ void h2_stream_reset(h2_stream *s, uint32_t code)
         c->resets = s;
     }
     h2_pump(c);
+}
+
+void h2_stream_error(h2_stream *s, uint32_t code)
+{
+    if (s->closed || s->reset_pending || s->rst_after)
+        return;
+    if (!s->final_sent || !s->resp_ended || s->local_ended) {
+        h2_stream_reset(s, code); /* local_ended: the response has gone already */
+        return;
+    }
+    /* The response is complete (the handler answered without waiting for
+     * the rest of the request): it goes out first, then RST_STREAM code
+     * (h2_stream_local_end), as RFC 9113 8.1 has a server that answered
+     * early send RST_STREAM after its complete response. What the client
+     * still sends on the stream is dropped meanwhile. */
+    s->rst_after = 1;
+    s->rst_code = code;
+    h2_stream_drop_body(s);
+    h2_pump(s->c);
 }
 
 void h2_stream_send_resets(h2_conn *c)

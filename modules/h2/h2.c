@@ -134,6 +134,14 @@ void h2_goaway(h2_conn *c)
         return;
     c->goaway = 1;
     h2_send_goaway(c, H2_NO_ERROR);
+    /* Streams awaiting the rest of a request after their response
+     * (stream.c) are not waited for: the client is asked to stop (8.1).
+     * Resets are only queued inside the walk; h2_pump sends them. */
+    c->depth++;
+    for (h2_stream *s = c->streams; s != NULL; s = s->next)
+        if (s->local_ended && !s->closed)
+            h2_stream_reset(s, H2_NO_ERROR);
+    c->depth--;
     h2_pump(c);
 }
 

@@ -64,7 +64,7 @@ static void stream_error(h2_conn *c, int32_t sid, uint32_t code)
 {
     h2_stream *s = h2_stream_find(c, sid);
     if (s != NULL)
-        h2_stream_reset(s, code);
+        h2_stream_error(s, code);
     else
         h2_send_rst(c, (uint32_t)sid, code);
 }
@@ -355,11 +355,19 @@ static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
 static void data_end(h2_conn *c)
 {
     c->in_data = 0;
-    if (!c->data_to_stream || !(c->data_flags & H2_FLAG_END_STREAM))
+    if (!c->data_to_stream)
         return;
     h2_stream *s = h2_stream_find(c, c->data_sid);
     if (s == NULL)
         return;
+    if (!(c->data_flags & H2_FLAG_END_STREAM)) {
+        /* The rest of a body awaited after the response (stream.c): the
+         * client cannot send more without a WINDOW_UPDATE, which bytes
+         * nobody reads do not get; it is asked to stop (8.1). */
+        if (s->local_ended && s->recv_window <= 0)
+            h2_stream_reset(s, H2_NO_ERROR);
+        return;
+    }
     s->progress_ms = keel_worker_now_ms(c->w->worker);
     s->busy++;
     h2_stream_remote_end(s);
@@ -498,14 +506,16 @@ static void on_window_update(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t
         return;                            /* closed: may cross our END_STREAM */
     }
     if (inc == 0) {
-        h2_stream_reset(s, H2_PROTOCOL_ERROR);
+        h2_stream_error(s, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (s->send_window + inc > H2_MAX_WINDOW) {
+        /* The window stays what it was: a complete response goes out
+         * within it, then the reset (h2_stream_error). */
+        h2_stream_error(s, H2_FLOW_CONTROL_ERROR);
         return;
     }
     s->send_window += inc;
-    if (s->send_window > H2_MAX_WINDOW) {
-        h2_stream_reset(s, H2_FLOW_CONTROL_ERROR);
-        return;
-    }
     h2_ready(s);
 }
 

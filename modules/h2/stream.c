@@ -183,20 +183,22 @@ void h2_stream_local_end(h2_stream *s)
         h2_stream_close(s, H2_NO_ERROR, 0);
         return;
     }
-    /* RFC 9113 8.1: the response is complete before the request. The rest
-     * of a body the client may send without a WINDOW_UPDATE (both windows
-     * cover what content-length says is left) is awaited and dropped, its
-     * stream window not given back, for at most stream_timeout (h2.c):
-     * the stream then ends cleanly, where a RST_STREAM NO_ERROR in the
-     * middle of an upload is taken for a failure by some clients (curl
-     * 7.88: "Stream error in the HTTP/2 framing layer"). A longer or
-     * undeclared body would need windows given back for bytes nobody
-     * reads: the client is asked to stop with RST_STREAM NO_ERROR (8.1),
-     * as nginx does. */
+    /* RFC 9113 8.1: the response is complete before the request. The
+     * stream stays half-closed (local) while the client can still send
+     * without a WINDOW_UPDATE, whose stream window is not given back for
+     * the bytes dropped: the rest of the body is awaited, for at most
+     * stream_timeout (h2.c), and the stream ends cleanly; what the client
+     * sends meanwhile is checked as on any open stream (5.1: a RST_STREAM
+     * then closes it, a malformed end is reset). Where a RST_STREAM
+     * NO_ERROR came at once, curl 7.88 took it for a failure in the middle
+     * of an upload ("Stream error in the HTTP/2 framing layer"), and the
+     * client's later frames were ignored, not answered as 5.1 and 8.1.1
+     * ask. A declared rest that the windows cannot carry, a window spent
+     * (input.c) or a GOAWAY sent: the client is asked to stop with
+     * RST_STREAM NO_ERROR (8.1), as nginx does. */
     h2_conn *c = s->c;
-    uint64_t left = s->content_length >= 0 ? (uint64_t)s->content_length - s->body_seen : 0;
-    if (s->content_length >= 0 && (int64_t)left <= s->recv_window &&
-        (int64_t)left <= c->recv_window) {
+    int64_t left = s->content_length >= 0 ? s->content_length - (int64_t)s->body_seen : 1;
+    if (!c->goaway && left <= s->recv_window && left <= c->recv_window) {
         s->local_ended = 1;
         s->progress_ms = keel_worker_now_ms(c->w->worker);
         h2_stream_drop_body(s);

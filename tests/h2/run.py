@@ -377,6 +377,9 @@ def headers_after_our_reset(env):
     c.ping()
     for sid in sids[:-1]:
         check(c.response(sid).status == 200, f"stream {sid} not answered")
+    # Answered, the eight are half-closed (local) until the client ends
+    # them (8.1; they count toward the limit, 5.1.2): it does.
+    c.send(*[DataFrame(sid, b"", flags=["END_STREAM"]) for sid in sids[:-1]])
     check(c.get("/h2test/head").status == 200, "the connection did not go on")
 
 
@@ -2113,6 +2116,51 @@ def unread_body_in_separate_reads(env):
     check(r.status == 405 and r.reset == NO_ERROR and time.time() - t0 >= 0.8,
           f"{r.status} {r.reset} after {time.time() - t0:.2f} s")
     check(c.goaway is None and c.get("/").status == 200, "the connection did not go on")
+
+
+@case("conformance")
+def frames_after_an_early_answer(env):
+    """5.1, 8.1, 8.1.1: a stream answered before its request ended (no
+    content-length) stays half-closed (local) and the client's later
+    frames are answered as on any open stream, whichever read they come
+    in (h2spec 5.1/9, 6.9.1/3, 8.1/1, 8.1.2.1/3 failed when the answer had
+    gone first, with RST_STREAM NO_ERROR, and the frames were ignored):
+    its RST_STREAM or END_STREAM closes it (a frame after that: a
+    connection error STREAM_CLOSED); a WINDOW_UPDATE past 2^31-1:
+    FLOW_CONTROL_ERROR; trailers without
+    END_STREAM or with a pseudo-field: PROTOCOL_ERROR; a stream window
+    spent without END_STREAM: RST_STREAM NO_ERROR (stop sending)."""
+    def answered_open(c, path="/"):
+        sid = c.new_id()
+        c.send_raw(raw_frame(0x1, 0x4, sid, plain(req_fields(path))))
+        r = c.response(sid)
+        quiesce(c)
+        check(r.status == 200 and r.reset is None, f"{path}: {r.status} reset {r.reset}")
+        return sid, r
+
+    for late, code in (
+            (lambda sid: raw_frame(0x8, 0, sid, (0x7fffffff).to_bytes(4, "big")) * 2,
+             FLOW_CONTROL_ERROR),
+            (lambda sid: raw_frame(0x1, 0x4, sid, plain([("x-t", "1")])), PROTOCOL_ERROR),
+            (lambda sid: raw_frame(0x0, 0x0, sid, b"abc") +
+             raw_frame(0x1, 0x5, sid, plain([(":method", "GET")])), PROTOCOL_ERROR),
+            (lambda sid: b"".join(raw_frame(0x0, 0x0, sid, b"x" * 16383) for _ in range(4)) +
+             raw_frame(0x0, 0x0, sid, b"xxx"), NO_ERROR)):
+        c = settled(env)
+        sid, r = answered_open(c)
+        c.send_raw(late(sid))
+        c.wait_for(lambda f: isinstance(f, RstStreamFrame) and f.stream_id == sid,
+                   what=f"RST_STREAM {code:#x}")
+        check(r.reset == code, f"RST_STREAM {r.reset:#x}, expected {code:#x}")
+        check(c.goaway is None, "GOAWAY after a stream error")
+        c.ping()
+    for late in (raw_frame(0x3, 0, 1, (CANCEL).to_bytes(4, "big")) +
+                 raw_frame(0x1, 0x5, 1, plain(req_fields())),
+                 raw_frame(0x0, 0x1, 1, b"abc") + raw_frame(0x0, 0x1, 1, b"d")):
+        c = settled(env)
+        answered_open(c)
+        c.send_raw(late)
+        c.expect_goaway(STREAM_CLOSED)
 
 
 @case("conformance")

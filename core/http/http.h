@@ -9,6 +9,7 @@
 #include <uv.h>
 #include "base/freelist.h"
 #include "net/file_reader.h"
+#include "net/soon.h"
 
 typedef struct kl_route_node kl_route_node;
 
@@ -131,6 +132,7 @@ struct keel_request {
     uint64_t start_us;
     int refs;          /* the exchange, pending writes, offload, the handler */
     int aborted;       /* the connection went away */
+    int conn_gone;     /* ...and the log phase ran: keel_request_conn says NULL */
     int exchange_done; /* sink->done was called (or abort) */
     int logged;
     /* body */
@@ -149,6 +151,13 @@ struct keel_request {
     size_t ntrailers;
     int trailers_given;   /* keel_http_request_trailers was called */
     int trailers_visible; /* the body's reader was told it is complete */
+    /* keel_request_on_abort (ABI 1.6): told once if the client leaves
+     * before the response ends and the handler has not learned it
+     * otherwise; the call runs from the worker's loop (abort_soon). */
+    keel_request_abort_fn abort_cb;
+    void *abort_ud;
+    kl_soon abort_soon;
+    int abort_queued; /* abort_soon waits in the worker's queue (holds a reference) */
     /* offload */
     uv_work_t *work;
     keel_offload_fn work_fn;

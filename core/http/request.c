@@ -138,16 +138,79 @@ void kl_http_worker_dispose(void *state)
     kl_freelist_clear(&hw->pool);
 }
 
+/* The head's views lead nowhere (its copy failed): the request reads as
+ * one with an empty method and target, no fields, the root path. */
+static void forget_head(keel_request *req)
+{
+    req->head.method = (keel_str){"", 0};
+    req->head.target = (keel_str){"", 0};
+    req->head.headers = NULL;
+    req->head.nheaders = 0;
+    req->path = (keel_str){"/", 1};
+    req->query = (keel_str){NULL, 0};
+    req->route.nparams = 0;
+}
+
+static void run_abort(kl_soon *soon)
+{
+    keel_request *req = KL_CONTAINER_OF(soon, keel_request, abort_soon);
+    keel_request_abort_fn cb = req->abort_cb;
+    req->abort_queued = 0;
+    req->abort_cb = NULL;
+    /* Not if the handler learned it meanwhile: a response call that
+     * returned KEEL_ERR_CLOSED has ended the response. */
+    if (cb != NULL && !req->res.ended) {
+        cb(req, req->abort_ud);
+        kl_response_release_if_aborted(&req->res);
+    }
+    kl_request_unref(req); /* the queue's */
+}
+
+/* The handler asked to be told: from the loop, never inside a call of
+ * its (a protocol may find its client gone while the handler writes). */
+static void queue_abort(keel_request *req)
+{
+    if (req->abort_cb == NULL || req->abort_queued || req->res.ended)
+        return;
+    req->abort_queued = 1;
+    req->abort_soon.fn = run_abort;
+    kl_request_ref(req);
+    kl_worker_soon(req->worker, &req->abort_soon);
+}
+
 void keel_http_request_abort(keel_request *req)
 {
     if (req->aborted || req->exchange_done)
         return;
     req->aborted = 1;
     req->exchange_done = 1;
+    /* The protocol takes the head's memory back once this returns (the
+     * read buffer, the stream): a handler that still holds the request
+     * reads its own copy until it learns the client left. */
+    if (!req->res.ended && kl_request_own_head(req) != KEEL_OK)
+        forget_head(req);
     kl_request_fail_body(req, KEEL_ERR_CLOSED);
     if (!req->logged)
         kl_request_finish(req); /* logs as not completed; no sink calls */
-    kl_request_unref(req);      /* the exchange's reference */
+    req->conn_gone = 1;         /* after the log phase, which may still read it */
+    queue_abort(req);
+    kl_request_unref(req); /* the exchange's reference */
+}
+
+int keel_request_on_abort(keel_request *req, keel_request_abort_fn cb, void *userdata)
+{
+    if (req->res.ended)
+        return KEEL_ERR_STATE;
+    req->abort_cb = cb;
+    req->abort_ud = userdata;
+    if (req->aborted)
+        queue_abort(req);
+    return KEEL_OK;
+}
+
+keel_worker *keel_request_worker(keel_request *req)
+{
+    return req->worker;
 }
 
 /* ---- owning the head ----------------------------------------------------- */
@@ -443,7 +506,7 @@ int keel_request_version(keel_request *req)
 
 keel_conn *keel_request_conn(keel_request *req)
 {
-    return req->conn;
+    return req->conn_gone ? NULL : req->conn;
 }
 
 void keel_request_set_data(keel_request *req, keel_module *module, void *data)
@@ -487,12 +550,18 @@ static void body_complete(keel_request *req, int status)
         chunk(req, NULL, 0, 1, req->body_ud);
 }
 
+/* A streamed body's chunk callback has no status: a failed stream tells
+ * its reader nothing, so the request must stay for the handler to learn
+ * otherwise (a response call, its abort callback). Released here it was
+ * recycled under a handler still holding it (issue 23). */
 void kl_request_fail_body(keel_request *req, int status)
 {
     if (req->body_mode == KL_BODY_READ || req->body_mode == KL_BODY_STREAM) {
+        int told = req->body_mode == KL_BODY_READ;
         kl_request_ref(req);
         body_complete(req, status);
-        kl_response_release_if_aborted(&req->res);
+        if (told)
+            kl_response_release_if_aborted(&req->res);
         kl_request_unref(req);
     }
 }
@@ -503,8 +572,10 @@ static void on_empty_body(keel_conn *conn, int status, void *userdata)
     (void)conn;
     (void)status;
     if (req->body_mode != KL_BODY_DONE) {
+        int told = req->body_mode == KL_BODY_READ || !req->aborted;
         body_complete(req, req->aborted ? KEEL_ERR_CLOSED : KEEL_OK);
-        kl_response_release_if_aborted(&req->res);
+        if (told)
+            kl_response_release_if_aborted(&req->res);
     }
     kl_request_unref(req);
 }

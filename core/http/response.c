@@ -479,6 +479,7 @@ void kl_response_finish(keel_response *res)
 {
     keel_request *req = res->req;
     res->ended = 1;
+    req->abort_cb = NULL; /* over: nothing left to be told */
     kl_request_finish(req);
     kl_request_unref(req); /* the response's reference */
 }

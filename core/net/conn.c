@@ -67,6 +67,7 @@ static uint64_t duration_of(const keel_conn *c, kl_timeout_kind kind)
     case KL_TIMEOUT_LINGER:
         return LINGER_MS;
     case KL_TIMEOUT_READ:
+    case KL_TIMEOUT_DEADLINE: /* only when it was lost: the inactivity timeout stands in */
     default:
         return c->timeout_ms ? c->timeout_ms : s->idle_timeout_ms;
     }
@@ -77,6 +78,8 @@ static kl_timeout_kind kind_now(const keel_conn *c)
 {
     if (c->phase == KL_PHASE_LINGERING)
         return KL_TIMEOUT_LINGER;
+    if ((c->flags & KL_CONN_DEADLINE) && c->phase == KL_PHASE_OPEN)
+        return KL_TIMEOUT_DEADLINE;
     return kl_output_busy(c) ? KL_TIMEOUT_WRITE : KL_TIMEOUT_READ;
 }
 
@@ -86,6 +89,9 @@ void kl_conn_retime(keel_conn *c, int reset)
         return;
     kl_timeout_kind kind = kind_now(c);
     int scheduled = kl_tnode_scheduled(&c->timeout);
+    /* A deadline never moves: only keel_conn_set_deadline sets it. */
+    if (kind == KL_TIMEOUT_DEADLINE && scheduled && c->timeout_kind == KL_TIMEOUT_DEADLINE)
+        return;
     if (!reset && scheduled && kind == c->timeout_kind)
         return;
     /* Closing must not extend a connection's life: once its output has
@@ -113,6 +119,12 @@ void kl_conn_on_timeout(kl_timeouts *t, kl_tnode *node)
     case KL_TIMEOUT_LINGER:
         kl_conn_abort_status(c, c->close_status);
         return;
+    case KL_TIMEOUT_DEADLINE:
+        kl_log(KEEL_LOG_DEBUG, "connection %llu: deadline passed", (unsigned long long)c->id);
+        c->flags &= ~KL_CONN_DEADLINE;
+        if (!(c->flags & KL_CONN_IDLE))
+            kl_conn_unlist(c);
+        break;
     case KL_TIMEOUT_READ:
         break;
     }
@@ -131,7 +143,8 @@ void kl_conn_on_timeout(kl_timeouts *t, kl_tnode *node)
 
 void kl_conn_output_progress(keel_conn *c)
 {
-    kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
+    if (c->timeout_kind != KL_TIMEOUT_DEADLINE)
+        kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
 }
 
 void kl_conn_output_grew(keel_conn *c)
@@ -175,9 +188,27 @@ static void unlink_pending(keel_conn *c)
 
 /* ---- idle connections, reclaimed at max_connections ---------------------- */
 
-void kl_conn_idle_unlink(keel_conn *c)
+/* One list holds both kinds of connection a new client may displace:
+ * idle ones (between messages) and those whose peer has a deadline to
+ * finish what it began (a handshake, a head): slots a peer holds without
+ * having delivered anything. The flags say why it is listed. */
+static void list_add(keel_conn *c)
 {
-    if (!(c->flags & KL_CONN_IDLE))
+    keel_worker *w = kl_conn_worker(c);
+    c->flags |= KL_CONN_LISTED;
+    c->idle_next = NULL;
+    c->idle_prev = w->idle_tail;
+    if (w->idle_tail != NULL)
+        w->idle_tail->idle_next = c;
+    else
+        w->idle_head = c;
+    w->idle_tail = c;
+    kl_relaxed_store64(&w->nidle, w->nidle + 1);
+}
+
+void kl_conn_unlist(keel_conn *c)
+{
+    if (!(c->flags & KL_CONN_LISTED))
         return;
     keel_worker *w = kl_conn_worker(c);
     if (c->idle_prev != NULL)
@@ -189,8 +220,23 @@ void kl_conn_idle_unlink(keel_conn *c)
     else
         w->idle_tail = c->idle_prev;
     c->idle_prev = c->idle_next = NULL;
-    c->flags &= ~KL_CONN_IDLE;
+    c->flags &= ~KL_CONN_LISTED;
     kl_relaxed_store64(&w->nidle, w->nidle - 1);
+}
+
+void kl_conn_idle_unlink(keel_conn *c)
+{
+    if (!(c->flags & KL_CONN_IDLE))
+        return;
+    c->flags &= ~KL_CONN_IDLE;
+    if (!(c->flags & KL_CONN_DEADLINE))
+        kl_conn_unlist(c);
+}
+
+/* An outbound connection holds no max_connections slot to give. */
+static int may_list(const keel_conn *c)
+{
+    return !kl_conn_closing(c) && c->origin->spec != NULL;
 }
 
 void keel_conn_set_idle(keel_conn *c, int idle)
@@ -199,21 +245,12 @@ void keel_conn_set_idle(keel_conn *c, int idle)
         kl_conn_idle_unlink(c);
         return;
     }
-    /* Already idle: it keeps its place (idle since the first mark). An
-     * outbound connection holds no max_connections slot to give. */
-    if ((c->flags & (KL_CONN_IDLE | KL_CONN_DEFERRED)) || kl_conn_closing(c) ||
-        c->origin->spec == NULL)
+    /* Already idle: it keeps its place (idle since the first mark). */
+    if ((c->flags & (KL_CONN_IDLE | KL_CONN_DEFERRED)) || !may_list(c))
         return;
-    keel_worker *w = kl_conn_worker(c);
     c->flags |= KL_CONN_IDLE;
-    c->idle_next = NULL;
-    c->idle_prev = w->idle_tail;
-    if (w->idle_tail != NULL)
-        w->idle_tail->idle_next = c;
-    else
-        w->idle_head = c;
-    w->idle_tail = c;
-    kl_relaxed_store64(&w->nidle, w->nidle + 1);
+    if (!(c->flags & KL_CONN_LISTED))
+        list_add(c);
 }
 
 /* Nothing would be lost by closing it now: the protocol said so, no byte
@@ -221,33 +258,77 @@ void keel_conn_set_idle(keel_conn *c, int idle)
  * callback. */
 static int reclaimable(const keel_conn *c)
 {
-    return c->phase == KL_PHASE_OPEN && (c->rbuf == NULL || c->rstart == c->rlen) &&
-           c->out == NULL &&
+    return (c->flags & KL_CONN_IDLE) && c->phase == KL_PHASE_OPEN &&
+           (c->rbuf == NULL || c->rstart == c->rlen) && c->out == NULL &&
            !(c->flags & (KL_CONN_IN_DATA | KL_CONN_IN_TRANSPORT | KL_CONN_PENDING));
 }
 
-/* How far down the idle list to look past connections whose output is
- * still leaving: bounded, so that accepting stays O(1). */
-#define RECLAIM_SCAN 8
+/* Its peer has not finished what it began by the deadline it was given:
+ * what it sent so far is dropped with it. Not while a callback runs or
+ * output it may need waits (a handshake's reply being written). */
+static int unfinished(const keel_conn *c)
+{
+    return (c->flags & KL_CONN_DEADLINE) && c->phase == KL_PHASE_OPEN && c->out == NULL &&
+           !(c->flags & (KL_CONN_IN_DATA | KL_CONN_IN_TRANSPORT | KL_CONN_PENDING));
+}
+
+/* How far down the list to look past connections that cannot be closed
+ * right now: bounded, so that accepting stays O(1). */
+#define RECLAIM_SCAN 16
 
 int kl_conn_reclaim_idle(keel_worker *w)
 {
-    keel_conn *c = w->idle_head;
-    for (int n = 0; c != NULL && n < RECLAIM_SCAN; n++, c = c->idle_next) {
-        if (!reclaimable(c))
-            continue;
-        kl_log(KEEL_LOG_DEBUG,
-               "connection %llu: idle connection closed to admit a new one (max_connections)",
-               (unsigned long long)c->id);
-        kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_reclaimed->slot, 1);
-        /* Its slot goes to the new connection now, not at its teardown: an
-         * abort, as nginx closes a reusable connection: nothing is owed to
-         * the peer, and the descriptor is closed at once. */
-        c->flags |= KL_CONN_SLOT_GIVEN;
-        kl_conn_abort_status(c, KEEL_ERR_LIMIT);
-        return 1;
+    /* Idle connections first: their peers lose nothing; failing that the
+     * oldest peer that has yet to finish a handshake or a head, so that
+     * peers trickling them cannot hold every slot (issue 23). */
+    keel_conn *c = NULL, *unfinished_one = NULL, *at = w->idle_head;
+    for (int n = 0; at != NULL && n < RECLAIM_SCAN; n++, at = at->idle_next) {
+        if (reclaimable(at)) {
+            c = at;
+            break;
+        }
+        if (unfinished_one == NULL && unfinished(at))
+            unfinished_one = at;
     }
-    return 0;
+    if (c == NULL)
+        c = unfinished_one;
+    if (c == NULL)
+        return 0;
+    kl_log(KEEL_LOG_DEBUG,
+           "connection %llu: %s connection closed to admit a new one (max_connections)",
+           (unsigned long long)c->id, c == unfinished_one ? "unfinished" : "idle");
+    kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_reclaimed->slot, 1);
+    /* Its slot goes to the new connection now, not at its teardown: an
+     * abort, as nginx closes a reusable connection: nothing is owed to
+     * the peer, and the descriptor is closed at once. */
+    c->flags |= KL_CONN_SLOT_GIVEN;
+    kl_conn_abort_status(c, KEEL_ERR_LIMIT);
+    return 1;
+}
+
+/* ---- deadlines -------------------------------------------------------------- */
+
+void keel_conn_set_deadline(keel_conn *c, uint64_t ms)
+{
+    if (kl_conn_closing(c))
+        return;
+    if (ms == 0) {
+        if (!(c->flags & KL_CONN_DEADLINE))
+            return;
+        c->flags &= ~KL_CONN_DEADLINE;
+        if (!(c->flags & KL_CONN_IDLE))
+            kl_conn_unlist(c);
+        kl_conn_retime(c, 1); /* inactivity (or the write timeout) from now */
+        return;
+    }
+    /* A deadline replaced keeps the connection's place on the list: its
+     * peer has been unfinished since the first. */
+    c->flags |= KL_CONN_DEADLINE;
+    if (!(c->flags & KL_CONN_LISTED) && may_list(c))
+        list_add(c);
+    c->timeout_kind = KL_TIMEOUT_DEADLINE;
+    if (kl_timeouts_set(&kl_conn_worker(c)->timeouts, &c->timeout, ms) != KEEL_OK)
+        kl_conn_abort_status(c, KEEL_ERR_NOMEM);
 }
 
 /* ---- a protocol the transport opens (ALPN) -------------------------------- */
@@ -338,7 +419,7 @@ int keel_protocol_available(keel_module *m, const char *name)
 void kl_conn_teardown(keel_conn *c)
 {
     keel_worker *w = kl_conn_worker(c);
-    kl_conn_idle_unlink(c);
+    kl_conn_unlist(c);
     if (c->flags & KL_CONN_PENDING)
         unlink_pending(c);
     /* Completions owed run first, then those of files and writes that
@@ -532,7 +613,11 @@ int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
         return KEEL_ERR_NOTFOUND;
     if (kl_conn_closing(c))
         return KEEL_ERR_CLOSED;
-    kl_conn_idle_unlink(c); /* the new protocol says when it is idle */
+    /* The new protocol says when it is idle, and sets its own deadlines. */
+    c->flags &= ~(KL_CONN_IDLE | KL_CONN_DEADLINE);
+    kl_conn_unlist(c);
+    if (c->timeout_kind == KL_TIMEOUT_DEADLINE)
+        kl_conn_retime(c, 1);
     c->protocol = p;
     c->protocol_data = NULL;
     /* The new protocol starts reading afresh. */

@@ -30,7 +30,9 @@ enum {
     KL_CONN_SLOT_GIVEN = 1 << 13,    /* reclaimed: its max_connections slot went to a newer one */
     KL_CONN_EOF_OWED = 1 << 14,      /* EOF came behind bytes not yet delivered: told after them */
     KL_CONN_UNSEEN = 1 << 15,        /* bytes read while paused wait unpresented (lazy pause) */
-    KL_CONN_PREAMBLE = 1 << 16       /* the PROXY protocol header is awaited: no layer is open */
+    KL_CONN_PREAMBLE = 1 << 16,      /* the PROXY protocol header is awaited: no layer is open */
+    KL_CONN_DEADLINE = 1 << 17,      /* keel_conn_set_deadline's deadline is in force */
+    KL_CONN_LISTED = 1 << 18         /* on the worker's reclaim list (idle, or on a deadline) */
 };
 
 /* The close sequence, one phase at a time (net/conn_close.c has the single
@@ -49,7 +51,8 @@ typedef enum kl_phase {
 typedef enum kl_timeout_kind {
     KL_TIMEOUT_READ = 0, /* inactivity: the protocol's timeout, or the server's idle_timeout */
     KL_TIMEOUT_WRITE,    /* output waits: write_timeout from the last progress */
-    KL_TIMEOUT_LINGER    /* the lingering close's total budget (never renewed) */
+    KL_TIMEOUT_LINGER,   /* the lingering close's total budget (never renewed) */
+    KL_TIMEOUT_DEADLINE  /* keel_conn_set_deadline: the peer must be done by then (never renewed) */
 } kl_timeout_kind;
 
 typedef struct kl_output kl_output; /* net/output.h */
@@ -76,8 +79,9 @@ struct keel_conn {
     uint8_t timeout_kind; /* kl_timeout_kind */
     int16_t close_status; /* a keel_status: small negatives, and 16 bits keep the budget */
     kl_output *out;       /* net/output.c; NULL while nothing is queued or owed */
-    /* The worker's idle list, least recently idle first: connections the
-     * protocol says it can lose between messages, closed to admit new ones
+    /* The worker's reclaim list, oldest first: connections the protocol
+     * says it can lose between messages (idle), and those whose peer has a
+     * deadline to finish a handshake or a head, closed to admit new ones
      * at max_connections (kl_conn_reclaim_idle; nginx's reusable
      * connections queue, the same two pointers in ngx_connection_t). */
     keel_conn *idle_prev, *idle_next;
@@ -158,13 +162,20 @@ void kl_conn_run_owed(keel_conn *conn);
 /* Puts the connection on the worker's pending list (idempotent). */
 void kl_conn_schedule(keel_conn *conn);
 
-/* Takes the connection off its worker's idle list, if it is on it. */
+/* Clears the connection's idle mark: it leaves the reclaim list unless a
+ * deadline keeps it there. */
 void kl_conn_idle_unlink(keel_conn *conn);
+
+/* Takes the connection off the reclaim list whatever put it there (it
+ * closes). */
+void kl_conn_unlist(keel_conn *conn);
 
 /* At max_connections: closes the worker's least recently idle connection
  * that can be lost (keel_conn_set_idle, nothing unread, nothing queued),
- * and hands its max_connections slot to the caller's new connection.
- * Returns 1 if it did, 0 if the worker has none. Worker thread. */
+ * or failing that the oldest one whose peer has a deadline to finish a
+ * handshake or a head (keel_conn_set_deadline), and hands its
+ * max_connections slot to the caller's new connection. Returns 1 if it
+ * did, 0 if the worker has none. Worker thread. */
 int kl_conn_reclaim_idle(keel_worker *w);
 
 /* The server is stopping: let the protocol finish or close when drained. */

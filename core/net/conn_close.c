@@ -85,7 +85,7 @@ void kl_conn_close(keel_conn *c, int status)
 {
     if (kl_conn_closing(c))
         return;
-    kl_conn_idle_unlink(c);
+    kl_conn_unlist(c);
     c->phase = KL_PHASE_DRAINING;
     c->close_status = status;
     kl_conn_update_reading(c);
@@ -108,7 +108,7 @@ void kl_conn_abort_status(keel_conn *c, int status)
     int reset =
         (status == KEEL_ERR_TIMEOUT || status == KEEL_ERR_SHUTDOWN || status == KEEL_ERR_CLOSED) &&
         c->phase < KL_PHASE_SHUTTING;
-    kl_conn_idle_unlink(c);
+    kl_conn_unlist(c);
     c->phase = KL_PHASE_CLOSING;
     c->flags &= ~KL_CONN_READING;
     kl_timeouts_remove(&kl_conn_worker(c)->timeouts, &c->timeout);

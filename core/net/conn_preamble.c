@@ -50,10 +50,10 @@ int kl_conn_preamble_start(keel_conn *c)
         return 0;
     }
     c->flags |= KL_CONN_PREAMBLE;
-    /* The header's whole budget: bytes that trickle in do not renew it
-     * (on_read does not touch the timeout while the preamble lasts). */
-    c->timeout_ms = pc->timeout_ms > UINT32_MAX ? UINT32_MAX : (uint32_t)pc->timeout_ms;
-    kl_conn_retime(c, 1);
+    /* The header's whole budget: a deadline, which bytes that trickle in
+     * do not renew, and which makes the connection one a worker at
+     * max_connections may close to admit a new client. */
+    keel_conn_set_deadline(c, pc->timeout_ms);
     if (kl_conn_worker(c)->stopping) {
         kl_conn_abort_status(c, KEEL_ERR_SHUTDOWN);
         return 0;
@@ -83,8 +83,7 @@ void kl_conn_preamble_read(keel_conn *c)
     c->rstart += (uint32_t)n;
     *(kl_proxy_addr *)kl_conn_tail(c) = src;
     c->flags &= ~KL_CONN_PREAMBLE;
-    c->timeout_ms = 0; /* back to idle_timeout, or what the protocol sets */
-    kl_conn_retime(c, 1);
+    keel_conn_set_deadline(c, 0); /* back to idle_timeout, or what the layers set */
     if (!kl_conn_open_layers(c, NULL, NULL) || kl_conn_closing(c))
         return;
     /* What came after the header in the same reads: raw bytes for the

@@ -363,6 +363,29 @@ void kl_worker_kick(keel_worker *w)
         uv_idle_start(&w->idle, on_idle);
 }
 
+void kl_worker_soon(keel_worker *w, kl_soon *soon)
+{
+    soon->next = NULL;
+    if (w->soon_tail != NULL)
+        w->soon_tail->next = soon;
+    else
+        w->soon = soon;
+    w->soon_tail = soon;
+    kl_worker_kick(w);
+}
+
+/* Runs what was queued before the call; what those queue runs next time. */
+static void run_soon(keel_worker *w)
+{
+    kl_soon *s = w->soon;
+    w->soon = w->soon_tail = NULL;
+    while (s != NULL) {
+        kl_soon *next = s->next;
+        s->fn(s);
+        s = next;
+    }
+}
+
 static void on_idle(uv_idle_t *idle)
 {
     keel_worker *w = idle->data;
@@ -381,7 +404,8 @@ static void on_idle(uv_idle_t *idle)
         kl_conn_run_owed(c);
         c = next;
     }
-    if (w->pending == NULL)
+    run_soon(w);
+    if (w->pending == NULL && w->soon == NULL)
         uv_idle_stop(&w->idle);
 }
 
@@ -451,6 +475,11 @@ static void finish(keel_worker *w)
         return;
     w->finishing = 1;
     keel_server *s = w->server;
+
+    /* Work queued for the loop (an abandoned request's abort callback)
+     * runs before any module stops, as posts do. */
+    while (w->soon != NULL)
+        run_soon(w);
 
     /* Posts accepted so far run now, before any module stops (they may use
      * what stop releases); from here on posts are refused. */

@@ -9,6 +9,7 @@
 #include "net/bufpool.h"
 #include "platform/platform.h"
 #include "runtime/server.h"
+#include "net/soon.h"
 #include "net/timeouts.h"
 
 typedef struct kl_post kl_post;
@@ -63,14 +64,15 @@ struct keel_worker {
     int64_t nidle; /* its length; read by the acceptor (relaxed) to pick a worker */
     kl_timeouts timeouts;
     kl_bufpool pool;
-    char *scratch;            /* raw reads for connections with a transport */
-    uv_idle_t idle;           /* runs the work connections are owed */
-    keel_conn *pending;       /* connections with deliveries or completions owed */
-    kl_freelist output_cache; /* spare output states (net/output.c) */
-    kl_freelist done_cache;   /* spare completion records */
-    keel_timer *timers;       /* module timers, freed on stop */
-    keel_connect *connects;   /* outbound attempts until their handles are closed (connect.c) */
-    uint64_t offloads;        /* keel_worker_offload calls whose done has not run (offload.c) */
+    char *scratch;             /* raw reads for connections with a transport */
+    uv_idle_t idle;            /* runs the work connections are owed */
+    keel_conn *pending;        /* connections with deliveries or completions owed */
+    kl_soon *soon, *soon_tail; /* kl_worker_soon's queue */
+    kl_freelist output_cache;  /* spare output states (net/output.c) */
+    kl_freelist done_cache;    /* spare completion records */
+    keel_timer *timers;        /* module timers, freed on stop */
+    keel_connect *connects;    /* outbound attempts until their handles are closed (connect.c) */
+    uint64_t offloads;         /* keel_worker_offload calls whose done has not run (offload.c) */
     uv_timer_t shutdown_timer;
     uv_tcp_t reject; /* takes a socket accepted without memory for it, to close it */
     int reject_busy; /* ... and is closing one */
@@ -124,6 +126,11 @@ int kl_worker_handoff(keel_worker *w, kl_socket sock, kl_listener *listener, int
  * caller: owed on the connection (net/output.c). Worker thread. */
 int kl_worker_defer_write_cb(keel_worker *w, keel_conn *conn, keel_write_cb cb, void *ud,
                              int status);
+
+/* Queues soon->fn(soon) for the worker's idle pass: once per call, in
+ * order, never inside the caller; when the worker finishes, before any
+ * module stops. soon must stay put until it has run. Worker thread. */
+void kl_worker_soon(keel_worker *w, kl_soon *soon);
 
 /* Makes sure the idle handle runs (there is deferred work). */
 void kl_worker_kick(keel_worker *w);

@@ -950,3 +950,67 @@ KEEL_FN(int, request_trailer_at, (keel_request *req, size_t index, keel_header *
 KEEL_FN(int, http_request_trailers, (keel_request *req, const keel_header *fields, size_t n),
         (req, fields, n))
 #endif /* KEEL__WANT(5) */
+
+#if KEEL__WANT(6)
+/* ---- Exchanges a client abandons (ABI 1.6) --------------------------------
+ * A handler that answers later (after an upstream connects, a timer fires,
+ * a file is read) holds its request across the wait. The client may leave
+ * meanwhile: its connection closes or resets, an HTTP/2 stream is reset,
+ * the server stops. The core then finishes the exchange without the
+ * protocol (the log phase runs at once, as not completed), copies the
+ * request's head into the request's own memory, so that its views (method,
+ * target, path, fields, route parameters) stay readable, and keeps the
+ * request and its response until the handler has learned it, exactly once,
+ * by the first of:
+ *   - a keel_response_* call that returns KEEL_ERR_CLOSED;
+ *   - a body callback (keel_request_read_body) or an offload's done with
+ *     KEEL_ERR_CLOSED;
+ *   - the abort callback below.
+ * After that call or callback returns the request and its response are
+ * gone. keel_request_conn returns NULL from the abort on: the connection
+ * may already be freed; whatever the handler needs of it later (the peer's
+ * address, the scheme) it copies while the exchange is alive. A body being
+ * streamed (keel_request_stream_body) is not told by its chunk callback,
+ * which has no status: a handler that streams a body and answers only at
+ * its end must register an abort callback, or it never learns. */
+
+/* Asks for cb(req, userdata) (keel_request_abort_fn, keel/http.h) should the exchange be abandoned before its
+ * response ends; NULL cancels. One registration per request: a second call
+ * replaces the first. If the client has already gone and the handler has
+ * not been told yet, cb is queued at once (and still runs after this call
+ * returns). Costs nothing unless the exchange is abandoned. KEEL_OK, or
+ * KEEL_ERR_STATE once the response has ended. Worker thread of the
+ * request. */
+KEEL_FN(int, request_on_abort, (keel_request *req, keel_request_abort_fn cb, void *userdata),
+        (req, cb, userdata))
+
+/* The worker the request runs on: its timers, posts, per-worker state.
+ * Valid for the request's whole life, also after its client left (when
+ * keel_request_conn is NULL). Worker thread of the request. */
+KEEL_FN(keel_worker *, request_worker, (keel_request *req), (req))
+
+/* ---- Deadlines (ABI 1.6) --------------------------------------------------
+ * keel_conn_set_timeout's timeout is inactivity: every byte read or written
+ * renews it, so a peer that trickles one byte at a time holds the
+ * connection as long as it likes. A deadline is the time by which the
+ * peer must have finished something (a TLS handshake, a request head, an
+ * HTTP/2 header block) and no byte moves it (nginx's client_header_timeout,
+ * Apache's mod_reqtimeout).
+ *
+ * Sets the connection's deadline ms from now, replacing one set before; 0
+ * clears it. While it is set the inactivity and write timeouts wait and
+ * the deadline alone counts; when it passes, the protocol's on_timeout runs
+ * (a connection whose protocol is not open yet, during a transport's
+ * handshake, or a protocol without on_timeout, is closed), and the deadline
+ * is cleared. Clearing (or the deadline passing) starts the inactivity
+ * timeout again from now.
+ *
+ * A connection with a deadline set holds a max_connections slot for a peer
+ * that has not delivered anything yet: when a new client arrives at
+ * max_connections and the worker has no idle connection to close
+ * (keel_conn_set_idle), it closes the one whose deadline was set first,
+ * at once, counted in keel_connections_reclaimed_total, and its on_close
+ * gets KEEL_ERR_LIMIT. An outbound connection is never reclaimed (it holds
+ * no slot). Worker thread of the connection. */
+KEEL_VFN(conn_set_deadline, (keel_conn *conn, uint64_t ms), (conn, ms))
+#endif /* KEEL__WANT(6) */

@@ -70,10 +70,13 @@ enum {
  * status to have the core answer 500 (only if nothing was sent yet).
  *
  * If the client goes away first, the request stays valid until the handler
- * learns it: a response call returns KEEL_ERR_CLOSED, or a body or offload
- * callback gets KEEL_ERR_CLOSED. After that call (or callback) returns, the
- * request is gone. A handler that cancels its own pending work (a timer,
- * say) must still end the response (keel_response_end) to release it. */
+ * learns it: a response call returns KEEL_ERR_CLOSED, a body or offload
+ * callback gets KEEL_ERR_CLOSED, or the abort callback runs
+ * (keel_request_on_abort, ABI 1.6: a handler that waits on anything but
+ * keel's own body and offload callbacks registers one). After that call (or
+ * callback) returns, the request is gone. A handler that cancels its own
+ * pending work (a timer, say) must still end the response (keel_response_end)
+ * to release it. */
 typedef int (*keel_http_handler)(keel_request *req, keel_response *res, void *userdata);
 
 /* Called once the request body has been read whole (status KEEL_OK; the
@@ -92,6 +95,16 @@ typedef void (*keel_offload_fn)(void *userdata);
  * (status KEEL_ERR_CLOSED if the client went away meanwhile: then only
  * release your data, the request is gone). */
 typedef void (*keel_offload_done_fn)(keel_request *req, int status, void *userdata);
+
+/* Called on the request's worker when the exchange is abandoned before its
+ * response ended, if the handler has not learned it otherwise first
+ * (keel_request_on_abort, ABI 1.6). It never runs inside a keel_* call: the
+ * core queues it and runs it from the worker's loop, ahead of any module's
+ * stop. Release what the handler holds for the request here (stop its
+ * timer, close its upstream connection); req may be read during the call,
+ * and response calls made from it return KEEL_ERR_CLOSED; once it returns
+ * the request is gone. */
+typedef void (*keel_request_abort_fn)(keel_request *req, void *userdata);
 
 /* Called when a borrowed response body is no longer needed. */
 typedef void (*keel_free_fn)(void *data, void *userdata);

@@ -238,6 +238,7 @@ typedef struct h1_conn {
     unsigned head_started : 1; /* bytes of the current head have arrived */
     unsigned handed_over : 1;  /* the connection is another protocol's now */
     unsigned idle_marked : 1;  /* keel_conn_set_idle(conn, 1) is in force (http1.c) */
+    unsigned deadline_set : 1; /* keel_conn_set_deadline holds an unfinished head (http1.c) */
 } h1_conn;
 
 /* Every idle keep-alive connection pays for this (malloc rounds 88 bytes

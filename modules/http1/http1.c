@@ -146,6 +146,26 @@ static int h2_preface_check(h1_conn *c)
     return H1_FAILED;
 }
 
+/* A head that did not come whole in one read runs on the core's deadline
+ * (from its first byte, renewed by none: slowloris), which also lets a
+ * worker at max_connections close it to admit a new client. Heads that
+ * arrive whole, nearly all of them, never set one. */
+static void head_unfinished(h1_conn *c)
+{
+    if (!c->deadline_set) {
+        c->deadline_set = 1;
+        keel_conn_set_deadline(c->conn, head_timeout_left(c));
+    }
+}
+
+static void head_finished(h1_conn *c)
+{
+    if (c->deadline_set) {
+        c->deadline_set = 0;
+        keel_conn_set_deadline(c->conn, 0);
+    }
+}
+
 void h1_process(h1_conn *c)
 {
     c->in_process = 1;
@@ -175,12 +195,13 @@ void h1_process(h1_conn *c)
                 goto out;
             }
             if ((r = h1_parse_head(c)) != H1_READY) {
-                /* Bytes trickling in keep the connection's inactivity
-                 * timer alive, so the deadline is checked here too. */
+                /* The core's deadline may not have fired yet in the turn
+                 * the last bytes came: checked here too. */
                 if (r == H1_NEED_MORE && now_ms(c) >= c->x->head_deadline_ms)
                     h1_fail(c, 408);
                 goto out;
             }
+            head_finished(c);
             h1_exchange_start(c);
             break;
         case H1_MSG_HOLD:
@@ -241,6 +262,7 @@ static size_t settle(h1_conn *c)
             /* Incomplete head: keep it whole, parse on from here next time. */
             keep = c->head_base;
             timeout = head_timeout_left(c);
+            head_unfinished(c);
         } else {
             timeout =
                 c->had_request ? c->w->cfg->keepalive_timeout_ms : c->w->cfg->header_timeout_ms;
@@ -387,6 +409,7 @@ static void h1_on_timeout(keel_conn *conn)
     h1_conn *c = keel_conn_data(conn);
     switch (c->msg) {
     case H1_MSG_HEAD:
+        c->deadline_set = 0; /* if it was the deadline, it is spent */
         if (!c->head_started) {
             h1_close(c); /* idle keep-alive connection: close silently */
         } else if (now_ms(c) >= c->x->head_deadline_ms) {

@@ -86,11 +86,19 @@ void px_log_exchange(px_ex *ex, int status)
 
 /* ---- back-pressure towards the client ------------------------------------------------ */
 
+/* The client's connection, asked for each time: it is NULL from the
+ * moment the client leaves, before the exchange hears of it. */
+static keel_conn *client_conn(px_ex *ex)
+{
+    return ex->req != NULL ? keel_request_conn(ex->req) : NULL;
+}
+
 void px_resume_client(px_ex *ex)
 {
-    if (ex->client_paused && ex->req != NULL) {
+    keel_conn *client = client_conn(ex);
+    if (ex->client_paused && client != NULL) {
         ex->client_paused = 0;
-        keel_conn_resume(ex->client);
+        keel_conn_resume(client);
     }
 }
 
@@ -206,9 +214,10 @@ static void body_chunk(keel_request *req, const char *data, size_t len, int last
     /* A slow upstream: stop reading the client until the queue drains,
      * so an upload is never held whole (nginx buffers it to a file
      * instead; proxy_request_buffering off streams it, as here). */
-    if (!last && ex->up_out > c->buffer && !ex->client_paused) {
+    keel_conn *client = client_conn(ex);
+    if (!last && ex->up_out > c->buffer && !ex->client_paused && client != NULL) {
         ex->client_paused = 1;
-        keel_conn_pause(ex->client);
+        keel_conn_pause(client);
     }
 }
 
@@ -396,8 +405,7 @@ void px_attempt_failed(px_ex *ex, int why)
          * Content-Length) tells it (RFC 9112 8). */
         px_resume_client(ex);
         px_log_exchange(ex, ex->status);
-        keel_conn_close(ex->client);
-        keel_response_end(ex->res);
+        keel_response_abort(ex->res);
         request_over(ex);
     } else if (why != PX_FAIL_CLIENT && !ex->body_started && (ex->idempotent || !ex->sent)) {
         /* nginx's rule for non-idempotent requests: passed to the next
@@ -428,6 +436,31 @@ void px_ex_finish(px_ex *ex)
         request_over(ex);
 }
 
+/* The client left before its response ended (keel_request_on_abort): the
+ * request and its connection are gone; the upstream attempt goes too,
+ * whatever stage it is at. Blocks in flight keep the exchange until
+ * their callbacks. */
+static void client_aborted(keel_request *req, void *userdata)
+{
+    px_ex *ex = userdata;
+    (void)req;
+    ex->req = NULL;
+    ex->res = NULL;
+    ex->client_paused = 0;
+    if (ex->continue_timer != NULL) {
+        keel_timer_stop(ex->continue_timer);
+        ex->continue_timer = NULL;
+        px_ex_unref(ex); /* the timer's */
+    }
+    release_peer(ex);
+    px_up *up = ex->up;
+    if (up != NULL) {
+        ex->up = NULL;
+        px_up_abandon(up);
+    }
+    px_ex_unref(ex); /* the request's */
+}
+
 void px_ex_client_gone(px_ex *ex)
 {
     /* keel_response_* said KEEL_ERR_CLOSED: the request is gone. */
@@ -448,11 +481,16 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     ex->refs = 1; /* the request's, dropped when its response is over */
     ex->req = req;
     ex->res = res;
-    ex->client = keel_request_conn(req);
     ex->route = r;
-    ex->pw = px_worker_of(keel_conn_worker(ex->client), r->cfg->module);
+    ex->pw = px_worker_of(keel_request_worker(req), r->cfg->module);
     ex->start_ms = keel_worker_now_ms(ex->pw->worker);
-    client_ip(ex->client, ex->client_ip, sizeof ex->client_ip);
+    keel_conn *client = keel_request_conn(req);
+    client_ip(client, ex->client_ip, sizeof ex->client_ip);
+    const char *transport = keel_conn_transport_name(client);
+    ex->scheme = transport != NULL && strcmp(transport, "tls") == 0 ? "https" : "http";
+    /* The upstream may connect after the client left: the exchange must
+     * hear of it rather than find its request recycled (issue 23). */
+    keel_request_on_abort(req, client_aborted, ex);
     keel_str method = keel_request_method(req);
     ex->idempotent = idempotent(method);
     ex->is_head = method_is(method, "HEAD");

@@ -194,12 +194,6 @@ static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
     sb_put(b, "\"", 1);
 }
 
-static const char *scheme_of(px_ex *ex)
-{
-    const char *t = keel_conn_transport_name(ex->client);
-    return t != NULL && strcmp(t, "tls") == 0 ? "https" : "http";
-}
-
 /* The request head for the upstream in a malloc'd px_block (its length
  * in *len), or NULL if out of memory. */
 char *px_build_request_head(px_ex *ex, size_t *len)
@@ -211,7 +205,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     keel_str method = keel_request_method(req), target = keel_request_target(req);
     keel_str host = keel_request_header(req, "Host");
     keel_str connection = keel_request_header(req, "Connection");
-    const char *scheme = scheme_of(ex);
+    const char *scheme = ex->scheme;
 
     /* Built behind a px_block's header, so that it goes to the upstream
      * without another copy (forward.c). */
@@ -389,7 +383,7 @@ static int rewrite_location(px_ex *ex, keel_str v, sb *out)
         size_t n = strlen(names[k]);
         if (v.len >= skip + n && strncmp(v.ptr + skip, names[k], n) == 0 &&
             (v.len == skip + n || v.ptr[skip + n] == '/' || v.ptr[skip + n] == '?')) {
-            sb_str(out, scheme_of(ex));
+            sb_str(out, ex->scheme);
             sb_str(out, "://");
             sb_ks(out, host);
             sb_put(out, v.ptr + skip + n, v.len - skip - n);

@@ -96,11 +96,28 @@ void px_up_detach(px_up *up, int reusable)
     }
 }
 
+void px_up_abandon(px_up *up)
+{
+    up->ex = NULL;
+    if (up->conn != NULL) {
+        /* Mid-exchange: what the upstream would still send is nobody's,
+         * and the connection cannot be reused. */
+        keel_conn_close(up->conn);
+        return;
+    }
+    /* Still connecting: nginx keeps no upstream attempt for a client
+     * that left either (proxy_ignore_client_abort off). */
+    if (up->attempt != NULL)
+        keel_connect_cancel(up->attempt);
+    free(up);
+}
+
 /* ---- the protocol ---------------------------------------------------------------- */
 
 static int up_open(keel_conn *conn, void *arg)
 {
     px_up *up = arg;
+    up->attempt = NULL;
     up->conn = conn;
     keel_conn_set_data(conn, up);
     px_response_init(up);
@@ -119,6 +136,7 @@ static void up_error(keel_worker *w, int status, void *arg)
     px_up *up = arg;
     (void)w;
     px_ex *ex = up->ex;
+    up->attempt = NULL;
     free(up);
     if (ex != NULL) {
         ex->up = NULL;
@@ -146,7 +164,7 @@ int px_up_connect(px_worker *pw, px_peer *p, px_ex *ex, uint64_t timeout_ms)
         .on_error = up_error,
         .read_buffer_size = ex->route->cfg->read_buffer,
     };
-    int rc = keel_conn_connect(pw->worker, &o, NULL);
+    int rc = keel_conn_connect(pw->worker, &o, &up->attempt);
     if (rc != KEEL_OK) {
         ex->up = NULL;
         free(up);

@@ -135,7 +135,8 @@ typedef struct px_worker {
 typedef struct px_ex px_ex;
 
 struct px_up {
-    keel_conn *conn; /* NULL until open */
+    keel_conn *conn;       /* NULL until open */
+    keel_connect *attempt; /* while connecting: keel_connect_cancel's handle */
     px_worker *pw;
     px_peer *peer;
     px_ex *ex;          /* the exchange using it; NULL while idle */
@@ -160,7 +161,6 @@ struct px_ex {
     int refs;
     keel_request *req; /* NULL once the client's response is over or gone */
     keel_response *res;
-    keel_conn *client;
     px_route *route;
     px_worker *pw;
     px_peer *peer;
@@ -198,6 +198,9 @@ struct px_ex {
     size_t trailer_from; /* fields from here on are trailers */
     uint64_t start_ms;
     uint64_t bytes_out;
+    /* Copied while the client's exchange is alive: the connection may be
+     * gone when they are needed (keel_request_on_abort). */
+    const char *scheme; /* "https" or "http": how the client reached us */
     char client_ip[64];
 };
 
@@ -247,6 +250,9 @@ void px_pool_put(px_up *up);
 void px_pool_close_all(px_worker *pw);
 int px_up_connect(px_worker *pw, px_peer *p, px_ex *ex, uint64_t timeout_ms);
 void px_up_detach(px_up *up, int reusable);
+/* The exchange gives the attempt up mid-way (its client left): a connect
+ * in progress is cancelled, an open connection closed. */
+void px_up_abandon(px_up *up);
 extern const keel_protocol px_upstream_protocol;
 
 /* forward.c: the handler, the request towards the upstream, retries */

@@ -17,7 +17,10 @@
  * The protocol is opened only after the handshake (the transport's on_open
  * returns KEEL_TRANSPORT_DEFER), so that ALPN can choose it and so that a
  * client that never completes a handshake never reaches it; the handshake
- * has its own timeout (handshake_timeout), which the core enforces. */
+ * has its own deadline (handshake_timeout), which the core enforces and no
+ * byte renews: a ClientHello trickled a byte at a time ends at it, and a
+ * worker at max_connections may close such a connection to admit a new
+ * one (keel_conn_set_deadline). */
 #include "kt.h"
 
 #include <stdlib.h>
@@ -163,6 +166,7 @@ static int handshake_done(kt_session *s)
         s->peer_subject = NULL;
     }
     /* Back to the server's idle_timeout (the protocol may set its own). */
+    keel_conn_set_deadline(s->conn, 0);
     keel_conn_set_timeout(s->conn, 0);
     if (keel_log_enabled(KEEL_LOG_DEBUG))
         keel_log(kt_self, KEEL_LOG_DEBUG, "connection %llu: %s %s%s alpn=%s sni=%s",
@@ -291,7 +295,7 @@ static int on_open(keel_conn *conn)
         mbedtls_ssl_set_verify(&s->ssl, kt_verify_cb, s);
     }
     keel_conn_set_transport_data(conn, s);
-    keel_conn_set_timeout(conn, kt_cfg.handshake_timeout_ms);
+    keel_conn_set_deadline(conn, kt_cfg.handshake_timeout_ms);
 #ifdef KEEL_TRANSPORT_DEFER
     s->deferred = 1;
 #endif

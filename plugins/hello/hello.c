@@ -31,11 +31,9 @@
 #include <string.h>
 
 /* Module-wide data, made in load and shared read-only by every worker
- * (keel_module_set_data). The filter lives here rather than in a static so
- * that its userdata can point back at this struct. */
+ * (keel_module_set_data). */
 struct hello {
     keel_module *module;
-    keel_http_filter filter;
     uint64_t slow_ms;
 };
 
@@ -62,12 +60,6 @@ static void free_body(void *data, void *userdata)
 {
     (void)userdata;
     free(data);
-}
-
-/* The worker a request runs on: timers belong to a worker. */
-static keel_worker *request_worker(keel_request *req)
-{
-    return keel_conn_worker(keel_request_conn(req));
 }
 
 /* ---- GET / ----------------------------------------------------------------
@@ -148,12 +140,10 @@ static int hello_name(keel_request *req, keel_response *res, void *userdata)
  * An asynchronous handler: it returns at once and answers from a timer.
  * Pipelined requests behind it must still be answered after it, in order.
  *
- * If the client goes away first, the request lives on until the handler
- * ends the response. The log phase runs for every exchange, finished or
- * failed, so a filter's on_log is where a pending timer is cancelled — and
- * the response ended, which releases the request. */
+ * If the client goes away first, the core tells the handler through the
+ * abort callback (keel_request_on_abort): the timer is stopped there, and
+ * the request is gone once the callback returns. */
 struct slow {
-    keel_module *module;
     keel_request *req;
     keel_response *res;
     keel_timer *timer;
@@ -164,12 +154,21 @@ static void slow_fire(keel_timer *timer, void *userdata)
 {
     struct slow *s = userdata;
     keel_timer_stop(timer);
-    keel_request_set_data(s->req, s->module, NULL); /* on_log has nothing to cancel now */
+    keel_request_on_abort(s->req, NULL, NULL); /* answered now: nothing to cancel */
 
     char body[64];
     int n = snprintf(body, sizeof body, "Hello after %llu ms!", (unsigned long long)s->ms);
     keel_response_header_set(s->res, "Content-Type", "text/plain");
     keel_response_send_copy(s->res, body, (size_t)n);
+    free(s);
+}
+
+/* The client left before the timer fired. */
+static void slow_abandoned(keel_request *req, void *userdata)
+{
+    struct slow *s = userdata;
+    (void)req;
+    keel_timer_stop(s->timer);
     free(s);
 }
 
@@ -179,33 +178,16 @@ static int hello_slow(keel_request *req, keel_response *res, void *userdata)
     struct slow *s = calloc(1, sizeof *s);
     if (!s)
         return KEEL_ERR_NOMEM;
-    s->module = h->module;
     s->req = req;
     s->res = res;
     s->ms = query_u64(req, "ms", h->slow_ms, 10000);
-    s->timer = keel_timer_start(request_worker(req), s->ms, 0, slow_fire, s);
+    s->timer = keel_timer_start(keel_request_worker(req), s->ms, 0, slow_fire, s);
     if (!s->timer) {
         free(s);
         return KEEL_ERR_NOMEM;
     }
-    keel_request_set_data(req, h->module, s);
+    keel_request_on_abort(req, slow_abandoned, s);
     return KEEL_OK;
-}
-
-static void hello_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
-                      void *userdata)
-{
-    (void)info;
-    struct hello *h = userdata;
-    struct slow *s = keel_request_data(req, h->module);
-    if (s) { /* the client left before the timer fired */
-        keel_timer_stop(s->timer);
-        keel_request_set_data(req, h->module, NULL);
-        free(s);
-        /* Cancelling our own work: end the response so the request is
-         * released (it returns KEEL_ERR_CLOSED, as the client is gone). */
-        keel_response_end(res);
-    }
 }
 
 /* ---- GET /offload -----------------------------------------------------------
@@ -398,12 +380,6 @@ static int hello_load(keel_module *module)
     if (!h)
         return KEEL_ERR_NOMEM;
     h->module = module;
-    h->filter = (keel_http_filter){
-        .size = sizeof(keel_http_filter),
-        .name = "hello",
-        .userdata = h,
-        .on_log = hello_log,
-    };
 
     int rc;
     if ((rc = keel_config_duration_ms(module, "slow_delay", 50, &h->slow_ms)) < 0 ||
@@ -414,7 +390,6 @@ static int hello_load(keel_module *module)
         (rc = keel_route_add(module, "GET", "/offload", hello_offload, h)) < 0 ||
         (rc = keel_route_add(module, "GET", "/stream", hello_stream, h)) < 0 ||
         (rc = keel_route_add(module, "GET", "/headers", hello_headers, h)) < 0 ||
-        (rc = keel_http_filter_add(module, &h->filter)) < 0 ||
         (keel_ws_bind(module) == KEEL_OK &&
          (rc = keel_ws_endpoint_add(module, &ws_endpoint)) < 0)) {
         free(h);

@@ -271,6 +271,61 @@ Test(tls, stalled_handshake_is_cut_at_the_timeout, .timeout = 60, .fini = tt_cle
     tt_finish(p);
 }
 
+/* Issue 23: the handshake's limit is a deadline, which bytes do not
+ * renew. A ClientHello trickled a byte at a time used to keep the
+ * connection as long as the trickle lasted. */
+Test(tls, trickled_handshake_is_cut_at_the_deadline, .timeout = 60, .fini = tt_cleanup)
+{
+    setup_certs();
+    kh_proc *p = start_https(1, "", "handshake_timeout = 1s\n");
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, fd >= 0, "connect");
+    long long t0 = kh_now_ms();
+    kh_assert(p, kh_send(fd, "\x16\x03\x01\x02\x00\x01", 6) == 0, "send");
+    int closed = 0;
+    for (int i = 0; i < 60 && !closed; i++) {
+        if (send(fd, "\x00", 1, MSG_NOSIGNAL) != 1 || closed_within(fd, 100))
+            closed = 1;
+    }
+    long long took = kh_now_ms() - t0;
+    kh_assert(p, closed, "still open after a %lld ms trickle", took);
+    kh_assert(p, took >= 900 && took < 2500, "closed after %lld ms (the deadline is 1 s)", took);
+    close(fd);
+    tt_finish(p);
+}
+
+/* At max_connections, connections still in their handshake are closed,
+ * oldest first, to admit new clients: fifty peers that open connections
+ * and never finish a handshake cannot keep everyone else out. */
+Test(tls, unfinished_handshakes_make_room, .timeout = 60, .fini = tt_cleanup)
+{
+    setup_certs();
+    kh_proc *p = tt_start(1,
+                          "listen = 127.0.0.1:0 http1 tls\nworkers = 1\nmax_connections = 5\n"
+                          "modules = tls http1 hello\n[tls]\ncert = %s %s\nhandshake_timeout = 30s\n",
+                          tt_path("lh.pem"), tt_path("lh.key"));
+    int fds[5];
+    for (int i = 0; i < 5; i++) {
+        fds[i] = kh_connect("127.0.0.1", kh_port(p, 0));
+        kh_assert(p, fds[i] >= 0, "connect %d", i);
+        kh_assert(p, kh_send(fds[i], "\x16\x03\x01\x02\x00\x01", 6) == 0, "send");
+        kh_sleep_ms(20);
+    }
+    for (int round = 0; round < 3; round++) {
+        ht_run_result rr = tt_sh(20000, "curl -sS --max-time 10 --cacert %s https://localhost:%u/",
+                                 tt_path("lh.pem"), kh_port(p, 0));
+        kh_assert(p, rr.status == 0 && strcmp(rr.out, "Hello, World!") == 0,
+                  "round %d over max_connections: %d '%s' %s", round, rr.status, rr.out, rr.err);
+        ht_run_free(&rr);
+    }
+    /* The oldest unfinished handshakes made the room. */
+    kh_assert(p, closed_within(fds[0], 3000), "the oldest unfinished handshake is still open");
+    kh_assert(p, !closed_within(fds[4], 200), "the newest unfinished handshake was closed");
+    for (int i = 0; i < 5; i++)
+        close(fds[i]);
+    tt_finish(p);
+}
+
 Test(tls, garbage_instead_of_a_client_hello_closes, .timeout = 60, .fini = tt_cleanup)
 {
     setup_certs();

@@ -68,10 +68,20 @@ static void late_read(keel_request *req, int status, void *userdata)
     free(l);
 }
 
+/* The client left (the stream was reset) before the timer fired. */
+static void late_abandoned(keel_request *req, void *userdata)
+{
+    struct late *l = userdata;
+    (void)req;
+    keel_timer_stop(l->timer);
+    free(l);
+}
+
 static void late_fire(keel_timer *timer, void *userdata)
 {
     struct late *l = userdata;
     keel_timer_stop(timer);
+    keel_request_on_abort(l->req, NULL, NULL); /* from here the body callback hears of it */
     if (keel_request_read_body(l->req, 0, late_read, l) != KEEL_OK) {
         keel_response_end(l->res);
         free(l);
@@ -86,12 +96,13 @@ static int route_late(keel_request *req, keel_response *res, void *userdata)
         return KEEL_ERR_NOMEM;
     l->req = req;
     l->res = res;
-    l->timer = keel_timer_start(keel_conn_worker(keel_request_conn(req)), query_u64(req, "ms", 500),
-                                0, late_fire, l);
+    l->timer =
+        keel_timer_start(keel_request_worker(req), query_u64(req, "ms", 500), 0, late_fire, l);
     if (l->timer == NULL) {
         free(l);
         return KEEL_ERR_NOMEM;
     }
+    keel_request_on_abort(req, late_abandoned, l);
     return KEEL_OK;
 }
 

@@ -131,9 +131,8 @@ static int upgrade_now(keel_request *req, keel_response *res, void *userdata)
 
 /* GET /later: the decision comes from a timer, while http1 waits paused
  * with the request's bytes (and whatever followed them) unconsumed. If the
- * client leaves first, on_log (below) cancels the timer. */
+ * client leaves first, the abort callback cancels the timer. */
 struct later {
-    keel_module *module;
     keel_request *req;
     keel_response *res;
     keel_timer *timer;
@@ -144,8 +143,17 @@ static void later_fire(keel_timer *timer, void *userdata)
 {
     struct later *l = userdata;
     keel_timer_stop(timer);
-    keel_request_set_data(l->req, l->module, NULL); /* nothing left to cancel */
+    keel_request_on_abort(l->req, NULL, NULL); /* nothing left to cancel */
     switch_or_answer(l->req, l->res, l->protocol);
+    free(l);
+}
+
+/* The client left before the timer fired. */
+static void later_abandoned(keel_request *req, void *userdata)
+{
+    struct later *l = userdata;
+    (void)req;
+    keel_timer_stop(l->timer);
     free(l);
 }
 
@@ -155,16 +163,16 @@ static int start_later(keel_request *req, keel_response *res, keel_module *modul
     struct later *l = calloc(1, sizeof *l);
     if (l == NULL)
         return KEEL_ERR_NOMEM;
-    l->module = module;
+    (void)module;
     l->req = req;
     l->res = res;
     protocol_of(req, l->protocol, sizeof l->protocol);
-    l->timer = keel_timer_start(keel_conn_worker(keel_request_conn(req)), ms, 0, later_fire, l);
+    l->timer = keel_timer_start(keel_request_worker(req), ms, 0, later_fire, l);
     if (l->timer == NULL) {
         free(l);
         return KEEL_ERR_NOMEM;
     }
-    keel_request_set_data(req, module, l);
+    keel_request_on_abort(req, later_abandoned, l);
     return KEEL_OK;
 }
 
@@ -182,20 +190,6 @@ static uint64_t query_ms(keel_request *req, uint64_t def)
 static int upgrade_later(keel_request *req, keel_response *res, void *userdata)
 {
     return start_later(req, res, userdata, query_ms(req, 20));
-}
-
-static void upgrade_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
-                        void *userdata)
-{
-    (void)info;
-    keel_module *module = userdata;
-    struct later *l = keel_request_data(req, module);
-    if (l != NULL) { /* the client left before the timer fired */
-        keel_timer_stop(l->timer);
-        keel_request_set_data(req, module, NULL);
-        free(l);
-        keel_response_end(res); /* releases the request (KEEL_ERR_CLOSED) */
-    }
 }
 
 /* GET /offload: the decision comes back from libuv's thread pool. */
@@ -304,7 +298,6 @@ static keel_http_filter upgrade_filter = {
     .size = sizeof(keel_http_filter),
     .name = "upgrade",
     .on_response_head = upgrade_head,
-    .on_log = upgrade_log,
 };
 
 static int upgrade_load(keel_module *module)

@@ -211,6 +211,9 @@ static int body_too_slow(const h2_config *cfg, const h2_stream *s, uint64_t now)
  * stream of the block is not named as taken (never opened). */
 static void header_timeout(h2_conn *c)
 {
+    c->core_deadline = 0; /* passed: the core cleared it */
+    if (c->closing || c->failed)
+        return;
     h2_count(c, c->w->mod->m.limit[H2_LIMIT_HEADER_TIMEOUT]);
     char peer[64];
     if (keel_conn_peer_name(c->conn, peer, sizeof peer) != KEEL_OK)
@@ -225,11 +228,11 @@ static void on_tick(keel_timer *timer, void *userdata)
     h2_conn *c = userdata;
     (void)timer;
     uint64_t now = keel_worker_now_ms(c->w->worker);
-    if (c->block_deadline_ms != 0 && now >= c->block_deadline_ms && !c->closing && !c->failed) {
+    if (c->block_deadline_ms != 0 && now >= c->block_deadline_ms && !c->core_deadline) {
         header_timeout(c);
         return;
     }
-    if (c->streams == NULL && c->block_deadline_ms == 0) {
+    if (c->streams == NULL && (c->block_deadline_ms == 0 || c->core_deadline)) {
         /* Kept one idle tick, so a connection that goes back and forth
          * between streams and none does not allocate a timer each time. */
         if (c->tick_idle) {
@@ -352,6 +355,10 @@ static void h2_on_timeout(keel_conn *conn)
     h2_conn *c = keel_conn_data(conn);
     if (c == NULL)
         return;
+    if (c->core_deadline) {
+        header_timeout(c); /* the core's deadline (input.c), not idleness */
+        return;
+    }
     if (c->nactive == 0) {
         /* Idle: say goodbye properly (6.8) rather than vanish. */
         h2_count(c, c->w->mod->m.limit[H2_LIMIT_IDLE_TIMEOUT]);

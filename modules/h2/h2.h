@@ -375,6 +375,7 @@ typedef struct h2_conn {
     unsigned data_to_stream : 1; /* its payload goes to stream data_sid */
     unsigned block_self_dep : 1; /* the block's HEADERS depended on itself */
     unsigned enc_update : 1;     /* the next header block starts with a size update */
+    unsigned core_deadline : 1;  /* block_deadline_ms is also the core's (input.c) */
 } h2_conn;
 
 /* Bytes in flight (written, not yet confirmed) above which output stops

@@ -189,14 +189,40 @@ static int block_append(h2_conn *c, const uint8_t *p, size_t n)
  * END_HEADERS, and any frame but DATA (which is read as it comes), must
  * arrive whole within it of its first byte. Bytes arriving do not renew
  * it: a block trickled a byte at a time under every size and frame limit
- * held ~115 KiB a connection, for as long as the bytes kept coming. The
- * tick (h2.c) ends the connection at the deadline. */
+ * held ~115 KiB a connection, for as long as the bytes kept coming.
+ *
+ * A connection with no stream open and none answering has nothing but
+ * this block (or frame, or its preface) under way: its deadline is the
+ * core's (keel_conn_set_deadline), as http1's head, so that a worker at
+ * max_connections may close it for a new client (connections trickling
+ * blocks would otherwise hold every slot until their deadlines). With
+ * streams under way it is the module's tick (h2.c): the core's would offer
+ * them to that reclaiming, and hold their write timeout. Either ends the
+ * connection at the deadline (GOAWAY ENHANCE_YOUR_CALM). */
 static void deadline_start(h2_conn *c)
 {
     if (c->block_deadline_ms != 0)
         return;
-    c->block_deadline_ms = keel_worker_now_ms(c->w->worker) + c->w->cfg->header_timeout_ms;
-    h2_tick_start(c);
+    uint64_t ms = c->w->cfg->header_timeout_ms;
+    c->block_deadline_ms = keel_worker_now_ms(c->w->worker) + ms;
+    if (c->nopen == 0 && c->nactive == 0) {
+        c->core_deadline = 1;
+        keel_conn_set_deadline(c->conn, ms);
+    } else {
+        h2_tick_start(c);
+    }
+}
+
+/* The block or frame is whole. */
+static void deadline_clear(h2_conn *c)
+{
+    if (c->block_deadline_ms == 0)
+        return;
+    c->block_deadline_ms = 0;
+    if (c->core_deadline) {
+        c->core_deadline = 0;
+        keel_conn_set_deadline(c->conn, 0);
+    }
 }
 
 /* 6.2 */
@@ -647,7 +673,7 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
             return;
         }
         c->preface = 1;
-        c->block_deadline_ms = 0;
+        deadline_clear(c);
         p += H2_PREFACE_LEN;
     }
     /* The frame at `first` may have begun in an earlier read (its deadline
@@ -675,7 +701,7 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
             continue;
         }
         if (p != first && !c->in_block)
-            c->block_deadline_ms = 0; /* the frame that had one is whole */
+            deadline_clear(c); /* the frame that had one is whole */
         if (end - p < H2_FRAME_HD)
             break;
         uint32_t length = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
@@ -721,5 +747,5 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
     if (p < end && !c->in_data)
         deadline_start(c); /* a frame that is not whole yet */
     else if (!c->in_block)
-        c->block_deadline_ms = 0;
+        deadline_clear(c);
 }

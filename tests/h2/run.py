@@ -2443,12 +2443,19 @@ def header_block_trickled(env):
     try:
         b = Conn(k.port())
         bsid = b.request("/slow?ms=1500")
-        frame_hd = (16000).to_bytes(3, "big") + b"\x09\x00" + (1).to_bytes(4, "big")
-        cont = frame_hd + b"\x00" + lit("x-a") + lit("y" * 15990)
+        def cont(sid):
+            return (16000).to_bytes(3, "big") + b"\x09\x00" + sid.to_bytes(4, "big") + \
+                b"\x00" + lit("x-a") + lit("y" * 15990)
         headers = (16000).to_bytes(3, "big") + b"\x01\x05" + (1).to_bytes(4, "big") + \
             GET_ROOT + b"\x00" + lit("x-a") + lit("y" * 15990)
-        for what, lead, rest in (("CONTINUATION", raw_frame(0x1, 0x1, 1, GET_ROOT), cont),
-                                 ("HEADERS", b"", headers)):
+        slow = plain(req_fields("/slow?ms=3000"))
+        # With no stream under way the deadline is the core's; with one
+        # (a slow answer on stream 1) the module's tick.
+        for what, lead, rest in (
+                ("CONTINUATION", raw_frame(0x1, 0x1, 1, GET_ROOT), cont(1)),
+                ("HEADERS", b"", headers),
+                ("CONTINUATION, a stream open",
+                 raw_frame(0x1, 0x5, 1, slow) + raw_frame(0x1, 0x1, 3, GET_ROOT), cont(3))):
             c = Conn(k.port())
             c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
                        what="SETTINGS ACK")
@@ -2463,9 +2470,40 @@ def header_block_trickled(env):
         check(Conn(k.port()).get("/").status == 200, "a new connection")
         body = Conn(k.port()).get("/metrics").body.decode()
         check(any(line.startswith("h2_limits_total") and 'limit="header_timeout"' in line
-                  and float(line.split()[-1]) >= 2 for line in body.splitlines()),
+                  and float(line.split()[-1]) >= 3 for line in body.splitlines()),
               "not counted in h2_limits_total{limit=\"header_timeout\"}")
     finally:
+        k.stop()
+
+
+@case("attacks")
+def header_blocks_hold_no_slots(env):
+    """At max_connections (2 here), connections whose peers trickle a header
+    block with no stream under way are closed, oldest first, to admit new
+    clients (the core's reclaiming of unfinished heads, as http1's), not
+    left to hold every slot until header_timeout (10s)."""
+    k = env.start("max_connections = 2\n[h2]\nmax_concurrent_streams = 8\n")
+    try:
+        hold = []
+        for _ in range(2):
+            c = Conn(k.port())
+            c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
+                       what="SETTINGS ACK")
+            # A PING and a HEADERS without END_HEADERS in one write (one
+            # read): once the PING is answered, the block is under way.
+            c.send_raw(raw_frame(0x6, 0x0, 0, b"blockpng") + raw_frame(0x1, 0x1, 1, GET_ROOT))
+            c.wait_for(lambda f: isinstance(f, PingFrame) and "ACK" in f.flags,
+                       what="the PING's ACK")
+            hold.append(c)
+        t0 = time.time()
+        n = Conn(k.port(), timeout=3)
+        r = n.response(n.request("/"))
+        check(r.status == 200, f"a new client at max_connections: {r.status}")
+        check(time.time() - t0 < 2, "the new client waited")
+        hold[0].expect_closed(timeout=2)
+    finally:
+        for c in hold:
+            c.close()
         k.stop()
 
 

@@ -59,14 +59,17 @@ static int discard_block(h2_conn *c, const uint8_t *block, size_t len)
     return decode(c, block, len, discard_field, &d);
 }
 
-/* A stream error (5.4.2) on sid. */
+/* A stream error (5.4.2) on sid, from a frame that may come on a stream
+ * in any state (PRIORITY, 5.1). On a closed stream nothing is sent: 5.1
+ * allows no frame but PRIORITY there, and after our RST_STREAM a second
+ * one answered the client's frames that crossed it (fuzz_h2). */
 static void stream_error(h2_conn *c, int32_t sid, uint32_t code)
 {
     h2_stream *s = h2_stream_find(c, sid);
     if (s != NULL)
         h2_stream_error(s, code);
-    else
-        h2_send_rst(c, (uint32_t)sid, code);
+    else if (sid > c->last_sid)
+        h2_send_rst(c, (uint32_t)sid, code); /* idle: h2spec 5.3.1/2 looks for it */
 }
 
 /* Streams the client opened after our GOAWAY: ignored (6.8). */

@@ -2164,6 +2164,33 @@ def frames_after_an_early_answer(env):
 
 
 @case("conformance")
+def frames_on_a_reset_stream_ignored(env):
+    """5.1: after our RST_STREAM, what the client sent on the stream is
+    ignored: a malformed PRIORITY (wrong length, or depending on itself)
+    there gets no second RST_STREAM (fuzz_h2 found one, on the code before
+    issue 23 too); the connection goes on."""
+    c = settled(env)
+    for bad in (b"\0\0\0\0", None):
+        sid = c.new_id()
+        c.send_raw(raw_frame(0x1, 0x5, sid, plain(req_fields("/a b"))))
+        c.wait_for(lambda f: isinstance(f, RstStreamFrame) and f.stream_id == sid,
+                   what="the malformed request's RST_STREAM")
+        payload = bad if bad is not None else sid.to_bytes(4, "big") + b"\x10"
+        c.send_raw(raw_frame(0x2, 0x0, sid, payload))
+        data = os.urandom(8)
+        c.send(PingFrame(0, opaque_data=data))
+        again = []
+
+        def seen(f):
+            if isinstance(f, RstStreamFrame) and f.stream_id == sid:
+                again.append(f)
+            return isinstance(f, PingFrame) and "ACK" in f.flags and f.opaque_data == data
+        c.wait_for(seen, what="the PING's ACK")
+        check(not again, f"a second RST_STREAM on stream {sid}")
+    check(c.goaway is None and c.get("/").status == 200, "the connection did not go on")
+
+
+@case("conformance")
 def answer_before_reset_of_malformed_body(env):
     """8.1, 8.1.1: DATA that breaks content-length (more, or less with
     END_STREAM) after the handler answered without reading (the answer

@@ -184,6 +184,7 @@ struct h2_stream {
     char *hmem;
     size_t hlen, hcap;
     keel_str method, path, authority, scheme;
+    uint32_t host_at; /* the host field's index + 1 in fields, 0: none (request.c) */
     /* The final response head, HPACK-encoded, until it is sent. */
     _Alignas(8) uint8_t head_inline[H2_HEAD_INLINE];
     uint8_t *head_block; /* head_inline or head_heap */

@@ -116,10 +116,11 @@ void h2_pump(h2_conn *c)
     } else if ((c->goaway_sent || c->goaway_recv) && c->nopen == 0 && !want_write) {
         h2_close(c); /* GOAWAY said and no stream left: done (6.8) */
     } else if (c->eof && !want_write && (c->nactive == 0 || nothing_without_peer(c))) {
-        /* Closed now, not at stream_timeout: a connection whose client
-         * left with responses behind its shut windows sat in CLOSE-WAIT
-         * that long. GOAWAY names the last stream taken; what is written
-         * leaves before the FIN (keel_conn_close). */
+        /* Closed now, not at stream_timeout: after the client's FIN no
+         * WINDOW_UPDATE can open the windows its responses wait behind,
+         * and the connection would sit in CLOSE-WAIT. GOAWAY names the
+         * last stream taken; what is written leaves before the FIN
+         * (keel_conn_close). */
         if (!c->goaway_sent)
             h2_send_goaway(c, H2_NO_ERROR);
         h2_close(c);
@@ -187,8 +188,8 @@ static int waits_on_peer(const h2_stream *s)
  * request body gets stream_timeout to get going plus one second per
  * body_min_rate bytes received, from when the handler asks for it (the
  * time a handler takes before that is its own). stream_timeout alone is
- * renewed by every byte, so a body trickled a byte a second was never
- * cut off. */
+ * renewed by every byte: it bounds a pause, not a body trickled a byte at
+ * a time. */
 static int body_too_slow(const h2_config *cfg, const h2_stream *s, uint64_t now)
 {
     if (cfg->body_min_rate == 0 || s->body_start_ms == 0 || s->closed || !s->exchange ||

@@ -61,8 +61,8 @@ static int discard_block(h2_conn *c, const uint8_t *block, size_t len)
 
 /* A stream error (5.4.2) on sid, from a frame that may come on a stream
  * in any state (PRIORITY, 5.1). On a closed stream nothing is sent: 5.1
- * allows no frame but PRIORITY there, and after our RST_STREAM a second
- * one answered the client's frames that crossed it (fuzz_h2). */
+ * allows no frame but PRIORITY there, and what the client sent before it
+ * saw our RST_STREAM is to be ignored, not answered with another. */
 static void stream_error(h2_conn *c, int32_t sid, uint32_t code)
 {
     h2_stream *s = h2_stream_find(c, sid);
@@ -191,8 +191,8 @@ static int block_append(h2_conn *c, const uint8_t *p, size_t n)
 /* [h2] header_timeout: a header block, from its HEADERS frame to its
  * END_HEADERS, and any frame but DATA (which is read as it comes), must
  * arrive whole within it of its first byte. Bytes arriving do not renew
- * it: a block trickled a byte at a time under every size and frame limit
- * held ~115 KiB a connection, for as long as the bytes kept coming.
+ * it: a block trickled a byte at a time stays under every size and frame
+ * limit (max_header_block, max_continuations) while holding its bytes.
  *
  * A connection with no stream open and none answering has nothing but
  * this block (or frame, or its preface) under way: its deadline is the

@@ -749,11 +749,10 @@ void h2_stream_data_unread(h2_stream *s, size_t len)
     else
         consume_both(s, len);
     /* RFC 9113 8.1.1: the DATA is the content whose length content-length
-     * declared whether or not anyone reads it: a handler that answered
-     * without reading does not make the rest of a valid body "more than
-     * declared" at its end (a 405 to `curl -d abc` was reset PROTOCOL_ERROR
-     * and thrown away when HEADERS and DATA came in one read). The module's
-     * own refusals (bad) are not checked further. */
+     * declared whether or not anyone reads it: a body the handler did not
+     * read (a 404, a 405 answered at once) must not look short at its end,
+     * or a valid request's complete answer would give way to a reset. The
+     * module's own refusals (bad) are not checked further. */
     s->body_seen += len;
     if (!s->bad && !s->rst_after && s->content_length >= 0 &&
         s->body_seen > (uint64_t)s->content_length)

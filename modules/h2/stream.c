@@ -183,19 +183,19 @@ void h2_stream_local_end(h2_stream *s)
         h2_stream_close(s, H2_NO_ERROR, 0);
         return;
     }
-    /* RFC 9113 8.1: the response is complete before the request. The
-     * stream stays half-closed (local) while the client can still send
-     * without a WINDOW_UPDATE, whose stream window is not given back for
-     * the bytes dropped: the rest of the body is awaited, for at most
-     * stream_timeout (h2.c), and the stream ends cleanly; what the client
-     * sends meanwhile is checked as on any open stream (5.1: a RST_STREAM
-     * then closes it, a malformed end is reset). Where a RST_STREAM
-     * NO_ERROR came at once, curl 7.88 took it for a failure in the middle
-     * of an upload ("Stream error in the HTTP/2 framing layer"), and the
-     * client's later frames were ignored, not answered as 5.1 and 8.1.1
-     * ask. A declared rest that the windows cannot carry, a window spent
-     * (input.c) or a GOAWAY sent: the client is asked to stop with
-     * RST_STREAM NO_ERROR (8.1), as nginx does. */
+    /* RFC 9113 8.1: the response is complete before the request. While
+     * the client can still send without a WINDOW_UPDATE (the stream's
+     * window is not given back for the bytes dropped), the stream stays
+     * half-closed (local) and the rest is awaited, for at most
+     * stream_timeout (h2.c): the stream then ends cleanly, and what the
+     * client sends meanwhile is answered as on any open stream (5.1: its
+     * RST_STREAM closes it; 8.1.1: a malformed end is reset), where after
+     * our RST_STREAM it would be ignored. Some clients take a RST_STREAM
+     * NO_ERROR in the middle of an upload for a failure (curl 7.88:
+     * "Stream error in the HTTP/2 framing layer"). A declared rest the
+     * windows cannot carry, a window spent (input.c) or our GOAWAY: the
+     * client is asked to stop with RST_STREAM NO_ERROR (8.1), as nginx
+     * does. */
     h2_conn *c = s->c;
     int64_t left = s->content_length >= 0 ? s->content_length - (int64_t)s->body_seen : 1;
     if (!c->goaway && left <= s->recv_window && left <= c->recv_window) {

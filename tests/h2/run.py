@@ -2009,6 +2009,90 @@ def host_must_match_authority(env):
     check(b"host=example.test\n" in r.body, r.body)
 
 
+class Upstream:
+    """An HTTP/1.1 upstream on loopback that records each request head it
+    receives and answers 200 "ok"; for the proxy module's cases."""
+
+    def __init__(self):
+        import threading
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.heads = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _serve(self, conn):
+        conn.settimeout(2)
+        buf = b""
+        try:
+            while not self.stop.is_set():
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                self.heads.append(head)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def _run(self):
+        import threading
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(2)
+        self.sock.close()
+
+
+@case("conformance")
+def malformed_never_forwarded(env):
+    """Issue 23's own reproduction: requests the checks refuse reached the
+    proxy module's upstream as HTTP/1.1 request lines (`GET /px/admin
+    /public HTTP/1.1`). Each is reset PROTOCOL_ERROR and the upstream sees
+    nothing; a valid request on the same connection is forwarded."""
+    up = Upstream()
+    k = env.start(f"[h2]\nmax_concurrent_streams = 8\n[proxy]\n"
+                  f"upstream = up 127.0.0.1:{up.port}\npass = /px up\n", extra="proxy")
+    try:
+        c = Conn(k.port())
+        c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
+                   what="SETTINGS ACK")
+        bad = [req_fields(p) for p in ("/px/admin /public", "/px/admin#/../public",
+                                       "/px/a\tb", "http://evil.example/px/x")]
+        bad += [req_fields("/px/x", method=m) for m in ("GET /px/y", "G\x01T")]
+        bad += [req_fields("/px/x", authority=a) for a in ("u@evil.example", "x y", "x/y")]
+        bad += [req_fields("/px/x") + [("host", "evil.example")],
+                req_fields("/px/x") + [("x-v", "a\x01b")]]
+        for fields in bad:
+            sid = c.new_id()
+            c.send_raw(raw_frame(0x1, 0x5, sid, plain(fields)))
+            try:
+                stream_error(c, sid, PROTOCOL_ERROR)
+            except Fail as e:
+                raise Fail(f"{fields}: {e}; the upstream saw {up.heads}")
+        r = c.response(c.request("/px/ok", authority="x"))
+        check(r.status == 200 and r.body == b"ok", f"the valid request: {r.status} {r.body!r}")
+        check(len(up.heads) == 1 and up.heads[0].startswith(b"GET /px/ok HTTP/1.1\r\n"),
+              f"the upstream saw {up.heads}")
+    finally:
+        k.stop()
+        up.close()
+
+
 @case("conformance")
 def field_value_control_bytes(env):
     """8.2.1, RFC 9110 5.5: a control byte other than HTAB (or DEL) in any
@@ -2601,8 +2685,8 @@ class Env:
         self.k = self.start(self.base)
         self.rss0 = self.k.rss_kib()
 
-    def start(self, sections):
-        mods = "http1 h2 hello h2test probe trailers static accesslog stats"
+    def start(self, sections, extra=""):
+        mods = "http1 h2 hello h2test probe trailers static accesslog stats " + extra
         k = Keel(self.keel, self.dirs, mods, (sections if sections else self.base) + self.common)
         self.started.append(k)
         return k

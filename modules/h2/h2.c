@@ -62,6 +62,32 @@ static void mark_idle(h2_conn *c)
     }
 }
 
+/* After the peer's FIN nothing it could send will come; it may still read
+ * (a half-closed TCP connection). True when no open stream can go on
+ * without it: each waits for window the peer would have to give (no
+ * WINDOW_UPDATE can come now) or for a request body it would have to send.
+ * A handler at work, a response the windows let out, a file being read
+ * can go on, and are waited for. */
+static int nothing_without_peer(const h2_conn *c)
+{
+    if (c->loads != NULL || c->npending > 0)
+        return 0;
+    for (const h2_stream *s = c->streams; s != NULL; s = s->next) {
+        if (s->closed)
+            continue;
+        if (s->queued > 0) {
+            int64_t win = s->send_window < c->send_window ? s->send_window : c->send_window;
+            if (win > 0 || (s->queue != NULL && s->queue->loading))
+                return 0;
+            continue;
+        }
+        if (s->local_ended || (s->exchange && s->want_body && !s->remote_ended))
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
 void h2_pump(h2_conn *c)
 {
     if (c->depth > 0) {
@@ -89,7 +115,14 @@ void h2_pump(h2_conn *c)
         h2_close(c); /* GOAWAY written: done (5.4.1) */
     } else if ((c->goaway_sent || c->goaway_recv) && c->nopen == 0 && !want_write) {
         h2_close(c); /* GOAWAY said and no stream left: done (6.8) */
-    } else if (c->eof && c->nactive == 0 && !want_write) {
+    } else if (c->eof && !want_write && (c->nactive == 0 || nothing_without_peer(c))) {
+        /* Closed now, not at stream_timeout: after the client's FIN no
+         * WINDOW_UPDATE can open the windows its responses wait behind,
+         * and the connection would sit in CLOSE-WAIT. GOAWAY names the
+         * last stream taken; what is written leaves before the FIN
+         * (keel_conn_close). */
+        if (!c->goaway_sent)
+            h2_send_goaway(c, H2_NO_ERROR);
         h2_close(c);
     } else if (!want_write) {
         mark_idle(c);
@@ -102,6 +135,14 @@ void h2_goaway(h2_conn *c)
         return;
     c->goaway = 1;
     h2_send_goaway(c, H2_NO_ERROR);
+    /* Streams awaiting the rest of a request after their response
+     * (stream.c) are not waited for: the client is asked to stop (8.1).
+     * Resets are only queued inside the walk; h2_pump sends them. */
+    c->depth++;
+    for (h2_stream *s = c->streams; s != NULL; s = s->next)
+        if (s->local_ended && !s->closed)
+            h2_stream_reset(s, H2_NO_ERROR);
+    c->depth--;
     h2_pump(c);
 }
 
@@ -139,14 +180,60 @@ static void trim(h2_conn *c)
  * request body the handler wants that does not come. */
 static int waits_on_peer(const h2_stream *s)
 {
-    return !s->closed && (s->queued > 0 || (s->exchange && s->want_body && !s->remote_ended));
+    return !s->closed &&
+           (s->queued > 0 || s->local_ended || (s->exchange && s->want_body && !s->remote_ended));
+}
+
+/* [h2] body_min_rate, as http1's (and Apache mod_reqtimeout's MinRate): a
+ * request body gets stream_timeout to get going plus one second per
+ * body_min_rate bytes received, from when the handler asks for it (the
+ * time a handler takes before that is its own). stream_timeout alone is
+ * renewed by every byte: it bounds a pause, not a body trickled a byte at
+ * a time. */
+static int body_too_slow(const h2_config *cfg, const h2_stream *s, uint64_t now)
+{
+    if (cfg->body_min_rate == 0 || s->body_start_ms == 0 || s->closed || !s->exchange ||
+        s->remote_ended || s->reset_pending)
+        return 0;
+    uint64_t got = s->body_seen, rate = cfg->body_min_rate;
+    uint64_t secs = got / rate;
+    uint64_t grace =
+        secs > UINT64_MAX / 2000 ? UINT64_MAX / 2 : secs * 1000 + got % rate * 1000 / rate;
+    uint64_t base = s->body_start_ms + cfg->stream_timeout_ms;
+    return now >= base && now - base >= grace;
+}
+
+/* The header block (or frame) in progress is not whole by header_timeout
+ * (input.c): the connection cannot go on without it (6.2: no other frame
+ * may come between a HEADERS and its CONTINUATIONs, and its HPACK state
+ * is the connection's), so it ends with GOAWAY ENHANCE_YOUR_CALM, the
+ * answer to the other blocks that never end (max_continuations,
+ * max_header_block): the peer holds memory and gives nothing for it. The
+ * stream of the block is not named as taken (never opened). */
+static void header_timeout(h2_conn *c)
+{
+    c->core_deadline = 0; /* passed: the core cleared it */
+    if (c->closing || c->failed)
+        return;
+    h2_count(c, c->w->mod->m.limit[H2_LIMIT_HEADER_TIMEOUT]);
+    char peer[64];
+    if (keel_conn_peer_name(c->conn, peer, sizeof peer) != KEEL_OK)
+        strcpy(peer, "?");
+    keel_log(c->w->module, KEEL_LOG_INFO,
+             "%s: header block not whole within header_timeout: GOAWAY ENHANCE_YOUR_CALM", peer);
+    h2_fail(c, H2_ENHANCE_YOUR_CALM);
 }
 
 static void on_tick(keel_timer *timer, void *userdata)
 {
     h2_conn *c = userdata;
     (void)timer;
-    if (c->streams == NULL) {
+    uint64_t now = keel_worker_now_ms(c->w->worker);
+    if (c->block_deadline_ms != 0 && now >= c->block_deadline_ms && !c->core_deadline) {
+        header_timeout(c);
+        return;
+    }
+    if (c->streams == NULL && (c->block_deadline_ms == 0 || c->core_deadline)) {
         /* Kept one idle tick, so a connection that goes back and forth
          * between streams and none does not allocate a timer each time. */
         if (c->tick_idle) {
@@ -159,8 +246,8 @@ static void on_tick(keel_timer *timer, void *userdata)
         return;
     }
     c->tick_idle = 0;
-    uint64_t now = keel_worker_now_ms(c->w->worker);
-    uint64_t limit = c->w->cfg->stream_timeout_ms;
+    const h2_config *cfg = c->w->cfg;
+    uint64_t limit = cfg->stream_timeout_ms;
     int any = 0;
     /* Only asked for here: the resets take effect in h2_pump, which may
      * free streams, after the walk. */
@@ -168,8 +255,23 @@ static void on_tick(keel_timer *timer, void *userdata)
     for (h2_stream *s = c->streams; s != NULL; s = s->next) {
         if (waits_on_peer(s) && now - s->progress_ms >= limit) {
             s->progress_ms = now; /* once */
+            if (s->local_ended) {
+                /* The rest of a body after the response never came: the
+                 * response is complete, so the end is NO_ERROR (8.1). */
+                h2_stream_reset(s, H2_NO_ERROR);
+                any = 1;
+                continue;
+            }
             h2_count(c, c->w->mod->m.limit[H2_LIMIT_STREAM_TIMEOUT]);
             h2_stream_reset(s, H2_CANCEL);
+            any = 1;
+        } else if (body_too_slow(cfg, s, now)) {
+            h2_count(c, c->w->mod->m.limit[H2_LIMIT_BODY_RATE]);
+            /* RFC 9110 15.5.9 if nothing was answered yet, as http1 */
+            if (!s->final_sent)
+                h2_stream_answer(s, 408);
+            else
+                h2_stream_reset(s, H2_CANCEL);
             any = 1;
         }
     }
@@ -183,7 +285,10 @@ void h2_tick_start(h2_conn *c)
     c->tick_idle = 0;
     if (c->tick != NULL || c->closing)
         return;
-    uint64_t period = c->w->cfg->stream_timeout_ms / 4;
+    const h2_config *cfg = c->w->cfg;
+    uint64_t period = (cfg->header_timeout_ms < cfg->stream_timeout_ms ? cfg->header_timeout_ms
+                                                                       : cfg->stream_timeout_ms) /
+                      4;
     if (period < 50)
         period = 50;
     if (period > 1000)
@@ -251,6 +356,10 @@ static void h2_on_timeout(keel_conn *conn)
     h2_conn *c = keel_conn_data(conn);
     if (c == NULL)
         return;
+    if (c->core_deadline) {
+        header_timeout(c); /* the core's deadline (input.c), not idleness */
+        return;
+    }
     if (c->nactive == 0) {
         /* Idle: say goodbye properly (6.8) rather than vanish. */
         h2_count(c, c->w->mod->m.limit[H2_LIMIT_IDLE_TIMEOUT]);
@@ -389,6 +498,10 @@ static int read_config(keel_module *m, h2_config *cfg)
     rc = keep_first(rc, keel_config_duration_ms(m, "idle_timeout", 60000, &cfg->idle_timeout_ms));
     rc = keep_first(rc,
                     keel_config_duration_ms(m, "stream_timeout", 30000, &cfg->stream_timeout_ms));
+    /* http1's header_timeout and body_min_rate, and their defaults. */
+    rc = keep_first(rc,
+                    keel_config_duration_ms(m, "header_timeout", 10000, &cfg->header_timeout_ms));
+    rc = keep_first(rc, keel_config_size(m, "body_min_rate", 1024, &cfg->body_min_rate));
     int64_t n = 0;
     rc = keep_first(rc, keel_config_int(m, "max_requests", 0, 0, INT64_MAX, &n));
     cfg->max_requests = (uint64_t)n;
@@ -407,6 +520,8 @@ static int read_config(keel_module *m, h2_config *cfg)
         return keel_config_error(m, "idle_timeout", "must be more than 0");
     if (cfg->stream_timeout_ms == 0)
         return keel_config_error(m, "stream_timeout", "must be more than 0");
+    if (cfg->header_timeout_ms == 0)
+        return keel_config_error(m, "header_timeout", "must be more than 0");
     /* A header block's wire size: HPACK rarely makes a field list larger
      * than it decodes to, so twice the list plus a frame is generous. */
     if (block == 0)

@@ -35,6 +35,8 @@ typedef struct h2_config {
     uint64_t max_body;               /* request body → 413 */
     uint64_t idle_timeout_ms;        /* no stream open → GOAWAY NO_ERROR and close */
     uint64_t stream_timeout_ms;      /* a stream waiting on its peer without progress */
+    uint64_t header_timeout_ms;      /* a header block (or a frame) whole, from its first byte */
+    uint64_t body_min_rate;          /* bytes/s a request body must average after its grace */
     uint64_t max_requests;           /* streams per connection, then GOAWAY; 0: no limit */
     uint64_t body_buffer;            /* unread request bodies per connection */
     /* Flood limits (limits.c): events per 10 s, as token buckets. */
@@ -73,6 +75,8 @@ enum h2_limit {
     H2_LIMIT_STREAM_TIMEOUT,  /* RST_STREAM CANCEL */
     H2_LIMIT_IDLE_TIMEOUT,    /* GOAWAY NO_ERROR */
     H2_LIMIT_REQUESTS,        /* GOAWAY NO_ERROR after max_requests */
+    H2_LIMIT_HEADER_TIMEOUT,  /* GOAWAY ENHANCE_YOUR_CALM: a header block not whole in time */
+    H2_LIMIT_BODY_RATE,       /* 408 or RST_STREAM CANCEL: a body under body_min_rate */
     H2_LIMIT_COUNT
 };
 
@@ -83,6 +87,7 @@ typedef struct h2_metrics {
     keel_metric *conns;        /* h2_connections_total */
     keel_metric *open_conns;   /* h2_connections (gauge) */
     keel_metric *open_streams; /* h2_streams (gauge) */
+    keel_metric *malformed;    /* h2_malformed_total: requests reset (RFC 9113 8.1.1) */
     keel_metric *flood[H2_FLOOD_COUNT];
     keel_metric *limit[H2_LIMIT_COUNT];
     keel_metric *rst_sent[H2_ERROR_CODES];
@@ -179,6 +184,7 @@ struct h2_stream {
     char *hmem;
     size_t hlen, hcap;
     keel_str method, path, authority, scheme;
+    uint32_t host_at; /* the host field's index + 1 in fields, 0: none (request.c) */
     /* The final response head, HPACK-encoded, until it is sent. */
     _Alignas(8) uint8_t head_inline[H2_HEAD_INLINE];
     uint8_t *head_block; /* head_inline or head_heap */
@@ -215,9 +221,10 @@ struct h2_stream {
     size_t trailer_len;
     uint8_t *head_heap;   /* a response head larger than head_inline */
     h2_stream *held_next; /* the connection's list of held heads */
-    uint32_t rst_code;    /* with reset_pending */
+    uint32_t rst_code;    /* with reset_pending or rst_after */
 
-    uint64_t progress_ms; /* last time the stream moved (stream_timeout) */
+    uint64_t progress_ms;   /* last time the stream moved (stream_timeout) */
+    uint64_t body_start_ms; /* the handler asked for the body (body_min_rate); 0: not yet */
 
     unsigned exchange : 1;    /* the core holds req (until done or abort) */
     unsigned dispatching : 1; /* inside keel_http_request_dispatch */
@@ -239,6 +246,8 @@ struct h2_stream {
     unsigned held : 1;          /* final head not yet sent (c->held) */
     unsigned ready : 1;         /* on c->ready */
     unsigned reset_pending : 1; /* on c->resets */
+    unsigned rst_after : 1;     /* RST_STREAM rst_code once the response has gone */
+    unsigned local_ended : 1;   /* our END_STREAM went; the request's end is awaited */
     unsigned early : 1;         /* opened before our SETTINGS were acknowledged */
     unsigned busy : 4;          /* inside a call that may end the exchange: do not free */
 };
@@ -328,7 +337,8 @@ typedef struct h2_conn {
     uint8_t block_flags;   /* the HEADERS frame's END_STREAM */
     uint32_t block_frames; /* CONTINUATION flood accounting (limits.c) */
     uint32_t block_bytes;
-    h2_stream *data_s; /* the stream the DATA frame being read goes to */
+    uint64_t block_deadline_ms; /* header_timeout for the block or frame in progress; 0: none */
+    h2_stream *data_s;          /* the stream the DATA frame being read goes to */
     int32_t data_sid;
     uint32_t data_left; /* payload bytes of that frame not yet read */
     uint32_t pad_left;  /* then its padding */
@@ -366,6 +376,7 @@ typedef struct h2_conn {
     unsigned data_to_stream : 1; /* its payload goes to stream data_sid */
     unsigned block_self_dep : 1; /* the block's HEADERS depended on itself */
     unsigned enc_update : 1;     /* the next header block starts with a size update */
+    unsigned core_deadline : 1;  /* block_deadline_ms is also the core's (input.c) */
 } h2_conn;
 
 /* Bytes in flight (written, not yet confirmed) above which output stops
@@ -483,6 +494,16 @@ void h2_stream_window_back(h2_stream *s, size_t n);
 /* Resets a stream (RST_STREAM code, sent at the next h2_pump) and ends
  * its exchange. */
 void h2_stream_reset(h2_stream *s, uint32_t code);
+/* A stream error the client's request caused (RFC 9113 5.4.2): as
+ * h2_stream_reset, but a response already complete goes out first, the
+ * reset after it (8.1). */
+void h2_stream_error(h2_stream *s, uint32_t code);
+/* The request is malformed (8.1.1): counted, stream error PROTOCOL_ERROR. */
+void h2_stream_malformed(h2_stream *s);
+/* Request body bytes nobody will read (the exchange ended, or the module
+ * answered): their windows go back, and they still count toward the
+ * declared content-length (8.1.1). */
+void h2_stream_data_unread(h2_stream *s, size_t len);
 /* Sends the resets asked for (h2_pump). */
 void h2_stream_send_resets(h2_conn *c);
 /* Sends the final heads held since the last h2_pump, except those of

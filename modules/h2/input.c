@@ -59,14 +59,17 @@ static int discard_block(h2_conn *c, const uint8_t *block, size_t len)
     return decode(c, block, len, discard_field, &d);
 }
 
-/* A stream error (5.4.2) on sid. */
+/* A stream error (5.4.2) on sid, from a frame that may come on a stream
+ * in any state (PRIORITY, 5.1). On a closed stream nothing is sent: 5.1
+ * allows no frame but PRIORITY there, and what the client sent before it
+ * saw our RST_STREAM is to be ignored, not answered with another. */
 static void stream_error(h2_conn *c, int32_t sid, uint32_t code)
 {
     h2_stream *s = h2_stream_find(c, sid);
     if (s != NULL)
-        h2_stream_reset(s, code);
-    else
-        h2_send_rst(c, (uint32_t)sid, code);
+        h2_stream_error(s, code);
+    else if (sid > c->last_sid)
+        h2_send_rst(c, (uint32_t)sid, code); /* idle: h2spec 5.3.1/2 looks for it */
 }
 
 /* Streams the client opened after our GOAWAY: ignored (6.8). */
@@ -90,8 +93,11 @@ static void trailer_block(h2_conn *c, h2_stream *s, uint8_t flags, const uint8_t
         if (discard_block(c, block, len) != 0)
             return;
         /* 5.1: half-closed (remote) takes no HEADERS; 8.1: trailers end
-         * the stream. */
-        h2_stream_reset(s, s->remote_ended ? H2_STREAM_CLOSED : H2_PROTOCOL_ERROR);
+         * the stream (without END_STREAM the request is malformed). */
+        if (s->remote_ended)
+            h2_stream_error(s, H2_STREAM_CLOSED);
+        else
+            h2_stream_malformed(s);
         return;
     }
     s->in_trailers = 1;
@@ -117,7 +123,7 @@ static void header_block(h2_conn *c, int32_t sid, uint8_t flags, const uint8_t *
         if (discard_block(c, block, len) != 0)
             return;
         if (s != NULL) { /* 5.3.1: a stream depending on itself */
-            h2_stream_reset(s, H2_PROTOCOL_ERROR);
+            h2_stream_error(s, H2_PROTOCOL_ERROR);
             return;
         }
         int closed = h2_closed_lookup(c, sid);
@@ -182,6 +188,46 @@ static int block_append(h2_conn *c, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* [h2] header_timeout: a header block, from its HEADERS frame to its
+ * END_HEADERS, and any frame but DATA (which is read as it comes), must
+ * arrive whole within it of its first byte. Bytes arriving do not renew
+ * it: a block trickled a byte at a time stays under every size and frame
+ * limit (max_header_block, max_continuations) while holding its bytes.
+ *
+ * A connection with no stream open and none answering has nothing but
+ * this block (or frame, or its preface) under way: its deadline is the
+ * core's (keel_conn_set_deadline), as http1's head, so that a worker at
+ * max_connections may close it for a new client (connections trickling
+ * blocks would otherwise hold every slot until their deadlines). With
+ * streams under way it is the module's tick (h2.c): the core's would offer
+ * them to that reclaiming, and hold their write timeout. Either ends the
+ * connection at the deadline (GOAWAY ENHANCE_YOUR_CALM). */
+static void deadline_start(h2_conn *c)
+{
+    if (c->block_deadline_ms != 0)
+        return;
+    uint64_t ms = c->w->cfg->header_timeout_ms;
+    c->block_deadline_ms = keel_worker_now_ms(c->w->worker) + ms;
+    if (c->nopen == 0 && c->nactive == 0) {
+        c->core_deadline = 1;
+        keel_conn_set_deadline(c->conn, ms);
+    } else {
+        h2_tick_start(c);
+    }
+}
+
+/* The block or frame is whole. */
+static void deadline_clear(h2_conn *c)
+{
+    if (c->block_deadline_ms == 0)
+        return;
+    c->block_deadline_ms = 0;
+    if (c->core_deadline) {
+        c->core_deadline = 0;
+        keel_conn_set_deadline(c->conn, 0);
+    }
+}
+
 /* 6.2 */
 static void on_headers(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
 {
@@ -218,6 +264,7 @@ static void on_headers(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p,
         return;
     }
     c->in_block = 1;
+    deadline_start(c); /* from this frame's first byte if it came in pieces */
     c->block_sid = sid;
     c->block_flags = flags;
     c->block_self_dep = self_dependent != 0;
@@ -295,10 +342,10 @@ static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, c
         }
     } else if (s->remote_ended) {
         h2_conn_consumed(c, length);
-        h2_stream_reset(s, H2_STREAM_CLOSED); /* 5.1: half-closed (remote) */
+        h2_stream_error(s, H2_STREAM_CLOSED); /* 5.1: half-closed (remote) */
     } else if ((int64_t)length > s->recv_window) {
         h2_conn_consumed(c, length);
-        h2_stream_reset(s, H2_FLOW_CONTROL_ERROR);
+        h2_stream_error(s, H2_FLOW_CONTROL_ERROR);
     } else {
         s->recv_window -= length;
         if (head + pad > 0)
@@ -323,12 +370,13 @@ static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
         h2_conn_consumed(c, n);
         return;
     }
-    if (s->bad || !s->exchange || s->reset_pending) {
-        h2_stream_window_back(s, n); /* nobody will read it */
-        return;
-    }
     s->busy++;
-    h2_stream_data(s, p, n);
+    if (s->reset_pending)
+        h2_stream_window_back(s, n); /* nobody will read it */
+    else if (s->bad || !s->exchange || s->rst_after)
+        h2_stream_data_unread(s, n); /* nobody reads it, but it counts (8.1.1) */
+    else
+        h2_stream_data(s, p, n);
     s->busy--;
     h2_stream_maybe_free(s);
 }
@@ -336,11 +384,19 @@ static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
 static void data_end(h2_conn *c)
 {
     c->in_data = 0;
-    if (!c->data_to_stream || !(c->data_flags & H2_FLAG_END_STREAM))
+    if (!c->data_to_stream)
         return;
     h2_stream *s = h2_stream_find(c, c->data_sid);
     if (s == NULL)
         return;
+    if (!(c->data_flags & H2_FLAG_END_STREAM)) {
+        /* The rest of a body awaited after the response (stream.c): the
+         * client cannot send more without a WINDOW_UPDATE, which bytes
+         * nobody reads do not get; it is asked to stop (8.1). */
+        if (s->local_ended && s->recv_window <= 0)
+            h2_stream_reset(s, H2_NO_ERROR);
+        return;
+    }
     s->progress_ms = keel_worker_now_ms(c->w->worker);
     s->busy++;
     h2_stream_remote_end(s);
@@ -479,14 +535,16 @@ static void on_window_update(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t
         return;                            /* closed: may cross our END_STREAM */
     }
     if (inc == 0) {
-        h2_stream_reset(s, H2_PROTOCOL_ERROR);
+        h2_stream_error(s, H2_PROTOCOL_ERROR);
+        return;
+    }
+    if (s->send_window + inc > H2_MAX_WINDOW) {
+        /* The window stays what it was: a complete response goes out
+         * within it, then the reset (h2_stream_error). */
+        h2_stream_error(s, H2_FLOW_CONTROL_ERROR);
         return;
     }
     s->send_window += inc;
-    if (s->send_window > H2_MAX_WINDOW) {
-        h2_stream_reset(s, H2_FLOW_CONTROL_ERROR);
-        return;
-    }
     h2_ready(s);
 }
 
@@ -613,12 +671,17 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
             return;
         }
         if (n < H2_PREFACE_LEN) {
+            deadline_start(c);
             *consumed = 0;
             return;
         }
         c->preface = 1;
+        deadline_clear(c);
         p += H2_PREFACE_LEN;
     }
+    /* The frame at `first` may have begun in an earlier read (its deadline
+     * runs from then); every frame after it began in this one. */
+    const uint8_t *first = p;
     while (!c->calm && !c->closing) {
         if (c->in_data) {
             size_t avail = (size_t)(end - p);
@@ -640,6 +703,8 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
             }
             continue;
         }
+        if (p != first && !c->in_block)
+            deadline_clear(c); /* the frame that had one is whole */
         if (end - p < H2_FRAME_HD)
             break;
         uint32_t length = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
@@ -677,5 +742,13 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
         on_frame(c, type, flags, sid, payload, length);
     }
     /* After a connection error nothing more is read. */
-    *consumed = c->calm || c->closing ? len : (size_t)(p - data);
+    if (c->calm || c->closing) {
+        *consumed = len;
+        return;
+    }
+    *consumed = (size_t)(p - data);
+    if (p < end && !c->in_data)
+        deadline_start(c); /* a frame that is not whole yet */
+    else if (!c->in_block)
+        deadline_clear(c);
 }

@@ -183,7 +183,8 @@ static const char *const flood_labels[H2_FLOOD_COUNT] = {
 
 static const char *const limit_labels[H2_LIMIT_COUNT] = {
     "limit=\"header_list\"",    "limit=\"body\"",         "limit=\"concurrent_streams\"",
-    "limit=\"stream_timeout\"", "limit=\"idle_timeout\"", "limit=\"max_requests\""};
+    "limit=\"stream_timeout\"", "limit=\"idle_timeout\"", "limit=\"max_requests\"",
+    "limit=\"header_timeout\"", "limit=\"body_min_rate\""};
 
 static void reg(keel_module *m, const char *name, const char *help, int type, const char *labels,
                 keel_metric **out)
@@ -202,6 +203,8 @@ void h2_metrics_register(keel_module *m, h2_metrics *mx)
     reg(m, "h2_streams_total", "HTTP/2 requests (streams) started", KEEL_METRIC_COUNTER, NULL,
         &mx->streams);
     reg(m, "h2_streams", "HTTP/2 streams in flight", KEEL_METRIC_GAUGE, NULL, &mx->open_streams);
+    reg(m, "h2_malformed_total", "HTTP/2 requests reset as malformed (RFC 9113 8.1.1)",
+        KEEL_METRIC_COUNTER, NULL, &mx->malformed);
     for (int i = 0; i < H2_FLOOD_COUNT; i++)
         reg(m, "h2_floods_total", "HTTP/2 connections ended with ENHANCE_YOUR_CALM, by attack",
             KEEL_METRIC_COUNTER, flood_labels[i], &mx->flood[i]);

@@ -73,16 +73,41 @@ static int grow_fields(keel_header **fields, size_t *cap, keel_header *inline_fi
 
 #define IS(p, n, lit) ((n) == sizeof(lit) - 1 && memcmp((p), lit, sizeof(lit) - 1) == 0)
 
-/* RFC 9110 5.1: a field name is a token; RFC 9113 8.2.1: lowercase. */
-static const uint8_t name_ok[256] = {
-    ['!'] = 1, ['#'] = 1, ['$'] = 1, ['%'] = 1, ['&'] = 1, ['\''] = 1, ['*'] = 1, ['+'] = 1,
-    ['-'] = 1, ['.'] = 1, ['^'] = 1, ['_'] = 1, ['`'] = 1, ['|'] = 1,  ['~'] = 1, ['0'] = 1,
-    ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1,  ['7'] = 1, ['8'] = 1,
-    ['9'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1,  ['f'] = 1, ['g'] = 1,
-    ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1,  ['n'] = 1, ['o'] = 1,
-    ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,  ['v'] = 1, ['w'] = 1,
-    ['x'] = 1, ['y'] = 1, ['z'] = 1,
+/* Character classes, one table lookup a byte (every field of every request
+ * goes through them):
+ *   C_NAME    a field name: RFC 9110 5.6.2 tchar, lowercase (RFC 9113 8.2.1)
+ *   C_TCHAR   tchar: a method is a token (RFC 9110 9.1)
+ *   C_HOST    RFC 3986 2.3 unreserved and 2.2 sub-delims: a reg-name or an
+ *             IPv4 address ('%' starts a pct-encoding, checked apart)
+ *   C_TARGET  what http1 lets a request-target hold: VCHAR but '#' (no CTL,
+ *             SP, DEL or non-ASCII, RFC 3986 2; a fragment is never sent,
+ *             RFC 9110 4.2.4), so that the core and a gateway to HTTP/1.1
+ *             see the same targets whichever protocol brought them
+ *   C_SCHEME  RFC 3986 3.1 after its first letter: ALPHA DIGIT "+" "-" "."
+ *   C_DIGIT   DIGIT: a port
+ *   C_CTL     a control byte a field value may not hold (RFC 9110 5.5):
+ *             below 0x20 but HTAB, and DEL */
+enum { C_NAME = 1, C_TCHAR = 2, C_HOST = 4, C_TARGET = 8, C_SCHEME = 16, C_DIGIT = 32, C_CTL = 64 };
+static const uint8_t char_class[256] = {
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 0,  64, 64, 64, 64, 64, 64, /* 0x00 (HTAB: 0) */
+    64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, /* 0x10 */
+    0,  15, 8,  3,  15, 11, 15, 15, 12, 12, 15, 31, 12, 31, 31, 8,  /* 0x20  !"#$%&'()*+,-./ */
+    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 8,  12, 8,  12, 8,  8,  /* 0x30 0-9:;<=>? */
+    8,  30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, /* 0x40 @A-O */
+    30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 8,  8,  8,  11, 15, /* 0x50 P-Z[\]^_ */
+    11, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, /* 0x60 `a-o */
+    31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 8,  11, 8,  15, 64, /* 0x70 p-z{|}~ DEL */
+    /* 0x80..0xff: none */
 };
+
+/* Every byte of s in class cls (and at least one). */
+static int all_in(const char *s, size_t n, unsigned cls)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!(char_class[(unsigned char)s[i]] & cls))
+            return 0;
+    return n > 0;
+}
 
 /* Whether any byte of x is zero (the classic SWAR test). */
 static inline uint64_t has_zero_byte(uint64_t x)
@@ -91,19 +116,33 @@ static inline uint64_t has_zero_byte(uint64_t x)
     return (x - ones) & ~x & (ones * 0x80);
 }
 
-/* RFC 9113 8.2.1: no NUL, CR or LF anywhere, no whitespace at either end.
- * Eight bytes at a time: three memchr calls were ~50 instructions a field
- * (callgrind). */
+/* Bytes of x below 0x20 or equal to 0x7f, as the high bit of each; a flag
+ * may be spurious (a byte after a borrow), never missing, so a flagged word
+ * is looked at byte by byte (the "hasless" trick, as core/http/fields.c). */
+static inline uint64_t control_bytes(uint64_t x)
+{
+    const uint64_t ones = 0x0101010101010101u;
+    return ((x - ones * 0x20) & ~x & (ones * 0x80)) | has_zero_byte(x ^ (ones * 0x7f));
+}
+
+static int control_char(unsigned char ch)
+{
+    return (char_class[ch] & C_CTL) != 0;
+}
+
+/* RFC 9113 8.2.1: no NUL, CR or LF anywhere, no whitespace at either end;
+ * RFC 9110 5.5: no other control byte but HTAB either, which a gateway to
+ * HTTP/1.1 could not carry (obs-text, 0x80 and above, it can). Eight bytes
+ * at a time: three memchr calls were ~50 instructions a field (callgrind). */
 static int value_ok(const char *v, size_t n)
 {
     if (n == 0)
         return 1;
     if (v[0] == ' ' || v[0] == '\t' || v[n - 1] == ' ' || v[n - 1] == '\t')
         return 0;
-    const uint64_t ones = 0x0101010101010101u;
     if (n < 8) {
         for (size_t i = 0; i < n; i++)
-            if (v[i] == '\0' || v[i] == '\r' || v[i] == '\n')
+            if (control_char((unsigned char)v[i]))
                 return 0;
         return 1;
     }
@@ -113,8 +152,10 @@ static int value_ok(const char *v, size_t n)
             i = n - 8;
         uint64_t x;
         memcpy(&x, v + i, 8);
-        if (has_zero_byte(x) | has_zero_byte(x ^ (ones * '\r')) | has_zero_byte(x ^ (ones * '\n')))
-            return 0;
+        if (control_bytes(x) != 0)
+            for (size_t k = i; k < i + 8; k++)
+                if (control_char((unsigned char)v[k]))
+                    return 0;
         if (i + 8 == n)
             return 1;
     }
@@ -231,17 +272,22 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, const char *val
         return 0;
     }
     s->regular_seen = 1;
-    for (size_t i = 0; i < nlen; i++) {
-        if (!name_ok[(unsigned char)name[i]]) {
-            s->malformed = 1;
-            return 0;
-        }
+    if (!all_in(name, nlen, C_NAME)) {
+        s->malformed = 1;
+        return 0;
     }
     if (connection_specific(name, nlen, value, vlen) ||
         (!s->in_trailers && IS(name, nlen, "content-length") &&
          content_length_field(s, value, vlen) != 0)) {
         s->malformed = 1;
         return 0;
+    }
+    if (!s->in_trailers && IS(name, nlen, "host")) {
+        if (s->host_at != 0) {
+            s->malformed = 1; /* RFC 9110 7.2: one Host; two may name two authorities */
+            return 0;
+        }
+        s->host_at = (uint32_t)s->nfields + 1; /* head_ok checks it against :authority */
     }
     char **mem = s->in_trailers ? &s->tmem : &s->hmem;
     size_t *len = s->in_trailers ? &s->tlen : &s->hlen;
@@ -310,10 +356,159 @@ static void count_limit(h2_conn *c, enum h2_limit l)
     h2_count(c, c->w->mod->m.limit[l]);
 }
 
+/* RFC 9113 8.1.1: a malformed request is a stream error PROTOCOL_ERROR,
+ * counted; the core never sees it (or, found in its body, sees no more). */
+void h2_stream_malformed(h2_stream *s)
+{
+    h2_count(s->c, s->c->w->mod->m.malformed);
+    h2_stream_error(s, H2_PROTOCOL_ERROR);
+}
+
+/* ---- the pseudo-fields' grammars (RFC 9113 8.3.1) ----------------------- */
+
+static int lower(int ch)
+{
+    return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
+}
+
+static int is_hex(unsigned char ch)
+{
+    return (ch >= '0' && ch <= '9') || (lower(ch) >= 'a' && lower(ch) <= 'f');
+}
+
+/* :path: the path and query of the target, origin-form, or "*" for
+ * OPTIONS (asterisk-form); absolute-form is for :scheme and :authority to
+ * say, and in :path it is malformed (8.3.1). Its bytes are those http1
+ * lets a request-target hold (C_TARGET): no '#', so no fragment reaches
+ * the core, which would resolve the dot segments after it ("/admin#/../x"
+ * routed as "/x" while an upstream serves "/admin"). */
+static int path_ok(keel_str method, keel_str path)
+{
+    if (path.len == 1 && path.ptr[0] == '*')
+        return h2_str_is(method, "OPTIONS");
+    return path.len > 0 && path.ptr[0] == '/' && all_in(path.ptr, path.len, C_TARGET);
+}
+
+/* :scheme: RFC 3986 3.1, ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ). Not
+ * limited to http and https (8.3.1: a gateway may take other schemes),
+ * which are only looked at first. */
+static int scheme_ok(keel_str s)
+{
+    if (h2_str_is(s, "https") || h2_str_is(s, "http"))
+        return 1;
+    return s.len > 0 && lower((unsigned char)s.ptr[0]) >= 'a' &&
+           lower((unsigned char)s.ptr[0]) <= 'z' && all_in(s.ptr, s.len, C_SCHEME);
+}
+
+/* :authority, or Host (RFC 9110 7.2): host [ ":" port ] (RFC 3986 3.2.2,
+ * 3.2.3), the host an IP-literal in brackets, or a reg-name (unreserved,
+ * pct-encoded, sub-delims), which an IPv4 address is too; the port digits.
+ * No userinfo: RFC 9113 8.3.1 forbids it, and '@' is in none of these.
+ * The host's length, or 0 if v is not an authority (an empty host is not
+ * one: RFC 9110 4.2.1, 8.3.1 "MUST NOT be empty"). The same grammar as
+ * http1's Host check. */
+static size_t authority_host(keel_str v)
+{
+    const unsigned char *s = (const unsigned char *)v.ptr;
+    size_t n = v.len, i = 0;
+    if (n > 0 && s[0] == '[') {
+        const unsigned char *close = memchr(s, ']', n);
+        if (close == NULL || close - s < 3)
+            return 0;
+        for (i = 1; s + i < close; i++)
+            if (!(char_class[s[i]] & C_HOST) && s[i] != ':')
+                return 0;
+        i++;
+    } else {
+        /* A table lookup a byte, the rare pct-encoding apart: this runs on
+         * every request (a loop testing each byte for '%' and ':' first was
+         * ~10 instructions a byte, callgrind). */
+        for (;;) {
+            while (i < n && (char_class[s[i]] & C_HOST))
+                i++;
+            if (i + 2 < n && s[i] == '%' && is_hex(s[i + 1]) && is_hex(s[i + 2])) {
+                i += 3;
+                continue;
+            }
+            break;
+        }
+    }
+    size_t host = i;
+    if (host == 0)
+        return 0;
+    if (i < n) {
+        if (s[i++] != ':')
+            return 0;
+        while (i < n && (char_class[s[i]] & C_DIGIT))
+            i++;
+        if (i < n)
+            return 0;
+    }
+    return host;
+}
+
+/* The port of an authority whose host is host_len bytes long; an absent or
+ * empty one is the scheme's default (RFC 3986 6.2.3). */
+static keel_str authority_port(keel_str v, size_t host_len, keel_str scheme)
+{
+    if (host_len + 1 < v.len)
+        return (keel_str){v.ptr + host_len + 1, v.len - host_len - 1};
+    if (h2_str_is(scheme, "http"))
+        return (keel_str){"80", 2};
+    if (h2_str_is(scheme, "https"))
+        return (keel_str){"443", 3};
+    return (keel_str){"", 0};
+}
+
+/* 8.3.1: a Host that "identifies an entity that differs from the entity
+ * in :authority" makes the request malformed; the two are compared
+ * normalized (RFC 3986 6.2.2, 6.2.3): the host ignoring case, the port
+ * the scheme's default when absent. Both are valid authorities. */
+static int same_authority(keel_str a, keel_str b, keel_str scheme)
+{
+    size_t ha = authority_host(a), hb = authority_host(b);
+    if (ha != hb)
+        return 0;
+    for (size_t i = 0; i < ha; i++)
+        if (lower((unsigned char)a.ptr[i]) != lower((unsigned char)b.ptr[i]))
+            return 0;
+    keel_str pa = authority_port(a, ha, scheme), pb = authority_port(b, hb, scheme);
+    return pa.len == pb.len && memcmp(pa.ptr, pb.ptr, pa.len) == 0;
+}
+
+/* 8.3.1, 8.5: the pseudo-fields each there once (CONNECT: :method and
+ * :authority only), each value in its grammar, and Host (one at most,
+ * h2_stream_field) naming what :authority names, or standing for a
+ * missing :authority. An http(s) request names its authority one way or
+ * the other (8.3.1). */
+static int head_ok(h2_stream *s, int connect)
+{
+    unsigned seen = s->seen_pseudo;
+    if (!(seen & P_METHOD) || !all_in(s->method.ptr, s->method.len, C_TCHAR))
+        return 0;
+    if (connect ? (seen & (P_SCHEME | P_PATH)) || !(seen & P_AUTHORITY)
+                : (seen & (P_SCHEME | P_PATH)) != (P_SCHEME | P_PATH))
+        return 0;
+    if (!connect && (!scheme_ok(s->scheme) || !path_ok(s->method, s->path)))
+        return 0;
+    if ((seen & P_AUTHORITY) && authority_host(s->authority) == 0)
+        return 0;
+    if (s->host_at != 0) {
+        keel_str v = s->fields[s->host_at - 1].value;
+        if (authority_host(v) == 0 ||
+            ((seen & P_AUTHORITY) && !same_authority(s->authority, v, s->scheme)))
+            return 0;
+    } else if (!connect && !(seen & P_AUTHORITY) &&
+               (h2_str_is(s->scheme, "http") || h2_str_is(s->scheme, "https"))) {
+        return 0;
+    }
+    return 1;
+}
+
 void h2_stream_trailers_done(h2_stream *s)
 {
     if (s->malformed) {
-        h2_stream_reset(s, H2_PROTOCOL_ERROR); /* 8.1: e.g. a pseudo-field */
+        h2_stream_malformed(s); /* 8.1: e.g. a pseudo-field */
         return;
     }
     for (size_t i = 0; i < s->ntr; i++) {
@@ -344,16 +539,11 @@ void h2_stream_headers_done(h2_stream *s)
     to_pointer(&s->scheme, s->hmem);
     to_pointer(&s->authority, s->hmem);
     to_pointer(&s->path, s->hmem);
-    unsigned seen = s->seen_pseudo;
-    int connect = (seen & P_METHOD) && h2_str_is(s->method, "CONNECT");
-    /* 8.3.1: :method, :scheme and a non-empty :path, but for CONNECT
-     * (8.5): :method and :authority only. 8.1.1: a content-length the
-     * DATA cannot match (none came) is malformed too. */
-    if (s->malformed || !(seen & P_METHOD) ||
-        (connect ? (seen & (P_SCHEME | P_PATH)) || !(seen & P_AUTHORITY)
-                 : (seen & (P_SCHEME | P_PATH)) != (P_SCHEME | P_PATH) || s->path.len == 0) ||
-        (s->remote_ended && s->content_length > 0)) {
-        h2_stream_reset(s, H2_PROTOCOL_ERROR);
+    int connect = (s->seen_pseudo & P_METHOD) && h2_str_is(s->method, "CONNECT");
+    /* Checked before anything is routed or forwarded: 8.1.1, a
+     * content-length the DATA cannot match (none came) is malformed too. */
+    if (s->malformed || !head_ok(s, connect) || (s->remote_ended && s->content_length > 0)) {
+        h2_stream_malformed(s);
         return;
     }
     if (connect) {
@@ -367,14 +557,10 @@ void h2_stream_headers_done(h2_stream *s)
         h2_stream_answer(s, 500);
         return;
     }
-    /* RFC 9113 8.3.1: :authority is the target's authority; a Host field,
-     * if also present, must not differ, and the core and handlers look
-     * for Host. */
-    int has_host = 0;
-    for (size_t i = 0; i < s->head_nfields; i++)
-        if (h2_str_is(s->fields[i].name, "host"))
-            has_host = 1;
-    if (!has_host && (seen & P_AUTHORITY)) {
+    /* RFC 9113 8.3.1: :authority is the target's authority, and the core
+     * and handlers look for Host: one is added when the client sent none
+     * (one it sent names the same, head_ok). */
+    if (s->host_at == 0 && (s->seen_pseudo & P_AUTHORITY)) {
         if (s->nfields == s->cap && grow_fields(&s->fields, &s->cap, s->inline_fields) != 0) {
             h2_stream_answer(s, 500);
             return;
@@ -514,7 +700,7 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
     s->progress_ms = keel_worker_now_ms(c->w->worker);
     if (s->content_length >= 0 && s->body_seen > (uint64_t)s->content_length) {
         consume_both(s, len);
-        h2_stream_reset(s, H2_PROTOCOL_ERROR); /* 8.1.1: more than declared */
+        h2_stream_malformed(s); /* 8.1.1: more than declared */
         return;
     }
     if (s->body_seen > cfg->max_body) {
@@ -554,11 +740,35 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
         h2_conn_consumed(c, len);
 }
 
+void h2_stream_data_unread(h2_stream *s, size_t len)
+{
+    /* Awaiting the request's end after the response: the stream's window
+     * stays spent, bounding what the client may still send (stream.c). */
+    if (s->local_ended && !s->c->closing)
+        h2_conn_consumed(s->c, len);
+    else
+        consume_both(s, len);
+    /* RFC 9113 8.1.1: the DATA is the content whose length content-length
+     * declared whether or not anyone reads it: a body the handler did not
+     * read (a 404, a 405 answered at once) must not look short at its end,
+     * or a valid request's complete answer would give way to a reset. The
+     * module's own refusals (bad) are not checked further. */
+    s->body_seen += len;
+    if (!s->bad && !s->rst_after && s->content_length >= 0 &&
+        s->body_seen > (uint64_t)s->content_length)
+        h2_stream_malformed(s);
+}
+
 void h2_stream_remote_end(h2_stream *s)
 {
     s->remote_ended = 1;
-    if (s->content_length >= 0 && s->body_seen != (uint64_t)s->content_length && !s->bad) {
-        h2_stream_reset(s, H2_PROTOCOL_ERROR); /* 8.1.1: less than declared */
+    if (s->content_length >= 0 && s->body_seen != (uint64_t)s->content_length && !s->bad &&
+        !s->rst_after) {
+        h2_stream_malformed(s); /* 8.1.1: less than declared */
+        return;
+    }
+    if (s->local_ended) {
+        h2_stream_close(s, H2_NO_ERROR, 0); /* the response went first */
         return;
     }
     h2_stream_pump_body(s);

@@ -169,7 +169,8 @@ void h2_conn_consumed(h2_conn *c, size_t n)
 
 void h2_ready(h2_stream *s)
 {
-    if (s->ready || s->closed || s->held || !s->final_sent || !s->has_data || s->reset_pending)
+    if (s->ready || s->closed || s->held || !s->final_sent || !s->has_data || s->reset_pending ||
+        s->local_ended)
         return;
     h2_conn *c = s->c;
     s->ready = 1;

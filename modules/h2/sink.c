@@ -450,6 +450,7 @@ static void sink_want_body(void *exchange)
         return;
     s->want_body = 1;
     s->progress_ms = keel_worker_now_ms(s->c->w->worker);
+    s->body_start_ms = s->progress_ms | 1; /* body_min_rate's clock; never 0 */
     h2_stream_pump_body(s);
 }
 

@@ -168,14 +168,43 @@ void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore)
 
 void h2_stream_local_end(h2_stream *s)
 {
+    if (s->rst_after) {
+        /* A stream error found once the response was complete (RFC 9113
+         * 8.1: the response is never discarded for it): the reset follows
+         * the response's last frame, in the same write. Were the request
+         * ended too, the stream is closed on both sides by now, and a
+         * client ignores a RST_STREAM that arrives just after (5.1,
+         * "closed"); h2spec's 8.1.2.6 cases look for it. */
+        h2_send_rst(s->c, (uint32_t)s->id, s->rst_code);
+        h2_stream_close(s, s->rst_code, 1);
+        return;
+    }
     if (s->remote_ended) {
         h2_stream_close(s, H2_NO_ERROR, 0);
         return;
     }
-    /* RFC 9113 8.1: a server that answered before the request ended may
-     * ask the client to stop sending with RST_STREAM NO_ERROR; its unread
-     * body would otherwise hold windows. */
-    h2_send_rst(s->c, (uint32_t)s->id, H2_NO_ERROR);
+    /* RFC 9113 8.1: the response is complete before the request. While
+     * the client can still send without a WINDOW_UPDATE (the stream's
+     * window is not given back for the bytes dropped), the stream stays
+     * half-closed (local) and the rest is awaited, for at most
+     * stream_timeout (h2.c): the stream then ends cleanly, and what the
+     * client sends meanwhile is answered as on any open stream (5.1: its
+     * RST_STREAM closes it; 8.1.1: a malformed end is reset), where after
+     * our RST_STREAM it would be ignored. Some clients take a RST_STREAM
+     * NO_ERROR in the middle of an upload for a failure (curl 7.88:
+     * "Stream error in the HTTP/2 framing layer"). A declared rest the
+     * windows cannot carry, a window spent (input.c) or our GOAWAY: the
+     * client is asked to stop with RST_STREAM NO_ERROR (8.1), as nginx
+     * does. */
+    h2_conn *c = s->c;
+    int64_t left = s->content_length >= 0 ? s->content_length - (int64_t)s->body_seen : 1;
+    if (!c->goaway && left <= s->recv_window && left <= c->recv_window) {
+        s->local_ended = 1;
+        s->progress_ms = keel_worker_now_ms(c->w->worker);
+        h2_stream_drop_body(s);
+        return;
+    }
+    h2_send_rst(c, (uint32_t)s->id, H2_NO_ERROR);
     h2_stream_close(s, H2_NO_ERROR, 1);
 }
 
@@ -290,6 +319,25 @@ void h2_stream_reset(h2_stream *s, uint32_t code)
         c->resets = s;
     }
     h2_pump(c);
+}
+
+void h2_stream_error(h2_stream *s, uint32_t code)
+{
+    if (s->closed || s->reset_pending || s->rst_after)
+        return;
+    if (!s->final_sent || !s->resp_ended || s->local_ended) {
+        h2_stream_reset(s, code); /* local_ended: the response has gone already */
+        return;
+    }
+    /* The response is complete (the handler answered without waiting for
+     * the rest of the request): it goes out first, then RST_STREAM code
+     * (h2_stream_local_end), as RFC 9113 8.1 has a server that answered
+     * early send RST_STREAM after its complete response. What the client
+     * still sends on the stream is dropped meanwhile. */
+    s->rst_after = 1;
+    s->rst_code = code;
+    h2_stream_drop_body(s);
+    h2_pump(s->c);
 }
 
 void h2_stream_send_resets(h2_conn *c)

@@ -81,6 +81,10 @@ for port in $H2 $H1; do
     expect "curl $where /offload" "200" "${CURL[@]}" -o /dev/null -w '%{http_code}' "$base/offload?n=1000"
     expect "curl $where HEAD /" "200 0" "${CURL[@]}" -I -o /dev/null -w '%{http_code} %{size_download}' "$base/"
     expect "curl $where 404" "404" "${CURL[@]}" -o /dev/null -w '%{http_code}' "$base/nope"
+    # A body nobody reads (issue 23: reset PROTOCOL_ERROR, the answer lost).
+    expect "curl $where -d abc, unread" "405 404 200" bash -c \
+        "for p in / /nope; do ${CURL[*]} -d abc -o /dev/null -w '%{http_code} ' '$base'\$p; done;
+         ${CURL[*]} -X GET -d abc -o /dev/null -w '%{http_code}' '$base/'"
     "${CURL[@]}" -o "$DIR/big.out" "$base/files/big.bin" && cmp -s "$DIR/big.out" "$DIR/www/big.bin" &&
         ok "curl $where 1.5 MB file" || fail "curl $where 1.5 MB file" "differs"
     head -c 600000 /dev/urandom >"$DIR/up.bin"

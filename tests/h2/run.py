@@ -21,6 +21,7 @@ hyperframe/hpack are missing.
 
 import os
 import signal
+import socket
 import sys
 import time
 import traceback
@@ -376,6 +377,9 @@ def headers_after_our_reset(env):
     c.ping()
     for sid in sids[:-1]:
         check(c.response(sid).status == 200, f"stream {sid} not answered")
+    # Answered, the eight are half-closed (local) until the client ends
+    # them (8.1; they count toward the limit, 5.1.2): it does.
+    c.send(*[DataFrame(sid, b"", flags=["END_STREAM"]) for sid in sids[:-1]])
     check(c.get("/h2test/head").status == 200, "the connection did not go on")
 
 
@@ -1873,6 +1877,457 @@ def head_response_of_a_file(env):
     check(r.header("content-length") == "300000", f"{r.headers}")
 
 
+# -- issue 23: requests checked before anything is routed or forwarded (RFC 9113
+# 8.2, 8.2.1, 8.3, 8.3.1; RFC 9110 5.5, 5.6.2). Each refusal is a stream error
+# PROTOCOL_ERROR (8.1.1) before the core sees the request.
+
+
+def answered(c, fields, what):
+    """fields on a new stream of c: answered (any status), not reset."""
+    sid = c.new_id()
+    c.send_raw(raw_frame(0x1, 0x5, sid, plain(fields)))
+    r = c.response(sid)
+    check(r.reset is None and r.status is not None,
+          f"{what} {fields}: reset {r.reset}, status {r.status}")
+    return r
+
+
+@case("conformance")
+def path_fragment_never_routed(env):
+    """8.3.1, RFC 9110 4.2.4: `#` in :path is refused, wherever it is. The
+    fragment never travels, and the core resolves the dot segments after
+    it: `/admin#/../h2test/head` was routed as /h2test/head while an
+    upstream would serve /admin (a route and ACL bypass, issue 23)."""
+    c = settled(env)
+    r = answered(c, req_fields("/h2test/head"), "the route itself")
+    check(r.status == 200, f"/h2test/head: {r.status}")
+    each_malformed(env, [req_fields(p) for p in (
+        "/admin#/../h2test/head", "/admin%2F#/../h2test/head", "/h2test/head#",
+        "/h2test/head?a=1#frag", "/#", "#")], "fragment")
+
+
+@case("conformance")
+def path_origin_form_only(env):
+    """8.3.1: :path is the path and query of the target (origin-form), or
+    `*` for OPTIONS only: absolute-form, authority-form, a relative path
+    or `*` for another method is malformed."""
+    each_malformed(env, [req_fields(p, method=m) for m, p in (
+        ("GET", "http://x/h2test/head"), ("GET", "https://evil.example/"),
+        ("GET", "x:80"), ("GET", "h2test/head"), ("GET", "?a=1"), ("GET", "*"),
+        ("POST", "*"), ("OPTIONS", "*x"), ("OPTIONS", "http://x/"))], "form")
+    c = settled(env)
+    answered(c, req_fields("*", method="OPTIONS"), "OPTIONS *")
+    answered(c, req_fields("//x/h2test/head"), "origin-form with an empty segment")
+
+
+@case("conformance")
+def path_characters(env):
+    """8.3.1 with http1's request-target set (RFC 3986: VCHAR but `#`): a
+    space, a tab, a control byte, DEL or a byte above 0x7e in :path is
+    malformed. `GET /admin /public` was forwarded as an HTTP/1.1 request
+    line with four words (issue 23)."""
+    each_malformed(env, [req_fields(p) for p in (
+        "/admin /public", "/a\tb", "/a\x01b", "/a\x1bb", "/a\x7fb", b"/caf\xc3\xa9",
+        "/a\x0bb", "/a\x0cb")], "path byte")
+    c = settled(env)
+    r = answered(c, req_fields("/h2test/head?q=a/b?c&d=%20e!$'()*+,;=:@~-._\"<>{}|\\^`[]"),
+                 "every VCHAR but #")
+    check(r.status == 200, f"{r.status} {r.body!r}")
+
+
+@case("conformance")
+def method_must_be_token(env):
+    """8.3.1, RFC 9110 9.1, 5.6.2: :method is a token (tchar only): a space,
+    a tab, a delimiter, a control byte or an empty value is malformed; any
+    token is a method (answered 405/501 by the core, not reset)."""
+    each_malformed(env, [[(":method", m), (":scheme", "http"), (":path", "/"),
+                          (":authority", "x")] for m in (
+        "G T", "GET /admin", "G\tT", "GET/", "GE(T", 'G"T', "GE\x01T", b"G\xc3\xa9T", "",
+        "GET:")], "method")
+    c = settled(env)
+    answered(c, req_fields("/", method="X-CUSTOM!~"), "a token method")
+
+
+@case("conformance")
+def scheme_syntax(env):
+    """8.3.1, RFC 3986 3.1: :scheme is ALPHA *( ALPHA / DIGIT / + / - / . )."""
+    each_malformed(env, [[(":method", "GET"), (":scheme", s), (":path", "/"),
+                          (":authority", "x")] for s in (
+        "ht tp", "1http", "", "http:", "http://", "ht/tp", "-http", "h\x01")], "scheme")
+    c = settled(env)
+    for s in ("https", "coap+tcp", "a.b-c"):
+        answered(c, [(":method", "GET"), (":scheme", s), (":path", "/"), (":authority", "x")],
+                 "scheme")
+
+
+@case("conformance")
+def authority_syntax(env):
+    """8.3.1, RFC 3986 3.2.2, RFC 9110 4.2.1: :authority is host [":" port]
+    (a reg-name, an IPv4 address or an [IP-literal]; digits for the port),
+    without userinfo; an http(s) request needs a non-empty one (or a Host
+    field)."""
+    each_malformed(env, [req_fields("/h2test/head", authority=a) for a in (
+        "user@x", "user:pw@x:80", "x@evil.example", "x y", "x\ty", "x/y", "x?y", "x#y",
+        "x:8a", "x:80:80", "[::1", "[::1]x", ":80", "", "x\x01", b"caf\xc3\xa9.example",
+        "x%zz", "x\\y")], "authority")
+    c = settled(env)
+    for a in ("example.test:8443", "127.0.0.1:80", "[::1]:8080", "a-b_c~d.EXAMPLE",
+              "%41.example", "x:", "[v1.fe]"):
+        r = answered(c, req_fields("/h2test/head", authority=a), "authority")
+        check(r.status == 200 and f"host={a}\n".encode() in r.body, f"{a}: {r.body!r}")
+    each_malformed(env, [[(":method", "GET"), (":scheme", s), (":path", "/")]
+                         for s in ("http", "https")], "no :authority nor host")
+
+
+@case("conformance")
+def host_must_match_authority(env):
+    """8.3.1: a Host field that differs from :authority is malformed (the
+    two compared normalized, RFC 3986 6.2.2, 6.2.3: the host ignoring case,
+    an absent port the scheme's); Host twice, or an invalid Host standing
+    for a missing :authority, is malformed too. Without :authority, Host is
+    the request's authority as before."""
+    each_malformed(env, [
+        req_fields("/h2test/head", authority="x") + [("host", "evil.example")],
+        req_fields("/h2test/head", authority="x") + [("host", "x:8080")],
+        req_fields("/h2test/head", authority="x:80") + [("host", "x:81")],
+        req_fields("/h2test/head", authority="x") + [("host", "x"), ("host", "x")],
+        [(":method", "GET"), (":scheme", "http"), (":path", "/h2test/head"),
+         ("host", "a b")],
+        [(":method", "GET"), (":scheme", "http"), (":path", "/h2test/head"),
+         ("host", "u@x")],
+        [(":method", "GET"), (":scheme", "http"), (":path", "/h2test/head"),
+         ("host", "x"), ("host", "y")],
+    ], "host")
+    c = settled(env)
+    for auth, host in (("x", "x"), ("Example.Test", "example.test"), ("x", "x:80"),
+                       ("x:80", "X"), ("[::1]", "[::1]:80")):
+        r = answered(c, req_fields("/h2test/head", authority=auth) + [("host", host)],
+                     "host")
+        check(r.status == 200, f"{auth} / {host}: {r.status}")
+    r = answered(c, [(":method", "GET"), (":scheme", "https"), (":path", "/h2test/head"),
+                     ("host", "example.test")], "Host alone")
+    check(b"host=example.test\n" in r.body, r.body)
+
+
+class Upstream:
+    """An HTTP/1.1 upstream on loopback that records each request head it
+    receives and answers 200 "ok"; for the proxy module's cases."""
+
+    def __init__(self):
+        import threading
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.heads = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _serve(self, conn):
+        conn.settimeout(2)
+        buf = b""
+        try:
+            while not self.stop.is_set():
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                self.heads.append(head)
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def _run(self):
+        import threading
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def close(self):
+        self.stop.set()
+        self.thread.join(2)
+        self.sock.close()
+
+
+@case("conformance")
+def malformed_never_forwarded(env):
+    """Issue 23's own reproduction: requests the checks refuse reached the
+    proxy module's upstream as HTTP/1.1 request lines (`GET /px/admin
+    /public HTTP/1.1`). Each is reset PROTOCOL_ERROR and the upstream sees
+    nothing; a valid request on the same connection is forwarded."""
+    up = Upstream()
+    k = env.start(f"[h2]\nmax_concurrent_streams = 8\n[proxy]\n"
+                  f"upstream = up 127.0.0.1:{up.port}\npass = /px up\n", extra="proxy")
+    try:
+        c = Conn(k.port())
+        c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
+                   what="SETTINGS ACK")
+        bad = [req_fields(p) for p in ("/px/admin /public", "/px/admin#/../public",
+                                       "/px/a\tb", "http://evil.example/px/x")]
+        bad += [req_fields("/px/x", method=m) for m in ("GET /px/y", "G\x01T")]
+        bad += [req_fields("/px/x", authority=a) for a in ("u@evil.example", "x y", "x/y")]
+        bad += [req_fields("/px/x") + [("host", "evil.example")],
+                req_fields("/px/x") + [("x-v", "a\x01b")]]
+        for fields in bad:
+            sid = c.new_id()
+            c.send_raw(raw_frame(0x1, 0x5, sid, plain(fields)))
+            try:
+                stream_error(c, sid, PROTOCOL_ERROR)
+            except Fail as e:
+                raise Fail(f"{fields}: {e}; the upstream saw {up.heads}")
+        r = c.response(c.request("/px/ok", authority="x"))
+        check(r.status == 200 and r.body == b"ok", f"the valid request: {r.status} {r.body!r}")
+        check(len(up.heads) == 1 and up.heads[0].startswith(b"GET /px/ok HTTP/1.1\r\n"),
+              f"the upstream saw {up.heads}")
+    finally:
+        k.stop()
+        up.close()
+
+
+@case("conformance")
+def field_value_control_bytes(env):
+    """8.2.1, RFC 9110 5.5: a control byte other than HTAB (or DEL) in any
+    field value is malformed: what HTTP/1.1 cannot carry is never handed on
+    to a gateway; obs-text (bytes above 0x7f) and inner whitespace are
+    fine."""
+    each_malformed(env, [req_fields() + [("x-v", v)] for v in (
+        "a\x01b", "a\x7fb", "\x1b[31m", "a\x0bb", "a\x0cb", "ab\x08")], "value")
+    c = settled(env)
+    r = answered(c, req_fields("/headers") + [("x-v", b"caf\xc3\xa9 a\tb")], "obs-text")
+    check(r.status == 200, f"{r.status}")
+
+
+@case("conformance")
+def malformed_counted(env):
+    """A malformed request is counted (h2_malformed_total) and never
+    reaches a handler: a route that would answer is not run."""
+    before = metric(env, "h2_malformed_total", "")
+    c = settled(env)
+    sid = c.new_id()
+    c.send_raw(raw_frame(0x1, 0x5, sid, plain(req_fields("/h2test/head x"))))
+    stream_error(c, sid, PROTOCOL_ERROR)
+    check(metric(env, "h2_malformed_total", "") == before + 1, "not counted")
+
+
+# -- issue 23: answers that must reach the client (RFC 9113 8.1, 8.1.1)
+
+
+def quiesce(c):
+    """Two PINGs answered: whatever the server wrote for frames sent before
+    them has been read (a PING's ACK is written at once, a stream's frames
+    at the end of the read that carried it, so the ACK of a PING in that
+    same read can come first; the second PING is in a later read)."""
+    c.ping()
+    c.ping()
+
+
+def body_request(c, method, path, length, body, end_stream=True):
+    """HEADERS (content-length: length) and DATA (body, END_STREAM) in one
+    write: the server reads them in one read."""
+    sid = c.new_id()
+    hd = plain(req_fields(path, method=method) + [("content-length", str(length))])
+    c.send_raw(raw_frame(0x1, 0x4, sid, hd) +
+               raw_frame(0x0, 0x1 if end_stream else 0x0, sid, body))
+    return sid
+
+
+@case("conformance")
+def unread_body_in_one_read(env):
+    """8.1, 8.1.1: a request whose body the handler does not read (405 for
+    POST /, 404, hello's GET /) with HEADERS and DATA in one read is
+    answered, whole: its DATA still counts toward content-length, so the
+    request is not malformed (it was reset PROTOCOL_ERROR and its answer
+    dropped: `curl --http2-prior-knowledge -d abc`, issue 23)."""
+    c = settled(env)
+    for _ in range(3):
+        for method, path, status, body in (("POST", "/", 405, None), ("POST", "/nope", 404, None),
+                                           ("GET", "/", 200, b"Hello, World!")):
+            sid = body_request(c, method, path, 3, b"abc")
+            r = c.response(sid)
+            check(r.status == status and r.ended and r.reset in (None, NO_ERROR),
+                  f"{method} {path}: status {r.status}, reset {r.reset}")
+            check(body is None or r.body == body, f"{method} {path}: {r.body!r}")
+    quiesce(c)
+    for sid, r in c.responses.items():
+        check(r.reset in (None, NO_ERROR), f"stream {sid} reset {r.reset}")
+    check(c.goaway is None, "GOAWAY")
+
+
+@case("conformance")
+def unread_body_in_separate_reads(env):
+    """8.1: the same with the DATA written after the server answered (a
+    PING between them). A rest the client may send within its windows is
+    awaited and dropped, and the stream ends cleanly, without RST_STREAM
+    (curl 7.88 takes a RST_STREAM NO_ERROR in mid-upload for a failure); a
+    longer one is stopped with RST_STREAM NO_ERROR after the answer; one
+    that never comes, at stream_timeout (1s here), the same. The
+    connection goes on."""
+    c = settled(env)
+    for method, path, status in (("POST", "/", 405), ("GET", "/", 200)):
+        sid = c.new_id()
+        c.send_raw(raw_frame(0x1, 0x4, sid, plain(req_fields(path, method=method) +
+                                                  [("content-length", "3")])))
+        r = c.response(sid)
+        quiesce(c)
+        check(r.status == status and r.ended and r.reset is None,
+              f"{method} {path}: {r.status} reset {r.reset} before the body")
+        c.send_raw(raw_frame(0x0, 0x0, sid, b"ab") + raw_frame(0x0, 0x1, sid, b"c"))
+        quiesce(c)
+        check(r.reset is None, f"{method} {path}: RST_STREAM {r.reset} after the body")
+    sid = c.new_id()
+    c.send_raw(raw_frame(0x1, 0x4, sid, plain(req_fields("/nope", method="POST") +
+                                              [("content-length", "100000")])))
+    c.wait_for(lambda f: isinstance(f, RstStreamFrame) and f.stream_id == sid,
+               what="RST_STREAM NO_ERROR for a body beyond the window")
+    r = c.responses[sid]
+    check(r.status == 404 and r.ended and r.reset == NO_ERROR, f"{r.status} {r.reset}")
+    sid = c.new_id()
+    c.send_raw(raw_frame(0x1, 0x4, sid, plain(req_fields("/", method="POST") +
+                                              [("content-length", "3")])))
+    t0 = time.time()
+    c.wait_for(lambda f: isinstance(f, RstStreamFrame) and f.stream_id == sid, timeout=4,
+               what="RST_STREAM NO_ERROR at stream_timeout")
+    r = c.responses[sid]
+    check(r.status == 405 and r.reset == NO_ERROR and time.time() - t0 >= 0.8,
+          f"{r.status} {r.reset} after {time.time() - t0:.2f} s")
+    check(c.goaway is None and c.get("/").status == 200, "the connection did not go on")
+
+
+@case("conformance")
+def frames_after_an_early_answer(env):
+    """5.1, 8.1, 8.1.1: a stream answered before its request ended (no
+    content-length) stays half-closed (local) and the client's later
+    frames are answered as on any open stream, whichever read they come
+    in (h2spec 5.1/9, 6.9.1/3, 8.1/1, 8.1.2.1/3 failed when the answer had
+    gone first, with RST_STREAM NO_ERROR, and the frames were ignored):
+    its RST_STREAM or END_STREAM closes it (a frame after that: a
+    connection error STREAM_CLOSED); a WINDOW_UPDATE past 2^31-1:
+    FLOW_CONTROL_ERROR; trailers without
+    END_STREAM or with a pseudo-field: PROTOCOL_ERROR; a stream window
+    spent without END_STREAM: RST_STREAM NO_ERROR (stop sending)."""
+    def answered_open(c, path="/"):
+        sid = c.new_id()
+        c.send_raw(raw_frame(0x1, 0x4, sid, plain(req_fields(path))))
+        r = c.response(sid)
+        quiesce(c)
+        check(r.status == 200 and r.reset is None, f"{path}: {r.status} reset {r.reset}")
+        return sid, r
+
+    for late, code in (
+            (lambda sid: raw_frame(0x8, 0, sid, (0x7fffffff).to_bytes(4, "big")) * 2,
+             FLOW_CONTROL_ERROR),
+            (lambda sid: raw_frame(0x1, 0x4, sid, plain([("x-t", "1")])), PROTOCOL_ERROR),
+            (lambda sid: raw_frame(0x0, 0x0, sid, b"abc") +
+             raw_frame(0x1, 0x5, sid, plain([(":method", "GET")])), PROTOCOL_ERROR),
+            (lambda sid: b"".join(raw_frame(0x0, 0x0, sid, b"x" * 16383) for _ in range(4)) +
+             raw_frame(0x0, 0x0, sid, b"xxx"), NO_ERROR)):
+        c = settled(env)
+        sid, r = answered_open(c)
+        c.send_raw(late(sid))
+        c.wait_for(lambda f: isinstance(f, RstStreamFrame) and f.stream_id == sid,
+                   what=f"RST_STREAM {code:#x}")
+        check(r.reset == code, f"RST_STREAM {r.reset:#x}, expected {code:#x}")
+        check(c.goaway is None, "GOAWAY after a stream error")
+        c.ping()
+    for late in (raw_frame(0x3, 0, 1, (CANCEL).to_bytes(4, "big")) +
+                 raw_frame(0x1, 0x5, 1, plain(req_fields())),
+                 raw_frame(0x0, 0x1, 1, b"abc") + raw_frame(0x0, 0x1, 1, b"d")):
+        c = settled(env)
+        answered_open(c)
+        c.send_raw(late)
+        c.expect_goaway(STREAM_CLOSED)
+
+
+@case("conformance")
+def frames_on_a_reset_stream_ignored(env):
+    """5.1: after our RST_STREAM, what the client sent on the stream is
+    ignored: a malformed PRIORITY (wrong length, or depending on itself)
+    there gets no second RST_STREAM (fuzz_h2 found one, on the code before
+    issue 23 too); the connection goes on."""
+    c = settled(env)
+    for bad in (b"\0\0\0\0", None):
+        sid = c.new_id()
+        c.send_raw(raw_frame(0x1, 0x5, sid, plain(req_fields("/a b"))))
+        c.wait_for(lambda f: isinstance(f, RstStreamFrame) and f.stream_id == sid,
+                   what="the malformed request's RST_STREAM")
+        payload = bad if bad is not None else sid.to_bytes(4, "big") + b"\x10"
+        c.send_raw(raw_frame(0x2, 0x0, sid, payload))
+        data = os.urandom(8)
+        c.send(PingFrame(0, opaque_data=data))
+        again = []
+
+        def seen(f):
+            if isinstance(f, RstStreamFrame) and f.stream_id == sid:
+                again.append(f)
+            return isinstance(f, PingFrame) and "ACK" in f.flags and f.opaque_data == data
+        c.wait_for(seen, what="the PING's ACK")
+        check(not again, f"a second RST_STREAM on stream {sid}")
+    check(c.goaway is None and c.get("/").status == 200, "the connection did not go on")
+
+
+@case("conformance")
+def answer_before_reset_of_malformed_body(env):
+    """8.1, 8.1.1: DATA that breaks content-length (more, or less with
+    END_STREAM) after the handler answered without reading (the answer
+    in the same read, not yet written): the answer goes out whole, then
+    RST_STREAM PROTOCOL_ERROR (h2spec 8.1.2.6's shape: POST /, length 1,
+    DATA "test")."""
+    c = settled(env)
+    for path, status, length, body, end in (("/", 405, 1, b"test", True),
+                                            ("/nope", 404, 3, b"abcdef", True),
+                                            ("/nope", 404, 3, b"abcdef", False),
+                                            ("/", 405, 10, b"abc", True)):
+        sid = body_request(c, "POST", path, length, body, end)
+        c.wait_for(lambda f: isinstance(f, RstStreamFrame) and f.stream_id == sid,
+                   what=f"RST_STREAM on {path} (length {length}, {len(body)} sent)")
+        r = c.responses[sid]
+        check(r.reset == PROTOCOL_ERROR, f"{path}: RST_STREAM {r.reset:#x}")
+        check(r.status == status and r.ended, f"{path}: the answer did not come whole before "
+              f"the reset (status {r.status}, ended {r.ended})")
+    quiesce(c)
+    check(c.goaway is None, "GOAWAY")
+
+
+@case("conformance")
+def peer_eof_behind_shut_windows(env):
+    """After the client's FIN no WINDOW_UPDATE can come: a connection whose
+    responses wait behind shut windows is closed once what can be written
+    is (a HEAD answered later goes out first), not held in CLOSE-WAIT
+    until stream_timeout (30 s here; issue 23)."""
+    k = env.start("[h2]\nmax_concurrent_streams = 8\n")
+    try:
+        c = Conn(k.port(), settings={SettingsFrame.INITIAL_WINDOW_SIZE: 0}, auto_window=False)
+        c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
+                   what="SETTINGS ACK")
+        big = c.request("/h2test/big?n=10000000")
+        c.wait_for(lambda f: isinstance(f, HeadersFrame) and f.stream_id == big,
+                   what="the big response's HEADERS")
+        head = c.request("/slow?ms=300", method="HEAD")
+        t0 = time.time()
+        c.sock.shutdown(socket.SHUT_WR)
+        while not c.eof:
+            check(time.time() - t0 < 3, "the connection stayed open after the client's FIN")
+            try:
+                c.read_frame(0.2)
+            except Fail:
+                pass
+        took = time.time() - t0
+        r = c.responses.get(head)
+        check(r is not None and r.status == 200 and r.ended, "the HEAD answer was not written")
+        check(took < 1.5, f"closed {took:.2f} s after the FIN")
+    finally:
+        k.stop()
+
+
 
 # ---- attacks -----------------------------------------------------------------------------
 
@@ -2068,6 +2523,135 @@ def slow_body_stall(env):
     c.ping()
 
 
+def trickle(c, data, interval, limit):
+    """Sends data a byte every interval seconds until the server closes the
+    connection or limit seconds pass; returns the seconds it took."""
+    t0 = time.time()
+    for i in range(len(data)):
+        if time.time() - t0 > limit:
+            break
+        try:
+            c.send_raw(data[i:i + 1])
+        except OSError:
+            break
+        end = time.time() + interval
+        while time.time() < end and not c.eof:
+            c._fill(max(0.0, end - time.time()))
+        if c.eof:
+            break
+    return time.time() - t0
+
+
+@case("attacks")
+def header_block_trickled(env):
+    """A header block whose bytes are trickled, under every size and frame
+    limit (one CONTINUATION frame, or the HEADERS frame itself, a byte at a
+    time): held ~115 KiB a connection with no deadline (issue 23). It gets
+    [h2] header_timeout (1s here) from its HEADERS frame, never renewed by
+    bytes: GOAWAY ENHANCE_YOUR_CALM, the connection closed, counted; other
+    connections untouched."""
+    k = env.start("[h2]\nmax_concurrent_streams = 8\nheader_timeout = 1s\n")
+    try:
+        b = Conn(k.port())
+        bsid = b.request("/slow?ms=1500")
+        def cont(sid):
+            return (16000).to_bytes(3, "big") + b"\x09\x00" + sid.to_bytes(4, "big") + \
+                b"\x00" + lit("x-a") + lit("y" * 15990)
+        headers = (16000).to_bytes(3, "big") + b"\x01\x05" + (1).to_bytes(4, "big") + \
+            GET_ROOT + b"\x00" + lit("x-a") + lit("y" * 15990)
+        slow = plain(req_fields("/slow?ms=3000"))
+        # With no stream under way the deadline is the core's; with one
+        # (a slow answer on stream 1) the module's tick.
+        for what, lead, rest in (
+                ("CONTINUATION", raw_frame(0x1, 0x1, 1, GET_ROOT), cont(1)),
+                ("HEADERS", b"", headers),
+                ("CONTINUATION, a stream open",
+                 raw_frame(0x1, 0x5, 1, slow) + raw_frame(0x1, 0x1, 3, GET_ROOT), cont(3))):
+            c = Conn(k.port())
+            c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
+                       what="SETTINGS ACK")
+            if lead:
+                c.send_raw(lead)
+            took = trickle(c, rest, 0.1, 4)
+            check(c.eof, f"{what} trickled: the connection was open after {took:.1f} s")
+            check(0.9 <= took < 2.5, f"{what} trickled: closed after {took:.2f} s")
+            c.expect_goaway(ENHANCE_YOUR_CALM)
+        r = b.response(bsid, timeout=5)
+        check(r.status == 200, f"the bystander's request: {r.status} {r.reset}")
+        check(Conn(k.port()).get("/").status == 200, "a new connection")
+        body = Conn(k.port()).get("/metrics").body.decode()
+        check(any(line.startswith("h2_limits_total") and 'limit="header_timeout"' in line
+                  and float(line.split()[-1]) >= 3 for line in body.splitlines()),
+              "not counted in h2_limits_total{limit=\"header_timeout\"}")
+    finally:
+        k.stop()
+
+
+@case("attacks")
+def header_blocks_hold_no_slots(env):
+    """At max_connections (2 here), connections whose peers trickle a header
+    block with no stream under way are closed, oldest first, to admit new
+    clients (the core's reclaiming of unfinished heads, as http1's), not
+    left to hold every slot until header_timeout (10s)."""
+    k = env.start("max_connections = 2\n[h2]\nmax_concurrent_streams = 8\n")
+    try:
+        hold = []
+        for _ in range(2):
+            c = Conn(k.port())
+            c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
+                       what="SETTINGS ACK")
+            # A PING and a HEADERS without END_HEADERS in one write (one
+            # read): once the PING is answered, the block is under way.
+            c.send_raw(raw_frame(0x6, 0x0, 0, b"blockpng") + raw_frame(0x1, 0x1, 1, GET_ROOT))
+            c.wait_for(lambda f: isinstance(f, PingFrame) and "ACK" in f.flags,
+                       what="the PING's ACK")
+            hold.append(c)
+        t0 = time.time()
+        n = Conn(k.port(), timeout=3)
+        r = n.response(n.request("/"))
+        check(r.status == 200, f"a new client at max_connections: {r.status}")
+        check(time.time() - t0 < 2, "the new client waited")
+        hold[0].expect_closed(timeout=2)
+    finally:
+        for c in hold:
+            c.close()
+        k.stop()
+
+
+@case("attacks")
+def body_trickled(env):
+    """A request body trickled a byte every 250 ms: each byte renews
+    stream_timeout (1s here), so it was held without end (issue 23). As
+    http1's body_min_rate, the body gets stream_timeout plus a second per
+    body_min_rate (1k) bytes from when the handler asks for it: 408 (no
+    answer had begun), counted."""
+    c = Conn(env.k.port())
+    sid = c.request("/echo", method="POST", end_stream=False)
+    t0 = time.time()
+    while time.time() - t0 < 4:
+        r = c.responses.get(sid)
+        if r is not None and (r.ended or r.reset is not None):
+            break
+        try:
+            c.send(DataFrame(sid, b"x"))
+        except OSError:
+            break
+        end = time.time() + 0.25
+        while time.time() < end:
+            try:
+                c.read_frame(max(0.01, end - time.time()))
+            except Fail:
+                pass
+    took = time.time() - t0
+    r = c.responses.get(sid)
+    check(r is not None and r.status == 408, f"after {took:.1f} s: "
+          f"{'no answer' if r is None else f'status {r.status}, reset {r.reset}'}")
+    check(0.9 <= took < 2.5, f"answered after {took:.2f} s")
+    c.ping()
+    check(c.get("/").status == 200, "the connection did not go on")
+    check(metric(env, "h2_limits_total", 'limit="body_min_rate"') >= 1, "not counted")
+
+
 @case("attacks")
 def memory_bounded(env):
     """After every attack above, keel's memory is where it was, give or take."""
@@ -2101,8 +2685,8 @@ class Env:
         self.k = self.start(self.base)
         self.rss0 = self.k.rss_kib()
 
-    def start(self, sections):
-        mods = "http1 h2 hello h2test probe trailers static accesslog stats"
+    def start(self, sections, extra=""):
+        mods = "http1 h2 hello h2test probe trailers static accesslog stats " + extra
         k = Keel(self.keel, self.dirs, mods, (sections if sections else self.base) + self.common)
         self.started.append(k)
         return k

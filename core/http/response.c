@@ -18,8 +18,9 @@ int keel_response_set_status(keel_response *res, int status)
     if (res->head_sent || res->ended || res->upgrading)
         return KEEL_ERR_STATE;
     /* 101 ends the exchange in a different way (keel_response_upgrade),
-     * and a final response cannot carry it. */
-    if (status < 100 || status > 999 || status == 101)
+     * and a final response cannot carry it. RFC 9110 15: every valid
+     * status code is within 100..599. */
+    if (status < 100 || status > 599 || status == 101)
         return KEEL_ERR_INVAL;
     res->status = status;
     return KEEL_OK;
@@ -575,7 +576,7 @@ int kl_response_send_status(keel_response *res, int status)
 
 int keel_response_send_status(keel_response *res, int status)
 {
-    if (status < 100 || status > 999 || status == 101)
+    if (status < 100 || status > 599 || status == 101)
         return KEEL_ERR_INVAL;
     return kl_response_send_status(res, status);
 }

@@ -356,7 +356,8 @@ KEEL_FN(int, offload,
  * KEEL_ERR_INVAL, so a handler can never split a response. Strings are
  * copied. */
 
-/* 200 unless set; 100..999, except 101: switching protocols is
+/* 200 unless set; 100..599 (RFC 9110 15: no valid status lies beyond;
+ * 600..999 were taken before 1.6), except 101: switching protocols is
  * keel_response_upgrade (KEEL_ERR_INVAL here). */
 KEEL_FN(int, response_set_status, (keel_response *res, int status), (res, status))
 KEEL_FN(int, response_status, (keel_response *res), (res))
@@ -388,7 +389,7 @@ KEEL_FN(int, response_send_copy, (keel_response *res, const void *data, size_t l
         (res, data, len))
 
 /* Ends the response with the status's standard short text body (404 Not
- * Found, ...), replacing the status (100..999, not 101). */
+ * Found, ...), replacing the status (100..599, not 101). */
 KEEL_FN(int, response_send_status, (keel_response *res, int status), (res, status))
 
 /* Sends length bytes of an open file from offset and ends the response;

@@ -202,7 +202,8 @@ static char *put_status_line(h1_conn *c, char *p, int status)
     const char *sl = h1_status_line(c->w->cfg, status, &sl_len);
     if (sl != NULL)
         return put(p, sl, sl_len);
-    /* 600..999, which the core lets through: no phrase for them. */
+    /* A status without a phrase of its own (RFC 9110 15: an unregistered
+     * code, classed by its first digit). */
     int w = snprintf(p, 64, "HTTP/1.1 %03d %.40s\r\n", status, keel_http_reason(status));
     return p + (w > 0 && w < 64 ? w : 0);
 }

@@ -129,6 +129,10 @@ static int on_headers_complete(llhttp_t *p)
         ex->nfields = ex->hlen = 0;
         return 1;
     }
+    /* RFC 9110 15: every valid status code is within 100..599: anything
+     * else is an invalid response (502), not something to relay. */
+    if (status > 599)
+        return -1;
     ex->status = status;
     if (ex->req == NULL)
         return bodiless(ex, status); /* the client left: read it out, drop it */

@@ -48,6 +48,21 @@ Test(proxy_fail, reset_close_and_garbage_are_502, .timeout = 60, .fini = kh_clea
     px_stop(p);
 }
 
+/* RFC 9110 15: no valid status lies beyond 599; an upstream's 650 is an
+ * invalid response, not something to relay (issue 23). */
+Test(proxy_fail, status_beyond_599_is_502, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[256];
+    snprintf(section, sizeof section, "upstream = py 127.0.0.1:%u\npass = / py\n", kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    int s = status_of(p, "/status?code=650");
+    kh_assert(p, s == 502, "an upstream's 650: got %d", s);
+    kh_assert(p, status_of(p, "/status?code=599") == 599, "599 is relayed");
+    px_stop(p);
+}
+
 Test(proxy_fail, silent_upstream_is_504, .timeout = 60, .fini = kh_cleanup_all)
 {
     px_need_curl();

@@ -135,6 +135,10 @@ long long kh_now_ms(void);
 /* Sleeps for ms milliseconds. */
 void kh_sleep_ms(int ms);
 
+/* A macro's value as a string literal (KH_STR(KEEL_ABI_MINOR) is "6"). */
+#define KH_STR_(x) #x
+#define KH_STR(x)  KH_STR_(x)
+
 /* An assertion that shows keel's stderr when it fails. */
 #define kh_assert(p, cond, ...) kh_assert_((p), (cond), __VA_ARGS__, "")
 #define kh_assert_(p, cond, fmt, ...)                                                              \

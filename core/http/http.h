@@ -196,6 +196,10 @@ int kl_name_equals(keel_str a, const char *b, size_t blen);
 size_t kl_field_name_length(const char *name);
 size_t kl_field_value_length(const char *value);
 
+/* http/syntax.c: the length of an authority's host (RFC 9110 7.2: the
+ * bytes before ":port"), or 0 if p[0..n) is not a valid authority. */
+size_t kl_http_authority_host(const char *p, size_t n);
+
 /* Copies len bytes into the request's arena (NUL-terminated). */
 char *kl_arena_dup(kl_arena *a, const char *s, size_t len);
 void *kl_arena_alloc(kl_arena *a, size_t size);

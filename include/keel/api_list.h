@@ -1037,4 +1037,14 @@ KEEL_FN(int, conn_set_read_size, (keel_conn *conn, size_t bytes), (conn, bytes))
  * be (RFC 9112 6.3), before reading any of it. Worker thread of the
  * request. */
 KEEL_FN(int64_t, request_body_length, (keel_request *req), (req))
+
+/* ---- HTTP: request syntax (ABI 1.6) ----------------------------------------
+ * 1 if s[0..len) is valid as `syntax` (KEEL_HTTP_TOKEN, _FIELD_VALUE,
+ * _SCHEME, _AUTHORITY, _TARGET, _ORIGIN_FORM: keel/http.h), else 0 (an
+ * unknown syntax, or s NULL with len > 0, is 0). The grammars every
+ * protocol module checks a request against before it reaches the core,
+ * so that a request means the same whichever protocol brought it and
+ * whatever protocol a gateway passes it on in (http1, h2 and the proxy
+ * all ask here). Any thread; allocates nothing. */
+KEEL_FN(int, http_valid, (int syntax, const char *s, size_t len), (syntax, s, len))
 #endif /* KEEL__WANT(6) */

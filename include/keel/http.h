@@ -106,6 +106,19 @@ typedef void (*keel_offload_done_fn)(keel_request *req, int status, void *userda
  * the request is gone. */
 typedef void (*keel_request_abort_fn)(keel_request *req, void *userdata);
 
+/* The grammars keel_http_valid checks (ABI 1.6). */
+enum {
+    KEEL_HTTP_TOKEN = 1,   /* RFC 9110 5.6.2: a method, a field name; not empty */
+    KEEL_HTTP_FIELD_VALUE, /* RFC 9110 5.5: no control byte but HTAB, no SP or HTAB at either
+                              end; may be empty */
+    KEEL_HTTP_SCHEME,      /* RFC 3986 3.1: ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ) */
+    KEEL_HTTP_AUTHORITY,   /* RFC 9110 7.2: host [ ":" port ], the host an IP-literal, IPv4
+                              address or reg-name, not empty; no userinfo (RFC 9110 4.2.4) */
+    KEEL_HTTP_TARGET,      /* every byte one a request-target may hold: VCHAR but '#' (no
+                              fragment is ever sent, RFC 9110 4.2.4); not empty */
+    KEEL_HTTP_ORIGIN_FORM  /* RFC 9112 3.2.1: "/" and then KEEL_HTTP_TARGET's bytes */
+};
+
 /* Called when a borrowed response body is no longer needed. */
 typedef void (*keel_free_fn)(void *data, void *userdata);
 

@@ -76,27 +76,20 @@ static int grow_fields(keel_header **fields, size_t *cap, keel_header *inline_fi
 /* Character classes, one table lookup a byte (every field of every request
  * goes through them):
  *   C_NAME    a field name: RFC 9110 5.6.2 tchar, lowercase (RFC 9113 8.2.1)
- *   C_TCHAR   tchar: a method is a token (RFC 9110 9.1)
- *   C_HOST    RFC 3986 2.3 unreserved and 2.2 sub-delims: a reg-name or an
- *             IPv4 address ('%' starts a pct-encoding, checked apart)
- *   C_TARGET  what http1 lets a request-target hold: VCHAR but '#' (no CTL,
- *             SP, DEL or non-ASCII, RFC 3986 2; a fragment is never sent,
- *             RFC 9110 4.2.4), so that the core and a gateway to HTTP/1.1
- *             see the same targets whichever protocol brought them
- *   C_SCHEME  RFC 3986 3.1 after its first letter: ALPHA DIGIT "+" "-" "."
- *   C_DIGIT   DIGIT: a port
  *   C_CTL     a control byte a field value may not hold (RFC 9110 5.5):
- *             below 0x20 but HTAB, and DEL */
-enum { C_NAME = 1, C_TCHAR = 2, C_HOST = 4, C_TARGET = 8, C_SCHEME = 16, C_DIGIT = 32, C_CTL = 64 };
+ *             below 0x20 but HTAB, and DEL
+ * The pseudo-fields' grammars are the core's (keel_http_valid), the same
+ * for every protocol. */
+enum { C_NAME = 1, C_CTL = 64 };
 static const uint8_t char_class[256] = {
     64, 64, 64, 64, 64, 64, 64, 64, 64, 0,  64, 64, 64, 64, 64, 64, /* 0x00 (HTAB: 0) */
     64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, 64, /* 0x10 */
-    0,  15, 8,  3,  15, 11, 15, 15, 12, 12, 15, 31, 12, 31, 31, 8,  /* 0x20  !"#$%&'()*+,-./ */
-    63, 63, 63, 63, 63, 63, 63, 63, 63, 63, 8,  12, 8,  12, 8,  8,  /* 0x30 0-9:;<=>? */
-    8,  30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, /* 0x40 @A-O */
-    30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 30, 8,  8,  8,  11, 15, /* 0x50 P-Z[\]^_ */
-    11, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, /* 0x60 `a-o */
-    31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 31, 8,  11, 8,  15, 64, /* 0x70 p-z{|}~ DEL */
+    0,  1,  0,  1,  1,  1,  1,  1,  0,  0,  1,  1,  0,  1,  1,  0,  /* 0x20  !"#$%&'()*+,-./ */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  0,  0,  0,  0,  0,  0,  /* 0x30 0-9:;<=>? */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  /* 0x40 @A-O: not in names */
+    0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  0,  1,  1,  /* 0x50 P-Z[\]^_ */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  /* 0x60 `a-o */
+    1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  1,  0,  1,  0,  1,  64, /* 0x70 p-z{|}~ DEL */
     /* 0x80..0xff: none */
 };
 
@@ -371,80 +364,38 @@ static int lower(int ch)
     return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
 }
 
-static int is_hex(unsigned char ch)
-{
-    return (ch >= '0' && ch <= '9') || (lower(ch) >= 'a' && lower(ch) <= 'f');
-}
-
 /* :path: the path and query of the target, origin-form, or "*" for
  * OPTIONS (asterisk-form); absolute-form is for :scheme and :authority to
- * say, and in :path it is malformed (8.3.1). Its bytes are those http1
- * lets a request-target hold (C_TARGET): no '#', so no fragment reaches
- * the core, which would resolve the dot segments after it ("/admin#/../x"
- * routed as "/x" while an upstream serves "/admin"). */
+ * say, and in :path it is malformed (8.3.1). No '#' (KEEL_HTTP_ORIGIN_FORM),
+ * so no fragment reaches the core, which would resolve the dot segments
+ * after it ("/admin#/../x" routed as "/x" while an upstream serves
+ * "/admin"). */
 static int path_ok(keel_str method, keel_str path)
 {
     if (path.len == 1 && path.ptr[0] == '*')
         return h2_str_is(method, "OPTIONS");
-    return path.len > 0 && path.ptr[0] == '/' && all_in(path.ptr, path.len, C_TARGET);
+    return keel_http_valid(KEEL_HTTP_ORIGIN_FORM, path.ptr, path.len);
 }
 
-/* :scheme: RFC 3986 3.1, ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ). Not
- * limited to http and https (8.3.1: a gateway may take other schemes),
- * which are only looked at first. */
+/* :scheme: RFC 3986 3.1. Not limited to http and https (8.3.1: a gateway
+ * may take other schemes), which are only looked at first. */
 static int scheme_ok(keel_str s)
 {
-    if (h2_str_is(s, "https") || h2_str_is(s, "http"))
-        return 1;
-    return s.len > 0 && lower((unsigned char)s.ptr[0]) >= 'a' &&
-           lower((unsigned char)s.ptr[0]) <= 'z' && all_in(s.ptr, s.len, C_SCHEME);
+    return h2_str_is(s, "https") || h2_str_is(s, "http") ||
+           keel_http_valid(KEEL_HTTP_SCHEME, s.ptr, s.len);
 }
 
-/* :authority, or Host (RFC 9110 7.2): host [ ":" port ] (RFC 3986 3.2.2,
- * 3.2.3), the host an IP-literal in brackets, or a reg-name (unreserved,
- * pct-encoded, sub-delims), which an IPv4 address is too; the port digits.
- * No userinfo: RFC 9113 8.3.1 forbids it, and '@' is in none of these.
- * The host's length, or 0 if v is not an authority (an empty host is not
- * one: RFC 9110 4.2.1, 8.3.1 "MUST NOT be empty"). The same grammar as
- * http1's Host check. */
+/* :authority, or Host (RFC 9110 7.2, KEEL_HTTP_AUTHORITY: no userinfo, RFC
+ * 9113 8.3.1; not empty, RFC 9110 4.2.1): the host's length (before
+ * ":port"), or 0 if v is not an authority. */
 static size_t authority_host(keel_str v)
 {
-    const unsigned char *s = (const unsigned char *)v.ptr;
-    size_t n = v.len, i = 0;
-    if (n > 0 && s[0] == '[') {
-        const unsigned char *close = memchr(s, ']', n);
-        if (close == NULL || close - s < 3)
-            return 0;
-        for (i = 1; s + i < close; i++)
-            if (!(char_class[s[i]] & C_HOST) && s[i] != ':')
-                return 0;
-        i++;
-    } else {
-        /* A table lookup a byte, the rare pct-encoding apart: this runs on
-         * every request (a loop testing each byte for '%' and ':' first was
-         * ~10 instructions a byte, callgrind). */
-        for (;;) {
-            while (i < n && (char_class[s[i]] & C_HOST))
-                i++;
-            if (i + 2 < n && s[i] == '%' && is_hex(s[i + 1]) && is_hex(s[i + 2])) {
-                i += 3;
-                continue;
-            }
-            break;
-        }
-    }
-    size_t host = i;
-    if (host == 0)
+    if (!keel_http_valid(KEEL_HTTP_AUTHORITY, v.ptr, v.len))
         return 0;
-    if (i < n) {
-        if (s[i++] != ':')
-            return 0;
-        while (i < n && (char_class[s[i]] & C_DIGIT))
-            i++;
-        if (i < n)
-            return 0;
-    }
-    return host;
+    if (v.ptr[0] == '[')
+        return (size_t)((const char *)memchr(v.ptr, ']', v.len) - v.ptr) + 1;
+    const char *colon = memchr(v.ptr, ':', v.len);
+    return colon != NULL ? (size_t)(colon - v.ptr) : v.len;
 }
 
 /* The port of an authority whose host is host_len bytes long; an absent or
@@ -484,7 +435,7 @@ static int same_authority(keel_str a, keel_str b, keel_str scheme)
 static int head_ok(h2_stream *s, int connect)
 {
     unsigned seen = s->seen_pseudo;
-    if (!(seen & P_METHOD) || !all_in(s->method.ptr, s->method.len, C_TCHAR))
+    if (!(seen & P_METHOD) || !keel_http_valid(KEEL_HTTP_TOKEN, s->method.ptr, s->method.len))
         return 0;
     if (connect ? (seen & (P_SCHEME | P_PATH)) || !(seen & P_AUTHORITY)
                 : (seen & (P_SCHEME | P_PATH)) != (P_SCHEME | P_PATH))

@@ -12,21 +12,19 @@
 /* Character classes, one table lookup each (validation runs on every
  * request, so no strchr per byte):
  *   CH_TCHAR   RFC 9110 5.6.2 tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~
- *   CH_HOST    RFC 3986 2.3 unreserved and 2.2 sub-delims (reg-name; '%'
- *              starts a pct-encoding and is handled apart)
  *   CH_TARGET  what a request-target may hold: VCHAR except '#' (RFC 3986
  *              allows no CTL, SP, DEL or non-ASCII; a fragment is never
  *              sent, RFC 9112 3.2) */
-enum { CH_TCHAR = 1, CH_HOST = 2, CH_TARGET = 4 };
+enum { CH_TCHAR = 1, CH_TARGET = 4 };
 static const unsigned char char_class[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
-    0, 7, 4, 1, 7, 5, 7, 7, 6, 6, 7, 7, 6, 7, 7, 4, /* 0x20  !"#$%&'()*+,-./ */
-    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 6, 4, 6, 4, 4, /* 0x30 0-9:;<=>? */
-    4, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 0x40 @A-O */
-    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 4, 4, 5, 7, /* 0x50 P-Z[\]^_ */
-    5, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 0x60 `a-o */
-    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 5, 4, 7, 0, /* 0x70 p-z{|}~ */
+    0, 5, 4, 1, 5, 5, 5, 5, 4, 4, 5, 5, 4, 5, 5, 4, /* 0x20  !"#$%&'()*+,-./ */
+    5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 4, 4, 4, /* 0x30 0-9:;<=>? */
+    4, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, /* 0x40 @A-O */
+    5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 4, 4, 5, 5, /* 0x50 P-Z[\]^_ */
+    5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, /* 0x60 `a-o */
+    5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 5, 4, 5, 4, 5, 0, /* 0x70 p-z{|}~ */
     /* 0x80..0xff: nothing */
 };
 
@@ -57,52 +55,12 @@ static int ieq(const char *s, const char *lit, size_t n)
     return 1;
 }
 
-static int is_hex(unsigned char ch)
-{
-    return (ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F');
-}
-
-/* RFC 9110 7.2: Host = uri-host [ ":" port ], with uri-host an IP-literal,
- * an IPv4 address or a reg-name (RFC 3986 3.2.2). An empty value is valid
- * (a target with no authority). */
+/* RFC 9110 7.2: Host = uri-host [ ":" port ] (the core's grammar, the same
+ * for every protocol: keel_http_valid). An empty value is valid (a target
+ * with no authority). */
 static int valid_host(const char *s, size_t n)
 {
-    size_t i = 0;
-    if (n == 0)
-        return 1;
-    if (s[0] == '[') {
-        const char *close = memchr(s, ']', n);
-        if (close == NULL || close - s < 3)
-            return 0;
-        for (i = 1; s + i < close; i++)
-            if (!(char_class[(unsigned char)s[i]] & CH_HOST) && s[i] != ':')
-                return 0;
-        i++;
-    } else {
-        while (i < n && s[i] != ':') {
-            unsigned char ch = (unsigned char)s[i];
-            if (ch == '%') {
-                if (i + 2 >= n || !is_hex((unsigned char)s[i + 1]) ||
-                    !is_hex((unsigned char)s[i + 2]))
-                    return 0;
-                i += 3;
-            } else if (char_class[ch] & CH_HOST) {
-                i++;
-            } else {
-                return 0;
-            }
-        }
-        if (i == 0)
-            return 0; /* ":80" names no host */
-    }
-    if (i == n)
-        return 1;
-    if (s[i] != ':')
-        return 0;
-    for (i++; i < n; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-    return 1;
+    return n == 0 || keel_http_valid(KEEL_HTTP_AUTHORITY, s, n);
 }
 
 /* RFC 9112 2.2: lines end in CRLF, and a bare CR MUST be rejected (or

@@ -124,98 +124,26 @@ int px_hop_by_hop(keel_str name, keel_str connection)
 
 /* ---- what HTTP/1.1 can carry ------------------------------------------------------ */
 
-/* Character classes, as http1's validate.c has them (one lookup a byte):
- *   CH_TCHAR   RFC 9110 5.6.2 tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~
- *   CH_HOST    RFC 3986 2.3 unreserved and 2.2 sub-delims (a reg-name; '%'
- *              starts a pct-encoding and is handled apart)
- *   CH_TARGET  what a request-target may hold: VCHAR but '#' (RFC 3986
- *              allows no CTL, SP, DEL or non-ASCII; a fragment is never
- *              sent, RFC 9112 3.2) */
-enum { CH_TCHAR = 1, CH_HOST = 2, CH_TARGET = 4 };
-static const unsigned char char_class[256] = {
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
-    0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
-    0, 7, 4, 1, 7, 5, 7, 7, 6, 6, 7, 7, 6, 7, 7, 4, /* 0x20  !"#$%&'()*+,-./ */
-    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 6, 4, 6, 4, 4, /* 0x30 0-9:;<=>? */
-    4, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 0x40 @A-O */
-    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 4, 4, 5, 7, /* 0x50 P-Z[\]^_ */
-    5, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, /* 0x60 `a-o */
-    7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 4, 5, 4, 7, 0, /* 0x70 p-z{|}~ */
-    /* 0x80..0xff: nothing */
-};
-
+/* The grammars are the core's (keel_http_valid), so that a request the
+ * gateway passes on is the one keel's own protocols checked. */
 static int is_token(keel_str s)
 {
-    for (size_t i = 0; i < s.len; i++)
-        if (!(char_class[(unsigned char)s.ptr[i]] & CH_TCHAR))
-            return 0;
-    return s.len > 0;
+    return keel_http_valid(KEEL_HTTP_TOKEN, s.ptr, s.len);
 }
 
-static int is_hex(int c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
-
-/* RFC 9110 7.2: Host = uri-host [ ":" port ]: an IP-literal, an IPv4
- * address or a reg-name (RFC 3986 3.2.2), never userinfo. Empty is valid
- * (a target with no authority). As http1 checks it. */
+/* RFC 9110 7.2: Host = uri-host [ ":" port ], never userinfo. Empty is
+ * valid (a target with no authority). */
 static int valid_host(keel_str h)
 {
-    const char *s = h.ptr;
-    size_t n = h.len, i = 0;
-    if (n == 0)
-        return 1;
-    if (s[0] == '[') {
-        const char *close = memchr(s, ']', n);
-        if (close == NULL || close - s < 3)
-            return 0;
-        for (i = 1; s + i < close; i++)
-            if (!(char_class[(unsigned char)s[i]] & CH_HOST) && s[i] != ':')
-                return 0;
-        i++;
-    } else {
-        while (i < n && s[i] != ':') {
-            unsigned char c = (unsigned char)s[i];
-            if (c == '%') {
-                if (i + 2 >= n || !is_hex(s[i + 1]) || !is_hex(s[i + 2]))
-                    return 0;
-                i += 3;
-            } else if (char_class[c] & CH_HOST) {
-                i++;
-            } else {
-                return 0;
-            }
-        }
-        if (i == 0)
-            return 0; /* ":80" names no host */
-    }
-    if (i == n)
-        return 1;
-    if (s[i] != ':')
-        return 0;
-    for (i++; i < n; i++)
-        if (s[i] < '0' || s[i] > '9')
-            return 0;
-    return 1;
+    return h.len == 0 || keel_http_valid(KEEL_HTTP_AUTHORITY, h.ptr, h.len);
 }
 
-/* RFC 9110 5.5: field-value is VCHAR, obs-text, SP and HTAB, neither first
- * nor last. CR, LF and NUL are "invalid and dangerous" (a field or a
- * request spliced into the upstream's stream); the other controls are
- * invalid too, and HTTP/2 lets them through (RFC 9113 8.2.1 forbids only
- * the three). */
+/* RFC 9110 5.5 (CR, LF and NUL spliced into the upstream's stream; HTTP/2
+ * lets the other controls through, RFC 9113 8.2.1 forbidding only those
+ * three). */
 static int value_ok(keel_str v)
 {
-    if (v.len > 0 && (v.ptr[0] == ' ' || v.ptr[0] == '\t' || v.ptr[v.len - 1] == ' ' ||
-                      v.ptr[v.len - 1] == '\t'))
-        return 0;
-    for (size_t i = 0; i < v.len; i++) {
-        unsigned char c = (unsigned char)v.ptr[i];
-        if ((c < 0x20 && c != '\t') || c == 0x7f)
-            return 0;
-    }
-    return 1;
+    return keel_http_valid(KEEL_HTTP_FIELD_VALUE, v.ptr, v.len);
 }
 
 /* A field HTTP/1.1 can carry as it is: a token for a name (RFC 9110 5.1),
@@ -237,9 +165,8 @@ static int target_parts(keel_str t, keel_str *origin, keel_str *authority)
     *origin = t;
     if (t.len == 0)
         return -1;
-    for (size_t i = 0; i < t.len; i++)
-        if (!(char_class[(unsigned char)t.ptr[i]] & CH_TARGET))
-            return -1;
+    if (!keel_http_valid(KEEL_HTTP_TARGET, t.ptr, t.len))
+        return -1;
     if (t.ptr[0] == '/' || (t.len == 1 && t.ptr[0] == '*'))
         return 0;
     size_t i = 0;

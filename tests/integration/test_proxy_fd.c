@@ -19,11 +19,12 @@ Test(proxy_fd, out_of_descriptors_is_503_and_not_the_servers_fault, .timeout = 9
 #else
     kh_proc *up = px_upstream();
     char conf[1024];
-    snprintf(conf, sizeof conf,
-             "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\nmodules = http1 proxy\n" KH_MODULE_PATH
-             "[http1]\nheader_timeout = 60s\nkeepalive_timeout = 60s\n"
-             "[proxy]\nupstream = py 127.0.0.1:%u\npass = / py\nkeepalive = 0\n",
-             kh_port(up, 0));
+    snprintf(
+        conf, sizeof conf,
+        "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\nmodules = http1 proxy\n" KH_MODULE_PATH
+        "[http1]\nheader_timeout = 60s\nkeepalive_timeout = 60s\n"
+        "[proxy]\nupstream = py 127.0.0.1:%u\npass = / py\nkeepalive = 0\n",
+        kh_port(up, 0));
     kh_next_nofile(64, 128);
     kh_proc *p = kh_start(conf, NULL, 1, 10000);
     unsigned port = kh_port(p, 0);
@@ -34,7 +35,8 @@ Test(proxy_fd, out_of_descriptors_is_503_and_not_the_servers_fault, .timeout = 9
         crowd[i] = kh_connect("127.0.0.1", port);
         kh_assert(p, crowd[i] >= 0, "connection %d of the crowd: %s", i, strerror(errno));
     }
-    kh_assert(p, kh_wait_log(p, "out of file descriptors", 5000), "the descriptors did not run out");
+    kh_assert(p, kh_wait_log(p, "out of file descriptors", 5000),
+              "the descriptors did not run out");
 
     ht_send_str(early, "GET /id HTTP/1.1\r\nHost: t\r\n\r\n");
     ht_resp r;

@@ -11,59 +11,59 @@
 #include "http/http.h"
 
 /* Character classes, one table lookup a byte:
- *   TCHAR   RFC 9110 5.6.2 tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~
- *   HOST    RFC 3986 2.3 unreserved and 2.2 sub-delims: a reg-name or an
+ *   CL_TCHAR   RFC 9110 5.6.2 tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~
+ *   CL_HOST    RFC 3986 2.3 unreserved and 2.2 sub-delims: a reg-name or an
  *           IPv4 address ('%' starts a pct-encoding, checked apart)
- *   TARGET  what a request-target may hold: VCHAR but '#' (RFC 3986 2
+ *   CL_TARGET  what a request-target may hold: VCHAR but '#' (RFC 3986 2
  *           allows no CTL, SP, DEL or non-ASCII; a fragment is never sent,
  *           RFC 9110 4.2.4: "/admin#/../x" must not become "/x")
- *   SCHEME  RFC 3986 3.1 after its first letter: ALPHA DIGIT "+" "-" "."
- *   DIGIT   a port's */
-enum { TCHAR = 1, HOST = 2, TARGET = 4, SCHEME = 8, DIGIT = 16 };
+ *   CL_SCHEME  RFC 3986 3.1 after its first letter: ALPHA DIGIT "+" "-" "."
+ *   CL_DIGIT   a port's */
+enum { CL_TCHAR = 1, CL_HOST = 2, CL_TARGET = 4, CL_SCHEME = 8, CL_DIGIT = 16 };
 static const uint8_t char_class[256] = {
-    ['!'] = TCHAR | HOST | TARGET,
-    ['"'] = TARGET,
-    ['#'] = TCHAR,
-    ['$'] = TCHAR | HOST | TARGET,
-    ['%'] = TCHAR | TARGET,
-    ['&'] = TCHAR | HOST | TARGET,
-    ['\''] = TCHAR | HOST | TARGET,
-    ['('] = HOST | TARGET,
-    [')'] = HOST | TARGET,
-    ['*'] = TCHAR | HOST | TARGET,
-    ['+'] = TCHAR | HOST | TARGET | SCHEME,
-    [','] = HOST | TARGET,
-    ['-'] = TCHAR | HOST | TARGET | SCHEME,
-    ['.'] = TCHAR | HOST | TARGET | SCHEME,
-    ['/'] = TARGET,
-    ['0'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['1'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['2'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['3'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['4'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['5'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['6'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['7'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['8'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    ['9'] = TCHAR | HOST | TARGET | SCHEME | DIGIT,
-    [':'] = TARGET,
-    [';'] = HOST | TARGET,
-    ['<'] = TARGET,
-    ['='] = HOST | TARGET,
-    ['>'] = TARGET,
-    ['?'] = TARGET,
-    ['@'] = TARGET,
-    ['['] = TARGET,
-    ['\\'] = TARGET,
-    [']'] = TARGET,
-    ['^'] = TCHAR | TARGET,
-    ['_'] = TCHAR | HOST | TARGET,
-    ['`'] = TCHAR | TARGET,
-    ['{'] = TARGET,
-    ['|'] = TCHAR | TARGET,
-    ['}'] = TARGET,
-    ['~'] = TCHAR | HOST | TARGET,
-#define LETTER(c) [c] = TCHAR | HOST | TARGET | SCHEME
+    ['!'] = CL_TCHAR | CL_HOST | CL_TARGET,
+    ['"'] = CL_TARGET,
+    ['#'] = CL_TCHAR,
+    ['$'] = CL_TCHAR | CL_HOST | CL_TARGET,
+    ['%'] = CL_TCHAR | CL_TARGET,
+    ['&'] = CL_TCHAR | CL_HOST | CL_TARGET,
+    ['\''] = CL_TCHAR | CL_HOST | CL_TARGET,
+    ['('] = CL_HOST | CL_TARGET,
+    [')'] = CL_HOST | CL_TARGET,
+    ['*'] = CL_TCHAR | CL_HOST | CL_TARGET,
+    ['+'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME,
+    [','] = CL_HOST | CL_TARGET,
+    ['-'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME,
+    ['.'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME,
+    ['/'] = CL_TARGET,
+    ['0'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['1'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['2'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['3'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['4'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['5'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['6'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['7'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['8'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    ['9'] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME | CL_DIGIT,
+    [':'] = CL_TARGET,
+    [';'] = CL_HOST | CL_TARGET,
+    ['<'] = CL_TARGET,
+    ['='] = CL_HOST | CL_TARGET,
+    ['>'] = CL_TARGET,
+    ['?'] = CL_TARGET,
+    ['@'] = CL_TARGET,
+    ['['] = CL_TARGET,
+    ['\\'] = CL_TARGET,
+    [']'] = CL_TARGET,
+    ['^'] = CL_TCHAR | CL_TARGET,
+    ['_'] = CL_TCHAR | CL_HOST | CL_TARGET,
+    ['`'] = CL_TCHAR | CL_TARGET,
+    ['{'] = CL_TARGET,
+    ['|'] = CL_TCHAR | CL_TARGET,
+    ['}'] = CL_TARGET,
+    ['~'] = CL_TCHAR | CL_HOST | CL_TARGET,
+#define LETTER(c) [c] = CL_TCHAR | CL_HOST | CL_TARGET | CL_SCHEME
     LETTER('A'),
     LETTER('B'),
     LETTER('C'),
@@ -143,14 +143,14 @@ size_t kl_http_authority_host(const char *p, size_t n)
         if (close == NULL || close - s < 3)
             return 0;
         for (i = 1; s + i < close; i++)
-            if (!(char_class[s[i]] & HOST) && s[i] != ':')
+            if (!(char_class[s[i]] & CL_HOST) && s[i] != ':')
                 return 0;
         i++;
     } else {
         /* A table lookup a byte, the rare pct-encoding apart: this runs
          * for every request. */
         for (;;) {
-            while (i < n && (char_class[s[i]] & HOST))
+            while (i < n && (char_class[s[i]] & CL_HOST))
                 i++;
             if (i + 2 < n && s[i] == '%' && is_hex(s[i + 1]) && is_hex(s[i + 2])) {
                 i += 3;
@@ -165,7 +165,7 @@ size_t kl_http_authority_host(const char *p, size_t n)
     if (i < n) {
         if (s[i++] != ':')
             return 0; /* '@' (userinfo), '/', a space... */
-        while (i < n && (char_class[s[i]] & DIGIT))
+        while (i < n && (char_class[s[i]] & CL_DIGIT))
             i++;
         if (i < n)
             return 0;
@@ -193,17 +193,18 @@ int keel_http_valid(int syntax, const char *s, size_t len)
         return syntax == KEEL_HTTP_FIELD_VALUE && len == 0;
     switch (syntax) {
     case KEEL_HTTP_TOKEN:
-        return all_in(p, len, TCHAR);
+        return all_in(p, len, CL_TCHAR);
     case KEEL_HTTP_FIELD_VALUE:
         return field_value(p, len);
     case KEEL_HTTP_SCHEME:
-        return len > 0 && ((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z') && all_in(p, len, SCHEME);
+        return len > 0 && ((p[0] | 0x20) >= 'a' && (p[0] | 0x20) <= 'z') &&
+               all_in(p, len, CL_SCHEME);
     case KEEL_HTTP_AUTHORITY:
         return kl_http_authority_host(s, len) > 0;
     case KEEL_HTTP_TARGET:
-        return all_in(p, len, TARGET);
+        return all_in(p, len, CL_TARGET);
     case KEEL_HTTP_ORIGIN_FORM:
-        return len > 0 && p[0] == '/' && all_in(p, len, TARGET);
+        return len > 0 && p[0] == '/' && all_in(p, len, CL_TARGET);
     default:
         return 0;
     }

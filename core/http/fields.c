@@ -52,26 +52,33 @@ static int control_char(unsigned char c)
     return (c < 0x20 && c != '\t') || c == 0x7f;
 }
 
-/* RFC 9110 5.5: no CR, LF or other control characters (HTAB aside). This
- * is what makes response splitting impossible through keel's API. The
- * value's length, or SIZE_MAX if it is not valid. Eight bytes at a time
- * (values are dates, ETags, media types: 20 to 40 bytes). */
-size_t kl_field_value_length(const char *v)
+/* RFC 9110 5.5: no CR, LF or other control characters (HTAB aside) in
+ * p[0..len). Eight bytes at a time (values are dates, ETags, media types:
+ * 20 to 40 bytes). */
+int kl_field_value_clean(const char *v, size_t len)
 {
-    if (v == NULL)
-        return SIZE_MAX;
     const unsigned char *p = (const unsigned char *)v;
-    size_t len = strlen(v), i = 0;
+    size_t i = 0;
     for (; i + 8 <= len; i += 8) {
         uint64_t w;
         memcpy(&w, p + i, 8);
         if (control_bytes(w) != 0)
             for (size_t k = i; k < i + 8; k++)
                 if (control_char(p[k]))
-                    return SIZE_MAX;
+                    return 0;
     }
     for (; i < len; i++)
         if (control_char(p[i]))
-            return SIZE_MAX;
-    return len;
+            return 0;
+    return 1;
+}
+
+/* This is what makes response splitting impossible through keel's API.
+ * The value's length, or SIZE_MAX if it is not valid. */
+size_t kl_field_value_length(const char *v)
+{
+    if (v == NULL)
+        return SIZE_MAX;
+    size_t len = strlen(v);
+    return kl_field_value_clean(v, len) ? len : SIZE_MAX;
 }

@@ -195,6 +195,8 @@ int kl_name_equals(keel_str a, const char *b, size_t blen);
  * SIZE_MAX if it holds a control character other than HTAB (5.5). */
 size_t kl_field_name_length(const char *name);
 size_t kl_field_value_length(const char *value);
+/* 1 if value[0..len) holds no control character but HTAB (RFC 9110 5.5). */
+int kl_field_value_clean(const char *value, size_t len);
 
 /* http/syntax.c: the length of an authority's host (RFC 9110 7.2: the
  * bytes before ":port"), or 0 if p[0..n) is not a valid authority. */

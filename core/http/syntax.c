@@ -180,10 +180,7 @@ static int field_value(const unsigned char *s, size_t n)
 {
     if (n > 0 && (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t'))
         return 0;
-    for (size_t i = 0; i < n; i++)
-        if ((s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
-            return 0;
-    return 1;
+    return kl_field_value_clean((const char *)s, n);
 }
 
 int keel_http_valid(int syntax, const char *s, size_t len)

@@ -459,9 +459,9 @@ static keel_str request_connection(keel_request *req, sb *joined)
 
 /* The request head for the upstream in a malloc'd px_block (its length
  * in *len), or NULL if out of memory or if the request is one HTTP/1.1
- * cannot carry (px_request_refusal answers those before: this is the
- * builder not trusting its caller). Fields that cannot be written as they
- * are are left out. */
+ * cannot carry in its request line (px_request_refusal answers those
+ * before: this is the builder not trusting its caller with the line;
+ * px_request_refusal's check of every field is not repeated). */
 char *px_build_request_head(px_ex *ex, size_t *len)
 {
     keel_request *req = ex->req;
@@ -476,7 +476,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     /* Whatever the caller checked: nothing goes into the request line that
      * HTTP/1.1 cannot carry (a space would make "GET /admin /public"). */
     if (!is_token(method) || target_parts(keel_request_target(req), &origin, &authority) != 0 ||
-        (host.ptr != NULL && !valid_host(host)) || joined.failed) {
+        joined.failed) {
         free(joined.p);
         return NULL;
     }
@@ -510,8 +510,10 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         keel_header h;
         if (keel_request_header_at(req, i, &h) != KEEL_OK)
             continue;
+        /* Every field is one HTTP/1.1 can carry: px_request_refusal
+         * answered 400 otherwise, before any upstream was chosen. */
         if (px_hop_by_hop(h.name, connection) || name_eq(h.name, "host") ||
-            name_eq(h.name, "content-length") || !px_field_ok(h.name, h.value))
+            name_eq(h.name, "content-length"))
             continue;
         if (c->x_forwarded &&
             (name_eq(h.name, "x-forwarded-proto") || name_eq(h.name, "x-forwarded-host")))

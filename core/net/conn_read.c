@@ -65,6 +65,21 @@ static int read_reserve(keel_conn *c, size_t want)
 
 static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf);
 
+/* The read a lazy pause lets through (kl_conn_update_reading) must not
+ * move the buffer: keel_conn_pause promises that the bytes buffered and
+ * the pointers on_data received stay valid, and http1 holds a request's
+ * head as views into them while its exchange is in flight. Compacting or
+ * growing a full buffer there let the next pipelined bytes take the
+ * head's place (the proxy then forwarded them as the request keel had
+ * routed), or freed it. Such a read takes what fits after the bytes held;
+ * when nothing does, or a transport would deliver an amount not known
+ * beforehand, reading stops before it (on_read sees UV_ENOBUFS). */
+static int pause_holds_buffer(const keel_conn *c)
+{
+    return (c->flags & KL_CONN_PAUSED) && c->phase == KL_PHASE_OPEN && c->rbuf != NULL &&
+           c->rstart < c->rlen && (kl_conn_transport(c) != NULL || c->rlen == c->rcap);
+}
+
 static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
 {
     keel_conn *c = kl_conn_of_handle(handle);
@@ -80,6 +95,10 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
         }
         size_t room = c->rcap - c->rlen, left = KL_PROXY_MAX - (c->rlen - c->rstart);
         *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(room < left ? room : left));
+        return;
+    }
+    if (pause_holds_buffer(c)) {
+        *buf = uv_buf_init(NULL, 0);
         return;
     }
     if (kl_conn_transport(c) != NULL || c->phase == KL_PHASE_LINGERING) {
@@ -250,6 +269,12 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
         }
     } else if (nread == UV_EOF) {
         on_eof(c);
+        return;
+    } else if (nread == UV_ENOBUFS && pause_holds_buffer(c)) {
+        /* on_alloc declined the read: nothing was read, and reading
+         * starts again with the resume. */
+        uv_read_stop((uv_stream_t *)&c->tcp);
+        c->flags &= ~KL_CONN_READING;
         return;
     } else if (nread == UV_ENOBUFS) {
         kl_log(KEEL_LOG_DEBUG, "connection %llu: read buffer limit reached",

@@ -265,3 +265,51 @@ Test(proxy_abort, h2_headers_and_rst_pooled, .timeout = 60, .fini = kh_cleanup_a
 {
     h2_rst_case(1);
 }
+
+/* ---- HTTP/1.1: a head held across the connect, with pipelined bytes behind it -- */
+
+/* keel_conn_pause promises that the bytes buffered and the pointers on_data
+ * received stay valid, and http1's heads without a body are views into
+ * the connection's read buffer while their exchange is in flight. The read
+ * that the core's lazy pause lets through compacted (memmove) or grew
+ * (realloc) a full buffer under those views: the proxy, building the
+ * upstream's request after its connect, read the bytes len(first request)
+ * further on, which the client chose (keel routed /public/x, the upstream
+ * got /admin/xx with another Host), or freed memory (ASan:
+ * heap-use-after-free in target_parts). */
+Test(proxy_abort, h1_pipelined_bytes_keep_the_held_head, .timeout = 60, .fini = kh_cleanup_all)
+{
+    upstream u;
+    upstream_open(&u, 1); /* the connect waits: the head is read after the next read */
+    char section[256];
+    snprintf(section, sizeof section,
+             "upstream = app 127.0.0.1:%u\npass = /public app connect_timeout=10s\n", u.port);
+    kh_proc *p = px_keel(section, 0);
+    /* The first request is answered at once (no route: 404), 64 bytes; the
+     * second is proxied; the bytes that followed it in the buffer by 64 are
+     * the same head with another target and Host; the first read fills the
+     * 16 KiB buffer. */
+    static const char second[] = "GET /public/x HTTP/1.1\r\nHost: x\r\n\r\n";
+    static const char other[] = "GET /admin/xx HTTP/1.1\r\nHost: y\r\n\r\n";
+    char stream[16384];
+    memset(stream, 'z', sizeof stream);
+    static const char first_start[] = "GET /nope HTTP/1.1\r\nHost: x\r\nX-P: ";
+    memcpy(stream, first_start, sizeof first_start - 1);
+    memcpy(stream + 60, "\r\n\r\n", 4);
+    memcpy(stream + 64, second, sizeof second - 1);
+    memcpy(stream + 128, other, sizeof other - 1);
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    cr_assert(fd >= 0);
+    cr_assert(kh_send(fd, stream, sizeof stream) == 0);
+    kh_sleep_ms(300);
+    kh_send_str(fd, "more bytes, for the read the pause lets through");
+    upstream_serve(&u, 2500);
+    kh_assert(p,
+              count(u.got, "GET /public/x HTTP/1.1\r\n") == 1 && count(u.got, "\nHost: x\r\n") == 1,
+              "the upstream must receive the request keel routed:\n%s", u.got);
+    kh_assert(p, strstr(u.got, "/admin") == NULL && strstr(u.got, "Host: y") == NULL,
+              "bytes the client sent after the request went upstream as it:\n%s", u.got);
+    close(fd);
+    upstream_close(&u);
+    px_stop(p);
+}

@@ -53,6 +53,11 @@ static int parse_v4(const char *s, uint8_t out[4])
     while (n < 4) {
         if (*p < '0' || *p > '9')
             return -1;
+        /* A part with a leading zero is octal to inet_aton, which
+         * getaddrinfo uses (0177.0.0.1 is 127.0.0.1): no literal here, a
+         * name for the resolver, whose answer is what gets checked. */
+        if (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
+            return -1;
         unsigned v = 0;
         int digits = 0;
         while (*p >= '0' && *p <= '9' && digits < 4) {
@@ -710,8 +715,19 @@ static void start_connect(cc *c)
     keel_conn_pause(c->conn); /* what the client sends next is the tunnel's */
     size_t host_len = strlen(c->host);
     if (host_len < sizeof r->text[0] && px_ip_parse(c->host, r->addr[0]) == 0) {
-        /* A literal is its own address: checked as any other. */
-        memcpy(r->text[0], c->host, host_len + 1);
+        /* A literal is its own address: checked as any other, and
+         * connected to as the address checked, written out again. Its
+         * spelling would be parsed anew by keel_conn_connect, and where
+         * libuv refuses it, by getaddrinfo, which reads 0177.0.0.1 as
+         * octal (inet_aton): 127.0.0.1, checked here as 177.0.0.1. */
+        const uint8_t *a = r->addr[0];
+        static const uint8_t mapped[12] = {[10] = 0xff, [11] = 0xff};
+        int v4 = memcmp(a, mapped, sizeof mapped) == 0;
+        if (inet_ntop(v4 ? AF_INET : AF_INET6, v4 ? a + 12 : a, r->text[0], sizeof r->text[0]) ==
+            NULL) {
+            reply_and_close(c->conn, 500);
+            return;
+        }
         r->n = 1;
         r->status = KEEL_OK;
         resolved(c);

@@ -249,13 +249,17 @@ static int accepted_count(int lfd)
  * or not something listens there, and no connection reaches it. Checking
  * after connecting made a port scanner of the proxy (403 open, 502
  * closed) and touched internal hosts. Names that parse as addresses only
- * for the resolver (127.1, 2130706433) are names here. */
+ * for the resolver (127.1, 2130706433) are names here. A literal with a
+ * leading zero is octal to the resolver (inet_aton): 0177.0.0.1 was
+ * checked as 177.0.0.1 and then connected to by its spelling, which the
+ * resolver read as 127.0.0.1. */
 Test(proxy_tunnel, connect_checks_before_connecting, .timeout = 60, .fini = kh_cleanup_all)
 {
     unsigned open_port, closed_port = dead_port();
     int lfd = counting_listener(&open_port);
     kh_proc *p = px_keel("connect = on\nconnect_ports = *\n", 1);
-    const char *hosts[] = {"127.0.0.1", "[::ffff:127.0.0.1]", "localhost", "127.1", "2130706433"};
+    const char *hosts[] = {"127.0.0.1", "[::ffff:127.0.0.1]", "localhost",
+                           "127.1",     "2130706433",         "0177.0.0.1"};
     for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++) {
         unsigned ports[2] = {open_port, closed_port};
         for (int k = 0; k < 2; k++) {

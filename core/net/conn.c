@@ -339,7 +339,27 @@ void keel_conn_set_deadline(keel_conn *c, uint64_t ms)
 typedef struct kl_deferred {
     void *arg;
     keel_connect_error_fn on_error; /* an outbound connection's caller */
+    keel_connect *attempt;          /* ...and its handle, valid until it is answered */
 } kl_deferred;
+
+int kl_conn_deferred_attach(keel_conn *c, keel_connect *attempt)
+{
+    kl_deferred *d = c->protocol_data;
+    if (!(c->flags & KL_CONN_DEFERRED) || d == NULL)
+        return 0;
+    d->attempt = attempt;
+    return 1;
+}
+
+void kl_conn_deferred_cancel(keel_conn *c)
+{
+    kl_deferred *d = c->protocol_data;
+    if ((c->flags & KL_CONN_DEFERRED) && d != NULL) {
+        d->on_error = NULL;
+        d->attempt = NULL;
+    }
+    kl_conn_abort_status(c, KEEL_ERR_CLOSED);
+}
 
 /* The connection ends before its protocol opened: an outbound one's
  * caller still gets its one answer. */
@@ -353,6 +373,8 @@ static void deferred_never_opened(keel_conn *c)
                (unsigned long long)c->id);
         d->on_error(kl_conn_worker(c), KEEL_ERR_IO, d->arg);
     }
+    if (d != NULL && d->attempt != NULL)
+        kl_connect_answered(d->attempt);
     free(d);
 }
 
@@ -389,9 +411,13 @@ int keel_transport_open_protocol(keel_conn *c, const char *protocol)
     }
     kl_deferred *d = c->protocol_data;
     void *arg = d ? d->arg : NULL;
+    keel_connect *attempt = d ? d->attempt : NULL;
     free(d);
     c->protocol_data = NULL;
     c->flags &= ~KL_CONN_DEFERRED;
+    /* The caller's handle ends with this answer (keel_conn_connect). */
+    if (attempt != NULL)
+        kl_connect_answered(attempt);
     /* Bytes the transport delivered meanwhile go to the protocol from the
      * loop, as any delivery does. */
     if (c->rbuf != NULL && c->rstart < c->rlen)
@@ -543,7 +569,7 @@ int kl_conn_open_layers(keel_conn *c, void *arg, keel_connect_error_fn on_error)
             kl_conn_abort_status(c, KEEL_ERR_NOMEM);
             return 0;
         }
-        *d = (kl_deferred){arg, on_error};
+        *d = (kl_deferred){arg, on_error, NULL};
         c->protocol_data = d;
         c->flags |= KL_CONN_DEFERRED;
         if (w->stopping)

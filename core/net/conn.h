@@ -141,6 +141,21 @@ void *kl_conn_tail(keel_conn *conn);
  * still be told. */
 int kl_conn_start(keel_conn *conn, void *arg, keel_connect_error_fn on_error);
 
+/* An outbound connection whose transport deferred its protocol (TLS,
+ * ALPN): keel_conn_connect's handle stays valid until the protocol opens
+ * or the connection ends, when kl_connect_answered(attempt) releases it
+ * (net/connect.c). Returns 0 if the connection is not deferred (its answer
+ * has come already). */
+int kl_conn_deferred_attach(keel_conn *conn, keel_connect *attempt);
+
+/* keel_connect_cancel during the handshake: the caller hears nothing
+ * more, and the connection is aborted. */
+void kl_conn_deferred_cancel(keel_conn *conn);
+
+/* net/connect.c: the deferred connection of an attempt has answered its
+ * caller (protocol opened, or the connection ended): the handle goes. */
+void kl_connect_answered(keel_connect *attempt);
+
 /* The tail an accepted connection needs on its listener (kl_conn_new): the
  * client's address from a PROXY protocol header (net/preamble.h), kept in
  * the allocation of the conn itself, so only connections of PROXY

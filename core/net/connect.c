@@ -52,6 +52,10 @@ struct keel_connect {
     int failure;         /* how the addresses tried so far failed (0: none did) */
     int deferred_status; /* for the timer to report (0: the deadline passed) */
 
+    /* Connected through a transport that negotiates first (TLS): the
+     * caller is answered when its protocol opens, and the handle lives
+     * until then (kl_connect_answered). */
+    keel_conn *handshaking;
     bool ended;      /* answered or cancelled: no callback of the caller's runs any more */
     bool timer_open; /* until the timer's close callback */
     bool resolving;  /* until the getaddrinfo callback */
@@ -116,7 +120,7 @@ static void note_failure(keel_connect *a, int status)
  * timer's close pending, so an attempt never disappears under a caller. */
 static void release_if_done(keel_connect *a)
 {
-    if (!a->ended || a->timer_open || a->resolving || a->connecting)
+    if (!a->ended || a->timer_open || a->resolving || a->connecting || a->handshaking != NULL)
         return;
     keel_worker *w = a->worker;
     if (a->prev != NULL)
@@ -238,7 +242,18 @@ static void succeed(keel_connect *a, keel_conn *c)
     if (!kl_conn_start(c, a->arg, a->on_error)) {
         kl_log(KEEL_LOG_DEBUG, "connect to %s port %u: the transport refused it", a->host, a->port);
         a->on_error(a->worker, KEEL_ERR_IO, a->arg);
+        return;
     }
+    /* A handshake goes on: the handle must stay valid, and cancellable,
+     * until it answers (a proxy's client may leave meanwhile). */
+    if (kl_conn_deferred_attach(c, a))
+        a->handshaking = c;
+}
+
+void kl_connect_answered(keel_connect *a)
+{
+    a->handshaking = NULL;
+    release_if_done(a);
 }
 
 static void on_connected(uv_connect_t *req, int uv_status)
@@ -396,7 +411,18 @@ int keel_conn_connect(keel_worker *w, const keel_connect_options *options, keel_
 
 void keel_connect_cancel(keel_connect *a)
 {
-    if (a != NULL && !a->ended)
+    if (a == NULL)
+        return;
+    if (a->handshaking != NULL) {
+        /* Connected, the transport's handshake in progress: neither the
+         * protocol's on_open nor on_error may run now. */
+        keel_conn *c = a->handshaking;
+        a->handshaking = NULL;
+        kl_conn_deferred_cancel(c);
+        release_if_done(a);
+        return;
+    }
+    if (!a->ended)
         end_attempt(a);
 }
 

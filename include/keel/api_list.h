@@ -638,6 +638,7 @@ KEEL_FN(int, conn_connect,
 /* Gives up an attempt still in progress: neither on_open nor on_error
  * will be called. What is in flight stops (the resolver request is
  * cancelled, or its late answer dropped; the connecting socket is
+ * closed; a transport's handshake, TLS, is abandoned and its connection
  * closed) and the core frees the handle: do not use it again. Only before
  * on_open or on_error has run. Worker thread. */
 KEEL_VFN(connect_cancel, (keel_connect *connect), (connect))

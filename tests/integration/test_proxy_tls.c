@@ -8,6 +8,10 @@
 #include "test_proxy.h"
 #include "tls_helpers.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+
 static kh_proc *proxy_to(const char *host, unsigned port, const char *ca)
 {
     char section[1024];
@@ -69,5 +73,48 @@ Test(proxy_tls, forwarded_proto_https, .timeout = 60, .fini = tt_cleanup)
                   strstr(px_body(&rr), ";proto=https\n") != NULL,
               "proto https" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
+    px_stop(p);
+}
+
+/* Issue 23 (found by the attack on its fixes): a client that leaves while
+ * keel's TLS handshake with an HTTPS upstream is under way. The attempt's
+ * handle was freed once TCP connected, so the proxy's cancel used freed
+ * memory, and the handshake's end later opened a freed exchange (ASan:
+ * heap-use-after-free in keel_connect_cancel). Now the handle lives until
+ * the handshake answers, and cancelling it closes the upstream connection
+ * at once: the upstream, which holds the ClientHello unanswered, sees it
+ * close within a second of the client leaving. */
+Test(proxy_tls, client_leaves_during_the_upstream_handshake, .timeout = 60, .fini = tt_cleanup)
+{
+    tt_mkdir();
+    tt_make_cert("lh", "localhost", NULL);
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t alen = sizeof a;
+    cr_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&a, sizeof a) == 0 && listen(lfd, 4) == 0 &&
+              getsockname(lfd, (struct sockaddr *)&a, &alen) == 0);
+    kh_proc *p = proxy_to("localhost", ntohs(a.sin_port), tt_path("lh.pem"));
+    int c = kh_connect("127.0.0.1", kh_port(p, 0));
+    cr_assert(c >= 0);
+    kh_send_str(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    /* keel connects and sends its ClientHello, which stays unanswered */
+    struct pollfd pf = {.fd = lfd, .events = POLLIN};
+    kh_assert(p, poll(&pf, 1, 5000) == 1, "keel did not connect to the upstream");
+    int up = accept(lfd, NULL, NULL);
+    cr_assert(up >= 0);
+    char hello[4096];
+    size_t n = kh_recv_n(up, hello, sizeof hello, 5, 5000);
+    kh_assert(p, n >= 5 && hello[0] == 0x16, "no ClientHello (%zu bytes)", n);
+    struct linger lg = {1, 0};
+    setsockopt(c, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(c); /* the client leaves with a reset */
+    long long t0 = kh_now_ms();
+    int eof = 0;
+    while (!eof && kh_now_ms() - t0 < 3000) /* the rest of the ClientHello first */
+        eof = kh_expect_eof(up, hello, sizeof hello, 3000) == 1;
+    kh_assert(p, eof, "the upstream's handshake was not given up when the client left");
+    kh_assert(p, kh_now_ms() - t0 < 1500, "given up after %lld ms", kh_now_ms() - t0);
+    close(up);
+    close(lfd);
     px_stop(p);
 }

@@ -249,7 +249,17 @@ void keel_conn_set_idle(keel_conn *c, int idle)
     if ((c->flags & (KL_CONN_IDLE | KL_CONN_DEFERRED)) || !may_list(c))
         return;
     c->flags |= KL_CONN_IDLE;
-    if (!(c->flags & KL_CONN_LISTED))
+    /* Listed once its output has left (kl_conn_output_gone): a response
+     * still leaving to a peer that does not read cannot be closed, and
+     * such connections at the list's head would hide every other from the
+     * bounded scan (16 peers that never read kept new clients out). */
+    if (!(c->flags & KL_CONN_LISTED) && c->out == NULL)
+        list_add(c);
+}
+
+void kl_conn_output_gone(keel_conn *c)
+{
+    if ((c->flags & (KL_CONN_IDLE | KL_CONN_LISTED)) == KL_CONN_IDLE && may_list(c))
         list_add(c);
 }
 

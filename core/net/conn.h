@@ -248,6 +248,10 @@ void kl_conn_output_progress(keel_conn *conn);
 /* The output queue grew: stop reading past write_high_water. */
 void kl_conn_output_grew(keel_conn *conn);
 
+/* The output state is gone (nothing queued or owed): an idle connection
+ * waiting for it joins the reclaim list. */
+void kl_conn_output_gone(keel_conn *conn);
+
 /* The output queue shrank or emptied: back to the read timeout when
  * nothing waits, release back-pressure (on_drain), and let a close that
  * waited for the output go on. */

@@ -38,6 +38,8 @@ void kl_output_trim(keel_conn *c)
         o->paced.head == NULL) {
         c->out = NULL;
         kl_freelist_put(&kl_conn_worker(c)->output_cache, o);
+        if (c->flags & KL_CONN_IDLE)
+            kl_conn_output_gone(c);
     }
 }
 

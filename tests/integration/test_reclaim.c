@@ -6,6 +6,9 @@
 #define _GNU_SOURCE
 #include "test_http.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
 #define GET "GET / HTTP/1.1\r\nHost: h\r\n\r\n"
 
 /* keel with http1 + hello + the metrics test module, `workers` workers,
@@ -192,5 +195,64 @@ Test(reclaim, unfinished_heads_make_room, .timeout = 60, .fini = kh_cleanup_all)
         close(fds[i]);
     ht_close(d);
     ht_close(e);
+    kh_stop(p);
+}
+
+/* Found by the attack on issue 23's fixes: a connection whose last
+ * response is complete but still leaving to a peer that does not read is
+ * listed idle and cannot be closed; the scan looked only 16 entries down
+ * the list, so 16 such peers at its head hid every connection behind
+ * them, and each new client was refused while trickled heads kept their
+ * slots. Such entries now move to the list's tail as the scan passes. */
+Test(reclaim, peers_that_do_not_read_hide_nothing, .timeout = 90, .fini = kh_cleanup_all)
+{
+    /* deflatefix's /fix/body hands a body from memory over whole: the
+     * exchange ends at once, its bytes queued behind a peer that reads
+     * none of them (deflate itself is not loaded: nothing is compressed). */
+    char conf[1024];
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\nmax_connections = 20\n"
+             "log_level = debug\nmodules = http1 deflatefix\n" KH_MODULE_PATH);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    /* 17 peers (more than the 16 the scan looks at) that ask for 5 MB and
+     * read none of it: the kernel takes 4 MB of each (tcp_wmem's maximum),
+     * the rest waits in keel's queue. */
+    int blockers[17];
+    for (int i = 0; i < 17; i++) {
+        blockers[i] = socket(AF_INET, SOCK_STREAM, 0);
+        int small = 4096;
+        setsockopt(blockers[i], SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+        struct sockaddr_in a = {.sin_family = AF_INET,
+                                .sin_port = htons((uint16_t)port),
+                                .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        cr_assert(connect(blockers[i], (struct sockaddr *)&a, sizeof a) == 0);
+        kh_send_str(blockers[i], "GET /fix/body?len=5000000 HTTP/1.1\r\nHost: h\r\n\r\n");
+    }
+    kh_sleep_ms(300); /* each response handed over, most of it still queued */
+    /* three trickled heads behind them */
+    int heads[3];
+    for (int i = 0; i < 3; i++) {
+        heads[i] = kh_connect("127.0.0.1", port);
+        kh_send_str(heads[i], "GET /fix/body HTTP/1.1\r\nHo");
+    }
+    kh_sleep_ms(1000); /* read by keel: 85 MB of bodies were made first */
+    /* max_connections is reached: a new client must still be served */
+    for (int round = 0; round < 2; round++) {
+        ht_conn *c = ht_connect(port);
+        ht_send_str(c, "GET /fix/body?len=10 HTTP/1.1\r\nHost: h\r\n\r\n");
+        ht_resp r;
+        int rc = ht_read_response(c, &r, 0, 5000);
+        kh_assert(p, rc == 0 && r.status == 200, "client %d over max_connections: %s", round,
+                  rc ? r.err : "ok");
+        ht_resp_free(&r);
+        ht_close(c);
+    }
+    kh_assert(p, count(kh_stderr(p), "unfinished connection closed to admit") >= 1,
+              "no trickled head was closed to make room");
+    for (int i = 0; i < 17; i++)
+        close(blockers[i]);
+    for (int i = 0; i < 3; i++)
+        close(heads[i]);
     kh_stop(p);
 }

@@ -432,10 +432,16 @@ void px_attempt_failed(px_ex *ex, int why)
         /* The head (and maybe part of the body) went out: the client
          * must not take what it got for the whole response. Closing the
          * connection without the last chunk (or short of the
-         * Content-Length) tells it (RFC 9112 8). */
+         * Content-Length) tells it (RFC 9112 8). Before any body byte was
+         * handed over the head has not left either (the core sends it with
+         * the first), and the answer is still a 502, which the core turns
+         * into that cut if it had (keel_response_send_status). */
         px_resume_client(ex);
-        px_log_exchange(ex, ex->status);
-        keel_response_abort(ex->res);
+        px_log_exchange(ex, ex->bytes_out == 0 ? 502 : ex->status);
+        if (ex->bytes_out == 0)
+            keel_response_send_status(ex->res, why == PX_FAIL_TIMEOUT ? 504 : 502);
+        else
+            keel_response_abort(ex->res);
         request_over(ex);
     } else if (why == PX_FAIL_LOCAL) {
         respond_unavailable(ex);

@@ -108,6 +108,30 @@ static int bodiless(const px_ex *ex, int status)
     return status < 200 || status == 204 || status == 304 || ex->is_head;
 }
 
+/* RFC 9112 6.1: transfer codings are the hop's. The proxy undoes chunked
+ * and no other: a body in any other coding ("gzip, chunked") would reach
+ * the client as bytes nothing labels, so such a response is an invalid
+ * one (502), as nginx answers "upstream sent unknown Transfer-Encoding". */
+static int same_name(keel_str a, const char *b);
+
+static int transfer_coding_ok(const px_ex *ex)
+{
+    for (size_t i = 0; i < ex->nfields; i++) {
+        if (!same_name(px_field_name(ex, i), "transfer-encoding"))
+            continue;
+        keel_str v = px_field_value(ex, i);
+        while (v.len > 0 && (v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t'))
+            v.len--;
+        while (v.len > 0 && (v.ptr[0] == ' ' || v.ptr[0] == '\t')) {
+            v.ptr++;
+            v.len--;
+        }
+        if (!same_name(v, "chunked"))
+            return 0;
+    }
+    return 1;
+}
+
 static int on_headers_complete(llhttp_t *p)
 {
     px_ex *ex = ex_of(p);
@@ -131,7 +155,7 @@ static int on_headers_complete(llhttp_t *p)
     }
     /* RFC 9110 15: every valid status code is within 100..599: anything
      * else is an invalid response (502), not something to relay. */
-    if (status > 599)
+    if (status > 599 || !transfer_coding_ok(ex))
         return -1;
     ex->status = status;
     if (ex->req == NULL)

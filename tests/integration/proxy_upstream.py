@@ -216,6 +216,21 @@ def handle(c):
             time.sleep(0.2)
             c.sock.close()
             return
+        elif path == "/te_gzip":
+            # a transfer coding besides chunked, which the proxy does not
+            # decode: relayed, the client would get gzip bytes unlabelled
+            c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+                   b"2\r\nok\r\n0\r\n\r\n")
+            time.sleep(0.2)
+            c.sock.close()
+            return
+        elif path == "/bad_chunk_ext":
+            # a chunk extension with a quoted CR LF: invalid after a valid head
+            c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                   b"2;a=\"\r\n\"\r\nok\r\n0\r\n\r\n")
+            time.sleep(0.2)
+            c.sock.close()
+            return
         elif path == "/status":
             c.read_body(fields)
             code = int(q.get("code", "200"))

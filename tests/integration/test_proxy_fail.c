@@ -63,6 +63,28 @@ Test(proxy_fail, status_beyond_599_is_502, .timeout = 60, .fini = kh_cleanup_all
     px_stop(p);
 }
 
+/* Found by the attack on issue 23's fixes: a transfer coding besides
+ * chunked (which the proxy does not decode) was relayed as a plain body,
+ * the client getting gzip bytes with nothing to say so; and an invalid
+ * body right after a valid head was answered 500, though nothing had left
+ * for the client yet. Both are the upstream's invalid responses: 502. */
+Test(proxy_fail, unknown_transfer_coding_and_early_body_errors_are_502, .timeout = 60,
+     .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[256];
+    snprintf(section, sizeof section, "upstream = py 127.0.0.1:%u\npass = / py\ntries = 1\n",
+             kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    int s = status_of(p, "/te_gzip");
+    kh_assert(p, s == 502, "Transfer-Encoding: gzip, chunked: got %d", s);
+    s = status_of(p, "/bad_chunk_ext");
+    kh_assert(p, s == 502, "an invalid chunk extension after the head: got %d", s);
+    kh_assert(p, status_of(p, "/chunked?n=1000") == 200, "a plain chunked body still passes");
+    px_stop(p);
+}
+
 Test(proxy_fail, silent_upstream_is_504, .timeout = 60, .fini = kh_cleanup_all)
 {
     px_need_curl();

@@ -158,6 +158,14 @@ struct keel_request {
     void *abort_ud;
     kl_soon abort_soon;
     int abort_queued; /* abort_soon waits in the worker's queue (holds a reference) */
+    /* keel_request_body_pause (ABI 1.6): the handler's wish, whether the
+     * protocol (or, for a sink without body_pause, the connection's
+     * count) holds the body now, and the resume on its way to it from the
+     * loop (resume_soon, holding a reference while queued). */
+    int body_pause_wanted;
+    int body_pause_held;
+    int body_resume_queued;
+    kl_soon body_resume_soon;
     /* offload */
     uv_work_t *work;
     keel_offload_fn work_fn;
@@ -252,6 +260,11 @@ int kl_request_own_head(keel_request *req);
 
 /* Body callbacks owed when the connection went away. */
 void kl_request_fail_body(keel_request *req, int status);
+
+/* The body or the exchange ended: a pause of the body (keel_request_body_pause)
+ * ends with it; the connection's count, for a sink without body_pause, is
+ * given back. Idempotent. */
+void kl_request_body_pause_end(keel_request *req);
 
 /* After the client went away and the handler has been told so (a body or
  * offload callback with KEEL_ERR_CLOSED has returned), the response is

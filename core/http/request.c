@@ -653,7 +653,7 @@ static int body_pause_tell(keel_request *req, int paused)
     return kl_conn_exchange_pause(req->conn, paused);
 }
 
-void kl_request_body_pause_end(keel_request *req)
+void kl_request_body_pause_release(keel_request *req)
 {
     req->body_pause_wanted = 0;
     if (!req->body_pause_held)

@@ -1059,16 +1059,21 @@ KEEL_FN(int, http_valid, (int syntax, const char *s, size_t len), (syntax, s, le
  * keel_request_conn() instead stalls every stream of an HTTP/2
  * connection, and its one flag is undone by any exchange's resume.)
  *
- * paused != 0: no chunk callback for this body until it is resumed. What
- * the client sends meanwhile is held by the protocol, bounded by what it
- * lets the client send: the stream's window ([h2] initial_window; the
- * connection's window only past [h2] body_buffer), the connection's read
- * buffer for HTTP/1.1. The protocol's body timeouts do not run while the
- * handler holds the body (its own deadline, a proxy's send_timeout, does).
+ * paused != 0, typically from inside the chunk callback: no further
+ * chunk callback for this body, its last one included, until it is
+ * resumed. What the client sends meanwhile is held by the protocol,
+ * bounded by what it lets the client send: the stream's window ([h2]
+ * initial_window; the connection's window too only past [h2]
+ * body_buffer), the connection's read buffer for HTTP/1.1. The time the
+ * handler holds the body is not the client's: http1's body_timeout and
+ * body_min_rate, h2's stream_timeout and body_min_rate do not count it
+ * (the handler's own deadline, a proxy's send_timeout, does).
  * paused == 0: resumes; what was held is delivered from the worker's loop,
- * never from inside this call (as keel_conn_resume). A pause is a state,
- * not a count: pausing twice is one pause. It ends by itself when the
- * body's last piece comes or the exchange ends; nothing is owed then.
+ * never from inside this call (as keel_conn_resume); a pause made before
+ * that keeps the body paused. A pause is a state, not a count: pausing
+ * twice is one pause. It ends by itself when the body ends (read whole,
+ * or cut short) or the exchange does (the response ended, the client
+ * left): nothing is owed then. Nothing is allocated.
  *
  * With a protocol built before ABI 1.6 (its sink has no body_pause) the
  * core pauses the connection instead, but counted per exchange: it reads

@@ -145,6 +145,14 @@ static void resume_1(void)
     mx.resume_rc[1] = keel_request_body_pause(mx.req[1], 0);
 }
 
+/* Resumed and paused again in one go: the resume, queued for the loop,
+ * finds the body paused and leaves it so. */
+static void resume_then_pause_0(void)
+{
+    mx.resume_rc[0] = keel_request_body_pause(mx.req[0], 0);
+    mx.again_rc = keel_request_body_pause(mx.req[0], 1);
+}
+
 /* The handler answers without reading the rest: the exchange is done. */
 static void answer_0(void)
 {
@@ -239,5 +247,20 @@ Test(conn_body_pause, apart_from_the_protocols_own_pause, .timeout = 30)
     cr_assert(!delivered_after(fd, 1), "the exchanges' resumes undid the protocol's pause");
     worker_sync_then(proto_resume);
     cr_assert(wait_for(&mx.ndata, 2, 2000), "not read once nothing paused it");
+    finish(fd);
+}
+
+/* A pause made before a resume reached the connection (resumes go from
+ * the loop) stands. */
+Test(conn_body_pause, a_pause_before_the_resume_runs_stands, .timeout = 30)
+{
+    int fd = start();
+    worker_sync_then(resume_1);
+    worker_sync_then(resume_then_pause_0);
+    cr_assert_eq(mx.resume_rc[0], KEEL_OK);
+    cr_assert_eq(mx.again_rc, KEEL_OK);
+    cr_assert(!delivered_after(fd, 1), "the queued resume undid the pause made after it");
+    worker_sync_then(resume_0);
+    cr_assert(wait_for(&mx.ndata, 2, 2000), "not read once resumed");
     finish(fd);
 }

@@ -158,6 +158,14 @@ struct keel_request {
     void *abort_ud;
     kl_soon abort_soon;
     int abort_queued; /* abort_soon waits in the worker's queue (holds a reference) */
+    /* keel_request_body_pause (ABI 1.6): the handler's wish, whether the
+     * protocol (or, for a sink without body_pause, the connection's
+     * count) holds the body now, and the resume on its way to it from the
+     * loop (body_resume_soon, holding a reference while queued). Bytes, in
+     * what was padding: a request that never pauses zeroes nothing more. */
+    uint8_t body_pause_wanted;
+    uint8_t body_pause_held;
+    uint8_t body_resume_queued;
     /* offload */
     uv_work_t *work;
     keel_offload_fn work_fn;
@@ -168,6 +176,7 @@ struct keel_request {
     struct keel_response res;
     kl_route_match route;
     kl_arena arena;
+    kl_soon body_resume_soon; /* set when queued */
     char inline_arena[512];
     /* module_data for up to 16 modules: keel_request_set_data cannot
      * report an allocation failure (it returns nothing), so it must not
@@ -252,6 +261,16 @@ int kl_request_own_head(keel_request *req);
 
 /* Body callbacks owed when the connection went away. */
 void kl_request_fail_body(keel_request *req, int status);
+
+/* The body or the exchange ended: a pause of the body (keel_request_body_pause)
+ * ends with it; the connection's count, for a sink without body_pause, is
+ * given back. Idempotent; inline for the requests that never pause. */
+void kl_request_body_pause_release(keel_request *req);
+static inline void kl_request_body_pause_end(keel_request *req)
+{
+    if (req->body_pause_wanted | req->body_pause_held)
+        kl_request_body_pause_release(req);
+}
 
 /* After the client went away and the handler has been told so (a body or
  * offload callback with KEEL_ERR_CLOSED has returned), the response is

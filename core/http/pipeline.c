@@ -163,6 +163,7 @@ void kl_request_finish(keel_request *req)
         if (http->filters[i].cb.on_log != NULL)
             http->filters[i].cb.on_log(req, &req->res, &info, http->filters[i].cb.userdata);
     if (!req->exchange_done) {
+        kl_request_body_pause_end(req);
         req->exchange_done = 1;
         /* The protocol may go on with the next request from here: the
          * head's views die now, which is why logging came first. */

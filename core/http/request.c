@@ -182,6 +182,7 @@ void keel_http_request_abort(keel_request *req)
 {
     if (req->aborted || req->exchange_done)
         return;
+    kl_request_body_pause_end(req);
     req->aborted = 1;
     req->exchange_done = 1;
     /* The protocol takes the head's memory back once this returns (the
@@ -541,6 +542,7 @@ void *keel_request_data(keel_request *req, keel_module *module)
 
 static void body_complete(keel_request *req, int status)
 {
+    kl_request_body_pause_end(req);
     keel_body_cb cb = req->body_cb;
     keel_body_chunk_cb chunk = req->chunk_cb;
     int mode = req->body_mode;
@@ -639,6 +641,79 @@ int keel_request_stream_body(keel_request *req, keel_body_chunk_cb cb, void *use
     return rc;
 }
 
+/* ---- body back-pressure (ABI 1.6) ---------------------------------------- */
+
+/* Tells the protocol, or for a sink without body_pause counts on the
+ * connection (which then stops being read for every exchange it carries:
+ * all such a protocol offers). */
+static int body_pause_tell(keel_request *req, int paused)
+{
+    if (req->sink->body_pause != NULL)
+        return req->sink->body_pause(req->exchange, paused);
+    return kl_conn_exchange_pause(req->conn, paused);
+}
+
+void kl_request_body_pause_release(keel_request *req)
+{
+    req->body_pause_wanted = 0;
+    if (!req->body_pause_held)
+        return;
+    req->body_pause_held = 0;
+    /* A protocol forgets its own pause with the body or the exchange
+     * (keel/http.h); the connection's count is the core's to give back. */
+    if (req->sink->body_pause == NULL)
+        kl_conn_exchange_pause(req->conn, 0);
+}
+
+static void run_body_resume(kl_soon *soon)
+{
+    keel_request *req = KL_CONTAINER_OF(soon, keel_request, body_resume_soon);
+    req->body_resume_queued = 0;
+    /* Paused again meanwhile, or the pause ended with the body or the
+     * exchange: nothing to tell. */
+    if (!req->body_pause_wanted && req->body_pause_held) {
+        req->body_pause_held = 0;
+        body_pause_tell(req, 0);
+    }
+    kl_request_unref(req); /* the queue's */
+}
+
+int keel_request_body_pause(keel_request *req, int paused)
+{
+    if (req->aborted)
+        return KEEL_ERR_CLOSED;
+    if (!paused) {
+        if (!req->body_pause_wanted)
+            return KEEL_OK;
+        req->body_pause_wanted = 0;
+        /* What was held is delivered from the loop, never inside the
+         * handler's call (it may be resuming from a write callback, with
+         * its own state half updated), as keel_conn_resume's bytes are. */
+        if (req->body_pause_held && !req->body_resume_queued) {
+            req->body_resume_queued = 1;
+            req->body_resume_soon.fn = run_body_resume;
+            kl_request_ref(req);
+            kl_worker_soon(req->worker, &req->body_resume_soon);
+        }
+        return KEEL_OK;
+    }
+    if (req->body_mode != KL_BODY_STREAM || req->body_ended || req->exchange_done ||
+        req->head.content_length == 0)
+        return KEEL_ERR_STATE;
+    if (req->body_pause_wanted)
+        return KEEL_OK;
+    /* Held still when a resume waits in the queue: it finds the body
+     * paused again and leaves it so, and the protocol hears nothing. */
+    if (!req->body_pause_held) {
+        int rc = body_pause_tell(req, 1);
+        if (rc != KEEL_OK)
+            return rc;
+        req->body_pause_held = 1;
+    }
+    req->body_pause_wanted = 1;
+    return KEEL_OK;
+}
+
 keel_str keel_request_body(keel_request *req)
 {
     if (req->body_mode != KL_BODY_DONE || req->body_cb != NULL)
@@ -650,8 +725,10 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
 {
     if (req->aborted)
         return KEEL_ERR_CLOSED;
-    if (last)
+    if (last) {
         req->body_ended = 1; /* trailers after this are refused */
+        kl_request_body_pause_end(req);
+    }
     if (req->body_mode != KL_BODY_READ && req->body_mode != KL_BODY_STREAM)
         return KEEL_OK; /* nobody wants it: dropped */
     req->body_received += len;

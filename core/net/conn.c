@@ -624,14 +624,14 @@ void keel_conn_abort(keel_conn *c)
 
 void keel_conn_pause(keel_conn *c)
 {
-    c->flags |= KL_CONN_PAUSED;
+    c->flags |= KL_CONN_PAUSED | KL_CONN_PAUSE_OWN;
     kl_conn_update_reading(c);
 }
 
-void keel_conn_resume(keel_conn *c)
+/* No pause holds the connection any more: reading goes on, and what is
+ * buffered is delivered again from the loop. */
+static void pause_lifted(keel_conn *c)
 {
-    if (!(c->flags & KL_CONN_PAUSED))
-        return;
     c->flags &= ~KL_CONN_PAUSED;
     if (kl_conn_closing(c))
         return;
@@ -640,6 +640,34 @@ void keel_conn_resume(keel_conn *c)
         kl_conn_schedule_delivery(c);
     else
         kl_conn_release_buffer(c);
+}
+
+void keel_conn_resume(keel_conn *c)
+{
+    if (!(c->flags & KL_CONN_PAUSE_OWN))
+        return;
+    c->flags &= ~KL_CONN_PAUSE_OWN;
+    if ((c->flags >> KL_CONN_EXCHANGE_PAUSE_SHIFT) == 0)
+        pause_lifted(c);
+}
+
+int kl_conn_exchange_pause(keel_conn *c, int paused)
+{
+    uint32_t n = c->flags >> KL_CONN_EXCHANGE_PAUSE_SHIFT;
+    if (paused) {
+        if (n == KL_CONN_EXCHANGE_PAUSE_MAX)
+            return KEEL_ERR_LIMIT;
+        c->flags += 1u << KL_CONN_EXCHANGE_PAUSE_SHIFT;
+        c->flags |= KL_CONN_PAUSED;
+        kl_conn_update_reading(c);
+        return KEEL_OK;
+    }
+    if (n == 0)
+        return KEEL_ERR_STATE;
+    c->flags -= 1u << KL_CONN_EXCHANGE_PAUSE_SHIFT;
+    if (n == 1 && !(c->flags & KL_CONN_PAUSE_OWN))
+        pause_lifted(c);
+    return KEEL_OK;
 }
 
 int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
@@ -656,8 +684,11 @@ int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
         kl_conn_retime(c, 1);
     c->protocol = p;
     c->protocol_data = NULL;
-    /* The new protocol starts reading afresh. */
-    c->flags &= ~KL_CONN_PAUSED;
+    /* The new protocol starts reading afresh (unless an exchange of the
+     * old one still holds a pause: it is counted until it ends). */
+    c->flags &= ~(KL_CONN_PAUSED | KL_CONN_PAUSE_OWN);
+    if ((c->flags >> KL_CONN_EXCHANGE_PAUSE_SHIFT) != 0)
+        c->flags |= KL_CONN_PAUSED;
     kl_conn_update_reading(c);
     if (p->cb.on_open != NULL) {
         int rc = p->cb.on_open(c, arg);

@@ -32,8 +32,17 @@ enum {
     KL_CONN_UNSEEN = 1 << 15,        /* bytes read while paused wait unpresented (lazy pause) */
     KL_CONN_PREAMBLE = 1 << 16,      /* the PROXY protocol header is awaited: no layer is open */
     KL_CONN_DEADLINE = 1 << 17,      /* keel_conn_set_deadline's deadline is in force */
-    KL_CONN_LISTED = 1 << 18         /* on the worker's reclaim list (idle, or on a deadline) */
+    KL_CONN_LISTED = 1 << 18,        /* on the worker's reclaim list (idle, or on a deadline) */
+    KL_CONN_PAUSE_OWN = 1 << 19      /* keel_conn_pause is in force (the protocol's own pause) */
 };
+
+/* The flags' top bits count the exchanges that paused the connection
+ * (kl_conn_exchange_pause); KL_CONN_PAUSED is set while the protocol's own
+ * pause or any of theirs holds. A count in the flags because keel_conn has
+ * no byte to spare (its budget, below), and 4095 is beyond any number of
+ * exchanges a connection carries at once. */
+#define KL_CONN_EXCHANGE_PAUSE_SHIFT 20
+#define KL_CONN_EXCHANGE_PAUSE_MAX   (UINT32_MAX >> KL_CONN_EXCHANGE_PAUSE_SHIFT)
 
 /* The close sequence, one phase at a time (net/conn_close.c has the single
  * function that moves it on). A connection only ever moves down this list. */
@@ -205,6 +214,14 @@ void kl_conn_retime(keel_conn *conn, int reset);
 
 /* Reading on or off as the flags and phase say. */
 void kl_conn_update_reading(keel_conn *conn);
+
+/* An exchange on the connection pauses (paused != 0) or resumes its
+ * reading: the HTTP layer's keel_request_body_pause for a protocol whose
+ * sink has no body_pause. Counted, and apart from the protocol's own
+ * keel_conn_pause: reading resumes once neither holds. KEEL_ERR_LIMIT past
+ * KL_CONN_EXCHANGE_PAUSE_MAX pauses, KEEL_ERR_STATE for a resume without
+ * a pause. */
+int kl_conn_exchange_pause(keel_conn *conn, int paused);
 
 /* The rest of closing once the handle is closed and no file read is in
  * flight any more: completions owed, on_close, free. */

@@ -1048,4 +1048,47 @@ KEEL_FN(int64_t, request_body_length, (keel_request *req), (req))
  * whatever protocol a gateway passes it on in (http1, h2 and the proxy
  * all ask here). Any thread; allocates nothing. */
 KEEL_FN(int, http_valid, (int syntax, const char *s, size_t len), (syntax, s, len))
+
+/* ---- HTTP: request body back-pressure (ABI 1.6) ----------------------------
+ * A handler that streams a request body (keel_request_stream_body) to a
+ * consumer slower than the client (a proxy's upstream, a file, a queue)
+ * stops and restarts the flow of ITS body, and of nothing else. HTTP/2
+ * holds the stream back by its flow-control window alone (RFC 9113 5.2:
+ * no WINDOW_UPDATE for bytes the handler has not taken), while the
+ * connection's other streams, its PINGs and SETTINGS go on; HTTP/1.1 stops
+ * reading the connection, which carries only this exchange. (Pausing
+ * keel_request_conn() instead stalls every stream of an HTTP/2
+ * connection, and its one flag is undone by any exchange's resume.)
+ *
+ * paused != 0, typically from inside the chunk callback: no further
+ * chunk callback for this body, its last one included, until it is
+ * resumed. What the client sends meanwhile is held by the protocol,
+ * bounded by what it lets the client send: the stream's window ([h2]
+ * initial_window; the connection's window too only past [h2]
+ * body_buffer), the connection's read buffer for HTTP/1.1. The time the
+ * handler holds the body is not the client's: http1's body_timeout and
+ * body_min_rate, h2's stream_timeout and body_min_rate do not count it
+ * (the handler's own deadline, a proxy's send_timeout, does).
+ * paused == 0: resumes; what was held is delivered from the worker's loop,
+ * never from inside this call (as keel_conn_resume); a pause made before
+ * that keeps the body paused. A pause is a state, not a count: pausing
+ * twice is one pause. It ends by itself when the body ends (read whole,
+ * or cut short) or the exchange does (the response ended, the client
+ * left): nothing is owed then. Nothing is allocated.
+ *
+ * With a protocol built before ABI 1.6 (its sink has no body_pause) the
+ * core pauses the connection instead, but counted per exchange: it reads
+ * again only once every exchange that paused it has resumed (or ended),
+ * and the protocol's own keel_conn_pause / keel_conn_resume neither undo
+ * nor are undone by these. Pieces such a protocol had already read may
+ * still come after the pause.
+ *
+ * Returns KEEL_OK (also for resuming a body that is not paused);
+ * KEEL_ERR_STATE for a pause when the body is not being streamed
+ * (keel_request_stream_body not called, a request without a body, its
+ * last piece already come, which is too late from inside that last call
+ * too) or the exchange has ended; KEEL_ERR_CLOSED once the client left;
+ * KEEL_ERR_LIMIT when 4095 exchanges already pause one connection on the
+ * fallback; or the protocol's refusal. Worker thread of the request. */
+KEEL_FN(int, request_body_pause, (keel_request *req, int paused), (req, paused))
 #endif /* KEEL__WANT(6) */

@@ -270,6 +270,29 @@ typedef struct keel_http_sink {
      * ends it with `done`. NULL means KEEL_ERR_UNSUPPORTED. */
     int (*upgrade)(void *exchange, int status, const keel_header *headers, size_t nheaders,
                    const char *protocol, void *arg);
+
+    /* (ABI 1.6, optional.) The handler streaming the request body
+     * (keel_request_stream_body) paused it (paused 1) or resumed it (0):
+     * keel_request_body_pause. While paused, the protocol hands the core
+     * none of this body (keel_http_request_body, the last piece
+     * included) and holds back what lets the client send more of it,
+     * without holding the connection's other exchanges: HTTP/2 keeps the
+     * DATA it receives and gives the stream's window back only for the
+     * bytes it delivers (RFC 9113 5.2, 6.9), HTTP/1.1 stops reading the
+     * connection (it carries only this exchange). On resume it delivers
+     * what it held, and may do so inside this call: the core calls it with
+     * 0 from the worker's loop, never from inside a handler's call.
+     *
+     * The core calls it only when the state changes, between want_body
+     * and the body's last piece, and never after done; a pause still in
+     * force when the body ends or the exchange ends (done,
+     * keel_http_request_abort) is the protocol's to forget, without a call
+     * with 0. Return KEEL_OK, or an error with nothing changed (the
+     * handler's call returns it). NULL, or a sink built before ABI 1.6
+     * (smaller): the core pauses the whole connection (keel_conn_pause's
+     * effect) for as long as any of its exchanges is paused, counted per
+     * exchange and apart from the protocol's own keel_conn_pause. */
+    int (*body_pause)(void *exchange, int paused);
 } keel_http_sink;
 
 #ifdef __cplusplus

@@ -177,23 +177,24 @@ static void trim(h2_conn *c)
 
 /* Waiting on the peer, not on the handler: response bytes queued that the
  * peer's window does not let out (a zero-window stall holding them), or a
- * request body the handler wants that does not come. */
+ * request body the handler wants (and has not paused) that does not come. */
 static int waits_on_peer(const h2_stream *s)
 {
-    return !s->closed &&
-           (s->queued > 0 || s->local_ended || (s->exchange && s->want_body && !s->remote_ended));
+    return !s->closed && (s->queued > 0 || s->local_ended ||
+                          (s->exchange && s->want_body && !s->remote_ended && !s->body_paused));
 }
 
 /* [h2] body_min_rate, as http1's (and Apache mod_reqtimeout's MinRate): a
  * request body gets stream_timeout to get going plus one second per
  * body_min_rate bytes received, from when the handler asks for it (the
- * time a handler takes before that is its own). stream_timeout alone is
+ * time a handler takes before that, or holding its body paused, is its
+ * own: sink.c moves the start on by the pause). stream_timeout alone is
  * renewed by every byte: it bounds a pause, not a body trickled a byte at
  * a time. */
 static int body_too_slow(const h2_config *cfg, const h2_stream *s, uint64_t now)
 {
     if (cfg->body_min_rate == 0 || s->body_start_ms == 0 || s->closed || !s->exchange ||
-        s->remote_ended || s->reset_pending)
+        s->remote_ended || s->reset_pending || s->body_paused)
         return 0;
     uint64_t got = s->body_seen, rate = cfg->body_min_rate;
     uint64_t secs = got / rate;

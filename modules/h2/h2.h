@@ -225,6 +225,7 @@ struct h2_stream {
 
     uint64_t progress_ms;   /* last time the stream moved (stream_timeout) */
     uint64_t body_start_ms; /* the handler asked for the body (body_min_rate); 0: not yet */
+    uint64_t paused_ms;     /* the handler paused its body (keel_request_body_pause) at */
 
     unsigned exchange : 1;    /* the core holds req (until done or abort) */
     unsigned dispatching : 1; /* inside keel_http_request_dispatch */
@@ -249,6 +250,7 @@ struct h2_stream {
     unsigned rst_after : 1;     /* RST_STREAM rst_code once the response has gone */
     unsigned local_ended : 1;   /* our END_STREAM went; the request's end is awaited */
     unsigned early : 1;         /* opened before our SETTINGS were acknowledged */
+    unsigned body_paused : 1;   /* the handler paused its body: DATA is held, its window too */
     unsigned busy : 4;          /* inside a call that may end the exchange: do not free */
 };
 
@@ -483,7 +485,8 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len);
 void h2_stream_remote_end(h2_stream *s);
 /* The stream closed (error_code from the peer or ours). */
 void h2_stream_on_close(h2_stream *s, uint32_t error_code);
-/* Hands the core what is buffered if it asked for it. */
+/* Hands the core what is buffered if it asked for it (and has not
+ * paused it). */
 void h2_stream_pump_body(h2_stream *s);
 /* Releases the body bytes the core took: the stream's window, and the
  * connection's if it was held back. */

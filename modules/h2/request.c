@@ -8,11 +8,13 @@
  *
  * Request body: DATA arrives whether or not the handler has asked for it
  * (HTTP/2 cannot pause one stream but by its window). Until the handler
- * asks, it is held here, at most one stream window per stream because the
- * window is only given back (WINDOW_UPDATE, RFC 9113 6.9) as the core takes
- * the bytes: a slow handler holds back its own client only. The
- * connection's window is given back on arrival, so other streams go on,
- * unless the connection holds more than [h2] body_buffer of such bytes.
+ * asks, and while it has paused its body (keel_request_body_pause: a
+ * proxy whose upstream does not keep up), it is held here, at most one
+ * stream window per stream because the window is only given back
+ * (WINDOW_UPDATE, RFC 9113 6.9) as the core takes the bytes: a slow
+ * handler holds back its own client only. The connection's window is
+ * given back on arrival, so other streams go on, unless the connection
+ * holds more than [h2] body_buffer of such bytes.
  */
 #include "h2.h"
 
@@ -613,7 +615,7 @@ void h2_stream_window_back(h2_stream *s, size_t n)
 
 void h2_stream_pump_body(h2_stream *s)
 {
-    if (!s->exchange || !s->want_body || s->dispatching || s->body_ended)
+    if (!s->exchange || !s->want_body || s->dispatching || s->body_ended || s->body_paused)
         return;
     h2_conn *c = s->c;
     s->busy++;
@@ -628,7 +630,8 @@ void h2_stream_pump_body(h2_stream *s)
         s->body = NULL;
         s->body_cap = 0;
     }
-    if (s->exchange && s->remote_ended && !s->body_ended) {
+    /* The handler may have paused inside the call: the end waits too. */
+    if (s->exchange && s->remote_ended && !s->body_ended && !s->body_paused) {
         s->body_ended = 1;
         /* RFC 9113 8.1: the trailers came with END_STREAM, after the data;
          * the core copies them. Out of memory it may answer 500 and end
@@ -660,7 +663,7 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
         h2_stream_answer(s, 413);
         return;
     }
-    if (s->want_body && s->body_len == 0 && !s->dispatching) {
+    if (s->want_body && s->body_len == 0 && !s->dispatching && !s->body_paused) {
         /* The handler reads: straight through, window given back now. */
         keel_http_request_body(s->req, (const char *)data, len, 0);
         consume_both(s, len);

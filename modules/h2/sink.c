@@ -454,6 +454,37 @@ static void sink_want_body(void *exchange)
     h2_stream_pump_body(s);
 }
 
+/* keel_request_body_pause: the stream's DATA is held (h2_stream_data)
+ * and its window with it, so the client sends at most that window more
+ * (RFC 9113 5.2: flow control keeps the streams of a connection from
+ * blocking each other); the connection's window goes back as for a body
+ * not asked for yet. The time the handler holds the body is not the
+ * client's: stream_timeout and body_min_rate do not count it (h2.c). */
+static int sink_body_pause(void *exchange, int paused)
+{
+    h2_stream *s = exchange;
+    if (!s->exchange)
+        return KEEL_ERR_STATE;
+    uint64_t now = keel_worker_now_ms(s->c->w->worker);
+    if (paused) {
+        if (!s->body_paused) {
+            s->body_paused = 1;
+            s->paused_ms = now;
+        }
+        return KEEL_OK;
+    }
+    if (!s->body_paused)
+        return KEEL_OK;
+    s->body_paused = 0;
+    if (s->body_start_ms != 0)
+        s->body_start_ms += now - s->paused_ms;
+    s->progress_ms = now;
+    /* From the loop (the core's promise): what was held goes now, and
+     * the window with it. */
+    h2_stream_pump_body(s);
+    return KEEL_OK;
+}
+
 static void sink_done(void *exchange, int keep_alive)
 {
     h2_stream *s = exchange;
@@ -487,4 +518,5 @@ const keel_http_sink h2_sink = {
     .done = sink_done,
     .send_file = sink_send_file,
     .upgrade = NULL, /* RFC 9113 8.6: no 101 in HTTP/2 */
+    .body_pause = sink_body_pause,
 };

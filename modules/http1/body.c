@@ -416,6 +416,8 @@ int h1_parse_body(h1_conn *c)
                     return H1_READY;
                 c->x->body_state = CS_DATA_CR;
             }
+            if (h1_body_held(c))
+                return H1_NEED_MORE; /* paused inside the call: the rest waits in the buffer */
             continue;
         }
         int r = chunk_byte(c->x, c->w->cfg, (unsigned char)*p++, c->msg == H1_MSG_BODY);

@@ -91,6 +91,7 @@ int h1_exchange_next(h1_conn *c)
     c->x->body_seen = c->x->overhead = c->x->body_start_ms = 0;
     c->x->head_deadline_ms = 0;
     c->want_body = c->expect_continue = c->continue_sent = 0;
+    c->body_paused = c->end_owed = 0;
     c->head_sent = c->resp_ended = c->is_head = c->version10 = 0;
     c->head_copied = c->head_started = 0;
     return 0;
@@ -327,12 +328,57 @@ static void sink_want_body(void *exchange)
     }
 }
 
+/* keel_request_body_pause: one exchange at a time on the connection, so
+ * holding the body is not reading the connection (h1_body_held): the
+ * bytes that came stay unconsumed in its buffer, which bounds them, and
+ * the client's TCP window closes behind them. The body's clocks
+ * (body_timeout, body_min_rate) stop meanwhile: the wait is the
+ * handler's, and before this a proxy's slow upstream got its client a 408
+ * after body_timeout. */
+static int sink_body_pause(void *exchange, int paused)
+{
+    h1_conn *c = exchange;
+    if (c->ex != H1_EX_ACTIVE)
+        return KEEL_ERR_STATE;
+    uint64_t now = keel_worker_now_ms(c->w->worker);
+    if (paused) {
+        if (c->body_paused)
+            return KEEL_OK;
+        c->body_paused = 1;
+        c->x->paused_ms = now;
+        /* From inside h1_process, settle pauses on its way out. */
+        if (!c->in_process && c->msg == H1_MSG_BODY) {
+            h1_set_timeout(c, 0);
+            h1_pause(c);
+        }
+        return KEEL_OK;
+    }
+    if (!c->body_paused)
+        return KEEL_OK;
+    c->body_paused = 0;
+    if (c->x->body_start_ms != 0)
+        c->x->body_start_ms += now - c->x->paused_ms;
+    if (c->end_owed) {
+        /* The whole body was read: its end is all that waited (from the
+         * loop, the core's promise; the handler may answer inside). */
+        c->end_owed = 0;
+        h1_body_end(c);
+        return KEEL_OK;
+    }
+    if (c->msg == H1_MSG_BODY && !c->in_process) {
+        h1_set_timeout(c, h1_body_timeout(c));
+        h1_resume(c); /* the bytes held are delivered again from the loop */
+    }
+    return KEEL_OK;
+}
+
 static void sink_done(void *exchange, int keep_alive)
 {
     h1_conn *c = exchange;
     if (c->ex != H1_EX_ACTIVE)
         return;
     c->ex = H1_EX_FINISHED;
+    c->body_paused = c->end_owed = 0; /* the pause ends with the exchange */
     c->x->req = NULL;
     if (!keep_alive)
         c->close_after = 1;
@@ -405,4 +451,5 @@ const keel_http_sink h1_sink = {
     .done = sink_done,
     .send_file = sink_send_file,
     .upgrade = sink_upgrade,
+    .body_pause = sink_body_pause,
 };

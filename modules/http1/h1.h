@@ -150,6 +150,7 @@ struct h1_exch {
     uint64_t body_seen;        /* request body bytes of this message */
     uint64_t overhead;         /* chunked framing bytes: sizes, extensions, CRLFs, trailers */
     uint64_t body_start_ms;    /* when reading (or discarding) the body began; 0: not yet */
+    uint64_t paused_ms;        /* when the handler paused the body (keel_request_body_pause) */
     uint64_t body_left;        /* Content-Length bytes, or the chunk's, still to read */
     uint64_t resp_left;        /* H1_BODY_LENGTH: response body bytes still owed */
     int error_status;          /* set by a parser callback that returns HPE_USER */
@@ -239,6 +240,8 @@ typedef struct h1_conn {
     unsigned handed_over : 1;  /* the connection is another protocol's now */
     unsigned idle_marked : 1;  /* keel_conn_set_idle(conn, 1) is in force (http1.c) */
     unsigned deadline_set : 1; /* keel_conn_set_deadline holds an unfinished head (http1.c) */
+    unsigned body_paused : 1;  /* the handler paused its body: not read (exchange.c) */
+    unsigned end_owed : 1;     /* the body ended while paused: told when resumed */
 } h1_conn;
 
 /* Every idle keep-alive connection pays for this (malloc rounds 88 bytes
@@ -264,6 +267,13 @@ int h1_body_late(h1_conn *c);
 /* Pauses / resumes reading (idempotent). */
 void h1_pause(h1_conn *c);
 void h1_resume(h1_conn *c);
+
+/* The handler has paused the body it reads (keel_request_body_pause): no
+ * byte of it is parsed or delivered, and the connection is not read. */
+static inline int h1_body_held(const h1_conn *c)
+{
+    return c->body_paused && c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE;
+}
 
 /* Flushes pending output and closes the connection in order. */
 void h1_close(h1_conn *c);

@@ -213,12 +213,13 @@ void h1_process(h1_conn *c)
         case H1_MSG_DISCARD:
             if (c->msg == H1_MSG_BODY && c->ex == H1_EX_FINISHED && h1_body_unwanted(c) < 0)
                 goto out;
-            if (c->pos == c->len)
-                goto out;
+            if (h1_body_held(c) || c->pos == c->len)
+                goto out; /* paused: the bytes wait unconsumed until resumed */
             if ((r = h1_parse_body(c)) != H1_READY) {
                 /* A trickle keeps the inactivity timer alive: the body's
-                 * total time is checked on each delivery too. */
-                if (r == H1_NEED_MORE && h1_body_late(c)) {
+                 * total time is checked on each delivery too (not while
+                 * the handler holds it: that time is not the client's). */
+                if (r == H1_NEED_MORE && !h1_body_held(c) && h1_body_late(c)) {
                     if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE)
                         h1_fail(c, 408);
                     else
@@ -228,7 +229,10 @@ void h1_process(h1_conn *c)
             }
             if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE) {
                 c->msg = H1_MSG_DONE;
-                h1_body_end(c);
+                if (c->body_paused)
+                    c->end_owed = 1; /* paused by the last piece's call: told on resume */
+                else
+                    h1_body_end(c);
             } else {
                 c->msg = H1_MSG_DONE;
             }
@@ -278,7 +282,10 @@ static size_t settle(h1_conn *c)
         break;
     case H1_MSG_BODY:
     case H1_MSG_DISCARD:
-        timeout = h1_body_timeout(c);
+        if (h1_body_held(c))
+            wait = 1; /* the handler's time, as while it answers: the server's idle timeout */
+        else
+            timeout = h1_body_timeout(c);
         break;
     case H1_MSG_DONE:
         /* In flight: a head without a body is still referenced by the core
@@ -420,6 +427,8 @@ static void h1_on_timeout(keel_conn *conn)
         }
         break;
     case H1_MSG_BODY:
+        if (h1_body_held(c))
+            break; /* the handler holds its body: as a handler at work, re-armed */
         /* RFC 9110 15.5.9: 408 (if nothing was answered yet), then close:
          * a pause of body_timeout, or the body's total time is up. */
         if (c->ex == H1_EX_ACTIVE)

@@ -86,19 +86,16 @@ void px_log_exchange(px_ex *ex, int status)
 
 /* ---- back-pressure towards the client ------------------------------------------------ */
 
-/* The client's connection, asked for each time: it is NULL from the
- * moment the client leaves, before the exchange hears of it. */
-static keel_conn *client_conn(px_ex *ex)
-{
-    return ex->req != NULL ? keel_request_conn(ex->req) : NULL;
-}
-
+/* The request body is paused, not the client's connection: over HTTP/2
+ * that connection carries every stream of the client (a CDN's, many
+ * users'), and pausing it stalled them all, PINGs included, behind one
+ * upload to an upstream that does not read; its one pause flag was also
+ * undone by any other exchange's resume (issue 23). */
 void px_resume_client(px_ex *ex)
 {
-    keel_conn *client = client_conn(ex);
-    if (ex->client_paused && client != NULL) {
+    if (ex->client_paused && ex->req != NULL) {
         ex->client_paused = 0;
-        keel_conn_resume(client);
+        keel_request_body_pause(ex->req, 0);
     }
 }
 
@@ -211,14 +208,12 @@ void px_body_chunk(keel_request *req, const char *data, size_t len, int last, vo
         if (ex->up != NULL && ex->up->conn != NULL)
             keel_conn_set_timeout(ex->up->conn, ex->route->read_timeout_ms);
     }
-    /* A slow upstream: stop reading the client until the queue drains,
-     * so an upload is never held whole (nginx buffers it to a file
-     * instead; proxy_request_buffering off streams it, as here). */
-    keel_conn *client = client_conn(ex);
-    if (!last && ex->up_out > c->buffer && !ex->client_paused && client != NULL) {
+    /* A slow upstream: stop taking this body until the queue drains, so
+     * an upload is never held whole (nginx buffers it to a file instead;
+     * proxy_request_buffering off streams it, as here). */
+    if (!last && ex->up_out > c->buffer && !ex->client_paused &&
+        keel_request_body_pause(req, 1) == KEEL_OK)
         ex->client_paused = 1;
-        keel_conn_pause(client);
-    }
 }
 
 static void start_body(px_ex *ex)

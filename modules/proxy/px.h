@@ -208,7 +208,7 @@ struct px_ex {
     int upgrade;             /* an Upgrade request passed through */
     int is_head;
     size_t up_out;     /* request body bytes queued to the upstream */
-    int client_paused; /* the client's reading paused by us */
+    int client_paused; /* the request body paused by us (keel_request_body_pause) */
     size_t client_out; /* response body bytes not yet taken by the client */
     int up_paused;     /* the upstream's reading paused by us */
     px_client *share;  /* an HTTP/2 client's connection whose budget this shares */

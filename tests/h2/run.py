@@ -2093,6 +2093,171 @@ def malformed_never_forwarded(env):
         up.close()
 
 
+class GatedUpstream:
+    """An HTTP/1.1 upstream on loopback for uploads through the proxy
+    module: /px/hold reads its request head, then nothing more until
+    `gate` is set, then the whole body (Content-Length), answering its
+    length and SHA-256; any other path reads its body and answers its
+    length at once. Its receive buffer is small, so that the kernel holds
+    little of what it does not read."""
+
+    def __init__(self):
+        import threading
+        self.gate = threading.Event()
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        self.sock.settimeout(0.1)
+        self.port = self.sock.getsockname()[1]
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _serve(self, conn):
+        import hashlib
+        conn.settimeout(20)
+        buf = b""
+        try:
+            while not self.stop.is_set():
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                length = 0
+                for line in head.split(b"\r\n")[1:]:
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value)
+                if head.split(b" ")[1].startswith(b"/px/hold"):
+                    while not self.gate.wait(0.1):
+                        if self.stop.is_set():
+                            return
+                digest, got = hashlib.sha256(), 0
+                while got < length:
+                    if not buf:
+                        buf = conn.recv(1 << 20)
+                        if not buf:
+                            return
+                    take = buf[:length - got]
+                    buf = buf[len(take):]
+                    digest.update(take)
+                    got += len(take)
+                body = b"%d %s" % (got, digest.hexdigest().encode())
+                conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body)
+        except OSError:
+            pass
+        finally:
+            conn.close()
+
+    def _run(self):
+        import threading
+        while not self.stop.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            conn.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def close(self):
+        self.stop.set()
+        self.gate.set()
+        self.thread.join(2)
+        self.sock.close()
+
+
+@case("conformance")
+def upload_stall_holds_its_stream_only(env):
+    """One upload through the proxy module to an upstream that reads
+    nothing pauses its own stream, not the connection (issue 23's
+    follow-up: the proxy paused the client's connection, and a GET and a
+    PING on other streams waited for the upstream's send_timeout). The
+    paused stream's DATA is held and its window not given back (RFC 9113
+    5.2, 6.9: no WINDOW_UPDATE while the upstream takes nothing), so the
+    client runs out of window on it; meanwhile a GET, a PING and another
+    stream's upload are answered at once, and stream_timeout (1 s) does not
+    reset the paused stream: the wait is the handler's, not the client's.
+    Once the upstream reads, the upload completes byte for byte."""
+    import hashlib
+    up = GatedUpstream()
+    k = env.start(f"[h2]\nmax_concurrent_streams = 8\nstream_timeout = 1s\nmax_body = 64m\n"
+                  f"[proxy]\nupstream = up 127.0.0.1:{up.port}\npass = /px up\n", extra="proxy")
+    total = 12 << 20  # well past what the sockets between keel and the upstream hold
+    body = os.urandom(total)
+    try:
+        c = Conn(k.port())
+        c.wait_for(lambda f: isinstance(f, SettingsFrame) and "ACK" in f.flags,
+                   what="SETTINGS ACK")
+        sid = c.request("/px/hold", method="POST", authority="x",
+                        fields=[("content-length", str(total))], end_stream=False)
+        # Send what the windows allow until no window is left for a second.
+        sent, quiet = 0, time.time()
+        c.sock.settimeout(0.5)
+        while time.time() - quiet < 1.0:
+            check(sent < total - (1 << 20),
+                  f"keel took {sent} bytes for an upstream that read none of them")
+            n = min(16384, total - sent, c.send_window, c.stream_windows[sid])
+            if n > 0:
+                f = DataFrame(sid, body[sent:sent + n])
+                try:
+                    c.send(f)
+                except socket.timeout:
+                    raise Fail(f"keel stopped reading the connection after {sent} bytes: "
+                               "one stream's upload paused all of them")
+                c.send_window -= n
+                c.stream_windows[sid] -= n
+                sent += n
+                quiet = time.time()
+                continue
+            try:
+                f = c._read_one(0.1)
+            except Fail:
+                continue  # nothing came
+            check(f is not None, f"the connection closed after {sent} bytes")
+            c.backlog.append(f)
+        c.sock.settimeout(c.timeout)
+        window = c.stream_windows[sid]
+        check(window <= 0, f"stream {sid} still has {window} bytes of window")
+        # The connection goes on: a GET, a PING, another upload.
+        t0 = time.time()
+        get = c.request("/px/get", authority="x")
+        r = c.response(get, timeout=1.0)
+        check(r.status == 200, f"GET: {r.status} {r.body!r}")
+        c.ping(timeout=1.0)
+        check(time.time() - t0 < 1.0, f"GET and PING took {time.time() - t0:.2f}s")
+        small = os.urandom(200000)
+        r = c.response(c.request("/px/echo", method="POST", authority="x", body=small,
+                                 fields=[("content-length", str(len(small)))]), timeout=3.0)
+        check(r.body == b"%d %s" % (len(small), hashlib.sha256(small).hexdigest().encode()),
+              f"the other upload: {r.status} {r.body!r}")
+        # Still held two stream_timeouts after its last byte: no
+        # WINDOW_UPDATE for the paused stream, no reset.
+        while time.time() - quiet < 2.0:
+            try:
+                c.backlog.append(c._read_one(0.1))
+            except Fail:
+                pass
+        check(c.stream_windows[sid] == window,
+              f"stream {sid}'s window grew by {c.stream_windows[sid] - window} while the "
+              "upstream read nothing")
+        r = c.responses.get(sid)
+        check(r is None or (r.reset is None and r.status is None),
+              f"the paused stream was answered: reset {r and r.reset}, status {r and r.status}")
+        # The upstream reads: the rest goes, and arrives whole.
+        up.gate.set()
+        c.send_data(sid, body[sent:], end_stream=True, deadline=15.0)
+        r = c.response(sid, timeout=10.0)
+        want = b"%d %s" % (total, hashlib.sha256(body).hexdigest().encode())
+        check(r.status == 200 and r.body == want, f"the upload: {r.status} {r.body!r}")
+        c.close()
+    finally:
+        k.stop()
+        up.close()
+
+
 @case("conformance")
 def field_value_control_bytes(env):
     """8.2.1, RFC 9110 5.5: a control byte other than HTAB (or DEL) in any

@@ -22,7 +22,8 @@ Paths (query: ?k=v&...):
   /garbage            answers something that is not HTTP
   /status?code=C      an empty response with that status
   /redirect           302 to http://<Host it was sent>/target and to http://127.0.0.1:PORT/moved
-  /upload?rate=B      reads the body at B bytes per 100 ms, answers its length
+  /upload?rate=B&wait=MS  reads nothing for MS ms (0), then the body at B bytes per
+                      100 ms, answers its length
   /echo               echoes the request body (Content-Length or chunked);
                       with Expect: 100-continue sends 100 first unless ?refuse=1,
                       then 417 without reading the body
@@ -243,6 +244,7 @@ def handle(c):
                 loc = "http://%s/target" % get.get("host", "")
             c.respond(302, b"", [("Location", loc)])
         elif path == "/upload":
+            time.sleep(int(q.get("wait", "0")) / 1000)
             body = c.read_body(fields, rate=int(q.get("rate", "65536")))
             c.respond(200, str(len(body)).encode())
         elif path == "/echo":

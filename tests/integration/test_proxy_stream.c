@@ -46,7 +46,9 @@ static int curl_sampling(kh_proc *p, const char *const *args, long *max_kib)
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-static kh_proc *proxy_to_python(kh_proc **up)
+/* keel proxying to proxy_upstream.py, with `http1` appended to its
+ * [http1] section. */
+static kh_proc *proxy_to_python_with(kh_proc **up, const char *http1)
 {
 #if defined(__SANITIZE_ADDRESS__)
     /* ASan keeps freed blocks in quarantine (256 MiB by default), which
@@ -58,12 +60,32 @@ static kh_proc *proxy_to_python(kh_proc **up)
     setenv("ASAN_OPTIONS", opts, 1);
 #endif
     *up = px_upstream();
-    char section[256];
+    char section[512];
     /* http1's max_body (1 MiB by default) bounds proxied uploads too, as
      * nginx's client_max_body_size does. */
     snprintf(section, sizeof section,
-             "upstream = py 127.0.0.1:%u\npass = / py\n[http1]\nmax_body = 64m\n", kh_port(*up, 0));
+             "upstream = py 127.0.0.1:%u\npass = / py\n[http1]\nmax_body = 64m\n%s",
+             kh_port(*up, 0), http1);
     return px_keel(section, 0);
+}
+
+static kh_proc *proxy_to_python(kh_proc **up)
+{
+    return proxy_to_python_with(up, "");
+}
+
+/* A file of n bytes (a multiple of 64 KiB) in p's folder: its path. */
+static const char *upload_file(kh_proc *p, unsigned n, char *out, size_t size)
+{
+    snprintf(out, size, "%s/upload.bin", p->dir);
+    FILE *f = fopen(out, "wb");
+    cr_assert(f);
+    char block[65536];
+    memset(block, 'u', sizeof block);
+    for (unsigned i = 0; i < n / sizeof block; i++)
+        cr_assert(fwrite(block, 1, sizeof block, f) == sizeof block);
+    fclose(f);
+    return out;
 }
 
 Test(proxy_stream, large_response_whole_and_exact, .timeout = 90, .fini = kh_cleanup_all)
@@ -114,17 +136,8 @@ Test(proxy_stream, slow_upstream_bounded_memory, .timeout = 90, .fini = kh_clean
 {
     px_need_curl();
     kh_proc *up, *p = proxy_to_python(&up);
-    char url[160], file[320];
-    snprintf(file, sizeof file, "%s/upload.bin", p->dir);
-    FILE *f = fopen(file, "wb");
-    cr_assert(f);
-    char block[65536];
-    memset(block, 'u', sizeof block);
-    for (unsigned i = 0; i < BIG / sizeof block; i++)
-        cr_assert(fwrite(block, 1, sizeof block, f) == sizeof block);
-    fclose(f);
-    char data[330];
-    snprintf(data, sizeof data, "@%s", file);
+    char url[160], file[320], data[330];
+    snprintf(data, sizeof data, "@%s", upload_file(p, BIG, file, sizeof file));
     kh_sleep_ms(200);
     long before = px_rss_kib(p->pid);
     /* The upstream reads 1 MiB per 100 ms: about 3 s for 32 MiB, while
@@ -180,6 +193,35 @@ Test(proxy_stream, chunked_upload, .timeout = 60, .fini = kh_cleanup_all)
     snprintf(want, sizeof want, "%ld", size);
     kh_assert(p, strcmp(rr.out, want) == 0, "chunked upload of %ld bytes" PX_SHOW(rr), size,
               PX_SHOW_ARGS(rr));
+    ht_run_free(&rr);
+    px_stop(p);
+}
+
+/* An upstream that takes a while to read an upload (busy, or slow to
+ * start) pauses the upload's body, not its client's clock: body_timeout
+ * (1 s here) is a client that stops sending, and this client sends as
+ * fast as keel reads. Before keel_request_body_pause the proxy paused the
+ * client's connection, and http1 answered 408 a second into the
+ * upstream's wait. */
+Test(proxy_stream, slow_upstream_is_not_a_slow_client, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up, *p = proxy_to_python_with(&up, "body_timeout = 1s\n");
+    char url[160], file[320], data[330];
+    unsigned size = 16u << 20; /* past what the sockets to the upstream hold */
+    snprintf(data, sizeof data, "@%s", upload_file(p, size, file, sizeof file));
+    /* Nothing read for 3 s, then as fast as it comes. */
+    const char *args[] = {"-H",
+                          "Expect:",
+                          "--data-binary",
+                          data,
+                          px_url(url, sizeof url, p, 0, "/upload?wait=3000&rate=16777216"),
+                          NULL};
+    ht_run_result rr = px_curl(args);
+    char want[32];
+    snprintf(want, sizeof want, "%u", size);
+    kh_assert(p, rr.status == 0 && strcmp(rr.out, want) == 0,
+              "an upload the upstream waited 3 s to read" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
     px_stop(p);
 }

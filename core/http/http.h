@@ -207,6 +207,12 @@ size_t kl_field_value_length(const char *value);
 /* 1 if value[0..len) holds no control character but HTAB (RFC 9110 5.5). */
 int kl_field_value_clean(const char *value, size_t len);
 
+/* http/syntax.c: 0, or 400 if the head is not one HTTP/1.1 can carry
+ * (a method that is not a token, a target, field or Host keel_http_valid
+ * refuses): for protocols whose sink does not say it checked
+ * (KEEL_HTTP_SINK_CHECKED). */
+int kl_request_check_head(const keel_request *req);
+
 /* http/syntax.c: the length of an authority's host (RFC 9110 7.2: the
  * bytes before ":port"), or 0 if p[0..n) is not a valid authority. */
 size_t kl_http_authority_host(const char *p, size_t n);

@@ -189,7 +189,11 @@ void keel_http_request_dispatch(keel_request *req)
 {
     kl_request_ref(req);
     keel_response *res = &req->res;
-    int status = kl_request_parse_target(req);
+    /* Before anything is routed or forwarded, whatever protocol brought
+     * it (issue 23): what a protocol did not check, the core does. */
+    int status = (req->sink->flags & KEEL_HTTP_SINK_CHECKED) ? 0 : kl_request_check_head(req);
+    if (status == 0)
+        status = kl_request_parse_target(req);
     if (status != 0) {
         answer_error(req, status);
         goto out;

@@ -206,3 +206,21 @@ int keel_http_valid(int syntax, const char *s, size_t len)
         return 0;
     }
 }
+
+int kl_request_check_head(const keel_request *req)
+{
+    const keel_http_head *h = &req->head;
+    if (!keel_http_valid(KEEL_HTTP_TOKEN, h->method.ptr, h->method.len) ||
+        !keel_http_valid(KEEL_HTTP_TARGET, h->target.ptr, h->target.len))
+        return 400;
+    for (size_t i = 0; i < h->nheaders; i++) {
+        keel_str n = h->headers[i].name, v = h->headers[i].value;
+        if (!keel_http_valid(KEEL_HTTP_TOKEN, n.ptr, n.len) ||
+            !keel_http_valid(KEEL_HTTP_FIELD_VALUE, v.ptr, v.len))
+            return 400;
+        if (n.len == 4 && kl_name_equals(n, "host", 4) && v.len > 0 &&
+            !keel_http_valid(KEEL_HTTP_AUTHORITY, v.ptr, v.len))
+            return 400;
+    }
+    return 0;
+}

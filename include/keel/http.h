@@ -293,7 +293,20 @@ typedef struct keel_http_sink {
      * effect) for as long as any of its exchanges is paused, counted per
      * exchange and apart from the protocol's own keel_conn_pause. */
     int (*body_pause)(void *exchange, int paused);
+
+    /* (ABI 1.6.) KEEL_HTTP_SINK_CHECKED if the protocol refuses, before
+     * keel_http_request_start, every request whose method is not a token,
+     * whose target or field names and values fail keel_http_valid
+     * (KEEL_HTTP_TARGET, _TOKEN, _FIELD_VALUE), or whose Host is neither
+     * empty nor a valid authority (http1 and h2 do, each with its own
+     * answer: 400, RST_STREAM). 0, or a sink built before it: the core
+     * checks the head itself before the request filters run and answers
+     * 400. Either way every request a handler sees is one that HTTP/1.1
+     * can carry, whatever protocol brought it (a gateway relies on it). */
+    unsigned flags;
 } keel_http_sink;
+
+#define KEEL_HTTP_SINK_CHECKED 1u
 
 #ifdef __cplusplus
 }

@@ -519,4 +519,6 @@ const keel_http_sink h2_sink = {
     .send_file = sink_send_file,
     .upgrade = NULL, /* RFC 9113 8.6: no 101 in HTTP/2 */
     .body_pause = sink_body_pause,
+    /* every head was checked against the core's grammars (keel_http_valid) */
+    .flags = KEEL_HTTP_SINK_CHECKED,
 };

@@ -452,4 +452,6 @@ const keel_http_sink h1_sink = {
     .send_file = sink_send_file,
     .upgrade = sink_upgrade,
     .body_pause = sink_body_pause,
+    /* every head was checked against the core's grammars (keel_http_valid) */
+    .flags = KEEL_HTTP_SINK_CHECKED,
 };

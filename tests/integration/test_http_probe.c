@@ -199,3 +199,29 @@ Test(http_probe, request_trailers_from_another_protocol, .timeout = 30, .fini = 
                     "done keep-alive=1\n");
     kh_stop(p);
 }
+
+/* Issue 23: a protocol that does not say it checked its heads (the probe's
+ * sink has no KEEL_HTTP_SINK_CHECKED) has them checked by the core before
+ * any filter or route sees them: a fragment in the target ("/admin#/../x"
+ * would be routed as "/x"), a space in it, a method that is not a token
+ * are a 400, and nothing is routed. */
+Test(http_probe, unchecked_heads_are_checked_by_the_core, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start("probe", "probe");
+    static const char *const bad[] = {"GET /probe#/../probe/plain\n", "GET /probe/pl ain\n",
+                                      "G(T /probe/plain\n", "GET /probe/\x01plain\n"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+        kh_assert(p, fd >= 0, "connect");
+        kh_send_str(fd, bad[i]);
+        char buf[512];
+        size_t n = kh_recv_n(fd, buf, sizeof buf, 8, 5000);
+        kh_assert(p, n >= 8 && memcmp(buf, "head 400", 8) == 0, "%s-> %.*s", bad[i], (int)n, buf);
+        close(fd);
+    }
+    expect_exchange(p, "GET /probe/plain\n",
+                    "head 200 keep-alive=1 Content-Type: text/plain\n"
+                    "body 2 last=1\n"
+                    "done keep-alive=1\n");
+    kh_stop(p);
+}

@@ -56,11 +56,12 @@ static int is_name(keel_str a, const char *b, size_t n)
     return 1;
 }
 
-/* Does list name this field (a Connection option equal to it)? */
-static int listed(keel_str list, keel_str name)
+/* Calls fn for each element of a comma-separated list (RFC 9110 5.6.1),
+ * trimmed; stops when it returns non-zero and returns that. */
+static int each_element(keel_str list, int (*fn)(keel_str el, void *arg), void *arg)
 {
     size_t i = 0;
-    while (i < list.len) {
+    while (list.ptr != NULL && i < list.len) {
         while (i < list.len && (list.ptr[i] == ' ' || list.ptr[i] == '\t' || list.ptr[i] == ','))
             i++;
         size_t start = i;
@@ -69,16 +70,36 @@ static int listed(keel_str list, keel_str name)
         size_t end = i;
         while (end > start && (list.ptr[end - 1] == ' ' || list.ptr[end - 1] == '\t'))
             end--;
-        if (end - start == name.len) {
-            size_t k = 0;
-            while (k < name.len &&
-                   lower((unsigned char)list.ptr[start + k]) == lower((unsigned char)name.ptr[k]))
-                k++;
-            if (k == name.len)
-                return 1;
+        if (end > start) {
+            int rc = fn((keel_str){list.ptr + start, end - start}, arg);
+            if (rc != 0)
+                return rc;
         }
     }
     return 0;
+}
+
+static int equal_element(keel_str el, void *name)
+{
+    const keel_str *n = name;
+    if (el.len != n->len)
+        return 0;
+    for (size_t k = 0; k < el.len; k++)
+        if (lower((unsigned char)el.ptr[k]) != lower((unsigned char)n->ptr[k]))
+            return 0;
+    return 1;
+}
+
+/* An element equal to the NUL-terminated arg (any case). */
+static int element_equal(keel_str el, void *arg)
+{
+    return name_eq(el, arg);
+}
+
+/* Is `name` one of list's elements (any case)? */
+static int listed(keel_str list, keel_str name)
+{
+    return each_element(list, equal_element, &name);
 }
 
 /* RFC 9110 7.6.1. `connection` is the message's Connection value (may be
@@ -258,38 +279,10 @@ static int upgrade_allowed(const px_route *r, keel_str protocol)
     return 0;
 }
 
-/* Calls fn for each element of a comma-separated list (RFC 9110 5.6.1),
- * trimmed; stops when it returns non-zero and returns that. */
-static int each_element(keel_str list, int (*fn)(keel_str el, void *arg), void *arg)
-{
-    size_t i = 0;
-    while (list.ptr != NULL && i < list.len) {
-        while (i < list.len && (list.ptr[i] == ' ' || list.ptr[i] == '\t' || list.ptr[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < list.len && list.ptr[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (list.ptr[end - 1] == ' ' || list.ptr[end - 1] == '\t'))
-            end--;
-        if (end > start) {
-            int rc = fn((keel_str){list.ptr + start, end - start}, arg);
-            if (rc != 0)
-                return rc;
-        }
-    }
-    return 0;
-}
-
-static int names_token(keel_str el, void *token)
-{
-    return name_eq(el, token);
-}
-
 /* Is `token` one of the comma-separated elements of list (any case)? */
 int px_token_in_list(keel_str list, const char *token)
 {
-    return each_element(list, names_token, (void *)token);
+    return each_element(list, element_equal, (void *)token);
 }
 
 static int allowed_element(keel_str el, void *arg)
@@ -314,11 +307,6 @@ typedef struct offered_check {
     const px_route *route;
     keel_str offered; /* the client's Upgrade list */
 } offered_check;
-
-static int element_equal(keel_str el, void *arg)
-{
-    return name_eq(el, arg);
-}
 
 /* 1 if the element is not one the client asked for and keel passed. */
 static int not_offered(keel_str el, void *arg)

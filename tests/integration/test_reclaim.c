@@ -248,8 +248,14 @@ Test(reclaim, peers_that_do_not_read_hide_nothing, .timeout = 90, .fini = kh_cle
         ht_resp_free(&r);
         ht_close(c);
     }
-    kh_assert(p, count(kh_stderr(p), "unfinished connection closed to admit") >= 1,
-              "no trickled head was closed to make room");
+    /* The room came from the heads (as unfinished ones, or as idle ones if
+     * keel, busy making the bodies, had not read their bytes yet): two of
+     * them are closed, and no peer that does not read was. */
+    int heads_closed = 0;
+    for (int i = 0; i < 3; i++)
+        heads_closed += kh_expect_eof(heads[i], NULL, 0, i == 0 ? 2000 : 200) == 1;
+    kh_assert(p, heads_closed == 2, "%d of the trickled heads were closed to make room",
+              heads_closed);
     for (int i = 0; i < 17; i++)
         close(blockers[i]);
     for (int i = 0; i < 3; i++)

@@ -173,6 +173,9 @@ kh_proc *kh_spawn_program(const char *program, const char *config, const char *c
             dprintf(errfd, "harness: setrlimit(RLIMIT_NOFILE): %s\n", strerror(errno));
             _exit(127);
         }
+        /* A process group of its own: what it starts (nginx's workers)
+         * is stopped with it (kh_stop kills the group). */
+        setpgid(0, 0);
 #ifdef __linux__
         /* Die with the test process, even if it is killed (timeout). */
         prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -197,7 +200,9 @@ kh_proc *kh_spawn_program(const char *program, const char *config, const char *c
     close(errfd);
     close(outfd);
     close(nullfd);
+    setpgid(pid, pid); /* as the child does: whichever runs first */
     p->pid = pid;
+    p->pgid = pid;
     kh_procs[slot] = p;
     return p;
 }
@@ -317,6 +322,10 @@ void kh_stop(kh_proc *p)
 {
     if (!p)
         return;
+    /* The whole group: a SIGKILL to nginx's master alone left its workers
+     * running, listening, after the test (they outlive the master). */
+    if (p->pgid > 0)
+        kill(-p->pgid, SIGKILL);
     if (p->pid) {
         kill(p->pid, SIGKILL);
         kh_reap(p, 1);

@@ -41,6 +41,7 @@
 
 typedef struct kh_proc {
     pid_t pid;         /* 0 once reaped */
+    pid_t pgid;        /* its process group (its own), killed whole by kh_stop */
     int status;        /* raw wait status once reaped */
     char dir[256];     /* private temporary directory */
     char conf[300];    /* config file path ("" if none) */

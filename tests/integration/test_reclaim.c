@@ -249,13 +249,14 @@ Test(reclaim, peers_that_do_not_read_hide_nothing, .timeout = 90, .fini = kh_cle
         ht_close(c);
     }
     /* The room came from the heads (as unfinished ones, or as idle ones if
-     * keel, busy making the bodies, had not read their bytes yet): two of
-     * them are closed, and no peer that does not read was. */
+     * keel, busy making the bodies, had not read their bytes yet): the
+     * first client's took one; the second's took another, or the slot the
+     * first client gave back when it closed, whichever keel saw first. */
     int heads_closed = 0;
     for (int i = 0; i < 3; i++)
         heads_closed += kh_expect_eof(heads[i], NULL, 0, i == 0 ? 2000 : 200) == 1;
-    kh_assert(p, heads_closed == 2, "%d of the trickled heads were closed to make room",
-              heads_closed);
+    kh_assert(p, heads_closed >= 1 && heads_closed <= 2,
+              "%d of the trickled heads were closed to make room", heads_closed);
     for (int i = 0; i < 17; i++)
         close(blockers[i]);
     for (int i = 0; i < 3; i++)

@@ -44,6 +44,8 @@ static void usage(FILE *out)
           "  --set S.K=V         override a config value (repeatable), e.g.\n"
           "                      --set keel.listen='127.0.0.1:0 echo' --set keel.workers=2\n"
           "  --print-default     print the embedded default config and exit\n"
+          "  --help-module NAME  print the config keys module NAME declares and exit\n"
+          "                      (with --markdown: its page in docs/reference/)\n"
           "  -v, --version       print the version and exit\n"
           "  -h, --help          print this help and exit\n"
           "\n"
@@ -60,6 +62,8 @@ int main(int argc, char **argv)
     const char *config_path = NULL;
     const char *control = NULL;
     int test_only = 0;
+    const char *help_module = NULL;
+    int markdown = 0;
     keel_server *server = keel_server_new();
     if (server == NULL) {
         fputs("keel: out of memory\n", stderr);
@@ -85,6 +89,10 @@ int main(int argc, char **argv)
             return text != NULL ? 0 : 1;
         } else if (strcmp(arg, "-t") == 0 || strcmp(arg, "--test") == 0) {
             test_only = 1;
+        } else if (strcmp(arg, "--help-module") == 0 && i + 1 < argc) {
+            help_module = argv[++i];
+        } else if (strcmp(arg, "--markdown") == 0) {
+            markdown = 1;
         } else if ((strcmp(arg, "-s") == 0 || strcmp(arg, "--signal") == 0) && i + 1 < argc) {
             control = argv[++i];
         } else if ((strcmp(arg, "-c") == 0 || strcmp(arg, "--config") == 0) && i + 1 < argc) {
@@ -106,7 +114,9 @@ int main(int argc, char **argv)
         rc = text ? keel_server_load_config_string(server, text, "(default)") : KEEL_ERR_NOMEM;
         free(text);
     }
-    if (rc == KEEL_OK && control != NULL) {
+    if (rc == KEEL_OK && help_module != NULL) {
+        rc = keel_server_describe_module(server, help_module, markdown, stdout);
+    } else if (rc == KEEL_OK && control != NULL) {
         rc = keel_server_control(server, control);
         if (rc == KEEL_ERR_INVAL)
             fprintf(stderr, "keel: -s takes reload or stop, not '%s'\n", control);

@@ -117,10 +117,10 @@ static const keel_module_desc *open_file(keel_module *m)
     return desc;
 }
 
-static int check_desc(keel_module *m, const keel_module_desc *d)
+/* The first fields up to `name` are the same in every ABI; read the
+ * version before trusting anything else. */
+static int check_desc_version(keel_module *m, const keel_module_desc *d)
 {
-    /* The first fields up to `name` are the same in every ABI; read the
-     * version before trusting anything else. */
     if (d->abi_major != KEEL_ABI_MAJOR || d->abi_minor > KEEL_ABI_MINOR) {
         module_error(m->server, "module '%s': built for ABI %u.%u, this keel has ABI %u.%u",
                      m->name, (unsigned)d->abi_major, (unsigned)d->abi_minor, KEEL_ABI_MAJOR,
@@ -141,6 +141,14 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
         module_error(m->server, "module '%s': its descriptor is named '%s'", m->name, d->name);
         return KEEL_ERR_ABI;
     }
+    return KEEL_OK;
+}
+
+static int check_desc(keel_module *m, const keel_module_desc *d)
+{
+    int rc = check_desc_version(m, d);
+    if (rc != KEEL_OK)
+        return rc;
     /* KEEL_LINKED (from `pkg-config --cflags libkeel`, the embedding
      * package) leaves the table slot NULL and makes every call name a
      * libkeel symbol the host does not export: such a module would load
@@ -180,6 +188,21 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
     return KEEL_OK;
 }
 
+/* The declared keys (ABI 1.7): the table checked, the section parsed into
+ * the module's struct before its load runs. */
+static int load_config(keel_module *m)
+{
+    char err[512];
+    if (kl_schema_check(m->desc.config, err, sizeof err) != KEEL_OK) {
+        module_error(m->server, "module '%s': %s", m->name, err);
+        return KEEL_ERR_ABI;
+    }
+    int rc = kl_schema_fill(m->desc.config, m->server->config, m->section, m->name, &m->config);
+    if (rc == KEEL_ERR_NOMEM)
+        module_error(m->server, "module '%s': out of memory reading its config", m->name);
+    return rc;
+}
+
 static int load_one(keel_server *s, const char *name)
 {
     if (find_loaded(s, name) != NULL) {
@@ -206,6 +229,8 @@ static int load_one(keel_server *s, const char *name)
     if (m->path != NULL && s->crash_reporting)
         kl_crash_add_module(m->name, m->path, d);
     m->section = kl_config_section_find(s->config, name);
+    if (m->desc.config != NULL && (rc = load_config(m)) != KEEL_OK)
+        return rc;
     if (m->desc.load != NULL) {
         KL_IN_MODULE(m->name, rc = m->desc.load(m));
         if (rc < 0) {
@@ -293,6 +318,35 @@ int kl_modules_load(keel_server *s)
     return rc;
 }
 
+int kl_module_describe(keel_server *s, const char *name, int markdown, FILE *out)
+{
+    keel_module *m = calloc(1, sizeof *m);
+    if (m == NULL || (m->name = kl_strdup(name)) == NULL) {
+        free(m);
+        return KEEL_ERR_NOMEM;
+    }
+    m->server = s;
+    /* Described, never loaded: the descriptor is read, load is not run. */
+    const keel_module_desc *d = find_builtin(s, name);
+    int rc = d != NULL || (d = open_file(m)) != NULL ? check_desc_version(m, d) : KEEL_ERR_NOTFOUND;
+    if (rc == KEEL_OK) {
+        char err[512];
+        keel_module_desc desc;
+        memset(&desc, 0, sizeof desc);
+        memcpy(&desc, d, d->size < sizeof desc ? d->size : sizeof desc);
+        if (desc.config != NULL && kl_schema_check(desc.config, err, sizeof err) != KEEL_OK) {
+            module_error(s, "module '%s': %s", name, err);
+            rc = KEEL_ERR_ABI;
+        } else {
+            kl_schema_describe(out, name, desc.version, desc.config, markdown);
+        }
+    }
+    free(m->path);
+    free(m->name);
+    free(m);
+    return rc;
+}
+
 void kl_modules_unload(keel_server *s)
 {
     for (size_t i = s->nmodules; i-- > 0;) {
@@ -309,6 +363,7 @@ void kl_modules_free(keel_server *s)
     /* Never dlclose: a module's code may still be referenced (atexit
      * handlers, threads of its libraries); the OS unmaps it at exit. */
     for (size_t i = 0; i < s->nmodules; i++) {
+        kl_schema_store_free(&s->modules[i]->config);
         free(s->modules[i]->name);
         free(s->modules[i]->path);
         free(s->modules[i]);

@@ -24,6 +24,11 @@ void *keel_module_data(keel_module *m)
 
 /* ---- configuration ----------------------------------------------------- */
 
+const void *keel_module_config(keel_module *m)
+{
+    return m->config.conf;
+}
+
 /* The single value of a key, or NULL; duplicates are reported. */
 static int single_value(keel_module *m, const char *key, const kl_config_value **v)
 {

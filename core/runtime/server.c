@@ -183,7 +183,8 @@ static void check_descriptors(keel_server *s)
 }
 
 /* Reads [keel], points the log where it says, sizes the worker pool. */
-static int prepare(keel_server *s)
+/* [keel] read and the log set up: all that describing a module needs. */
+static int read_settings(keel_server *s)
 {
     char err[512];
     int rc = kl_settings_load(&s->settings, s->config, s->exe_dir, err, sizeof err);
@@ -193,6 +194,14 @@ static int prepare(keel_server *s)
     rc = kl_log_configure(s->settings.log_target, s->settings.log_level, err, sizeof err);
     if (rc != KEEL_OK)
         return config_error(rc, err);
+    return KEEL_OK;
+}
+
+static int prepare(keel_server *s)
+{
+    int rc = read_settings(s);
+    if (rc != KEEL_OK)
+        return rc;
     if (s->settings.workers == 0) {
         unsigned n = (unsigned)uv_available_parallelism();
         s->settings.workers = n ? n : 1;
@@ -267,6 +276,18 @@ int keel_server_check(keel_server *s)
     int rc = prepare(s);
     if (rc == KEEL_OK)
         rc = kl_modules_load(s);
+    release(s);
+    s->state = KL_STOPPED;
+    return rc;
+}
+
+int keel_server_describe_module(keel_server *s, const char *name, int markdown, FILE *out)
+{
+    if (s->state != KL_NEW)
+        return KEEL_ERR_STATE;
+    int rc = read_settings(s);
+    if (rc == KEEL_OK)
+        rc = kl_module_describe(s, name, markdown, out);
     release(s);
     s->state = KL_STOPPED;
     return rc;

@@ -7,6 +7,7 @@
 
 #include "base/log.h"
 #include "runtime/config.h"
+#include "runtime/config_schema.h"
 #include "net/inherit.h"
 #include "http/http.h"
 #include "platform/platform.h"
@@ -25,6 +26,7 @@ struct keel_module {
     size_t index; /* position in load order = per-worker state slot */
     void *data;   /* keel_module_set_data */
     kl_config_section *section;
+    kl_schema_store config; /* the declared keys' struct (ABI 1.7), or empty */
 };
 
 /* What a connection runs and where it came from: its first protocol, its
@@ -143,6 +145,9 @@ int kl_modules_load(keel_server *server);
 /* Calls unload() in reverse order. Shared objects stay mapped until the
  * process exits (callbacks may still be referenced by late frees). */
 void kl_modules_unload(keel_server *server);
+/* Prints a module's declared keys (keel --help-module) without loading it:
+ * its descriptor is found and checked, its load is not run. */
+int kl_module_describe(keel_server *server, const char *name, int markdown, FILE *out);
 
 /* Frees the module records (after the workers, whose state they size). */
 void kl_modules_free(keel_server *server);

@@ -1092,3 +1092,15 @@ KEEL_FN(int, http_valid, (int syntax, const char *s, size_t len), (syntax, s, le
  * fallback; or the protocol's refusal. Worker thread of the request. */
 KEEL_FN(int, request_body_pause, (keel_request *req, int paused), (req, paused))
 #endif /* KEEL__WANT(6) */
+
+#if KEEL__WANT(7)
+/* ---- Declared configuration (ABI 1.7) --------------------------------------
+ * keel/config.h and docs/configuration.md. */
+
+/* The module's config struct, filled by the core from its [name] section
+ * and the defaults of the table its descriptor's `config` points to, before
+ * load runs. Read-only; the core owns it and its strings until the module
+ * is unloaded. NULL for a module without a table. Any thread, from load
+ * until unload. */
+KEEL_FN(const void *, module_config, (keel_module *module), (module))
+#endif /* KEEL__WANT(7) */

@@ -20,6 +20,8 @@
 #ifndef KEEL_EMBED_H
 #define KEEL_EMBED_H
 
+#include <stdio.h>
+
 #include "api.h"
 
 #ifdef __cplusplus
@@ -54,6 +56,17 @@ KEEL_EXPORT int keel_server_add_module(keel_server *server, const keel_module_de
  * functions) without opening listeners or starting workers; then unloads.
  * What `keel -t` does. Returns KEEL_OK or the first error (logged). */
 KEEL_EXPORT int keel_server_check(keel_server *server);
+
+/* Prints the configuration keys the module `name` declares (ABI 1.7,
+ * keel/config.h) to out: plain text, or with markdown non-zero the page
+ * kept in docs/reference/NAME.md. The module is found as the config's
+ * module_path says (or among those added with keel_server_add_module) and
+ * not loaded. What `keel --help-module NAME` does; call it instead of
+ * keel_server_run or keel_server_check, once, on the main thread. Returns
+ * KEEL_OK, or the error that kept the module from being described
+ * (logged). */
+KEEL_EXPORT int keel_server_describe_module(keel_server *server, const char *name, int markdown,
+                                            FILE *out);
 
 /* Loads the modules, binds the listeners, starts the workers and runs until
  * a graceful shutdown (SIGINT/SIGTERM, Ctrl-C or console close on Windows,

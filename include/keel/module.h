@@ -15,6 +15,7 @@
 #ifndef KEEL_MODULE_H
 #define KEEL_MODULE_H
 
+#include "config.h"
 #include "export.h"
 #include "types.h"
 #include "version.h"
@@ -83,6 +84,13 @@ typedef struct keel_module_desc {
     int (*start)(keel_module *module, keel_worker *worker, void *worker_state);
     void (*stop)(keel_module *module, keel_worker *worker, void *worker_state);
     void (*unload)(keel_module *module);
+
+    /* ABI 1.7: the module's configuration keys (keel/config.h). The core
+     * validates the module's section against them before load and keeps
+     * the parsed struct for keel_module_config(). NULL: the module reads
+     * its section with the keel_config_* getters. A host before 1.7 never
+     * reads this field (the descriptor's size says it is there). */
+    const keel_config_schema *config;
 } keel_module_desc;
 
 #define KEEL_MODULE_SYMBOL_PREFIX "keel_module_"

@@ -41,6 +41,7 @@ typedef struct h1_config {
     uint64_t keepalive_timeout_ms;
     uint64_t shutdown_idle_timeout_ms; /* idle connections stay this long on shutdown */
     uint64_t max_requests;             /* per connection; 0: unlimited */
+    const char *server;                /* as declared; server_line is what is sent */
     char server_line[256];             /* "Server: keel\r\n", or "" */
     size_t server_line_len;
     /* "HTTP/1.1 NNN Reason\r\n" for each code, with the core's phrases

@@ -505,44 +505,41 @@ static const keel_protocol h1_protocol = {
 
 /* ---- module life cycle ---------------------------------------------------------- */
 
-static int keep_first(int rc, int r)
-{
-    return rc != KEEL_OK ? rc : r;
-}
+/* The [http1] section (keel/config.h): the core validates it and fills an
+ * h1_config with these fields before load; load adds what follows from
+ * them. Offsets within a head are 32-bit, hence the 1g bounds. */
+static const keel_config_key h1_keys[] = {
+    KEEL_KEY(h1_config, max_request_line, "max_request_line", KEEL_CONFIG_SIZE, .def = "8k",
+             .min = 64, .max = 1 << 30, .doc = "longest request line; 414 above it"),
+    KEEL_KEY(h1_config, max_header_bytes, "max_header_bytes", KEEL_CONFIG_SIZE, .def = "16k",
+             .min = 256, .max = 1 << 30, .doc = "longest head (request line and fields); 431"),
+    KEEL_KEY(h1_config, max_headers, "max_headers", KEEL_CONFIG_INT, .def = "100", .min = 1,
+             .max = 65535, .doc = "most header fields in a request; 431 above it"),
+    KEEL_KEY(h1_config, max_body, "max_body", KEEL_CONFIG_SIZE, .def = "1m",
+             .doc = "largest request body a handler reads whole; 413 above it"),
+    KEEL_KEY(h1_config, header_timeout_ms, "header_timeout", KEEL_CONFIG_DURATION, .def = "10s",
+             .min = 1, .max = 86400000,
+             .doc = "time to receive a whole head, from its first byte (no byte renews it); 408"),
+    KEEL_KEY(h1_config, body_timeout_ms, "body_timeout", KEEL_CONFIG_DURATION, .def = "30s",
+             .min = 1, .max = 86400000,
+             .doc = "longest wait for the next piece of a body; 408 after it"),
+    KEEL_KEY(h1_config, body_min_rate, "body_min_rate", KEEL_CONFIG_SIZE, .def = "1k",
+             .doc = "bytes a second a body must average once body_timeout has passed; 0: none"),
+    KEEL_KEY(h1_config, keepalive_timeout_ms, "keepalive_timeout", KEEL_CONFIG_DURATION,
+             .def = "5s", .doc = "how long an idle connection waits for its next request"),
+    KEEL_KEY(h1_config, shutdown_idle_timeout_ms, "shutdown_idle_timeout", KEEL_CONFIG_DURATION,
+             .def = "1s", .doc = "how long idle connections stay open once keel stops"),
+    KEEL_KEY(h1_config, max_requests, "max_requests", KEEL_CONFIG_INT, .def = "1000", .min = 0,
+             .max = INT64_MAX, .doc = "requests per connection before it closes; 0: unlimited"),
+    KEEL_KEY(h1_config, server, "server", KEEL_CONFIG_STRING, .def = "keel",
+             .doc = "the Server field of every response; empty: none"),
+};
+KEEL_CONFIG_SCHEMA(h1_schema, h1_config, h1_keys);
 
-static int read_config(keel_module *m, h1_config *cfg)
+/* What follows from the declared keys. */
+static int finish_config(keel_module *m, h1_config *cfg)
 {
-    int rc = KEEL_OK;
-    int64_t n = 0;
-    const char *server = NULL;
-    rc = keep_first(rc, keel_config_size(m, "max_request_line", 8 * 1024, &cfg->max_request_line));
-    rc = keep_first(rc, keel_config_size(m, "max_header_bytes", 16 * 1024, &cfg->max_header_bytes));
-    rc = keep_first(rc, keel_config_int(m, "max_headers", 100, 1, 65535, &n));
-    cfg->max_headers = (uint64_t)n;
-    rc = keep_first(rc, keel_config_size(m, "max_body", 1024 * 1024, &cfg->max_body));
-    rc = keep_first(rc,
-                    keel_config_duration_ms(m, "header_timeout", 10000, &cfg->header_timeout_ms));
-    rc = keep_first(rc, keel_config_duration_ms(m, "body_timeout", 30000, &cfg->body_timeout_ms));
-    rc = keep_first(rc, keel_config_size(m, "body_min_rate", 1024, &cfg->body_min_rate));
-    rc = keep_first(
-        rc, keel_config_duration_ms(m, "keepalive_timeout", 5000, &cfg->keepalive_timeout_ms));
-    rc = keep_first(rc, keel_config_duration_ms(m, "shutdown_idle_timeout", 1000,
-                                                &cfg->shutdown_idle_timeout_ms));
-    rc = keep_first(rc, keel_config_int(m, "max_requests", 1000, 0, INT64_MAX, &n));
-    cfg->max_requests = (uint64_t)n;
-    rc = keep_first(rc, keel_config_string(m, "server", "keel", &server));
-    if (rc != KEEL_OK)
-        return rc;
-
-    /* Offsets within a head are 32-bit. */
-    if (cfg->max_request_line < 64 || cfg->max_request_line > (1u << 30))
-        return keel_config_error(m, "max_request_line", "must be between 64 and 1g");
-    if (cfg->max_header_bytes < 256 || cfg->max_header_bytes > (1u << 30))
-        return keel_config_error(m, "max_header_bytes", "must be between 256 and 1g");
-    if (cfg->header_timeout_ms == 0)
-        return keel_config_error(m, "header_timeout", "must be more than 0");
-    if (cfg->body_timeout_ms == 0)
-        return keel_config_error(m, "body_timeout", "must be more than 0");
+    const char *server = cfg->server;
     /* A chunked body's framing (sizes, extensions, line ends, trailers)
      * gets an eighth of max_body beyond its data, at least 1 KiB (an empty
      * body's "0\r\n\r\n" with a few trailer fields): 1 MiB of data in
@@ -576,7 +573,8 @@ static int h1_load(keel_module *m)
     h1_config *cfg = calloc(1, sizeof *cfg);
     if (cfg == NULL)
         return KEEL_ERR_NOMEM;
-    int rc = read_config(m, cfg);
+    *cfg = *(const h1_config *)keel_module_config(m);
+    int rc = finish_config(m, cfg);
     if (rc == KEEL_OK)
         rc = h1_status_lines_build(cfg);
     if (rc == KEEL_OK)
@@ -614,5 +612,5 @@ static void h1_stop(keel_module *m, keel_worker *worker, void *state)
     h1_pool_free(state);
 }
 
-KEEL_MODULE(http1, .version = "1.0.0", .load = h1_load, .unload = h1_unload, .start = h1_start,
-            .stop = h1_stop, .worker_state_size = sizeof(h1_worker));
+KEEL_MODULE(http1, .version = "1.0.0", .worker_state_size = sizeof(h1_worker), .load = h1_load,
+            .start = h1_start, .stop = h1_stop, .unload = h1_unload, .config = &h1_schema);

@@ -30,6 +30,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The [hello] section, declared (keel/config.h): the core validates it,
+ * fills this struct before load and prints it for --help-module. */
+struct hello_conf {
+    uint64_t slow_ms;
+};
+
+static const keel_config_key hello_keys[] = {
+    KEEL_KEY(struct hello_conf, slow_ms, "slow_delay", KEEL_CONFIG_DURATION, .def = "50ms",
+             .max = 3600000, .doc = "how long GET /slow waits unless ?ms= says otherwise"),
+};
+KEEL_CONFIG_SCHEMA(hello_schema, struct hello_conf, hello_keys);
+
 /* Module-wide data, made in load and shared read-only by every worker
  * (keel_module_set_data). */
 struct hello {
@@ -380,10 +392,10 @@ static int hello_load(keel_module *module)
     if (!h)
         return KEEL_ERR_NOMEM;
     h->module = module;
+    h->slow_ms = ((const struct hello_conf *)keel_module_config(module))->slow_ms;
 
     int rc;
-    if ((rc = keel_config_duration_ms(module, "slow_delay", 50, &h->slow_ms)) < 0 ||
-        (rc = keel_route_add(module, "GET", "/", hello_root, h)) < 0 ||
+    if ((rc = keel_route_add(module, "GET", "/", hello_root, h)) < 0 ||
         (rc = keel_route_add(module, "POST", "/echo", hello_echo, h)) < 0 ||
         (rc = keel_route_add(module, "GET", "/hello/:name", hello_name, h)) < 0 ||
         (rc = keel_route_add(module, "GET", "/slow", hello_slow, h)) < 0 ||
@@ -408,4 +420,4 @@ static void hello_unload(keel_module *module)
 static const char *const hello_dependencies[] = {"?websocket", NULL};
 
 KEEL_MODULE(hello, .version = "1.0.0", .dependencies = hello_dependencies, .load = hello_load,
-            .unload = hello_unload);
+            .unload = hello_unload, .config = &hello_schema);

@@ -1,0 +1,445 @@
+/* A module's declared keys: the table checked once, values parsed into the
+ * module's struct, the reference printed. The getters of module_api.c and
+ * this file share the value parsers of config.c, so a key reads the same
+ * whichever way a module asks for it. */
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "keel/types.h"
+#include "runtime/config_schema.h"
+#include "base/log.h"
+#include "base/util.h"
+
+/* The i-th key as this host knows the struct: a module built against an
+ * older keel/config.h has shorter entries (key_size), and the fields it
+ * did not have read as zero. */
+static keel_config_key key_at(const keel_config_schema *schema, size_t i)
+{
+    keel_config_key key;
+    size_t n = schema->key_size < sizeof key ? schema->key_size : sizeof key;
+    memset(&key, 0, sizeof key);
+    memcpy(&key, (const char *)schema->keys + i * schema->key_size, n);
+    if (key.scopes == 0)
+        key.scopes = KEEL_SCOPE_GLOBAL;
+    return key;
+}
+
+static size_t field_size_of(const keel_config_key *key)
+{
+    if (key->flags & KEEL_CONFIG_LIST)
+        return sizeof(keel_config_list);
+    switch (key->type) {
+    case KEEL_CONFIG_STRING:
+    case KEEL_CONFIG_ADDRESS:
+    case KEEL_CONFIG_PATH:
+        return sizeof(const char *);
+    case KEEL_CONFIG_BOOL:
+    case KEEL_CONFIG_ENUM:
+        return sizeof(int);
+    case KEEL_CONFIG_INT:
+        return sizeof(int64_t);
+    case KEEL_CONFIG_SIZE:
+    case KEEL_CONFIG_DURATION:
+        return sizeof(uint64_t);
+    }
+    return 0;
+}
+
+static const char *type_name(const keel_config_key *key)
+{
+    static const char *const names[] = {"?",        "string",  "bool", "int", "size",
+                                        "duration", "address", "path", "enum"};
+    unsigned t = (unsigned)key->type;
+    return t < sizeof names / sizeof names[0] ? names[t] : "?";
+}
+
+/* 65536 -> "64k", 1500 -> "1500": a size as a person would write it. */
+static const char *size_text(uint64_t v, char *buf, size_t len)
+{
+    static const char units[] = "kmg";
+    int u = -1;
+    while (u < 2 && v != 0 && v % 1024 == 0) {
+        v /= 1024;
+        u++;
+    }
+    if (u < 0)
+        snprintf(buf, len, "%" PRIu64, v);
+    else
+        snprintf(buf, len, "%" PRIu64 "%c", v, units[u]);
+    return buf;
+}
+
+static const char *duration_text(uint64_t ms, char *buf, size_t len)
+{
+    if (ms != 0 && ms % 3600000 == 0)
+        snprintf(buf, len, "%" PRIu64 "h", ms / 3600000);
+    else if (ms != 0 && ms % 60000 == 0)
+        snprintf(buf, len, "%" PRIu64 "m", ms / 60000);
+    else if (ms != 0 && ms % 1000 == 0)
+        snprintf(buf, len, "%" PRIu64 "s", ms / 1000);
+    else
+        snprintf(buf, len, "%" PRIu64 "ms", ms);
+    return buf;
+}
+
+/* The range a key accepts, as "between 64 and 1g"; "" when it is the
+ * type's whole range. */
+static const char *range_text(const keel_config_key *key, char *buf, size_t len)
+{
+    char lo[32], hi[32];
+    buf[0] = '\0';
+    if (key->min == 0 && key->max == 0)
+        return buf;
+    if (key->type == KEEL_CONFIG_SIZE) {
+        size_text((uint64_t)key->min, lo, sizeof lo);
+        size_text((uint64_t)key->max, hi, sizeof hi);
+    } else if (key->type == KEEL_CONFIG_DURATION) {
+        duration_text((uint64_t)key->min, lo, sizeof lo);
+        duration_text((uint64_t)key->max, hi, sizeof hi);
+    } else {
+        snprintf(lo, sizeof lo, "%" PRId64, key->min);
+        snprintf(hi, sizeof hi, "%" PRId64, key->max);
+    }
+    if (key->min == 0 && key->type != KEEL_CONFIG_INT)
+        snprintf(buf, len, "up to %s", hi);
+    else
+        snprintf(buf, len, "between %s and %s", lo, hi);
+    return buf;
+}
+
+/* HOST:PORT, [IPv6]:PORT or unix:/path: what a listen line or an upstream
+ * takes. The host is not resolved here (that is the user's module's call,
+ * and a name may resolve differently at start and at reload). */
+static int valid_address(const char *s)
+{
+    if (strncmp(s, "unix:", 5) == 0)
+        return s[5] != '\0';
+    const char *colon;
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+        if (close == NULL || close == s + 1 || close[1] != ':')
+            return 0;
+        colon = close + 1;
+    } else {
+        colon = strrchr(s, ':');
+        if (colon == NULL || colon == s || memchr(s, ':', (size_t)(colon - s)) != NULL)
+            return 0;
+        for (const char *p = s; p < colon; p++)
+            if (*p == ' ' || *p == '\t' || *p == '/')
+                return 0;
+    }
+    char *end;
+    unsigned long port = strtoul(colon + 1, &end, 10);
+    return colon[1] >= '0' && colon[1] <= '9' && *end == '\0' && port >= 1 && port <= 65535;
+}
+
+/* Parses one written value of key into *field (a scalar's storage; for a
+ * list item, the caller keeps the text). KEEL_OK or KEEL_ERR_CONFIG with
+ * the reason in why. */
+static int parse_value(const keel_config_key *key, const char *text, void *field, char *why,
+                       size_t whylen)
+{
+    char range[96];
+    switch (key->type) {
+    case KEEL_CONFIG_STRING:
+    case KEEL_CONFIG_PATH:
+        return KEEL_OK;
+    case KEEL_CONFIG_ADDRESS:
+        if (valid_address(text))
+            return KEEL_OK;
+        snprintf(why, whylen, "expected HOST:PORT, [IPv6]:PORT or unix:/path, not '%s'", text);
+        return KEEL_ERR_CONFIG;
+    case KEEL_CONFIG_BOOL: {
+        int v;
+        if (kl_parse_bool(text, &v, why, whylen) != KEEL_OK)
+            return KEEL_ERR_CONFIG;
+        if (field != NULL)
+            *(int *)field = v;
+        return KEEL_OK;
+    }
+    case KEEL_CONFIG_INT: {
+        int64_t v, min = key->min, max = key->max;
+        if (min == 0 && max == 0) {
+            min = INT64_MIN;
+            max = INT64_MAX;
+        }
+        if (kl_parse_int(text, min, max, &v, why, whylen) != KEEL_OK)
+            return KEEL_ERR_CONFIG;
+        if (field != NULL)
+            *(int64_t *)field = v;
+        return KEEL_OK;
+    }
+    case KEEL_CONFIG_SIZE:
+    case KEEL_CONFIG_DURATION: {
+        uint64_t v;
+        int rc = key->type == KEEL_CONFIG_SIZE ? kl_parse_size(text, &v, why, whylen)
+                                               : kl_parse_duration_ms(text, &v, why, whylen);
+        if (rc != KEEL_OK)
+            return KEEL_ERR_CONFIG;
+        if ((key->min != 0 || key->max != 0) &&
+            (v < (uint64_t)key->min || v > (uint64_t)key->max)) {
+            snprintf(why, whylen, "expected a %s %s", type_name(key),
+                     range_text(key, range, sizeof range));
+            return KEEL_ERR_CONFIG;
+        }
+        if (field != NULL)
+            *(uint64_t *)field = v;
+        return KEEL_OK;
+    }
+    case KEEL_CONFIG_ENUM:
+        for (int i = 0; key->choices != NULL && key->choices[i] != NULL; i++) {
+            if (strcmp(key->choices[i], text) == 0) {
+                if (field != NULL)
+                    *(int *)field = i;
+                return KEEL_OK;
+            }
+        }
+        {
+            size_t n = (size_t)snprintf(why, whylen, "expected one of");
+            for (int i = 0; key->choices != NULL && key->choices[i] != NULL && n < whylen; i++)
+                n += (size_t)snprintf(why + n, whylen - n, " %s", key->choices[i]);
+        }
+        return KEEL_ERR_CONFIG;
+    }
+    snprintf(why, whylen, "unknown type %d", (int)key->type);
+    return KEEL_ERR_CONFIG;
+}
+
+static int valid_key_name(const char *name)
+{
+    if (name == NULL || *name == '\0')
+        return 0;
+    for (const char *p = name; *p; p++)
+        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' ||
+              *p == '-'))
+            return 0;
+    return 1;
+}
+
+int kl_schema_check(const keel_config_schema *schema, char *err, size_t errlen)
+{
+    if (schema->size < offsetof(keel_config_schema, struct_size) + sizeof(size_t) ||
+        schema->key_size < offsetof(keel_config_key, doc) + sizeof(const char *) ||
+        (schema->nkeys > 0 && schema->keys == NULL)) {
+        snprintf(err, errlen, "config table: malformed (size %zu, key size %zu)", schema->size,
+                 schema->key_size);
+        return KEEL_ERR_ABI;
+    }
+    for (size_t i = 0; i < schema->nkeys; i++) {
+        keel_config_key key = key_at(schema, i);
+        char why[256];
+        const char *name = key.name ? key.name : "(null)";
+        if (!valid_key_name(key.name)) {
+            snprintf(err, errlen, "config table: key %zu: invalid name '%s'", i, name);
+            return KEEL_ERR_ABI;
+        }
+        for (size_t j = 0; j < i; j++) {
+            keel_config_key other = key_at(schema, j);
+            if (strcmp(other.name, key.name) == 0) {
+                snprintf(err, errlen, "config table: key '%s' declared twice", name);
+                return KEEL_ERR_ABI;
+            }
+        }
+        size_t want = field_size_of(&key);
+        if (want == 0 || key.field_size != want || key.offset > schema->struct_size ||
+            schema->struct_size - key.offset < want) {
+            snprintf(err, errlen,
+                     "config table: key '%s': a %s%s needs a field of %zu bytes inside the "
+                     "struct (field of %zu bytes at %zu, struct of %zu)",
+                     name, type_name(&key), key.flags & KEEL_CONFIG_LIST ? " list" : "", want,
+                     key.field_size, key.offset, schema->struct_size);
+            return KEEL_ERR_ABI;
+        }
+        if ((key.scopes & ~KEEL_SCOPE_ANY) != 0 || key.min > key.max ||
+            ((key.type == KEEL_CONFIG_SIZE || key.type == KEEL_CONFIG_DURATION) && key.min < 0) ||
+            (key.type == KEEL_CONFIG_ENUM && (key.choices == NULL || key.choices[0] == NULL))) {
+            snprintf(err, errlen, "config table: key '%s': bad scopes, range or choices", name);
+            return KEEL_ERR_ABI;
+        }
+        if (key.def != NULL && parse_value(&key, key.def, NULL, why, sizeof why) != KEEL_OK) {
+            snprintf(err, errlen, "config table: key '%s': default '%s': %s", name, key.def, why);
+            return KEEL_ERR_ABI;
+        }
+    }
+    return KEEL_OK;
+}
+
+static void *store_alloc(kl_schema_store *store, size_t size)
+{
+    if (kl_grow((void **)&store->blocks, &store->cap, store->nblocks + 1, sizeof *store->blocks) !=
+        KEEL_OK)
+        return NULL;
+    void *p = calloc(1, size ? size : 1);
+    if (p != NULL)
+        store->blocks[store->nblocks++] = p;
+    return p;
+}
+
+/* A path written in a file is relative to that file's folder (as nginx's
+ * `include` and Caddy's paths are), one from --set or a config string to
+ * the working directory. */
+static const char *resolve_path(const kl_config *cfg, const kl_config_value *v,
+                                kl_schema_store *store)
+{
+    size_t base = kl_config_value_from_file(cfg, v) ? kl_path_dir_len(v->file) : 0;
+    if (base == 0 || kl_path_is_absolute(v->text))
+        return v->text;
+    size_t len = base + 1 + strlen(v->text) + 1;
+    char *p = store_alloc(store, len);
+    if (p == NULL)
+        return NULL;
+    int sep = v->file[base - 1] != '/' && v->file[base - 1] != '\\';
+    snprintf(p, len, "%.*s%s%s", (int)base, v->file, sep ? "/" : "", v->text);
+    return p;
+}
+
+static int bad(const kl_config_value *v, const char *section, const char *key, const char *why)
+{
+    char where[300];
+    kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where), section, key,
+           why);
+    return KEEL_ERR_CONFIG;
+}
+
+/* One key's field from the values written (n of them) or its default. */
+static int fill_key(const keel_config_key *key, const kl_config *cfg, kl_config_section *sec,
+                    const char *section, kl_schema_store *store)
+{
+    char *field = (char *)store->conf + key->offset;
+    char why[256];
+    size_t n = kl_config_count(sec, key->name);
+    if (key->flags & KEEL_CONFIG_LIST) {
+        keel_config_list *list = (keel_config_list *)(void *)field;
+        const char **items = store_alloc(store, (n ? n : 1) * sizeof *items);
+        if (items == NULL)
+            return KEEL_ERR_NOMEM;
+        for (size_t i = 0; i < n; i++) {
+            const kl_config_value *v = kl_config_get(sec, key->name, i);
+            if (parse_value(key, v->text, NULL, why, sizeof why) != KEEL_OK)
+                return bad(v, section, key->name, why);
+            items[i] = key->type == KEEL_CONFIG_PATH ? resolve_path(cfg, v, store) : v->text;
+            if (items[i] == NULL)
+                return KEEL_ERR_NOMEM;
+        }
+        if (n == 0 && key->def != NULL && key->def[0] != '\0')
+            items[n++] = key->def;
+        list->count = n;
+        list->items = items;
+        return KEEL_OK;
+    }
+    const kl_config_value *v = NULL;
+    if (n > 0) {
+        char err[512];
+        if (kl_config_get_single(sec, key->name, &v, err, sizeof err) != KEEL_OK) {
+            kl_log(KEEL_LOG_ERROR, "%s", err);
+            return KEEL_ERR_CONFIG;
+        }
+    }
+    const char *text = v != NULL ? v->text : key->def;
+    if (text == NULL)
+        return KEEL_OK; /* zero, NULL: the struct was calloc'd */
+    if (parse_value(key, text, field, why, sizeof why) != KEEL_OK)
+        return bad(v, section, key->name, why); /* defaults were checked at load */
+    if (key->type == KEEL_CONFIG_STRING || key->type == KEEL_CONFIG_ADDRESS)
+        *(const char **)(void *)field = text;
+    else if (key->type == KEEL_CONFIG_PATH &&
+             (*(const char **)(void *)field = v ? resolve_path(cfg, v, store) : text) == NULL)
+        return KEEL_ERR_NOMEM;
+    return KEEL_OK;
+}
+
+int kl_schema_fill(const keel_config_schema *schema, const kl_config *cfg, kl_config_section *sec,
+                   const char *section_name, kl_schema_store *store)
+{
+    memset(store, 0, sizeof *store);
+    if ((store->conf = store_alloc(store, schema->struct_size)) == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < schema->nkeys; i++) {
+        keel_config_key key = key_at(schema, i);
+        if ((key.flags & KEEL_CONFIG_REQUIRED) && kl_config_count(sec, key.name) == 0) {
+            if (sec != NULL)
+                kl_log(KEEL_LOG_ERROR, "%s:%u: [%s] %s: required", kl_config_section_file(sec),
+                       kl_config_section_line(sec), section_name, key.name);
+            else
+                kl_log(KEEL_LOG_ERROR, "[%s] %s: required (the config has no [%s] section)",
+                       section_name, key.name, section_name);
+            return KEEL_ERR_CONFIG;
+        }
+        int rc = fill_key(&key, cfg, sec, section_name, store);
+        if (rc != KEEL_OK)
+            return rc;
+    }
+    return KEEL_OK;
+}
+
+void kl_schema_store_free(kl_schema_store *store)
+{
+    for (size_t i = 0; i < store->nblocks; i++)
+        free(store->blocks[i]);
+    free(store->blocks);
+    memset(store, 0, sizeof *store);
+}
+
+static void scopes_text(unsigned scopes, char *buf, size_t len)
+{
+    static const char *const names[] = {"global", "listener", "site", "path"};
+    size_t n = 0;
+    buf[0] = '\0';
+    for (unsigned i = 0; i < 4 && n < len; i++)
+        if (scopes & (1u << i))
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", n ? ", " : "", names[i]);
+}
+
+/* "size, 64k to 1g", "enum: keep replace", "string list". */
+static void kind_text(const keel_config_key *key, char *buf, size_t len)
+{
+    char range[96];
+    size_t n = (size_t)snprintf(buf, len, "%s%s", type_name(key),
+                                key->flags & KEEL_CONFIG_LIST ? " list" : "");
+    if (key->type == KEEL_CONFIG_ENUM) {
+        for (int i = 0; key->choices[i] != NULL && n < len; i++)
+            n += (size_t)snprintf(buf + n, len - n, "%s%s", i ? ", " : ": ", key->choices[i]);
+    } else if (range_text(key, range, sizeof range)[0] != '\0' && n < len) {
+        snprintf(buf + n, len - n, ", %s", range);
+    }
+}
+
+void kl_schema_describe(FILE *out, const char *module, const char *version,
+                        const keel_config_schema *schema, int markdown)
+{
+    if (markdown) {
+        fprintf(out,
+                "# [%s]\n\n<!-- Generated by `keel --help-module %s --markdown` from the module's "
+                "table; edit the table, not this page. -->\n\n",
+                module, module);
+    } else {
+        fprintf(out, "module %s%s%s\n", module, version ? " " : "", version ? version : "");
+    }
+    if (schema == NULL || schema->nkeys == 0) {
+        fprintf(out, "%s declares no keys: it reads its section itself (see its README).\n",
+                module);
+        return;
+    }
+    if (markdown)
+        fprintf(out, "| key | type | default | scopes | what it does |\n|---|---|---|---|---|\n");
+    for (size_t i = 0; i < schema->nkeys; i++) {
+        keel_config_key key = key_at(schema, i);
+        char kind[256], scopes[64];
+        kind_text(&key, kind, sizeof kind);
+        scopes_text(key.scopes, scopes, sizeof scopes);
+        const char *def = key.flags & KEEL_CONFIG_REQUIRED ? "(required)"
+                          : key.def && key.def[0]          ? key.def
+                                                           : "(none)";
+        const char *doc = key.doc ? key.doc : "";
+        if (markdown) {
+            fprintf(out, "| `%s` | %s | `%s` | %s | ", key.name, kind, def, scopes);
+            for (const char *p = doc; *p; p++)
+                fputs(*p == '|' ? "\\|" : (char[]){*p, '\0'}, out);
+            fputs(" |\n", out);
+        } else {
+            fprintf(out, "  %-24s %s\n  %-24s default %s; in: %s\n  %-24s %s\n\n", key.name, kind,
+                    "", def, scopes, "", doc);
+        }
+    }
+}

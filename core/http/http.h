@@ -130,10 +130,11 @@ struct keel_request {
     keel_str query;
     void **module_data;
     uint64_t start_us;
-    int refs;          /* the exchange, pending writes, offload, the handler */
-    int aborted;       /* the connection went away */
-    int conn_gone;     /* ...and the log phase ran: keel_request_conn says NULL */
-    int exchange_done; /* sink->done was called (or abort) */
+    const struct kl_scope *scope; /* its listener, site and path (NULL: no scopes) */
+    int refs;                     /* the exchange, pending writes, offload, the handler */
+    int aborted;                  /* the connection went away */
+    int conn_gone;                /* ...and the log phase ran: keel_request_conn says NULL */
+    int exchange_done;            /* sink->done was called (or abort) */
     int logged;
     /* body */
     int body_mode;

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "runtime/server.h"
 #include "base/util.h"
+#include "net/conn.h"
 #include "net/worker.h"
 
 /* ---- registration (main thread, during load) ---------------------------- */
@@ -185,6 +186,35 @@ static void answer_error(keel_request *req, int status)
         kl_response_send_status(&req->res, status);
 }
 
+/* The request's scope (docs/configuration.md): by its listener, its host
+ * and its normalised path. 0, or the status for a host no site takes. */
+static int select_scope(keel_request *req)
+{
+    const kl_listen_spec *spec = req->conn->origin->spec;
+    if (spec == NULL) /* not accepted: the implicit scope */
+        return 0;
+    keel_str host = {"", 0};
+    for (size_t i = 0; i < req->head.nheaders; i++) {
+        keel_str n = req->head.headers[i].name;
+        if (n.len == 4 && kl_name_equals(n, "host", 4)) {
+            host = req->head.headers[i].value;
+            break;
+        }
+    }
+    int status = 0;
+    req->scope =
+        kl_scopes_select(req->server->scopes, (size_t)(spec - req->server->settings.listen), host,
+                         req->path, &status);
+    return req->scope != NULL ? 0 : status;
+}
+
+const void *keel_request_config(keel_request *req, keel_module *module)
+{
+    if (req->scope != NULL)
+        return req->scope->confs[module->index];
+    return module->config.conf;
+}
+
 void keel_http_request_dispatch(keel_request *req)
 {
     kl_request_ref(req);
@@ -194,6 +224,8 @@ void keel_http_request_dispatch(keel_request *req)
     int status = (req->sink->flags & KEEL_HTTP_SINK_CHECKED) ? 0 : kl_request_check_head(req);
     if (status == 0)
         status = kl_request_parse_target(req);
+    if (status == 0 && req->server->scopes != NULL)
+        status = select_scope(req);
     if (status != 0) {
         answer_error(req, status);
         goto out;

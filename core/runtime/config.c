@@ -354,6 +354,47 @@ static int read_line(reader *r, const char *name, char *err, size_t errlen)
     return any;
 }
 
+static int is_blank(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* A scope's header: [site ...], [listener ...] or [/...]. */
+static int is_scope_header(const char *name, size_t len)
+{
+    return name[0] == '/' || (len > 5 && memcmp(name, "site", 4) == 0 && is_blank(name[4])) ||
+           (len > 9 && memcmp(name, "listener", 8) == 0 && is_blank(name[8]));
+}
+
+/* Host names (and *.wildcards), listener names, and path prefixes as an
+ * origin-form path may hold them (RFC 3986 3.3 pchar, less '%' and the
+ * sub-delims a config would have to quote). */
+static int is_scope_char(char c)
+{
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '-' || c == '_' || c == '*' || c == '/' || c == '~' || c == ':' || c == '@' ||
+           c == '+' || c == ' ' || c == '\t';
+}
+
+/* Copies name[0..len) into out with runs of blanks made one space and the
+ * ends trimmed; returns the new length. */
+static size_t squeeze_spaces(const char *name, size_t len, char *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (is_blank(name[i])) {
+            if (n > 0 && out[n - 1] != ' ')
+                out[n++] = ' ';
+        } else {
+            out[n++] = name[i];
+        }
+    }
+    while (n > 0 && out[n - 1] == ' ')
+        n--;
+    out[n] = '\0';
+    return n;
+}
+
 static int parse_header(kl_config *cfg, kl_config_section **cur, char *p, unsigned line, char *err,
                         size_t errlen)
 {
@@ -366,10 +407,26 @@ static int parse_header(kl_config *cfg, kl_config_section **cur, char *p, unsign
     size_t len = (size_t)(end - name);
     if (len == 0)
         return fail(err, errlen, file, line, "malformed section header: empty name");
-    const char *bad = first_bad(name, len, is_sect_char);
-    if (bad)
-        return fail(err, errlen, file, line, "invalid section name '%.*s': %s not allowed (%s)",
-                    (int)len, name, describe(*bad, what), SECT_HELP);
+    char scoped[1024];
+    if (is_scope_header(name, len)) {
+        if (len >= sizeof scoped)
+            return fail(err, errlen, file, line, "scope header longer than %zu bytes",
+                        sizeof scoped - 1);
+        /* [site NAME...], [site NAME /prefix], [/prefix], [listener NAME]
+         * (docs/configuration.md): kept with single spaces, so that one
+         * scope written twice is found as a duplicate. */
+        const char *bad = first_bad(name, len, is_scope_char);
+        if (bad)
+            return fail(err, errlen, file, line, "invalid scope header '%.*s': %s not allowed",
+                        (int)len, name, describe(*bad, what));
+        len = squeeze_spaces(name, len, scoped);
+        name = scoped;
+    } else {
+        const char *bad = first_bad(name, len, is_sect_char);
+        if (bad)
+            return fail(err, errlen, file, line, "invalid section name '%.*s': %s not allowed (%s)",
+                        (int)len, name, describe(*bad, what), SECT_HELP);
+    }
     const char *rest = skip_ws(end + 1);
     if (*rest && *rest != ';' && *rest != '#')
         return fail(err, errlen, file, line, "malformed section header: unexpected text after ']'");

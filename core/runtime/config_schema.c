@@ -302,22 +302,28 @@ static int bad(const kl_config_value *v, const char *section, const char *key, c
     return KEEL_ERR_CONFIG;
 }
 
-/* One key's field from the values written (n of them) or its default. */
-static int fill_key(const keel_config_key *key, const kl_config *cfg, kl_config_section *sec,
-                    const char *section, kl_schema_store *store)
+/* One key's field in conf from the values written in sec under `name`
+ * (the key's own name in the module's section, "module.key" in a scope's).
+ * With none written the field keeps what it holds: the default (or zero)
+ * in a module's section, the enclosing scope's value in a scope. */
+static int fill_key(const keel_config_key *key, const char *name, int use_default,
+                    const kl_config *cfg, kl_config_section *sec, const char *section,
+                    kl_schema_store *store, void *conf)
 {
-    char *field = (char *)store->conf + key->offset;
+    char *field = (char *)conf + key->offset;
     char why[256];
-    size_t n = kl_config_count(sec, key->name);
+    size_t n = kl_config_count(sec, name);
+    if (n == 0 && !use_default)
+        return KEEL_OK;
     if (key->flags & KEEL_CONFIG_LIST) {
         keel_config_list *list = (keel_config_list *)(void *)field;
         const char **items = store_alloc(store, (n ? n : 1) * sizeof *items);
         if (items == NULL)
             return KEEL_ERR_NOMEM;
         for (size_t i = 0; i < n; i++) {
-            const kl_config_value *v = kl_config_get(sec, key->name, i);
+            const kl_config_value *v = kl_config_get(sec, name, i);
             if (parse_value(key, v->text, NULL, why, sizeof why) != KEEL_OK)
-                return bad(v, section, key->name, why);
+                return bad(v, section, name, why);
             items[i] = key->type == KEEL_CONFIG_PATH ? resolve_path(cfg, v, store) : v->text;
             if (items[i] == NULL)
                 return KEEL_ERR_NOMEM;
@@ -331,7 +337,7 @@ static int fill_key(const keel_config_key *key, const kl_config *cfg, kl_config_
     const kl_config_value *v = NULL;
     if (n > 0) {
         char err[512];
-        if (kl_config_get_single(sec, key->name, &v, err, sizeof err) != KEEL_OK) {
+        if (kl_config_get_single(sec, name, &v, err, sizeof err) != KEEL_OK) {
             kl_log(KEEL_LOG_ERROR, "%s", err);
             return KEEL_ERR_CONFIG;
         }
@@ -340,7 +346,7 @@ static int fill_key(const keel_config_key *key, const kl_config *cfg, kl_config_
     if (text == NULL)
         return KEEL_OK; /* zero, NULL: the struct was calloc'd */
     if (parse_value(key, text, field, why, sizeof why) != KEEL_OK)
-        return bad(v, section, key->name, why); /* defaults were checked at load */
+        return bad(v, section, name, why); /* defaults were checked at load */
     if (key->type == KEEL_CONFIG_STRING || key->type == KEEL_CONFIG_ADDRESS)
         *(const char **)(void *)field = text;
     else if (key->type == KEEL_CONFIG_PATH &&
@@ -366,7 +372,46 @@ int kl_schema_fill(const keel_config_schema *schema, const kl_config *cfg, kl_co
                        section_name, key.name, section_name);
             return KEEL_ERR_CONFIG;
         }
-        int rc = fill_key(&key, cfg, sec, section_name, store);
+        int rc = fill_key(&key, key.name, 1, cfg, sec, section_name, store, store->conf);
+        if (rc != KEEL_OK)
+            return rc;
+    }
+    return KEEL_OK;
+}
+
+static const char *scope_word(unsigned scope)
+{
+    return scope == KEEL_SCOPE_LISTENER ? "listener"
+           : scope == KEEL_SCOPE_SITE   ? "site"
+           : scope == KEEL_SCOPE_PATH   ? "path"
+                                        : "global";
+}
+
+static void scopes_text(unsigned scopes, char *buf, size_t len);
+
+int kl_schema_merge(const keel_config_schema *schema, const kl_config *cfg, kl_config_section *sec,
+                    const char *module, unsigned scope, const void *base, kl_schema_store *store,
+                    void **out)
+{
+    void *conf = store_alloc(store, schema->struct_size);
+    if (conf == NULL)
+        return KEEL_ERR_NOMEM;
+    memcpy(conf, base, schema->struct_size);
+    *out = conf;
+    const char *section = kl_config_section_name(sec);
+    for (size_t i = 0; i < schema->nkeys; i++) {
+        keel_config_key key = key_at(schema, i);
+        char name[256];
+        snprintf(name, sizeof name, "%s.%s", module, key.name);
+        if (kl_config_count(sec, name) > 0 && !(key.scopes & scope)) {
+            char allowed[64], where[300];
+            scopes_text(key.scopes, allowed, sizeof allowed);
+            kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: not allowed in a %s scope (only: %s)",
+                   kl_config_where(kl_config_get(sec, name, 0), where, sizeof where), section, name,
+                   scope_word(scope), allowed);
+            return KEEL_ERR_CONFIG;
+        }
+        int rc = fill_key(&key, name, 0, cfg, sec, section, store, conf);
         if (rc != KEEL_OK)
             return rc;
     }

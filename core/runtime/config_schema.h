@@ -35,6 +35,15 @@ int kl_schema_check(const keel_config_schema *schema, char *err, size_t errlen);
 int kl_schema_fill(const keel_config_schema *schema, const kl_config *cfg, kl_config_section *sec,
                    const char *section_name, kl_schema_store *store);
 
+/* A scope's struct (docs/configuration.md, "Merging"): a copy of base (the
+ * enclosing scope's) with the keys sec writes as "MODULE.KEY" applied; a
+ * list written here replaces the enclosing one. A key written in a scope
+ * its table does not allow (scope: KEEL_SCOPE_LISTENER, _SITE or _PATH)
+ * is an error with FILE:LINE. The struct is allocated in store (*out). */
+int kl_schema_merge(const keel_config_schema *schema, const kl_config *cfg, kl_config_section *sec,
+                    const char *module, unsigned scope, const void *base, kl_schema_store *store,
+                    void **out);
+
 void kl_schema_store_free(kl_schema_store *store);
 
 /* Prints the reference of a module's keys: plain text for a terminal, or

@@ -245,6 +245,27 @@ static int load_one(keel_server *s, const char *name)
     return KEEL_OK;
 }
 
+/* [listener], [site] and path scopes (runtime/scopes.c), once every
+ * module's table is known. */
+static int build_scopes(keel_server *s)
+{
+    kl_scope_module *mods = calloc(s->nmodules ? s->nmodules : 1, sizeof *mods);
+    const char **names = calloc(s->nlisteners ? s->nlisteners : 1, sizeof *names);
+    int rc = KEEL_ERR_NOMEM;
+    if (mods != NULL && names != NULL) {
+        for (size_t i = 0; i < s->nmodules; i++)
+            mods[i] = (kl_scope_module){s->modules[i]->name, s->modules[i]->desc.config,
+                                        s->modules[i]->config.conf};
+        for (size_t i = 0; i < s->nlisteners; i++)
+            names[i] = kl_listen_spec_option(s->listeners[i].spec, "name");
+        rc = kl_scopes_build(s->config, mods, s->nmodules, names, s->nlisteners,
+                             s->settings.unknown_host, &s->scopes);
+    }
+    free(mods);
+    free(names);
+    return rc;
+}
+
 /* What only the full set of loaded modules can tell. */
 static int check_config(keel_server *s)
 {
@@ -260,6 +281,16 @@ static int check_config(keel_server *s)
     for (size_t i = 0; i < nsections; i++) {
         kl_config_section *sec = kl_config_section_at(s->config, i);
         const char *name = kl_config_section_name(sec);
+        if (kl_scopes_is_scope_section(sec)) {
+            if (kl_config_check_unused(sec, err, sizeof err) != KEEL_OK) {
+                kl_log(KEEL_LOG_ERROR,
+                       "%s (a scope takes MODULE.KEY for the keys a module "
+                       "declares for it: keel --help-module MODULE)",
+                       err);
+                return KEEL_ERR_CONFIG;
+            }
+            continue;
+        }
         if (strcmp(name, "keel") != 0 && find_loaded(s, name) == NULL) {
             kl_log(KEEL_LOG_ERROR, "%s:%u: unknown section [%s] (no module '%s' is loaded)",
                    kl_config_section_file(sec), kl_config_section_line(sec), name, name);
@@ -312,6 +343,8 @@ int kl_modules_load(keel_server *s)
     s->loading = 0;
     kl_metrics_seal(s);
     if (rc == KEEL_OK)
+        rc = build_scopes(s);
+    if (rc == KEEL_OK)
         rc = check_config(s);
     if (rc == KEEL_OK)
         rc = kl_http_prepare(s);
@@ -362,6 +395,8 @@ void kl_modules_free(keel_server *s)
 {
     /* Never dlclose: a module's code may still be referenced (atexit
      * handlers, threads of its libraries); the OS unmaps it at exit. */
+    kl_scopes_free(s->scopes); /* it points into the modules' structs */
+    s->scopes = NULL;
     for (size_t i = 0; i < s->nmodules; i++) {
         kl_schema_store_free(&s->modules[i]->config);
         free(s->modules[i]->name);

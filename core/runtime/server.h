@@ -8,6 +8,7 @@
 #include "base/log.h"
 #include "runtime/config.h"
 #include "runtime/config_schema.h"
+#include "runtime/scopes.h"
 #include "net/inherit.h"
 #include "http/http.h"
 #include "platform/platform.h"
@@ -92,7 +93,8 @@ struct keel_server {
     size_t nmodules;
     int loading; /* registries accept entries only while modules load */
     kl_registry registry;
-    kl_http http; /* routes and filters */
+    kl_http http;      /* routes and filters */
+    kl_scopes *scopes; /* listeners, sites, paths; NULL: the config has none */
     kl_slot_type slots[KL_SLOT_COUNT];
     keel_appender *appenders; /* closed after unload */
 

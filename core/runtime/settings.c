@@ -284,7 +284,7 @@ static void read_int(key_reader *r, const char *key, int64_t min, int64_t max, i
         bad_value(r, v, key, why);
 }
 
-static const char *listen_option(const kl_listen_spec *l, const char *key)
+const char *kl_listen_spec_option(const kl_listen_spec *l, const char *key)
 {
     for (size_t i = 0; i < l->noptions; i++)
         if (strcmp(l->options[i].key, key) == 0)
@@ -300,8 +300,8 @@ static const char *listen_option(const kl_listen_spec *l, const char *key)
 static void read_listen_proxy(key_reader *r, kl_listen_spec *l, char **from, size_t nfrom,
                               uint64_t timeout_ms)
 {
-    const char *on = listen_option(l, "proxy_protocol");
-    const char *line_from = listen_option(l, "proxy_from");
+    const char *on = kl_listen_spec_option(l, "proxy_protocol");
+    const char *line_from = kl_listen_spec_option(l, "proxy_from");
     char why[256], where[300];
     int enabled = 0;
     if (r->rc != KEEL_OK)
@@ -502,6 +502,17 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
         s->log_level = kl_log_level_parse(v->text);
         if (s->log_level < 0)
             bad_value(&r, v, "log_level", "expected error, warn, info or debug");
+    }
+
+    /* A Host no [site] names (docs/configuration.md): the implicit site,
+     * 421 Misdirected Request (RFC 9110 15.5.20) or 404. */
+    if ((v = read_key(&r, "unknown_host")) != NULL) {
+        if (strcmp(v->text, "default") == 0)
+            s->unknown_host = 0;
+        else if (strcmp(v->text, "421") == 0 || strcmp(v->text, "404") == 0)
+            s->unknown_host = atoi(v->text);
+        else
+            bad_value(&r, v, "unknown_host", "expected default, 421 or 404");
     }
 
     if ((v = read_key(&r, "crash_report")) != NULL) {

@@ -47,6 +47,9 @@ typedef struct kl_listen_spec {
     kl_proxy_conf *proxy;         /* proxy_protocol=on; NULL otherwise */
 } kl_listen_spec;
 
+/* The value of a listen line's KEY=VALUE option, or NULL. */
+const char *kl_listen_spec_option(const kl_listen_spec *l, const char *key);
+
 typedef struct kl_settings {
     kl_listen_spec *listen;
     size_t nlisten;
@@ -60,6 +63,7 @@ typedef struct kl_settings {
     uint64_t idle_timeout_ms;
     uint64_t write_timeout_ms;
     uint64_t shutdown_timeout_ms;
+    int unknown_host;            /* 0: the implicit site; 421 or 404 */
     uint64_t shutdown_delay_ms;  /* still serving after a stop request, before closing listeners */
     uint64_t connect_timeout_ms; /* outbound: resolution plus connect; 0: no deadline */
     uint64_t reload_timeout_ms;  /* a reload's new process must serve within this */

@@ -1103,4 +1103,13 @@ KEEL_FN(int, request_body_pause, (keel_request *req, int paused), (req, paused))
  * is unloaded. NULL for a module without a table. Any thread, from load
  * until unload. */
 KEEL_FN(const void *, module_config, (keel_module *module), (module))
+
+/* The module's config struct for this request's scope: its listener's,
+ * site's (by Host or :authority) and path prefix's keys merged over the
+ * module's section (docs/configuration.md, "Scopes"). The same as
+ * keel_module_config() when the config has no scope, or before the request
+ * was dispatched (a protocol's own calls). Never allocates; read-only,
+ * valid until the module is unloaded. NULL for a module without a table.
+ * Worker thread of the request. */
+KEEL_FN(const void *, request_config, (keel_request *req, keel_module *module), (req, module))
 #endif /* KEEL__WANT(7) */

@@ -1,0 +1,60 @@
+/* core/runtime/scopes.h — listeners, sites and path prefixes
+ * (docs/configuration.md, "Scopes"): built once from the config and the
+ * modules' declared keys, each scope holding every module's merged struct;
+ * a request's scope is chosen by its listener, host and path.
+ *
+ * Built and freed on the main thread; kl_scopes_select is read-only and
+ * runs on any worker.
+ */
+#ifndef KEEL_CORE_SCOPES_H
+#define KEEL_CORE_SCOPES_H
+
+#include <stddef.h>
+
+#include "keel/config.h"
+#include "keel/http.h"
+#include "runtime/config.h"
+
+/* One scope as a request sees it: each module's struct there, by the
+ * module's load index (NULL for a module that declares no keys). */
+typedef struct kl_scope {
+    void **confs;
+} kl_scope;
+
+/* A module as the scopes see it. */
+typedef struct kl_scope_module {
+    const char *name;
+    const keel_config_schema *schema; /* NULL: no declared keys */
+    const void *global;               /* its struct from its own section */
+} kl_scope_module;
+
+typedef struct kl_scopes kl_scopes;
+
+/* What an unknown host gets when no site is named `default` ([keel]
+ * unknown_host): the implicit site, or a status. */
+#define KL_UNKNOWN_HOST_DEFAULT 0
+
+/* Builds the scopes: the config's [listener NAME], [site NAME...],
+ * [site NAME /prefix] and [/prefix] sections for these modules and these
+ * listeners (listener_names[i]: the name= of listen line i, or NULL).
+ * KEEL_OK with *out NULL when the config has no scope section (then every
+ * request uses each module's global struct). KEEL_ERR_CONFIG after logging
+ * "FILE:LINE: [section] ..." for a scope or key that is not right. Marks
+ * the keys it reads used, so kl_config_check_unused finds the rest. */
+int kl_scopes_build(const kl_config *cfg, const kl_scope_module *modules, size_t nmodules,
+                    const char *const *listener_names, size_t nlisteners, int unknown_host,
+                    kl_scopes **out);
+
+void kl_scopes_free(kl_scopes *scopes);
+
+/* Non-zero if sec is a scope's section rather than a module's. */
+int kl_scopes_is_scope_section(const kl_config_section *sec);
+
+/* The scope of a request that came on listener `listener` for host (the
+ * Host field or :authority as received; empty if none) and the normalised
+ * path. NULL when no site takes the host and unknown_host is a status:
+ * *status is then 421 or 404. */
+const kl_scope *kl_scopes_select(const kl_scopes *scopes, size_t listener, keel_str host,
+                                 keel_str path, int *status);
+
+#endif

@@ -122,18 +122,27 @@ static void accesslog_on_log(keel_request *req, keel_response *res, const keel_h
     keel_appender_write(cfg->out, line, o);
 }
 
+/* The [accesslog] section (keel/config.h). */
+typedef struct accesslog_conf {
+    const char *path;
+    int format; /* an index into formats */
+} accesslog_conf;
+
+static const char *const formats[] = {"combined", "common", NULL};
+
+static const keel_config_key accesslog_keys[] = {
+    KEEL_KEY(accesslog_conf, path, "path", KEEL_CONFIG_STRING, .def = "access.log",
+             .doc = "the log file, appended to off the loop"),
+    KEEL_KEY(accesslog_conf, format, "format", KEEL_CONFIG_ENUM, .def = "combined",
+             .choices = formats, .doc = "NCSA combined (with Referer and User-Agent) or common"),
+};
+KEEL_CONFIG_SCHEMA(accesslog_schema, accesslog_conf, accesslog_keys);
+
 static int accesslog_load(keel_module *module)
 {
-    const char *path, *format;
-    int rc;
-    if ((rc = keel_config_string(module, "path", "access.log", &path)) < 0 ||
-        (rc = keel_config_string(module, "format", "combined", &format)) < 0)
-        return rc;
-    int combined = strcmp(format, "combined") == 0;
-    if (!combined && strcmp(format, "common") != 0) {
-        keel_log(module, KEEL_LOG_ERROR, "[accesslog] format: expected combined or common");
-        return KEEL_ERR_CONFIG;
-    }
+    const accesslog_conf *c = keel_module_config(module);
+    const char *path = c->path;
+    int combined = c->format == 0;
     struct accesslog *cfg = calloc(1, sizeof *cfg);
     if (cfg == NULL)
         return KEEL_ERR_NOMEM;
@@ -161,5 +170,5 @@ static void accesslog_unload(keel_module *module)
     free(keel_module_data(module));
 }
 
-KEEL_MODULE(accesslog, .version = "1.0.0", .load = accesslog_load, .unload = accesslog_unload,
-            .worker_state_size = sizeof(struct accesslog_worker));
+KEEL_MODULE(accesslog, .version = "1.0.0", .worker_state_size = sizeof(struct accesslog_worker),
+            .load = accesslog_load, .unload = accesslog_unload, .config = &accesslog_schema);

@@ -59,11 +59,45 @@ static int add_type(kd_http *h, const char *s, size_t n)
     return KEEL_OK;
 }
 
+/* The [deflate] section (keel/config.h). Level 6 is zlib's own default
+ * (Z_DEFAULT_COMPRESSION): on text the higher levels gain a percent or two
+ * for several times the CPU, the lower ones lose more than that. memLevel 8
+ * is zlib's default too: 9 buys almost nothing for 128 KiB more per
+ * stream, and a caller short of memory (a WebSocket with many idle peers)
+ * asks for less in its params. min_length 256: below that, gzip's 18 bytes
+ * of framing and a block's code tables eat most of the gain, and the
+ * response fits in one packet either way. */
+typedef struct deflate_conf {
+    int64_t level, mem_level, window_bits;
+    int http, compress_files;
+    uint64_t min_length;
+    keel_config_list types;
+} deflate_conf;
+
+static const keel_config_key deflate_keys[] = {
+    KEEL_KEY(deflate_conf, level, "level", KEEL_CONFIG_INT, .def = "6", .min = 1, .max = 9,
+             .doc = "zlib's compression level for HTTP responses and the service's default"),
+    KEEL_KEY(deflate_conf, mem_level, "mem_level", KEEL_CONFIG_INT, .def = "8", .min = 1, .max = 9,
+             .doc = "zlib's memLevel: memory per stream against compression"),
+    KEEL_KEY(deflate_conf, window_bits, "window_bits", KEEL_CONFIG_INT, .def = "15", .min = 9,
+             .max = 15, .doc = "the LZ77 window of HTTP responses, 2^N bytes"),
+    KEEL_KEY(deflate_conf, http, "http", KEEL_CONFIG_BOOL, .def = "on",
+             .doc = "compress HTTP responses (off: only offer the service to websocket)"),
+    KEEL_KEY(deflate_conf, min_length, "min_length", KEEL_CONFIG_SIZE, .def = "256",
+             .doc = "responses of a known length below this stay as they are"),
+    KEEL_KEY(deflate_conf, compress_files, "compress_files", KEEL_CONFIG_BOOL, .def = "off",
+             .doc = "also compress files the static module sends (losing sendfile)"),
+    KEEL_KEY(deflate_conf, types, "types", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .doc = "media types to compress (type/subtype, type/*, *), separated by spaces or "
+                    "commas; default: text and the common text-like application types"),
+};
+KEEL_CONFIG_SCHEMA(deflate_schema, deflate_conf, deflate_keys);
+
 /* `types` may be repeated; each value is a list separated by spaces or
  * commas of "type/subtype", "type/" plus a star, or a lone star. */
-static int read_types(keel_module *module, kd_http *h)
+static int read_types(keel_module *module, const keel_config_list *list, kd_http *h)
 {
-    size_t lines = keel_config_count(module, "types");
+    size_t lines = list->count;
     if (lines == 0) {
         for (size_t i = 0; i < sizeof default_types / sizeof *default_types; i++)
             if (add_type(h, default_types[i], strlen(default_types[i])) != KEEL_OK)
@@ -71,10 +105,7 @@ static int read_types(keel_module *module, kd_http *h)
         return KEEL_OK;
     }
     for (size_t l = 0; l < lines; l++) {
-        const char *v = NULL;
-        if (keel_config_string_at(module, "types", l, &v) != KEEL_OK || v == NULL)
-            continue;
-        for (const char *p = v; *p;) {
+        for (const char *p = list->items[l]; *p;) {
             while (*p == ' ' || *p == '\t' || *p == ',')
                 p++;
             const char *e = p;
@@ -121,36 +152,20 @@ static void register_metrics(keel_module *module, kd_http *h)
 
 static int deflate_load(keel_module *module)
 {
-    int64_t level, mem_level, window_bits;
-    uint64_t min_length;
-    int http_on, compress_files, rc;
-    /* Level 6 is zlib's own default (Z_DEFAULT_COMPRESSION): on text the
-     * higher levels gain a percent or two for several times the CPU, the
-     * lower ones lose more than that. memLevel 8 is zlib's default too:
-     * 9 buys almost nothing for 128 KiB more per stream, and a caller
-     * short of memory (a WebSocket with many idle peers) asks for less in
-     * its params. min_length 256: below that, gzip's 18 bytes of framing
-     * and a block's code tables eat most of the gain, and the response
-     * fits in one packet either way. */
-    if ((rc = keel_config_int(module, "level", 6, 1, 9, &level)) < 0 ||
-        (rc = keel_config_int(module, "mem_level", 8, 1, 9, &mem_level)) < 0 ||
-        (rc = keel_config_int(module, "window_bits", 15, 9, 15, &window_bits)) < 0 ||
-        (rc = keel_config_bool(module, "http", 1, &http_on)) < 0 ||
-        (rc = keel_config_size(module, "min_length", 256, &min_length)) < 0 ||
-        (rc = keel_config_bool(module, "compress_files", 0, &compress_files)) < 0)
-        return rc;
-    kd_set_defaults(&(kd_defaults){(int)level, (int)mem_level});
+    const deflate_conf *c = keel_module_config(module);
+    int rc;
+    kd_set_defaults(&(kd_defaults){(int)c->level, (int)c->mem_level});
 
     kd_http *h = calloc(1, sizeof *h);
     if (h == NULL)
         return KEEL_ERR_NOMEM;
     h->module = module;
-    h->min_length = min_length;
-    h->compress_files = compress_files;
-    h->level = (int)level;
-    h->mem_level = (int)mem_level;
-    h->window_bits = (int)window_bits;
-    if ((rc = read_types(module, h)) != KEEL_OK) {
+    h->min_length = c->min_length;
+    h->compress_files = c->compress_files;
+    h->level = (int)c->level;
+    h->mem_level = (int)c->mem_level;
+    h->window_bits = (int)c->window_bits;
+    if ((rc = read_types(module, &c->types, h)) != KEEL_OK) {
         http_free(h);
         return rc;
     }
@@ -159,7 +174,7 @@ static int deflate_load(keel_module *module)
         http_free(h);
         return rc;
     }
-    if (http_on) {
+    if (c->http) {
         /* LAST: after the filters that make or change the content, so that
          * what is compressed is the final body, and what the head filter
          * reads (Content-Type, Cache-Control, Content-Encoding) is final. */
@@ -187,4 +202,5 @@ static void deflate_unload(keel_module *module)
     http_free(keel_module_data(module));
 }
 
-KEEL_MODULE(deflate, .version = "1.0.0", .load = deflate_load, .unload = deflate_unload);
+KEEL_MODULE(deflate, .version = "1.0.0", .load = deflate_load, .unload = deflate_unload,
+            .config = &deflate_schema);

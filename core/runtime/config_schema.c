@@ -283,7 +283,7 @@ static const char *resolve_path(const kl_config *cfg, const kl_config_value *v,
                                 kl_schema_store *store)
 {
     size_t base = kl_config_value_from_file(cfg, v) ? kl_path_dir_len(v->file) : 0;
-    if (base == 0 || kl_path_is_absolute(v->text))
+    if (base == 0 || v->text[0] == '\0' || kl_path_is_absolute(v->text))
         return v->text;
     size_t len = base + 1 + strlen(v->text) + 1;
     char *p = store_alloc(store, len);

@@ -498,61 +498,112 @@ static void config_free(px_config *c)
     free(c);
 }
 
+/* The [proxy] section (keel/config.h). upstream, pass, upgrade and the
+ * connect_* lists are read word by word below and in connect.c; the table
+ * declares them so that the core checks where they may be written and
+ * documents them. Upstream reads larger than the server's 16 KiB: a 1 MiB
+ * body then costs a quarter of the reads and wake-ups (docs/proxy.md). */
+typedef struct px_settings {
+    keel_config_list upstream, pass;
+    const char *upgrade;
+    int64_t keepalive, tries;
+    uint64_t keepalive_timeout_ms, connect_timeout_ms, read_timeout_ms, send_timeout_ms;
+    uint64_t buffer, client_buffer, max_header, read_buffer;
+    int via, forwarded, x_forwarded, server, date;
+    uint64_t tunnel_idle_ms;
+    const char *log;
+    int connect, connect_private;
+    const char *connect_clients, *connect_ports, *connect_hosts;
+    uint64_t connect_header_timeout_ms;
+} px_settings;
+
+static const char *const keep_replace[] = {"replace", "keep", NULL};
+
+static const keel_config_key px_keys[] = {
+    KEEL_KEY(px_settings, upstream, "upstream", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .doc = "a group: NAME ADDRESS:PORT [weight=N max_fails=N fail_timeout=T backup] "
+                    "... [balance=round_robin|least_conn|hash] [tls] [check=/path "
+                    "check_interval=T] (docs/proxy.md)"),
+    KEEL_KEY(px_settings, pass, "pass", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .doc = "a route: /PREFIX GROUP [host=client|upstream] [connect_timeout=T] "
+                    "[read_timeout=T] [send_timeout=T] [tries=N] [upgrade=NAME] [websocket=on|off] "
+                    "[location=rewrite|off] (docs/proxy.md)"),
+    KEEL_KEY(px_settings, upgrade, "upgrade", KEEL_CONFIG_STRING, .def = "websocket",
+             .doc = "protocols an Upgrade may ask for (never h2c); off: none"),
+    KEEL_KEY(px_settings, keepalive, "keepalive", KEEL_CONFIG_INT, .def = "32", .min = 0,
+             .max = 100000, .doc = "idle upstream connections kept per worker and group"),
+    KEEL_KEY(px_settings, tries, "tries", KEEL_CONFIG_INT, .def = "0", .min = 0,
+             .max = PX_MAX_SERVERS,
+             .doc = "attempts in all for an idempotent request; 0: each "
+                    "server of the group once"),
+    KEEL_KEY(px_settings, keepalive_timeout_ms, "keepalive_timeout", KEEL_CONFIG_DURATION,
+             .def = "60s", .doc = "how long an idle upstream connection is kept"),
+    KEEL_KEY(px_settings, connect_timeout_ms, "connect_timeout", KEEL_CONFIG_DURATION, .def = "10s",
+             .doc = "connecting to an upstream; 504 (or the next server) after"),
+    KEEL_KEY(px_settings, read_timeout_ms, "read_timeout", KEEL_CONFIG_DURATION, .def = "60s",
+             .doc = "longest silence of an upstream while its answer is due; 504"),
+    KEEL_KEY(px_settings, send_timeout_ms, "send_timeout", KEEL_CONFIG_DURATION, .def = "60s",
+             .doc = "longest wait to write to an upstream"),
+    KEEL_KEY(px_settings, buffer, "buffer", KEEL_CONFIG_SIZE, .def = "64k", .min = 4096,
+             .max = 1 << 30, .doc = "bytes buffered each way before the other side is paused"),
+    KEEL_KEY(px_settings, client_buffer, "client_buffer", KEEL_CONFIG_SIZE, .def = "64k",
+             .min = 16 * 1024, .max = 1 << 30,
+             .doc = "response bytes the streams of one HTTP/2 client connection hold together"),
+    KEEL_KEY(px_settings, max_header, "max_header", KEEL_CONFIG_SIZE, .def = "32k", .min = 1024,
+             .max = 1 << 24, .doc = "largest upstream response head; 502 above it"),
+    KEEL_KEY(px_settings, read_buffer, "read_buffer", KEEL_CONFIG_SIZE, .def = "64k", .min = 4096,
+             .max = 1 << 20, .doc = "bytes one read from an upstream may take"),
+    KEEL_KEY(px_settings, via, "via", KEEL_CONFIG_BOOL, .def = "on",
+             .doc = "add Via (RFC 9110 7.6.3) both ways"),
+    KEEL_KEY(px_settings, forwarded, "forwarded", KEEL_CONFIG_BOOL, .def = "on",
+             .doc = "add Forwarded (RFC 7239) towards the upstream"),
+    KEEL_KEY(px_settings, x_forwarded, "x_forwarded", KEEL_CONFIG_BOOL, .def = "on",
+             .doc = "add X-Forwarded-For, -Proto and -Host towards the upstream"),
+    KEEL_KEY(px_settings, server, "server", KEEL_CONFIG_ENUM, .def = "replace",
+             .choices = keep_replace, .doc = "the upstream's Server field: keel's, or kept"),
+    KEEL_KEY(px_settings, date, "date", KEEL_CONFIG_ENUM, .def = "replace", .choices = keep_replace,
+             .doc = "the upstream's Date field: keel's, or kept"),
+    KEEL_KEY(px_settings, tunnel_idle_ms, "tunnel_idle_timeout", KEEL_CONFIG_DURATION, .def = "5m",
+             .doc = "a WebSocket or CONNECT tunnel idle both ways this long closes"),
+    KEEL_KEY(px_settings, log, "log", KEEL_CONFIG_PATH,
+             .doc = "a file for one line per proxied exchange; none by default"),
+    KEEL_KEY(px_settings, connect, "connect", KEEL_CONFIG_BOOL, .def = "off",
+             .doc = "answer CONNECT on listeners of protocol `proxy` (a forward proxy)"),
+    KEEL_KEY(px_settings, connect_clients, "connect_clients", KEEL_CONFIG_STRING,
+             .def = "127.0.0.0/8 ::1/128", .doc = "addresses or CIDR blocks that may CONNECT"),
+    KEEL_KEY(px_settings, connect_ports, "connect_ports", KEEL_CONFIG_STRING, .def = "443",
+             .doc = "destination ports CONNECT may reach; * for any"),
+    KEEL_KEY(px_settings, connect_hosts, "connect_hosts", KEEL_CONFIG_STRING, .def = "*",
+             .doc = "destination host names (or *.suffix) CONNECT may reach"),
+    KEEL_KEY(px_settings, connect_private, "connect_private", KEEL_CONFIG_BOOL, .def = "off",
+             .doc = "let CONNECT reach loopback, private and link-local addresses"),
+    KEEL_KEY(px_settings, connect_header_timeout_ms, "connect_header_timeout", KEEL_CONFIG_DURATION,
+             .def = "10s", .min = 1, .max = 3600000,
+             .doc = "time for a CONNECT head to arrive whole (no byte renews it)"),
+};
+KEEL_CONFIG_SCHEMA(px_schema, px_settings, px_keys);
+
 static int read_scalars(px_config *c, keel_module *m)
 {
-    int64_t keepalive = 0, tries = 0;
-    uint64_t buffer = 0, client_buffer = 0, max_header = 0, read_buffer = 0;
-    const char *server = NULL, *date = NULL, *log = NULL;
-    int rc;
-    if ((rc = keel_config_int(m, "keepalive", 32, 0, 100000, &keepalive)) < 0 ||
-        (rc = keel_config_duration_ms(m, "keepalive_timeout", 60000, &c->keepalive_timeout_ms)) <
-            0 ||
-        (rc = keel_config_duration_ms(m, "connect_timeout", 10000, &c->connect_timeout_ms)) < 0 ||
-        (rc = keel_config_duration_ms(m, "read_timeout", 60000, &c->read_timeout_ms)) < 0 ||
-        (rc = keel_config_duration_ms(m, "send_timeout", 60000, &c->send_timeout_ms)) < 0 ||
-        (rc = keel_config_int(m, "tries", 0, 0, PX_MAX_SERVERS, &tries)) < 0 ||
-        (rc = keel_config_size(m, "buffer", 64 * 1024, &buffer)) < 0 ||
-        (rc = keel_config_size(m, "client_buffer", 64 * 1024, &client_buffer)) < 0 ||
-        (rc = keel_config_size(m, "max_header", 32 * 1024, &max_header)) < 0 ||
-        (rc = keel_config_size(m, "read_buffer", 64 * 1024, &read_buffer)) < 0 ||
-        (rc = keel_config_bool(m, "via", 1, &c->via)) < 0 ||
-        (rc = keel_config_bool(m, "forwarded", 1, &c->forwarded)) < 0 ||
-        (rc = keel_config_bool(m, "x_forwarded", 1, &c->x_forwarded)) < 0 ||
-        (rc = keel_config_string(m, "server", "replace", &server)) < 0 ||
-        (rc = keel_config_string(m, "date", "replace", &date)) < 0 ||
-        (rc = keel_config_duration_ms(m, "tunnel_idle_timeout", 300000, &c->tunnel_idle_ms)) < 0 ||
-        (rc = keel_config_string(m, "log", "", &log)) < 0)
-        return rc;
-    c->keepalive = (unsigned)keepalive;
-    c->tries = (unsigned)tries; /* 0: every server of the group once */
-    if (buffer < 4096 || buffer > (1u << 30))
-        return keel_config_error(m, "buffer", "expected 4k to 1g");
-    if (max_header < 1024 || max_header > (1u << 24))
-        return keel_config_error(m, "max_header", "expected 1k to 16m");
-    c->buffer = (size_t)buffer;
-    if (client_buffer < 16 * 1024 || client_buffer > (1u << 30))
-        return keel_config_error(m, "client_buffer", "expected 16k to 1g");
-    c->client_buffer = (size_t)client_buffer;
-    /* Larger reads from upstreams than the server's 16 KiB: a 1 MiB body
-     * then costs a quarter of the reads and wake-ups (measured: about 2x
-     * responses per CPU-second on 1 MiB bodies). */
-    if (read_buffer < 4096 || read_buffer > (1u << 20))
-        return keel_config_error(m, "read_buffer", "expected 4k to 1m");
-    c->read_buffer = (size_t)read_buffer;
-    c->max_header = (size_t)max_header;
-    if (strcmp(server, "keep") != 0 && strcmp(server, "replace") != 0)
-        return keel_config_error(m, "server", "expected keep or replace");
-    if (strcmp(date, "keep") != 0 && strcmp(date, "replace") != 0)
-        return keel_config_error(m, "date", "expected keep or replace");
-    c->keep_server = strcmp(server, "keep") == 0;
-    c->keep_date = strcmp(date, "keep") == 0;
-    if (log[0] != '\0') {
-        char path[1024];
-        if (keel_config_path(m, "log", 0, log, path, sizeof path) != KEEL_OK)
-            return keel_config_error(m, "log", "path too long");
-        if ((c->log = keel_appender_open(m, path)) == NULL)
-            return KEEL_ERR_CONFIG;
-    }
+    const px_settings *s = keel_module_config(m);
+    c->keepalive = (unsigned)s->keepalive;
+    c->tries = (unsigned)s->tries; /* 0: every server of the group once */
+    c->keepalive_timeout_ms = s->keepalive_timeout_ms;
+    c->connect_timeout_ms = s->connect_timeout_ms;
+    c->read_timeout_ms = s->read_timeout_ms;
+    c->send_timeout_ms = s->send_timeout_ms;
+    c->buffer = (size_t)s->buffer;
+    c->client_buffer = (size_t)s->client_buffer;
+    c->read_buffer = (size_t)s->read_buffer;
+    c->max_header = (size_t)s->max_header;
+    c->via = s->via;
+    c->forwarded = s->forwarded;
+    c->x_forwarded = s->x_forwarded;
+    c->keep_server = s->server == 1;
+    c->keep_date = s->date == 1;
+    c->tunnel_idle_ms = s->tunnel_idle_ms;
+    if (s->log != NULL && s->log[0] != '\0' && (c->log = keel_appender_open(m, s->log)) == NULL)
+        return KEEL_ERR_CONFIG;
     return KEEL_OK;
 }
 
@@ -638,5 +689,5 @@ static void proxy_stop(keel_module *m, keel_worker *w, void *state)
     px_clients_free(pw);
 }
 
-KEEL_MODULE(proxy, .version = "1.0.0", .load = proxy_load, .unload = proxy_unload,
-            .start = proxy_start, .stop = proxy_stop, .worker_state_size = sizeof(px_worker));
+KEEL_MODULE(proxy, .version = "1.0.0", .worker_state_size = sizeof(px_worker), .load = proxy_load,
+            .start = proxy_start, .stop = proxy_stop, .unload = proxy_unload, .config = &px_schema);

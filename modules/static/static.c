@@ -509,6 +509,31 @@ static int register_metrics(keel_module *module, st_module *sm)
     return keel_metric_register(module, &b, &sm->cfg.m_bytes);
 }
 
+/* The [static] section (keel/config.h). mount and type are read line by
+ * line below and in mount.c; the table declares them so that the core
+ * checks and documents them. */
+typedef struct st_settings {
+    keel_config_list mount, type;
+    int64_t max_ranges, cache_entries;
+    uint64_t cache_valid_ms;
+} st_settings;
+
+static const keel_config_key st_keys[] = {
+    KEEL_KEY(st_settings, mount, "mount", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .doc = "/PREFIX DIRECTORY [index=...] [listing=on] [precompressed=on] "
+                    "[dotfiles=allow] [symlinks=off|inside|follow] [cache=SECONDS] "
+                    "[resolve=auto|walk] [cache_control=...] (docs/static.md)"),
+    KEEL_KEY(st_settings, type, "type", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .doc = ".EXT TYPE/SUBTYPE: a media type added to or replacing the built-in table"),
+    KEEL_KEY(st_settings, max_ranges, "max_ranges", KEEL_CONFIG_INT, .def = "16", .min = 0,
+             .max = 1000, .doc = "ranges one request may ask for; more get the whole file"),
+    KEEL_KEY(st_settings, cache_valid_ms, "cache_valid", KEEL_CONFIG_DURATION, .def = "1s",
+             .doc = "how long a file's looked-up metadata is trusted; 0: no cache"),
+    KEEL_KEY(st_settings, cache_entries, "cache_entries", KEEL_CONFIG_INT, .def = "1024", .min = 0,
+             .max = 1 << 20, .doc = "metadata cache entries per worker; 0: no cache"),
+};
+KEEL_CONFIG_SCHEMA(st_schema, st_settings, st_keys);
+
 static int static_load(keel_module *module)
 {
     if (!st_mime_table_sorted()) {
@@ -520,15 +545,11 @@ static int static_load(keel_module *module)
         return KEEL_ERR_NOMEM;
     st_config *cfg = &sm->cfg;
     cfg->module = module;
-    int64_t max_ranges = 16;
-    int rc = keel_config_int(module, "max_ranges", 16, 0, 1000, &max_ranges);
-    cfg->max_ranges = (uint64_t)max_ranges;
-    if (rc == KEEL_OK)
-        rc = keel_config_duration_ms(module, "cache_valid", 1000, &cfg->cache_valid_ms);
-    int64_t entries = 1024;
-    if (rc == KEEL_OK)
-        rc = keel_config_int(module, "cache_entries", 1024, 0, 1 << 20, &entries);
-    cfg->cache_entries = (uint64_t)entries;
+    const st_settings *set = keel_module_config(module);
+    cfg->max_ranges = (uint64_t)set->max_ranges;
+    cfg->cache_valid_ms = set->cache_valid_ms;
+    cfg->cache_entries = (uint64_t)set->cache_entries;
+    int rc = KEEL_OK;
     cfg->cache_on = cfg->cache_valid_ms > 0 && cfg->cache_entries > 0;
     if (rc == KEEL_OK)
         rc = read_types(module, cfg);
@@ -619,4 +640,5 @@ static void static_unload(keel_module *module)
 }
 
 KEEL_MODULE(static, .version = "1.0.0", .worker_state_size = sizeof(st_worker), .load = static_load,
-            .start = static_start, .stop = static_stop, .unload = static_unload);
+            .start = static_start, .stop = static_stop, .unload = static_unload,
+            .config = &st_schema);

@@ -737,28 +737,52 @@ static int register_metrics(keel_module *m)
     return KEEL_OK;
 }
 
+/* The [pubsub_redis] section (keel/config.h). */
+typedef struct pr_settings {
+    const char *address, *username, *password, *prefix;
+    int64_t database;
+    int tls;
+    uint64_t max_pending, ping_interval_ms, reconnect_max_ms;
+} pr_settings;
+
+static const keel_config_key pr_keys[] = {
+    KEEL_KEY(pr_settings, address, "address", KEEL_CONFIG_ADDRESS, .def = "127.0.0.1:6379",
+             .doc = "the Redis server"),
+    KEEL_KEY(pr_settings, username, "username", KEEL_CONFIG_STRING, .def = "",
+             .doc = "AUTH username (Redis 6 ACLs); needs password"),
+    KEEL_KEY(pr_settings, password, "password", KEEL_CONFIG_STRING, .def = "",
+             .doc = "AUTH password; empty: no AUTH"),
+    KEEL_KEY(pr_settings, database, "database", KEEL_CONFIG_INT, .def = "0", .min = 0,
+             .max = INT32_MAX, .doc = "SELECT this database"),
+    KEEL_KEY(pr_settings, tls, "tls", KEEL_CONFIG_BOOL, .def = "off",
+             .doc = "connect with TLS (needs the tls module listed first)"),
+    KEEL_KEY(pr_settings, prefix, "prefix", KEEL_CONFIG_STRING,
+             .def = "keel:", .doc = "put before every channel name in Redis (at most 200 bytes)"),
+    KEEL_KEY(pr_settings, max_pending, "max_pending", KEEL_CONFIG_SIZE, .def = "1m", .min = 1024,
+             .max = (int64_t)1 << 40, .doc = "bytes queued towards Redis before publishes fail"),
+    KEEL_KEY(pr_settings, ping_interval_ms, "ping_interval", KEEL_CONFIG_DURATION, .def = "15s",
+             .min = 100, .max = 3600000, .doc = "PING after this much silence from Redis"),
+    KEEL_KEY(pr_settings, reconnect_max_ms, "reconnect_max", KEEL_CONFIG_DURATION, .def = "5s",
+             .min = BACKOFF_MIN, .max = 3600000,
+             .doc = "the longest wait between reconnection attempts (exponential backoff)"),
+};
+KEEL_CONFIG_SCHEMA(pr_schema, pr_settings, pr_keys);
+
 static int pr_load(keel_module *m)
 {
-    const char *address;
+    const pr_settings *s = keel_module_config(m);
     int rc;
     pr.module = m;
-    if ((rc = keel_config_string(m, "address", "127.0.0.1:6379", &address)) < 0 ||
-        (rc = parse_address(m, address)) < 0 ||
-        (rc = keel_config_string(m, "username", "", &pr.username)) < 0 ||
-        (rc = keel_config_string(m, "password", "", &pr.password)) < 0 ||
-        (rc = keel_config_int(m, "database", 0, 0, INT32_MAX, &pr.database)) < 0 ||
-        (rc = keel_config_bool(m, "tls", 0, &pr.tls)) < 0 ||
-        (rc = keel_config_string(m, "prefix", "keel:", &pr.prefix)) < 0 ||
-        (rc = keel_config_size(m, "max_pending", 1024 * 1024, &pr.max_pending)) < 0 ||
-        (rc = keel_config_duration_ms(m, "ping_interval", 15000, &pr.ping_interval_ms)) < 0 ||
-        (rc = keel_config_duration_ms(m, "reconnect_max", 5000, &pr.reconnect_max_ms)) < 0)
+    if ((rc = parse_address(m, s->address)) < 0)
         return rc;
-    if (pr.reconnect_max_ms < BACKOFF_MIN)
-        return keel_config_error(m, "reconnect_max", "must be at least 100ms");
-    if (pr.max_pending < 1024)
-        return keel_config_error(m, "max_pending", "must be at least 1k");
-    if (pr.ping_interval_ms < 100)
-        return keel_config_error(m, "ping_interval", "must be at least 100ms");
+    pr.username = s->username;
+    pr.password = s->password;
+    pr.database = s->database;
+    pr.tls = s->tls;
+    pr.prefix = s->prefix;
+    pr.max_pending = s->max_pending;
+    pr.ping_interval_ms = s->ping_interval_ms;
+    pr.reconnect_max_ms = s->reconnect_max_ms;
     if (pr.username[0] != '\0' && pr.password[0] == '\0')
         return keel_config_error(m, "username", "needs a password (AUTH username password)");
     pr.prefix_len = strlen(pr.prefix);
@@ -816,4 +840,4 @@ static void pr_stop(keel_module *m, keel_worker *w, void *state)
 static const char *const deps[] = {"websocket", "?tls", NULL};
 
 KEEL_MODULE(pubsub_redis, .version = "0.2.0", .dependencies = deps, .load = pr_load,
-            .start = pr_start, .stop = pr_stop);
+            .start = pr_start, .stop = pr_stop, .config = &pr_schema);

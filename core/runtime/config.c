@@ -410,8 +410,8 @@ static int parse_header(kl_config *cfg, kl_config_section **cur, char *p, unsign
     char scoped[1024];
     if (is_scope_header(name, len)) {
         if (len >= sizeof scoped)
-            return fail(err, errlen, file, line, "scope header longer than %zu bytes",
-                        sizeof scoped - 1);
+            return fail(err, errlen, file, line, "scope header longer than %u bytes",
+                        (unsigned)sizeof scoped - 1);
         /* [site NAME...], [site NAME /prefix], [/prefix], [listener NAME]
          * (docs/configuration.md): kept with single spaces, so that one
          * scope written twice is found as a duplicate. */

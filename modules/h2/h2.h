@@ -426,8 +426,9 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed);
 
 /* Our SETTINGS and the connection window beyond 65,535 (RFC 9113 3.4). */
 void h2_send_preface(h2_conn *c);
-void h2_send_frame(h2_conn *c, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
-                   size_t len);
+/* The acknowledgements of the peer's SETTINGS (6.5.3) and PING (6.7). */
+void h2_send_settings_ack(h2_conn *c);
+void h2_send_ping_ack(h2_conn *c, const uint8_t opaque[8]);
 /* RST_STREAM for an id with no stream object (counted; see limits.c). */
 void h2_send_rst(h2_conn *c, uint32_t sid, uint32_t code);
 /* GOAWAY: the last stream id never goes up (RFC 9113 6.8). */
@@ -557,6 +558,9 @@ void h2_headcache_free(h2_conn *c);
 
 /* Appends copied bytes / borrowed bytes to the current batch. */
 int h2_out_copy(h2_conn *c, const void *data, size_t len);
+/* Room for len bytes (len > 0) at the end of the current batch, to be
+ * written in place (a frame the codec encodes); NULL if out of memory. */
+uint8_t *h2_out_room(h2_conn *c, size_t len);
 int h2_out_borrow(h2_conn *c, const void *data, size_t len);
 /* The batch will release a reference to p when written. */
 int h2_out_hold(h2_conn *c, h2_piece *p);

@@ -111,6 +111,32 @@ static int grow(void **p, size_t *cap, size_t want, size_t elem)
     return 0;
 }
 
+/* len bytes more of the batch's own, after the last copied ones. */
+static inline uint8_t *room(h2_batch *b, size_t len)
+{
+    if (grow((void **)&b->bytes, &b->cap, b->len + len, 1) != 0)
+        return NULL;
+    /* Consecutive copies are one segment. */
+    if (b->nsegs > 0 && b->segs[b->nsegs - 1].base == NULL &&
+        b->segs[b->nsegs - 1].off + b->segs[b->nsegs - 1].len == b->len) {
+        b->segs[b->nsegs - 1].len += len;
+    } else {
+        if (grow((void **)&b->segs, &b->segs_cap, b->nsegs + 1, sizeof *b->segs) != 0)
+            return NULL;
+        b->segs[b->nsegs++] = (h2_seg){NULL, b->len, len};
+    }
+    uint8_t *at = (uint8_t *)b->bytes + b->len;
+    b->len += len;
+    b->total += len;
+    return at;
+}
+
+uint8_t *h2_out_room(h2_conn *c, size_t len)
+{
+    h2_batch *b = current(c);
+    return b != NULL ? room(b, len) : NULL;
+}
+
 int h2_out_copy(h2_conn *c, const void *data, size_t len)
 {
     h2_batch *b = current(c);
@@ -118,20 +144,10 @@ int h2_out_copy(h2_conn *c, const void *data, size_t len)
         return KEEL_ERR_NOMEM;
     if (len == 0)
         return KEEL_OK;
-    if (grow((void **)&b->bytes, &b->cap, b->len + len, 1) != 0)
+    uint8_t *at = room(b, len);
+    if (at == NULL)
         return KEEL_ERR_NOMEM;
-    memcpy(b->bytes + b->len, data, len);
-    /* Consecutive copies are one segment. */
-    if (b->nsegs > 0 && b->segs[b->nsegs - 1].base == NULL &&
-        b->segs[b->nsegs - 1].off + b->segs[b->nsegs - 1].len == b->len) {
-        b->segs[b->nsegs - 1].len += len;
-    } else {
-        if (grow((void **)&b->segs, &b->segs_cap, b->nsegs + 1, sizeof *b->segs) != 0)
-            return KEEL_ERR_NOMEM;
-        b->segs[b->nsegs++] = (h2_seg){NULL, b->len, len};
-    }
-    b->len += len;
-    b->total += len;
+    memcpy(at, data, len);
     return KEEL_OK;
 }
 

@@ -436,8 +436,6 @@ void h2_send_goaway(h2_conn *c, uint32_t code);
 void h2_send_window_update(h2_conn *c, uint32_t sid, uint32_t inc);
 /* HEADERS (and CONTINUATION past the peer's frame size) with the block. */
 void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len, int end_stream);
-/* The connection's window: n bytes of request bodies were consumed. */
-void h2_conn_consumed(h2_conn *c, size_t n);
 /* Puts s on the list of streams whose DATA may go (if it has some). */
 void h2_ready(h2_stream *s);
 /* DATA frames from the ready streams while windows and output allow. */
@@ -489,12 +487,6 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code);
 /* Hands the core what is buffered if it asked for it (and has not
  * paused it). */
 void h2_stream_pump_body(h2_stream *s);
-/* Releases the body bytes the core took: the stream's window, and the
- * connection's if it was held back. */
-void h2_stream_consumed(h2_stream *s, size_t n);
-/* Gives back window for n bytes nobody will read (padding, a stream
- * answered without reading): the stream's and the connection's. */
-void h2_stream_window_back(h2_stream *s, size_t n);
 /* Resets a stream (RST_STREAM code, sent at the next h2_pump) and ends
  * its exchange. */
 void h2_stream_reset(h2_stream *s, uint32_t code);
@@ -538,6 +530,41 @@ void h2_piece_pool_free(h2_worker *w);
  * or a field is not allowed. */
 uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n,
                         int64_t content_length, uint8_t *out, size_t cap, size_t *len);
+
+/* ---- window.c: the receive windows (RFC 9113 6.9) ------------------------ */
+
+/* The connection's window as [h2] conn_window sets it, and the
+ * WINDOW_UPDATE that opens it past 65,535 after our SETTINGS (6.9.2). */
+void h2_window_conn_init(h2_conn *c);
+void h2_window_open(h2_conn *c);
+/* A new stream's window: initial_window, or 65,535 until our SETTINGS are
+ * acknowledged, when h2_window_settings_acked takes the difference off. */
+void h2_window_stream_init(h2_stream *s);
+void h2_window_settings_acked(h2_conn *c);
+/* A DATA frame of length bytes against the connection's / the stream's
+ * window: taken, or -1 (nothing taken) if it does not fit (6.9.1). */
+int h2_window_take_conn(h2_conn *c, uint32_t length);
+int h2_window_take_stream(h2_stream *s, uint32_t length);
+/* The stream's window is used up: the client cannot send more. */
+int h2_window_spent(const h2_stream *s);
+/* left more body bytes fit in both windows as they are. */
+int h2_window_can_carry(const h2_stream *s, int64_t left);
+/* n bytes the connection's window gives back (WINDOW_UPDATE in steps of
+ * half of it). */
+void h2_window_conn_back(h2_conn *c, size_t n);
+/* n bytes nobody will read (padding, a stream answered without reading):
+ * both windows given back. */
+void h2_window_back(h2_stream *s, size_t n);
+/* n body bytes held for the handler (the connection's window given back
+ * unless the connection holds past body_buffer); n of them read by it
+ * (the stream's given back, and the connection's if it was held); all
+ * held ones dropped (the connection's held back given back). */
+void h2_window_hold(h2_stream *s, size_t n);
+void h2_window_read(h2_stream *s, size_t n);
+void h2_window_drop(h2_stream *s);
+/* n body bytes after the exchange ended: the stream's window stays spent
+ * if the response went first (stream.c), else both are given back. */
+void h2_window_unread(h2_stream *s, size_t n);
 
 /* ---- headcache.c -------------------------------------------------------- */
 

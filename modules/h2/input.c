@@ -292,12 +292,10 @@ static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, c
         h2_fail(c, (uint32_t)rc);
         return -1;
     }
-    /* 6.9.1: the whole payload, padding too, counts against both windows. */
-    if ((int64_t)length > c->recv_window) {
+    if (h2_window_take_conn(c, length) != 0) {
         h2_fail(c, H2_FLOW_CONTROL_ERROR);
         return -1;
     }
-    c->recv_window -= length;
     h2_stream *s = h2_stream_find(c, sid);
     c->data_to_stream = 0;
     if (s == NULL) {
@@ -305,7 +303,7 @@ static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, c
             h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1: DATA on an idle stream */
             return -1;
         }
-        h2_conn_consumed(c, length);
+        h2_window_conn_back(c, length);
         /* 5.1: closed. A stream closed recently and not by our reset is
          * the peer's error; one we reset or refused, or closed longer ago
          * than the ring remembers (a hundred streams answered before
@@ -316,15 +314,14 @@ static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, c
             return -1;
         }
     } else if (s->remote_ended) {
-        h2_conn_consumed(c, length);
+        h2_window_conn_back(c, length);
         h2_stream_error(s, H2_STREAM_CLOSED); /* 5.1: half-closed (remote) */
-    } else if ((int64_t)length > s->recv_window) {
-        h2_conn_consumed(c, length);
+    } else if (h2_window_take_stream(s, length) != 0) {
+        h2_window_conn_back(c, length);
         h2_stream_error(s, H2_FLOW_CONTROL_ERROR);
     } else {
-        s->recv_window -= length;
         if (head + pad > 0)
-            h2_stream_window_back(s, head + pad); /* padding: nobody reads it */
+            h2_window_back(s, head + pad); /* padding: nobody reads it */
         c->data_to_stream = 1;
     }
     c->in_data = 1;
@@ -342,12 +339,12 @@ static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
     /* Looked up again: the stream may have ended between two reads. */
     h2_stream *s = h2_stream_find(c, c->data_sid);
     if (s == NULL) {
-        h2_conn_consumed(c, n);
+        h2_window_conn_back(c, n);
         return;
     }
     s->busy++;
     if (s->reset_pending)
-        h2_stream_window_back(s, n); /* nobody will read it */
+        h2_window_back(s, n); /* nobody will read it */
     else if (s->bad || !s->exchange || s->rst_after)
         h2_stream_data_unread(s, n); /* nobody reads it, but it counts (8.1.1) */
     else
@@ -368,7 +365,7 @@ static void data_end(h2_conn *c)
         /* The rest of a body awaited after the response (stream.c): the
          * client cannot send more without a WINDOW_UPDATE, which bytes
          * nobody reads do not get; it is asked to stop (8.1). */
-        if (s->local_ended && s->recv_window <= 0)
+        if (s->local_ended && h2_window_spent(s))
             h2_stream_reset(s, H2_NO_ERROR);
         return;
     }
@@ -390,14 +387,7 @@ static void settings_acked(h2_conn *c)
     /* Our values hold from now (6.5.3): the decoder's table limit, and the
      * stream windows opened while the client could still count on 65,535. */
     c->dec.limit = cfg->header_table_size;
-    if (cfg->initial_window < H2_DEFAULT_WINDOW) {
-        for (h2_stream *s = c->streams; s != NULL; s = s->next) {
-            if (s->early) {
-                s->recv_window -= H2_DEFAULT_WINDOW - cfg->initial_window;
-                s->early = 0;
-            }
-        }
-    }
+    h2_window_settings_acked(c);
 }
 
 /* 6.5 */

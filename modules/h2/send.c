@@ -81,10 +81,6 @@ void h2_send_preface(h2_conn *c)
     };
     uint8_t f[H2_SETTINGS_FRAME(sizeof set / sizeof set[0])];
     send_control(c, f, h2_encode_settings(f, set, sizeof set / sizeof set[0]));
-    /* 6.9.2: the connection's window starts at 65,535 whatever SETTINGS
-     * say; only WINDOW_UPDATE widens it. */
-    if (cfg->conn_window > H2_DEFAULT_WINDOW)
-        h2_send_window_update(c, 0, cfg->conn_window - H2_DEFAULT_WINDOW);
 }
 
 void h2_send_settings_ack(h2_conn *c)
@@ -140,18 +136,6 @@ void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len,
     uint8_t *f = frame_room(c, h2_headers_size(pre + len, max));
     if (f != NULL)
         h2_encode_headers(f, sid, end_stream, &size_update_zero, pre, block, len, max);
-}
-
-void h2_conn_consumed(h2_conn *c, size_t n)
-{
-    /* 6.9: the connection's window goes back in steps of half of it, so a
-     * stream of small DATA frames costs few WINDOW_UPDATEs. */
-    c->recv_window += (int64_t)n;
-    c->recv_unacked += (uint32_t)n;
-    if (c->recv_unacked >= c->w->cfg->conn_window / 2) {
-        h2_send_window_update(c, 0, c->recv_unacked);
-        c->recv_unacked = 0;
-    }
 }
 
 /* ---- DATA ---------------------------------------------------------------------- */

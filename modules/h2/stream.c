@@ -119,13 +119,7 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     s->resp_left = -1;
     s->progress_ms = keel_worker_now_ms(w->worker);
     s->send_window = c->peer_initial_window;
-    /* Until our SETTINGS are acknowledged the client may count on 65,535
-     * (RFC 9113 6.9.2); input.c takes the difference off at the ACK. */
-    s->recv_window = w->cfg->initial_window;
-    if (!c->settings_acked && s->recv_window < H2_DEFAULT_WINDOW) {
-        s->recv_window = H2_DEFAULT_WINDOW;
-        s->early = 1;
-    }
+    h2_window_stream_init(s);
     c->nopen++;
     uint32_t k = slot_of(c, id);
     s->hnext = c->table[k];
@@ -198,7 +192,7 @@ void h2_stream_local_end(h2_stream *s)
      * does. */
     h2_conn *c = s->c;
     int64_t left = s->content_length >= 0 ? s->content_length - (int64_t)s->body_seen : 1;
-    if (!c->goaway && left <= s->recv_window && left <= c->recv_window) {
+    if (!c->goaway && h2_window_can_carry(s, left)) {
         s->local_ended = 1;
         s->progress_ms = keel_worker_now_ms(c->w->worker);
         h2_stream_drop_body(s);
@@ -224,14 +218,8 @@ static void release_queue(h2_stream *s, int status)
 /* Body bytes nobody will read: their windows go back. */
 void h2_stream_drop_body(h2_stream *s)
 {
-    h2_conn *c = s->c;
-    if (s->body_len > 0 || s->conn_held > 0) {
-        c->body_buffered -= s->body_len;
-        if (s->conn_held > 0 && !c->closing)
-            h2_conn_consumed(c, s->conn_held);
-        s->conn_held = 0;
-        s->body_len = 0;
-    }
+    h2_window_drop(s);
+    s->body_len = 0;
     free(s->body);
     s->body = NULL;
     s->body_cap = 0;

@@ -208,17 +208,25 @@ size_t h2_encode_headers(uint8_t *out, uint32_t sid, int end_stream, const uint8
                          size_t prefix_len, const uint8_t *block, size_t len, size_t max_frame)
 {
     size_t total = prefix_len + len;
-    size_t first = total <= max_frame ? total : max_frame;
-    uint8_t flags = (uint8_t)((end_stream ? H2_FLAG_END_STREAM : 0) |
-                              (first == total ? H2_FLAG_END_HEADERS : 0));
-    h2_put_hd(out, first, H2_HEADERS, flags, sid);
+    uint8_t end = end_stream ? H2_FLAG_END_STREAM : 0;
+    if (total <= max_frame) { /* a response head: one frame */
+        h2_put_hd(out, total, H2_HEADERS, (uint8_t)(end | H2_FLAG_END_HEADERS), sid);
+        if (prefix_len > 0)
+            memcpy(out + H2_FRAME_HD, prefix, prefix_len);
+        if (len > 0)
+            memcpy(out + H2_FRAME_HD + prefix_len, block, len);
+        return H2_FRAME_HD + total;
+    }
+    /* The prefix (at most max_frame) and what fits of the block, then 6.10:
+     * the rest in CONTINUATIONs. */
+    size_t first = max_frame;
+    h2_put_hd(out, first, H2_HEADERS, end, sid);
     uint8_t *p = out + H2_FRAME_HD;
     if (prefix_len > 0)
         memcpy(p, prefix, prefix_len);
     if (first > prefix_len)
         memcpy(p + prefix_len, block, first - prefix_len);
     p += first;
-    /* 6.10: the rest of a block larger than a frame. */
     for (size_t at = first - prefix_len; at < len;) {
         size_t k = len - at <= max_frame ? len - at : max_frame;
         h2_put_hd(p, k, H2_CONTINUATION, at + k == len ? H2_FLAG_END_HEADERS : 0, sid);

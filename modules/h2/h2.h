@@ -561,7 +561,12 @@ void h2_window_back(h2_stream *s, size_t n);
  * held ones dropped (the connection's held back given back). */
 void h2_window_hold(h2_stream *s, size_t n);
 void h2_window_read(h2_stream *s, size_t n);
-void h2_window_drop(h2_stream *s);
+void h2_window_drop_held(h2_stream *s);
+static inline void h2_window_drop(h2_stream *s)
+{
+    if (s->body_len > 0 || s->conn_held > 0) /* most streams hold none: no call */
+        h2_window_drop_held(s);
+}
 /* n body bytes after the exchange ended: the stream's window stays spent
  * if the response went first (stream.c), else both are given back. */
 void h2_window_unread(h2_stream *s, size_t n);

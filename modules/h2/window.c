@@ -141,15 +141,13 @@ void h2_window_read(h2_stream *s, size_t n)
     }
 }
 
-void h2_window_drop(h2_stream *s)
+void h2_window_drop_held(h2_stream *s)
 {
     h2_conn *c = s->c;
-    if (s->body_len > 0 || s->conn_held > 0) {
-        c->body_buffered -= s->body_len;
-        if (s->conn_held > 0 && !c->closing)
-            h2_window_conn_back(c, s->conn_held);
-        s->conn_held = 0;
-    }
+    c->body_buffered -= s->body_len;
+    if (s->conn_held > 0 && !c->closing)
+        h2_window_conn_back(c, s->conn_held);
+    s->conn_held = 0;
 }
 
 void h2_window_unread(h2_stream *s, size_t n)

@@ -505,31 +505,17 @@ void h2_stream_send_resets(h2_conn *c);
 /* Sends the final heads held since the last h2_pump, except those of
  * streams whose body is a small file still being read (h2_pump). */
 void h2_stream_submit_held(h2_conn *c);
-/* Answers a request the module refuses itself (431, 413, 400, 501). */
-void h2_stream_answer(h2_stream *s, int status);
 /* Queues the encoded final head (block in the stream) to go at the next
  * h2_pump, in the order heads came. */
 void h2_stream_hold(h2_stream *s);
-/* The bytes of s's queue that may go in one DATA frame now: never across
- * a file piece's edge, nothing while a small file is being read. */
-size_t h2_stream_sendable(const h2_stream *s);
-/* The same from the file piece at the head of the queue (never more than
- * it holds): header and file range leave as one write of their own. */
-int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length);
-/* Moves `length` body bytes of s into the batch. */
-int h2_stream_take(h2_stream *s, size_t length);
-void h2_piece_unref(h2_piece *p, int status);
-/* A piece from the worker's free list (a malloc per response body was
- * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
-h2_piece *h2_piece_new(h2_conn *c);
-/* Frees the worker's list (stop). */
-void h2_piece_pool_free(h2_worker *w);
 /* The encoded head of status with date, server and the given fields
  * (RFC 9113 8.2.2: connection-specific ones left out), into the stream's
  * head memory, or into out (cap bytes) for a 1xx; NULL if out of memory
  * or a field is not allowed. */
 uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n,
                         int64_t content_length, uint8_t *out, size_t cap, size_t *len);
+/* Answers a request the module refuses itself (431, 413, 400, 501, 500, 408; sink.c). */
+void h2_stream_answer(h2_stream *s, int status);
 
 /* ---- window.c: the receive windows (RFC 9113 6.9) ------------------------ */
 
@@ -570,6 +556,23 @@ static inline void h2_window_drop(h2_stream *s)
 /* n body bytes after the exchange ended: the stream's window stays spent
  * if the response went first (stream.c), else both are given back. */
 void h2_window_unread(h2_stream *s, size_t n);
+
+/* ---- queue.c: a stream's response body queue --------------------------- */
+
+/* The bytes of s's queue that may go in one DATA frame now: never across
+ * a file piece's edge, nothing while a small file is being read. */
+size_t h2_stream_sendable(const h2_stream *s);
+/* The same from the file piece at the head of the queue (never more than
+ * it holds): header and file range leave as one write of their own. */
+int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length);
+/* Moves `length` body bytes of s into the batch. */
+int h2_stream_take(h2_stream *s, size_t length);
+void h2_piece_unref(h2_piece *p, int status);
+/* A piece from the worker's free list (a malloc per response body was
+ * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
+h2_piece *h2_piece_new(h2_conn *c);
+/* Frees the worker's list (stop). */
+void h2_piece_pool_free(h2_worker *w);
 
 /* ---- headcache.c -------------------------------------------------------- */
 

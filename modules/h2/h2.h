@@ -567,12 +567,6 @@ size_t h2_stream_sendable(const h2_stream *s);
 int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length);
 /* Moves `length` body bytes of s into the batch. */
 int h2_stream_take(h2_stream *s, size_t length);
-void h2_piece_unref(h2_piece *p, int status);
-/* A piece from the worker's free list (a malloc per response body was
- * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
-h2_piece *h2_piece_new(h2_conn *c);
-/* Frees the worker's list (stop). */
-void h2_piece_pool_free(h2_worker *w);
 
 /* ---- headcache.c -------------------------------------------------------- */
 
@@ -611,6 +605,14 @@ int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t
 /* The connection's state goes: batches still in flight forget it. */
 void h2_out_orphan(h2_conn *c);
 void h2_batch_pool_free(h2_worker *w);
+/* Releases one reference to a response body piece (its callback runs with
+ * the last). */
+void h2_piece_unref(h2_piece *p, int status);
+/* A piece from the worker's free list (a malloc per response body was
+ * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
+h2_piece *h2_piece_new(h2_conn *c);
+/* Frees the worker's list (stop). */
+void h2_piece_pool_free(h2_worker *w);
 
 /* ---- fileload.c --------------------------------------------------------- */
 

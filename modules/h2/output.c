@@ -327,3 +327,52 @@ void h2_out_discard(h2_conn *c)
         c->out = NULL;
     }
 }
+
+/* ---- response body pieces ----------------------------------------------------------- */
+
+/* A piece is released (its callback runs) when the last reference goes:
+ * the stream's queue holds one until every byte is in a batch, each batch
+ * holding some of its bytes one more. */
+void h2_piece_unref(h2_piece *p, int status)
+{
+    if (status != KEEL_OK && p->status == KEEL_OK)
+        p->status = status;
+    if (--p->refs > 0)
+        return;
+    if (p->cb != NULL)
+        p->cb(p->conn, p->status, p->ud);
+    if (p->bufs != p->inline_bufs)
+        free(p->bufs);
+    h2_slab_unref(p->slab);
+    h2_worker *w = p->w;
+    if (w != NULL && w->nfree_pieces < H2_POOL_MAX) {
+        p->next = w->free_pieces;
+        w->free_pieces = p;
+        w->nfree_pieces++;
+    } else {
+        free(p);
+    }
+}
+
+h2_piece *h2_piece_new(h2_conn *c)
+{
+    h2_worker *w = c->w;
+    h2_piece *p = w->free_pieces;
+    if (p != NULL) {
+        w->free_pieces = p->next;
+        w->nfree_pieces--;
+    } else if ((p = malloc(sizeof *p)) == NULL) {
+        return NULL;
+    }
+    return p;
+}
+
+void h2_piece_pool_free(h2_worker *w)
+{
+    while (w->free_pieces != NULL) {
+        h2_piece *p = w->free_pieces;
+        w->free_pieces = p->next;
+        free(p);
+    }
+    w->nfree_pieces = 0;
+}

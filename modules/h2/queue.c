@@ -1,6 +1,7 @@
 /* queue.c — a stream's response body queue: the pieces the core handed
- * over (borrowed, pooled per worker), and what a DATA frame takes from it
- * into the batch (send.c decides when, as the peer's windows allow).
+ * over (borrowed; output.c keeps their pool and releases them), and what a
+ * DATA frame takes from it into the batch (send.c decides when, as the
+ * peer's windows allow).
  *
  * Response: send_head encodes the head, which leaves at the next h2_pump
  * (sink.c); each body piece is queued, borrowed, and send.c takes from
@@ -11,51 +12,6 @@
 #include "h2.h"
 
 #include <stdint.h>
-#include <stdlib.h>
-
-void h2_piece_unref(h2_piece *p, int status)
-{
-    if (status != KEEL_OK && p->status == KEEL_OK)
-        p->status = status;
-    if (--p->refs > 0)
-        return;
-    if (p->cb != NULL)
-        p->cb(p->conn, p->status, p->ud);
-    if (p->bufs != p->inline_bufs)
-        free(p->bufs);
-    h2_slab_unref(p->slab);
-    h2_worker *w = p->w;
-    if (w != NULL && w->nfree_pieces < H2_POOL_MAX) {
-        p->next = w->free_pieces;
-        w->free_pieces = p;
-        w->nfree_pieces++;
-    } else {
-        free(p);
-    }
-}
-
-h2_piece *h2_piece_new(h2_conn *c)
-{
-    h2_worker *w = c->w;
-    h2_piece *p = w->free_pieces;
-    if (p != NULL) {
-        w->free_pieces = p->next;
-        w->nfree_pieces--;
-    } else if ((p = malloc(sizeof *p)) == NULL) {
-        return NULL;
-    }
-    return p;
-}
-
-void h2_piece_pool_free(h2_worker *w)
-{
-    while (w->free_pieces != NULL) {
-        h2_piece *p = w->free_pieces;
-        w->free_pieces = p->next;
-        free(p);
-    }
-    w->nfree_pieces = 0;
-}
 
 size_t h2_stream_sendable(const h2_stream *s)
 {

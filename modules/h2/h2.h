@@ -1,11 +1,13 @@
 /* h2.h — the h2 module's internal types, shared by its source files.
  *
- * The codec is the module's own: frames are parsed where they lie in the
- * connection's read buffer (input.c), header blocks decoded by hpack.c,
- * frames written straight into the batch that leaves as one write
- * (send.c, output.c). Above it each stream is an exchange of the core's
- * HTTP layer (stream.c, request.c, sink.c), and the floods of the
- * published HTTP/2 attacks are counted and answered (limits.c).
+ * Everything above the codec (frame.h, hpack.h: no keel in them): the
+ * connection's state (input.c parses frames where they lie in the read
+ * buffer, stream.c, window.c for the receive windows, limits.c for the
+ * floods of the published HTTP/2 attacks), the scheduler and output
+ * (send.c, queue.c, output.c, fileload.c, headcache.c: frames written
+ * straight into the batch that leaves as one write), and the module
+ * (h2.c, request.c, sink.c: each stream an exchange of the core's HTTP
+ * layer). README.md has the table.
  *
  * Everything here runs on one connection's worker thread; the only state
  * shared between workers is read-only (h2_config, made once in load).

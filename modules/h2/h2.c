@@ -310,15 +310,16 @@ static int h2_on_open(keel_conn *conn, void *arg)
     c->conn = conn;
     c->w = w;
     /* RFC 9113 6.5.2, 6.9.2: the peer's values until its SETTINGS say
-     * otherwise; our connection window once send_preface widened it. */
+     * otherwise; our connection window once h2_window_open widened it. */
     c->peer_initial_window = H2_DEFAULT_WINDOW;
     c->peer_max_frame = H2_DEFAULT_FRAME_SIZE;
     c->send_window = H2_DEFAULT_WINDOW;
-    c->recv_window = cfg->conn_window;
+    h2_window_conn_init(c);
     /* RFC 7541 4.2: until our SETTINGS are acknowledged the client may
      * use the default 4,096 bytes of table (input.c lowers it then). */
     h2_hpack_init(&c->dec, cfg->header_table_size > 4096 ? cfg->header_table_size : 4096);
     h2_send_preface(c);
+    h2_window_open(c);
     h2_limits_init(c);
     keel_conn_set_data(conn, c);
     c->timeout_ms = cfg->idle_timeout_ms;

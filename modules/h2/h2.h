@@ -1,11 +1,13 @@
 /* h2.h — the h2 module's internal types, shared by its source files.
  *
- * The codec is the module's own: frames are parsed where they lie in the
- * connection's read buffer (input.c), header blocks decoded by hpack.c,
- * frames written straight into the batch that leaves as one write
- * (send.c, output.c). Above it each stream is an exchange of the core's
- * HTTP layer (stream.c, request.c, sink.c), and the floods of the
- * published HTTP/2 attacks are counted and answered (limits.c).
+ * Everything above the codec (frame.h, hpack.h: no keel in them): the
+ * connection's state (input.c parses frames where they lie in the read
+ * buffer, stream.c, window.c for the receive windows, limits.c for the
+ * floods of the published HTTP/2 attacks), the scheduler and output
+ * (send.c, queue.c, output.c, fileload.c, headcache.c: frames written
+ * straight into the batch that leaves as one write), and the module
+ * (h2.c, request.c, sink.c: each stream an exchange of the core's HTTP
+ * layer). README.md has the table.
  *
  * Everything here runs on one connection's worker thread; the only state
  * shared between workers is read-only (h2_config, made once in load).
@@ -426,8 +428,9 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed);
 
 /* Our SETTINGS and the connection window beyond 65,535 (RFC 9113 3.4). */
 void h2_send_preface(h2_conn *c);
-void h2_send_frame(h2_conn *c, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
-                   size_t len);
+/* The acknowledgements of the peer's SETTINGS (6.5.3) and PING (6.7). */
+void h2_send_settings_ack(h2_conn *c);
+void h2_send_ping_ack(h2_conn *c, const uint8_t opaque[8]);
 /* RST_STREAM for an id with no stream object (counted; see limits.c). */
 void h2_send_rst(h2_conn *c, uint32_t sid, uint32_t code);
 /* GOAWAY: the last stream id never goes up (RFC 9113 6.8). */
@@ -435,8 +438,6 @@ void h2_send_goaway(h2_conn *c, uint32_t code);
 void h2_send_window_update(h2_conn *c, uint32_t sid, uint32_t inc);
 /* HEADERS (and CONTINUATION past the peer's frame size) with the block. */
 void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len, int end_stream);
-/* The connection's window: n bytes of request bodies were consumed. */
-void h2_conn_consumed(h2_conn *c, size_t n);
 /* Puts s on the list of streams whose DATA may go (if it has some). */
 void h2_ready(h2_stream *s);
 /* DATA frames from the ready streams while windows and output allow. */
@@ -488,12 +489,6 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code);
 /* Hands the core what is buffered if it asked for it (and has not
  * paused it). */
 void h2_stream_pump_body(h2_stream *s);
-/* Releases the body bytes the core took: the stream's window, and the
- * connection's if it was held back. */
-void h2_stream_consumed(h2_stream *s, size_t n);
-/* Gives back window for n bytes nobody will read (padding, a stream
- * answered without reading): the stream's and the connection's. */
-void h2_stream_window_back(h2_stream *s, size_t n);
 /* Resets a stream (RST_STREAM code, sent at the next h2_pump) and ends
  * its exchange. */
 void h2_stream_reset(h2_stream *s, uint32_t code);
@@ -512,11 +507,60 @@ void h2_stream_send_resets(h2_conn *c);
 /* Sends the final heads held since the last h2_pump, except those of
  * streams whose body is a small file still being read (h2_pump). */
 void h2_stream_submit_held(h2_conn *c);
-/* Answers a request the module refuses itself (431, 413, 400, 501). */
-void h2_stream_answer(h2_stream *s, int status);
 /* Queues the encoded final head (block in the stream) to go at the next
  * h2_pump, in the order heads came. */
 void h2_stream_hold(h2_stream *s);
+/* The encoded head of status with date, server and the given fields
+ * (RFC 9113 8.2.2: connection-specific ones left out), into the stream's
+ * head memory, or into out (cap bytes) for a 1xx; NULL if out of memory
+ * or a field is not allowed. */
+uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n,
+                        int64_t content_length, uint8_t *out, size_t cap, size_t *len);
+/* Answers a request the module refuses itself (431, 413, 400, 501, 500, 408; sink.c). */
+void h2_stream_answer(h2_stream *s, int status);
+
+/* ---- window.c: the receive windows (RFC 9113 6.9) ------------------------ */
+
+/* The connection's window as [h2] conn_window sets it, and the
+ * WINDOW_UPDATE that opens it past 65,535 after our SETTINGS (6.9.2). */
+void h2_window_conn_init(h2_conn *c);
+void h2_window_open(h2_conn *c);
+/* A new stream's window: initial_window, or 65,535 until our SETTINGS are
+ * acknowledged, when h2_window_settings_acked takes the difference off. */
+void h2_window_stream_init(h2_stream *s);
+void h2_window_settings_acked(h2_conn *c);
+/* A DATA frame of length bytes against the connection's / the stream's
+ * window: taken, or -1 (nothing taken) if it does not fit (6.9.1). */
+int h2_window_take_conn(h2_conn *c, uint32_t length);
+int h2_window_take_stream(h2_stream *s, uint32_t length);
+/* The stream's window is used up: the client cannot send more. */
+int h2_window_spent(const h2_stream *s);
+/* left more body bytes fit in both windows as they are. */
+int h2_window_can_carry(const h2_stream *s, int64_t left);
+/* n bytes the connection's window gives back (WINDOW_UPDATE in steps of
+ * half of it). */
+void h2_window_conn_back(h2_conn *c, size_t n);
+/* n bytes nobody will read (padding, a stream answered without reading):
+ * both windows given back. */
+void h2_window_back(h2_stream *s, size_t n);
+/* n body bytes held for the handler (the connection's window given back
+ * unless the connection holds past body_buffer); n of them read by it
+ * (the stream's given back, and the connection's if it was held); all
+ * held ones dropped (the connection's held back given back). */
+void h2_window_hold(h2_stream *s, size_t n);
+void h2_window_read(h2_stream *s, size_t n);
+void h2_window_drop_held(h2_stream *s);
+static inline void h2_window_drop(h2_stream *s)
+{
+    if (s->body_len > 0 || s->conn_held > 0) /* most streams hold none: no call */
+        h2_window_drop_held(s);
+}
+/* n body bytes after the exchange ended: the stream's window stays spent
+ * if the response went first (stream.c), else both are given back. */
+void h2_window_unread(h2_stream *s, size_t n);
+
+/* ---- queue.c: a stream's response body queue --------------------------- */
+
 /* The bytes of s's queue that may go in one DATA frame now: never across
  * a file piece's edge, nothing while a small file is being read. */
 size_t h2_stream_sendable(const h2_stream *s);
@@ -525,18 +569,6 @@ size_t h2_stream_sendable(const h2_stream *s);
 int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length);
 /* Moves `length` body bytes of s into the batch. */
 int h2_stream_take(h2_stream *s, size_t length);
-void h2_piece_unref(h2_piece *p, int status);
-/* A piece from the worker's free list (a malloc per response body was
- * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
-h2_piece *h2_piece_new(h2_conn *c);
-/* Frees the worker's list (stop). */
-void h2_piece_pool_free(h2_worker *w);
-/* The encoded head of status with date, server and the given fields
- * (RFC 9113 8.2.2: connection-specific ones left out), into the stream's
- * head memory, or into out (cap bytes) for a 1xx; NULL if out of memory
- * or a field is not allowed. */
-uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n,
-                        int64_t content_length, uint8_t *out, size_t cap, size_t *len);
 
 /* ---- headcache.c -------------------------------------------------------- */
 
@@ -557,6 +589,9 @@ void h2_headcache_free(h2_conn *c);
 
 /* Appends copied bytes / borrowed bytes to the current batch. */
 int h2_out_copy(h2_conn *c, const void *data, size_t len);
+/* Room for len bytes (len > 0) at the end of the current batch, to be
+ * written in place (a frame the codec encodes); NULL if out of memory. */
+uint8_t *h2_out_room(h2_conn *c, size_t len);
 int h2_out_borrow(h2_conn *c, const void *data, size_t len);
 /* The batch will release a reference to p when written. */
 int h2_out_hold(h2_conn *c, h2_piece *p);
@@ -572,6 +607,14 @@ int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t
 /* The connection's state goes: batches still in flight forget it. */
 void h2_out_orphan(h2_conn *c);
 void h2_batch_pool_free(h2_worker *w);
+/* Releases one reference to a response body piece (its callback runs with
+ * the last). */
+void h2_piece_unref(h2_piece *p, int status);
+/* A piece from the worker's free list (a malloc per response body was
+ * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
+h2_piece *h2_piece_new(h2_conn *c);
+/* Frees the worker's list (stop). */
+void h2_piece_pool_free(h2_worker *w);
 
 /* ---- fileload.c --------------------------------------------------------- */
 

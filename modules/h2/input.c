@@ -231,34 +231,20 @@ static void deadline_clear(h2_conn *c)
 /* 6.2 */
 static void on_headers(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
 {
-    if (sid == 0 || (sid & 1) == 0) {
-        h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1.1: clients open odd ids */
+    if ((sid & 1) == 0) {
+        h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1.1: clients open odd ids (0 too) */
         return;
     }
-    size_t off = 0, pad = 0;
-    int self_dependent = 0;
-    if (flags & H2_FLAG_PADDED) {
-        if (len < 1) {
-            h2_fail(c, H2_FRAME_SIZE_ERROR);
-            return;
-        }
-        pad = p[0];
-        off = 1;
-    }
-    if (flags & H2_FLAG_PRIORITY) {
-        if (len < off + 5) {
-            h2_fail(c, H2_FRAME_SIZE_ERROR);
-            return;
-        }
-        self_dependent = (int32_t)(h2_get32(p + off) & 0x7fffffffu) == sid;
-        off += 5;
-    }
-    if (off + pad > len) {
-        h2_fail(c, H2_PROTOCOL_ERROR); /* padding longer than the frame */
+    h2_headers_payload hf;
+    int rc = h2_decode_headers(flags, sid, p, len, &hf);
+    if (rc != 0) {
+        h2_fail(c, (uint32_t)rc);
         return;
     }
-    const uint8_t *frag = p + off;
-    size_t n = len - off - pad;
+    /* 5.3.1: a stream cannot depend on itself. */
+    int self_dependent = hf.has_priority && hf.priority.dependency == sid;
+    const uint8_t *frag = hf.fragment;
+    size_t n = hf.fragment_len;
     if (flags & H2_FLAG_END_HEADERS) {
         header_block(c, sid, flags, frag, n, self_dependent);
         return;
@@ -300,29 +286,16 @@ static void on_continuation(h2_conn *c, uint8_t flags, int32_t sid, const uint8_
  * bytes used (the pad length). */
 static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, const uint8_t *p)
 {
-    if (sid == 0) {
-        h2_fail(c, H2_PROTOCOL_ERROR);
+    uint32_t head, pad;
+    int rc = h2_decode_data(flags, sid, length, p, &head, &pad);
+    if (rc != 0) {
+        h2_fail(c, (uint32_t)rc);
         return -1;
     }
-    uint32_t head = 0, pad = 0;
-    if (flags & H2_FLAG_PADDED) {
-        if (length < 1) {
-            h2_fail(c, H2_FRAME_SIZE_ERROR);
-            return -1;
-        }
-        pad = p[0];
-        head = 1;
-        if (pad >= length) {
-            h2_fail(c, H2_PROTOCOL_ERROR); /* 6.1 */
-            return -1;
-        }
-    }
-    /* 6.9.1: the whole payload, padding too, counts against both windows. */
-    if ((int64_t)length > c->recv_window) {
+    if (h2_window_take_conn(c, length) != 0) {
         h2_fail(c, H2_FLOW_CONTROL_ERROR);
         return -1;
     }
-    c->recv_window -= length;
     h2_stream *s = h2_stream_find(c, sid);
     c->data_to_stream = 0;
     if (s == NULL) {
@@ -330,7 +303,7 @@ static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, c
             h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1: DATA on an idle stream */
             return -1;
         }
-        h2_conn_consumed(c, length);
+        h2_window_conn_back(c, length);
         /* 5.1: closed. A stream closed recently and not by our reset is
          * the peer's error; one we reset or refused, or closed longer ago
          * than the ring remembers (a hundred streams answered before
@@ -341,15 +314,14 @@ static int data_begin(h2_conn *c, uint8_t flags, int32_t sid, uint32_t length, c
             return -1;
         }
     } else if (s->remote_ended) {
-        h2_conn_consumed(c, length);
+        h2_window_conn_back(c, length);
         h2_stream_error(s, H2_STREAM_CLOSED); /* 5.1: half-closed (remote) */
-    } else if ((int64_t)length > s->recv_window) {
-        h2_conn_consumed(c, length);
+    } else if (h2_window_take_stream(s, length) != 0) {
+        h2_window_conn_back(c, length);
         h2_stream_error(s, H2_FLOW_CONTROL_ERROR);
     } else {
-        s->recv_window -= length;
         if (head + pad > 0)
-            h2_stream_window_back(s, head + pad); /* padding: nobody reads it */
+            h2_window_back(s, head + pad); /* padding: nobody reads it */
         c->data_to_stream = 1;
     }
     c->in_data = 1;
@@ -367,12 +339,12 @@ static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
     /* Looked up again: the stream may have ended between two reads. */
     h2_stream *s = h2_stream_find(c, c->data_sid);
     if (s == NULL) {
-        h2_conn_consumed(c, n);
+        h2_window_conn_back(c, n);
         return;
     }
     s->busy++;
     if (s->reset_pending)
-        h2_stream_window_back(s, n); /* nobody will read it */
+        h2_window_back(s, n); /* nobody will read it */
     else if (s->bad || !s->exchange || s->rst_after)
         h2_stream_data_unread(s, n); /* nobody reads it, but it counts (8.1.1) */
     else
@@ -393,7 +365,7 @@ static void data_end(h2_conn *c)
         /* The rest of a body awaited after the response (stream.c): the
          * client cannot send more without a WINDOW_UPDATE, which bytes
          * nobody reads do not get; it is asked to stop (8.1). */
-        if (s->local_ended && s->recv_window <= 0)
+        if (s->local_ended && h2_window_spent(s))
             h2_stream_reset(s, H2_NO_ERROR);
         return;
     }
@@ -415,64 +387,37 @@ static void settings_acked(h2_conn *c)
     /* Our values hold from now (6.5.3): the decoder's table limit, and the
      * stream windows opened while the client could still count on 65,535. */
     c->dec.limit = cfg->header_table_size;
-    if (cfg->initial_window < H2_DEFAULT_WINDOW) {
-        for (h2_stream *s = c->streams; s != NULL; s = s->next) {
-            if (s->early) {
-                s->recv_window -= H2_DEFAULT_WINDOW - cfg->initial_window;
-                s->early = 0;
-            }
-        }
-    }
+    h2_window_settings_acked(c);
 }
 
 /* 6.5 */
 static void on_settings(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
 {
-    if (sid != 0) {
-        h2_fail(c, H2_PROTOCOL_ERROR);
+    uint32_t nset;
+    int rc = h2_decode_settings(flags, sid, p, len, &nset);
+    if (rc != 0) {
+        h2_fail(c, (uint32_t)rc);
         return;
     }
     if (flags & H2_FLAG_ACK) {
-        if (len != 0)
-            h2_fail(c, H2_FRAME_SIZE_ERROR);
-        else
-            settings_acked(c);
-        return;
-    }
-    if (len % 6 != 0) {
-        h2_fail(c, H2_FRAME_SIZE_ERROR);
+        settings_acked(c);
         return;
     }
     c->settings_seen = 1;
     int widened = 0;
     int64_t new_window = -1; /* the last INITIAL_WINDOW_SIZE of the frame */
-    for (uint32_t at = 0; at < len; at += 6) {
-        unsigned id = (unsigned)p[at] << 8 | p[at + 1];
-        uint32_t v = h2_get32(p + at + 2);
+    for (uint32_t i = 0; i < nset; i++) {
+        uint16_t id;
+        uint32_t v;
+        h2_setting_at(p, i, &id, &v);
         switch (id) {
         case H2_SET_HEADER_TABLE_SIZE:
             c->enc_update = 1; /* send.c: our table's size, 0, in the next block */
             break;
-        case H2_SET_ENABLE_PUSH:
-        case H2_SET_ENABLE_CONNECT_PROTOCOL:
-        case H2_SET_NO_RFC7540_PRIORITIES:
-            if (v > 1) {
-                h2_fail(c, H2_PROTOCOL_ERROR);
-                return;
-            }
-            break;
         case H2_SET_INITIAL_WINDOW_SIZE:
-            if (v > H2_MAX_WINDOW) {
-                h2_fail(c, H2_FLOW_CONTROL_ERROR);
-                return;
-            }
             new_window = v; /* applied once, below: only the last counts */
             break;
         case H2_SET_MAX_FRAME_SIZE:
-            if (v < H2_DEFAULT_FRAME_SIZE || v > 16777215) {
-                h2_fail(c, H2_PROTOCOL_ERROR);
-                return;
-            }
             c->peer_max_frame = v;
             break;
         default:
@@ -494,7 +439,7 @@ static void on_settings(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p
         }
         widened = delta > 0;
     }
-    h2_send_frame(c, H2_SETTINGS, H2_FLAG_ACK, 0, NULL, 0);
+    h2_send_settings_ack(c);
     if (widened)
         for (h2_stream *s = c->streams; s != NULL; s = s->next)
             if (s->queued > 0 || s->resp_ended)
@@ -504,11 +449,12 @@ static void on_settings(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p
 /* 6.9 */
 static void on_window_update(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t len)
 {
-    if (len != 4) {
-        h2_fail(c, H2_FRAME_SIZE_ERROR);
+    uint32_t inc;
+    int rc = h2_decode_window_update(p, len, &inc);
+    if (rc != 0) {
+        h2_fail(c, (uint32_t)rc);
         return;
     }
-    uint32_t inc = h2_get32(p) & 0x7fffffffu;
     if (sid == 0) {
         if (inc == 0) {
             h2_fail(c, H2_PROTOCOL_ERROR);
@@ -551,19 +497,14 @@ static void on_window_update(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t
 /* 6.4 */
 static void on_rst_stream(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t len)
 {
-    if (sid == 0) {
-        h2_fail(c, H2_PROTOCOL_ERROR);
+    uint32_t code;
+    int rc = h2_decode_rst_stream(sid, p, len, &code);
+    if (rc == 0 && sid > c->last_sid)
+        rc = H2_PROTOCOL_ERROR; /* 5.1: idle */
+    if (rc != 0) {
+        h2_fail(c, (uint32_t)rc);
         return;
     }
-    if (len != 4) {
-        h2_fail(c, H2_FRAME_SIZE_ERROR);
-        return;
-    }
-    if (sid > c->last_sid) {
-        h2_fail(c, H2_PROTOCOL_ERROR); /* 5.1: idle */
-        return;
-    }
-    uint32_t code = h2_get32(p);
     h2_stream *s = h2_stream_find(c, sid);
     if (h2_limits_reset(c, s, code) != 0 || s == NULL)
         return;
@@ -577,43 +518,40 @@ static void on_rst_stream(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t le
 /* 6.3 */
 static void on_priority(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t len)
 {
-    if (sid == 0) {
-        h2_fail(c, H2_PROTOCOL_ERROR);
+    h2_priority prio;
+    int rc = h2_decode_priority(sid, p, len, &prio);
+    if (rc == H2_FRAME_SIZE_ERROR) {
+        stream_error(c, sid, H2_FRAME_SIZE_ERROR); /* 6.3: a stream error */
         return;
     }
-    if (len != 5) {
-        stream_error(c, sid, H2_FRAME_SIZE_ERROR);
+    if (rc != 0) {
+        h2_fail(c, (uint32_t)rc);
         return;
     }
     /* Deprecated (5.3.2) and not acted on; only its one rule is checked. */
-    if ((int32_t)(h2_get32(p) & 0x7fffffffu) == sid)
+    if (prio.dependency == sid)
         stream_error(c, sid, H2_PROTOCOL_ERROR); /* 5.3.1 */
 }
 
 /* 6.7 */
 static void on_ping(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p, uint32_t len)
 {
-    if (sid != 0) {
-        h2_fail(c, H2_PROTOCOL_ERROR);
-        return;
-    }
-    if (len != 8) {
-        h2_fail(c, H2_FRAME_SIZE_ERROR);
+    int rc = h2_decode_ping(sid, len);
+    if (rc != 0) {
+        h2_fail(c, (uint32_t)rc);
         return;
     }
     if (!(flags & H2_FLAG_ACK))
-        h2_send_frame(c, H2_PING, H2_FLAG_ACK, 0, p, 8);
+        h2_send_ping_ack(c, p);
 }
 
 /* 6.8 */
-static void on_goaway(h2_conn *c, int32_t sid, uint32_t len)
+static void on_goaway(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t len)
 {
-    if (sid != 0) {
-        h2_fail(c, H2_PROTOCOL_ERROR);
-        return;
-    }
-    if (len < 8) {
-        h2_fail(c, H2_FRAME_SIZE_ERROR);
+    h2_goaway_payload g;
+    int rc = h2_decode_goaway(sid, p, len, &g);
+    if (rc != 0) {
+        h2_fail(c, (uint32_t)rc);
         return;
     }
     /* The client opens no more streams; those open finish (h2_pump closes
@@ -647,7 +585,7 @@ static void on_frame(h2_conn *c, uint8_t type, uint8_t flags, int32_t sid, const
         on_ping(c, flags, sid, p, len);
         break;
     case H2_GOAWAY:
-        on_goaway(c, sid, len);
+        on_goaway(c, sid, p, len);
         break;
     case H2_PUSH_PROMISE:
         h2_fail(c, H2_PROTOCOL_ERROR); /* 8.4: clients do not push */
@@ -707,9 +645,11 @@ void h2_input(h2_conn *c, const uint8_t *data, size_t len, size_t *consumed)
             deadline_clear(c); /* the frame that had one is whole */
         if (end - p < H2_FRAME_HD)
             break;
-        uint32_t length = (uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2];
-        uint8_t type = p[3], flags = p[4];
-        int32_t sid = (int32_t)(h2_get32(p + 5) & 0x7fffffffu);
+        h2_frame_hd hd;
+        h2_get_hd(p, &hd);
+        uint32_t length = hd.length;
+        uint8_t type = hd.type, flags = hd.flags;
+        int32_t sid = hd.sid;
         if (length > cfg->max_frame_size) {
             h2_fail(c, H2_FRAME_SIZE_ERROR); /* 4.2 */
             break;

@@ -111,6 +111,32 @@ static int grow(void **p, size_t *cap, size_t want, size_t elem)
     return 0;
 }
 
+/* len bytes more of the batch's own, after the last copied ones. */
+static inline uint8_t *room(h2_batch *b, size_t len)
+{
+    if (grow((void **)&b->bytes, &b->cap, b->len + len, 1) != 0)
+        return NULL;
+    /* Consecutive copies are one segment. */
+    if (b->nsegs > 0 && b->segs[b->nsegs - 1].base == NULL &&
+        b->segs[b->nsegs - 1].off + b->segs[b->nsegs - 1].len == b->len) {
+        b->segs[b->nsegs - 1].len += len;
+    } else {
+        if (grow((void **)&b->segs, &b->segs_cap, b->nsegs + 1, sizeof *b->segs) != 0)
+            return NULL;
+        b->segs[b->nsegs++] = (h2_seg){NULL, b->len, len};
+    }
+    uint8_t *at = (uint8_t *)b->bytes + b->len;
+    b->len += len;
+    b->total += len;
+    return at;
+}
+
+uint8_t *h2_out_room(h2_conn *c, size_t len)
+{
+    h2_batch *b = current(c);
+    return b != NULL ? room(b, len) : NULL;
+}
+
 int h2_out_copy(h2_conn *c, const void *data, size_t len)
 {
     h2_batch *b = current(c);
@@ -118,20 +144,10 @@ int h2_out_copy(h2_conn *c, const void *data, size_t len)
         return KEEL_ERR_NOMEM;
     if (len == 0)
         return KEEL_OK;
-    if (grow((void **)&b->bytes, &b->cap, b->len + len, 1) != 0)
+    uint8_t *at = room(b, len);
+    if (at == NULL)
         return KEEL_ERR_NOMEM;
-    memcpy(b->bytes + b->len, data, len);
-    /* Consecutive copies are one segment. */
-    if (b->nsegs > 0 && b->segs[b->nsegs - 1].base == NULL &&
-        b->segs[b->nsegs - 1].off + b->segs[b->nsegs - 1].len == b->len) {
-        b->segs[b->nsegs - 1].len += len;
-    } else {
-        if (grow((void **)&b->segs, &b->segs_cap, b->nsegs + 1, sizeof *b->segs) != 0)
-            return KEEL_ERR_NOMEM;
-        b->segs[b->nsegs++] = (h2_seg){NULL, b->len, len};
-    }
-    b->len += len;
-    b->total += len;
+    memcpy(at, data, len);
     return KEEL_OK;
 }
 
@@ -310,4 +326,53 @@ void h2_out_discard(h2_conn *c)
         batch_put(c->w, c->out);
         c->out = NULL;
     }
+}
+
+/* ---- response body pieces ----------------------------------------------------------- */
+
+/* A piece is released (its callback runs) when the last reference goes:
+ * the stream's queue holds one until every byte is in a batch, each batch
+ * holding some of its bytes one more. */
+void h2_piece_unref(h2_piece *p, int status)
+{
+    if (status != KEEL_OK && p->status == KEEL_OK)
+        p->status = status;
+    if (--p->refs > 0)
+        return;
+    if (p->cb != NULL)
+        p->cb(p->conn, p->status, p->ud);
+    if (p->bufs != p->inline_bufs)
+        free(p->bufs);
+    h2_slab_unref(p->slab);
+    h2_worker *w = p->w;
+    if (w != NULL && w->nfree_pieces < H2_POOL_MAX) {
+        p->next = w->free_pieces;
+        w->free_pieces = p;
+        w->nfree_pieces++;
+    } else {
+        free(p);
+    }
+}
+
+h2_piece *h2_piece_new(h2_conn *c)
+{
+    h2_worker *w = c->w;
+    h2_piece *p = w->free_pieces;
+    if (p != NULL) {
+        w->free_pieces = p->next;
+        w->nfree_pieces--;
+    } else if ((p = malloc(sizeof *p)) == NULL) {
+        return NULL;
+    }
+    return p;
+}
+
+void h2_piece_pool_free(h2_worker *w)
+{
+    while (w->free_pieces != NULL) {
+        h2_piece *p = w->free_pieces;
+        w->free_pieces = p->next;
+        free(p);
+    }
+    w->nfree_pieces = 0;
 }

@@ -572,47 +572,6 @@ void h2_stream_headers_done(h2_stream *s)
 
 /* ---- the request body --------------------------------------------------------- */
 
-/* The stream's window (6.9): given back in steps of half of it, and not
- * once the request has ended (nothing more may come). */
-static void stream_window_back(h2_stream *s, size_t n)
-{
-    h2_conn *c = s->c;
-    s->recv_window += (int64_t)n;
-    s->recv_unacked += (uint32_t)n;
-    if (!s->remote_ended && !s->closed && !c->closing &&
-        s->recv_unacked >= c->w->cfg->initial_window / 2) {
-        h2_send_window_update(c, (uint32_t)s->id, s->recv_unacked);
-        s->recv_unacked = 0;
-    }
-}
-
-void h2_stream_consumed(h2_stream *s, size_t n)
-{
-    h2_conn *c = s->c;
-    if (n == 0 || c->closing)
-        return;
-    stream_window_back(s, n);
-    size_t held = s->conn_held < n ? s->conn_held : n;
-    if (held > 0) {
-        h2_conn_consumed(c, held);
-        s->conn_held -= held;
-    }
-}
-
-/* Both windows at once: bytes nobody holds. */
-static void consume_both(h2_stream *s, size_t n)
-{
-    if (n == 0 || s->c->closing)
-        return;
-    stream_window_back(s, n);
-    h2_conn_consumed(s->c, n);
-}
-
-void h2_stream_window_back(h2_stream *s, size_t n)
-{
-    consume_both(s, n);
-}
-
 void h2_stream_pump_body(h2_stream *s)
 {
     if (!s->exchange || !s->want_body || s->dispatching || s->body_ended || s->body_paused)
@@ -623,9 +582,8 @@ void h2_stream_pump_body(h2_stream *s)
         size_t n = s->body_len;
         /* The core copies (or consumes) the bytes during the call. */
         keel_http_request_body(s->req, s->body, n, 0);
-        c->body_buffered -= n;
         s->body_len = 0;
-        h2_stream_consumed(s, n);
+        h2_window_read(s, n);
         free(s->body); /* a stream that waited is rare: hold nothing */
         s->body = NULL;
         s->body_cap = 0;
@@ -653,12 +611,12 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
     s->body_seen += len;
     s->progress_ms = keel_worker_now_ms(c->w->worker);
     if (s->content_length >= 0 && s->body_seen > (uint64_t)s->content_length) {
-        consume_both(s, len);
+        h2_window_back(s, len);
         h2_stream_malformed(s); /* 8.1.1: more than declared */
         return;
     }
     if (s->body_seen > cfg->max_body) {
-        consume_both(s, len);
+        h2_window_back(s, len);
         count_limit(c, H2_LIMIT_BODY);
         h2_stream_answer(s, 413);
         return;
@@ -666,7 +624,7 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
     if (s->want_body && s->body_len == 0 && !s->dispatching && !s->body_paused) {
         /* The handler reads: straight through, window given back now. */
         keel_http_request_body(s->req, (const char *)data, len, 0);
-        consume_both(s, len);
+        h2_window_back(s, len);
         return;
     }
     if (s->body_len + len > s->body_cap) {
@@ -675,7 +633,7 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
             cap *= 2;
         char *grown = realloc(s->body, cap);
         if (grown == NULL) {
-            consume_both(s, len);
+            h2_window_back(s, len);
             h2_stream_answer(s, 500);
             return;
         }
@@ -684,24 +642,12 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
     }
     memcpy(s->body + s->body_len, data, len);
     s->body_len += len;
-    c->body_buffered += len;
-    /* The stream's window stays taken until the handler reads. The
-     * connection's goes back now, so that other streams go on, unless the
-     * connection already holds more unread bodies than body_buffer. */
-    if (c->body_buffered > cfg->body_buffer)
-        s->conn_held += len;
-    else
-        h2_conn_consumed(c, len);
+    h2_window_hold(s, len);
 }
 
 void h2_stream_data_unread(h2_stream *s, size_t len)
 {
-    /* Awaiting the request's end after the response: the stream's window
-     * stays spent, bounding what the client may still send (stream.c). */
-    if (s->local_ended && !s->c->closing)
-        h2_conn_consumed(s->c, len);
-    else
-        consume_both(s, len);
+    h2_window_unread(s, len);
     /* RFC 9113 8.1.1: the DATA is the content whose length content-length
      * declared whether or not anyone reads it: a body the handler did not
      * read (a 404, a 405 answered at once) must not look short at its end,

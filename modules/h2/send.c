@@ -38,21 +38,30 @@ static void check_outbound(h2_conn *c)
         h2_calm(c, H2_FLOOD_OUTBOUND);
 }
 
-void h2_send_frame(h2_conn *c, uint8_t type, uint8_t flags, uint32_t sid, const void *payload,
-                   size_t len)
+/* Room for a frame of len bytes in the batch, or NULL: the connection
+ * is closing, or out of memory (then the stream of bytes is broken and
+ * the connection ends). */
+static uint8_t *frame_room(h2_conn *c, size_t len)
+{
+    uint8_t *p = h2_out_room(c, len);
+    if (p == NULL) {
+        keel_conn_abort(c->conn);
+        c->closing = 1;
+    }
+    return p;
+}
+
+/* A control frame the codec encoded: copied into the batch (unless the
+ * connection is closing), then answers piling up are checked. */
+static void send_control(h2_conn *c, const uint8_t *frame, size_t len)
 {
     if (c->closing)
         return;
-    uint8_t hd[H2_FRAME_HD];
-    h2_put_hd(hd, len, type, flags, sid);
-    if (h2_out_copy(c, hd, sizeof hd) != KEEL_OK ||
-        (len > 0 && h2_out_copy(c, payload, len) != KEEL_OK)) {
-        keel_conn_abort(c->conn); /* out of memory mid-frame: the stream of bytes is broken */
-        c->closing = 1;
+    uint8_t *f = frame_room(c, len);
+    if (f == NULL)
         return;
-    }
-    if (type != H2_DATA && type != H2_HEADERS && type != H2_CONTINUATION)
-        check_outbound(c);
+    memcpy(f, frame, len);
+    check_outbound(c);
 }
 
 void h2_send_preface(h2_conn *c)
@@ -60,10 +69,7 @@ void h2_send_preface(h2_conn *c)
     const h2_config *cfg = c->w->cfg;
     /* RFC 9113 3.4: the server's preface is a SETTINGS frame, which may go
      * before the client's arrives. These are the limits we enforce. */
-    const struct {
-        uint16_t id;
-        uint32_t value;
-    } set[] = {
+    const h2_setting_value set[] = {
         {H2_SET_MAX_CONCURRENT_STREAMS, cfg->max_concurrent_streams},
         {H2_SET_INITIAL_WINDOW_SIZE, cfg->initial_window},
         {H2_SET_MAX_FRAME_SIZE, cfg->max_frame_size},
@@ -73,26 +79,26 @@ void h2_send_preface(h2_conn *c)
          * 5.3.2 deprecated it); it is what priority churn attacked. */
         {H2_SET_NO_RFC7540_PRIORITIES, 1},
     };
-    uint8_t payload[6 * (sizeof set / sizeof set[0])];
-    size_t n = 0;
-    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++) {
-        payload[n++] = (uint8_t)(set[i].id >> 8);
-        payload[n++] = (uint8_t)set[i].id;
-        h2_put32(payload + n, set[i].value);
-        n += 4;
-    }
-    h2_send_frame(c, H2_SETTINGS, 0, 0, payload, n);
-    /* 6.9.2: the connection's window starts at 65,535 whatever SETTINGS
-     * say; only WINDOW_UPDATE widens it. */
-    if (cfg->conn_window > H2_DEFAULT_WINDOW)
-        h2_send_window_update(c, 0, cfg->conn_window - H2_DEFAULT_WINDOW);
+    uint8_t f[H2_SETTINGS_FRAME(sizeof set / sizeof set[0])];
+    send_control(c, f, h2_encode_settings(f, set, sizeof set / sizeof set[0]));
+}
+
+void h2_send_settings_ack(h2_conn *c)
+{
+    uint8_t f[H2_FRAME_HD];
+    send_control(c, f, h2_encode_settings_ack(f));
+}
+
+void h2_send_ping_ack(h2_conn *c, const uint8_t opaque[8])
+{
+    uint8_t f[H2_PING_FRAME];
+    send_control(c, f, h2_encode_ping(f, H2_FLAG_ACK, opaque));
 }
 
 void h2_send_rst(h2_conn *c, uint32_t sid, uint32_t code)
 {
-    uint8_t payload[4];
-    h2_put32(payload, code);
-    h2_send_frame(c, H2_RST_STREAM, 0, sid, payload, sizeof payload);
+    uint8_t f[H2_RST_STREAM_FRAME];
+    send_control(c, f, h2_encode_rst_stream(f, sid, code));
     h2_count_code(c, c->w->mod->m.rst_sent, code);
     if (code != H2_NO_ERROR && h2_limits_rst_sent(c) != 0)
         h2_calm(c, H2_FLOOD_RST_SENT);
@@ -108,18 +114,15 @@ void h2_send_goaway(h2_conn *c, uint32_t code)
         last = c->goaway_sid;
     c->goaway_sent = 1;
     c->goaway_sid = last;
-    uint8_t payload[8];
-    h2_put32(payload, (uint32_t)last);
-    h2_put32(payload + 4, code);
-    h2_send_frame(c, H2_GOAWAY, 0, 0, payload, sizeof payload);
+    uint8_t f[H2_GOAWAY_FRAME];
+    send_control(c, f, h2_encode_goaway(f, last, code));
     h2_count_code(c, c->w->mod->m.goaway_sent, code);
 }
 
 void h2_send_window_update(h2_conn *c, uint32_t sid, uint32_t inc)
 {
-    uint8_t payload[4];
-    h2_put32(payload, inc & 0x7fffffffu);
-    h2_send_frame(c, H2_WINDOW_UPDATE, 0, sid, payload, sizeof payload);
+    uint8_t f[H2_WINDOW_UPDATE_FRAME];
+    send_control(c, f, h2_encode_window_update(f, sid, inc));
 }
 
 void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len, int end_stream)
@@ -130,39 +133,9 @@ void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len,
     size_t pre = c->enc_update ? 1 : 0;
     c->enc_update = 0;
     size_t max = c->peer_max_frame;
-    size_t first = len + pre <= max ? len : max - pre;
-    uint8_t flags =
-        (uint8_t)((end_stream ? H2_FLAG_END_STREAM : 0) | (first == len ? H2_FLAG_END_HEADERS : 0));
-    uint8_t hd[H2_FRAME_HD];
-    h2_put_hd(hd, first + pre, H2_HEADERS, flags, sid);
-    if (h2_out_copy(c, hd, sizeof hd) != KEEL_OK ||
-        (pre && h2_out_copy(c, &size_update_zero, 1) != KEEL_OK) ||
-        h2_out_copy(c, block, first) != KEEL_OK)
-        goto nomem;
-    /* 6.10: the rest of a block larger than a frame. */
-    for (size_t at = first; at < len;) {
-        size_t k = len - at <= max ? len - at : max;
-        h2_put_hd(hd, k, H2_CONTINUATION, at + k == len ? H2_FLAG_END_HEADERS : 0, sid);
-        if (h2_out_copy(c, hd, sizeof hd) != KEEL_OK || h2_out_copy(c, block + at, k) != KEEL_OK)
-            goto nomem;
-        at += k;
-    }
-    return;
-nomem:
-    keel_conn_abort(c->conn);
-    c->closing = 1;
-}
-
-void h2_conn_consumed(h2_conn *c, size_t n)
-{
-    /* 6.9: the connection's window goes back in steps of half of it, so a
-     * stream of small DATA frames costs few WINDOW_UPDATEs. */
-    c->recv_window += (int64_t)n;
-    c->recv_unacked += (uint32_t)n;
-    if (c->recv_unacked >= c->w->cfg->conn_window / 2) {
-        h2_send_window_update(c, 0, c->recv_unacked);
-        c->recv_unacked = 0;
-    }
+    uint8_t *f = frame_room(c, h2_headers_size(pre + len, max));
+    if (f != NULL)
+        h2_encode_headers(f, sid, end_stream, &size_update_zero, pre, block, len, max);
 }
 
 /* ---- DATA ---------------------------------------------------------------------- */

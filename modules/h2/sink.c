@@ -522,3 +522,33 @@ const keel_http_sink h2_sink = {
     /* every head was checked against the core's grammars (keel_http_valid) */
     .flags = KEEL_HTTP_SINK_CHECKED,
 };
+
+/* ---- the module's own answers ---------------------------------------------------- */
+
+void h2_stream_answer(h2_stream *s, int status)
+{
+    h2_conn *c = s->c;
+    s->bad = 1;
+    if (s->exchange) {
+        keel_request *req = s->req;
+        s->exchange = 0;
+        s->req = NULL;
+        keel_http_request_abort(req);
+    }
+    h2_stream_drop_body(s);
+    if (s->closed || c->closing)
+        return;
+    if (s->final_sent) {
+        h2_stream_reset(s, H2_INTERNAL_ERROR);
+        return;
+    }
+    size_t len;
+    if (h2_encode_head(s, status, NULL, 0, 0, NULL, 0, &len) == NULL) {
+        h2_stream_reset(s, H2_INTERNAL_ERROR);
+        return;
+    }
+    s->final_sent = s->head_sent = s->resp_ended = 1;
+    s->has_data = 0;
+    h2_stream_hold(s);
+    h2_pump(c);
+}

@@ -1,13 +1,9 @@
-/* stream.c — one HTTP/2 stream as one exchange of the core's HTTP layer:
- * its life cycle, how it ends (RST_STREAM, the module's own answers), and
- * the pieces its response body is queued in. The request side is
- * request.c, the sink through which the core answers is sink.c.
- *
- * Response: send_head encodes the head, which leaves at the next h2_pump
- * (sink.c); each body piece is queued, borrowed, and send.c takes from
- * the queue as the peer's windows allow. A piece is released once the
- * write that carried its last byte completed, which is what paces a
- * streaming handler or the core's file reader.
+/* stream.c — one HTTP/2 stream: its life cycle (pooled per worker), the
+ * table of open streams by id and the ring of recently closed ids (RFC
+ * 9113 5.1), and how it ends: closed, reset (RST_STREAM), or half-closed
+ * (local) while the rest of its request is awaited. The request side is
+ * request.c, the sink through which the core answers is sink.c, the queue
+ * its response body waits in is queue.c.
  */
 #include "h2.h"
 
@@ -119,13 +115,7 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     s->resp_left = -1;
     s->progress_ms = keel_worker_now_ms(w->worker);
     s->send_window = c->peer_initial_window;
-    /* Until our SETTINGS are acknowledged the client may count on 65,535
-     * (RFC 9113 6.9.2); input.c takes the difference off at the ACK. */
-    s->recv_window = w->cfg->initial_window;
-    if (!c->settings_acked && s->recv_window < H2_DEFAULT_WINDOW) {
-        s->recv_window = H2_DEFAULT_WINDOW;
-        s->early = 1;
-    }
+    h2_window_stream_init(s);
     c->nopen++;
     uint32_t k = slot_of(c, id);
     s->hnext = c->table[k];
@@ -198,7 +188,7 @@ void h2_stream_local_end(h2_stream *s)
      * does. */
     h2_conn *c = s->c;
     int64_t left = s->content_length >= 0 ? s->content_length - (int64_t)s->body_seen : 1;
-    if (!c->goaway && left <= s->recv_window && left <= c->recv_window) {
+    if (!c->goaway && h2_window_can_carry(s, left)) {
         s->local_ended = 1;
         s->progress_ms = keel_worker_now_ms(c->w->worker);
         h2_stream_drop_body(s);
@@ -224,14 +214,8 @@ static void release_queue(h2_stream *s, int status)
 /* Body bytes nobody will read: their windows go back. */
 void h2_stream_drop_body(h2_stream *s)
 {
-    h2_conn *c = s->c;
-    if (s->body_len > 0 || s->conn_held > 0) {
-        c->body_buffered -= s->body_len;
-        if (s->conn_held > 0 && !c->closing)
-            h2_conn_consumed(c, s->conn_held);
-        s->conn_held = 0;
-        s->body_len = 0;
-    }
+    h2_window_drop(s);
+    s->body_len = 0;
     free(s->body);
     s->body = NULL;
     s->body_cap = 0;
@@ -353,154 +337,4 @@ void h2_stream_send_resets(h2_conn *c)
             h2_stream_maybe_free(s);
         }
     }
-}
-
-void h2_stream_answer(h2_stream *s, int status)
-{
-    h2_conn *c = s->c;
-    s->bad = 1;
-    if (s->exchange) {
-        keel_request *req = s->req;
-        s->exchange = 0;
-        s->req = NULL;
-        keel_http_request_abort(req);
-    }
-    h2_stream_drop_body(s);
-    if (s->closed || c->closing)
-        return;
-    if (s->final_sent) {
-        h2_stream_reset(s, H2_INTERNAL_ERROR);
-        return;
-    }
-    size_t len;
-    if (h2_encode_head(s, status, NULL, 0, 0, NULL, 0, &len) == NULL) {
-        h2_stream_reset(s, H2_INTERNAL_ERROR);
-        return;
-    }
-    s->final_sent = s->head_sent = s->resp_ended = 1;
-    s->has_data = 0;
-    h2_stream_hold(s);
-    h2_pump(c);
-}
-
-/* ---- response pieces ---------------------------------------------------------------- */
-
-void h2_piece_unref(h2_piece *p, int status)
-{
-    if (status != KEEL_OK && p->status == KEEL_OK)
-        p->status = status;
-    if (--p->refs > 0)
-        return;
-    if (p->cb != NULL)
-        p->cb(p->conn, p->status, p->ud);
-    if (p->bufs != p->inline_bufs)
-        free(p->bufs);
-    h2_slab_unref(p->slab);
-    h2_worker *w = p->w;
-    if (w != NULL && w->nfree_pieces < H2_POOL_MAX) {
-        p->next = w->free_pieces;
-        w->free_pieces = p;
-        w->nfree_pieces++;
-    } else {
-        free(p);
-    }
-}
-
-h2_piece *h2_piece_new(h2_conn *c)
-{
-    h2_worker *w = c->w;
-    h2_piece *p = w->free_pieces;
-    if (p != NULL) {
-        w->free_pieces = p->next;
-        w->nfree_pieces--;
-    } else if ((p = malloc(sizeof *p)) == NULL) {
-        return NULL;
-    }
-    return p;
-}
-
-void h2_piece_pool_free(h2_worker *w)
-{
-    while (w->free_pieces != NULL) {
-        h2_piece *p = w->free_pieces;
-        w->free_pieces = p->next;
-        free(p);
-    }
-    w->nfree_pieces = 0;
-}
-
-size_t h2_stream_sendable(const h2_stream *s)
-{
-    const h2_piece *head = s->queue;
-    if (head == NULL || head->loading)
-        return 0; /* a small file's bytes are still being read (fileload.c) */
-    /* A DATA frame's payload comes from one file piece or from memory
-     * pieces, never both (a file goes out with sendfile, memory with
-     * writev): stop at the boundary. */
-    if (head->fd >= 0)
-        return head->left;
-    uint64_t n = 0;
-    for (const h2_piece *p = head; p != NULL && p->fd < 0 && !p->loading; p = p->next) {
-        n += p->left;
-        if (n >= H2_BATCH_MAX || s->nfiles == 0)
-            break;
-    }
-    if (s->nfiles == 0)
-        n = s->queued;
-    return n > SIZE_MAX ? SIZE_MAX : (size_t)n;
-}
-
-int h2_stream_take_file(h2_stream *s, const uint8_t *framehd, size_t length)
-{
-    h2_piece *p = s->queue;
-    if (p == NULL || p->fd < 0 || length > p->left)
-        return -1;
-    if (h2_out_file(s->c, framehd, 9, p, length) != KEEL_OK)
-        return -1;
-    p->foff += length;
-    p->left -= length;
-    s->queued -= length;
-    if (p->left == 0) {
-        s->queue = p->next;
-        if (s->queue == NULL)
-            s->queue_tail = NULL;
-        s->nfiles--;
-        h2_piece_unref(p, KEEL_OK); /* the queue's reference */
-    }
-    return 0;
-}
-
-int h2_stream_take(h2_stream *s, size_t length)
-{
-    h2_conn *c = s->c;
-    while (length > 0) {
-        h2_piece *p = s->queue;
-        if (p == NULL)
-            return -1;
-        const keel_buf *b = &p->bufs[p->idx];
-        size_t k = b->len - p->off < length ? b->len - p->off : length;
-        /* A few bytes are copied after their frame header instead of
-         * borrowed: as an iovec of their own they cost the kernel more
-         * than the copy (a small response was two iovecs of a 200-iovec
-         * writev). The piece is still held until the write completes. */
-        const char *at = (const char *)b->base + p->off;
-        int rc = k <= H2_COPY_MAX ? h2_out_copy(c, at, k) : h2_out_borrow(c, at, k);
-        if (rc != KEEL_OK || h2_out_hold(c, p) != KEEL_OK)
-            return -1;
-        p->off += k;
-        p->left -= k;
-        s->queued -= k;
-        length -= k;
-        if (p->off == b->len) {
-            p->idx++;
-            p->off = 0;
-        }
-        if (p->left == 0) {
-            s->queue = p->next;
-            if (s->queue == NULL)
-                s->queue_tail = NULL;
-            h2_piece_unref(p, KEEL_OK); /* the queue's reference */
-        }
-    }
-    return 0;
 }

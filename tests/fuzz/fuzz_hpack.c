@@ -1,5 +1,5 @@
 /* fuzz_hpack — the h2 module's HPACK decoder (RFC 7541; modules/h2/hpack.c
- * and hpack_huffman.c compiled in: they call no keel function) on
+ * and hpack_huffman.c: the h2_codec library, linked alone) on
  * arbitrary header blocks, several per input through one decoder, so the
  * dynamic table carries state from block to block as on a connection.
  *

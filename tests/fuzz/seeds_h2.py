@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""tests/fuzz/seeds_h2.py — writes corpus/h2 and corpus/hpack (stdlib only).
+"""tests/fuzz/seeds_h2.py — writes corpus/h2, corpus/hpack and corpus/h2frame
+(stdlib only).
 
 corpus/h2: client byte streams for fuzz_h2, each with its leading byte (the
 split seed; bit 7 clear: the harness puts the preface and an empty SETTINGS
@@ -10,6 +11,10 @@ trailers, PING, SETTINGS, WINDOW_UPDATE, RST_STREAM, PRIORITY, GOAWAY.
 corpus/hpack: fuzz_hpack inputs: a limit byte, then blocks, each a 2-byte
 length and the block: RFC 7541 Appendix C's requests and responses, size
 updates, and literals of every kind.
+
+corpus/h2frame: fuzz_h2frame inputs: a frame size byte, then the client
+streams of corpus/h2 without the preface, and a frame for each check the
+frame codec makes.
 
     python3 tests/fuzz/seeds_h2.py
 
@@ -87,7 +92,9 @@ def request(method, path, extra=()):
             (":authority", "localhost")] + list(extra)
 
 
-def h2_seeds():
+def h2_streams():
+    """Client frame streams, after the preface (shared by corpus/h2 and
+    corpus/h2frame)."""
     s = {}
     get = block(request("GET", "/"))
     s["get"] = frame(HEADERS, END_STREAM | END_HEADERS, 1, get)
@@ -153,7 +160,12 @@ def h2_seeds():
                                get + b"\x10" + hstr("authorization") + hstr("secret") +
                                hint(32, 4, 0x10) + hstr("a=b"))
     s["size-update"] = frame(HEADERS, END_STREAM | END_HEADERS, 1, b"\x3f\xe1\x01" + get)
+    return s
 
+
+def h2_seeds():
+    s = h2_streams()
+    get = block(request("GET", "/"))
     out = {}
     for name, data in s.items():
         out[name] = bytes([0]) + data       # whole, preface by the harness
@@ -162,6 +174,37 @@ def h2_seeds():
     out["own-preface"] = bytes([0x80]) + PREFACE + frame(SETTINGS, 0, 0) + s["get"]
     out["own-preface-cut"] = bytes([0x83]) + PREFACE + frame(SETTINGS, 0, 0) + s["post-data"]
     out["http1-instead"] = bytes([0x80]) + b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"
+    return out
+
+
+def h2frame_seeds():
+    """fuzz_h2frame: the frame size byte (1 + it * 64 bytes for re-encoded
+    header blocks), then frames: the client streams, and frames each codec
+    check refuses (RFC 9113 6)."""
+    bad = {
+        "data-stream-0": frame(DATA, 0, 0, b"x"),
+        "data-pad-too-long": frame(DATA, PADDED, 1, b"\x05abcd"),
+        "data-padded-empty": frame(DATA, PADDED, 1),
+        "headers-pad-too-long": frame(HEADERS, END_HEADERS | PADDED, 1, b"\x09\x82"),
+        "headers-priority-short": frame(HEADERS, END_HEADERS | PRIO, 1, b"\0\0\0"),
+        "priority-length": frame(PRIORITY, 0, 1, b"\0\0\0\0\0\0"),
+        "rst-length": frame(RST_STREAM, 0, 1, b"\0\0\0"),
+        "settings-values": frame(SETTINGS, 0, 0, struct.pack(">HI", 2, 2) +
+                                 struct.pack(">HI", 4, 1 << 31) +
+                                 struct.pack(">HI", 5, 1 << 24)),
+        "settings-ack-payload": frame(SETTINGS, ACK, 0, b"\0" * 6),
+        "settings-stream": frame(SETTINGS, 0, 1),
+        "ping-length": frame(PING, 0, 0, b"1234567"),
+        "goaway-short": frame(GOAWAY, 0, 0, b"\0" * 7),
+        "window-update-zero": frame(WINDOW_UPDATE, 0, 1, b"\x80\0\0\0"),
+        "unknown-type": frame(0x20, 0xff, 3, b"??"),
+    }
+    out = {}
+    for name, data in h2_streams().items():
+        out[name] = bytes([255]) + data
+    out["continuation-1-byte-frames"] = bytes([0]) + h2_streams()["continuation"]
+    for name, data in bad.items():
+        out[name] = bytes([0]) + data
     return out
 
 
@@ -217,3 +260,4 @@ def write(dirname, seeds):
 if __name__ == "__main__":
     write("h2", h2_seeds())
     write("hpack", hpack_seeds())
+    write("h2frame", h2frame_seeds())

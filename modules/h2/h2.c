@@ -452,84 +452,108 @@ const keel_protocol h2_protocol = {
 
 /* ---- configuration ------------------------------------------------------------------- */
 
-static int keep_first(int rc, int r)
-{
-    return rc != KEEL_OK ? rc : r;
-}
+/* The [h2] section (keel/config.h), with RFC 9113 6.5.2's bounds: windows
+ * up to 2^31-1, frames 2^14..2^24-1. header_timeout and body_min_rate are
+ * http1's, with its defaults. read_config turns it into the h2_config the
+ * connections use. */
+typedef struct h2_settings {
+    int64_t max_concurrent_streams;
+    uint64_t initial_window, conn_window, max_frame_size, header_table_size, max_header_list;
+    uint64_t max_body, body_buffer, idle_timeout_ms, stream_timeout_ms, header_timeout_ms;
+    uint64_t body_min_rate, max_header_block;
+    int64_t max_requests, max_resets, max_pings, max_settings, max_empty_frames, max_priority;
+    int64_t max_continuations;
+    const char *server;
+} h2_settings;
 
-static int read_u32(keel_module *m, const char *key, int64_t def, int64_t min, int64_t max,
-                    uint32_t *out)
-{
-    int64_t v = def;
-    int rc = keel_config_int(m, key, def, min, max, &v);
-    *out = (uint32_t)v;
-    return rc;
-}
+#define DAY_MS 86400000
 
-static int read_size32(keel_module *m, const char *key, uint64_t def, uint64_t min, uint64_t max,
-                       uint32_t *out)
-{
-    uint64_t v = def;
-    int rc = keel_config_size(m, key, def, &v);
-    if (rc == KEEL_OK && (v < min || v > max))
-        return keel_config_error(m, key, "must be between %llu and %llu", (unsigned long long)min,
-                                 (unsigned long long)max);
-    *out = (uint32_t)v;
-    return rc;
-}
+static const keel_config_key h2_keys[] = {
+    KEEL_KEY(h2_settings, max_concurrent_streams, "max_concurrent_streams", KEEL_CONFIG_INT,
+             .def = "100", .min = 1, .max = 0x7fffffff,
+             .doc = "streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS)"),
+    KEEL_KEY(h2_settings, initial_window, "initial_window", KEEL_CONFIG_SIZE, .def = "65535",
+             .min = 0, .max = 0x7fffffff, .doc = "each stream's receive window"),
+    KEEL_KEY(h2_settings, conn_window, "conn_window", KEEL_CONFIG_SIZE, .def = "1m", .min = 65535,
+             .max = 0x7fffffff, .doc = "the connection's receive window"),
+    KEEL_KEY(h2_settings, max_frame_size, "max_frame_size", KEEL_CONFIG_SIZE, .def = "16384",
+             .min = 16384, .max = 16777215, .doc = "largest frame keel accepts"),
+    KEEL_KEY(h2_settings, header_table_size, "header_table_size", KEEL_CONFIG_SIZE, .def = "4096",
+             .min = 0, .max = 1 << 20, .doc = "HPACK decoder's dynamic table"),
+    KEEL_KEY(h2_settings, max_header_list, "max_header_list", KEEL_CONFIG_SIZE, .def = "32k",
+             .min = 1024, .max = 16 << 20,
+             .doc = "largest decoded field list of a request (RFC 9113 6.5.2); 431"),
+    KEEL_KEY(h2_settings, max_header_block, "max_header_block", KEEL_CONFIG_SIZE, .min = 0,
+             .max = 0x7fffffff,
+             .doc = "largest header block on the wire; 0: twice max_header_list plus a frame"),
+    KEEL_KEY(h2_settings, max_body, "max_body", KEEL_CONFIG_SIZE, .def = "1m",
+             .doc = "largest request body a handler reads whole; 413 above it"),
+    KEEL_KEY(h2_settings, body_buffer, "body_buffer", KEEL_CONFIG_SIZE, .def = "1m",
+             .doc = "body bytes a connection holds for handlers that have not read them"),
+    KEEL_KEY(h2_settings, idle_timeout_ms, "idle_timeout", KEEL_CONFIG_DURATION, .def = "60s",
+             .min = 1, .max = DAY_MS,
+             .doc = "no stream open and nothing read or written this long: GOAWAY and close"),
+    KEEL_KEY(h2_settings, stream_timeout_ms, "stream_timeout", KEEL_CONFIG_DURATION, .def = "30s",
+             .min = 1, .max = DAY_MS,
+             .doc = "a stream waiting on its peer without progress this long: RST_STREAM"),
+    KEEL_KEY(h2_settings, header_timeout_ms, "header_timeout", KEEL_CONFIG_DURATION, .def = "10s",
+             .min = 1, .max = DAY_MS,
+             .doc = "time for a header block to arrive whole (no frame renews it)"),
+    KEEL_KEY(h2_settings, body_min_rate, "body_min_rate", KEEL_CONFIG_SIZE, .def = "1k",
+             .doc = "bytes a second a request body must average after stream_timeout; 0: none"),
+    KEEL_KEY(h2_settings, max_requests, "max_requests", KEEL_CONFIG_INT, .def = "0", .min = 0,
+             .max = INT64_MAX, .doc = "streams per connection before GOAWAY; 0: unlimited"),
+    KEEL_KEY(h2_settings, max_resets, "max_resets", KEEL_CONFIG_INT, .def = "500", .min = 0,
+             .max = 1000000,
+             .doc =
+                 "streams reset before their response completes, per 10 s (rapid reset); 0: off"),
+    KEEL_KEY(h2_settings, max_pings, "max_pings", KEEL_CONFIG_INT, .def = "100", .min = 0,
+             .max = 1000000, .doc = "PING frames per 10 s before ENHANCE_YOUR_CALM; 0: off"),
+    KEEL_KEY(h2_settings, max_settings, "max_settings", KEEL_CONFIG_INT, .def = "50", .min = 0,
+             .max = 1000000, .doc = "SETTINGS frames per 10 s; 0: off"),
+    KEEL_KEY(h2_settings, max_empty_frames, "max_empty_frames", KEEL_CONFIG_INT, .def = "100",
+             .min = 0, .max = 1000000,
+             .doc = "empty frames and frames of unknown types per 10 s; 0: off"),
+    KEEL_KEY(h2_settings, max_priority, "max_priority", KEEL_CONFIG_INT, .def = "1000", .min = 0,
+             .max = 1000000, .doc = "PRIORITY frames per 10 s; 0: off"),
+    KEEL_KEY(h2_settings, max_continuations, "max_continuations", KEEL_CONFIG_INT, .def = "8",
+             .min = 0, .max = 10000,
+             .doc = "CONTINUATION frames one header block may take; 0: off"),
+    KEEL_KEY(h2_settings, server, "server", KEEL_CONFIG_STRING, .def = "keel",
+             .doc = "the server field of every response; empty: none"),
+};
+KEEL_CONFIG_SCHEMA(h2_schema, h2_settings, h2_keys);
 
 static int read_config(keel_module *m, h2_config *cfg)
 {
-    int rc = KEEL_OK;
-    const char *server = NULL;
-    /* RFC 9113 6.5.2 bounds: windows up to 2^31-1, frames 2^14..2^24-1. */
-    rc = keep_first(rc, read_u32(m, "max_concurrent_streams", 100, 1, 0x7fffffff,
-                                 &cfg->max_concurrent_streams));
-    rc = keep_first(rc,
-                    read_size32(m, "initial_window", 65535, 0, 0x7fffffff, &cfg->initial_window));
-    rc = keep_first(
-        rc, read_size32(m, "conn_window", 1024 * 1024, 65535, 0x7fffffff, &cfg->conn_window));
-    rc = keep_first(rc,
-                    read_size32(m, "max_frame_size", 16384, 16384, 16777215, &cfg->max_frame_size));
-    rc = keep_first(
-        rc, read_size32(m, "header_table_size", 4096, 0, 1024 * 1024, &cfg->header_table_size));
-    rc = keep_first(rc, read_size32(m, "max_header_list", 32 * 1024, 1024, 16 * 1024 * 1024,
-                                    &cfg->max_header_list));
-    rc = keep_first(rc, keel_config_size(m, "max_body", 1024 * 1024, &cfg->max_body));
-    rc = keep_first(rc, keel_config_size(m, "body_buffer", 1024 * 1024, &cfg->body_buffer));
-    rc = keep_first(rc, keel_config_duration_ms(m, "idle_timeout", 60000, &cfg->idle_timeout_ms));
-    rc = keep_first(rc,
-                    keel_config_duration_ms(m, "stream_timeout", 30000, &cfg->stream_timeout_ms));
-    /* http1's header_timeout and body_min_rate, and their defaults. */
-    rc = keep_first(rc,
-                    keel_config_duration_ms(m, "header_timeout", 10000, &cfg->header_timeout_ms));
-    rc = keep_first(rc, keel_config_size(m, "body_min_rate", 1024, &cfg->body_min_rate));
-    int64_t n = 0;
-    rc = keep_first(rc, keel_config_int(m, "max_requests", 0, 0, INT64_MAX, &n));
-    cfg->max_requests = (uint64_t)n;
-    rc = keep_first(rc, read_u32(m, "max_resets", 500, 0, 1000000, &cfg->max_resets));
-    rc = keep_first(rc, read_u32(m, "max_pings", 100, 0, 1000000, &cfg->max_pings));
-    rc = keep_first(rc, read_u32(m, "max_settings", 50, 0, 1000000, &cfg->max_settings));
-    rc = keep_first(rc, read_u32(m, "max_empty_frames", 100, 0, 1000000, &cfg->max_empty_frames));
-    rc = keep_first(rc, read_u32(m, "max_priority", 1000, 0, 1000000, &cfg->max_priority));
-    rc = keep_first(rc, read_u32(m, "max_continuations", 8, 0, 10000, &cfg->max_continuations));
-    uint64_t block = 0;
-    rc = keep_first(rc, keel_config_size(m, "max_header_block", 0, &block));
-    rc = keep_first(rc, keel_config_string(m, "server", "keel", &server));
-    if (rc != KEEL_OK)
-        return rc;
-    if (cfg->idle_timeout_ms == 0)
-        return keel_config_error(m, "idle_timeout", "must be more than 0");
-    if (cfg->stream_timeout_ms == 0)
-        return keel_config_error(m, "stream_timeout", "must be more than 0");
-    if (cfg->header_timeout_ms == 0)
-        return keel_config_error(m, "header_timeout", "must be more than 0");
+    const h2_settings *s = keel_module_config(m);
+    cfg->max_concurrent_streams = (uint32_t)s->max_concurrent_streams;
+    cfg->initial_window = (uint32_t)s->initial_window;
+    cfg->conn_window = (uint32_t)s->conn_window;
+    cfg->max_frame_size = (uint32_t)s->max_frame_size;
+    cfg->header_table_size = (uint32_t)s->header_table_size;
+    cfg->max_header_list = (uint32_t)s->max_header_list;
+    cfg->max_body = s->max_body;
+    cfg->body_buffer = s->body_buffer;
+    cfg->idle_timeout_ms = s->idle_timeout_ms;
+    cfg->stream_timeout_ms = s->stream_timeout_ms;
+    cfg->header_timeout_ms = s->header_timeout_ms;
+    cfg->body_min_rate = s->body_min_rate;
+    cfg->max_requests = (uint64_t)s->max_requests;
+    cfg->max_resets = (uint32_t)s->max_resets;
+    cfg->max_pings = (uint32_t)s->max_pings;
+    cfg->max_settings = (uint32_t)s->max_settings;
+    cfg->max_empty_frames = (uint32_t)s->max_empty_frames;
+    cfg->max_priority = (uint32_t)s->max_priority;
+    cfg->max_continuations = (uint32_t)s->max_continuations;
+    uint64_t block = s->max_header_block;
+    const char *server = s->server;
     /* A header block's wire size: HPACK rarely makes a field list larger
      * than it decodes to, so twice the list plus a frame is generous. */
     if (block == 0)
         block = 2 * (uint64_t)cfg->max_header_list + cfg->max_frame_size;
     if (block > 0x7fffffff)
-        return keel_config_error(m, "max_header_block", "must be at most 2g");
+        block = 0x7fffffff;
     cfg->max_header_block = (uint32_t)block;
     size_t len = strlen(server);
     if (len >= sizeof cfg->server)
@@ -605,5 +629,5 @@ static void h2_stop(keel_module *m, keel_worker *worker, void *state)
     h2_scratch_free(&w->scratch);
 }
 
-KEEL_MODULE(h2, .version = "1.0.0", .load = h2_module_load, .unload = h2_unload, .start = h2_start,
-            .stop = h2_stop, .worker_state_size = sizeof(h2_worker));
+KEEL_MODULE(h2, .version = "1.0.0", .worker_state_size = sizeof(h2_worker), .load = h2_module_load,
+            .start = h2_start, .stop = h2_stop, .unload = h2_unload, .config = &h2_schema);

@@ -25,6 +25,14 @@
 #include "runtime/scopes.h"
 #include "base/log.h"
 
+#define CHECK(cond, what)                                                                          \
+    do {                                                                                           \
+        if (!(cond)) {                                                                             \
+            fprintf(stderr, "fuzz_config: %s\n", what);                                            \
+            abort();                                                                               \
+        }                                                                                          \
+    } while (0)
+
 typedef struct fz_conf {
     const char *s, *addr, *path;
     int b, e;
@@ -87,14 +95,6 @@ static void scopes(kl_config *cfg, const char *text)
     }
     kl_schema_store_free(&store);
 }
-
-#define CHECK(cond, what)                                                                          \
-    do {                                                                                           \
-        if (!(cond)) {                                                                             \
-            fprintf(stderr, "fuzz_config: %s\n", what);                                            \
-            abort();                                                                               \
-        }                                                                                          \
-    } while (0)
 
 static void parse_values(const char *text)
 {

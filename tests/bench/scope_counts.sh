@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# tests/bench/scope_counts.sh — what choosing a request's scope costs
+# (docs/configuration.md): user-space instructions per HTTP/1.1 request to
+# hello's GET / (callgrind, counters zeroed after a warm-up, wrk -c16 for
+# SECS seconds), once with a config without scopes and once with three
+# sites, a wildcard and two path scopes, the request's Host naming one.
+#
+#   KEEL_BUILD=build-rel tests/bench/scope_counts.sh
+#
+# Settings: KEEL_BUILD [build] SECS [5]. Listens on an ephemeral port of
+# 127.0.0.1; keel is stopped on exit.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+KEEL_BUILD=${KEEL_BUILD:-$ROOT/build}
+[[ $KEEL_BUILD == /* ]] || KEEL_BUILD=$ROOT/$KEEL_BUILD
+SECS=${SECS:-5}
+TMP=$(mktemp -d /tmp/keel-scopes.XXXXXX)
+SERVER=""
+cleanup() {
+    [[ -n $SERVER ]] && kill "$SERVER" 2>/dev/null && wait "$SERVER" 2>/dev/null
+    rm -rf "$TMP"
+}
+trap cleanup EXIT
+
+SITES='[site example.com www.example.com]
+[site *.example.org]
+[site other.test]
+[site example.com /api/]
+[/static/]'
+
+count() { # count LABEL EXTRA_CONFIG
+    local port out requests ir
+    port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+    cat >"$TMP/keel.conf" <<EOC
+[keel]
+listen = 127.0.0.1:$port http1
+workers = 1
+modules = http1 hello
+module_path = $KEEL_BUILD/modules
+log_level = warn
+[http1]
+keepalive_timeout = 5m
+max_requests = 0
+$2
+EOC
+    valgrind --tool=callgrind --dump-instr=no "--callgrind-out-file=$TMP/cg.%p" \
+        "$KEEL_BUILD/keel" -c "$TMP/keel.conf" 2>"$TMP/keel.log" &
+    SERVER=$!
+    local _
+    for _ in $(seq 100); do
+        curl -sf -o /dev/null "http://127.0.0.1:$port/" && break
+        sleep 0.2
+    done
+    timeout 30 wrk -t1 -c16 -d2s -H 'Host: www.example.com' "http://127.0.0.1:$port/" >/dev/null 2>&1 || true
+    callgrind_control -z "$SERVER" >/dev/null
+    out=$(timeout $((SECS + 30)) wrk -t1 -c16 -d"${SECS}s" -H 'Host: www.example.com' \
+        "http://127.0.0.1:$port/" 2>&1) || true
+    callgrind_control -d "$SERVER" >/dev/null
+    kill "$SERVER"
+    wait "$SERVER" 2>/dev/null || true
+    requests=$(awk '/requests in/ {print $1}' <<<"$out")
+    ir=$(cat "$TMP"/cg.*.[0-9]* | awk '/^summary:/ {s += $2} END {print s + 0}')
+    rm -f "$TMP"/cg.*
+    SERVER=""
+    echo "$1: $((ir / requests)) instr/req ($requests requests)"
+}
+
+count "no scopes" ""
+count "3 sites, a wildcard, 2 path scopes" "$SITES"

@@ -5,7 +5,7 @@
 
 #include "http/http.h"
 #include "base/log.h"
-#include "runtime/server.h"
+#include "server/server.h"
 #include "base/util.h"
 #include "net/worker.h"
 

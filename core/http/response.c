@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "http/http.h"
-#include "runtime/server.h"
+#include "server/server.h"
 #include "net/worker.h"
 
 /* ---- status and headers ------------------------------------------------ */

@@ -13,7 +13,7 @@
 
 #include "http/http.h"
 #include "net/worker.h"
-#include "runtime/server.h"
+#include "server/server.h"
 
 /* What the head filters may change, kept so that a refused upgrade leaves
  * the response as the handler had it: the handler may still answer

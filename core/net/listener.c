@@ -8,7 +8,7 @@
 
 #include "base/atomic.h"
 #include "base/log.h"
-#include "runtime/server.h"
+#include "server/server.h"
 #include "net/worker.h"
 
 static unsigned port_of(const struct sockaddr_storage *addr)

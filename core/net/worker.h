@@ -8,7 +8,7 @@
 #include "base/freelist.h"
 #include "net/bufpool.h"
 #include "platform/platform.h"
-#include "runtime/server.h"
+#include "server/server.h"
 #include "net/soon.h"
 #include "net/timeouts.h"
 

@@ -6,7 +6,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "net/worker.h"
-#include "runtime/server.h"
+#include "server/server.h"
 
 #define MAX_BOUNDS 64
 

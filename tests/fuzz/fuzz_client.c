@@ -16,7 +16,7 @@
 
 #include "base/atomic.h"
 #include "net/worker.h"
-#include "runtime/server.h"
+#include "server/server.h"
 
 static const char *server_name = "fuzz";
 

@@ -1,4 +1,4 @@
-/* Zero-downtime reload (runtime/reload.h).
+/* Zero-downtime reload (server/reload.h).
  *
  * As nginx's binary upgrade, but in one step: the running keel (the old
  * process) starts a new one with the same arguments, the program file as
@@ -22,8 +22,8 @@
 
 #include "base/log.h"
 #include "base/util.h"
-#include "runtime/reload.h"
-#include "runtime/server.h"
+#include "server/reload.h"
+#include "server/server.h"
 #include "net/worker.h"
 
 struct kl_reload {

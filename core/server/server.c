@@ -9,8 +9,8 @@
 #include "base/atomic.h"
 #include "base/log.h"
 #include "runtime/crash.h"
-#include "runtime/reload.h"
-#include "runtime/server.h"
+#include "server/reload.h"
+#include "server/server.h"
 #include "base/util.h"
 #include "net/worker.h"
 

@@ -1,4 +1,4 @@
-/* core/runtime/server.h — the server instance, loaded modules and listeners. */
+/* core/server/server.h — the server instance, loaded modules and listeners. */
 #ifndef KEEL_CORE_SERVER_H
 #define KEEL_CORE_SERVER_H
 
@@ -117,7 +117,7 @@ struct keel_server {
     uv_timer_t drain_timer;
     int drain_timer_ready;
     int workers_stopping;     /* the workers were asked to stop */
-    struct kl_reload *reload; /* keel_server_enable_reload (runtime/reload.c); NULL: off */
+    struct kl_reload *reload; /* keel_server_enable_reload (server/reload.c); NULL: off */
     int reloaded;             /* stopping because a successor serves: no delay, no STOPPING=1 */
     int signal_after_reload;  /* a stop signal came while draining after the hand-over */
     int pid_file_written;

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/api_table.h"
-#include "runtime/appender.h"
+#include "server/api_table.h"
+#include "server/appender.h"
 #include "runtime/crash.h"
 #include "base/log.h"
 #include "platform/platform.h"
-#include "runtime/server.h"
+#include "server/server.h"
 #include "base/util.h"
 
 /* Logs a module failure, prefixed with where the config's `modules` line

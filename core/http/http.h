@@ -130,8 +130,7 @@ struct keel_response {
 enum { KL_BODY_NONE, KL_BODY_READ, KL_BODY_STREAM, KL_BODY_DONE };
 
 struct keel_request {
-    kl_host *host;
-    const kl_http *http;
+    const kl_http *http; /* the server's routes and filters */
     keel_worker *worker;
     keel_conn *conn;
     const keel_http_sink *sink;

@@ -121,7 +121,7 @@ static void count_exchange(keel_request *req, const keel_http_log_info *info)
     if (info->status < 100 || info->status > 599)
         return;
     keel_worker *w = req->worker;
-    const kl_core_metrics *cm = &req->host->core_metrics;
+    const kl_core_metrics *cm = &w->host->core_metrics;
     kl_metric_add_slot(w->metrics, cm->requests[info->status / 100 - 1]->slot, 1);
     if (info->completed)
         kl_metric_observe_slots(w->metrics, cm->request_duration, (int64_t)info->duration_us);

@@ -78,7 +78,6 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
     req->route.allow[0] = '\0';
     req->conn = conn;
     req->worker = w;
-    req->host = w->host;
     req->http = hw->http;
     memcpy(&req->sink_copy, sink,
            sink->size < sizeof req->sink_copy ? sink->size : sizeof req->sink_copy);
@@ -522,7 +521,7 @@ void keel_request_set_data(keel_request *req, keel_module *module, void *data)
     if (req->module_data == NULL) {
         if (data == NULL)
             return;
-        size_t n = req->host->nmodules;
+        size_t n = req->worker->host->nmodules;
         if (n <= KL_ARRAY_SIZE(req->inline_module_data)) {
             memset(req->inline_module_data, 0, n * sizeof *req->module_data);
             req->module_data = req->inline_module_data;

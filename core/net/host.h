@@ -63,10 +63,11 @@ typedef struct kl_listener {
 #define KL_SLOT_MAX 2
 typedef struct kl_slot_type {
     size_t size; /* 0: the slot is not in use */
-    void (*init)(void *state,
-                 void *arg);      /* may be NULL; on the zeroed block, before the thread runs */
-    void (*dispose)(void *state); /* may be NULL; the block itself is freed by the worker */
-    void *arg;                    /* init's */
+    /* May be NULL; runs on the zeroed block, with arg, before the thread. */
+    void (*init)(void *state, void *arg);
+    /* May be NULL; the block itself is freed by the worker. */
+    void (*dispose)(void *state);
+    void *arg;
 } kl_slot_type;
 
 struct kl_host {

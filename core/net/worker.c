@@ -242,31 +242,31 @@ static size_t sockets_of(const keel_worker *w, const kl_listener *l)
  * after the others began accepting (found by tests/failalloc). */
 static int alloc_listeners(keel_worker *w)
 {
-    kl_host *s = w->host;
-    if (!s->settings.reuseport)
+    kl_host *h = w->host;
+    if (!h->settings.reuseport)
         return KEEL_OK;
     size_t count = 0;
-    for (size_t i = 0; i < s->nlisteners; i++)
-        count += sockets_of(w, &s->listeners[i]);
+    for (size_t i = 0; i < h->nlisteners; i++)
+        count += sockets_of(w, &h->listeners[i]);
     w->listeners = calloc(count ? count : 1, sizeof *w->listeners);
     return w->listeners != NULL ? KEEL_OK : KEEL_ERR_NOMEM;
 }
 
 static int open_listeners(keel_worker *w)
 {
-    kl_host *s = w->host;
-    if (!s->settings.reuseport)
+    kl_host *h = w->host;
+    if (!h->settings.reuseport)
         return KEEL_OK;
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        kl_listener *l = &s->listeners[i];
-        for (size_t k = w->id; k < l->nsockets; k += s->nworkers) {
+    for (size_t i = 0; i < h->nlisteners; i++) {
+        kl_listener *l = &h->listeners[i];
+        for (size_t k = w->id; k < l->nsockets; k += h->nworkers) {
             kl_worker_listener *wl = &w->listeners[w->nlisteners];
             wl->listener = l;
             wl->worker = w;
             wl->sock = l->sockets[k];
             /* listen() again sets `backlog` on a socket handed down by
              * systemd or a reload too (uv_listen did the same). */
-            int rc = kl_socket_relisten(wl->sock, s->settings.backlog);
+            int rc = kl_socket_relisten(wl->sock, h->settings.backlog);
             if (rc == 0)
                 rc = uv_poll_init_socket(&w->loop, &wl->poll, wl->sock);
             if (rc == 0) {
@@ -499,7 +499,7 @@ static void finish(keel_worker *w)
     if (w->finishing)
         return;
     w->finishing = 1;
-    kl_host *s = w->host;
+    kl_host *h = w->host;
 
     /* Work queued for the loop (an abandoned request's abort callback)
      * runs before any module stops, as posts do. */
@@ -516,7 +516,7 @@ static void finish(keel_worker *w)
     kl_posts_run(w, posts);
 
     for (size_t i = w->modules_started; i-- > 0;) {
-        keel_module *m = s->modules[i];
+        keel_module *m = h->modules[i];
         if (m->desc.stop != NULL)
             KL_IN_MODULE(m->name, m->desc.stop(m, w, w->module_state[i]));
     }
@@ -524,7 +524,7 @@ static void finish(keel_worker *w)
     for (size_t i = 0; i < w->nhandoffs; i++) {
         kl_socket_close(w->handoffs[i].sock);
         if (!w->handoffs[i].reclaim)
-            kl_host_release(s);
+            kl_host_release(h);
     }
     w->nhandoffs = 0;
     close_listeners(w);
@@ -539,10 +539,10 @@ static void finish(keel_worker *w)
 
 static int start_modules(keel_worker *w)
 {
-    kl_host *s = w->host;
+    kl_host *h = w->host;
     kl_crash_worker_thread(w->id);
-    for (size_t i = 0; i < s->nmodules; i++) {
-        keel_module *m = s->modules[i];
+    for (size_t i = 0; i < h->nmodules; i++) {
+        keel_module *m = h->modules[i];
         if (m->desc.start != NULL) {
             int rc;
             KL_IN_MODULE(m->name, rc = m->desc.start(m, w, w->module_state[i]));

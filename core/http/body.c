@@ -10,7 +10,6 @@
 #include "net/conn.h"
 #include "base/util.h"
 #include "http/http.h"
-#include "runtime/server.h"
 #include "net/worker.h"
 
 /* ---- body -------------------------------------------------------------- */

@@ -9,6 +9,7 @@
 #include <uv.h>
 #include "base/freelist.h"
 #include "net/file_reader.h"
+#include "net/host.h"
 #include "net/soon.h"
 
 typedef struct kl_route_node kl_route_node;
@@ -29,10 +30,20 @@ typedef struct kl_http {
     uint64_t body_filter_mask; /* filters (by index < 64) with on_response_body */
 } kl_http;
 
+/* The HTTP layer of a server, made empty and freed by it (NULL is
+ * ignored). Main thread. */
+kl_http *kl_http_new(void);
 void kl_http_free(kl_http *http);
 
-/* Orders the filters once every module has loaded. */
-int kl_http_prepare(keel_server *server);
+/* Registration while modules load (main thread): a route, or a filter for
+ * the module `owner`. KEEL_OK, or a keel_status (the caller logs). */
+int kl_http_route_add(kl_http *http, const char *method, const char *pattern,
+                      keel_http_handler handler, void *userdata);
+int kl_http_filter_add(kl_http *http, keel_module *owner, const keel_http_filter *f);
+
+/* Once every module has loaded: orders the filters, and makes the HTTP
+ * layer a subsystem of the host's workers (its slot, KL_SLOT_HTTP). */
+int kl_http_prepare(kl_http *http, kl_host *host);
 
 /* ---- router ---- */
 
@@ -119,7 +130,7 @@ struct keel_response {
 enum { KL_BODY_NONE, KL_BODY_READ, KL_BODY_STREAM, KL_BODY_DONE };
 
 struct keel_request {
-    keel_server *server;
+    const kl_http *http; /* the server's routes and filters */
     keel_worker *worker;
     keel_conn *conn;
     const keel_http_sink *sink;
@@ -186,15 +197,19 @@ struct keel_request {
     void *inline_module_data[16];
 };
 
-/* The HTTP layer's per-worker slot (KL_SLOT_HTTP): spare request objects,
- * so that a request costs no allocation in the steady state. */
+/* The HTTP layer's per-worker slot (kl_slot_type, net/host.h): the
+ * server-wide state its requests read, and spare request objects, so that
+ * a request costs no allocation in the steady state. */
+enum { KL_SLOT_HTTP = 0 };
+_Static_assert(KL_SLOT_HTTP < KL_SLOT_MAX, "the HTTP layer's slot");
 typedef struct kl_http_worker {
+    const kl_http *http;
     kl_freelist pool;
 } kl_http_worker;
 
-/* Sets the slot up (the worker allocated it zeroed), and frees its spare
- * requests (when the worker is freed). */
-void kl_http_worker_init(void *state);
+/* Sets the slot up (the worker allocated it zeroed; arg is the kl_http),
+ * and frees its spare requests (when the worker is freed). */
+void kl_http_worker_init(void *state, void *arg);
 void kl_http_worker_dispose(void *state);
 
 /* Case-insensitive comparison of a field name with b[0..blen). */

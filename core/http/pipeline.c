@@ -5,45 +5,27 @@
 
 #include "http/http.h"
 #include "base/log.h"
-#include "runtime/server.h"
 #include "base/util.h"
 #include "net/conn.h"
 #include "net/worker.h"
 
 /* ---- registration (main thread, during load) ---------------------------- */
 
-static int loading(keel_module *m, const char *what)
+kl_http *kl_http_new(void)
 {
-    if (m->server->loading)
-        return KEEL_OK;
-    kl_log(KEEL_LOG_ERROR, "module '%s': %s outside load()", m->name, what);
-    return KEEL_ERR_STATE;
+    return calloc(1, sizeof(kl_http));
 }
 
-int keel_route_add(keel_module *m, const char *method, const char *pattern,
-                   keel_http_handler handler, void *userdata)
+int kl_http_route_add(kl_http *http, const char *method, const char *pattern,
+                      keel_http_handler handler, void *userdata)
 {
-    int rc = loading(m, "adds a route");
-    if (rc != KEEL_OK)
-        return rc;
-    rc = kl_router_add(&m->server->http.routes, method, pattern, handler, userdata);
-    if (rc == KEEL_ERR_EXISTS)
-        kl_log(KEEL_LOG_ERROR, "module '%s': route %s %s is already taken", m->name,
-               method ? method : "?", pattern ? pattern : "?");
-    else if (rc == KEEL_ERR_INVAL)
-        kl_log(KEEL_LOG_ERROR, "module '%s': invalid route %s %s", m->name, method ? method : "?",
-               pattern ? pattern : "?");
-    return rc;
+    return kl_router_add(&http->routes, method, pattern, handler, userdata);
 }
 
-int keel_http_filter_add(keel_module *m, const keel_http_filter *f)
+int kl_http_filter_add(kl_http *http, keel_module *owner, const keel_http_filter *f)
 {
-    int rc = loading(m, "adds an HTTP filter");
-    if (rc != KEEL_OK)
-        return rc;
     if (f == NULL || f->size < offsetof(keel_http_filter, on_request))
         return KEEL_ERR_INVAL;
-    kl_http *http = &m->server->http;
     if (kl_grow((void **)&http->filters, &http->filters_cap, http->nfilters + 1,
                 sizeof *http->filters) != KEEL_OK)
         return KEEL_ERR_NOMEM;
@@ -51,8 +33,8 @@ int keel_http_filter_add(keel_module *m, const keel_http_filter *f)
     memset(entry, 0, sizeof *entry);
     memcpy(&entry->cb, f, f->size < sizeof entry->cb ? f->size : sizeof entry->cb);
     entry->cb.size = sizeof entry->cb;
-    entry->owner = m;
-    entry->module_index = m->index;
+    entry->owner = owner;
+    entry->module_index = owner->index;
     if (entry->cb.on_response_body != NULL)
         http->has_body_filters = 1;
     return KEEL_OK;
@@ -76,11 +58,10 @@ static void move_filter(kl_filter *list, size_t from, size_t to)
 /* Coarse order first (FIRST, MIDDLE, LAST), then the config's module
  * order; then "before"/"after" constraints move single filters, as
  * Apache's hook ordering does. */
-int kl_http_prepare(keel_server *s)
+int kl_http_prepare(kl_http *http, kl_host *host)
 {
-    kl_http *http = &s->http;
-    s->slots[KL_SLOT_HTTP] =
-        (kl_slot_type){sizeof(kl_http_worker), kl_http_worker_init, kl_http_worker_dispose};
+    host->slots[KL_SLOT_HTTP] =
+        (kl_slot_type){sizeof(kl_http_worker), kl_http_worker_init, kl_http_worker_dispose, http};
     kl_filter *f = http->filters;
     size_t n = http->nfilters;
     for (size_t i = 1; i < n; i++) /* insertion sort: stable, n is small */
@@ -125,9 +106,11 @@ int kl_http_prepare(keel_server *s)
 
 void kl_http_free(kl_http *http)
 {
+    if (http == NULL)
+        return;
     kl_router_free(http->routes);
     free(http->filters);
-    memset(http, 0, sizeof *http);
+    free(http);
 }
 
 /* ---- the exchange ------------------------------------------------------ */
@@ -139,7 +122,7 @@ static void count_exchange(keel_request *req, const keel_http_log_info *info)
     if (info->status < 100 || info->status > 599)
         return;
     keel_worker *w = req->worker;
-    const kl_core_metrics *cm = &req->server->core_metrics;
+    const kl_core_metrics *cm = &w->host->core_metrics;
     kl_metric_add_slot(w->metrics, cm->requests[info->status / 100 - 1]->slot, 1);
     if (info->completed)
         kl_metric_observe_slots(w->metrics, cm->request_duration, (int64_t)info->duration_us);
@@ -150,7 +133,7 @@ void kl_request_finish(keel_request *req)
     if (req->logged)
         return;
     req->logged = 1;
-    const kl_http *http = &req->server->http;
+    const kl_http *http = req->http;
     keel_http_log_info info = {
         sizeof info,
         req->res.head_sent ? req->res.status : 0,
@@ -201,10 +184,10 @@ static int select_scope(keel_request *req)
             break;
         }
     }
+    const kl_host *h = req->worker->host;
     int status = 0;
     req->scope =
-        kl_scopes_select(req->server->scopes, (size_t)(spec - req->server->settings.listen), host,
-                         req->path, &status);
+        kl_scopes_select(h->scopes, (size_t)(spec - h->settings.listen), host, req->path, &status);
     return req->scope != NULL ? 0 : status;
 }
 
@@ -224,13 +207,13 @@ void keel_http_request_dispatch(keel_request *req)
     int status = (req->sink->flags & KEEL_HTTP_SINK_CHECKED) ? 0 : kl_request_check_head(req);
     if (status == 0)
         status = kl_request_parse_target(req);
-    if (status == 0 && req->server->scopes != NULL)
+    if (status == 0 && req->worker->host->scopes != NULL)
         status = select_scope(req);
     if (status != 0) {
         answer_error(req, status);
         goto out;
     }
-    const kl_http *http = &req->server->http;
+    const kl_http *http = req->http;
     for (size_t i = 0; i < http->nfilters; i++) {
         const kl_filter *f = &http->filters[i];
         if (f->cb.on_request == NULL)

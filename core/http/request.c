@@ -8,7 +8,6 @@
 #include "net/conn.h"
 #include "base/util.h"
 #include "http/http.h"
-#include "runtime/server.h"
 #include "net/worker.h"
 
 /* ---- arena ------------------------------------------------------------- */
@@ -79,7 +78,7 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
     req->route.allow[0] = '\0';
     req->conn = conn;
     req->worker = w;
-    req->server = req->worker->server;
+    req->http = hw->http;
     memcpy(&req->sink_copy, sink,
            sink->size < sizeof req->sink_copy ? sink->size : sizeof req->sink_copy);
     req->sink = &req->sink_copy;
@@ -123,9 +122,10 @@ void kl_request_unref(keel_request *req)
     kl_freelist_put(&hw->pool, req);
 }
 
-void kl_http_worker_init(void *state)
+void kl_http_worker_init(void *state, void *arg)
 {
     kl_http_worker *hw = state;
+    hw->http = arg;
     /* Deep enough for one HTTP/2 connection's 100 concurrent streams
      * ([h2] max_concurrent_streams' default): with 64, a third of h2's
      * requests paid a malloc and a free (modules/h2/CORE-NEEDS.md 7). At
@@ -521,7 +521,7 @@ void keel_request_set_data(keel_request *req, keel_module *module, void *data)
     if (req->module_data == NULL) {
         if (data == NULL)
             return;
-        size_t n = req->server->nmodules;
+        size_t n = req->worker->host->nmodules;
         if (n <= KL_ARRAY_SIZE(req->inline_module_data)) {
             memset(req->inline_module_data, 0, n * sizeof *req->module_data);
             req->module_data = req->inline_module_data;

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "http/http.h"
-#include "runtime/server.h"
 #include "net/worker.h"
 
 /* ---- status and headers ------------------------------------------------ */
@@ -138,7 +137,7 @@ void keel_response_close_connection(keel_response *res)
 /* The server's filters in run order, and the protocol's sink. */
 static const kl_http *http_of(keel_request *req)
 {
-    return &req->server->http;
+    return req->http;
 }
 
 /* Does a field value, a comma-separated list of tokens (RFC 9110 5.6.1),

@@ -13,7 +13,6 @@
 
 #include "http/http.h"
 #include "net/worker.h"
-#include "runtime/server.h"
 
 /* What the head filters may change, kept so that a refused upgrade leaves
  * the response as the handler had it: the handler may still answer
@@ -75,7 +74,7 @@ static int check_upgrade(keel_request *req, const char *protocol)
         return KEEL_ERR_STATE;
     /* Checked here rather than left to keel_conn_set_protocol, which the
      * sink can only call once the 101 has gone. */
-    if (kl_registry_protocol(&req->server->registry, protocol) == NULL)
+    if (kl_registry_protocol(req->worker->host->registry, protocol) == NULL)
         return KEEL_ERR_NOTFOUND;
     if (req->sink->upgrade == NULL)
         return KEEL_ERR_UNSUPPORTED;

@@ -43,9 +43,9 @@ void kl_conn_each(keel_worker *w, void (*fn)(keel_conn *conn, void *arg), void *
     uv_walk(&w->loop, each_handle, &ctx);
 }
 
-static keel_server *server_of(const keel_conn *c)
+static kl_host *host_of(const keel_conn *c)
 {
-    return kl_conn_worker(c)->server;
+    return kl_conn_worker(c)->host;
 }
 
 /* ---- timeouts ------------------------------------------------------------ */
@@ -60,7 +60,7 @@ static keel_server *server_of(const keel_conn *c)
 
 static uint64_t duration_of(const keel_conn *c, kl_timeout_kind kind)
 {
-    const kl_settings *s = &server_of(c)->settings;
+    const kl_settings *s = &host_of(c)->settings;
     switch (kind) {
     case KL_TIMEOUT_WRITE:
         return s->write_timeout_ms;
@@ -150,7 +150,7 @@ void kl_conn_output_progress(keel_conn *c)
 void kl_conn_output_grew(keel_conn *c)
 {
     if (!(c->flags & KL_CONN_BACKPRESSURE) &&
-        kl_output_queued(c) > server_of(c)->settings.write_high_water) {
+        kl_output_queued(c) > host_of(c)->settings.write_high_water) {
         c->flags |= KL_CONN_BACKPRESSURE;
         kl_conn_update_reading(c);
     }
@@ -162,7 +162,7 @@ void kl_conn_output_settled(keel_conn *c)
         return;
     kl_conn_retime(c, 0);
     if ((c->flags & KL_CONN_BACKPRESSURE) &&
-        kl_output_queued(c) <= server_of(c)->settings.write_high_water / 4) {
+        kl_output_queued(c) <= host_of(c)->settings.write_high_water / 4) {
         c->flags &= ~KL_CONN_BACKPRESSURE;
         kl_conn_update_reading(c);
         if (c->protocol->cb.on_drain != NULL && !kl_conn_closing(c) &&
@@ -307,7 +307,7 @@ int kl_conn_reclaim_idle(keel_worker *w)
     kl_log(KEEL_LOG_DEBUG,
            "connection %llu: %s connection closed to admit a new one (max_connections)",
            (unsigned long long)c->id, c == unfinished_one ? "unfinished" : "idle");
-    kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_reclaimed->slot, 1);
+    kl_metric_add_slot(w->metrics, w->host->core_metrics.conns_reclaimed->slot, 1);
     /* Its slot goes to the new connection now, not at its teardown: an
      * abort, as nginx closes a reusable connection: nothing is owed to
      * the peer, and the descriptor is closed at once. */
@@ -414,7 +414,7 @@ int keel_transport_open_protocol(keel_conn *c, const char *protocol)
     if (kl_conn_closing(c))
         return KEEL_ERR_CLOSED;
     if (protocol != NULL) {
-        const kl_protocol *p = kl_registry_protocol(&server_of(c)->registry, protocol);
+        const kl_protocol *p = kl_registry_protocol(host_of(c)->registry, protocol);
         if (p == NULL)
             return KEEL_ERR_NOTFOUND;
         c->protocol = p;
@@ -447,11 +447,6 @@ const char *keel_conn_transport_name(keel_conn *c)
     return t != NULL ? t->cb.name : NULL;
 }
 
-int keel_protocol_available(keel_module *m, const char *name)
-{
-    return name != NULL && kl_registry_protocol(&m->server->registry, name) != NULL;
-}
-
 void kl_conn_teardown(keel_conn *c)
 {
     keel_worker *w = kl_conn_worker(c);
@@ -477,9 +472,9 @@ void kl_conn_teardown(keel_conn *c)
     if (!started)
         return;
     w->nconns--;
-    kl_metric_add_slot(w->metrics, w->server->core_metrics.conns_open->slot, -1);
+    kl_metric_add_slot(w->metrics, w->host->core_metrics.conns_open->slot, -1);
     if (accepted)
-        kl_atomic_sub(&w->server->connections, 1);
+        kl_host_release(w->host);
     kl_worker_conn_closed(w);
 }
 
@@ -543,13 +538,13 @@ int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
     keel_worker *w = kl_conn_worker(c);
     c->flags |= KL_CONN_STARTED;
     w->nconns++;
-    const kl_core_metrics *cm = &w->server->core_metrics;
+    const kl_core_metrics *cm = &w->host->core_metrics;
     kl_metric_add_slot(w->metrics, cm->conns_open->slot, 1);
     if (c->origin->spec != NULL) {
         w->accepted++; /* outbound connections are not accepted ones */
         kl_metric_add_slot(w->metrics, cm->conns_accepted->slot, 1);
     }
-    c->id = kl_atomic_add(&w->server->next_conn_id, 1);
+    c->id = kl_atomic_add(&w->host->next_conn_id, 1);
     c->protocol = c->origin->protocol;
     /* Request/response protocols want small writes to leave at once. */
     uv_tcp_nodelay(&c->tcp, 1);
@@ -672,7 +667,7 @@ int kl_conn_exchange_pause(keel_conn *c, int paused)
 
 int keel_conn_set_protocol(keel_conn *c, const char *name, void *arg)
 {
-    const kl_protocol *p = kl_registry_protocol(&server_of(c)->registry, name);
+    const kl_protocol *p = kl_registry_protocol(host_of(c)->registry, name);
     if (p == NULL)
         return KEEL_ERR_NOTFOUND;
     if (kl_conn_closing(c))

@@ -10,7 +10,7 @@
 
 #include "net/timeouts.h"
 #include "runtime/registry.h"
-#include "runtime/server.h"
+#include "net/host.h"
 
 /* Reading and protocol state: independent facts, so bits. */
 enum {

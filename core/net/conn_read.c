@@ -50,7 +50,7 @@ static int read_reserve(keel_conn *c, size_t want)
         c->rstart = 0;
     }
     while (c->rcap - c->rlen < want) {
-        size_t max = kl_conn_worker(c)->server->settings.read_buffer_max;
+        size_t max = kl_conn_worker(c)->host->settings.read_buffer_max;
         if (c->rcap >= max)
             return KEEL_ERR_LIMIT;
         size_t cap = (size_t)c->rcap * 2 < max ? (size_t)c->rcap * 2 : max;
@@ -235,7 +235,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
     if (nread > 0) {
         int paused_before = (c->flags & KL_CONN_PAUSED) != 0;
         keel_worker *w = kl_conn_worker(c);
-        kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_in->slot, nread);
+        kl_metric_add_slot(w->metrics, w->host->core_metrics.bytes_in->slot, nread);
         if (c->phase == KL_PHASE_LINGERING)
             return; /* discarded, and the linger budget is not renewed */
         if (c->flags & KL_CONN_PREAMBLE) {

@@ -356,7 +356,7 @@ static int read_options(keel_worker *w, const keel_connect_options *in, keel_con
     if (o->host == NULL || o->host[0] == '\0' || o->port == 0 || o->port > 65535 ||
         o->protocol == NULL || o->on_error == NULL)
         return KEEL_ERR_INVAL;
-    const kl_registry *r = &w->server->registry;
+    const kl_registry *r = w->host->registry;
     if ((*protocol = kl_registry_protocol(r, o->protocol)) == NULL)
         return KEEL_ERR_INVAL;
     *transport = NULL;
@@ -385,7 +385,7 @@ int keel_conn_connect(keel_worker *w, const keel_connect_options *options, keel_
     a->worker = w;
     memcpy(a->host, o.host, host_len + 1);
     a->host_len = host_len;
-    size_t rb = o.read_buffer_size, max = w->server->settings.read_buffer_max;
+    size_t rb = o.read_buffer_size, max = w->host->settings.read_buffer_max;
     a->origin = (kl_origin){protocol, transport, NULL, a->host, (uint32_t)(rb < max ? rb : max)};
     a->arg = o.arg;
     a->on_error = o.on_error;
@@ -399,7 +399,7 @@ int keel_conn_connect(keel_worker *w, const keel_connect_options *options, keel_
 
     /* From here every failure reaches the caller through on_error. */
     int status = take_literal(a) ? try_next_address(a) : start_resolving(a);
-    uint64_t timeout = o.timeout_ms ? o.timeout_ms : w->server->settings.connect_timeout_ms;
+    uint64_t timeout = o.timeout_ms ? o.timeout_ms : w->host->settings.connect_timeout_ms;
     if (status != KEEL_OK)
         fail_later(a, status);
     else if (timeout > 0)
@@ -447,7 +447,7 @@ int keel_conn_set_read_size(keel_conn *conn, size_t bytes)
 {
     if (conn->origin->spec != NULL)
         return KEEL_ERR_STATE; /* an accepted connection's origin is its listener's */
-    size_t max = kl_conn_worker(conn)->server->settings.read_buffer_max;
+    size_t max = kl_conn_worker(conn)->host->settings.read_buffer_max;
     outbound_tail *tail = kl_conn_tail(conn);
     tail->origin.read_buffer = (uint32_t)(bytes < max ? bytes : max);
     return KEEL_OK;

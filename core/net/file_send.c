@@ -279,7 +279,7 @@ static int socket_of(keel_conn *c, kl_socket *out)
 static void count_sent(keel_conn *c, size_t n)
 {
     keel_worker *w = kl_conn_worker(c);
-    kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_out->slot, (int64_t)n);
+    kl_metric_add_slot(w->metrics, w->host->core_metrics.bytes_out->slot, (int64_t)n);
     c->out->held_bytes -= n;
     kl_conn_output_progress(c);
 }

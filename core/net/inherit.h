@@ -1,7 +1,7 @@
 /* core/net/inherit.h — listening sockets handed to this process: by a
  * service manager (systemd's socket activation: LISTEN_PID, LISTEN_FDS,
  * sd_listen_fds(3)) or by the keel a reload replaces (KEEL_LISTEN_FDS and
- * KEEL_READY_FD, runtime/reload.c). Both put the sockets at descriptors
+ * KEEL_READY_FD, server/reload.c). Both put the sockets at descriptors
  * 3, 4, ...; listeners adopt them by address instead of binding. */
 #ifndef KEEL_CORE_INHERIT_H
 #define KEEL_CORE_INHERIT_H

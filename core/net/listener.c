@@ -8,7 +8,7 @@
 
 #include "base/atomic.h"
 #include "base/log.h"
-#include "runtime/server.h"
+#include "net/host.h"
 #include "net/worker.h"
 
 static unsigned port_of(const struct sockaddr_storage *addr)
@@ -49,15 +49,15 @@ static int cannot_listen(const kl_listener *l, int uv_error)
 /* The sockets handed down for this listen line, if any (net/inherit.h).
  * In single-acceptor mode one is enough: the others would only keep
  * connections queued that nobody accepts. */
-static void adopt(keel_server *s, kl_listener *l, size_t cap, struct sockaddr_storage *addr)
+static void adopt(kl_host *h, kl_listener *l, size_t cap, struct sockaddr_storage *addr)
 {
-    l->nsockets = kl_inherit_take(&s->inherited, addr, l->sockets, cap);
+    l->nsockets = kl_inherit_take(&h->inherited, addr, l->sockets, cap);
     if (l->nsockets == 0)
         return;
     l->inherited = l->nsockets;
     l->port = bound_port(l->sockets[0]);
     set_port(addr, l->port);
-    if (!s->settings.reuseport && l->nsockets > 1) {
+    if (!h->settings.reuseport && l->nsockets > 1) {
         kl_log(KEEL_LOG_WARN, "%s: %zu inherited sockets, one acceptor: keeping one", l->spec->text,
                l->nsockets);
         for (size_t k = 1; k < l->nsockets; k++)
@@ -66,22 +66,22 @@ static void adopt(keel_server *s, kl_listener *l, size_t cap, struct sockaddr_st
     }
 }
 
-int kl_listeners_bind(keel_server *s)
+int kl_listeners_bind(kl_host *h)
 {
-    const kl_settings *cfg = &s->settings;
-    size_t want = cfg->reuseport ? s->nworkers : 1;
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        kl_listener *l = &s->listeners[i];
+    const kl_settings *cfg = &h->settings;
+    size_t want = cfg->reuseport ? h->nworkers : 1;
+    for (size_t i = 0; i < h->nlisteners; i++) {
+        kl_listener *l = &h->listeners[i];
         l->origin = (kl_origin){l->protocol, l->transport, l->spec, NULL, 0};
         /* Room for every inherited socket: a reload may hand down more
          * than this process has workers (worker.c spreads them). */
-        size_t cap = want + s->inherited.count;
+        size_t cap = want + h->inherited.count;
         l->sockets = malloc(cap * sizeof *l->sockets);
         l->given = calloc(cap, 1);
         if (l->sockets == NULL || l->given == NULL)
             return KEEL_ERR_NOMEM;
         struct sockaddr_storage addr = l->spec->addr;
-        adopt(s, l, cap, &addr);
+        adopt(h, l, cap, &addr);
         /* SO_REUSEPORT would let this join another process's group on the
          * same port and silently split its traffic: a socket without it
          * must be able to bind first (a stale instance is an error). */
@@ -113,7 +113,7 @@ int kl_listeners_bind(keel_server *s)
             }
         }
     }
-    kl_inherit_release(&s->inherited);
+    kl_inherit_release(&h->inherited);
     return KEEL_OK;
 }
 
@@ -189,10 +189,10 @@ static void on_acceptable(uv_poll_t *poll, int status, int events);
 
 /* At max_connections: the next worker, round robin, that had idle
  * connections a moment ago (each worker publishes its count), or NULL. */
-static keel_worker *worker_with_idle(keel_server *s, kl_listener *l)
+static keel_worker *worker_with_idle(kl_host *h, kl_listener *l)
 {
-    for (size_t i = 0; i < s->nworkers; i++) {
-        keel_worker *w = s->workers[l->next_worker++ % s->nworkers];
+    for (size_t i = 0; i < h->nworkers; i++) {
+        keel_worker *w = h->workers[l->next_worker++ % h->nworkers];
         if (kl_relaxed_load64(&w->nidle) > 0)
             return w;
     }
@@ -210,9 +210,9 @@ static void on_retry(uv_timer_t *timer)
  * would fire again at once, so accepting pauses. */
 static void pause_accepting(kl_listener *l, int err)
 {
-    keel_server *s = l->server;
-    kl_atomic_add(&s->acceptor_errors[kl_accept_error_reason(err)], 1);
-    kl_accept_error_log(&l->accept_log, uv_now(&s->loop), l->spec->text, err);
+    kl_host *h = l->host;
+    kl_atomic_add(&h->acceptor_errors[kl_accept_error_reason(err)], 1);
+    kl_accept_error_log(&l->accept_log, uv_now(h->loop), l->spec->text, err);
     uv_poll_stop(&l->poll);
     uv_timer_start(&l->retry, on_retry, KL_ACCEPT_PAUSE_MS, 0);
 }
@@ -220,7 +220,7 @@ static void pause_accepting(kl_listener *l, int err)
 static void on_acceptable(uv_poll_t *poll, int status, int events)
 {
     kl_listener *l = poll->data;
-    keel_server *s = l->server;
+    kl_host *h = l->host;
     (void)events;
     if (status < 0) {
         /* libuv stopped the poll (an error condition on the socket):
@@ -240,36 +240,35 @@ static void on_acceptable(uv_poll_t *poll, int status, int events)
             pause_accepting(l, rc);
             return;
         }
-        if (kl_atomic_add(&s->connections, 1) > s->settings.max_connections) {
-            kl_atomic_sub(&s->connections, 1);
+        if (!kl_host_admit(h)) {
             /* A worker with idle connections may close one to make room
              * (kl_conn_reclaim_idle); it refuses the socket if it cannot. */
-            keel_worker *w = worker_with_idle(s, l);
+            keel_worker *w = worker_with_idle(h, l);
             if (w == NULL || kl_worker_handoff(w, sock, l, 1) != KEEL_OK) {
-                kl_atomic_add(&s->acceptor_rejected, 1);
+                kl_atomic_add(&h->acceptor_rejected, 1);
                 kl_socket_close(sock);
             }
             continue;
         }
-        keel_worker *w = s->workers[l->next_worker++ % s->nworkers];
+        keel_worker *w = h->workers[l->next_worker++ % h->nworkers];
         if (kl_worker_handoff(w, sock, l, 0) != KEEL_OK) {
-            kl_atomic_sub(&s->connections, 1);
+            kl_host_release(h);
             kl_socket_close(sock);
         }
     }
 }
 
-int kl_listeners_start_acceptor(keel_server *s)
+int kl_listeners_start_acceptor(kl_host *h)
 {
-    if (s->settings.reuseport)
+    if (h->settings.reuseport)
         return KEEL_OK;
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        kl_listener *l = &s->listeners[i];
-        int rc = uv_poll_init_socket(&s->loop, &l->poll, l->sockets[0]);
+    for (size_t i = 0; i < h->nlisteners; i++) {
+        kl_listener *l = &h->listeners[i];
+        int rc = uv_poll_init_socket(h->loop, &l->poll, l->sockets[0]);
         if (rc == 0) {
             l->poll.data = l;
             l->polling = 1;
-            uv_timer_init(&s->loop, &l->retry);
+            uv_timer_init(h->loop, &l->retry);
             l->retry.data = l;
             rc = uv_poll_start(&l->poll, UV_READABLE, on_acceptable);
         }
@@ -281,10 +280,10 @@ int kl_listeners_start_acceptor(keel_server *s)
     return KEEL_OK;
 }
 
-void kl_listeners_stop_acceptor(keel_server *s)
+void kl_listeners_stop_acceptor(kl_host *h)
 {
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        kl_listener *l = &s->listeners[i];
+    for (size_t i = 0; i < h->nlisteners; i++) {
+        kl_listener *l = &h->listeners[i];
         if (l->polling) {
             uv_close((uv_handle_t *)&l->poll, NULL);
             uv_close((uv_handle_t *)&l->retry, NULL);
@@ -295,11 +294,11 @@ void kl_listeners_stop_acceptor(keel_server *s)
 
 /* Closes the sockets no worker took over (all of them in single-acceptor
  * mode, once the poll handles are closed). */
-void kl_listeners_close(keel_server *s)
+void kl_listeners_close(kl_host *h)
 {
-    kl_inherit_release(&s->inherited); /* start-up failed before adopting them all */
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        kl_listener *l = &s->listeners[i];
+    kl_inherit_release(&h->inherited); /* start-up failed before adopting them all */
+    for (size_t i = 0; i < h->nlisteners; i++) {
+        kl_listener *l = &h->listeners[i];
         for (size_t k = 0; k < l->nsockets; k++)
             if (!l->given[k])
                 kl_socket_close(l->sockets[k]);

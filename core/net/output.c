@@ -207,7 +207,7 @@ static void on_write_done(uv_write_t *req, int status)
 static void count_sent(keel_conn *c, size_t n)
 {
     keel_worker *w = kl_conn_worker(c);
-    kl_metric_add_slot(w->metrics, w->server->core_metrics.bytes_out->slot, (int64_t)n);
+    kl_metric_add_slot(w->metrics, w->host->core_metrics.bytes_out->slot, (int64_t)n);
 }
 
 /* The part of bufs not written yet, as uv_buf_t (in `stack` if it fits). */

@@ -32,33 +32,34 @@ static void shutdown_one(keel_conn *c, void *arg)
 }
 static void finish(keel_worker *w);
 
-keel_worker *kl_worker_new(keel_server *server, unsigned id)
+keel_worker *kl_worker_new(kl_host *host, unsigned id)
 {
     keel_worker *w = calloc(1, sizeof *w);
     if (w == NULL)
         return NULL;
-    w->server = server;
+    w->host = host;
     w->id = id;
-    w->module_state = calloc(server->nmodules ? server->nmodules : 1, sizeof *w->module_state);
+    w->module_state = calloc(host->nmodules ? host->nmodules : 1, sizeof *w->module_state);
     w->scratch = malloc(KL_SCRATCH_SIZE);
     if (w->module_state == NULL || w->scratch == NULL ||
-        kl_bufpool_init(&w->pool, server->settings.read_buffer_size, POOL_MAX_FREE) != KEEL_OK)
+        kl_bufpool_init(&w->pool, host->settings.read_buffer_size, POOL_MAX_FREE) != KEEL_OK)
         goto fail;
-    for (size_t i = 0; i < server->nmodules; i++) {
-        size_t size = server->modules[i]->desc.worker_state_size;
+    for (size_t i = 0; i < host->nmodules; i++) {
+        size_t size = host->modules[i]->desc.worker_state_size;
         if (size > 0 && (w->module_state[i] = calloc(1, size)) == NULL)
             goto fail;
     }
-    for (size_t i = 0; i < KL_SLOT_COUNT; i++)
-        if (server->slots[i].size > 0) {
-            if ((w->slots[i] = calloc(1, server->slots[i].size)) == NULL)
+    for (size_t i = 0; i < KL_SLOT_MAX; i++)
+        if (host->slots[i].size > 0) {
+            if ((w->slots[i] = calloc(1, host->slots[i].size)) == NULL)
                 goto fail;
-            if (server->slots[i].init != NULL)
-                server->slots[i].init(w->slots[i]);
+            if (host->slots[i].init != NULL)
+                host->slots[i].init(w->slots[i], host->slots[i].arg);
         }
     /* Everything on the loop is set up here, before the thread exists; from
      * then on only the worker thread touches it (save for the async). */
-    if ((w->metrics = kl_metrics_worker_slots(server)) == NULL || uv_loop_init(&w->loop) != 0)
+    if ((w->metrics = kl_metrics_worker_slots(host->metrics)) == NULL ||
+        uv_loop_init(&w->loop) != 0)
         goto fail;
     /* keel_worker_loop_idle_seconds_total: libuv measures the time spent
      * waiting in the poll, which costs a clock read per poll. */
@@ -108,7 +109,7 @@ void kl_worker_free(keel_worker *w)
         uv_sem_destroy(&w->started);
         uv_sem_destroy(&w->go);
     }
-    for (size_t i = 0; w->module_state && i < w->server->nmodules; i++)
+    for (size_t i = 0; w->module_state && i < w->host->nmodules; i++)
         free(w->module_state[i]);
     free(w->module_state);
     free(w->scratch);
@@ -117,9 +118,9 @@ void kl_worker_free(keel_worker *w)
     free(w->handoffs);
     kl_bufpool_free(&w->pool);
     kl_output_cache_free(w);
-    for (size_t i = 0; i < KL_SLOT_COUNT; i++) {
-        if (w->slots[i] != NULL && w->server->slots[i].dispose != NULL)
-            w->server->slots[i].dispose(w->slots[i]);
+    for (size_t i = 0; i < KL_SLOT_MAX; i++) {
+        if (w->slots[i] != NULL && w->host->slots[i].dispose != NULL)
+            w->host->slots[i].dispose(w->slots[i]);
         free(w->slots[i]);
     }
     free(w);
@@ -127,22 +128,19 @@ void kl_worker_free(keel_worker *w)
 
 /* ---- accepting --------------------------------------------------------- */
 
-/* Takes a max_connections slot for a new connection: a free one, or, at
- * the limit, the slot of an idle connection closed to make room (nginx's
- * ngx_drain_connections). The limit is global but a worker can close only
- * its own connections: with SO_REUSEPORT the kernel picks the worker by a
- * hash of the addresses, so a client that lands on a worker with no idle
- * connection is refused even if another worker has some. */
+/* Takes a max_connections slot for a new connection: a free one
+ * (kl_host_admit), or, at the limit, the slot of an idle connection closed
+ * to make room (nginx's ngx_drain_connections). The limit is global but a
+ * worker can close only its own connections: with SO_REUSEPORT the kernel
+ * picks the worker by a hash of the addresses, so a client that lands on a
+ * worker with no idle connection is refused even if another worker has
+ * some. */
 static int admit(keel_worker *w)
 {
-    keel_server *s = w->server;
-    if (kl_atomic_add(&s->connections, 1) <= s->settings.max_connections)
-        return 1;
-    kl_atomic_sub(&s->connections, 1);
-    if (kl_conn_reclaim_idle(w))
+    if (kl_host_admit(w->host) || kl_conn_reclaim_idle(w))
         return 1;
     w->rejected++;
-    kl_metric_add_slot(w->metrics, s->core_metrics.conns_rejected->slot, 1);
+    kl_metric_add_slot(w->metrics, w->host->core_metrics.conns_rejected->slot, 1);
     return 0;
 }
 
@@ -156,7 +154,7 @@ static void start_accepted(keel_worker *w, kl_listener *l, kl_socket sock)
         if (c != NULL)
             kl_conn_discard(c);
         kl_socket_close(sock);
-        kl_atomic_sub(&w->server->connections, 1);
+        kl_host_release(w->host);
         kl_log(KEEL_LOG_ERROR, "accept on %s: %s, connection closed", l->spec->text,
                rc == UV_ENOMEM ? "out of memory" : uv_strerror(rc));
         return;
@@ -184,7 +182,7 @@ static void on_accept_retry(uv_timer_t *timer)
 static void accept_failed(kl_worker_listener *wl, int err)
 {
     keel_worker *w = wl->worker;
-    const kl_core_metrics *cm = &w->server->core_metrics;
+    const kl_core_metrics *cm = &w->host->core_metrics;
     kl_metric_add_slot(w->metrics, cm->accept_errors[kl_accept_error_reason(err)]->slot, 1);
     char where[300];
     snprintf(where, sizeof where, "%s (worker %u)", wl->listener->spec->text, w->id);
@@ -234,7 +232,7 @@ static void on_acceptable(uv_poll_t *poll, int status, int events)
  * so that none is left with connections queued that nobody accepts. */
 static size_t sockets_of(const keel_worker *w, const kl_listener *l)
 {
-    size_t n = w->server->nworkers;
+    size_t n = w->host->nworkers;
     return l->nsockets > w->id ? (l->nsockets - w->id + n - 1) / n : 0;
 }
 
@@ -244,31 +242,31 @@ static size_t sockets_of(const keel_worker *w, const kl_listener *l)
  * after the others began accepting (found by tests/failalloc). */
 static int alloc_listeners(keel_worker *w)
 {
-    keel_server *s = w->server;
-    if (!s->settings.reuseport)
+    kl_host *h = w->host;
+    if (!h->settings.reuseport)
         return KEEL_OK;
     size_t count = 0;
-    for (size_t i = 0; i < s->nlisteners; i++)
-        count += sockets_of(w, &s->listeners[i]);
+    for (size_t i = 0; i < h->nlisteners; i++)
+        count += sockets_of(w, &h->listeners[i]);
     w->listeners = calloc(count ? count : 1, sizeof *w->listeners);
     return w->listeners != NULL ? KEEL_OK : KEEL_ERR_NOMEM;
 }
 
 static int open_listeners(keel_worker *w)
 {
-    keel_server *s = w->server;
-    if (!s->settings.reuseport)
+    kl_host *h = w->host;
+    if (!h->settings.reuseport)
         return KEEL_OK;
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        kl_listener *l = &s->listeners[i];
-        for (size_t k = w->id; k < l->nsockets; k += s->nworkers) {
+    for (size_t i = 0; i < h->nlisteners; i++) {
+        kl_listener *l = &h->listeners[i];
+        for (size_t k = w->id; k < l->nsockets; k += h->nworkers) {
             kl_worker_listener *wl = &w->listeners[w->nlisteners];
             wl->listener = l;
             wl->worker = w;
             wl->sock = l->sockets[k];
             /* listen() again sets `backlog` on a socket handed down by
              * systemd or a reload too (uv_listen did the same). */
-            int rc = kl_socket_relisten(wl->sock, s->settings.backlog);
+            int rc = kl_socket_relisten(wl->sock, h->settings.backlog);
             if (rc == 0)
                 rc = uv_poll_init_socket(&w->loop, &wl->poll, wl->sock);
             if (rc == 0) {
@@ -462,11 +460,11 @@ static void close_listeners(keel_worker *w)
  * last worker to do so starts the graceful stop. */
 static void stop_accepting_now(keel_worker *w)
 {
-    keel_server *s = w->server;
+    kl_host *h = w->host;
     if (!w->accepting_stopped)
         close_listeners(w);
-    if (kl_atomic_add(&s->workers_not_accepting, 1) == s->nworkers)
-        keel_server_stop(s);
+    if (kl_atomic_add(&h->workers_not_accepting, 1) == h->nworkers)
+        h->stop(h);
 }
 
 static void begin_stop(keel_worker *w)
@@ -475,8 +473,8 @@ static void begin_stop(keel_worker *w)
     close_listeners(w);
     kl_connects_stop(w);
     kl_conn_each(w, shutdown_one, NULL);
-    uv_timer_start(&w->shutdown_timer, on_shutdown_deadline,
-                   w->server->settings.shutdown_timeout_ms, 0);
+    uv_timer_start(&w->shutdown_timer, on_shutdown_deadline, w->host->settings.shutdown_timeout_ms,
+                   0);
     kl_worker_try_finish(w);
 }
 
@@ -501,7 +499,7 @@ static void finish(keel_worker *w)
     if (w->finishing)
         return;
     w->finishing = 1;
-    keel_server *s = w->server;
+    kl_host *h = w->host;
 
     /* Work queued for the loop (an abandoned request's abort callback)
      * runs before any module stops, as posts do. */
@@ -518,7 +516,7 @@ static void finish(keel_worker *w)
     kl_posts_run(w, posts);
 
     for (size_t i = w->modules_started; i-- > 0;) {
-        keel_module *m = s->modules[i];
+        keel_module *m = h->modules[i];
         if (m->desc.stop != NULL)
             KL_IN_MODULE(m->name, m->desc.stop(m, w, w->module_state[i]));
     }
@@ -526,7 +524,7 @@ static void finish(keel_worker *w)
     for (size_t i = 0; i < w->nhandoffs; i++) {
         kl_socket_close(w->handoffs[i].sock);
         if (!w->handoffs[i].reclaim)
-            kl_atomic_sub(&s->connections, 1);
+            kl_host_release(h);
     }
     w->nhandoffs = 0;
     close_listeners(w);
@@ -541,10 +539,10 @@ static void finish(keel_worker *w)
 
 static int start_modules(keel_worker *w)
 {
-    keel_server *s = w->server;
+    kl_host *h = w->host;
     kl_crash_worker_thread(w->id);
-    for (size_t i = 0; i < s->nmodules; i++) {
-        keel_module *m = s->modules[i];
+    for (size_t i = 0; i < h->nmodules; i++) {
+        keel_module *m = h->modules[i];
         if (m->desc.start != NULL) {
             int rc;
             KL_IN_MODULE(m->name, rc = m->desc.start(m, w, w->module_state[i]));
@@ -576,7 +574,7 @@ static void worker_main(void *arg)
         /* Its listening sockets would take connections nobody accepts:
          * the whole server stops, and keel_server_run reports it. */
         w->start_status = rc;
-        keel_server_stop(w->server);
+        w->host->stop(w->host);
     }
     /* The ordinary stop: whatever a module's start() began (an outbound
      * attempt, an offload) ends before the modules stop. */
@@ -585,8 +583,7 @@ static void worker_main(void *arg)
     uv_run(&w->loop, UV_RUN_DEFAULT);
     kl_log(KEEL_LOG_INFO, "worker %u stopped: %llu connections, %llu rejected", w->id,
            (unsigned long long)w->accepted, (unsigned long long)w->rejected);
-    kl_atomic_add(&w->server->workers_done, 1);
-    uv_async_send(&w->server->wakeup);
+    w->host->worker_done(w->host);
 }
 
 int kl_worker_start(keel_worker *w)
@@ -628,7 +625,7 @@ unsigned keel_worker_id(keel_worker *w)
 
 unsigned keel_worker_count(keel_worker *w)
 {
-    return (unsigned)w->server->nworkers;
+    return (unsigned)w->host->nworkers;
 }
 
 uint64_t keel_worker_now_ms(keel_worker *w)
@@ -638,10 +635,5 @@ uint64_t keel_worker_now_ms(keel_worker *w)
 
 int keel_worker_stopping(keel_worker *w)
 {
-    uv_mutex_lock(&w->server->lock);
-    int stopping = w->server->state < KL_STOPPING ? 0
-                   : w->server->reloaded          ? KEEL_STOPPING_REPLACED
-                                                  : KEEL_STOPPING;
-    uv_mutex_unlock(&w->server->lock);
-    return stopping;
+    return w->host->stopping(w->host);
 }

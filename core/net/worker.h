@@ -7,10 +7,10 @@
 
 #include "base/freelist.h"
 #include "net/bufpool.h"
-#include "platform/platform.h"
-#include "runtime/server.h"
+#include "net/host.h"
 #include "net/soon.h"
 #include "net/timeouts.h"
+#include "platform/platform.h"
 
 typedef struct kl_post kl_post;
 
@@ -36,7 +36,7 @@ typedef struct kl_handoff {
 } kl_handoff;
 
 struct keel_worker {
-    keel_server *server;
+    kl_host *host;
     unsigned id;
     uv_thread_t thread;
     int thread_started;
@@ -83,7 +83,7 @@ struct keel_worker {
     int finishing;
     int accepting_stopped; /* its listener handles are closed */
 
-    void *slots[KL_SLOT_COUNT]; /* the core's own per-worker state (server.h) */
+    void *slots[KL_SLOT_MAX]; /* the subsystems' per-worker state (kl_slot_type) */
 
     uint64_t accepted;
     uint64_t rejected;
@@ -97,7 +97,7 @@ static inline void *kl_worker_slot(keel_worker *w, int slot)
     return w->slots[slot];
 }
 
-keel_worker *kl_worker_new(keel_server *server, unsigned id);
+keel_worker *kl_worker_new(kl_host *host, unsigned id);
 void kl_worker_free(keel_worker *w);
 
 /* Starts the thread: it starts every module and reports through

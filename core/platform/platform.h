@@ -109,12 +109,19 @@ void kl_gmtime(int64_t seconds, struct tm *out);
  * runtime/crash.c says what the report is; these catch the crash, find the
  * code addresses and write the line. */
 
+/* Writes the report line into buf and returns its length: what names the
+ * signal, addrs are code addresses, innermost first, the first npc exact.
+ * Async-signal-safe (runtime/crash.c's kl_crash_describe). */
+typedef size_t (*kl_crash_describe_fn)(char *buf, size_t cap, const char *what,
+                                       const uintptr_t *addrs, size_t naddrs, size_t npc);
+
 /* Catches the fatal signals (SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT) or,
  * on Windows, unhandled exceptions and abort(): writes the line from
- * kl_crash_describe to stderr and, if the log goes to a file (`log` not
- * NULL), there too, then lets the disposition that was there before end
- * the process. Process-wide. KEEL_OK or KEEL_ERR_IO. */
-int kl_crash_platform_install(FILE *log);
+ * `describe` to stderr and, if the log goes to a file (`log` not NULL),
+ * there too, then lets the disposition that was there before end the
+ * process. The layer above gives `describe`, so that the platform calls
+ * nothing above it. Process-wide. KEEL_OK or KEEL_ERR_IO. */
+int kl_crash_platform_install(FILE *log, kl_crash_describe_fn describe);
 void kl_crash_platform_uninstall(void);
 
 /* What the calling thread needs for a report of its own stack overflow

@@ -47,7 +47,7 @@ int kl_crash_enable(void)
     uv_mutex_lock(&lock);
     int rc = KEEL_OK;
     if (enabled == 0)
-        rc = kl_crash_platform_install(kl_log_file());
+        rc = kl_crash_platform_install(kl_log_file(), kl_crash_describe);
     if (rc == KEEL_OK) {
         enabled++;
         kl_atomic_store(&active, 1);

@@ -74,14 +74,22 @@ typedef struct kl_core_metrics {
     keel_metric *request_duration;
 } kl_core_metrics;
 
-/* Registers the core's series. Main thread, before modules load. */
-int kl_metrics_register_core(keel_server *s);
+/* A histogram's bounds: at most this many. */
+#define KL_METRIC_MAX_BOUNDS 64
+
+/* Registers one series for `module` (a name kept, not copied): its slots
+ * in every worker's array, or, with `sample`, a value read when collected
+ * (per_worker: one per worker). KEEL_ERR_INVAL for a bad description or
+ * one that disagrees with its family, KEEL_ERR_EXISTS, KEEL_ERR_STATE once
+ * sealed. Main thread, before the workers exist. */
+int kl_metrics_register(kl_metrics *m, const char *module, const keel_metric_desc *d,
+                        kl_metric_sample_fn sample, int per_worker, keel_metric **out);
 
 /* No registrations from here on; worker arrays can be sized. */
-void kl_metrics_seal(keel_server *s);
+void kl_metrics_seal(kl_metrics *m);
 
 /* A zeroed slot array for one worker, or NULL. */
-int64_t *kl_metrics_worker_slots(keel_server *s);
+int64_t *kl_metrics_worker_slots(const kl_metrics *m);
 
 void kl_metrics_free(kl_metrics *m);
 

@@ -16,7 +16,7 @@
 
 #include "base/atomic.h"
 #include "net/worker.h"
-#include "runtime/server.h"
+#include "server/server.h"
 
 static const char *server_name = "fuzz";
 
@@ -67,9 +67,9 @@ void fuzz_client_open(fuzz_client *c, keel_server *server, unsigned char *in, si
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0)
         abort();
-    kl_atomic_add(&server->connections, 1);
-    if (kl_worker_handoff(server->workers[0], (kl_socket)sv[0], &server->listeners[0], 0) !=
-        KEEL_OK)
+    kl_atomic_add(&server->host.connections, 1);
+    if (kl_worker_handoff(server->host.workers[0], (kl_socket)sv[0], &server->host.listeners[0],
+                          0) != KEEL_OK)
         abort();
     *c = (fuzz_client){.fd = sv[1], .in = in, .capin = capin};
     c->deadline = fuzz_now_ms() + timeout_ms;

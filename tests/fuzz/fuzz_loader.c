@@ -1,5 +1,5 @@
 /* fuzz_loader — the loader's checks of module descriptors
- * (core/runtime/loader.c): ABI versions, the descriptor's size, its name,
+ * (core/server/loader.c): ABI versions, the descriptor's size, its name,
  * dependencies (required and "?optional"), their order in the `modules`
  * list, duplicates, and modules missing from the program.
  *

@@ -33,8 +33,6 @@
 
 #include <keel/types.h>
 
-#include "runtime/crash.h"
-
 #define MAX_FRAMES 48
 #define ALT_STACK  (128 * 1024)
 /* A fault this close to the stack pointer hit the stack's guard page. */
@@ -46,7 +44,8 @@ static const int fatal_signals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
 static struct sigaction previous[NSIGNALS];
 static int out_fds[2];
 static int nout_fds;
-static int reporting; /* 0, 1 while a thread writes the line, 2 once written */
+static int reporting;                 /* 0, 1 while a thread writes the line, 2 once written */
+static kl_crash_describe_fn describe; /* the report line (kl_crash_platform_install) */
 
 /* ---- the handler ---------------------------------------------------------- */
 
@@ -134,7 +133,7 @@ static void report(int sig, const siginfo_t *info, void *context)
         addrs[n++] = (uintptr_t)frames[i];
 #endif
     char line[640];
-    size_t len = kl_crash_describe(line, sizeof line, signal_text(sig, info, sp), addrs, n, npc);
+    size_t len = describe(line, sizeof line, signal_text(sig, info, sp), addrs, n, npc);
     for (int i = 0; i < nout_fds; i++)
         write_all(out_fds[i], line, len);
 }
@@ -185,8 +184,9 @@ static void on_fatal(int sig, siginfo_t *info, void *context)
 
 /* ---- installing ------------------------------------------------------------ */
 
-int kl_crash_platform_install(FILE *log)
+int kl_crash_platform_install(FILE *log, kl_crash_describe_fn describe_fn)
 {
+    describe = describe_fn;
 #if KL_HAVE_BACKTRACE
     void *warm[2];
     backtrace(warm, 2);

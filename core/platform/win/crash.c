@@ -17,8 +17,6 @@
 
 #include <keel/types.h>
 
-#include "runtime/crash.h"
-
 #define MAX_FRAMES      48
 #define STACK_GUARANTEE (64 * 1024)
 
@@ -26,7 +24,8 @@ static LPTOP_LEVEL_EXCEPTION_FILTER previous_filter;
 static void (*previous_abort)(int);
 static HANDLE out_handles[2];
 static int nout_handles;
-static volatile LONG reporting; /* 0, 1 while a thread writes, 2 once written */
+static volatile LONG reporting;       /* 0, 1 while a thread writes, 2 once written */
+static kl_crash_describe_fn describe; /* the report line (kl_crash_platform_install) */
 
 static void write_all(HANDLE h, const char *p, size_t len)
 {
@@ -58,7 +57,7 @@ static void report(const char *what, uintptr_t pc)
     for (USHORT i = 0; i < nframes; i++)
         addrs[n++] = (uintptr_t)frames[i];
     char line[640];
-    size_t len = kl_crash_describe(line, sizeof line, what, addrs, n, npc);
+    size_t len = describe(line, sizeof line, what, addrs, n, npc);
     for (int i = 0; i < nout_handles; i++)
         write_all(out_handles[i], line, len);
     InterlockedExchange(&reporting, 2);
@@ -106,8 +105,9 @@ static void on_abort(int sig)
     raise(sig);
 }
 
-int kl_crash_platform_install(FILE *log)
+int kl_crash_platform_install(FILE *log, kl_crash_describe_fn describe_fn)
 {
+    describe = describe_fn;
     nout_handles = 0;
     HANDLE err = GetStdHandle(STD_ERROR_HANDLE);
     if (log != NULL) {

@@ -5,7 +5,7 @@
 
 #include "base/log.h"
 #include "base/util.h"
-#include "runtime/server.h"
+#include "server/server.h"
 
 const char *keel_module_name(keel_module *m)
 {

@@ -1,4 +1,4 @@
-/* core/runtime/appender.h — files appended to by a background thread. */
+/* core/server/appender.h — files appended to by a background thread. */
 #ifndef KEEL_CORE_APPENDER_H
 #define KEEL_CORE_APPENDER_H
 

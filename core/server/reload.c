@@ -1,4 +1,4 @@
-/* Zero-downtime reload (runtime/reload.h).
+/* Zero-downtime reload (server/reload.h).
  *
  * As nginx's binary upgrade, but in one step: the running keel (the old
  * process) starts a new one with the same arguments, the program file as
@@ -22,8 +22,8 @@
 
 #include "base/log.h"
 #include "base/util.h"
-#include "runtime/reload.h"
-#include "runtime/server.h"
+#include "server/reload.h"
+#include "server/server.h"
 #include "net/worker.h"
 
 struct kl_reload {
@@ -179,7 +179,7 @@ static void on_timeout(uv_timer_t *timer)
     kl_log(KEEL_LOG_ERROR,
            "reload failed: the new process (pid %d) did not serve within %llu ms: "
            "stopping it",
-           r->child.pid, (unsigned long long)r->server->settings.reload_timeout_ms);
+           r->child.pid, (unsigned long long)r->server->host.settings.reload_timeout_ms);
     uv_process_kill(&r->child, SIGKILL);
 }
 
@@ -205,11 +205,11 @@ static void on_ready(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
          * accepted meanwhile is served as usual, not as by a stopping
          * server (a readiness probe's 503, found by tests/cluster). */
         s->reloaded = 1;
-        if (s->settings.reuseport) {
+        if (s->host.settings.reuseport) {
             for (size_t i = 0; i < s->nworkers; i++)
-                kl_worker_stop_accepting(s->workers[i]);
+                kl_worker_stop_accepting(s->host.workers[i]);
         } else {
-            kl_listeners_stop_acceptor(s);
+            kl_listeners_stop_acceptor(&s->host);
             keel_server_stop(s);
         }
     }
@@ -257,8 +257,8 @@ static int spawn(kl_reload *r)
 {
     keel_server *s = r->server;
     size_t nfds = 0;
-    for (size_t i = 0; i < s->nlisteners; i++)
-        nfds += s->listeners[i].nsockets;
+    for (size_t i = 0; i < s->host.nlisteners; i++)
+        nfds += s->host.listeners[i].nsockets;
     uv_stdio_container_t *stdio = calloc(nfds + 4, sizeof *stdio);
     char **env = successor_env(nfds);
     int rc = UV_ENOMEM;
@@ -266,10 +266,10 @@ static int spawn(kl_reload *r)
         for (int fd = 0; fd < 3; fd++)
             stdio[fd] = (uv_stdio_container_t){.flags = UV_INHERIT_FD, .data.fd = fd};
         size_t k = 3;
-        for (size_t i = 0; i < s->nlisteners; i++)
-            for (size_t j = 0; j < s->listeners[i].nsockets; j++)
-                stdio[k++] = (uv_stdio_container_t){.flags = UV_INHERIT_FD,
-                                                    .data.fd = (int)s->listeners[i].sockets[j]};
+        for (size_t i = 0; i < s->host.nlisteners; i++)
+            for (size_t j = 0; j < s->host.listeners[i].nsockets; j++)
+                stdio[k++] = (uv_stdio_container_t){
+                    .flags = UV_INHERIT_FD, .data.fd = (int)s->host.listeners[i].sockets[j]};
         /* The flags say what the child may do with its end. */
         stdio[k++] = (uv_stdio_container_t){.flags = UV_CREATE_PIPE | UV_WRITABLE_PIPE,
                                             .data.stream = (uv_stream_t *)&r->ready};
@@ -327,7 +327,7 @@ void kl_reload_start(keel_server *s)
     uv_timer_init(&s->loop, &r->timer);
     r->timer.data = r;
     r->timer_open = 1;
-    uv_timer_start(&r->timer, on_timeout, s->settings.reload_timeout_ms, 0);
+    uv_timer_start(&r->timer, on_timeout, s->host.settings.reload_timeout_ms, 0);
 }
 
 #endif
@@ -442,7 +442,7 @@ static int read_pid_file(const char *path)
 int kl_reload_announce(keel_server *s)
 {
     int pid = (int)uv_os_getpid();
-    const char *path = s->settings.pid_file;
+    const char *path = s->host.settings.pid_file;
     if (path != NULL) {
         int rc = write_pid_file(path, pid);
         if (rc != 0) {
@@ -454,9 +454,9 @@ int kl_reload_announce(keel_server *s)
     char state[64];
     snprintf(state, sizeof state, "MAINPID=%d\nREADY=1", pid);
     kl_service_notify(state);
-    int fd = s->inherited.ready_fd;
+    int fd = s->host.inherited.ready_fd;
     if (fd >= 0) {
-        s->inherited.ready_fd = -1;
+        s->host.inherited.ready_fd = -1;
         char ready = 'R';
         uv_buf_t buf = uv_buf_init(&ready, 1);
         uv_fs_t req;
@@ -470,7 +470,7 @@ int kl_reload_announce(keel_server *s)
 
 void kl_reload_exit(keel_server *s)
 {
-    const char *path = s->settings.pid_file;
+    const char *path = s->host.settings.pid_file;
     if (path == NULL || !s->pid_file_written)
         return;
     /* After a reload the file names the new process: not ours to remove. */

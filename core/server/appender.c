@@ -1,7 +1,7 @@
 /* Appenders: a memory buffer per file, filled by any thread under a short
  * lock and written out by one background thread per file, so that an
  * access log on a slow disk never blocks a worker's loop. */
-#include "runtime/appender.h"
+#include "server/appender.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +11,7 @@
 #include <uv.h>
 
 #include "base/log.h"
-#include "runtime/server.h"
+#include "server/server.h"
 #include "base/util.h"
 
 #define APPENDER_MAX_PENDING (4u * 1024 * 1024)

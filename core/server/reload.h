@@ -1,4 +1,4 @@
-/* core/runtime/reload.h — zero-downtime reload and what a serving process
+/* core/server/reload.h — zero-downtime reload and what a serving process
  * tells the world: on SIGHUP keel starts its successor with the listening
  * sockets handed down (net/inherit.h), and drains once the successor
  * serves; a serving process writes its pid file and tells the service

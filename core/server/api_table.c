@@ -1,6 +1,6 @@
 /* The host's function table, generated from the same list as the module
  * side's wrappers, so the two cannot disagree. */
-#include "runtime/api_table.h"
+#include "server/api_table.h"
 
 const struct keel_api kl_host_api = {
     sizeof(struct keel_api),

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/api_table.h"
-#include "runtime/appender.h"
+#include "server/api_table.h"
+#include "server/appender.h"
 #include "runtime/crash.h"
 #include "base/log.h"
 #include "platform/platform.h"
-#include "runtime/server.h"
+#include "server/server.h"
 #include "base/util.h"
 
 /* Logs a module failure, prefixed with where the config's `modules` line
@@ -23,8 +23,8 @@ static KEEL_PRINTF(2, 3) void module_error(const keel_server *s, const char *fmt
     char where[512];
     va_list ap;
     va_start(ap, fmt);
-    if (s->settings.modules_where != NULL) {
-        kl_config_where(s->settings.modules_where, where, sizeof where);
+    if (s->host.settings.modules_where != NULL) {
+        kl_config_where(s->host.settings.modules_where, where, sizeof where);
         kl_log_prefixed(where, KEEL_LOG_ERROR, fmt, ap);
     } else {
         kl_log_prefixed(NULL, KEEL_LOG_ERROR, fmt, ap);
@@ -52,8 +52,8 @@ static const keel_module_desc *find_builtin(keel_server *s, const char *name)
  * names `name`, loaded yet or not. */
 static int module_listed(keel_server *s, const char *name)
 {
-    for (size_t i = 0; i < s->settings.nmodules; i++)
-        if (strcmp(s->settings.modules[i], name) == 0)
+    for (size_t i = 0; i < s->host.settings.nmodules; i++)
+        if (strcmp(s->host.settings.modules[i], name) == 0)
             return 1;
     return find_builtin(s, name) != NULL;
 }
@@ -71,17 +71,17 @@ static char *find_file(keel_server *s, const char *name)
 {
     char file[128];
     snprintf(file, sizeof file, "mod_%s%s", name, kl_module_suffix);
-    for (size_t i = 0; i < s->settings.nmodule_path; i++) {
-        char *path = kl_path_join(s->settings.module_path[i], file);
+    for (size_t i = 0; i < s->host.settings.nmodule_path; i++) {
+        char *path = kl_path_join(s->host.settings.module_path[i], file);
         if (path == NULL || file_exists(s, path))
             return path;
         free(path);
     }
     char dirs[1024] = "";
     size_t used = 0;
-    for (size_t i = 0; i < s->settings.nmodule_path && used < sizeof dirs; i++) {
+    for (size_t i = 0; i < s->host.settings.nmodule_path && used < sizeof dirs; i++) {
         int n = snprintf(dirs + used, sizeof dirs - used, "%s%s", i ? ", " : "",
-                         s->settings.module_path[i]);
+                         s->host.settings.module_path[i]);
         if (n > 0)
             used += (size_t)n;
     }
@@ -250,16 +250,16 @@ static int load_one(keel_server *s, const char *name)
 static int build_scopes(keel_server *s)
 {
     kl_scope_module *mods = calloc(s->nmodules ? s->nmodules : 1, sizeof *mods);
-    const char **names = calloc(s->nlisteners ? s->nlisteners : 1, sizeof *names);
+    const char **names = calloc(s->host.nlisteners ? s->host.nlisteners : 1, sizeof *names);
     int rc = KEEL_ERR_NOMEM;
     if (mods != NULL && names != NULL) {
         for (size_t i = 0; i < s->nmodules; i++)
             mods[i] = (kl_scope_module){s->modules[i]->name, s->modules[i]->desc.config,
                                         s->modules[i]->config.conf};
-        for (size_t i = 0; i < s->nlisteners; i++)
-            names[i] = kl_listen_spec_option(s->listeners[i].spec, "name");
-        rc = kl_scopes_build(s->config, mods, s->nmodules, names, s->nlisteners,
-                             s->settings.unknown_host, &s->scopes);
+        for (size_t i = 0; i < s->host.nlisteners; i++)
+            names[i] = kl_listen_spec_option(s->host.listeners[i].spec, "name");
+        rc = kl_scopes_build(s->config, mods, s->nmodules, names, s->host.nlisteners,
+                             s->host.settings.unknown_host, &s->host.scopes);
     }
     free(mods);
     free(names);
@@ -297,8 +297,8 @@ static int check_config(keel_server *s)
             return KEEL_ERR_CONFIG;
         }
     }
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        kl_listener *l = &s->listeners[i];
+    for (size_t i = 0; i < s->host.nlisteners; i++) {
+        kl_listener *l = &s->host.listeners[i];
         const kl_listen_spec *spec = l->spec;
         char where[300];
         l->protocol = kl_registry_protocol(&s->registry, spec->protocol);
@@ -327,27 +327,29 @@ static int check_config(keel_server *s)
 
 int kl_modules_load(keel_server *s)
 {
-    size_t total = s->settings.nmodules + s->nbuiltins;
+    size_t total = s->host.settings.nmodules + s->nbuiltins;
     s->modules = calloc(total ? total : 1, sizeof *s->modules);
     if (s->modules == NULL)
         return KEEL_ERR_NOMEM;
     /* The core's series come first: modules may read their names. */
     int rc = kl_metrics_register_core(s);
     s->loading = 1;
-    for (size_t i = 0; rc == KEEL_OK && i < s->settings.nmodules; i++)
-        rc = load_one(s, s->settings.modules[i]);
+    for (size_t i = 0; rc == KEEL_OK && i < s->host.settings.nmodules; i++)
+        rc = load_one(s, s->host.settings.modules[i]);
     /* Compiled-in modules the list does not name come after it. */
     for (size_t i = 0; rc == KEEL_OK && i < s->nbuiltins; i++)
         if (find_loaded(s, s->builtins[i]->name) == NULL)
             rc = load_one(s, s->builtins[i]->name);
     s->loading = 0;
-    kl_metrics_seal(s);
+    s->host.modules = s->modules;
+    s->host.nmodules = s->nmodules;
+    kl_metrics_seal(&s->metrics);
     if (rc == KEEL_OK)
         rc = build_scopes(s);
     if (rc == KEEL_OK)
         rc = check_config(s);
     if (rc == KEEL_OK)
-        rc = kl_http_prepare(s);
+        rc = kl_http_prepare(s->http, &s->host);
     return rc;
 }
 
@@ -395,8 +397,8 @@ void kl_modules_free(keel_server *s)
 {
     /* Never dlclose: a module's code may still be referenced (atexit
      * handlers, threads of its libraries); the OS unmaps it at exit. */
-    kl_scopes_free(s->scopes); /* it points into the modules' structs */
-    s->scopes = NULL;
+    kl_scopes_free(s->host.scopes); /* it points into the modules' structs */
+    s->host.scopes = NULL;
     for (size_t i = 0; i < s->nmodules; i++) {
         kl_schema_store_free(&s->modules[i]->config);
         free(s->modules[i]->name);

@@ -1,4 +1,4 @@
-/* core/runtime/api_table.h — the function table handed to every module. */
+/* core/server/api_table.h — the function table handed to every module. */
 #ifndef KEEL_CORE_API_TABLE_H
 #define KEEL_CORE_API_TABLE_H
 

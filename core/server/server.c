@@ -2,6 +2,7 @@
  * modules, listeners, workers) and the graceful stop driven from the main
  * thread's loop. */
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -9,8 +10,8 @@
 #include "base/atomic.h"
 #include "base/log.h"
 #include "runtime/crash.h"
-#include "runtime/reload.h"
-#include "runtime/server.h"
+#include "server/reload.h"
+#include "server/server.h"
 #include "base/util.h"
 #include "net/worker.h"
 
@@ -51,6 +52,37 @@ const char *keel_server_data_dir(keel_server *s)
     return s->data_dir ? s->data_dir : ".";
 }
 
+/* ---- what a worker asks of the server (net/host.h) ---------------------- */
+
+static keel_server *server_of_host(kl_host *h)
+{
+    return (keel_server *)(void *)((char *)h - offsetof(keel_server, host));
+}
+
+static void host_stop(kl_host *h)
+{
+    keel_server_stop(server_of_host(h));
+}
+
+static int host_stopping(kl_host *h)
+{
+    keel_server *s = server_of_host(h);
+    uv_mutex_lock(&s->lock);
+    int stopping = s->state < KL_STOPPING ? 0
+                   : s->reloaded          ? KEEL_STOPPING_REPLACED
+                                          : KEEL_STOPPING;
+    uv_mutex_unlock(&s->lock);
+    return stopping;
+}
+
+/* The last one to end wakes the main loop, which then closes its handles. */
+static void host_worker_done(kl_host *h)
+{
+    keel_server *s = server_of_host(h);
+    kl_atomic_add(&s->workers_done, 1);
+    uv_async_send(&s->wakeup);
+}
+
 keel_server *keel_server_new(void)
 {
     kl_platform_init();
@@ -60,13 +92,22 @@ keel_server *keel_server_new(void)
         return NULL;
     s->config = kl_config_new();
     s->exe_dir = executable_dir();
-    if (s->config == NULL || s->exe_dir == NULL || uv_mutex_init(&s->lock) != 0) {
+    s->http = kl_http_new();
+    if (s->config == NULL || s->exe_dir == NULL || s->http == NULL ||
+        uv_mutex_init(&s->lock) != 0) {
         kl_config_free(s->config);
         free(s->exe_dir);
+        kl_http_free(s->http);
         free(s);
         return NULL;
     }
-    s->next_conn_id = 0;
+    kl_host *h = &s->host;
+    h->registry = &s->registry;
+    h->metrics = &s->metrics;
+    h->loop = &s->loop;
+    h->stop = host_stop;
+    h->stopping = host_stopping;
+    h->worker_done = host_worker_done;
     return s;
 }
 
@@ -76,9 +117,9 @@ void keel_server_free(keel_server *s)
         return;
     kl_config_free(s->config);
     if (s->settings_read)
-        kl_settings_free(&s->settings);
+        kl_settings_free(&s->host.settings);
     kl_registry_free(&s->registry);
-    kl_http_free(&s->http);
+    kl_http_free(s->http);
     kl_metrics_free(&s->metrics);
     free(s->builtins);
     kl_reload_free(s);
@@ -142,7 +183,7 @@ int keel_server_add_module(keel_server *s, const keel_module_desc *desc)
 unsigned keel_server_listener_port(keel_server *s, unsigned index)
 {
     uv_mutex_lock(&s->lock);
-    unsigned port = index < s->nlisteners ? s->listeners[index].port : 0;
+    unsigned port = index < s->host.nlisteners ? s->host.listeners[index].port : 0;
     uv_mutex_unlock(&s->lock);
     return port;
 }
@@ -169,7 +210,7 @@ static void check_descriptors(keel_server *s)
     else if (limit != before)
         kl_log(KEEL_LOG_DEBUG, "descriptor limit raised from %llu to %llu",
                (unsigned long long)before, (unsigned long long)limit);
-    const kl_settings *cfg = &s->settings;
+    const kl_settings *cfg = &s->host.settings;
     uint64_t sockets = (uint64_t)cfg->nlisten * (cfg->reuseport ? s->nworkers : 1);
     uint64_t need = 2 * cfg->max_connections + sockets + 4 * (uint64_t)s->nworkers + 64;
     if (limit >= need)
@@ -187,11 +228,11 @@ static void check_descriptors(keel_server *s)
 static int read_settings(keel_server *s)
 {
     char err[512];
-    int rc = kl_settings_load(&s->settings, s->config, s->exe_dir, err, sizeof err);
+    int rc = kl_settings_load(&s->host.settings, s->config, s->exe_dir, err, sizeof err);
     if (rc != KEEL_OK)
         return config_error(rc, err);
     s->settings_read = 1;
-    rc = kl_log_configure(s->settings.log_target, s->settings.log_level, err, sizeof err);
+    rc = kl_log_configure(s->host.settings.log_target, s->host.settings.log_level, err, sizeof err);
     if (rc != KEEL_OK)
         return config_error(rc, err);
     return KEEL_OK;
@@ -202,32 +243,32 @@ static int prepare(keel_server *s)
     int rc = read_settings(s);
     if (rc != KEEL_OK)
         return rc;
-    if (s->settings.workers == 0) {
+    if (s->host.settings.workers == 0) {
         unsigned n = (unsigned)uv_available_parallelism();
-        s->settings.workers = n ? n : 1;
+        s->host.settings.workers = n ? n : 1;
     }
-    s->nworkers = s->settings.workers;
+    s->nworkers = s->host.nworkers = s->host.settings.workers;
     check_descriptors(s);
-    size_t n = s->settings.nlisten;
+    size_t n = s->host.settings.nlisten;
     kl_listener *listeners = calloc(n ? n : 1, sizeof *listeners);
     if (listeners == NULL)
         return KEEL_ERR_NOMEM;
     for (size_t i = 0; i < n; i++) {
-        listeners[i].server = s;
-        listeners[i].spec = &s->settings.listen[i];
+        listeners[i].host = &s->host;
+        listeners[i].spec = &s->host.settings.listen[i];
         listeners[i].index = (unsigned)i;
     }
     /* Published under the lock: keel_server_listener_port reads them from
      * any thread. */
     uv_mutex_lock(&s->lock);
-    s->listeners = listeners;
-    s->nlisteners = n;
+    s->host.listeners = listeners;
+    s->host.nlisteners = n;
     uv_mutex_unlock(&s->lock);
     if (uv_loop_init(&s->loop) != 0)
         return KEEL_ERR_IO;
     s->loop_ready = 1;
     /* From here on module code runs: a crash in it names the module. */
-    if (s->settings.crash_report) {
+    if (s->host.settings.crash_report) {
         if (kl_crash_enable() == KEEL_OK)
             s->crash_reporting = 1;
         else
@@ -238,20 +279,20 @@ static int prepare(keel_server *s)
 
 static void release(keel_server *s)
 {
-    kl_listeners_close(s);
+    kl_listeners_close(&s->host);
     /* Modules unload before the workers are freed: a module's own thread
      * may still call keel_worker_post until its unload joins it (and gets
      * KEEL_ERR_SHUTDOWN, not a freed worker). */
     kl_modules_unload(s);
-    for (size_t i = 0; i < s->nworkers && s->workers; i++)
-        kl_worker_free(s->workers[i]);
-    free(s->workers);
-    s->workers = NULL;
+    for (size_t i = 0; i < s->nworkers && s->host.workers; i++)
+        kl_worker_free(s->host.workers[i]);
+    free(s->host.workers);
+    s->host.workers = NULL;
     kl_modules_free(s);
     uv_mutex_lock(&s->lock);
-    kl_listener *listeners = s->listeners;
-    s->listeners = NULL;
-    s->nlisteners = 0;
+    kl_listener *listeners = s->host.listeners;
+    s->host.listeners = NULL;
+    s->host.nlisteners = 0;
     uv_mutex_unlock(&s->lock);
     free(listeners);
     if (s->loop_ready) {
@@ -297,7 +338,7 @@ int keel_server_describe_module(keel_server *s, const char *name, int markdown, 
 
 static void close_main_handles(keel_server *s)
 {
-    kl_listeners_stop_acceptor(s);
+    kl_listeners_stop_acceptor(&s->host);
     for (size_t i = 0; i < s->nsignals; i++)
         uv_close((uv_handle_t *)&s->signals[i], NULL);
     s->nsignals = 0;
@@ -339,12 +380,12 @@ static void stop_workers(keel_server *s, int force)
         s->workers_stopping = 1;
         if (s->drain_timer_ready)
             uv_timer_stop(&s->drain_timer);
-        kl_listeners_stop_acceptor(s);
+        kl_listeners_stop_acceptor(&s->host);
     }
     if (force)
         kl_log(KEEL_LOG_WARN, "second stop request: closing all connections now");
     for (size_t i = 0; i < s->nworkers; i++)
-        kl_worker_request_stop(s->workers[i], force);
+        kl_worker_request_stop(s->host.workers[i], force);
 }
 
 static void on_drain_end(uv_timer_t *timer)
@@ -370,7 +411,7 @@ static void on_wakeup(uv_async_t *async)
         int force = requests > 1;
         /* After a reload the sockets stay open in the new process: a
          * balancer has nothing to notice, so no delay. */
-        uint64_t delay = s->reloaded ? 0 : s->settings.shutdown_delay_ms;
+        uint64_t delay = s->reloaded ? 0 : s->host.settings.shutdown_delay_ms;
         if (handled == 0 && !s->reloaded) {
             kl_service_notify("STOPPING=1");
             kl_reload_cancel(s);
@@ -467,8 +508,8 @@ static int watch_signals(keel_server *s)
 
 static void log_listeners(keel_server *s)
 {
-    for (size_t i = 0; i < s->nlisteners; i++) {
-        const kl_listener *l = &s->listeners[i];
+    for (size_t i = 0; i < s->host.nlisteners; i++) {
+        const kl_listener *l = &s->host.listeners[i];
         const kl_listen_spec *spec = l->spec;
         char host[64] = "?";
         if (spec->addr.ss_family == AF_INET6)
@@ -485,26 +526,26 @@ static void log_listeners(keel_server *s)
 /* Starts every worker; if one fails, stops those already running. */
 static int start_workers(keel_server *s)
 {
-    s->workers = calloc(s->nworkers, sizeof *s->workers);
-    if (s->workers == NULL)
+    s->host.workers = calloc(s->nworkers, sizeof *s->host.workers);
+    if (s->host.workers == NULL)
         return KEEL_ERR_NOMEM;
     for (size_t i = 0; i < s->nworkers; i++)
-        if ((s->workers[i] = kl_worker_new(s, (unsigned)i)) == NULL)
+        if ((s->host.workers[i] = kl_worker_new(&s->host, (unsigned)i)) == NULL)
             return KEEL_ERR_NOMEM;
     int rc = KEEL_OK;
     size_t started = 0;
     while (started < s->nworkers && rc == KEEL_OK) {
-        rc = kl_worker_start(s->workers[started]);
-        if (rc != KEEL_OK && !s->workers[started]->thread_started)
+        rc = kl_worker_start(s->host.workers[started]);
+        if (rc != KEEL_OK && !s->host.workers[started]->thread_started)
             break;
         started++;
     }
     /* Second phase: all accept, or all wind down without having accepted. */
     for (size_t i = 0; i < started; i++)
-        kl_worker_go(s->workers[i], rc == KEEL_OK ? KEEL_OK : KEEL_ERR_SHUTDOWN);
+        kl_worker_go(s->host.workers[i], rc == KEEL_OK ? KEEL_OK : KEEL_ERR_SHUTDOWN);
     if (rc != KEEL_OK)
         for (size_t i = 0; i < started; i++)
-            kl_worker_join(s->workers[i]);
+            kl_worker_join(s->host.workers[i]);
     return rc;
 }
 
@@ -518,15 +559,15 @@ int keel_server_run(keel_server *s)
     int rc = prepare(s);
     if (rc == KEEL_OK)
         rc = kl_modules_load(s);
-    if (rc == KEEL_OK && s->nlisteners == 0) {
+    if (rc == KEEL_OK && s->host.nlisteners == 0) {
         kl_log(KEEL_LOG_ERROR, "nothing to do: no [keel] listen line");
         rc = KEEL_ERR_CONFIG;
     }
     if (rc == KEEL_OK)
-        rc = kl_inherit_read(&s->inherited);
+        rc = kl_inherit_read(&s->host.inherited);
     if (rc == KEEL_OK) {
         uv_mutex_lock(&s->lock);
-        rc = kl_listeners_bind(s);
+        rc = kl_listeners_bind(&s->host);
         uv_mutex_unlock(&s->lock);
     }
     if (rc == KEEL_OK) {
@@ -549,13 +590,13 @@ int keel_server_run(keel_server *s)
         rc = start_workers(s);
     }
     if (rc == KEEL_OK)
-        rc = kl_listeners_start_acceptor(s);
+        rc = kl_listeners_start_acceptor(&s->host);
     if (rc != KEEL_OK) {
         if (s->state == KL_RUNNING) {
-            for (size_t i = 0; s->workers && i < s->nworkers; i++)
-                if (s->workers[i] && s->workers[i]->thread_started) {
-                    kl_worker_request_stop(s->workers[i], 1);
-                    kl_worker_join(s->workers[i]);
+            for (size_t i = 0; s->host.workers && i < s->nworkers; i++)
+                if (s->host.workers[i] && s->host.workers[i]->thread_started) {
+                    kl_worker_request_stop(s->host.workers[i], 1);
+                    kl_worker_join(s->host.workers[i]);
                 }
             close_main_handles(s);
         } else {
@@ -574,7 +615,7 @@ int keel_server_run(keel_server *s)
     uv_mutex_unlock(&s->lock);
     kl_log(KEEL_LOG_INFO, "keel %s started: %zu worker%s, %s", KEEL_VERSION_STRING, s->nworkers,
            s->nworkers == 1 ? "" : "s",
-           s->settings.reuseport ? "one listening socket per worker" : "one acceptor");
+           s->host.settings.reuseport ? "one listening socket per worker" : "one acceptor");
     log_listeners(s);
     int run_rc = kl_reload_announce(s);
     if (run_rc != KEEL_OK)
@@ -582,14 +623,14 @@ int keel_server_run(keel_server *s)
     uv_run(&s->loop, UV_RUN_DEFAULT);
 
     for (size_t i = 0; i < s->nworkers; i++) {
-        kl_worker_join(s->workers[i]);
+        kl_worker_join(s->host.workers[i]);
         /* A worker that could not listen after start-up stopped the server. */
-        if (run_rc == KEEL_OK && s->workers[i]->start_status != KEEL_OK)
-            run_rc = s->workers[i]->start_status;
+        if (run_rc == KEEL_OK && s->host.workers[i]->start_status != KEEL_OK)
+            run_rc = s->host.workers[i]->start_status;
     }
-    if (s->acceptor_rejected > 0)
+    if (s->host.acceptor_rejected > 0)
         kl_log(KEEL_LOG_INFO, "acceptor rejected %llu connections over max_connections",
-               (unsigned long long)s->acceptor_rejected);
+               (unsigned long long)s->host.acceptor_rejected);
     kl_reload_exit(s);
     uv_mutex_lock(&s->lock);
     s->state = KL_STOPPED;

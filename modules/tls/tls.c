@@ -160,6 +160,51 @@ static int parse_curves(keel_module *m, const char *value)
     return KEEL_OK;
 }
 
+/* The [tls] section (keel/config.h), declared so that the core checks where
+ * each key may be written and documents it; read_config and certs.c read
+ * the values with their own checks and messages (versions, suites and
+ * curves this mbedTLS has, certificate files), which a table cannot say. */
+typedef struct kt_section {
+    keel_config_list cert;
+    const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
+    const char *alpn, *client_alpn, *ca;
+    uint64_t handshake_timeout_ms, ticket_lifetime_ms;
+    int session_tickets, client_verify;
+} kt_section;
+
+static const keel_config_key kt_keys[] = {
+    KEEL_KEY(kt_section, cert, "cert", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .doc = "CHAIN.pem KEY.pem [passphrase=...]: a certificate; several are chosen by SNI"),
+    KEEL_KEY(kt_section, min_version, "min_version", KEEL_CONFIG_STRING, .def = "1.2",
+             .doc = "lowest TLS version: 1.2 or 1.3"),
+    KEEL_KEY(kt_section, max_version, "max_version", KEEL_CONFIG_STRING,
+             .doc = "highest TLS version: 1.2 or 1.3 (default: the highest this mbedTLS has)"),
+    KEEL_KEY(kt_section, ciphers, "ciphers", KEEL_CONFIG_STRING,
+             .doc = "cipher suites by IANA name, in order; empty: mbedTLS's modern default"),
+    KEEL_KEY(kt_section, curves, "curves", KEEL_CONFIG_STRING, .def = "x25519 secp256r1 secp384r1",
+             .doc = "key-exchange groups, in order"),
+    KEEL_KEY(kt_section, handshake_timeout_ms, "handshake_timeout", KEEL_CONFIG_DURATION,
+             .def = "10s", .doc = "time for a handshake to finish (no byte renews it)"),
+    KEEL_KEY(kt_section, session_tickets, "session_tickets", KEEL_CONFIG_BOOL, .def = "on",
+             .doc = "resume sessions with tickets (RFC 5077, RFC 8446 4.6.1)"),
+    KEEL_KEY(kt_section, ticket_lifetime_ms, "ticket_lifetime", KEEL_CONFIG_DURATION, .def = "1h",
+             .doc = "how long a ticket is honoured: 1s to 7d"),
+    KEEL_KEY(kt_section, verify_client, "verify_client", KEEL_CONFIG_STRING, .def = "off",
+             .doc = "client certificates: off, optional or required (needs client_ca)"),
+    KEEL_KEY(kt_section, client_ca, "client_ca", KEEL_CONFIG_STRING,
+             .doc = "PEM file of the CAs client certificates must chain to"),
+    KEEL_KEY(kt_section, alpn, "alpn", KEEL_CONFIG_STRING,
+             .doc = "protocols offered by ALPN on listeners, comma-separated (a listen line's "
+                    "alpn= wins)"),
+    KEEL_KEY(kt_section, client_alpn, "client_alpn", KEEL_CONFIG_STRING,
+             .doc = "protocols asked for by ALPN on outbound connections"),
+    KEEL_KEY(kt_section, client_verify, "client_verify", KEEL_CONFIG_BOOL, .def = "on",
+             .doc = "verify the servers keel connects to (the proxy's HTTPS upstreams)"),
+    KEEL_KEY(kt_section, ca, "ca", KEEL_CONFIG_STRING,
+             .doc = "PEM file of the CAs outbound connections trust; empty: the system's; none"),
+};
+KEEL_CONFIG_SCHEMA(kt_schema, kt_section, kt_keys);
+
 static int read_config(keel_module *m, kt_rng *rng)
 {
     const char *v = NULL;
@@ -412,5 +457,5 @@ static void tls_unload(keel_module *m)
     release_all();
 }
 
-KEEL_MODULE(tls, .version = "1.0.0", .load = tls_load, .start = tls_start, .stop = tls_stop,
-            .unload = tls_unload, .worker_state_size = sizeof(kt_worker));
+KEEL_MODULE(tls, .version = "1.0.0", .worker_state_size = sizeof(kt_worker), .load = tls_load,
+            .start = tls_start, .stop = tls_stop, .unload = tls_unload, .config = &kt_schema);

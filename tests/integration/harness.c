@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -288,6 +289,19 @@ int kh_wait_log(kh_proc *p, const char *needle, int timeout_ms)
     }
 }
 
+int kh_wait_log_count(kh_proc *p, const char *needle, int n, int timeout_ms)
+{
+    long long deadline = kh_now_ms() + timeout_ms;
+    for (;;) {
+        int gone = kh_reap(p, 0);
+        if (kh_count_log(p, needle) >= n)
+            return 1;
+        if (gone || kh_now_ms() > deadline)
+            return 0;
+        kh_sleep_ms(10);
+    }
+}
+
 void kh_signal(kh_proc *p, int sig)
 {
     if (p->pid)
@@ -496,6 +510,189 @@ int kh_expect_eof(int fd, char *buf, size_t cap, int timeout_ms)
         buf[n] = '\0';
         return -1;
     }
+}
+
+/* ---- Kernel socket queues ------------------------------------------------ */
+
+#ifdef __linux__
+/* Sums the queue column (rx 0: tx_queue, 1: rx_queue) of the sockets in
+ * /proc/net/tcp and tcp6 whose local port is lport and, if rport is not 0,
+ * whose remote port is rport: listening ones if st is 10 (TCP_LISTEN),
+ * any other state if st is 0. -1 if no such socket is listed. */
+static long kh_tcp_queue(unsigned lport, unsigned rport, unsigned st, int rx)
+{
+    static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    long sum = -1;
+    for (int f = 0; f < 2; f++) {
+        FILE *in = fopen(files[f], "r");
+        if (!in)
+            continue;
+        char line[512];
+        if (!fgets(line, sizeof line, in)) { /* the header */
+            fclose(in);
+            continue;
+        }
+        while (fgets(line, sizeof line, in)) {
+            /* "sl: LOCAL:PORT REMOTE:PORT ST TX:RX ..." */
+            char local[64], remote[64];
+            unsigned state;
+            unsigned long tx, rxq;
+            if (sscanf(line, "%*s %63s %63s %x %lx:%lx", local, remote, &state, &tx, &rxq) != 5)
+                continue;
+            const char *lp = strrchr(local, ':'), *rp = strrchr(remote, ':');
+            if (!lp || !rp || (st ? state != st : state == 10) ||
+                strtoul(lp + 1, NULL, 16) != lport ||
+                (rport != 0 && strtoul(rp + 1, NULL, 16) != rport))
+                continue;
+            sum = (sum < 0 ? 0 : sum) + (long)(rx ? rxq : tx);
+        }
+        fclose(in);
+    }
+    return sum;
+}
+
+static unsigned kh_sockport(int fd, int peer)
+{
+    struct sockaddr_storage ss;
+    socklen_t len = sizeof ss;
+    if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
+              : getsockname(fd, (struct sockaddr *)&ss, &len)) != 0)
+        return 0;
+    if (ss.ss_family == AF_INET)
+        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
+    if (ss.ss_family == AF_INET6)
+        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
+    return 0;
+}
+#else
+/* The fallback where the kernel does not show socket queues. */
+static int kh_wait_blind(int timeout_ms)
+{
+    kh_sleep_ms(timeout_ms < 200 ? timeout_ms : 200);
+    return 1;
+}
+#endif
+
+#ifdef __linux__
+/* blocked 0: ours all sent and nothing unread at theirs (a socket no longer
+ * listed holds nothing); 1: theirs has bytes it cannot send while ours
+ * holds unread ones. */
+static int kh_queues_show(unsigned mine, unsigned theirs, int blocked)
+{
+    if (!blocked)
+        return kh_tcp_queue(mine, theirs, 0, 0) <= 0 && kh_tcp_queue(theirs, mine, 0, 1) <= 0;
+    return kh_tcp_queue(theirs, mine, 0, 0) > 0 && kh_tcp_queue(mine, theirs, 0, 1) > 0;
+}
+#endif
+
+static int kh_wait_queues(int fd, int blocked, int timeout_ms)
+{
+#ifdef __linux__
+    unsigned mine = kh_sockport(fd, 0), theirs = kh_sockport(fd, 1);
+    if (mine == 0 || theirs == 0)
+        return 0;
+    return KH_WAIT_UNTIL(kh_queues_show(mine, theirs, blocked), timeout_ms);
+#else
+    (void)fd;
+    (void)blocked;
+    return kh_wait_blind(timeout_ms);
+#endif
+}
+
+int kh_wait_peer_read(int fd, int timeout_ms)
+{
+    return kh_wait_queues(fd, 0, timeout_ms);
+}
+
+int kh_wait_peer_blocked(int fd, int timeout_ms)
+{
+    return kh_wait_queues(fd, 1, timeout_ms);
+}
+
+int kh_close_both(int fd, int timeout_ms)
+{
+    shutdown(fd, SHUT_WR);
+    long long deadline = kh_now_ms() + timeout_ms;
+    int closed = 0;
+    char buf[4096];
+    for (;;) {
+        long long left = deadline - kh_now_ms();
+        int r = kh_expect_eof(fd, buf, sizeof buf, left > 0 ? (int)left : 0);
+        if (r != -1) { /* EOF (1) or time out (0); -1: data, read on */
+            closed = r == 1;
+            break;
+        }
+    }
+    close(fd);
+    return closed;
+}
+
+int kh_wait_accepted(unsigned port, int timeout_ms)
+{
+#ifdef __linux__
+    /* For a listening socket rx_queue is the accept queue's length. */
+    return KH_WAIT_UNTIL(kh_tcp_queue(port, 0, 10, 1) == 0, timeout_ms);
+#else
+    (void)port;
+    return kh_wait_blind(timeout_ms);
+#endif
+}
+
+int kh_count_fds(kh_proc *p)
+{
+#ifdef __linux__
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)p->pid);
+    DIR *d = p->pid > 0 ? opendir(path) : NULL;
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+#else
+    (void)p;
+    return -1;
+#endif
+}
+
+int kh_wait_fds_at_most(kh_proc *p, int n, int timeout_ms)
+{
+    if (kh_count_fds(p) < 0) {
+#ifdef __linux__
+        return 0; /* the process is gone */
+#else
+        return kh_wait_blind(timeout_ms);
+#endif
+    }
+    return KH_WAIT_UNTIL(kh_count_fds(p) <= n, timeout_ms);
+}
+
+/* 1 if a connection to 127.0.0.1:port is accepted (it is closed at once). */
+static int kh_port_accepts(unsigned port)
+{
+    int fd = kh_connect("127.0.0.1", port);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+static int kh_wait_connect(unsigned port, int want, int timeout_ms)
+{
+    return KH_WAIT_UNTIL(kh_port_accepts(port) == want, timeout_ms);
+}
+
+int kh_wait_accepts(unsigned port, int timeout_ms)
+{
+    return kh_wait_connect(port, 1, timeout_ms);
+}
+
+int kh_wait_refused(unsigned port, int timeout_ms)
+{
+    return kh_wait_connect(port, 0, timeout_ms);
 }
 
 unsigned kh_free_port(void)

@@ -133,8 +133,70 @@ unsigned kh_free_port(void);
 /* Milliseconds on a monotonic clock. */
 long long kh_now_ms(void);
 
-/* Sleeps for ms milliseconds. */
+/* Sleeps for ms milliseconds. Only for a test that measures time passing
+ * (a timeout must not fire before N ms, a rate over a second); a test that
+ * waits for something to happen waits for it with the helpers below. */
 void kh_sleep_ms(int ms);
+
+/* ---- Waiting for a condition -------------------------------------------- */
+
+/* Polls `cond` (an expression, evaluated again every 10 ms) until it is
+ * true or timeout_ms have passed; the value is whether it became true. A
+ * caller asserts on it with its own message:
+ *     kh_assert(p, KH_WAIT_UNTIL(count_fds(p) <= n, 5000), "...");        */
+#define KH_WAIT_UNTIL(cond, timeout_ms)                                                            \
+    __extension__({                                                                                \
+        long long kh_wait_end_ = kh_now_ms() + (timeout_ms);                                       \
+        int kh_wait_ok_;                                                                           \
+        while (!(kh_wait_ok_ = !!(cond)) && kh_now_ms() < kh_wait_end_)                            \
+            kh_sleep_ms(10);                                                                       \
+        kh_wait_ok_;                                                                               \
+    })
+
+/* Waits until keel's stderr contains `needle` at least n times (1) or the
+ * time runs out or keel exits with fewer (0). */
+int kh_wait_log_count(kh_proc *p, const char *needle, int n, int timeout_ms);
+
+/* Waits until the process at the other end of the TCP connection fd has
+ * read every byte sent on it (nothing left in fd's send queue nor in the
+ * peer socket's receive queue): what a test means by "keel has read my
+ * request". 1, or 0 on timeout. Linux reads the queues from
+ * /proc/net/tcp{,6}; where the kernel does not show them this waits a
+ * fixed min(timeout_ms, 200) ms and returns 1. */
+int kh_wait_peer_read(int fd, int timeout_ms);
+
+/* Waits until the peer has bytes for fd that it cannot send: its socket's
+ * send queue holds some while fd's receive queue is not empty (a reader
+ * that does not read has shut the window). 1, or 0 on timeout; the fixed
+ * wait of kh_wait_peer_read where the kernel does not show the queues. */
+int kh_wait_peer_blocked(int fd, int timeout_ms);
+
+/* Half-closes fd, waits (up to timeout_ms) for the peer to close its end
+ * too (EOF or a reset; what arrives before is discarded), then closes fd:
+ * 1 if the peer had closed, 0 otherwise. What a test means by "keel is
+ * done with this connection". */
+int kh_close_both(int fd, int timeout_ms);
+
+/* Waits until nothing waits in the accept queue of the TCP listener(s) on
+ * 127.0.0.1/::1 port: every connection made to it has been accepted. 1,
+ * or 0 on timeout; the fixed wait of kh_wait_peer_read where the kernel
+ * does not show the queue. */
+int kh_wait_accepted(unsigned port, int timeout_ms);
+
+/* Descriptors the process holds open (Linux: /proc/PID/fd), or -1 where
+ * that cannot be seen. */
+int kh_count_fds(kh_proc *p);
+
+/* Waits until the process holds at most n descriptors: what it closed when
+ * a connection or file was done with. 1, or 0 on timeout; where
+ * kh_count_fds cannot see, the fixed wait of kh_wait_peer_read and 1. */
+int kh_wait_fds_at_most(kh_proc *p, int n, int timeout_ms);
+
+/* Waits until connecting to 127.0.0.1:port succeeds (1) or is refused
+ * (0 from kh_wait_refused) before the deadline: a server that has started,
+ * or one that has stopped listening. The test connection is closed at once. */
+int kh_wait_accepts(unsigned port, int timeout_ms);
+int kh_wait_refused(unsigned port, int timeout_ms);
 
 /* A macro's value as a string literal (KH_STR(KEEL_ABI_MINOR) is "6"). */
 #define KH_STR_(x) #x

@@ -25,7 +25,8 @@ typedef struct crowd {
     long long bytes;
 } crowd;
 
-/* Trickles a byte to each member in turn, pausing a millisecond every 32:
+/* Trickles a byte to each member in turn, pausing a millisecond every 32
+ * (the pace of a slowloris crowd, in time by design):
  * each connection gets a byte every few tens of milliseconds and never
  * completes its head (keel's reads and timer updates are the load). */
 static void *trickle(void *arg)
@@ -34,7 +35,7 @@ static void *trickle(void *arg)
     int i = 0;
     while (!c->stop) {
         if (c->fds[i] >= 0 && send(c->fds[i], "a", 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1)
-            c->bytes++;
+            __atomic_fetch_add(&c->bytes, 1, __ATOMIC_RELAXED);
         if (++i == c->n) {
             i = 0;
             kh_sleep_ms(1);
@@ -103,7 +104,9 @@ Test(pressure, slowloris_crowd, .timeout = 110)
     }
     pthread_t t;
     cr_assert(pthread_create(&t, NULL, trickle, &c) == 0);
-    kh_sleep_ms(500);
+    /* The trickle is on: every member has sent a few bytes more. */
+    kh_assert(p, KH_WAIT_UNTIL(__atomic_load_n(&c.bytes, __ATOMIC_RELAXED) >= 3LL * CROWD, 10000),
+              "the crowd trickled only %lld bytes", c.bytes);
     long long loaded = p99_us(p, port);
     c.stop = 1;
     pthread_join(t, NULL);

@@ -257,7 +257,8 @@ Test(reload, connections_in_flight_and_idle_finish_on_the_old_process, .timeout 
     kh_assert(p, n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0, "first answer: %s", buf);
     kh_recv_n(idle, buf, sizeof buf, sizeof buf - 1, 200); /* the rest of it */
     kh_assert(p, kh_send_str(busy, "GET /slow?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n") == 0, "send");
-    kh_sleep_ms(200);
+    kh_assert(p, kh_wait_peer_read(busy, 5000), "keel did not read the busy request");
+    kh_assert(p, kh_wait_accepted(port, 5000), "keel did not accept the silent connection");
 
     kh_signal(p, SIGHUP);
     kh_assert(p, wait_new_pid(pid_path, p->pid, 10000) > 0, "no new process");
@@ -303,7 +304,7 @@ Test(reload, a_stop_signal_while_draining_keeps_the_drain_graceful, .timeout = 6
     int busy = kh_connect("127.0.0.1", port);
     kh_assert(p, busy >= 0, "connect");
     kh_assert(p, kh_send_str(busy, "GET /slow?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n") == 0, "send");
-    kh_sleep_ms(200);
+    kh_assert(p, kh_wait_peer_read(busy, 5000), "keel did not read the busy request");
     kh_signal(p, SIGHUP);
     pid_t next = wait_new_pid(pid_path, p->pid, 10000);
     kh_assert(p, next > 0 && kh_wait_log(p, "draining this one", 5000), "no hand-over");
@@ -359,6 +360,24 @@ typedef struct load {
     char last_error[160];
 } load;
 
+/* Requests answered so far by n clients (each thread writes its own). */
+static long answered(load *loads, int n)
+{
+    long ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += __atomic_load_n(&loads[i].ok, __ATOMIC_RELAXED);
+    return ok;
+}
+
+/* Waits until the clients have had `more` answers since `since` (from the
+ * process now serving); fails the test otherwise. Returns the new count. */
+static long expect_answers(kh_proc *p, load *loads, int n, long since, long more)
+{
+    kh_assert(p, KH_WAIT_UNTIL(answered(loads, n) >= since + more, 10000),
+              "only %ld answers in 10 s", answered(loads, n) - since);
+    return answered(loads, n);
+}
+
 /* Reads one answer to a GET of hello's "/" (a Content-Length body):
  * 1 if it is a 200; *close says whether it ends the connection. */
 static int read_answer(int fd, char *buf, size_t size, int *close_after)
@@ -408,7 +427,7 @@ static void *load_run(void *arg)
             fd = -1;
             continue;
         }
-        l->ok++;
+        __atomic_fetch_add(&l->ok, 1, __ATOMIC_RELAXED);
         /* A Connection: close means a new connection next time, as any
          * HTTP client does. */
         if (!l->keepalive || close_after) {
@@ -443,7 +462,7 @@ static void *probe_run(void *arg)
             l->failed++;
             snprintf(l->last_error, sizeof l->last_error, "%.40s", n ? buf : "nothing");
         } else {
-            l->ok++;
+            __atomic_fetch_add(&l->ok, 1, __ATOMIC_RELAXED);
         }
     }
     return NULL;
@@ -462,14 +481,15 @@ Test(reload, readiness_stays_ready_across_reloads, .timeout = 60, .fini = reload
         pthread_create(&threads[i], NULL, probe_run, &probes[i]);
     }
     pid_t current = p->pid;
+    long seen = 0;
     for (int r = 0; r < 4; r++) {
-        kh_sleep_ms(250);
+        seen = expect_answers(p, probes, 2, seen, 15); /* this process serves */
         kill(current, SIGHUP);
         pid_t next = wait_new_pid(pid_path, current, 10000);
         kh_assert(p, next > 0, "reload %d did not hand over", r + 1);
         current = next;
     }
-    kh_sleep_ms(250);
+    expect_answers(p, probes, 2, seen, 15);
     for (int i = 0; i < 2; i++) {
         probes[i].stop = 1;
         pthread_join(threads[i], NULL);
@@ -496,8 +516,9 @@ Test(reload, no_request_fails_across_reloads_that_change_the_workers, .timeout =
      * new process's workers, or fall short of them. */
     static const char *const workers[] = {"3", "1", "2"};
     pid_t current = p->pid;
+    long seen = 0;
     for (int r = 0; r < 3; r++) {
-        kh_sleep_ms(400);
+        seen = expect_answers(p, loads, 4, seen, 30); /* this process serves */
         char config[1024];
         snprintf(config, sizeof config,
                  "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = %s\nmodules = http1 hello\n"
@@ -509,7 +530,7 @@ Test(reload, no_request_fails_across_reloads_that_change_the_workers, .timeout =
         kh_assert(p, next > 0, "reload %d did not hand over", r + 1);
         current = next;
     }
-    kh_sleep_ms(400);
+    expect_answers(p, loads, 4, seen, 30);
     long ok = 0, failed = 0;
     for (int i = 0; i < 4; i++) {
         loads[i].stop = 1;

@@ -627,6 +627,17 @@ int kh_close_both(int fd, int timeout_ms)
     return closed;
 }
 
+int kh_wait_port_read(unsigned port, int timeout_ms)
+{
+#ifdef __linux__
+    return KH_WAIT_UNTIL(kh_tcp_queue(port, 0, 10, 1) <= 0 && kh_tcp_queue(port, 0, 0, 1) <= 0,
+                         timeout_ms);
+#else
+    (void)port;
+    return kh_wait_blind(timeout_ms);
+#endif
+}
+
 int kh_wait_accepted(unsigned port, int timeout_ms)
 {
 #ifdef __linux__

@@ -140,16 +140,19 @@ void kh_sleep_ms(int ms);
 
 /* ---- Waiting for a condition -------------------------------------------- */
 
-/* Polls `cond` (an expression, evaluated again every 10 ms) until it is
- * true or timeout_ms have passed; the value is whether it became true. A
- * caller asserts on it with its own message:
- *     kh_assert(p, KH_WAIT_UNTIL(count_fds(p) <= n, 5000), "...");        */
+/* Polls `cond` (an expression) until it is true or timeout_ms have passed;
+ * the value is whether it became true. It is evaluated again after 1 ms,
+ * then 2, 4, 8 and every 10 ms: what is quick is seen quickly, what takes
+ * long costs few evaluations. A caller asserts on it with its own message:
+ *     kh_assert(p, KH_WAIT_UNTIL(kh_count_fds(p) <= n, 5000), "...");    */
 #define KH_WAIT_UNTIL(cond, timeout_ms)                                                            \
     __extension__({                                                                                \
         long long kh_wait_end_ = kh_now_ms() + (timeout_ms);                                       \
-        int kh_wait_ok_;                                                                           \
-        while (!(kh_wait_ok_ = !!(cond)) && kh_now_ms() < kh_wait_end_)                            \
-            kh_sleep_ms(10);                                                                       \
+        int kh_wait_ok_, kh_wait_ms_ = 1;                                                          \
+        while (!(kh_wait_ok_ = !!(cond)) && kh_now_ms() < kh_wait_end_) {                          \
+            kh_sleep_ms(kh_wait_ms_);                                                              \
+            kh_wait_ms_ = kh_wait_ms_ < 5 ? kh_wait_ms_ * 2 : 10;                                  \
+        }                                                                                          \
         kh_wait_ok_;                                                                               \
     })
 
@@ -176,6 +179,11 @@ int kh_wait_peer_blocked(int fd, int timeout_ms);
  * 1 if the peer had closed, 0 otherwise. What a test means by "keel is
  * done with this connection". */
 int kh_close_both(int fd, int timeout_ms);
+
+/* kh_wait_peer_read for every connection to the server on port at once:
+ * all accepted, and nothing they delivered left unread (one look at the
+ * kernel's table a poll, however many connections there are). */
+int kh_wait_port_read(unsigned port, int timeout_ms);
 
 /* Waits until nothing waits in the accept queue of the TCP listener(s) on
  * 127.0.0.1/::1 port: every connection made to it has been accepted. 1,

@@ -230,9 +230,9 @@ Test(http, requests_split_byte_by_byte, .timeout = 30, .fini = kh_cleanup_all)
     const char *reqs =
         GET("/hello/one") "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: "
                           "chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n" GET("/hello/three");
-    for (const char *s = reqs; *s; s++) {
+    for (const char *s = reqs; *s; s++) { /* a byte a read */
         ht_send(c, s, 1);
-        kh_sleep_ms(1);
+        kh_assert(p, kh_wait_peer_read(c->fd, 5000), "byte %zu not read", (size_t)(s - reqs));
     }
     const char *want[] = {"Hello, one!", "abc", "Hello, three!"};
     for (int i = 0; i < 3; i++) {
@@ -328,7 +328,7 @@ Test(http, echo_chunked_with_extensions_and_trailers, .timeout = 30, .fini = kh_
             size_t len = strlen(req);
             for (size_t i = 0; i < len; i += 3) {
                 ht_send(c, req + i, len - i < 3 ? len - i : 3);
-                kh_sleep_ms(2);
+                kh_assert(p, kh_wait_peer_read(c->fd, 5000), "piece at %zu not read", i);
             }
         }
         ht_resp r;

@@ -56,6 +56,17 @@ static int sanitizer_report(const char *err)
            strstr(err, "runtime error:");
 }
 
+/* 1 if a new connection to port is served. */
+static int served_anew(unsigned port)
+{
+    int fd = kh_connect("127.0.0.1", port);
+    if (fd < 0)
+        return 0;
+    int served = hello_on(fd, "again");
+    close(fd);
+    return served;
+}
+
 Test(faults, accept_emfile, .timeout = 60)
 {
 #ifndef __linux__
@@ -134,18 +145,7 @@ Test(faults, accept_emfile, .timeout = 60)
         if (over[i] >= 0)
             close(over[i]);
     }
-    int served = 0;
-    long long end = kh_now_ms() + 10000;
-    while (!served && kh_now_ms() < end) {
-        int fd = kh_connect("127.0.0.1", port);
-        if (fd >= 0) {
-            served = hello_on(fd, "again");
-            close(fd);
-        }
-        if (!served)
-            kh_sleep_ms(100);
-    }
-    kh_assert(p, served, "accepting did not resume");
+    kh_assert(p, KH_WAIT_UNTIL(served_anew(port), 10000), "accepting did not resume");
     for (int i = 0; i < HELD; i++) {
         kh_assert(p, hello_on(held[i], "after"), "held connection %d lost", i);
         close(held[i]);

@@ -323,10 +323,8 @@ static int redis_channels(unsigned port, const char *pattern)
 
 static int wait_channels(unsigned port, const char *pattern, int want, int timeout_ms)
 {
-    long long end = kh_now_ms() + timeout_ms;
     int n;
-    while ((n = redis_channels(port, pattern)) != want && kh_now_ms() < end)
-        kh_sleep_ms(50);
+    KH_WAIT_UNTIL((n = redis_channels(port, pattern)) == want, timeout_ms);
     return n;
 }
 

@@ -51,16 +51,11 @@ static pid_t read_pid(const char *path)
 /* Waits until the pid file names another process than `old`. */
 static pid_t wait_new_pid(const char *path, pid_t old, int timeout_ms)
 {
-    long long end = kh_now_ms() + timeout_ms;
-    do {
-        pid_t pid = read_pid(path);
-        if (pid > 0 && pid != old) {
-            remember(pid);
-            return pid;
-        }
-        kh_sleep_ms(20);
-    } while (kh_now_ms() < end);
-    return 0;
+    pid_t pid;
+    if (!KH_WAIT_UNTIL((pid = read_pid(path)) > 0 && pid != old, timeout_ms))
+        return 0;
+    remember(pid);
+    return pid;
 }
 
 static int alive(pid_t pid)
@@ -70,10 +65,7 @@ static int alive(pid_t pid)
 
 static int wait_gone(pid_t pid, int timeout_ms)
 {
-    long long end = kh_now_ms() + timeout_ms;
-    while (alive(pid) && kh_now_ms() < end)
-        kh_sleep_ms(20);
-    return !alive(pid);
+    return KH_WAIT_UNTIL(!alive(pid), timeout_ms);
 }
 
 static void write_config(const char *path, const char *text)
@@ -109,11 +101,8 @@ static kh_proc *start_keel(const char *config, char *pid_path, size_t size)
 {
     kh_proc *p = kh_start(config, NULL, 1, 10000);
     snprintf(pid_path, size, "%s/keel.pid", p->dir);
-    long long end = kh_now_ms() + 5000;
-    while (read_pid(pid_path) != p->pid && kh_now_ms() < end)
-        kh_sleep_ms(10);
-    kh_assert(p, read_pid(pid_path) == p->pid, "the pid file %s does not name keel (%d)", pid_path,
-              (int)p->pid);
+    kh_assert(p, KH_WAIT_UNTIL(read_pid(pid_path) == p->pid, 5000),
+              "the pid file %s does not name keel (%d)", pid_path, (int)p->pid);
     return p;
 }
 
@@ -173,10 +162,9 @@ Test(reload, a_failing_config_leaves_the_old_process_serving, .timeout = 60, .fi
                           "modules = http1 no_such_module\n"
                           "pid_file = keel.pid\n" KH_MODULE_PATH);
     kh_signal(p, SIGHUP);
-    long long end = kh_now_ms() + 10000;
-    while (kh_count_log(p, "reload failed") < 2 && kh_now_ms() < end)
-        kh_sleep_ms(20);
-    kh_assert(p, kh_count_log(p, "reload failed") == 2, "the second failed reload was not logged");
+    kh_assert(p, kh_wait_log_count(p, "reload failed", 2, 10000),
+              "the second failed reload was not logged");
+    kh_assert(p, kh_count_log(p, "reload failed") == 2, "more than two failed reloads logged");
     kh_assert(p, get_ok(port, "/"), "the old process no longer serves");
 
     /* Fixed, the next reload goes through. */

@@ -345,9 +345,8 @@ Test(sendfile, stalled_reader_hits_the_write_timeout, .timeout = 120, .fini = cl
     /* Never read: the server gives up after write_timeout and closes
      * (the connection, its socket's duplicate and the file). */
     long long t0 = kh_now_ms();
-    while (baseline >= 0 && kh_count_fds(p) <= baseline && kh_now_ms() - t0 < 5000)
-        kh_sleep_ms(20);
-    kh_assert(p, baseline < 0 || kh_count_fds(p) > baseline, "the transfer does not start");
+    kh_assert(p, baseline < 0 || KH_WAIT_UNTIL(kh_count_fds(p) > baseline, 5000),
+              "the transfer does not start");
     expect_fds_back(p, baseline);
     long long took = kh_now_ms() - t0;
     kh_assert(p, took >= 900, "closed after %lld ms, before the write timeout", took);

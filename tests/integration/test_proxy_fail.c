@@ -146,7 +146,8 @@ Test(proxy_fail, retries_and_passive_health, .timeout = 60, .fini = kh_cleanup_a
               "POST retried after a refused connect" PX_SHOW(rr), PX_SHOW_ARGS(rr));
     ht_run_free(&rr);
     kh_assert(p, kh_count_log(p, "is out for 1000 ms") == 1, "the dead server was taken out");
-    /* back after fail_timeout: GETs meet it and are retried */
+    /* back after fail_timeout (1 s passing is the test): GETs meet it and
+     * are retried */
     kh_sleep_ms(1200);
     for (int i = 0; i < 6; i++) {
         int s = status_of(p, "/id");

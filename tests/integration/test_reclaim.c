@@ -120,7 +120,9 @@ Test(reclaim, never_a_connection_mid_request, .timeout = 60, .fini = kh_cleanup_
     kh_proc *p = start(1, 2, "on");
     ht_conn *a = ht_connect(kh_port(p, 0));
     ht_conn *b = ht_connect(kh_port(p, 0));
-    ht_send_str(a, "GET /slow?ms=1000 HTTP/1.1\r\nHost: h\r\n\r\n");
+    /* 3 s: still working when c comes even if this machine stalls us for
+     * a second or two (with 1 s, a had been answered, and so idle). */
+    ht_send_str(a, "GET /slow?ms=3000 HTTP/1.1\r\nHost: h\r\n\r\n");
     ht_send_str(b, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n12345");
     kh_assert(p, kh_wait_peer_read(a->fd, 5000) && kh_wait_peer_read(b->fd, 5000),
               "keel did not read the two requests");
@@ -256,8 +258,8 @@ Test(reclaim, peers_that_do_not_read_hide_nothing, .timeout = 90, .fini = kh_cle
         ht_close(c);
     }
     /* The room came from the unfinished heads: the first client's took
-     * one; the second's took another, or the slot the
-     * first client gave back when it closed, whichever keel saw first. */
+     * one; the second's took another, or the slot the first client gave
+     * back when it closed, whichever keel saw first. */
     int heads_closed = 0;
     for (int i = 0; i < 3; i++)
         heads_closed += kh_expect_eof(heads[i], NULL, 0, i == 0 ? 2000 : 200) == 1;

@@ -20,6 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/sockios.h> /* SIOCOUTQNSD */
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #endif
 #ifndef MSG_NOSIGNAL
@@ -551,19 +556,6 @@ static long kh_tcp_queue(unsigned lport, unsigned rport, unsigned st, int rx)
     return sum;
 }
 
-static unsigned kh_sockport(int fd, int peer)
-{
-    struct sockaddr_storage ss;
-    socklen_t len = sizeof ss;
-    if ((peer ? getpeername(fd, (struct sockaddr *)&ss, &len)
-              : getsockname(fd, (struct sockaddr *)&ss, &len)) != 0)
-        return 0;
-    if (ss.ss_family == AF_INET)
-        return ntohs(((struct sockaddr_in *)&ss)->sin_port);
-    if (ss.ss_family == AF_INET6)
-        return ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-    return 0;
-}
 #else
 /* The fallback where the kernel does not show socket queues. */
 static int kh_wait_blind(int timeout_ms)
@@ -574,39 +566,86 @@ static int kh_wait_blind(int timeout_ms)
 #endif
 
 #ifdef __linux__
-/* blocked 0: ours all sent and nothing unread at theirs (a socket no longer
- * listed holds nothing); 1: theirs has bytes it cannot send while ours
- * holds unread ones. */
-static int kh_queues_show(unsigned mine, unsigned theirs, int blocked)
+/* What the peer's socket of the TCP connection fd has received and not
+ * read (*rq), from the kernel's socket table by exact address (sock_diag,
+ * as ss(8) asks it). 1 if found; 0 if the kernel has no such socket
+ * (closed); -1 on error. */
+static int kh_peer_unread(int fd, unsigned *rq)
 {
-    if (!blocked)
-        return kh_tcp_queue(mine, theirs, 0, 0) <= 0 && kh_tcp_queue(theirs, mine, 0, 1) <= 0;
-    return kh_tcp_queue(theirs, mine, 0, 0) > 0 && kh_tcp_queue(mine, theirs, 0, 1) > 0;
+    struct sockaddr_storage me, peer;
+    socklen_t ml = sizeof me, pl = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+        return -1;
+    const struct sockaddr_storage *src = &peer, *dst = &me;
+    struct {
+        struct nlmsghdr nlh;
+        struct inet_diag_req_v2 r;
+    } req;
+    memset(&req, 0, sizeof req);
+    req.nlh.nlmsg_len = sizeof req;
+    req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    req.nlh.nlmsg_flags = NLM_F_REQUEST;
+    req.r.sdiag_family = (uint8_t)me.ss_family;
+    req.r.sdiag_protocol = IPPROTO_TCP;
+    req.r.idiag_states = ~0u;
+    req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    if (me.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)src, *b = (const void *)dst;
+        req.r.id.idiag_sport = a->sin_port;
+        req.r.id.idiag_dport = b->sin_port;
+        memcpy(req.r.id.idiag_src, &a->sin_addr, 4);
+        memcpy(req.r.id.idiag_dst, &b->sin_addr, 4);
+    } else {
+        const struct sockaddr_in6 *a = (const void *)src, *b = (const void *)dst;
+        req.r.id.idiag_sport = a->sin6_port;
+        req.r.id.idiag_dport = b->sin6_port;
+        memcpy(req.r.id.idiag_src, &a->sin6_addr, 16);
+        memcpy(req.r.id.idiag_dst, &b->sin6_addr, 16);
+    }
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0)
+        return -1;
+    long answer[1024]; /* aligned for nlmsghdr */
+    ssize_t n = -1;
+    if (send(nl, &req, sizeof req, 0) == (ssize_t)sizeof req)
+        n = recv(nl, answer, sizeof answer, 0);
+    close(nl);
+    const struct nlmsghdr *h = (const void *)answer;
+    if (n < (ssize_t)sizeof *h || !NLMSG_OK(h, (size_t)n))
+        return -1;
+    if (h->nlmsg_type == NLMSG_ERROR) {
+        const struct nlmsgerr *e = NLMSG_DATA(h);
+        return e->error == -ENOENT ? 0 : -1;
+    }
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+        return -1;
+    const struct inet_diag_msg *m = NLMSG_DATA(h);
+    *rq = m->idiag_rqueue;
+    return 1;
 }
-#endif
 
-static int kh_wait_queues(int fd, int blocked, int timeout_ms)
+/* Nothing of fd's still unsent (SIOCOUTQNSD: what is sent but not yet
+ * acknowledged is delivered, over loopback, and a delayed ACK takes
+ * 40 ms) and nothing unread at the peer (a socket the kernel no longer
+ * has holds nothing). */
+static int kh_peer_read_all(int fd)
 {
-#ifdef __linux__
-    unsigned mine = kh_sockport(fd, 0), theirs = kh_sockport(fd, 1);
-    if (mine == 0 || theirs == 0)
-        return 0;
-    return KH_WAIT_UNTIL(kh_queues_show(mine, theirs, blocked), timeout_ms);
-#else
-    (void)fd;
-    (void)blocked;
-    return kh_wait_blind(timeout_ms);
-#endif
+    unsigned rq = 0;
+    int unsent = 0, theirs = kh_peer_unread(fd, &rq);
+    return theirs >= 0 && ioctl(fd, SIOCOUTQNSD, &unsent) == 0 && unsent == 0 &&
+           (theirs == 0 || rq == 0);
 }
+#endif
 
 int kh_wait_peer_read(int fd, int timeout_ms)
 {
-    return kh_wait_queues(fd, 0, timeout_ms);
-}
-
-int kh_wait_peer_blocked(int fd, int timeout_ms)
-{
-    return kh_wait_queues(fd, 1, timeout_ms);
+#ifdef __linux__
+    return KH_WAIT_UNTIL(kh_peer_read_all(fd), timeout_ms);
+#else
+    (void)fd;
+    return kh_wait_blind(timeout_ms);
+#endif
 }
 
 int kh_close_both(int fd, int timeout_ms)

@@ -161,18 +161,12 @@ void kh_sleep_ms(int ms);
 int kh_wait_log_count(kh_proc *p, const char *needle, int n, int timeout_ms);
 
 /* Waits until the process at the other end of the TCP connection fd has
- * read every byte sent on it (nothing left in fd's send queue nor in the
+ * read every byte sent on it (nothing unsent on fd, nothing unread in the
  * peer socket's receive queue): what a test means by "keel has read my
- * request". 1, or 0 on timeout. Linux reads the queues from
- * /proc/net/tcp{,6}; where the kernel does not show them this waits a
- * fixed min(timeout_ms, 200) ms and returns 1. */
+ * request". 1, or 0 on timeout. Linux asks the kernel's socket table for
+ * the peer's socket (sock_diag, as ss(8) does); where the kernel does not
+ * show it this waits a fixed min(timeout_ms, 200) ms and returns 1. */
 int kh_wait_peer_read(int fd, int timeout_ms);
-
-/* Waits until the peer has bytes for fd that it cannot send: its socket's
- * send queue holds some while fd's receive queue is not empty (a reader
- * that does not read has shut the window). 1, or 0 on timeout; the fixed
- * wait of kh_wait_peer_read where the kernel does not show the queues. */
-int kh_wait_peer_blocked(int fd, int timeout_ms);
 
 /* Half-closes fd, waits (up to timeout_ms) for the peer to close its end
  * too (EOF or a reset; what arrives before is discarded), then closes fd:

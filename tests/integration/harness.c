@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -19,6 +20,11 @@
 #include <time.h>
 #include <unistd.h>
 #ifdef __linux__
+#include <linux/inet_diag.h>
+#include <linux/netlink.h>
+#include <linux/sock_diag.h>
+#include <linux/sockios.h> /* SIOCOUTQNSD */
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #endif
 #ifndef MSG_NOSIGNAL
@@ -288,6 +294,19 @@ int kh_wait_log(kh_proc *p, const char *needle, int timeout_ms)
     }
 }
 
+int kh_wait_log_count(kh_proc *p, const char *needle, int n, int timeout_ms)
+{
+    long long deadline = kh_now_ms() + timeout_ms;
+    for (;;) {
+        int gone = kh_reap(p, 0);
+        if (kh_count_log(p, needle) >= n)
+            return 1;
+        if (gone || kh_now_ms() > deadline)
+            return 0;
+        kh_sleep_ms(10);
+    }
+}
+
 void kh_signal(kh_proc *p, int sig)
 {
     if (p->pid)
@@ -496,6 +515,234 @@ int kh_expect_eof(int fd, char *buf, size_t cap, int timeout_ms)
         buf[n] = '\0';
         return -1;
     }
+}
+
+/* ---- Kernel socket queues ------------------------------------------------ */
+
+#ifdef __linux__
+/* Sums the queue column (rx 0: tx_queue, 1: rx_queue) of the sockets in
+ * /proc/net/tcp and tcp6 whose local port is lport and, if rport is not 0,
+ * whose remote port is rport: listening ones if st is 10 (TCP_LISTEN),
+ * any other state if st is 0. -1 if no such socket is listed. */
+static long kh_tcp_queue(unsigned lport, unsigned rport, unsigned st, int rx)
+{
+    static const char *const files[] = {"/proc/net/tcp", "/proc/net/tcp6"};
+    long sum = -1;
+    for (int f = 0; f < 2; f++) {
+        FILE *in = fopen(files[f], "r");
+        if (!in)
+            continue;
+        char line[512];
+        if (!fgets(line, sizeof line, in)) { /* the header */
+            fclose(in);
+            continue;
+        }
+        while (fgets(line, sizeof line, in)) {
+            /* "sl: LOCAL:PORT REMOTE:PORT ST TX:RX ..." */
+            char local[64], remote[64];
+            unsigned state;
+            unsigned long tx, rxq;
+            if (sscanf(line, "%*s %63s %63s %x %lx:%lx", local, remote, &state, &tx, &rxq) != 5)
+                continue;
+            const char *lp = strrchr(local, ':'), *rp = strrchr(remote, ':');
+            if (!lp || !rp || (st ? state != st : state == 10) ||
+                strtoul(lp + 1, NULL, 16) != lport ||
+                (rport != 0 && strtoul(rp + 1, NULL, 16) != rport))
+                continue;
+            sum = (sum < 0 ? 0 : sum) + (long)(rx ? rxq : tx);
+        }
+        fclose(in);
+    }
+    return sum;
+}
+
+#else
+/* The fallback where the kernel does not show socket queues. */
+static int kh_wait_blind(int timeout_ms)
+{
+    kh_sleep_ms(timeout_ms < 200 ? timeout_ms : 200);
+    return 1;
+}
+#endif
+
+#ifdef __linux__
+/* What the peer's socket of the TCP connection fd has received and not
+ * read (*rq), from the kernel's socket table by exact address (sock_diag,
+ * as ss(8) asks it). 1 if found; 0 if the kernel has no such socket
+ * (closed); -1 on error. */
+static int kh_peer_unread(int fd, unsigned *rq)
+{
+    struct sockaddr_storage me, peer;
+    socklen_t ml = sizeof me, pl = sizeof peer;
+    if (getsockname(fd, (struct sockaddr *)&me, &ml) != 0 ||
+        getpeername(fd, (struct sockaddr *)&peer, &pl) != 0)
+        return -1;
+    const struct sockaddr_storage *src = &peer, *dst = &me;
+    struct {
+        struct nlmsghdr nlh;
+        struct inet_diag_req_v2 r;
+    } req;
+    memset(&req, 0, sizeof req);
+    req.nlh.nlmsg_len = sizeof req;
+    req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+    req.nlh.nlmsg_flags = NLM_F_REQUEST;
+    req.r.sdiag_family = (uint8_t)me.ss_family;
+    req.r.sdiag_protocol = IPPROTO_TCP;
+    req.r.idiag_states = ~0u;
+    req.r.id.idiag_cookie[0] = req.r.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
+    if (me.ss_family == AF_INET) {
+        const struct sockaddr_in *a = (const void *)src, *b = (const void *)dst;
+        req.r.id.idiag_sport = a->sin_port;
+        req.r.id.idiag_dport = b->sin_port;
+        memcpy(req.r.id.idiag_src, &a->sin_addr, 4);
+        memcpy(req.r.id.idiag_dst, &b->sin_addr, 4);
+    } else {
+        const struct sockaddr_in6 *a = (const void *)src, *b = (const void *)dst;
+        req.r.id.idiag_sport = a->sin6_port;
+        req.r.id.idiag_dport = b->sin6_port;
+        memcpy(req.r.id.idiag_src, &a->sin6_addr, 16);
+        memcpy(req.r.id.idiag_dst, &b->sin6_addr, 16);
+    }
+    int nl = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+    if (nl < 0)
+        return -1;
+    long answer[1024]; /* aligned for nlmsghdr */
+    ssize_t n = -1;
+    if (send(nl, &req, sizeof req, 0) == (ssize_t)sizeof req)
+        n = recv(nl, answer, sizeof answer, 0);
+    close(nl);
+    const struct nlmsghdr *h = (const void *)answer;
+    if (n < (ssize_t)sizeof *h || !NLMSG_OK(h, (size_t)n))
+        return -1;
+    if (h->nlmsg_type == NLMSG_ERROR) {
+        const struct nlmsgerr *e = NLMSG_DATA(h);
+        return e->error == -ENOENT ? 0 : -1;
+    }
+    if (h->nlmsg_type != SOCK_DIAG_BY_FAMILY)
+        return -1;
+    const struct inet_diag_msg *m = NLMSG_DATA(h);
+    *rq = m->idiag_rqueue;
+    return 1;
+}
+
+/* Nothing of fd's still unsent (SIOCOUTQNSD: what is sent but not yet
+ * acknowledged is delivered, over loopback, and a delayed ACK takes
+ * 40 ms) and nothing unread at the peer (a socket the kernel no longer
+ * has holds nothing). */
+static int kh_peer_read_all(int fd)
+{
+    unsigned rq = 0;
+    int unsent = 0, theirs = kh_peer_unread(fd, &rq);
+    return theirs >= 0 && ioctl(fd, SIOCOUTQNSD, &unsent) == 0 && unsent == 0 &&
+           (theirs == 0 || rq == 0);
+}
+#endif
+
+int kh_wait_peer_read(int fd, int timeout_ms)
+{
+#ifdef __linux__
+    return KH_WAIT_UNTIL(kh_peer_read_all(fd), timeout_ms);
+#else
+    (void)fd;
+    return kh_wait_blind(timeout_ms);
+#endif
+}
+
+int kh_close_both(int fd, int timeout_ms)
+{
+    shutdown(fd, SHUT_WR);
+    long long deadline = kh_now_ms() + timeout_ms;
+    int closed = 0;
+    char buf[4096];
+    for (;;) {
+        long long left = deadline - kh_now_ms();
+        int r = kh_expect_eof(fd, buf, sizeof buf, left > 0 ? (int)left : 0);
+        if (r != -1) { /* EOF (1) or time out (0); -1: data, read on */
+            closed = r == 1;
+            break;
+        }
+    }
+    close(fd);
+    return closed;
+}
+
+int kh_wait_port_read(unsigned port, int timeout_ms)
+{
+#ifdef __linux__
+    return KH_WAIT_UNTIL(kh_tcp_queue(port, 0, 10, 1) <= 0 && kh_tcp_queue(port, 0, 0, 1) <= 0,
+                         timeout_ms);
+#else
+    (void)port;
+    return kh_wait_blind(timeout_ms);
+#endif
+}
+
+int kh_wait_accepted(unsigned port, int timeout_ms)
+{
+#ifdef __linux__
+    /* For a listening socket rx_queue is the accept queue's length. */
+    return KH_WAIT_UNTIL(kh_tcp_queue(port, 0, 10, 1) == 0, timeout_ms);
+#else
+    (void)port;
+    return kh_wait_blind(timeout_ms);
+#endif
+}
+
+int kh_count_fds(kh_proc *p)
+{
+#ifdef __linux__
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/fd", (int)p->pid);
+    DIR *d = p->pid > 0 ? opendir(path) : NULL;
+    if (d == NULL)
+        return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+#else
+    (void)p;
+    return -1;
+#endif
+}
+
+int kh_wait_fds_at_most(kh_proc *p, int n, int timeout_ms)
+{
+    if (kh_count_fds(p) < 0) {
+#ifdef __linux__
+        return 0; /* the process is gone */
+#else
+        return kh_wait_blind(timeout_ms);
+#endif
+    }
+    return KH_WAIT_UNTIL(kh_count_fds(p) <= n, timeout_ms);
+}
+
+/* 1 if a connection to 127.0.0.1:port is accepted (it is closed at once). */
+static int kh_port_accepts(unsigned port)
+{
+    int fd = kh_connect("127.0.0.1", port);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+static int kh_wait_connect(unsigned port, int want, int timeout_ms)
+{
+    return KH_WAIT_UNTIL(kh_port_accepts(port) == want, timeout_ms);
+}
+
+int kh_wait_accepts(unsigned port, int timeout_ms)
+{
+    return kh_wait_connect(port, 1, timeout_ms);
+}
+
+int kh_wait_refused(unsigned port, int timeout_ms)
+{
+    return kh_wait_connect(port, 0, timeout_ms);
 }
 
 unsigned kh_free_port(void)

@@ -133,8 +133,72 @@ unsigned kh_free_port(void);
 /* Milliseconds on a monotonic clock. */
 long long kh_now_ms(void);
 
-/* Sleeps for ms milliseconds. */
+/* Sleeps for ms milliseconds. Only for a test that measures time passing
+ * (a timeout must not fire before N ms, a rate over a second); a test that
+ * waits for something to happen waits for it with the helpers below. */
 void kh_sleep_ms(int ms);
+
+/* ---- Waiting for a condition -------------------------------------------- */
+
+/* Polls `cond` (an expression) until it is true or timeout_ms have passed;
+ * the value is whether it became true. It is evaluated again after 1 ms,
+ * then 2, 4, 8 and every 10 ms: what is quick is seen quickly, what takes
+ * long costs few evaluations. A caller asserts on it with its own message:
+ *     kh_assert(p, KH_WAIT_UNTIL(kh_count_fds(p) <= n, 5000), "...");    */
+#define KH_WAIT_UNTIL(cond, timeout_ms)                                                            \
+    __extension__({                                                                                \
+        long long kh_wait_end_ = kh_now_ms() + (timeout_ms);                                       \
+        int kh_wait_ok_, kh_wait_ms_ = 1;                                                          \
+        while (!(kh_wait_ok_ = !!(cond)) && kh_now_ms() < kh_wait_end_) {                          \
+            kh_sleep_ms(kh_wait_ms_);                                                              \
+            kh_wait_ms_ = kh_wait_ms_ < 5 ? kh_wait_ms_ * 2 : 10;                                  \
+        }                                                                                          \
+        kh_wait_ok_;                                                                               \
+    })
+
+/* Waits until keel's stderr contains `needle` at least n times (1) or the
+ * time runs out or keel exits with fewer (0). */
+int kh_wait_log_count(kh_proc *p, const char *needle, int n, int timeout_ms);
+
+/* Waits until the process at the other end of the TCP connection fd has
+ * read every byte sent on it (nothing unsent on fd, nothing unread in the
+ * peer socket's receive queue): what a test means by "keel has read my
+ * request". 1, or 0 on timeout. Linux asks the kernel's socket table for
+ * the peer's socket (sock_diag, as ss(8) does); where the kernel does not
+ * show it this waits a fixed min(timeout_ms, 200) ms and returns 1. */
+int kh_wait_peer_read(int fd, int timeout_ms);
+
+/* Half-closes fd, waits (up to timeout_ms) for the peer to close its end
+ * too (EOF or a reset; what arrives before is discarded), then closes fd:
+ * 1 if the peer had closed, 0 otherwise. What a test means by "keel is
+ * done with this connection". */
+int kh_close_both(int fd, int timeout_ms);
+
+/* kh_wait_peer_read for every connection to the server on port at once:
+ * all accepted, and nothing they delivered left unread (one look at the
+ * kernel's table a poll, however many connections there are). */
+int kh_wait_port_read(unsigned port, int timeout_ms);
+
+/* Waits until nothing waits in the accept queue of the TCP listener(s) on
+ * 127.0.0.1/::1 port: every connection made to it has been accepted. 1,
+ * or 0 on timeout; the fixed wait of kh_wait_peer_read where the kernel
+ * does not show the queue. */
+int kh_wait_accepted(unsigned port, int timeout_ms);
+
+/* Descriptors the process holds open (Linux: /proc/PID/fd), or -1 where
+ * that cannot be seen. */
+int kh_count_fds(kh_proc *p);
+
+/* Waits until the process holds at most n descriptors: what it closed when
+ * a connection or file was done with. 1, or 0 on timeout; where
+ * kh_count_fds cannot see, the fixed wait of kh_wait_peer_read and 1. */
+int kh_wait_fds_at_most(kh_proc *p, int n, int timeout_ms);
+
+/* Waits until connecting to 127.0.0.1:port succeeds (1) or is refused
+ * (0 from kh_wait_refused) before the deadline: a server that has started,
+ * or one that has stopped listening. The test connection is closed at once. */
+int kh_wait_accepts(unsigned port, int timeout_ms);
+int kh_wait_refused(unsigned port, int timeout_ms);
 
 /* A macro's value as a string literal (KH_STR(KEEL_ABI_MINOR) is "6"). */
 #define KH_STR_(x) #x

@@ -151,7 +151,8 @@ Test(descriptors, exhausted_then_recovered, .timeout = 90, .fini = st_cleanup)
               "no line about accept failing with EMFILE");
     kh_assert(p, kh_count_log(p, "accept on 127.0.0.1:0 (worker 0): out of file") >= 1,
               "the accept line does not name the listener and worker");
-    /* The worker retries every 100 ms; the lines come at most once a second. */
+    /* The worker retries every 100 ms; the lines come at most once a second
+     * (a rate: time passing is the test). */
     kh_sleep_ms(1500);
     int lines = kh_count_log(p, "accept on 127.0.0.1:0 (worker 0): out of file");
     kh_assert(p, lines >= 1 && lines <= 3, "%d accept lines in 1.5 s", lines);

@@ -13,27 +13,10 @@
 #define _GNU_SOURCE /* prlimit */
 #include "harness.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <sys/resource.h>
-
-static int count_fds(pid_t pid)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(path);
-    if (d == NULL)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        if (e->d_name[0] != '.')
-            n++;
-    closedir(d);
-    return n;
-}
 
 /* Reads the answer to a GET /hello/NAME sent on fd: 1 if a 200 with its
  * greeting came within 5 s. */
@@ -73,6 +56,17 @@ static int sanitizer_report(const char *err)
            strstr(err, "runtime error:");
 }
 
+/* 1 if a new connection to port is served. */
+static int served_anew(unsigned port)
+{
+    int fd = kh_connect("127.0.0.1", port);
+    if (fd < 0)
+        return 0;
+    int served = hello_on(fd, "again");
+    close(fd);
+    return served;
+}
+
 Test(faults, accept_emfile, .timeout = 60)
 {
 #ifndef __linux__
@@ -92,7 +86,7 @@ Test(faults, accept_emfile, .timeout = 60)
         held[i] = kh_connect("127.0.0.1", port);
         kh_assert(p, held[i] >= 0 && hello_on(held[i], "held"), "connection %d not served", i);
     }
-    int base = count_fds(p->pid);
+    int base = kh_count_fds(p);
     kh_assert(p, base > 0, "cannot count keel's descriptors");
     /* Room for two more descriptors, no more. */
     struct rlimit lim, low;
@@ -109,7 +103,8 @@ Test(faults, accept_emfile, .timeout = 60)
         if (over[i] >= 0)
             kh_send_str(over[i], "GET /hello/over HTTP/1.1\r\nHost: x\r\n\r\n");
     }
-    kh_sleep_ms(300);
+    kh_assert(p, kh_wait_log(p, "out of file descriptors", 5000),
+              "the descriptors did not run out");
     kh_assert(p, !kh_exited(p), "keel exited at the descriptor limit");
     /* The connections keel holds are still served, more than once. */
     for (int round = 0; round < 2; round++)
@@ -150,18 +145,7 @@ Test(faults, accept_emfile, .timeout = 60)
         if (over[i] >= 0)
             close(over[i]);
     }
-    int served = 0;
-    long long end = kh_now_ms() + 10000;
-    while (!served && kh_now_ms() < end) {
-        int fd = kh_connect("127.0.0.1", port);
-        if (fd >= 0) {
-            served = hello_on(fd, "again");
-            close(fd);
-        }
-        if (!served)
-            kh_sleep_ms(100);
-    }
-    kh_assert(p, served, "accepting did not resume");
+    kh_assert(p, KH_WAIT_UNTIL(served_anew(port), 10000), "accepting did not resume");
     for (int i = 0; i < HELD; i++) {
         kh_assert(p, hello_on(held[i], "after"), "held connection %d lost", i);
         close(held[i]);

@@ -230,9 +230,9 @@ Test(http, requests_split_byte_by_byte, .timeout = 30, .fini = kh_cleanup_all)
     const char *reqs =
         GET("/hello/one") "POST /echo HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: "
                           "chunked\r\n\r\n3;x=y\r\nabc\r\n0\r\nT: v\r\n\r\n" GET("/hello/three");
-    for (const char *s = reqs; *s; s++) {
+    for (const char *s = reqs; *s; s++) { /* a byte a read */
         ht_send(c, s, 1);
-        kh_sleep_ms(1);
+        kh_assert(p, kh_wait_peer_read(c->fd, 5000), "byte %zu not read", (size_t)(s - reqs));
     }
     const char *want[] = {"Hello, one!", "abc", "Hello, three!"};
     for (int i = 0; i < 3; i++) {
@@ -328,7 +328,7 @@ Test(http, echo_chunked_with_extensions_and_trailers, .timeout = 30, .fini = kh_
             size_t len = strlen(req);
             for (size_t i = 0; i < len; i += 3) {
                 ht_send(c, req + i, len - i < 3 ? len - i : 3);
-                kh_sleep_ms(2);
+                kh_assert(p, kh_wait_peer_read(c->fd, 5000), "piece at %zu not read", i);
             }
         }
         ht_resp r;
@@ -565,7 +565,7 @@ Test(http, offload_does_not_block_the_loop, .timeout = 60, .fini = kh_cleanup_al
     ht_conn *slow = ht_connect(port);
     t0 = kh_now_ms();
     ht_send_str(slow, ht_fmt("GET /offload?n=%llu HTTP/1.1\r\nHost: h\r\n\r\n", n));
-    kh_sleep_ms(50);
+    kh_assert(p, kh_wait_peer_read(slow->fd, 5000), "keel did not read the offload's request");
     /* While the pool hashes, the loop serves others: GET / is answered
      * again and again before the offload's answer comes. (Counting rather
      * than timing keeps this right on a busy machine.) */
@@ -595,9 +595,22 @@ Test(http, offload_does_not_block_the_loop, .timeout = 60, .fini = kh_cleanup_al
 /* A client that leaves while its handler waits (offload, timer, stream):
  * the server must drop the exchange cleanly and stay up. Under ASan this is
  * where use-after-free would show. */
+/* 1 if keel_connections_open (tests/modules' metrics: GET /dump) counts
+ * only the connection that asks. */
+static int only_connection_open(kh_proc *p)
+{
+    ht_resp r;
+    ht_roundtrip(p, "GET /dump HTTP/1.1\r\nHost: h\r\n\r\n", &r);
+    const char *v = r.status == 200 ? strstr(r.body, "keel_connections_open{} ") : NULL;
+    int one = v != NULL && atoi(v + strlen("keel_connections_open{} ")) == 1;
+    ht_resp_free(&r);
+    return one;
+}
+
 Test(http, client_leaves_during_async_handlers, .timeout = 60, .fini = kh_cleanup_all)
 {
-    kh_proc *p = ht_start(NULL, NULL);
+    const char *args[] = {"--set", "keel.modules=http1 hello metrics", NULL};
+    kh_proc *p = ht_start(NULL, args);
     unsigned port = kh_port(p, 0);
     const char *reqs[] = {GET("/offload?n=3000000"), GET("/slow?ms=200"), GET("/stream?n=100000"),
                           "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 100\r\n\r\npartial"};
@@ -605,6 +618,8 @@ Test(http, client_leaves_during_async_handlers, .timeout = 60, .fini = kh_cleanu
         for (size_t i = 0; i < sizeof reqs / sizeof reqs[0]; i++) {
             ht_conn *c = ht_connect(port);
             ht_send_str(c, reqs[i]);
+            /* Leaving at three points of the handler's life: at once,
+             * and 20 or 40 ms into it (time passing, not a condition). */
             if (round > 0)
                 kh_sleep_ms(round * 20);
             struct linger lg = {.l_onoff = 1, .l_linger = 0}; /* RST on close */
@@ -612,7 +627,11 @@ Test(http, client_leaves_during_async_handlers, .timeout = 60, .fini = kh_cleanu
                 setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
             ht_close(c);
         }
-    kh_sleep_ms(600); /* let the timers and offloads finish */
+    /* Every connection of the clients that left is closed and freed: the
+     * one asking is the only one open. (Their requests may outlive them:
+     * an offload still hashing is the graceful stop's to wait for, below.) */
+    kh_assert(p, KH_WAIT_UNTIL(only_connection_open(p), 10000),
+              "the exchanges of the clients that left are still open");
     ht_resp r;
     ht_roundtrip(p, GET("/"), &r);
     kh_assert(p, r.status == 200, "server unwell after clients left: %d", r.status);
@@ -681,7 +700,7 @@ Test(http, sigterm_finishes_in_flight_requests, .timeout = 30, .fini = kh_cleanu
     ht_expect_response(p, idle, &r, 0);
     ht_resp_free(&r);
     ht_send_str(busy, GET("/slow?ms=500"));
-    kh_sleep_ms(100);
+    kh_assert(p, kh_wait_peer_read(busy->fd, 5000), "keel did not read the busy request");
     kh_signal(p, SIGTERM);
     /* The idle keep-alive connection is closed, the busy one answered. */
     kh_assert(p, ht_wait_closed(idle, 5000) == 1, "idle keep-alive connection not closed");

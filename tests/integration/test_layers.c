@@ -127,7 +127,7 @@ Test(layers, deferred_protocol_times_out_and_stops_cleanly, .timeout = 30)
     /* A graceful stop does not wait for a handshake in progress. */
     fd = kh_connect("127.0.0.1", kh_port(p, 0));
     kh_assert(p, kh_send_str(fd, "op") == 0, "send");
-    kh_sleep_ms(100);
+    kh_assert(p, kh_wait_peer_read(fd, 5000), "keel did not read the handshake's start");
     t0 = kh_now_ms();
     kh_signal(p, SIGTERM);
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");

@@ -61,13 +61,15 @@ Test(pressure, ten_thousand_connections, .timeout = 110)
                           NULL, 1, 10000);
     unsigned port = kh_port(p, 0);
     /* Warm up (the pools, the workers' arenas) before the baseline. */
+    int fds0 = kh_count_fds(p);
     int warm[64];
     for (int i = 0; i < 64; i++)
         warm[i] = kh_connect("127.0.0.1", port);
     serve_batch(warm, 64, 5000);
     for (int i = 0; i < 64; i++)
         close(warm[i]);
-    kh_sleep_ms(200);
+    kh_assert(p, kh_wait_fds_at_most(p, fds0, 10000), "keel holds %d descriptors, %d before",
+              kh_count_fds(p), fds0);
     long rss0 = rss_kib(p->pid);
 
     int *fds = malloc(N * sizeof *fds);

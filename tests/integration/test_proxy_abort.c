@@ -149,12 +149,15 @@ Test(proxy_abort, h1_client_resets_while_connecting, .timeout = 60, .fini = kh_c
     unsigned port = kh_port(p, 0);
 
     /* A: asks, and leaves with a reset while keel's SYN waits. */
+    int fds = kh_count_fds(p);
     int a = kh_connect("127.0.0.1", port);
     cr_assert(a >= 0);
     kh_send_str(a, "GET /first HTTP/1.1\r\nHost: first.test\r\n\r\n");
-    kh_sleep_ms(300);
+    kh_assert(p, kh_wait_peer_read(a, 5000), "keel did not read A's request");
     reset_close(a);
-    kh_sleep_ms(100);
+    /* keel has dropped A (its socket and the upstream attempt closed) */
+    kh_assert(p, kh_wait_fds_at_most(p, fds, 5000), "keel holds A's descriptors: %d, %d before",
+              kh_count_fds(p), fds);
     /* B: the next client, whose bytes may land where A's were. */
     int b = kh_connect("127.0.0.1", port);
     cr_assert(b >= 0);
@@ -187,7 +190,8 @@ Test(proxy_abort, h1_client_resets_while_waiting, .timeout = 60, .fini = kh_clea
         int a = kh_connect("127.0.0.1", port);
         cr_assert(a >= 0);
         kh_send_str(a, "GET /slow?ms=400 HTTP/1.1\r\nHost: x\r\n\r\n");
-        kh_sleep_ms(100);
+        kh_assert(p, kh_wait_log_count(up, "GET /slow?ms=400", i + 1, 5000),
+                  "request %d did not reach the upstream", i);
         reset_close(a);
     }
     char url[160];
@@ -301,7 +305,7 @@ Test(proxy_abort, h1_pipelined_bytes_keep_the_held_head, .timeout = 60, .fini = 
     int fd = kh_connect("127.0.0.1", kh_port(p, 0));
     cr_assert(fd >= 0);
     cr_assert(kh_send(fd, stream, sizeof stream) == 0);
-    kh_sleep_ms(300);
+    kh_assert(p, kh_wait_peer_read(fd, 5000), "keel did not read the first 16 KiB");
     kh_send_str(fd, "more bytes, for the read the pause lets through");
     upstream_serve(&u, 2500);
     kh_assert(p,

@@ -29,6 +29,8 @@ Test(proxy_fd, out_of_descriptors_is_503_and_not_the_servers_fault, .timeout = 9
     kh_proc *p = kh_start(conf, NULL, 1, 10000);
     unsigned port = kh_port(p, 0);
     ht_conn *early = ht_connect(port);
+    kh_assert(p, kh_wait_accepted(port, 5000), "keel did not accept the first connection");
+    int fds = kh_count_fds(p);
 
     int crowd[CROWD];
     for (int i = 0; i < CROWD; i++) {
@@ -51,7 +53,8 @@ Test(proxy_fd, out_of_descriptors_is_503_and_not_the_servers_fault, .timeout = 9
     /* Descriptors free again: the server was never taken out. */
     for (int i = 0; i < CROWD; i++)
         close(crowd[i]);
-    kh_sleep_ms(300);
+    kh_assert(p, kh_wait_fds_at_most(p, fds, 10000),
+              "keel holds %d descriptors, %d before the crowd", kh_count_fds(p), fds);
     ht_send_str(early, "GET /id HTTP/1.1\r\nHost: t\r\n\r\n");
     ht_expect_response(p, early, &r, 0);
     kh_assert(p, r.status == 200, "after the shortage: status %d (the server was taken out)",

@@ -77,6 +77,7 @@ Test(proxy_h2, shut_windows_hold_little, .timeout = 90, .fini = kh_cleanup_all)
 
     /* A first connection warms what a worker keeps (request pools, batch
      * buffers): only the second one's holding is measured. */
+    int fds = kh_count_fds(p);
     int warm = kh_connect("127.0.0.1", port);
     static char out[65536];
     size_t n = 0;
@@ -87,7 +88,9 @@ Test(proxy_h2, shut_windows_hold_little, .timeout = 90, .fini = kh_cleanup_all)
     cr_assert(kh_send(warm, out, n) == 0);
     kh_assert(p, await_headers(warm, 1, 5000) == 0x88, "warm-up");
     close(warm);
-    kh_sleep_ms(300);
+    kh_assert(p, kh_wait_fds_at_most(p, fds + 1, 5000), /* + the pooled upstream connection */
+              "keel did not let the warm-up connection go: %d descriptors, %d before",
+              kh_count_fds(p), fds);
     long before = px_rss_kib(p->pid);
 
     /* 100 streams (max_concurrent_streams' default), each asking for

@@ -56,6 +56,9 @@ static void expect_peer(kh_proc *p, unsigned port, const char *hdr, size_t n, co
     memcpy(msg, hdr, n);
     memcpy(msg + n, "ping\n", 5);
     if (split) {
+        /* A write a byte, paced rather than waited on: the header has 400 ms
+         * in all (proxy_timeout), and a wait for each read (a look at the
+         * kernel's socket table) took longer than that on a busy machine. */
         for (size_t i = 0; i < n + 5; i++) {
             kh_assert(p, kh_send(fd, msg + i, 1) == 0, "send byte %zu", i);
             kh_sleep_ms(1);
@@ -185,7 +188,7 @@ Test(proxy_protocol, refused, .timeout = 60, .fini = kh_cleanup_all)
     for (size_t i = 0; i < strlen(slow) && !closed; i++) {
         if (kh_send(fd, slow + i, 1) != 0)
             closed = 1;
-        kh_sleep_ms(40);
+        kh_sleep_ms(40); /* the trickle's pace: past the 400 ms budget in 10 bytes */
     }
     if (!closed)
         kh_assert(p, kh_expect_eof(fd, NULL, 0, 5000) == 1, "slow header closed");
@@ -342,18 +345,8 @@ Test(proxy_protocol, haproxy_in_front, .timeout = 90, .fini = kh_cleanup_all)
     cr_assert(f && fputs(cfg, f) >= 0 && fclose(f) == 0);
     const char *args[] = {"-db", "-f", path, NULL};
     kh_proc *h = kh_spawn_program(haproxy, NULL, args);
-    int up = 0;
-    for (int i = 0; i < 100 && !up; i++) {
-        int a = kh_connect("127.0.0.1", v2port), b = kh_connect("127.0.0.1", v1port);
-        up = a >= 0 && b >= 0;
-        if (a >= 0)
-            close(a);
-        if (b >= 0)
-            close(b);
-        if (!up)
-            kh_sleep_ms(50);
-    }
-    kh_assert(h, up, "haproxy did not start");
+    kh_assert(h, kh_wait_accepts(v2port, 5000) && kh_wait_accepts(v1port, 5000),
+              "haproxy did not start");
     unsigned ports[2] = {v2port, v1port};
     for (int round = 0; round < 4; round++) {
         int fd = kh_connect("127.0.0.1", ports[round % 2]);

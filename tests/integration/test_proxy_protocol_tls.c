@@ -52,11 +52,9 @@ Test(proxy_protocol_tls, haproxy_header_then_tls, .timeout = 90, .fini = tt_clea
     cr_assert(f && fputs(cfg, f) >= 0 && fclose(f) == 0);
     const char *args[] = {"-db", "-f", path, NULL};
     kh_proc *h = kh_spawn_program(haproxy, NULL, args);
-    int fd = -1;
-    for (int i = 0; i < 100 && fd < 0; i++)
-        if ((fd = kh_connect("127.0.0.1", front)) < 0)
-            kh_sleep_ms(50);
-    kh_assert(h, fd >= 0, "haproxy did not start");
+    kh_assert(h, kh_wait_accepts(front, 5000), "haproxy did not start");
+    int fd = kh_connect("127.0.0.1", front);
+    kh_assert(h, fd >= 0, "connect to haproxy");
     char buf[256], expected[64];
     snprintf(expected, sizeof expected, "peer 127.0.0.1:%u\n", local_port(fd));
     kh_recv_line(fd, buf, sizeof buf, 5000);

@@ -117,7 +117,8 @@ Test(proxy_stream, slow_client_bounded_memory, .timeout = 90, .fini = kh_cleanup
     px_need_curl();
     kh_proc *up, *p = proxy_to_python(&up);
     char url[160], path[64];
-    kh_sleep_ms(200);
+    /* kh_start returned once keel logged its listeners, which it does after
+     * every worker started: the baseline is keel at rest. */
     long before = px_rss_kib(p->pid);
     snprintf(path, sizeof path, "/big?n=%u", BIG);
     /* 32 MiB at 8 MiB/s: four seconds in which the upstream could send it
@@ -138,7 +139,6 @@ Test(proxy_stream, slow_upstream_bounded_memory, .timeout = 90, .fini = kh_clean
     kh_proc *up, *p = proxy_to_python(&up);
     char url[160], file[320], data[330];
     snprintf(data, sizeof data, "@%s", upload_file(p, BIG, file, sizeof file));
-    kh_sleep_ms(200);
     long before = px_rss_kib(p->pid);
     /* The upstream reads 1 MiB per 100 ms: about 3 s for 32 MiB, while
      * curl could send it all in a fraction of that. */

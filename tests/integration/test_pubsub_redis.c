@@ -28,6 +28,25 @@ static kh_proc *start_keel(unsigned redis_port)
     return pr_start_keel(PR_MODULES, "", "127.0.0.1", redis_port, NULL);
 }
 
+/* redis-cli PUBSUB what arg against the Redis on port (its output in rr). */
+static ht_run_result redis_pubsub(unsigned port, const char *what, const char *arg)
+{
+    char p[16];
+    snprintf(p, sizeof p, "%u", port);
+    const char *argv[] = {"redis-cli", "-h", "127.0.0.1", "-p", p, "PUBSUB", what, arg, NULL};
+    return ht_run(argv, 5000);
+}
+
+/* Subscribers of `channel` Redis counts (PUBSUB NUMSUB), or -1. */
+static int redis_numsub(unsigned port, const char *channel)
+{
+    ht_run_result rr = redis_pubsub(port, "NUMSUB", channel);
+    const char *nl = rr.status == 0 ? strchr(rr.out, '\n') : NULL; /* "CHANNEL\nN\n" */
+    int n = nl != NULL ? atoi(nl + 1) : -1;
+    ht_run_free(&rr);
+    return n;
+}
+
 Test(pubsub_redis, across_instances_and_a_redis_restart, .timeout = 120, .fini = kh_cleanup_all)
 {
     PR_REQUIRE();
@@ -75,8 +94,8 @@ Test(pubsub_redis, across_instances_and_a_redis_restart, .timeout = 120, .fini =
     double before = pr_metric(k1, "pubsub_redis_dropped_total");
     wsc_send_text(pub1, "pub room lost");
     kh_assert(k1, pr_receives(a, "lost", 5000), "local delivery while Redis restarts");
-    kh_sleep_ms(100);
-    kh_assert(k1, pr_metric(k1, "pubsub_redis_dropped_total") > before, "counted as dropped");
+    kh_assert(k1, pr_wait_metric(k1, "pubsub_redis_dropped_total", before + 1, 5000) > before,
+              "counted as dropped");
     redis = pr_start_redis(rport);
     kh_assert(k2, pr_publish_until_received(pub1, b, "room", "after-restart", 15000),
               "delivery k1 -> k2 resumes after the restart");
@@ -88,12 +107,13 @@ Test(pubsub_redis, across_instances_and_a_redis_restart, .timeout = 120, .fini =
      * longer reaches k1 at all (Redis has no subscriber from k1). */
     wsc_close(a);
     kh_assert(k1, kh_wait_log(k1, "wstest topic idle room", 5000), "topic idle on k1");
-    kh_sleep_ms(200);
+    kh_assert(k1, KH_WAIT_UNTIL(redis_numsub(rport, "t:room") == 1, 5000),
+              "k1 did not unsubscribe in Redis: %d subscribers", redis_numsub(rport, "t:room"));
     kh_assert(k1, pr_metric(k1, "pubsub_redis_received_total") >= 1, "received counted");
     double received = pr_metric(k1, "pubsub_redis_received_total");
     wsc_send_text(pub2, "pub room nobody-on-k1");
     kh_assert(k2, pr_receives(b, "nobody-on-k1", 5000), "k2's own subscriber");
-    kh_sleep_ms(300);
+    kh_sleep_ms(300); /* what must not come: a wait for it is a time */
     kh_assert(k1, pr_metric(k1, "pubsub_redis_received_total") == received,
               "k1 still received messages for a topic it left");
 
@@ -145,7 +165,7 @@ Test(pubsub_redis, auth_password_acl_user_and_a_wrong_password, .timeout = 120,
     kh_proc *k3 = pr_start_keel(PR_MODULES, "", "127.0.0.1", rport, "password = wrong\n");
     kh_assert(k3, kh_wait_log(k3, "refused AUTH", 5000), "the refusal is logged");
     kh_assert(k3, strstr(kh_stderr(k3), "WRONGPASS") != NULL, "with Redis's reason");
-    kh_sleep_ms(2000);
+    kh_sleep_ms(2000); /* the rate of tries over time is the test */
     double fails = pr_metric(k3, "pubsub_redis_auth_failures_total");
     kh_assert(k3, fails >= 4 && fails <= 60, "retried with back-off: %.0f refusals in 2s", fails);
     kh_assert(k3, kh_count_log(k3, "refused AUTH") <= 2, "logged once per link per outage");
@@ -262,7 +282,7 @@ Test(pubsub_redis, a_silent_redis_is_found_by_ping, .timeout = 60, .fini = kh_cl
     kh_proc *k2 = pr_start_keel(PR_MODULES, "", "127.0.0.1", rport, "password = pw\n");
     kh_assert(k1, kh_wait_log(k1, "(subscribe): connected", 10000), "k1 connects");
     wsc *a = pr_subscriber(k1, "room");
-    kh_sleep_ms(1500); /* several PINGs each way, all answered */
+    kh_sleep_ms(1500); /* time for several PINGs each way (the test: none cuts the link) */
     kh_assert(k1, pr_metric(k1, "pubsub_redis_reconnects_total") == 0,
               "answered PINGs cut nothing");
     kh_assert(k1, pr_metric(k1, "pubsub_redis_links_up") == 2, "both links up");
@@ -270,7 +290,7 @@ Test(pubsub_redis, a_silent_redis_is_found_by_ping, .timeout = 60, .fini = kh_cl
     kill(redis->pid, SIGSTOP);
     kh_assert(k1, kh_wait_log(k1, "no answer in 300ms, reconnecting", 5000), "the silence is seen");
     /* The kernel still accepts connections for the paused Redis, but AUTH
-     * gets no answer: never up. */
+     * gets no answer: never up, for as long as we look. */
     kh_sleep_ms(700);
     kh_assert(k1, pr_metric(k1, "pubsub_redis_links_up") == 0, "no link counts as up");
     kill(redis->pid, SIGCONT);
@@ -290,11 +310,7 @@ Test(pubsub_redis, a_silent_redis_is_found_by_ping, .timeout = 60, .fini = kh_cl
  * -1 if it cannot be asked. */
 static int redis_channels(unsigned port, const char *pattern)
 {
-    char p[16];
-    snprintf(p, sizeof p, "%u", port);
-    const char *argv[] = {"redis-cli", "-h",       "127.0.0.1", "-p", p,
-                          "PUBSUB",    "CHANNELS", pattern,     NULL};
-    ht_run_result rr = ht_run(argv, 5000);
+    ht_run_result rr = redis_pubsub(port, "CHANNELS", pattern);
     int n = -1;
     if (rr.status == 0) { /* one name a line; an empty array prints an empty line */
         n = 0;
@@ -307,10 +323,8 @@ static int redis_channels(unsigned port, const char *pattern)
 
 static int wait_channels(unsigned port, const char *pattern, int want, int timeout_ms)
 {
-    long long end = kh_now_ms() + timeout_ms;
     int n;
-    while ((n = redis_channels(port, pattern)) != want && kh_now_ms() < end)
-        kh_sleep_ms(50);
+    KH_WAIT_UNTIL((n = redis_channels(port, pattern)) == want, timeout_ms);
     return n;
 }
 

@@ -40,15 +40,8 @@ PR_FN kh_proc *pr_start_redis_args(unsigned port, const char *const *more)
         args[n++] = more[i];
     args[n] = NULL;
     kh_proc *r = kh_spawn_program(pr_redis_bin, NULL, args);
-    for (int i = 0; i < 100; i++) {
-        int fd = kh_connect("127.0.0.1", port);
-        if (fd >= 0) {
-            close(fd);
-            return r;
-        }
-        kh_sleep_ms(50);
-    }
-    cr_assert_fail("redis-server did not start: %s", kh_stdout(r));
+    if (!kh_wait_accepts(port, 5000))
+        cr_assert_fail("redis-server did not start: %s", kh_stdout(r));
     return r;
 }
 
@@ -176,10 +169,8 @@ PR_FN double pr_metric(kh_proc *p, const char *series)
 /* Waits until pr_metric(p, series) >= at_least; returns the last value. */
 PR_FN double pr_wait_metric(kh_proc *p, const char *series, double at_least, int timeout_ms)
 {
-    long long end = kh_now_ms() + timeout_ms;
     double v;
-    while ((v = pr_metric(p, series)) < at_least && kh_now_ms() < end)
-        kh_sleep_ms(50);
+    KH_WAIT_UNTIL((v = pr_metric(p, series)) >= at_least, timeout_ms);
     return v;
 }
 

@@ -39,8 +39,9 @@ static void open_idle(kh_proc *p, ht_conn **c, int n)
 {
     for (int i = 0; i < n; i++) {
         c[i] = ht_connect(kh_port(p, 0));
+        /* Answered before the next one connects: the reclaim list is kept
+         * in the order connections went idle, not by their timestamps. */
         get_ok(p, c[i], ht_fmt("idle connection %d", i));
-        kh_sleep_ms(20); /* a distinct place in the idle order */
     }
 }
 
@@ -96,10 +97,11 @@ Test(reclaim, idle_keepalive_makes_room, .timeout = 60, .fini = kh_cleanup_all)
 Test(reclaim, silent_connections_make_room, .timeout = 60, .fini = kh_cleanup_all)
 {
     kh_proc *p = start(1, 2, "on");
+    /* Each accepted before the next connects: a is the oldest. */
     ht_conn *a = ht_connect(kh_port(p, 0));
-    kh_sleep_ms(50);
+    kh_assert(p, kh_wait_accepted(kh_port(p, 0), 5000), "a was not accepted");
     ht_conn *b = ht_connect(kh_port(p, 0));
-    kh_sleep_ms(50);
+    kh_assert(p, kh_wait_accepted(kh_port(p, 0), 5000), "b was not accepted");
     ht_conn *c = ht_connect(kh_port(p, 0));
     get_ok(p, c, "a client while two silent connections hold every slot");
     kh_assert(p, ht_wait_closed(a, 5000) == 1, "the oldest silent connection is still open");
@@ -118,9 +120,12 @@ Test(reclaim, never_a_connection_mid_request, .timeout = 60, .fini = kh_cleanup_
     kh_proc *p = start(1, 2, "on");
     ht_conn *a = ht_connect(kh_port(p, 0));
     ht_conn *b = ht_connect(kh_port(p, 0));
-    ht_send_str(a, "GET /slow?ms=1000 HTTP/1.1\r\nHost: h\r\n\r\n");
+    /* 3 s: still working when c comes even if this machine stalls us for
+     * a second or two (with 1 s, a had been answered, and so idle). */
+    ht_send_str(a, "GET /slow?ms=3000 HTTP/1.1\r\nHost: h\r\n\r\n");
     ht_send_str(b, "POST /echo HTTP/1.1\r\nHost: h\r\nContent-Length: 10\r\n\r\n12345");
-    kh_sleep_ms(200); /* the server has read them */
+    kh_assert(p, kh_wait_peer_read(a->fd, 5000) && kh_wait_peer_read(b->fd, 5000),
+              "keel did not read the two requests");
 
     /* No idle or unfinished connection to close: the newcomer is refused
      * (closed without a byte), and the two requests finish. */
@@ -175,7 +180,8 @@ Test(reclaim, unfinished_heads_make_room, .timeout = 60, .fini = kh_cleanup_all)
         fds[i] = kh_connect("127.0.0.1", kh_port(p, 0));
         kh_assert(p, fds[i] >= 0, "connect %d", i);
         kh_assert(p, kh_send_str(fds[i], "GET / HTTP/1.1\r\nHo") == 0, "send %d", i);
-        kh_sleep_ms(50);
+        /* read (its deadline set) before the next one: fds[0] is the oldest */
+        kh_assert(p, kh_wait_peer_read(fds[i], 5000), "keel did not read head %d", i);
     }
     ht_conn *d = ht_connect(kh_port(p, 0));
     get_ok(p, d, "the client over max_connections");
@@ -229,14 +235,17 @@ Test(reclaim, peers_that_do_not_read_hide_nothing, .timeout = 90, .fini = kh_cle
         cr_assert(connect(blockers[i], (struct sockaddr *)&a, sizeof a) == 0);
         kh_send_str(blockers[i], "GET /fix/body?len=5000000 HTTP/1.1\r\nHost: h\r\n\r\n");
     }
-    kh_sleep_ms(300); /* each response handed over, most of it still queued */
+    /* each request read, so its response handed over, most of it still queued */
+    for (int i = 0; i < 17; i++)
+        kh_assert(p, kh_wait_peer_read(blockers[i], 10000), "request %d not read", i);
     /* three trickled heads behind them */
     int heads[3];
     for (int i = 0; i < 3; i++) {
         heads[i] = kh_connect("127.0.0.1", port);
         kh_send_str(heads[i], "GET /fix/body HTTP/1.1\r\nHo");
     }
-    kh_sleep_ms(1000); /* read by keel: 85 MB of bodies were made first */
+    for (int i = 0; i < 3; i++) /* 85 MB of bodies were made first */
+        kh_assert(p, kh_wait_peer_read(heads[i], 10000), "head %d not read", i);
     /* max_connections is reached: a new client must still be served */
     for (int round = 0; round < 2; round++) {
         ht_conn *c = ht_connect(port);
@@ -248,10 +257,9 @@ Test(reclaim, peers_that_do_not_read_hide_nothing, .timeout = 90, .fini = kh_cle
         ht_resp_free(&r);
         ht_close(c);
     }
-    /* The room came from the heads (as unfinished ones, or as idle ones if
-     * keel, busy making the bodies, had not read their bytes yet): the
-     * first client's took one; the second's took another, or the slot the
-     * first client gave back when it closed, whichever keel saw first. */
+    /* The room came from the unfinished heads: the first client's took
+     * one; the second's took another, or the slot the first client gave
+     * back when it closed, whichever keel saw first. */
     int heads_closed = 0;
     for (int i = 0; i < 3; i++)
         heads_closed += kh_expect_eof(heads[i], NULL, 0, i == 0 ? 2000 : 200) == 1;

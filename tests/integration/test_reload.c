@@ -51,16 +51,11 @@ static pid_t read_pid(const char *path)
 /* Waits until the pid file names another process than `old`. */
 static pid_t wait_new_pid(const char *path, pid_t old, int timeout_ms)
 {
-    long long end = kh_now_ms() + timeout_ms;
-    do {
-        pid_t pid = read_pid(path);
-        if (pid > 0 && pid != old) {
-            remember(pid);
-            return pid;
-        }
-        kh_sleep_ms(20);
-    } while (kh_now_ms() < end);
-    return 0;
+    pid_t pid;
+    if (!KH_WAIT_UNTIL((pid = read_pid(path)) > 0 && pid != old, timeout_ms))
+        return 0;
+    remember(pid);
+    return pid;
 }
 
 static int alive(pid_t pid)
@@ -70,10 +65,7 @@ static int alive(pid_t pid)
 
 static int wait_gone(pid_t pid, int timeout_ms)
 {
-    long long end = kh_now_ms() + timeout_ms;
-    while (alive(pid) && kh_now_ms() < end)
-        kh_sleep_ms(20);
-    return !alive(pid);
+    return KH_WAIT_UNTIL(!alive(pid), timeout_ms);
 }
 
 static void write_config(const char *path, const char *text)
@@ -109,32 +101,9 @@ static kh_proc *start_keel(const char *config, char *pid_path, size_t size)
 {
     kh_proc *p = kh_start(config, NULL, 1, 10000);
     snprintf(pid_path, size, "%s/keel.pid", p->dir);
-    long long end = kh_now_ms() + 5000;
-    while (read_pid(pid_path) != p->pid && kh_now_ms() < end)
-        kh_sleep_ms(10);
-    kh_assert(p, read_pid(pid_path) == p->pid, "the pid file %s does not name keel (%d)", pid_path,
-              (int)p->pid);
+    kh_assert(p, KH_WAIT_UNTIL(read_pid(pid_path) == p->pid, 5000),
+              "the pid file %s does not name keel (%d)", pid_path, (int)p->pid);
     return p;
-}
-
-/* Reads one response whose body has a Content-Length (what hello's GET /
- * sends): NUL-terminated in buf; returns its length, or what arrived
- * before EOF or a 5 s timeout. */
-static size_t recv_response(int fd, char *buf, size_t cap)
-{
-    size_t n = 0;
-    for (;;) {
-        size_t got = kh_recv_n(fd, buf + n, cap - n, 1, 5000);
-        if (got == 0)
-            return n;
-        n += got;
-        buf[n] = '\0';
-        const char *end = strstr(buf, "\r\n\r\n"), *cl = strstr(buf, "Content-Length: ");
-        if (end != NULL && cl != NULL && n >= (size_t)(end + 4 - buf) + strtoul(cl + 16, NULL, 10))
-            return n;
-        if (n + 1 >= cap)
-            return n;
-    }
 }
 
 /* ---- the hand-over ------------------------------------------------------ */
@@ -193,10 +162,9 @@ Test(reload, a_failing_config_leaves_the_old_process_serving, .timeout = 60, .fi
                           "modules = http1 no_such_module\n"
                           "pid_file = keel.pid\n" KH_MODULE_PATH);
     kh_signal(p, SIGHUP);
-    long long end = kh_now_ms() + 10000;
-    while (kh_count_log(p, "reload failed") < 2 && kh_now_ms() < end)
-        kh_sleep_ms(20);
-    kh_assert(p, kh_count_log(p, "reload failed") == 2, "the second failed reload was not logged");
+    kh_assert(p, kh_wait_log_count(p, "reload failed", 2, 10000),
+              "the second failed reload was not logged");
+    kh_assert(p, kh_count_log(p, "reload failed") == 2, "more than two failed reloads logged");
     kh_assert(p, get_ok(port, "/"), "the old process no longer serves");
 
     /* Fixed, the next reload goes through. */
@@ -254,6 +222,8 @@ Test(reload, stopping_during_a_reload_stops_the_new_process_too, .timeout = 60, 
     kh_assert(p, access(pid_path, F_OK) != 0, "the pid file outlived both processes");
 }
 
+static int read_answer(int fd, char *buf, size_t size, int *close_after);
+
 /* What is under way when the new process takes over: a request in
  * flight finishes on the old process; a keep-alive connection between
  * requests gets its next answer with Connection: close instead of a
@@ -277,30 +247,27 @@ Test(reload, connections_in_flight_and_idle_finish_on_the_old_process, .timeout 
     kh_assert(p, n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0, "first answer: %s", buf);
     kh_recv_n(idle, buf, sizeof buf, sizeof buf - 1, 200); /* the rest of it */
     kh_assert(p, kh_send_str(busy, "GET /slow?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n") == 0, "send");
-    kh_sleep_ms(200);
+    kh_assert(p, kh_wait_peer_read(busy, 5000), "keel did not read the busy request");
+    kh_assert(p, kh_wait_accepted(port, 5000), "keel did not accept the silent connection");
 
     kh_signal(p, SIGHUP);
     kh_assert(p, wait_new_pid(pid_path, p->pid, 10000) > 0, "no new process");
     kh_assert(p, kh_wait_log(p, "draining this one", 5000), "no hand-over logged");
     long long handed_over = kh_now_ms();
 
-    /* Between requests when the hand-over came: answered, then closed. The
-     * log line comes from the main thread; the worker learns of the stop a
-     * moment later, and a request that reaches it first is answered as
-     * usual on a connection that stays open: ask again until the answer
-     * says the connection closes (within shutdown_idle_timeout). */
-    for (int tries = 0;; tries++) {
+    /* Between requests when the hand-over came: answered, then closed.
+     * The main thread logs the hand-over before the worker learns of the
+     * drain, and nothing shows when it has: an answer may still come as
+     * usual, so ask again until one says Connection: close. */
+    int closes = 0;
+    long long until = kh_now_ms() + 2000; /* within shutdown_idle_timeout */
+    do {
         kh_assert(p, kh_send_str(idle, "GET / HTTP/1.1\r\nHost: t\r\n\r\n") == 0, "send");
-        n = recv_response(idle, buf, sizeof buf);
-        kh_assert(p, n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0,
+        buf[0] = '\0';
+        kh_assert(p, read_answer(idle, buf, sizeof buf, &closes),
                   "the idle connection's next request was not answered: '%s'", buf);
-        if (strstr(buf, "Connection: close") != NULL)
-            break;
-        kh_assert(p, tries < 20 && kh_now_ms() - handed_over < 2500,
-                  "no Connection: close %lld ms after the hand-over in '%s'",
-                  kh_now_ms() - handed_over, buf);
-        kh_sleep_ms(50);
-    }
+    } while (!closes && kh_now_ms() < until);
+    kh_assert(p, closes, "no Connection: close in '%s'", buf);
     kh_assert(p, kh_expect_eof(idle, NULL, 0, 5000) == 1, "left open after Connection: close");
 
     /* In flight: its answer comes from the old process, which is still
@@ -334,7 +301,7 @@ Test(reload, a_stop_signal_while_draining_keeps_the_drain_graceful, .timeout = 6
     int busy = kh_connect("127.0.0.1", port);
     kh_assert(p, busy >= 0, "connect");
     kh_assert(p, kh_send_str(busy, "GET /slow?ms=1500 HTTP/1.1\r\nHost: t\r\n\r\n") == 0, "send");
-    kh_sleep_ms(200);
+    kh_assert(p, kh_wait_peer_read(busy, 5000), "keel did not read the busy request");
     kh_signal(p, SIGHUP);
     pid_t next = wait_new_pid(pid_path, p->pid, 10000);
     kh_assert(p, next > 0 && kh_wait_log(p, "draining this one", 5000), "no hand-over");
@@ -390,6 +357,24 @@ typedef struct load {
     char last_error[160];
 } load;
 
+/* Requests answered so far by n clients (each thread writes its own). */
+static long answered(load *loads, int n)
+{
+    long ok = 0;
+    for (int i = 0; i < n; i++)
+        ok += __atomic_load_n(&loads[i].ok, __ATOMIC_RELAXED);
+    return ok;
+}
+
+/* Waits until the clients have had `more` answers since `since` (from the
+ * process now serving); fails the test otherwise. Returns the new count. */
+static long expect_answers(kh_proc *p, load *loads, int n, long since, long more)
+{
+    kh_assert(p, KH_WAIT_UNTIL(answered(loads, n) >= since + more, 10000),
+              "only %ld answers in 10 s", answered(loads, n) - since);
+    return answered(loads, n);
+}
+
 /* Reads one answer to a GET of hello's "/" (a Content-Length body):
  * 1 if it is a 200; *close says whether it ends the connection. */
 static int read_answer(int fd, char *buf, size_t size, int *close_after)
@@ -439,7 +424,7 @@ static void *load_run(void *arg)
             fd = -1;
             continue;
         }
-        l->ok++;
+        __atomic_fetch_add(&l->ok, 1, __ATOMIC_RELAXED);
         /* A Connection: close means a new connection next time, as any
          * HTTP client does. */
         if (!l->keepalive || close_after) {
@@ -474,7 +459,7 @@ static void *probe_run(void *arg)
             l->failed++;
             snprintf(l->last_error, sizeof l->last_error, "%.40s", n ? buf : "nothing");
         } else {
-            l->ok++;
+            __atomic_fetch_add(&l->ok, 1, __ATOMIC_RELAXED);
         }
     }
     return NULL;
@@ -493,14 +478,15 @@ Test(reload, readiness_stays_ready_across_reloads, .timeout = 60, .fini = reload
         pthread_create(&threads[i], NULL, probe_run, &probes[i]);
     }
     pid_t current = p->pid;
+    long seen = 0;
     for (int r = 0; r < 4; r++) {
-        kh_sleep_ms(250);
+        seen = expect_answers(p, probes, 2, seen, 15); /* this process serves */
         kill(current, SIGHUP);
         pid_t next = wait_new_pid(pid_path, current, 10000);
         kh_assert(p, next > 0, "reload %d did not hand over", r + 1);
         current = next;
     }
-    kh_sleep_ms(250);
+    expect_answers(p, probes, 2, seen, 15);
     for (int i = 0; i < 2; i++) {
         probes[i].stop = 1;
         pthread_join(threads[i], NULL);
@@ -527,8 +513,9 @@ Test(reload, no_request_fails_across_reloads_that_change_the_workers, .timeout =
      * new process's workers, or fall short of them. */
     static const char *const workers[] = {"3", "1", "2"};
     pid_t current = p->pid;
+    long seen = 0;
     for (int r = 0; r < 3; r++) {
-        kh_sleep_ms(400);
+        seen = expect_answers(p, loads, 4, seen, 30); /* this process serves */
         char config[1024];
         snprintf(config, sizeof config,
                  "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = %s\nmodules = http1 hello\n"
@@ -540,7 +527,7 @@ Test(reload, no_request_fails_across_reloads_that_change_the_workers, .timeout =
         kh_assert(p, next > 0, "reload %d did not hand over", r + 1);
         current = next;
     }
-    kh_sleep_ms(400);
+    expect_answers(p, loads, 4, seen, 30);
     long ok = 0, failed = 0;
     for (int i = 0; i < 4; i++) {
         loads[i].stop = 1;

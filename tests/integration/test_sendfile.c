@@ -10,7 +10,6 @@
 #include "test_http.h"
 
 #include <arpa/inet.h>
-#include <dirent.h>
 #include <netinet/in.h>
 #include <sys/stat.h>
 
@@ -106,33 +105,13 @@ static void expect_file(kh_proc *p, const ht_resp *r, size_t offset, size_t leng
               offset + i);
 }
 
-/* Open descriptors of the keel process (Linux), or -1. */
-static int count_fds(kh_proc *p)
-{
-    char path[64];
-    snprintf(path, sizeof path, "/proc/%d/fd", (int)p->pid);
-    DIR *d = opendir(path);
-    if (d == NULL)
-        return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
-}
-
 /* Waits until keel has no more descriptors open than `baseline`. */
 static void expect_fds_back(kh_proc *p, int baseline)
 {
     if (baseline < 0)
         return;
-    int n = count_fds(p);
-    for (long long end = kh_now_ms() + 10000; n > baseline && kh_now_ms() < end;) {
-        kh_sleep_ms(50);
-        n = count_fds(p);
-    }
-    kh_assert(p, n <= baseline, "keel holds %d descriptors, %d before", n, baseline);
+    kh_assert(p, kh_wait_fds_at_most(p, baseline, 10000), "keel holds %d descriptors, %d before",
+              kh_count_fds(p), baseline);
 }
 
 /* Bytes the keel process has read with read(2)-like calls, from
@@ -157,7 +136,7 @@ static long long bytes_read(kh_proc *p)
  * 32 MiB file in that time here. `before`: bytes_read() at the start. */
 static void expect_reading_stalls(kh_proc *p, long long before)
 {
-    kh_sleep_ms(2000);
+    kh_sleep_ms(2000); /* time passing is the test: what keel reads meanwhile */
     long long during = bytes_read(p);
     kh_assert(p, before < 0 || during - before < 12 * 1024 * 1024,
               "keel read %lld bytes while the reader stalled (file: %u)", during - before,
@@ -285,8 +264,8 @@ Test(sendfile, slow_reader_gets_every_byte, .timeout = 120, .fini = cleanup)
     kh_proc *p = start("", "", NULL, NULL);
     ht_conn *c = wrap(connect_small_window(kh_port(p, 0)));
     ht_send_str(c, GET("/file") GET("/small"));
-    /* Read nothing for a while: the server's socket fills up and the
-     * transfer has to wait for room, more than once. */
+    /* A slow reader, in time (the pace is the test): the server's socket
+     * fills up and the transfer has to wait for room, more than once. */
     kh_sleep_ms(1500);
     ht_resp r;
     for (int i = 0; i < 8; i++) {
@@ -307,12 +286,17 @@ Test(sendfile, slow_reader_gets_every_byte, .timeout = 120, .fini = cleanup)
 Test(sendfile, client_leaving_mid_file_costs_nothing, .timeout = 120, .fini = cleanup)
 {
     kh_proc *p = start("", "", NULL, NULL);
-    /* A first exchange warms the pools up; then count descriptors. */
+    /* A first exchange warms the pools up; then count descriptors, once
+     * keel has closed that exchange's connection. */
     ht_resp r;
-    ht_roundtrip(p, GET("/small"), &r);
+    ht_conn *warm = ht_connect(kh_port(p, 0));
+    ht_send_str(warm, GET("/small"));
+    expect_response(p, warm, &r, 0);
     ht_resp_free(&r);
-    kh_sleep_ms(100);
-    int baseline = count_fds(p);
+    kh_assert(p, kh_close_both(warm->fd, 5000), "keel did not close the warm-up connection");
+    warm->fd = -1;
+    ht_close(warm);
+    int baseline = kh_count_fds(p);
     for (int round = 0; round < 6; round++) {
         int fd = connect_small_window(kh_port(p, 0));
         kh_assert(p, kh_send_str(fd, GET("/file")) == 0, "send");
@@ -339,7 +323,7 @@ Test(sendfile, client_leaving_mid_file_costs_nothing, .timeout = 120, .fini = cl
      * callback per accepted file either way, none of them "ok"; every file
      * closed from its callback shows in the descriptor count below. */
     kh_assert(p, kh_wait_log(p, "transfer done:", 10000), "no callback for the first file");
-    kh_sleep_ms(200);
+    expect_fds_back(p, baseline); /* every callback has run: each closes its file */
     int n = kh_count_log(p, "transfer done:");
     kh_assert(p, n == 1 || n == 2, "%d callbacks for at most two files", n);
     kh_assert(p, kh_count_log(p, "transfer done: ok") == 0, "a failed transfer reported ok");
@@ -355,15 +339,14 @@ Test(sendfile, client_leaving_mid_file_costs_nothing, .timeout = 120, .fini = cl
 Test(sendfile, stalled_reader_hits_the_write_timeout, .timeout = 120, .fini = cleanup)
 {
     kh_proc *p = start("", "", "write_timeout = 1s\n", NULL);
-    int baseline = count_fds(p);
+    int baseline = kh_count_fds(p);
     int fd = connect_small_window(kh_port(p, 0));
     kh_assert(p, kh_send_str(fd, GET("/file")) == 0, "send");
     /* Never read: the server gives up after write_timeout and closes
      * (the connection, its socket's duplicate and the file). */
     long long t0 = kh_now_ms();
-    while (baseline >= 0 && count_fds(p) <= baseline && kh_now_ms() - t0 < 5000)
-        kh_sleep_ms(20);
-    kh_assert(p, baseline < 0 || count_fds(p) > baseline, "the transfer does not start");
+    kh_assert(p, baseline < 0 || KH_WAIT_UNTIL(kh_count_fds(p) > baseline, 5000),
+              "the transfer does not start");
     expect_fds_back(p, baseline);
     long long took = kh_now_ms() - t0;
     kh_assert(p, took >= 900, "closed after %lld ms, before the write timeout", took);

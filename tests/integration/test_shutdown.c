@@ -31,10 +31,10 @@ static void in_flight_echo_finishes(int sig)
     kh_assert(p, busy >= 0 && idle >= 0, "connect failed");
     long long sent = kh_now_ms();
     kh_assert(p, kh_send_str(busy, "in flight\n") == 0, "send");
-    /* Let the worker read the line and start its delay: loopback delivery
-     * takes microseconds, but this machine can stall a process for a few
-     * hundred milliseconds under load; 600 ms leaves 900 ms of delay. */
-    kh_sleep_ms(600);
+    /* The worker has read the line (and started its delay in the same
+     * callback), and the idle connection is keel's, not the kernel's. */
+    kh_assert(p, kh_wait_peer_read(busy, 5000), "keel did not read the line");
+    kh_assert(p, kh_wait_accepted(port, 5000), "keel did not accept the idle connection");
     kh_signal(p, sig);
 
     /* The idle connection is closed at once, without waiting for the busy
@@ -90,7 +90,7 @@ Test(shutdown, deadline_aborts_slow_work, .timeout = 60, .fini = kh_cleanup_all)
     int fd = kh_connect("127.0.0.1", kh_port(p, 0));
     kh_assert(p, fd >= 0, "connect failed");
     kh_assert(p, kh_send_str(fd, "never answered\n") == 0, "send");
-    kh_sleep_ms(100);
+    kh_assert(p, kh_wait_peer_read(fd, 5000), "keel did not read the line");
 
     long long t0 = kh_now_ms();
     kh_signal(p, SIGTERM);
@@ -118,10 +118,10 @@ Test(shutdown, refuses_new_connections, .timeout = 60, .fini = kh_cleanup_all)
     char buf[256];
     int fd = kh_connect("127.0.0.1", port);
     kh_assert(p, fd >= 0 && kh_send_str(fd, "slow\n") == 0, "connect/send");
-    kh_sleep_ms(400); /* the 1 s delay has begun (see above on stalls) */
+    kh_assert(p, kh_wait_peer_read(fd, 5000), "keel did not read the line"); /* delay begun */
     kh_signal(p, SIGTERM);
     kh_assert(p, kh_wait_log(p, "shutting down", 5000), "no 'shutting down' line");
-    kh_sleep_ms(100);
+    kh_assert(p, kh_wait_refused(port, 5000), "the listener still accepts during shutdown");
 
     /* Either the connect is refused, or (if the kernel had already queued
      * it) it is closed without being served. */

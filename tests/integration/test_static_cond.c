@@ -213,7 +213,7 @@ T(open_file_cache_sees_deletes_and_new_files, 30)
     ht_resp_free(&r);
     /* A name remembered as missing is looked up again after cache_valid. */
     st_write_str("www/f.txt", "two");
-    kh_sleep_ms(700);
+    kh_sleep_ms(700); /* cache_valid (500 ms) passing is the test */
     st_get(p, "/f.txt", NULL, &r);
     st_assert_status(p, &r, 200);
     kh_assert(p, strcmp(r.body, "two") == 0, "body %s", r.body);

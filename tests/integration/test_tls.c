@@ -310,7 +310,8 @@ Test(tls, unfinished_handshakes_make_room, .timeout = 60, .fini = tt_cleanup)
         fds[i] = kh_connect("127.0.0.1", kh_port(p, 0));
         kh_assert(p, fds[i] >= 0, "connect %d", i);
         kh_assert(p, kh_send(fds[i], "\x16\x03\x01\x02\x00\x01", 6) == 0, "send");
-        kh_sleep_ms(20);
+        /* read before the next one comes: fds[0] is the oldest */
+        kh_assert(p, kh_wait_peer_read(fds[i], 5000), "keel did not read handshake %d", i);
     }
     for (int round = 0; round < 3; round++) {
         ht_run_result rr = tt_sh(20000, "curl -sS --max-time 10 --cacert %s https://localhost:%u/",

@@ -89,7 +89,7 @@ Test(ws_messages, split_at_every_boundary, .timeout = 90, .fini = kh_cleanup_all
     wsc *c = wsc_open(kh_port(p, 0), "/ws", NULL);
     for (size_t cut = 1; cut < n; cut++) {
         wsc_send_raw(c, stream, cut);
-        kh_sleep_ms(1);
+        kh_assert(p, kh_wait_peer_read(c->fd, 5000), "the first %zu bytes were not read", cut);
         wsc_send_raw(c, stream + cut, n - cut);
         wt_expect(p, c, 10, "pi", 2);
         wt_expect(p, c, 1, "caf\xc3\xa9!", 6);
@@ -234,8 +234,8 @@ Test(ws_messages, random_streams, .timeout = 90, .fini = kh_cleanup_all)
             n = slen - at;
         wsc_send_raw(c, stream + at, n);
         at += n;
-        if (rand() % 4 == 0)
-            kh_sleep_ms(1);
+        if (rand() % 4 == 0) /* now and then a piece read on its own */
+            kh_assert(p, kh_wait_peer_read(c->fd, 5000), "not read");
     }
     for (size_t i = 0; i < nwant; i++)
         wt_expect(p, c, want[i].op, store + want[i].off, want[i].len);

@@ -93,10 +93,14 @@ Test(ws_pubsub, across_workers, .timeout = 60, .fini = kh_cleanup_all)
     wsc_send_text(c[0], "unsub news");
     wt_expect_text(p, c[0], "unsubscribed news 0");
     kh_assert(p, kh_count_log(p, "wstest topic idle news") == 0, "idle too early");
+    int closes = kh_count_log(p, "wstest close code=");
     for (int i = 0; i < n; i++)
         wsc_close(c[i]);
     kh_assert(p, kh_wait_log(p, "wstest topic idle news", 5000), "no topic-idle call");
-    kh_sleep_ms(200);
+    /* Every close seen (on_close): a second idle or active call would
+     * have come with one of them. */
+    kh_assert(p, kh_wait_log_count(p, "wstest close code=", closes + n, 5000),
+              "keel saw %d of %d closes", kh_count_log(p, "wstest close code=") - closes, n);
     kh_assert(p, kh_count_log(p, "wstest topic active news") == 1, "active called %d times",
               kh_count_log(p, "wstest topic active news"));
     kh_assert(p, kh_count_log(p, "wstest topic idle news") == 1, "idle called %d times",

@@ -211,9 +211,8 @@ int wsc_send_bytewise(wsc *c, const void *data, size_t len)
 {
     const uint8_t *p = data;
     for (size_t i = 0; i < len; i++) {
-        if (kh_send(c->fd, p + i, 1) != 0)
+        if (kh_send(c->fd, p + i, 1) != 0 || !kh_wait_peer_read(c->fd, 5000))
             return -1;
-        kh_sleep_ms(1);
     }
     return 0;
 }

@@ -57,8 +57,8 @@ size_t wsc_build(uint8_t *out, int fin, int rsv, int op, const void *payload, si
 
 /* Sends bytes (asserts unless the peer already closed: returns -1). */
 int wsc_send_raw(wsc *c, const void *data, size_t len);
-/* The same, one byte per write, with a tiny pause so that each arrives in
- * its own read. */
+/* The same, one byte per write, each read by the server before the next
+ * is sent (kh_wait_peer_read), so that each arrives in its own read. */
 int wsc_send_bytewise(wsc *c, const void *data, size_t len);
 /* Builds and sends a masked frame with a minimal length. */
 int wsc_send(wsc *c, int fin, int op, const void *payload, size_t len);

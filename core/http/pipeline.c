@@ -219,6 +219,12 @@ void keel_http_request_dispatch(keel_request *req)
     if (req->route.handler(req, res, req->route.userdata) < 0)
         answer_error(req, 500);
 out:
+    /* The handler (or a filter) answers later (a body to read, an
+     * upstream, a timer): the client may leave before it does, so the
+     * request keeps what it may still ask of the connection. A file being
+     * sent needs nothing more of the handler. */
+    if (!res->ended && !res->from_file && !req->aborted)
+        kl_request_keep_facts(req);
     kl_request_unref(req);
 }
 

@@ -191,6 +191,7 @@ void keel_http_request_abort(keel_request *req)
      * reads its own copy until it learns the client left. */
     if (!req->res.ended && kl_request_own_head(req) != KEEL_OK)
         forget_head(req);
+    kl_request_keep_facts(req);
     kl_request_fail_body(req, KEEL_ERR_CLOSED);
     if (!req->logged)
         kl_request_finish(req); /* logs as not completed; no sink calls */
@@ -213,6 +214,83 @@ int keel_request_on_abort(keel_request *req, keel_request_abort_fn cb, void *use
 keel_worker *keel_request_worker(keel_request *req)
 {
     return req->worker;
+}
+
+/* ---- the connection's facts (ABI 1.7) ------------------------------------ */
+
+/* The peer's address into facts.peer: from the worker's cache when an
+ * earlier exchange of the connection asked the kernel already. */
+static int keep_peer(keel_request *req)
+{
+    if (req->peer_kept)
+        return KEEL_OK;
+    if (req->conn_gone)
+        return KEEL_ERR_CLOSED;
+    kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
+    uint64_t id = keel_conn_id(req->conn);
+    size_t slot = (size_t)(id % KL_HTTP_PEER_CACHE);
+    if (hw->peers[slot].conn_id == id && id != 0) {
+        req->facts.peer = hw->peers[slot].addr;
+    } else {
+        int rc = kl_conn_peer_addr(req->conn, &req->facts.peer);
+        if (rc != KEEL_OK)
+            return rc;
+        hw->peers[slot].conn_id = id;
+        hw->peers[slot].addr = req->facts.peer;
+    }
+    req->peer_kept = 1;
+    return KEEL_OK;
+}
+
+void kl_request_keep_facts(keel_request *req)
+{
+    if (req->conn_gone)
+        return;
+    if (!req->conn_kept) {
+        req->facts.conn_id = keel_conn_id(req->conn);
+        req->facts.transport = keel_conn_transport_name(req->conn);
+        req->conn_kept = 1;
+    }
+    /* Fails only once the socket has closed (the handler answered while
+     * the client went): the peer calls say KEEL_ERR_CLOSED then. */
+    keep_peer(req);
+}
+
+static int peer_name(keel_request *req, int with_port, char *buf, size_t size)
+{
+    if (buf == NULL || size == 0)
+        return KEEL_ERR_INVAL;
+    buf[0] = '\0';
+    int rc = keep_peer(req);
+    return rc == KEEL_OK ? kl_peer_addr_name(&req->facts.peer, with_port, buf, size) : rc;
+}
+
+int keel_request_peer_name(keel_request *req, char *buf, size_t size)
+{
+    return peer_name(req, 1, buf, size);
+}
+
+int keel_request_peer_ip(keel_request *req, char *buf, size_t size)
+{
+    return peer_name(req, 0, buf, size);
+}
+
+uint64_t keel_request_conn_id(keel_request *req)
+{
+    return req->conn_kept ? req->facts.conn_id : keel_conn_id(req->conn);
+}
+
+const char *keel_request_transport_name(keel_request *req)
+{
+    return req->conn_kept ? req->facts.transport : keel_conn_transport_name(req->conn);
+}
+
+const char *keel_request_scheme(keel_request *req)
+{
+    /* The tls module's transport is the one that makes a request https
+     * (RFC 9110 4.2.2); any other, or plain TCP, carries http. */
+    const char *t = keel_request_transport_name(req);
+    return t != NULL && strcmp(t, "tls") == 0 ? "https" : "http";
 }
 
 int64_t keel_request_body_length(keel_request *req)

@@ -1,0 +1,75 @@
+/* facts — what a handler knows of its request's connection through the
+ * request-scoped calls of ABI 1.7 (keel_request_peer_name, _peer_ip,
+ * _scheme, _transport_name, _conn_id), over any HTTP protocol. Serves
+ * test_request_facts.c. Each line it logs (INFO) is
+ *
+ *     facts WHEN TARGET: peer=NAME ip=IP scheme=S transport=T conn=ID request_conn=C
+ *
+ * (NAME and IP "?" with the status's name when the call failed, T "-" for
+ * plain TCP, C "set" or "null": what keel_request_conn says).
+ *
+ * Routes:
+ *   GET /facts        logs "facts now", answers 200 "ok"
+ *   GET /facts/hold   logs "facts held", asks nothing else, and never
+ *                     answers: the client leaves, and the abort callback
+ *                     logs "facts after abort" (the facts are first asked
+ *                     then, after the connection, or the stream, is gone)
+ */
+#include <keel/keel.h>
+
+#include <stdio.h>
+#include <string.h>
+
+static keel_module *self;
+
+static void log_facts(keel_request *req, const char *when)
+{
+    char name[64], ip[64];
+    int rc = keel_request_peer_name(req, name, sizeof name);
+    if (rc != KEEL_OK)
+        snprintf(name, sizeof name, "?%s", keel_strerror(rc));
+    rc = keel_request_peer_ip(req, ip, sizeof ip);
+    if (rc != KEEL_OK)
+        snprintf(ip, sizeof ip, "?%s", keel_strerror(rc));
+    const char *transport = keel_request_transport_name(req);
+    keel_str target = keel_request_target(req);
+    keel_log(self, KEEL_LOG_INFO,
+             "facts %s %.*s: peer=%s ip=%s scheme=%s transport=%s conn=%llu request_conn=%s", when,
+             (int)target.len, target.ptr, name, ip, keel_request_scheme(req),
+             transport != NULL ? transport : "-", (unsigned long long)keel_request_conn_id(req),
+             keel_request_conn(req) != NULL ? "set" : "null");
+}
+
+static int facts_now(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    log_facts(req, "now");
+    return keel_response_send(res, "ok", 2, NULL, NULL);
+}
+
+static void on_abort(keel_request *req, void *userdata)
+{
+    (void)userdata;
+    log_facts(req, "after abort");
+}
+
+static int facts_hold(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)res;
+    (void)userdata;
+    keel_request_on_abort(req, on_abort, NULL);
+    keel_log(self, KEEL_LOG_INFO, "facts held");
+    return KEEL_OK;
+}
+
+static int facts_load(keel_module *module)
+{
+    self = module;
+    int rc;
+    if ((rc = keel_route_add(module, "GET", "/facts", facts_now, NULL)) < 0 ||
+        (rc = keel_route_add(module, "GET", "/facts/hold", facts_hold, NULL)) < 0)
+        return rc;
+    return KEEL_OK;
+}
+
+KEEL_MODULE(facts, .version = "1.0.0", .load = facts_load);

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <keel/util.h>
+
 #include "net/conn.h"
 #include "base/util.h"
 #include "http/http.h"
@@ -351,17 +353,6 @@ int kl_request_own_head(keel_request *req)
 
 /* ---- the target -------------------------------------------------------- */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes [s, s+len) into out (which has room for len bytes);
  * returns the decoded length or -1 for a bad escape or a NUL byte. With
  * plus_is_space, '+' decodes to ' ' (query strings). */
@@ -372,7 +363,8 @@ static long decode(const char *s, size_t len, char *out, int plus_is_space)
         char c = s[i];
         if (c == '%') {
             int hi, lo;
-            if (i + 2 >= len || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+            if (i + 2 >= len || (hi = keel_hex_value((unsigned char)s[i + 1])) < 0 ||
+                (lo = keel_hex_value((unsigned char)s[i + 2])) < 0)
                 return -1;
             c = (char)(hi * 16 + lo);
             if (c == '\0')
@@ -539,18 +531,7 @@ int keel_request_query_param(keel_request *req, const char *name, keel_str *out)
 /* Field names compare case-insensitively (RFC 9110 5.1). */
 int kl_name_equals(keel_str a, const char *b, size_t blen)
 {
-    if (a.len != blen)
-        return 0;
-    for (size_t i = 0; i < blen; i++) {
-        char x = a.ptr[i], y = b[i];
-        if (x >= 'A' && x <= 'Z')
-            x = (char)(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z')
-            y = (char)(y - 'A' + 'a');
-        if (x != y)
-            return 0;
-    }
-    return 1;
+    return keel_ascii_iequal(a.ptr, a.len, b, blen);
 }
 
 keel_str keel_request_header(keel_request *req, const char *name)

@@ -169,6 +169,8 @@ static inline int keel_list_has(const char *list, size_t len, const char *token)
 {
     const char *at = list, *elem;
     size_t n, tlen = strlen(token);
+    if (list == NULL)
+        return 0; /* (NULL + 0 is undefined in C) */
     while (keel_list_next(&at, list + len, &elem, &n))
         if (keel_ascii_iequal(elem, keel_list_token_length(elem, n), token, tlen))
             return 1;

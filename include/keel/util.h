@@ -90,6 +90,20 @@ static inline int keel_ascii_iequal(const char *a, size_t alen, const char *b, s
     return 1;
 }
 
+/* keel_ascii_iequal against lc[0..n), which is lower case already (a
+ * literal such as "content-length"): only a's bytes are folded, for the
+ * paths that compare every field name with known ones (h2o's
+ * h2o_lcstris). */
+static inline int keel_ascii_iequal_lc(const char *a, size_t alen, const char *lc, size_t n)
+{
+    if (alen != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (keel_ascii_lower((unsigned char)a[i]) != (unsigned char)lc[i])
+            return 0;
+    return 1;
+}
+
 /* keel_ascii_iequal of a view and a NUL-terminated string (a literal, a
  * field name a caller passed). */
 static inline int keel_ascii_iequal_z(const char *a, size_t alen, const char *b)

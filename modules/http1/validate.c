@@ -41,10 +41,10 @@ int h1_is_token(const char *s, size_t n)
     return n > 0;
 }
 
-/* Case-insensitive compare of n bytes against a literal. */
+/* Case-insensitive compare of n bytes against a lower-case literal. */
 static int ieq(const char *s, const char *lit, size_t n)
 {
-    return keel_ascii_iequal(s, n, lit, n);
+    return keel_ascii_iequal_lc(s, n, lit, n);
 }
 
 /* RFC 9110 7.2: Host = uri-host [ ":" port ] (the core's grammar, the same

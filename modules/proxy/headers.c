@@ -34,10 +34,10 @@ static int name_eq(keel_str a, const char *b)
     return keel_ascii_iequal_z(a.ptr, a.len, b);
 }
 
-/* The same name, any case; n is b's length. */
+/* The same name, any case; b is lower case, n its length. */
 static int is_name(keel_str a, const char *b, size_t n)
 {
-    return keel_ascii_iequal(a.ptr, a.len, b, n);
+    return keel_ascii_iequal_lc(a.ptr, a.len, b, n);
 }
 
 /* Calls fn for each element of a comma-separated list (RFC 9110 5.6.1),

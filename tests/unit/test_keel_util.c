@@ -28,6 +28,10 @@ Test(keel_util, ascii_case_folds_letters_only, .timeout = 10)
     cr_assert(!keel_ascii_iequal("Hosu", 4, "host", 4));
     cr_assert(keel_ascii_iequal("a\0b", 3, "A\0B", 3), "NUL is a byte like any other");
     cr_assert(keel_ascii_iequal(NULL, 0, "", 0));
+    cr_assert(keel_ascii_iequal_lc("Content-Length", 14, "content-length", 14));
+    cr_assert(!keel_ascii_iequal_lc("Content-Length", 14, "Content-Length", 14),
+              "the literal is taken as lower case already");
+    cr_assert(!keel_ascii_iequal_lc("TE", 2, "tex", 3));
     cr_assert(keel_ascii_iequal_z("Upgrade", 7, "upgrade"));
     cr_assert(!keel_ascii_iequal_z("Upgrade", 6, "upgrade"));
     /* '@' and '`' differ by 0x20 as 'A' and 'a' do: not letters. */
@@ -50,8 +54,8 @@ Test(keel_util, hex_digits, .timeout = 10)
 
 static size_t elements(const char *list, const char **out, size_t *lens, size_t max)
 {
-    const char *at = list, *e;
-    size_t n = 0, len;
+    const char *at = list, *e = NULL;
+    size_t n = 0, len = 0;
     while (n < max && keel_list_next(&at, list + strlen(list), &e, &len)) {
         out[n] = e;
         lens[n++] = len;
@@ -112,8 +116,8 @@ Test(keel_util, list_has_tokens, .timeout = 10)
 Test(keel_util, words_split_on_blanks_and_optionally_commas, .timeout = 10)
 {
     const char *s = "  http1\tstatic,stats ,, x ";
-    const char *at = s, *end = s + strlen(s), *w;
-    size_t len;
+    const char *at = s, *end = s + strlen(s), *w = NULL;
+    size_t len = 0;
     const char *want_commas[] = {"http1", "static", "stats", "x"};
     for (size_t i = 0; i < 4; i++) {
         cr_assert(keel_word_next(&at, end, 1, &w, &len));
@@ -249,8 +253,6 @@ Test(keel_util, cidr_blocks, .timeout = 10)
 
 /* ---- mutex and once --------------------------------------------------------- */
 
-#include <pthread.h>
-
 static keel_mutex counter_lock = KEEL_MUTEX_INIT;
 static long counter;
 static keel_once once = KEEL_ONCE_INIT;
@@ -261,25 +263,57 @@ static void count_once(void)
     once_runs++;
 }
 
-static void *hammer(void *arg)
+static void hammer(void)
 {
-    (void)arg;
     for (int i = 0; i < 100000; i++) {
         keel_once_run(&once, count_once);
         keel_mutex_lock(&counter_lock);
         counter++;
         keel_mutex_unlock(&counter_lock);
     }
+}
+
+#if defined(_WIN32)
+static DWORD WINAPI hammer_thread(LPVOID arg)
+{
+    (void)arg;
+    hammer();
+    return 0;
+}
+
+static void run_threads(int n)
+{
+    HANDLE t[8];
+    for (int i = 0; i < n; i++)
+        cr_assert((t[i] = CreateThread(NULL, 0, hammer_thread, NULL, 0, NULL)) != NULL);
+    for (int i = 0; i < n; i++) {
+        WaitForSingleObject(t[i], INFINITE);
+        CloseHandle(t[i]);
+    }
+}
+#else
+#include <pthread.h>
+
+static void *hammer_thread(void *arg)
+{
+    (void)arg;
+    hammer();
     return NULL;
 }
 
+static void run_threads(int n)
+{
+    pthread_t t[8];
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, hammer_thread, NULL), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+}
+#endif
+
 Test(keel_util, mutex_and_once_across_threads, .timeout = 30)
 {
-    pthread_t t[4];
-    for (int i = 0; i < 4; i++)
-        cr_assert_eq(pthread_create(&t[i], NULL, hammer, NULL), 0);
-    for (int i = 0; i < 4; i++)
-        pthread_join(t[i], NULL);
+    run_threads(4);
     cr_assert_eq(counter, 400000, "lost increments: %ld", counter);
     cr_assert_eq(once_runs, 1);
 }

@@ -119,6 +119,12 @@ struct keel_response {
 
 enum { KL_BODY_NONE, KL_BODY_READ, KL_BODY_STREAM, KL_BODY_DONE };
 
+/* keel_request.facts_kept */
+enum {
+    KL_KEPT_PEER = 1 << 0, /* facts.peer holds the peer's address */
+    KL_KEPT_CONN = 1 << 1  /* facts.conn_id and .transport hold the connection's */
+};
+
 struct keel_request {
     keel_server *server;
     keel_worker *worker;
@@ -167,8 +173,7 @@ struct keel_request {
     uint8_t body_pause_wanted;
     uint8_t body_pause_held;
     uint8_t body_resume_queued;
-    uint8_t peer_kept; /* `facts.peer` holds the peer's address */
-    uint8_t conn_kept; /* `facts.conn_id` and `.transport` hold the connection's */
+    uint8_t facts_kept; /* KL_KEPT_*: what `facts` below holds (the last byte of padding) */
     /* offload */
     uv_work_t *work;
     keel_offload_fn work_fn;

@@ -224,7 +224,7 @@ keel_worker *keel_request_worker(keel_request *req)
  * earlier exchange of the connection asked the kernel already. */
 static int keep_peer(keel_request *req)
 {
-    if (req->peer_kept)
+    if (req->facts_kept & KL_KEPT_PEER)
         return KEEL_OK;
     if (req->conn_gone)
         return KEEL_ERR_CLOSED;
@@ -240,7 +240,7 @@ static int keep_peer(keel_request *req)
         hw->peers[slot].conn_id = id;
         hw->peers[slot].addr = req->facts.peer;
     }
-    req->peer_kept = 1;
+    req->facts_kept |= KL_KEPT_PEER;
     return KEEL_OK;
 }
 
@@ -248,10 +248,10 @@ void kl_request_keep_facts(keel_request *req)
 {
     if (req->conn_gone)
         return;
-    if (!req->conn_kept) {
+    if (!(req->facts_kept & KL_KEPT_CONN)) {
         req->facts.conn_id = keel_conn_id(req->conn);
         req->facts.transport = keel_conn_transport_name(req->conn);
-        req->conn_kept = 1;
+        req->facts_kept |= KL_KEPT_CONN;
     }
     /* Fails only once the socket has closed (the handler answered while
      * the client went): the peer calls say KEEL_ERR_CLOSED then. */
@@ -279,12 +279,13 @@ int keel_request_peer_ip(keel_request *req, char *buf, size_t size)
 
 uint64_t keel_request_conn_id(keel_request *req)
 {
-    return req->conn_kept ? req->facts.conn_id : keel_conn_id(req->conn);
+    return (req->facts_kept & KL_KEPT_CONN) ? req->facts.conn_id : keel_conn_id(req->conn);
 }
 
 const char *keel_request_transport_name(keel_request *req)
 {
-    return req->conn_kept ? req->facts.transport : keel_conn_transport_name(req->conn);
+    return (req->facts_kept & KL_KEPT_CONN) ? req->facts.transport
+                                            : keel_conn_transport_name(req->conn);
 }
 
 const char *keel_request_scheme(keel_request *req)

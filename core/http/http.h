@@ -122,7 +122,8 @@ enum { KL_BODY_NONE, KL_BODY_READ, KL_BODY_STREAM, KL_BODY_DONE };
 /* keel_request.facts_kept */
 enum {
     KL_KEPT_PEER = 1 << 0, /* facts.peer holds the peer's address */
-    KL_KEPT_CONN = 1 << 1  /* facts.conn_id and .transport hold the connection's */
+    KL_KEPT_CONN = 1 << 1  /* facts.conn_id and .transport hold the connection's, and
+                              the connection is not read again (it may be freed) */
 };
 
 struct keel_request {

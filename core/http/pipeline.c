@@ -257,6 +257,10 @@ int keel_offload(keel_request *req, keel_offload_fn work, keel_offload_done_fn d
         return KEEL_ERR_STATE;
     if (req->work == NULL && (req->work = malloc(sizeof *req->work)) == NULL)
         return KEEL_ERR_NOMEM;
+    /* done may run after the response has ended and the connection has
+     * closed without an abort (the exchange was over): what it may ask
+     * of the connection is kept now, while the connection is there. */
+    kl_request_keep_facts(req);
     req->work->data = req;
     req->work_fn = work;
     req->work_done = done;

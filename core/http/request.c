@@ -226,7 +226,9 @@ static int keep_peer(keel_request *req)
 {
     if (req->facts_kept & KL_KEPT_PEER)
         return KEEL_OK;
-    if (req->conn_gone)
+    /* Once the facts are kept the connection may be freed at any time
+     * (the exchange over, or abandoned): never read it again. */
+    if (req->conn_gone || (req->facts_kept & KL_KEPT_CONN))
         return KEEL_ERR_CLOSED;
     kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
     uint64_t id = keel_conn_id(req->conn);
@@ -246,16 +248,15 @@ static int keep_peer(keel_request *req)
 
 void kl_request_keep_facts(keel_request *req)
 {
-    if (req->conn_gone)
+    if (req->conn_gone || (req->facts_kept & KL_KEPT_CONN))
         return;
-    if (!(req->facts_kept & KL_KEPT_CONN)) {
-        req->facts.conn_id = keel_conn_id(req->conn);
-        req->facts.transport = keel_conn_transport_name(req->conn);
-        req->facts_kept |= KL_KEPT_CONN;
-    }
-    /* Fails only once the socket has closed (the handler answered while
-     * the client went): the peer calls say KEEL_ERR_CLOSED then. */
+    /* The peer first: it fails only once the socket has closed (the
+     * handler answered while the client went), and the peer calls say
+     * KEEL_ERR_CLOSED from then on. */
     keep_peer(req);
+    req->facts.conn_id = keel_conn_id(req->conn);
+    req->facts.transport = keel_conn_transport_name(req->conn);
+    req->facts_kept |= KL_KEPT_CONN;
 }
 
 static int peer_name(keel_request *req, int with_port, char *buf, size_t size)

@@ -73,15 +73,29 @@ static void http1_get(kh_proc *p, int fd, const char *target)
 
 /* ---- HTTP/1.1 --------------------------------------------------------------- */
 
+/* A new connection to the listener; *port is its local (the client's) port. */
+static int http1_open(kh_proc *p, unsigned *port)
+{
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    cr_assert(fd >= 0);
+    *port = local_port(fd);
+    return fd;
+}
+
+/* GET target and wait for the answer's first bytes. */
+static void http1_answered(kh_proc *p, int fd, const char *target)
+{
+    char buf[512];
+    http1_get(p, fd, target);
+    kh_assert(p, kh_recv_n(fd, buf, sizeof buf, 1, 5000) > 0, "an answer to %s", target);
+}
+
 Test(request_facts, http1_peer_scheme_and_connection, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_proc *p = start("127.0.0.1:0 http1");
-    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
-    cr_assert(fd >= 0);
-    unsigned port = local_port(fd);
-    char buf[512];
-    http1_get(p, fd, "/facts");
-    kh_assert(p, kh_recv_n(fd, buf, sizeof buf, 1, 5000) > 0, "an answer");
+    unsigned port;
+    int fd = http1_open(p, &port);
+    http1_answered(p, fd, "/facts");
     unsigned long long first = expect_local(p, "now /facts", port);
     kh_assert(p, kh_count_log(p, "request_conn=set") == 1, "keel_request_conn while alive");
 
@@ -91,10 +105,10 @@ Test(request_facts, http1_peer_scheme_and_connection, .timeout = 30, .fini = kh_
     kh_assert(p, second == first, "one connection, one id: %llu, %llu", first, second);
 
     /* Another connection: another id. */
-    int fd2 = kh_connect("127.0.0.1", kh_port(p, 0));
-    cr_assert(fd2 >= 0);
+    unsigned port2;
+    int fd2 = http1_open(p, &port2);
     http1_get(p, fd2, "/facts");
-    unsigned long long other = expect_local(p, "now /facts", local_port(fd2));
+    unsigned long long other = expect_local(p, "now /facts", port2);
     kh_assert(p, other != first, "two connections share the id %llu", first);
     close(fd);
     close(fd2);
@@ -103,14 +117,26 @@ Test(request_facts, http1_peer_scheme_and_connection, .timeout = 30, .fini = kh_
 Test(request_facts, http1_facts_outlive_the_connection, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_proc *p = start("127.0.0.1:0 http1");
-    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
-    cr_assert(fd >= 0);
-    unsigned port = local_port(fd);
+    unsigned port;
+    int fd = http1_open(p, &port);
     http1_get(p, fd, "/facts/hold");
     kh_assert(p, kh_wait_log(p, "facts held", 5000), "the handler holds the request");
     reset(fd); /* the client leaves: keel's socket closes, then the exchange is aborted */
     expect_local(p, "after abort /facts/hold", port);
     kh_assert(p, kh_count_log(p, "request_conn=null") == 1, "keel_request_conn after the abort");
+}
+
+/* The handler answered at once but its offload finishes after the client
+ * has gone: the request outlives its exchange and its connection without
+ * an abort (the exchange had ended). */
+Test(request_facts, facts_outlive_an_ended_exchange, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start("127.0.0.1:0 http1");
+    unsigned port;
+    int fd = http1_open(p, &port);
+    http1_answered(p, fd, "/facts/later?ms=300");
+    reset(fd);
+    expect_local(p, "offloaded /facts/later?ms=300", port);
 }
 
 Test(request_facts, http1_over_ipv6, .timeout = 30, .fini = kh_cleanup_all)

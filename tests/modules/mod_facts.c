@@ -14,11 +14,22 @@
  *                     answers: the client leaves, and the abort callback
  *                     logs "facts after abort" (the facts are first asked
  *                     then, after the connection, or the stream, is gone)
+ *   GET /facts/later  answers 200 "ok" at once, but first starts an
+ *                     offload (?ms=N on the pool, default 300) whose done
+ *                     logs "facts offloaded": the request outlives its
+ *                     exchange, and its connection if the client leaves
  */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <keel/keel.h>
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#if defined(_WIN32)
+#include <windows.h>
+#endif
 
 static keel_module *self;
 
@@ -62,12 +73,44 @@ static int facts_hold(keel_request *req, keel_response *res, void *userdata)
     return KEEL_OK;
 }
 
+static void sleep_ms(void *userdata)
+{
+    uint64_t ms = (uint64_t)(uintptr_t)userdata;
+#if defined(_WIN32)
+    Sleep((DWORD)ms);
+#else
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+#endif
+}
+
+static void offloaded(keel_request *req, int status, void *userdata)
+{
+    (void)status;
+    (void)userdata;
+    log_facts(req, "offloaded");
+}
+
+static int facts_later(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    keel_str ms;
+    uint64_t wait = 300;
+    if (keel_request_query_param(req, "ms", &ms) == KEEL_OK)
+        wait = (uint64_t)strtoull(ms.ptr, NULL, 10);
+    int rc = keel_offload(req, sleep_ms, offloaded, (void *)(uintptr_t)wait);
+    if (rc != KEEL_OK)
+        return rc;
+    return keel_response_send(res, "ok", 2, NULL, NULL);
+}
+
 static int facts_load(keel_module *module)
 {
     self = module;
     int rc;
     if ((rc = keel_route_add(module, "GET", "/facts", facts_now, NULL)) < 0 ||
-        (rc = keel_route_add(module, "GET", "/facts/hold", facts_hold, NULL)) < 0)
+        (rc = keel_route_add(module, "GET", "/facts/hold", facts_hold, NULL)) < 0 ||
+        (rc = keel_route_add(module, "GET", "/facts/later", facts_later, NULL)) < 0)
         return rc;
     return KEEL_OK;
 }

@@ -10,6 +10,7 @@
 #include "base/freelist.h"
 #include "net/file_reader.h"
 #include "net/host.h"
+#include "net/peer_addr.h"
 #include "net/soon.h"
 
 typedef struct kl_route_node kl_route_node;
@@ -129,6 +130,13 @@ struct keel_response {
 
 enum { KL_BODY_NONE, KL_BODY_READ, KL_BODY_STREAM, KL_BODY_DONE };
 
+/* keel_request.facts_kept */
+enum {
+    KL_KEPT_PEER = 1 << 0, /* facts.peer holds the peer's address */
+    KL_KEPT_CONN = 1 << 1  /* facts.conn_id and .transport hold the connection's, and
+                              the connection is not read again (it may be freed) */
+};
+
 struct keel_request {
     const kl_http *http; /* the server's routes and filters */
     keel_worker *worker;
@@ -178,6 +186,7 @@ struct keel_request {
     uint8_t body_pause_wanted;
     uint8_t body_pause_held;
     uint8_t body_resume_queued;
+    uint8_t facts_kept; /* KL_KEPT_*: what `facts` below holds (the last byte of padding) */
     /* offload */
     uv_work_t *work;
     keel_offload_fn work_fn;
@@ -189,6 +198,16 @@ struct keel_request {
     kl_route_match route;
     kl_arena arena;
     kl_soon body_resume_soon; /* set when queued */
+    /* What the request keeps of its connection (ABI 1.7), so that the
+     * request-scoped calls (keel_request_peer_name, _scheme, _conn_id)
+     * answer after the connection is gone: read when the exchange goes
+     * asynchronous or is abandoned (kl_request_keep_facts), never on the
+     * path of a request answered at once. */
+    struct {
+        kl_peer_addr peer;
+        uint64_t conn_id;
+        const char *transport;
+    } facts;
     char inline_arena[512];
     /* module_data for up to 16 modules: keel_request_set_data cannot
      * report an allocation failure (it returns nothing), so it must not
@@ -202,9 +221,20 @@ struct keel_request {
  * a request costs no allocation in the steady state. */
 enum { KL_SLOT_HTTP = 0 };
 _Static_assert(KL_SLOT_HTTP < KL_SLOT_MAX, "the HTTP layer's slot");
+#define KL_HTTP_PEER_CACHE 64
+
+/* The HTTP layer's per-worker slot (KL_SLOT_HTTP): spare request objects,
+ * so that a request costs no allocation in the steady state. */
 typedef struct kl_http_worker {
     const kl_http *http;
     kl_freelist pool;
+    /* The peer addresses requests kept (kl_request_keep_facts), by
+     * connection id (ids are never reused, so an entry is either right or
+     * misses): the exchanges of one connection ask the kernel once. */
+    struct {
+        uint64_t conn_id;
+        kl_peer_addr addr;
+    } peers[KL_HTTP_PEER_CACHE];
 } kl_http_worker;
 
 /* Sets the slot up (the worker allocated it zeroed; arg is the kl_http),
@@ -280,6 +310,12 @@ void kl_views_free(kl_views *v);
  * route parameters) along: for an exchange whose protocol takes the head's
  * memory back before the log phase (an upgrade consumes the head). */
 int kl_request_own_head(keel_request *req);
+
+/* Copies what the request-scoped calls need of the connection (its id,
+ * transport, the peer's address) into the request while the connection
+ * still has them: when the handler leaves the request waiting (an
+ * asynchronous answer), and when the exchange is abandoned. */
+void kl_request_keep_facts(keel_request *req);
 
 /* Body callbacks owed when the connection went away. */
 void kl_request_fail_body(keel_request *req, int status);

@@ -234,6 +234,12 @@ void keel_http_request_dispatch(keel_request *req)
     if (req->route.handler(req, res, req->route.userdata) < 0)
         answer_error(req, 500);
 out:
+    /* The handler (or a filter) answers later (a body to read, an
+     * upstream, a timer): the client may leave before it does, so the
+     * request keeps what it may still ask of the connection. A file being
+     * sent needs nothing more of the handler. */
+    if (!res->ended && !res->from_file && !req->aborted)
+        kl_request_keep_facts(req);
     kl_request_unref(req);
 }
 
@@ -266,6 +272,10 @@ int keel_offload(keel_request *req, keel_offload_fn work, keel_offload_done_fn d
         return KEEL_ERR_STATE;
     if (req->work == NULL && (req->work = malloc(sizeof *req->work)) == NULL)
         return KEEL_ERR_NOMEM;
+    /* done may run after the response has ended and the connection has
+     * closed without an abort (the exchange was over): what it may ask
+     * of the connection is kept now, while the connection is there. */
+    kl_request_keep_facts(req);
     req->work->data = req;
     req->work_fn = work;
     req->work_done = done;

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <keel/util.h>
+
 #include "net/conn.h"
 #include "base/util.h"
 #include "http/http.h"
@@ -191,6 +193,7 @@ void keel_http_request_abort(keel_request *req)
      * reads its own copy until it learns the client left. */
     if (!req->res.ended && kl_request_own_head(req) != KEEL_OK)
         forget_head(req);
+    kl_request_keep_facts(req);
     kl_request_fail_body(req, KEEL_ERR_CLOSED);
     if (!req->logged)
         kl_request_finish(req); /* logs as not completed; no sink calls */
@@ -213,6 +216,85 @@ int keel_request_on_abort(keel_request *req, keel_request_abort_fn cb, void *use
 keel_worker *keel_request_worker(keel_request *req)
 {
     return req->worker;
+}
+
+/* ---- the connection's facts (ABI 1.7) ------------------------------------ */
+
+/* The peer's address into facts.peer: from the worker's cache when an
+ * earlier exchange of the connection asked the kernel already. */
+static int keep_peer(keel_request *req)
+{
+    if (req->facts_kept & KL_KEPT_PEER)
+        return KEEL_OK;
+    /* Once the facts are kept the connection may be freed at any time
+     * (the exchange over, or abandoned): never read it again. */
+    if (req->conn_gone || (req->facts_kept & KL_KEPT_CONN))
+        return KEEL_ERR_CLOSED;
+    kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
+    uint64_t id = keel_conn_id(req->conn);
+    size_t slot = (size_t)(id % KL_HTTP_PEER_CACHE);
+    if (hw->peers[slot].conn_id == id && id != 0) {
+        req->facts.peer = hw->peers[slot].addr;
+    } else {
+        int rc = kl_conn_peer_addr(req->conn, &req->facts.peer);
+        if (rc != KEEL_OK)
+            return rc;
+        hw->peers[slot].conn_id = id;
+        hw->peers[slot].addr = req->facts.peer;
+    }
+    req->facts_kept |= KL_KEPT_PEER;
+    return KEEL_OK;
+}
+
+void kl_request_keep_facts(keel_request *req)
+{
+    if (req->conn_gone || (req->facts_kept & KL_KEPT_CONN))
+        return;
+    /* The peer first: it fails only once the socket has closed (the
+     * handler answered while the client went), and the peer calls say
+     * KEEL_ERR_CLOSED from then on. */
+    keep_peer(req);
+    req->facts.conn_id = keel_conn_id(req->conn);
+    req->facts.transport = keel_conn_transport_name(req->conn);
+    req->facts_kept |= KL_KEPT_CONN;
+}
+
+static int peer_name(keel_request *req, int with_port, char *buf, size_t size)
+{
+    if (buf == NULL || size == 0)
+        return KEEL_ERR_INVAL;
+    buf[0] = '\0';
+    int rc = keep_peer(req);
+    return rc == KEEL_OK ? kl_peer_addr_name(&req->facts.peer, with_port, buf, size) : rc;
+}
+
+int keel_request_peer_name(keel_request *req, char *buf, size_t size)
+{
+    return peer_name(req, 1, buf, size);
+}
+
+int keel_request_peer_ip(keel_request *req, char *buf, size_t size)
+{
+    return peer_name(req, 0, buf, size);
+}
+
+uint64_t keel_request_conn_id(keel_request *req)
+{
+    return (req->facts_kept & KL_KEPT_CONN) ? req->facts.conn_id : keel_conn_id(req->conn);
+}
+
+const char *keel_request_transport_name(keel_request *req)
+{
+    return (req->facts_kept & KL_KEPT_CONN) ? req->facts.transport
+                                            : keel_conn_transport_name(req->conn);
+}
+
+const char *keel_request_scheme(keel_request *req)
+{
+    /* The tls module's transport is the one that makes a request https
+     * (RFC 9110 4.2.2); any other, or plain TCP, carries http. */
+    const char *t = keel_request_transport_name(req);
+    return t != NULL && strcmp(t, "tls") == 0 ? "https" : "http";
 }
 
 int64_t keel_request_body_length(keel_request *req)
@@ -273,17 +355,6 @@ int kl_request_own_head(keel_request *req)
 
 /* ---- the target -------------------------------------------------------- */
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Percent-decodes [s, s+len) into out (which has room for len bytes);
  * returns the decoded length or -1 for a bad escape or a NUL byte. With
  * plus_is_space, '+' decodes to ' ' (query strings). */
@@ -294,7 +365,8 @@ static long decode(const char *s, size_t len, char *out, int plus_is_space)
         char c = s[i];
         if (c == '%') {
             int hi, lo;
-            if (i + 2 >= len || (hi = hexval(s[i + 1])) < 0 || (lo = hexval(s[i + 2])) < 0)
+            if (i + 2 >= len || (hi = keel_hex_value((unsigned char)s[i + 1])) < 0 ||
+                (lo = keel_hex_value((unsigned char)s[i + 2])) < 0)
                 return -1;
             c = (char)(hi * 16 + lo);
             if (c == '\0')
@@ -461,18 +533,7 @@ int keel_request_query_param(keel_request *req, const char *name, keel_str *out)
 /* Field names compare case-insensitively (RFC 9110 5.1). */
 int kl_name_equals(keel_str a, const char *b, size_t blen)
 {
-    if (a.len != blen)
-        return 0;
-    for (size_t i = 0; i < blen; i++) {
-        char x = a.ptr[i], y = b[i];
-        if (x >= 'A' && x <= 'Z')
-            x = (char)(x - 'A' + 'a');
-        if (y >= 'A' && y <= 'Z')
-            y = (char)(y - 'A' + 'a');
-        if (x != y)
-            return 0;
-    }
-    return 1;
+    return keel_ascii_iequal(a.ptr, a.len, b, blen);
 }
 
 keel_str keel_request_header(keel_request *req, const char *name)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <keel/util.h>
+
 #include "http/http.h"
 #include "net/worker.h"
 
@@ -140,26 +142,6 @@ static const kl_http *http_of(keel_request *req)
     return req->http;
 }
 
-/* Does a field value, a comma-separated list of tokens (RFC 9110 5.6.1),
- * hold token[0..n) (case-insensitive)? */
-static int list_has_token(keel_str v, const char *token, size_t n)
-{
-    size_t i = 0;
-    while (i < v.len) {
-        while (i < v.len && (v.ptr[i] == ' ' || v.ptr[i] == '\t' || v.ptr[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < v.len && v.ptr[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v.ptr[end - 1] == ' ' || v.ptr[end - 1] == '\t'))
-            end--;
-        if (kl_name_equals((keel_str){v.ptr + start, end - start}, token, n))
-            return 1;
-    }
-    return 0;
-}
-
 /* Fields the core never hands to a protocol, because they describe one
  * connection rather than the message (RFC 9110 7.6.1): each protocol writes
  * its own, or none (HTTP/2 forbids them, RFC 9113 8.2.2). Upgrade is the
@@ -200,7 +182,8 @@ int64_t kl_response_take_framing(keel_response *res)
         } else if (connection_specific(f.name)) {
             /* A handler's "Connection: close" still means what it says:
              * it becomes the flag the protocol asks for. */
-            if (kl_name_equals(f.name, "Connection", 10) && list_has_token(f.value, "close", 5))
+            if (kl_name_equals(f.name, "Connection", 10) &&
+                keel_list_has(f.value.ptr, f.value.len, "close"))
                 res->close_connection = 1;
         } else {
             res->headers[out++] = f;

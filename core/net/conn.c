@@ -750,33 +750,56 @@ uint64_t keel_conn_id(keel_conn *c)
     return c->id;
 }
 
-int keel_conn_peer_name(keel_conn *c, char *buf, size_t size)
+int kl_conn_peer_addr(keel_conn *c, kl_peer_addr *out)
 {
+    /* Behind a balancer speaking the PROXY protocol: the client's. */
+    const struct sockaddr *sa = kl_conn_proxied_peer(c);
+    if (sa != NULL) {
+        memcpy(out, sa,
+               sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+                                         : sizeof(struct sockaddr_in));
+        return KEEL_OK;
+    }
     struct sockaddr_storage addr;
     int len = sizeof addr;
+    if (kl_conn_handle_closed(c) ||
+        uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0 ||
+        (addr.ss_family != AF_INET && addr.ss_family != AF_INET6))
+        return KEEL_ERR_CLOSED;
+    memcpy(out, &addr,
+           addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+    return KEEL_OK;
+}
+
+int kl_peer_addr_name(const kl_peer_addr *a, int with_port, char *buf, size_t size)
+{
     char ip[64];
+    int n;
+    if (size == 0)
+        return KEEL_ERR_INVAL;
+    if (a->sa.sa_family == AF_INET6) {
+        uv_ip6_name(&a->in6, ip, sizeof ip);
+        n = with_port ? snprintf(buf, size, "[%s]:%u", ip, (unsigned)ntohs(a->in6.sin6_port))
+                      : snprintf(buf, size, "%s", ip);
+    } else {
+        uv_ip4_name(&a->in4, ip, sizeof ip);
+        n = with_port ? snprintf(buf, size, "%s:%u", ip, (unsigned)ntohs(a->in4.sin_port))
+                      : snprintf(buf, size, "%s", ip);
+    }
+    if (n >= 0 && (size_t)n < size)
+        return KEEL_OK;
+    buf[0] = '\0';
+    return KEEL_ERR_INVAL;
+}
+
+int keel_conn_peer_name(keel_conn *c, char *buf, size_t size)
+{
+    kl_peer_addr addr;
     if (size == 0)
         return KEEL_ERR_INVAL;
     buf[0] = '\0';
-    /* Behind a balancer speaking the PROXY protocol: the client's. */
-    const struct sockaddr *sa = kl_conn_proxied_peer(c);
-    if (sa != NULL)
-        memcpy(&addr, sa,
-               sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-                                         : sizeof(struct sockaddr_in));
-    else if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0)
-        return KEEL_ERR_CLOSED;
-    int n;
-    if (addr.ss_family == AF_INET6) {
-        const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)&addr;
-        uv_ip6_name(a, ip, sizeof ip);
-        n = snprintf(buf, size, "[%s]:%u", ip, (unsigned)ntohs(a->sin6_port));
-    } else {
-        const struct sockaddr_in *a = (const struct sockaddr_in *)&addr;
-        uv_ip4_name(a, ip, sizeof ip);
-        n = snprintf(buf, size, "%s:%u", ip, (unsigned)ntohs(a->sin_port));
-    }
-    return n >= 0 && (size_t)n < size ? KEEL_OK : KEEL_ERR_INVAL;
+    int rc = kl_conn_peer_addr(c, &addr);
+    return rc == KEEL_OK ? kl_peer_addr_name(&addr, 1, buf, size) : rc;
 }
 
 const char *keel_conn_listener_option(keel_conn *c, const char *key)

@@ -8,6 +8,7 @@
 #include <keel/types.h>
 #include <uv.h>
 
+#include "net/peer_addr.h"
 #include "net/timeouts.h"
 #include "runtime/registry.h"
 #include "net/host.h"
@@ -256,6 +257,11 @@ int kl_conn_open_layers(keel_conn *conn, void *arg, keel_connect_error_fn on_err
 int kl_conn_preamble_start(keel_conn *conn);
 void kl_conn_preamble_read(keel_conn *conn);
 const struct sockaddr *kl_conn_proxied_peer(keel_conn *conn);
+
+/* The peer's address (the PROXY header's client, else the socket's
+ * peer): KEEL_OK, or KEEL_ERR_CLOSED once the handle has closed (a
+ * PROXY connection's stays readable until it is freed). */
+int kl_conn_peer_addr(keel_conn *conn, kl_peer_addr *out);
 
 /* ---- what the output unit reports (net/conn.c) ------------------------------ */
 

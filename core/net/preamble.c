@@ -186,36 +186,21 @@ int kl_proxy_parse(const char *data, size_t len, kl_proxy_addr *src)
     return KEEL_ERR_PROTOCOL;
 }
 
-static int prefix_match(const uint8_t *a, const uint8_t *net, unsigned bits)
-{
-    unsigned whole = bits / 8, rest = bits % 8;
-    if (memcmp(a, net, whole) != 0)
-        return 0;
-    if (rest == 0)
-        return 1;
-    uint8_t mask = (uint8_t)(0xff << (8 - rest));
-    return (a[whole] & mask) == (net[whole] & mask);
-}
-
 int kl_proxy_allowed(const struct sockaddr *addr, const kl_proxy_net *nets, size_t n)
 {
-    uint8_t bytes[16];
-    int family = addr->sa_family;
-    if (family == AF_INET) {
-        memcpy(bytes, &((const struct sockaddr_in *)addr)->sin_addr, 4);
-    } else if (family == AF_INET6) {
-        memcpy(bytes, &((const struct sockaddr_in6 *)addr)->sin6_addr, 16);
-        /* A dual-stack listener sees IPv4 peers as ::ffff:a.b.c.d. */
-        static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-        if (memcmp(bytes, mapped, 12) == 0) {
-            memmove(bytes, bytes + 12, 4);
-            family = AF_INET;
-        }
+    /* IPv4 as v4-mapped (keel/util.h), so a dual-stack listener's
+     * ::ffff:a.b.c.d peers match IPv4 networks too. */
+    keel_ip ip = {{0}};
+    if (addr->sa_family == AF_INET) {
+        ip.bytes[10] = ip.bytes[11] = 0xff;
+        memcpy(ip.bytes + 12, &((const struct sockaddr_in *)addr)->sin_addr, 4);
+    } else if (addr->sa_family == AF_INET6) {
+        memcpy(ip.bytes, &((const struct sockaddr_in6 *)addr)->sin6_addr, 16);
     } else {
         return 0;
     }
     for (size_t i = 0; i < n; i++)
-        if (nets[i].family == family && prefix_match(bytes, nets[i].addr, nets[i].bits))
+        if (keel_cidr_match(&nets[i], &ip))
             return 1;
     return 0;
 }

@@ -124,47 +124,25 @@ static int parse_address(const char *text, struct sockaddr_storage *out, char *e
 
 int kl_proxy_net_parse(const char *text, kl_proxy_net *out, char *err, size_t errlen)
 {
-    char host[64];
-    const char *slash = strchr(text, '/');
-    size_t hlen = slash ? (size_t)(slash - text) : strlen(text);
-    if (hlen == 0 || hlen >= sizeof host) {
-        snprintf(err, errlen, "'%s' is not an address or network", text);
+    size_t len = strlen(text);
+    const char *slash = memchr(text, '/', len);
+    size_t hlen = slash ? (size_t)(slash - text) : len;
+    keel_ip ip;
+    if (!keel_ip_parse(text, hlen, &ip)) {
+        snprintf(err, errlen, "'%.*s' is not an IPv4 or IPv6 address", (int)hlen, text);
         return KEEL_ERR_CONFIG;
     }
-    memcpy(host, text, hlen);
-    host[hlen] = '\0';
-    memset(out, 0, sizeof *out);
-    if (uv_inet_pton(AF_INET, host, out->addr) == 0) {
-        out->family = AF_INET;
-        out->bits = 32;
-    } else if (uv_inet_pton(AF_INET6, host, out->addr) == 0) {
-        out->family = AF_INET6;
-        out->bits = 128;
-    } else {
-        snprintf(err, errlen, "'%s' is not an IPv4 or IPv6 address", host);
-        return KEEL_ERR_CONFIG;
-    }
-    if (slash != NULL) {
-        unsigned max = out->bits, bits = 0;
-        const char *d = slash + 1;
-        if (*d == '\0' || strlen(d) > 3) {
-            snprintf(err, errlen, "bad prefix length in '%s'", text);
-            return KEEL_ERR_CONFIG;
-        }
-        for (; *d; d++) {
-            if (*d < '0' || *d > '9') {
-                snprintf(err, errlen, "bad prefix length in '%s'", text);
-                return KEEL_ERR_CONFIG;
-            }
-            bits = bits * 10 + (unsigned)(*d - '0');
-        }
-        if (bits > max) {
-            snprintf(err, errlen, "prefix length in '%s' exceeds %u", text, max);
-            return KEEL_ERR_CONFIG;
-        }
-        out->bits = bits;
-    }
-    return KEEL_OK;
+    if (keel_cidr_parse(text, len, out))
+        return KEEL_OK;
+    /* The address is good: the prefix length is not. */
+    const char *d = slash + 1;
+    size_t dlen = strlen(d);
+    if (dlen == 0 || dlen > 3 || strspn(d, "0123456789") != dlen)
+        snprintf(err, errlen, "bad prefix length in '%s'", text);
+    else
+        snprintf(err, errlen, "prefix length in '%s' exceeds %u", text,
+                 memchr(text, ':', hlen) != NULL ? 128u : 32u);
+    return KEEL_ERR_CONFIG;
 }
 
 static void listen_spec_free(kl_listen_spec *l)

@@ -5,6 +5,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <keel/util.h>
 #include <uv.h>
 
 #include "runtime/config.h"
@@ -15,12 +16,9 @@ typedef struct kl_listen_option {
 } kl_listen_option;
 
 /* A network allowed to send the header: `proxy_from` entries
- * (net/preamble.c matches peers against them). */
-typedef struct kl_proxy_net {
-    int family; /* AF_INET or AF_INET6 */
-    unsigned bits;
-    uint8_t addr[16];
-} kl_proxy_net;
+ * (net/preamble.c matches peers against them), IPv4 held v4-mapped
+ * (keel/util.h). */
+typedef keel_cidr kl_proxy_net;
 
 /* Parses "10.0.0.0/8", "127.0.0.1", "::1", "fd00::/8". Returns KEEL_OK
  * or KEEL_ERR_CONFIG with the reason in err. */

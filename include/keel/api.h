@@ -131,6 +131,27 @@ KEEL__UNAVAILABLE int keel_config_error(keel_module *module, const char *key, co
 
 #endif
 
+/* Opt-in warnings for what handlers should no longer call (never on by
+ * default: a module built with -Werror must keep building). Today that is
+ * keel_request_conn (see api_list.h): each call goes through a deprecated
+ * wrapper, so the compiler points at it. */
+#if defined(KEEL_WARN_DEPRECATED) && (defined(KEEL_LINKED) || KEEL_TARGET_ABI_MINOR >= 1)
+#if defined(__GNUC__) || defined(__clang__)
+#define KEEL__DEPRECATED(why) __attribute__((deprecated(why)))
+#elif defined(_MSC_VER)
+#define KEEL__DEPRECATED(why) __declspec(deprecated(why))
+#else
+#define KEEL__DEPRECATED(why)
+#endif
+KEEL__DEPRECATED("ask the request instead: keel_request_worker, keel_request_peer_name, ...")
+static inline keel_conn *keel__request_conn_deprecated(keel_request *req)
+{
+    return (keel_request_conn)(req);
+}
+#define keel_request_conn(req) keel__request_conn_deprecated(req)
+#undef KEEL__DEPRECATED
+#endif
+
 #ifdef __cplusplus
 }
 #endif

@@ -316,7 +316,18 @@ KEEL_FN(keel_str, request_param, (keel_request *req, const char *name), (req, na
 /* 10 for HTTP/1.0, 11 for HTTP/1.1, 20 for HTTP/2. */
 KEEL_FN(int, request_version, (keel_request *req), (req))
 
-/* The connection the request came on: peer address, worker. */
+/* The connection the request came on (NULL once the client has left,
+ * ABI 1.6). Deprecated for handlers and filters since ABI 1.7: the
+ * connection is the protocol's, shared by every stream of an HTTP/2
+ * connection and gone when the client leaves. Ask the request instead:
+ * keel_request_worker, keel_request_peer_name / _peer_ip,
+ * keel_request_scheme, keel_request_transport_name, keel_request_conn_id,
+ * keel_request_body_pause, keel_request_on_abort. What is the
+ * connection's own (a TLS client certificate, keel/tls.h) is still asked
+ * of it, while the exchange is alive. Define
+ * KEEL_WARN_DEPRECATED before including keel/keel.h to have the compiler
+ * point at the calls left. Kept, and working, for the modules built
+ * before. */
 KEEL_FN(keel_conn *, request_conn, (keel_request *req), (req))
 
 /* Reads the whole body, up to max bytes (0: the protocol's limit), then
@@ -1112,4 +1123,46 @@ KEEL_FN(const void *, module_config, (keel_module *module), (module))
  * valid until the module is unloaded. NULL for a module without a table.
  * Worker thread of the request. */
 KEEL_FN(const void *, request_config, (keel_request *req, keel_module *module), (req, module))
+
+/* ---- HTTP: what a request knows of its connection (ABI 1.7) ---------------
+ * The facts a handler used to reach for with keel_request_conn, asked of
+ * the request: they mean the same over HTTP/1.1 and HTTP/2 (where many
+ * requests share one connection), and they stay true after the client has
+ * left (the core copies them while the exchange is alive, so a handler
+ * that answers late, or learns of the abort, can still log or forward
+ * them). Worker thread of the request; valid from the first filter until
+ * the request is released (after the abort too). Nothing is allocated. */
+
+/* The client's address as keel_conn_peer_name writes it, "192.0.2.1:5678"
+ * or "[2001:db8::1]:5678", NUL-terminated: behind a balancer speaking the
+ * PROXY protocol (proxy_protocol=on), the client's address from its
+ * header, not the balancer's. KEEL_OK; KEEL_ERR_INVAL if buf is NULL or
+ * it does not fit in size (64 bytes always do; buf then holds "");
+ * KEEL_ERR_CLOSED if the socket closed before the address was ever read
+ * (a connection that broke while the handler was still running, before
+ * its first return). */
+KEEL_FN(int, request_peer_name, (keel_request *req, char *buf, size_t size), (req, buf, size))
+
+/* The same address without the port or brackets: "192.0.2.1",
+ * "2001:db8::1" (an IPv4 client of a dual-stack listener shows as
+ * "::ffff:192.0.2.1", as the socket reports it): what an access log, an
+ * X-Forwarded-For field or an allow list (keel/util.h keel_ip_parse)
+ * wants. Returns as keel_request_peer_name. */
+KEEL_FN(int, request_peer_ip, (keel_request *req, char *buf, size_t size), (req, buf, size))
+
+/* "https" if the request came through the tls transport, else "http":
+ * the scheme of the request's target URI as this server received it (RFC
+ * 9110 4.2), for building absolute URIs, redirects and X-Forwarded-Proto.
+ * Static strings. */
+KEEL_FN(const char *, request_scheme, (keel_request *req), (req))
+
+/* The name of the connection's transport ("tls"), NULL for plain TCP, as
+ * keel_conn_transport_name. Valid until the transport's module unloads. */
+KEEL_FN(const char *, request_transport_name, (keel_request *req), (req))
+
+/* The id of the connection the request came on (keel_conn_id): unique
+ * within the process, the same for every request of one connection (the
+ * streams of an HTTP/2 connection, the keep-alive requests of HTTP/1.1).
+ * For grouping and logging; never 0. */
+KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
 #endif /* KEEL__WANT(7) */

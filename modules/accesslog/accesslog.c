@@ -71,8 +71,7 @@ static void accesslog_on_log(keel_request *req, keel_response *res, const keel_h
                              void *userdata)
 {
     struct accesslog *cfg = userdata;
-    keel_conn *conn = keel_request_conn(req);
-    struct accesslog_worker *w = keel_worker_state(keel_conn_worker(conn), cfg->module);
+    struct accesslog_worker *w = keel_worker_state(keel_request_worker(req), cfg->module);
     (void)res;
 
     int64_t now = keel_time_now();
@@ -81,17 +80,10 @@ static void accesslog_on_log(keel_request *req, keel_response *res, const keel_h
         w->second = now;
     }
 
-    /* The peer without its port: "1.2.3.4:5678" -> "1.2.3.4", "[::1]:5" -> "::1". */
-    char peer[80] = "-";
-    if (keel_conn_peer_name(conn, peer, sizeof peer) == KEEL_OK) {
-        char *colon = strrchr(peer, ':');
-        if (colon != NULL)
-            *colon = '\0';
-        if (peer[0] == '[') {
-            memmove(peer, peer + 1, strlen(peer));
-            peer[strlen(peer) - 1] = '\0';
-        }
-    }
+    /* The client's address without its port (CLF's remote host). */
+    char peer[64];
+    if (keel_request_peer_ip(req, peer, sizeof peer) != KEEL_OK)
+        strcpy(peer, "-");
 
     char line[4096];
     size_t room = sizeof line - 1; /* keep one byte for the newline */

@@ -14,16 +14,13 @@
  */
 #include <string.h>
 
+#include <keel/util.h>
+
 #include "kd.h"
 
 void kd_accept_init(kd_accept *acc)
 {
     *acc = (kd_accept){0, -1, -1, -1, -1};
-}
-
-static int lower(int c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
 static int is_ows(char c)
@@ -33,11 +30,7 @@ static int is_ows(char c)
 
 static int equals(const char *s, size_t n, const char *lit)
 {
-    size_t i = 0;
-    for (; i < n && lit[i]; i++)
-        if (lower((unsigned char)s[i]) != lit[i])
-            return 0;
-    return i == n && lit[i] == '\0';
+    return keel_ascii_iequal_z(s, n, lit);
 }
 
 /* A qvalue in thousandths, or -1 if [s, s+n) is not one. */
@@ -102,7 +95,7 @@ static void add_element(kd_accept *acc, const char *s, size_t n)
         else
             while (i < n && s[i] != ';' && !is_ows(s[i]))
                 i++;
-        if (pn == 1 && lower((unsigned char)s[ps]) == 'q') {
+        if (pn == 1 && keel_ascii_lower((unsigned char)s[ps]) == 'q') {
             q = parse_qvalue(s + vs, i - vs);
             if (q < 0)
                 return;
@@ -126,23 +119,12 @@ static void add_element(kd_accept *acc, const char *s, size_t n)
 void kd_accept_add(kd_accept *acc, const char *value, size_t len)
 {
     acc->seen = 1;
-    size_t i = 0;
-    while (i < len) {
-        while (i < len && (is_ows(value[i]) || value[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < len && value[i] != ',') {
-            if (value[i] == '"')
-                i = skip_quoted(value, len, i);
-            else
-                i++;
-        }
-        size_t end = i;
-        while (end > start && is_ows(value[end - 1]))
-            end--;
-        if (end > start)
-            add_element(acc, value + start, end - start);
-    }
+    const char *at = value, *el;
+    size_t n;
+    if (value == NULL)
+        return;
+    while (keel_list_next(&at, value + len, &el, &n))
+        add_element(acc, el, n);
 }
 
 /* The coding to use. A coding not listed takes the weight of "*", if

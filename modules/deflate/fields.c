@@ -5,27 +5,13 @@
  */
 #include <string.h>
 
-#include "kd.h"
+#include <keel/util.h>
 
-static int lower(int c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
+#include "kd.h"
 
 static int is_ows(char c)
 {
     return c == ' ' || c == '\t';
-}
-
-/* [s, s+n) equals the lower-case literal lit, ignoring case. */
-static int equals(const char *s, size_t n, const char *lit, size_t litn)
-{
-    if (n != litn)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)s[i]) != lit[i])
-            return 0;
-    return 1;
 }
 
 /* media-type = type "/" subtype parameters: "text/html; charset=utf-8"
@@ -52,9 +38,9 @@ int kd_type_matches(keel_str ct, const char *const *patterns, size_t n)
         if (pl == 1 && p[0] == '*')
             return 1;
         if (pl >= 2 && p[pl - 1] == '*' && p[pl - 2] == '/') {
-            if (equals(mt, type_len, p, pl - 2))
+            if (keel_ascii_iequal(mt, type_len, p, pl - 2))
                 return 1;
-        } else if (equals(mt, len, p, pl)) {
+        } else if (keel_ascii_iequal(mt, len, p, pl)) {
             return 1;
         }
     }
@@ -63,37 +49,10 @@ int kd_type_matches(keel_str ct, const char *const *patterns, size_t n)
 
 int kd_name_is(keel_str name, const char *lit)
 {
-    size_t n = strlen(lit);
-    if (name.ptr == NULL || name.len != n)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)name.ptr[i]) != lower((unsigned char)lit[i]))
-            return 0;
-    return 1;
+    return name.ptr != NULL && keel_ascii_iequal_z(name.ptr, name.len, lit);
 }
 
 int kd_list_has(keel_str v, const char *token)
 {
-    size_t tl = strlen(token), i = 0;
-    if (v.ptr == NULL)
-        return 0;
-    while (i < v.len) {
-        while (i < v.len && (is_ows(v.ptr[i]) || v.ptr[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < v.len && v.ptr[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && is_ows(v.ptr[end - 1]))
-            end--;
-        if (end - start == tl) {
-            size_t j = 0;
-            while (j < tl &&
-                   lower((unsigned char)v.ptr[start + j]) == lower((unsigned char)token[j]))
-                j++;
-            if (j == tl)
-                return 1;
-        }
-    }
-    return 0;
+    return keel_list_has(v.ptr, v.len, token);
 }

@@ -190,8 +190,7 @@ void kd_filter_head(keel_request *req, keel_response *res, void *userdata)
     r->z = z;
     r->http = http;
     r->known_length = length >= 0;
-    keel_conn *conn = keel_request_conn(req);
-    r->worker = conn != NULL ? keel_conn_worker(conn) : NULL;
+    r->worker = keel_request_worker(req);
     /* The body's length changes: the protocol frames it (chunked). */
     keel_response_header_remove(res, "Content-Length");
     /* Byte ranges would address the compressed bytes, which are made on
@@ -199,16 +198,14 @@ void kd_filter_head(keel_request *req, keel_response *res, void *userdata)
     keel_response_header_remove(res, "Accept-Ranges");
     weaken_etag(res);
     keel_request_set_data(req, http->module, r);
-    if (r->worker != NULL)
-        keel_metric_add(r->worker, http->m_responses, 1);
+    keel_metric_add(r->worker, http->m_responses, 1);
 }
 
 static int emit(void *userdata, const void *data, size_t len)
 {
     kd_reply *r = userdata;
     keel_buf b = {data, len};
-    if (r->worker != NULL)
-        keel_metric_add(r->worker, r->http->m_bytes_out, (int64_t)len);
+    keel_metric_add(r->worker, r->http->m_bytes_out, (int64_t)len);
     return keel_response_filter_emit(r->res, &b, 1, 0);
 }
 
@@ -233,8 +230,7 @@ int kd_filter_body(keel_request *req, keel_response *res, const keel_buf *bufs, 
             count = i + 1;
     for (size_t i = 0; i < count && rc == KEEL_OK; i++) {
         int flush = i + 1 < count ? KEEL_DEFLATE_NONE : last ? KEEL_DEFLATE_FINISH : between;
-        if (r->worker != NULL)
-            keel_metric_add(r->worker, http->m_bytes_in, (int64_t)bufs[i].len);
+        keel_metric_add(r->worker, http->m_bytes_in, (int64_t)bufs[i].len);
         rc = kd_compress(r->z, bufs[i].base, bufs[i].len, flush, emit, r);
     }
     if (rc == KEEL_OK && count == 0 && last)

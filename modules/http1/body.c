@@ -81,17 +81,6 @@ static int is_ws(unsigned char ch)
     return ch == ' ' || ch == '\t';
 }
 
-static int hex_value(unsigned char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 /* RFC 9110 5.6.4 qdtext and quoted-pair's octets; 5.5 field-vchar with
  * SP/HTAB (obs-text allowed in both). */
 static int is_qdtext(unsigned char ch)
@@ -261,7 +250,7 @@ static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int ke
     switch (x->body_state) {
     case CS_SIZE0:
     case CS_SIZE: {
-        int v = hex_value(ch);
+        int v = keel_hex_value(ch);
         if (v >= 0) {
             if (x->body_left > (UINT64_MAX >> 4))
                 return 400; /* overflow: not a size */

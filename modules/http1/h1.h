@@ -16,6 +16,7 @@
 #define KEEL_HTTP1_H1_H
 
 #include <keel/keel.h>
+#include <keel/util.h>
 
 #include <llhttp.h>
 

@@ -41,18 +41,10 @@ int h1_is_token(const char *s, size_t n)
     return n > 0;
 }
 
-static int lower(int ch)
-{
-    return ch >= 'A' && ch <= 'Z' ? ch - 'A' + 'a' : ch;
-}
-
 /* Case-insensitive compare of n bytes against a lower-case literal. */
 static int ieq(const char *s, const char *lit, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)s[i]) != lit[i])
-            return 0;
-    return 1;
+    return keel_ascii_iequal_lc(s, n, lit, n);
 }
 
 /* RFC 9110 7.2: Host = uri-host [ ":" port ] (the core's grammar, the same
@@ -129,22 +121,13 @@ static int check_target(h1_exch *x, const char *head)
  * (gzip, chunked) is a coding we would have to undo: 501. */
 static int check_transfer_encoding(const char *v, size_t n)
 {
-    size_t i = 0;
-    while (i < n) {
-        while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < n && v[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (v[end - 1] == ' ' || v[end - 1] == '\t'))
-            end--;
-        if (end > start && !(end - start == 7 && ieq(v + start, "chunked", 7)))
+    const char *at = v, *el;
+    size_t len;
+    while (keel_list_next(&at, v + n, &el, &len))
+        if (!(len == 7 && ieq(el, "chunked", 7)))
             return 501;
-    }
     return 0;
 }
-
 int h1_head_check(h1_conn *c, const char *head)
 {
     h1_exch *x = c->x;

@@ -45,157 +45,29 @@
 
 /* ---- addresses --------------------------------------------------------------- */
 
-static int parse_v4(const char *s, uint8_t out[4])
-{
-    unsigned parts[4];
-    int n = 0;
-    const char *p = s;
-    while (n < 4) {
-        if (*p < '0' || *p > '9')
-            return -1;
-        /* A part with a leading zero is octal to inet_aton, which
-         * getaddrinfo uses (0177.0.0.1 is 127.0.0.1): no literal here, a
-         * name for the resolver, whose answer is what gets checked. */
-        if (p[0] == '0' && p[1] >= '0' && p[1] <= '9')
-            return -1;
-        unsigned v = 0;
-        int digits = 0;
-        while (*p >= '0' && *p <= '9' && digits < 4) {
-            v = v * 10 + (unsigned)(*p++ - '0');
-            digits++;
-        }
-        if (v > 255)
-            return -1;
-        parts[n++] = v;
-        if (n < 4 && *p++ != '.')
-            return -1;
-    }
-    if (*p != '\0')
-        return -1;
-    for (int i = 0; i < 4; i++)
-        out[i] = (uint8_t)parts[i];
-    return 0;
-}
-
-static int hexval(int c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-static int parse_v6(const char *s, uint8_t out[16])
-{
-    uint16_t words[8] = {0};
-    int n = 0, gap = -1;
-    const char *p = s;
-    if (p[0] == ':' && p[1] == ':') {
-        gap = 0;
-        p += 2;
-    }
-    while (*p != '\0' && n < 8) {
-        if (strchr(p, '.') != NULL && strchr(p, ':') == NULL) {
-            uint8_t v4[4];
-            if (n > 6 || parse_v4(p, v4) != 0)
-                return -1;
-            words[n++] = (uint16_t)(v4[0] << 8 | v4[1]);
-            words[n++] = (uint16_t)(v4[2] << 8 | v4[3]);
-            p += strlen(p);
-            break;
-        }
-        unsigned v = 0;
-        int digits = 0, h;
-        while ((h = hexval(*p)) >= 0 && digits < 4) {
-            v = v * 16 + (unsigned)h;
-            p++;
-            digits++;
-        }
-        if (digits == 0)
-            return -1;
-        words[n++] = (uint16_t)v;
-        if (*p == ':') {
-            p++;
-            if (*p == ':') {
-                if (gap >= 0)
-                    return -1;
-                gap = n;
-                p++;
-            } else if (*p == '\0') {
-                return -1;
-            }
-        } else if (*p != '\0') {
-            return -1;
-        }
-    }
-    if (*p != '\0')
-        return -1;
-    if (gap >= 0) {
-        int move = n - gap;
-        for (int i = 0; i < move; i++)
-            words[7 - i] = words[n - 1 - i];
-        for (int i = gap; i < 8 - move; i++)
-            words[i] = 0;
-    } else if (n != 8) {
-        return -1;
-    }
-    for (int i = 0; i < 8; i++) {
-        out[2 * i] = (uint8_t)(words[i] >> 8);
-        out[2 * i + 1] = (uint8_t)words[i];
-    }
-    return 0;
-}
-
-/* An IPv4 or IPv6 literal, IPv4 as ::ffff:a.b.c.d. 0 or -1. */
+/* An IPv4 or IPv6 literal, IPv4 as ::ffff:a.b.c.d (keel/util.h, which
+ * refuses an IPv4 part with a leading zero: octal to inet_aton, which
+ * getaddrinfo uses, so 0177.0.0.1 is a name for the resolver, whose answer
+ * is what gets checked). 0 or -1. */
 int px_ip_parse(const char *s, uint8_t out[16])
 {
-    uint8_t v4[4];
-    if (parse_v4(s, v4) == 0) {
-        memset(out, 0, 10);
-        out[10] = out[11] = 0xff;
-        memcpy(out + 12, v4, 4);
-        return 0;
-    }
-    return parse_v6(s, out);
+    keel_ip ip;
+    if (!keel_ip_parse(s, strlen(s), &ip))
+        return -1;
+    memcpy(out, ip.bytes, 16);
+    return 0;
 }
 
 static int cidr_match(const px_cidr *c, const uint8_t a[16])
 {
-    unsigned bits = c->bits;
-    for (unsigned i = 0; i < 16 && bits > 0; i++) {
-        unsigned take = bits >= 8 ? 8 : bits;
-        uint8_t mask = (uint8_t)(0xff << (8 - take));
-        if ((a[i] & mask) != (c->addr[i] & mask))
-            return 0;
-        bits -= take;
-    }
-    return 1;
+    keel_ip ip;
+    memcpy(ip.bytes, a, 16);
+    return keel_cidr_match(c, &ip);
 }
 
 static int parse_cidr(const char *s, px_cidr *out)
 {
-    char buf[64];
-    snprintf(buf, sizeof buf, "%s", s);
-    char *slash = strchr(buf, '/');
-    if (slash != NULL)
-        *slash = '\0';
-    if (px_ip_parse(buf, out->addr) != 0)
-        return -1;
-    int v4 = strchr(buf, ':') == NULL;
-    unsigned max = v4 ? 32 : 128;
-    unsigned bits = max;
-    if (slash != NULL) {
-        char *end;
-        unsigned long b = strtoul(slash + 1, &end, 10);
-        if (*end != '\0' || b > max)
-            return -1;
-        bits = (unsigned)b;
-    }
-    out->bits = v4 ? bits + 96 : bits;
-    return 0;
+    return keel_cidr_parse(s, strlen(s), out) ? 0 : -1;
 }
 
 /* The special-purpose ranges a forward proxy must not reach for its

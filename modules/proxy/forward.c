@@ -36,30 +36,6 @@ static int idempotent(keel_str m)
            method_is(m, "TRACE") || method_is(m, "PUT") || method_is(m, "DELETE");
 }
 
-static void client_ip(keel_conn *conn, char *out, size_t size)
-{
-    char peer[80];
-    if (keel_conn_peer_name(conn, peer, sizeof peer) != KEEL_OK) {
-        snprintf(out, size, "unknown");
-        return;
-    }
-    char *colon = strrchr(peer, ':');
-    if (colon != NULL)
-        *colon = '\0';
-    const char *p = peer;
-    if (p[0] == '[') {
-        p++;
-        size_t n = strlen(p);
-        if (n > 0 && p[n - 1] == ']')
-            peer[n] = '\0'; /* peer + 1 + n - 1 */
-    }
-    size_t n = strlen(p);
-    if (n >= size)
-        n = size - 1;
-    memcpy(out, p, n);
-    out[n] = '\0';
-}
-
 /* ---- the access log line ------------------------------------------------------------ */
 
 void px_log_exchange(px_ex *ex, int status)
@@ -530,13 +506,12 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     ex->route = r;
     ex->pw = px_worker_of(keel_request_worker(req), r->cfg->module);
     ex->start_ms = keel_worker_now_ms(ex->pw->worker);
-    keel_conn *client = keel_request_conn(req);
-    client_ip(client, ex->client_ip, sizeof ex->client_ip);
+    if (keel_request_peer_ip(req, ex->client_ip, sizeof ex->client_ip) != KEEL_OK)
+        snprintf(ex->client_ip, sizeof ex->client_ip, "unknown");
     /* An HTTP/2 connection's streams share one budget (share.c). */
     if (keel_request_version(req) == 20)
-        ex->share = px_client_join(ex->pw, keel_conn_id(client));
-    const char *transport = keel_conn_transport_name(client);
-    ex->scheme = transport != NULL && strcmp(transport, "tls") == 0 ? "https" : "http";
+        ex->share = px_client_join(ex->pw, keel_request_conn_id(req));
+    ex->scheme = keel_request_scheme(req);
     /* The upstream may connect after the client left: the exchange must
      * hear of it rather than find its request recycled (issue 23). */
     keel_request_on_abort(req, client_aborted, ex);

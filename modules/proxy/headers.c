@@ -29,52 +29,29 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int lower(int c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
 static int name_eq(keel_str a, const char *b)
 {
-    size_t n = strlen(b);
-    if (a.len != n)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)a.ptr[i]) != lower((unsigned char)b[i]))
-            return 0;
-    return 1;
+    return keel_ascii_iequal_z(a.ptr, a.len, b);
 }
 
 /* The same name, any case; b is lower case, n its length. */
 static int is_name(keel_str a, const char *b, size_t n)
 {
-    if (a.len != n)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)a.ptr[i]) != b[i])
-            return 0;
-    return 1;
+    return keel_ascii_iequal_lc(a.ptr, a.len, b, n);
 }
 
 /* Calls fn for each element of a comma-separated list (RFC 9110 5.6.1),
  * trimmed; stops when it returns non-zero and returns that. */
 static int each_element(keel_str list, int (*fn)(keel_str el, void *arg), void *arg)
 {
-    size_t i = 0;
-    while (list.ptr != NULL && i < list.len) {
-        while (i < list.len && (list.ptr[i] == ' ' || list.ptr[i] == '\t' || list.ptr[i] == ','))
-            i++;
-        size_t start = i;
-        while (i < list.len && list.ptr[i] != ',')
-            i++;
-        size_t end = i;
-        while (end > start && (list.ptr[end - 1] == ' ' || list.ptr[end - 1] == '\t'))
-            end--;
-        if (end > start) {
-            int rc = fn((keel_str){list.ptr + start, end - start}, arg);
-            if (rc != 0)
-                return rc;
-        }
+    const char *at = list.ptr, *el;
+    size_t len;
+    if (list.ptr == NULL)
+        return 0;
+    while (keel_list_next(&at, list.ptr + list.len, &el, &len)) {
+        int rc = fn((keel_str){el, len}, arg);
+        if (rc != 0)
+            return rc;
     }
     return 0;
 }
@@ -82,12 +59,7 @@ static int each_element(keel_str list, int (*fn)(keel_str el, void *arg), void *
 static int equal_element(keel_str el, void *name)
 {
     const keel_str *n = name;
-    if (el.len != n->len)
-        return 0;
-    for (size_t k = 0; k < el.len; k++)
-        if (lower((unsigned char)el.ptr[k]) != lower((unsigned char)n->ptr[k]))
-            return 0;
-    return 1;
+    return keel_ascii_iequal(el.ptr, el.len, n->ptr, n->len);
 }
 
 /* An element equal to the NUL-terminated arg (any case). */
@@ -282,7 +254,7 @@ static int upgrade_allowed(const px_route *r, keel_str protocol)
 /* Is `token` one of the comma-separated elements of list (any case)? */
 int px_token_in_list(keel_str list, const char *token)
 {
-    return each_element(list, element_equal, (void *)token);
+    return keel_list_has(list.ptr, list.len, token);
 }
 
 static int allowed_element(keel_str el, void *arg)

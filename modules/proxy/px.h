@@ -15,6 +15,7 @@
 #define KEEL_PROXY_PX_H
 
 #include <keel/keel.h>
+#include <keel/util.h>
 
 #include <llhttp.h>
 
@@ -72,10 +73,7 @@ typedef struct px_route {
     int rewrite_location;
 } px_route;
 
-typedef struct px_cidr {
-    uint8_t addr[16]; /* IPv4 as ::ffff:a.b.c.d */
-    unsigned bits;    /* prefix length over the 128 bits */
-} px_cidr;
+typedef keel_cidr px_cidr; /* keel/util.h: IPv4 as ::ffff:a.b.c.d */
 
 struct px_config {
     keel_module *module;

@@ -285,15 +285,7 @@ static int flush(px_ex *ex)
 
 static int same_name(keel_str a, const char *b)
 {
-    size_t n = strlen(b);
-    if (a.len != n)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        int c = (unsigned char)a.ptr[i];
-        if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != b[i])
-            return 0;
-    }
-    return 1;
+    return keel_ascii_iequal_z(a.ptr, a.len, b);
 }
 
 /* Body bytes parsed from several reads in one loop iteration leave in one

@@ -36,17 +36,13 @@ int st_accept_q(keel_str accept, const char *coding)
         return 0;
     size_t clen = strlen(coding);
     int named = -1, star = -1;
-    const char *p = accept.ptr, *end = accept.ptr + accept.len;
-    while (p < end) {
-        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
-            p++;
-        const char *name = p;
-        while (p < end && *p != ',' && *p != ';' && *p != ' ' && *p != '\t')
-            p++;
-        size_t nlen = (size_t)(p - name);
+    const char *at = accept.ptr, *el;
+    size_t len;
+    while (keel_list_next(&at, accept.ptr + accept.len, &el, &len)) {
+        size_t nlen = keel_list_token_length(el, len);
         int q = 1000;
         /* parameters: only q counts */
-        while (p < end && *p != ',') {
+        for (const char *p = el + nlen, *end = el + len; p < end;) {
             if (*p == ';') {
                 p++;
                 while (p < end && (*p == ' ' || *p == '\t'))
@@ -59,12 +55,10 @@ int st_accept_q(keel_str accept, const char *coding)
                 p++;
             }
         }
-        if (nlen == 0)
-            continue;
-        if (nlen == 1 && name[0] == '*')
+        if (nlen == 1 && el[0] == '*')
             star = q;
-        else if ((nlen == clen && st_casecmp_n(name, coding, clen) == 0) ||
-                 (strcmp(coding, "gzip") == 0 && nlen == 6 && st_casecmp_n(name, "x-gzip", 6) == 0))
+        else if (keel_ascii_iequal(el, nlen, coding, clen) ||
+                 (strcmp(coding, "gzip") == 0 && keel_ascii_iequal(el, nlen, "x-gzip", 6)))
             named = q > named ? q : named;
     }
     if (named >= 0)

@@ -126,10 +126,8 @@ const char *st_mime_type(const st_config *cfg, const char *name, size_t len)
         return default_type;
     char ext[16];
     size_t n = len - dot;
-    for (size_t i = 0; i < n; i++) {
-        char c = name[dot + i];
-        ext[i] = c >= 'A' && c <= 'Z' ? (char)(c + 32) : c;
-    }
+    for (size_t i = 0; i < n; i++)
+        ext[i] = (char)keel_ascii_lower((unsigned char)name[dot + i]);
     ext[n] = '\0';
     for (size_t i = 0; i < cfg->ntypes; i++)
         if (strcmp(cfg->types[i].ext, ext) == 0)

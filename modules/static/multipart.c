@@ -189,7 +189,7 @@ int st_multipart_send(const st_config *cfg, keel_request *req, keel_response *re
     m->type = type;
     m->ranges = ranges;
     m->n = n;
-    keel_worker *w = keel_conn_worker(keel_request_conn(req));
+    keel_worker *w = keel_request_worker(req);
     st_worker *ws = keel_worker_state(w, cfg->module);
     /* A boundary that no part's bytes are likely to hold: 20 hex digits
      * from a per-request sequence, the worker, the time and the request's

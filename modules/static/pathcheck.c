@@ -25,20 +25,6 @@
 
 #include <string.h>
 
-int st_casecmp_n(const char *a, const char *b, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        unsigned char x = (unsigned char)a[i], y = (unsigned char)b[i];
-        if (x >= 'A' && x <= 'Z')
-            x = (unsigned char)(x + 32);
-        if (y >= 'A' && y <= 'Z')
-            y = (unsigned char)(y + 32);
-        if (x != y)
-            return x < y ? -1 : 1;
-    }
-    return 0;
-}
-
 /* CON, PRN, AUX, NUL, COM0-9, LPT0-9, CONIN$, CONOUT$: the base name (up to
  * the first dot, trailing spaces dropped as Windows does) in any case. */
 static int device_name(const char *s, size_t len)
@@ -51,13 +37,14 @@ static int device_name(const char *s, size_t len)
     static const char *const three[] = {"con", "prn", "aux", "nul"};
     if (base == 3)
         for (size_t i = 0; i < 4; i++)
-            if (st_casecmp_n(s, three[i], 3) == 0)
+            if (keel_ascii_ncasecmp(s, three[i], 3) == 0)
                 return 1;
-    if (base == 4 && (st_casecmp_n(s, "com", 3) == 0 || st_casecmp_n(s, "lpt", 3) == 0) &&
+    if (base == 4 &&
+        (keel_ascii_ncasecmp(s, "com", 3) == 0 || keel_ascii_ncasecmp(s, "lpt", 3) == 0) &&
         s[3] >= '0' && s[3] <= '9')
         return 1;
-    if ((base == 6 && st_casecmp_n(s, "conin$", 6) == 0) ||
-        (base == 7 && st_casecmp_n(s, "conout$", 7) == 0))
+    if ((base == 6 && keel_ascii_ncasecmp(s, "conin$", 6) == 0) ||
+        (base == 7 && keel_ascii_ncasecmp(s, "conout$", 7) == 0))
         return 1;
     return 0;
 }

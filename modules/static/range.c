@@ -71,7 +71,7 @@ int st_range_parse(const char *value, size_t len, uint64_t size, uint64_t max_ra
     if (max_ranges == 0)
         return ST_RANGE_NONE;
     p = skip_ows(p, end);
-    if (end - p < 6 || st_casecmp_n(p, "bytes=", 6) != 0)
+    if (end - p < 6 || keel_ascii_ncasecmp(p, "bytes=", 6) != 0)
         return ST_RANGE_NONE;
     p += 6;
     spec *specs = malloc((size_t)max_ranges * sizeof *specs);

@@ -31,7 +31,7 @@ typedef struct st_module {
 void st_count(const st_config *cfg, keel_request *req, int status, uint64_t bytes)
 {
     const st_module *sm = (const st_module *)cfg;
-    keel_worker *w = keel_conn_worker(keel_request_conn(req));
+    keel_worker *w = keel_request_worker(req);
     size_t i = 0;
     while (i < NCOUNTED && counted[i] != status)
         i++;
@@ -70,7 +70,7 @@ static int send_short(keel_response *res, int status)
 
 int st_unavailable(const st_config *cfg, keel_request *req, keel_response *res, int why)
 {
-    keel_worker *w = keel_conn_worker(keel_request_conn(req));
+    keel_worker *w = keel_request_worker(req);
     keel_metric_add(w, cfg->m_no_descriptor[why == ST_NO_FD_SYSTEM], 1);
     st_worker *ws = keel_worker_state(w, cfg->module);
     uint64_t now = keel_worker_now_ms(w);
@@ -335,7 +335,7 @@ static int handle(keel_request *req, keel_response *res, void *userdata)
     const st_config *cfg = userdata;
     st_ctx x = {.cfg = cfg, .req = req, .res = res};
     if (cfg->cache_on) {
-        keel_worker *w = keel_conn_worker(keel_request_conn(req));
+        keel_worker *w = keel_request_worker(req);
         x.ws = keel_worker_state(w, cfg->module);
         x.now_ms = keel_worker_now_ms(w);
     }

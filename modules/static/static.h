@@ -13,6 +13,7 @@
 #define KEEL_STATIC_H
 
 #include <keel/keel.h>
+#include <keel/util.h>
 
 #include <stddef.h>
 #include <stdint.h>
@@ -214,7 +215,6 @@ size_t st_url_encode(const char *s, size_t len, int path, char *out, size_t cap)
 /* Escapes < > & " ' for HTML text and attributes; as st_url_encode. */
 size_t st_html_escape(const char *s, size_t len, char *out, size_t cap);
 
-int st_casecmp_n(const char *a, const char *b, size_t n);
 int st_mime_table_sorted(void);
 
 /* ---- cache.c ------------------------------------------------------------------------ */

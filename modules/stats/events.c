@@ -201,7 +201,7 @@ static void tick(keel_timer *timer, void *userdata)
 int st_events_handler(keel_request *req, keel_response *res, void *userdata)
 {
     const stats *st = userdata;
-    keel_worker *w = keel_conn_worker(keel_request_conn(req));
+    keel_worker *w = keel_request_worker(req);
     st_worker *ws = keel_worker_state(w, st->module);
     if (!st_admit(st, req, res))
         return KEEL_OK;

@@ -33,9 +33,8 @@ int st_admit(const stats *st, keel_request *req, keel_response *res)
 {
     if (st->allow.n == 0)
         return 1;
-    char peer[80];
-    if (keel_conn_peer_name(keel_request_conn(req), peer, sizeof peer) == KEEL_OK &&
-        st_allow_peer(&st->allow, peer))
+    char ip[64];
+    if (keel_request_peer_ip(req, ip, sizeof ip) == KEEL_OK && st_allow_peer(&st->allow, ip))
         return 1;
     keel_response_send_status(res, 403);
     return 0;
@@ -49,7 +48,7 @@ static int send_page(keel_request *req, keel_response *res, const stats *st, enu
     if (!st_admit(st, req, res))
         return KEEL_OK;
     st_snap snap;
-    st_collect(st, keel_conn_worker(keel_request_conn(req)), &snap);
+    st_collect(st, keel_request_worker(req), &snap);
     st_buf b;
     st_buf_init(&b);
     static const char *const types[] = {
@@ -120,7 +119,7 @@ static int dashboard_handler(keel_request *req, keel_response *res, void *userda
 static int ready_handler(keel_request *req, keel_response *res, void *userdata)
 {
     (void)userdata;
-    int draining = keel_worker_stopping(keel_conn_worker(keel_request_conn(req))) == KEEL_STOPPING;
+    int draining = keel_worker_stopping(keel_request_worker(req)) == KEEL_STOPPING;
     static const char ready[] = "ready\n", stopping[] = "draining\n";
     keel_response_set_status(res, draining ? 503 : 200);
     keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");

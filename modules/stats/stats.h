@@ -10,6 +10,7 @@
 #define KEEL_STATS_H
 
 #include <keel/metrics.h>
+#include <keel/util.h>
 
 #include <stdarg.h>
 #include <stddef.h>
@@ -48,24 +49,17 @@ void st_buf_put_json_str(st_buf *b, const char *s, size_t len);
 
 /* ---- allow.c: the client allow-list ---------------------------------------- */
 
-typedef struct st_net {
-    uint8_t addr[16]; /* IPv4 as IPv4-mapped IPv6 (::ffff:a.b.c.d) */
-    unsigned bits;    /* prefix length over the 128 bits */
-} st_net;
-
 typedef struct st_allow {
-    st_net *nets;
+    keel_cidr *nets;
     size_t n;
 } st_allow;
 
-/* Parses an address ("127.0.0.1", "::1") into 16 bytes; 1 on success. */
-int st_parse_ip(const char *s, size_t len, uint8_t out[16], int *is_v4);
 /* Adds every address or CIDR of a space- or comma-separated list. Returns
  * 0, or -1 with the offending word copied into bad. */
 int st_allow_add(st_allow *a, const char *list, char *bad, size_t badsize);
-/* 1 if the list is empty or the peer ("1.2.3.4:5678", "[::1]:5678") is on
- * it. */
-int st_allow_peer(const st_allow *a, const char *peer);
+/* 1 if the list is empty or the client's address ("1.2.3.4", "::1", as
+ * keel_request_peer_ip writes it) is on it. */
+int st_allow_peer(const st_allow *a, const char *ip);
 void st_allow_free(st_allow *a);
 
 /* ---- snap.c: one collection, copied ----------------------------------------

@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <keel/util.h>
+
 struct ws_pmd {
     keel_deflate *tx, *rx; /* created on first use */
     uint8_t tx_bits, rx_bits;
@@ -45,19 +47,9 @@ typedef struct offer {
     int cmwb; /* -1: absent, 0: present without a value */
 } offer;
 
-static int lower(int c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
-
 static int ieq(const char *a, size_t n, const char *b)
 {
-    if (strlen(b) != n)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (lower((unsigned char)a[i]) != lower((unsigned char)b[i]))
-            return 0;
-    return 1;
+    return keel_ascii_iequal_z(a, n, b);
 }
 
 static void trim(const char **a, const char **b)

@@ -20,21 +20,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"; /* 1.3 */
+#include <keel/util.h>
 
-static int lower(int c)
-{
-    return c >= 'A' && c <= 'Z' ? c + 32 : c;
-}
+static const char ws_guid[] = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"; /* 1.3 */
 
 static int ieq(const char *a, size_t alen, const char *b, size_t blen)
 {
-    if (alen != blen)
-        return 0;
-    for (size_t i = 0; i < alen; i++)
-        if (lower((unsigned char)a[i]) != lower((unsigned char)b[i]))
-            return 0;
-    return 1;
+    return keel_ascii_iequal(a, alen, b, blen);
 }
 
 /* Calls fn on each comma-separated element (trimmed, non-empty) of every
@@ -48,22 +40,12 @@ static int each_element(keel_request *req, const char *name, element_fn fn, void
         if (keel_request_header_at(req, i, &h) != KEEL_OK ||
             !ieq(h.name.ptr, h.name.len, name, nlen))
             continue;
-        const char *s = h.value.ptr, *end = s + h.value.len;
-        while (s < end) {
-            const char *e = memchr(s, ',', (size_t)(end - s));
-            if (!e)
-                e = end;
-            const char *a = s, *b = e;
-            while (a < b && (*a == ' ' || *a == '\t'))
-                a++;
-            while (b > a && (b[-1] == ' ' || b[-1] == '\t'))
-                b--;
-            if (b > a) {
-                int r = fn(a, (size_t)(b - a), ud);
-                if (r)
-                    return r;
-            }
-            s = e + 1;
+        const char *at = h.value.ptr, *el;
+        size_t n;
+        while (h.value.ptr != NULL && keel_list_next(&at, h.value.ptr + h.value.len, &el, &n)) {
+            int r = fn(el, n, ud);
+            if (r)
+                return r;
         }
     }
     return 0;

@@ -12,8 +12,11 @@
 // What it shows: module-wide data owned by a C++ object (made in load,
 // deleted in unload, also when load fails); per-worker state that is a C++
 // object constructed in the zeroed block keel allocates (placement new in
-// start, destructor in stop); and no exception ever crossing back into C.
+// start, destructor in stop); a module-wide count behind keel/util.h's
+// mutex (the header-only helpers compile as C++ too); and no exception
+// ever crossing back into C.
 #include <keel/keel.h>
+#include <keel/util.h>
 
 #include <cstdint>
 #include <exception>
@@ -59,10 +62,17 @@ class WorkerCounter
 
 keel_module *self;
 
+// Requests served by every worker together: module-wide state, so guarded.
+keel_mutex served_lock = KEEL_MUTEX_INIT;
+std::uint64_t served_total;
+
 int hello(keel_request *req, keel_response *res, void *userdata)
 {
     const auto *greeter = static_cast<const Greeter *>(userdata);
-    keel_worker *worker = keel_conn_worker(keel_request_conn(req));
+    keel_worker *worker = keel_request_worker(req);
+    keel_mutex_lock(&served_lock);
+    served_total++;
+    keel_mutex_unlock(&served_lock);
     auto *counter = static_cast<WorkerCounter *>(keel_worker_state(worker, self));
     try {
         std::string body = greeter->greet(keel_request_param(req, "name"), counter->next(),
@@ -96,6 +106,7 @@ int cpp_load(keel_module *module)
 
 void cpp_unload(keel_module *module)
 {
+    keel_log(module, KEEL_LOG_DEBUG, "served %llu requests", (unsigned long long)served_total);
     delete static_cast<Greeter *>(keel_module_data(module));
 }
 

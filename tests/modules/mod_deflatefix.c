@@ -244,9 +244,8 @@ static int fix_tick(keel_request *req, keel_response *res, void *userdata)
     t->res = res;
     t->total = n ? (unsigned)atoi(n) : 5;
     keel_response_header_set(res, "Content-Type", "text/event-stream");
-    t->timer =
-        keel_timer_start(keel_conn_worker(keel_request_conn(req)), ms ? (uint64_t)atoi(ms) : 50,
-                         ms ? (uint64_t)atoi(ms) : 50, tick_fire, t);
+    t->timer = keel_timer_start(keel_request_worker(req), ms ? (uint64_t)atoi(ms) : 50,
+                                ms ? (uint64_t)atoi(ms) : 50, tick_fire, t);
     if (t->timer == NULL) {
         free(t);
         return KEEL_ERR_NOMEM;

@@ -63,7 +63,7 @@ static int64_t query_int(keel_request *req, const char *name)
 
 static keel_worker *worker_of(keel_request *req)
 {
-    return keel_conn_worker(keel_request_conn(req));
+    return keel_request_worker(req);
 }
 
 static int hit(keel_request *req, keel_response *res, void *ud)

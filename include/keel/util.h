@@ -1,0 +1,482 @@
+/* keel/util.h — small helpers every module ends up writing: ASCII case
+ * folding, HTTP list fields, IP addresses and CIDR blocks, words, and a
+ * mutex and once for module-wide state.
+ *
+ * Header-only: every function is static inline, so using them takes no
+ * slot in the host's table, works with any host version and adds nothing
+ * to the ABI. Nothing here allocates, calls the host, or depends on a
+ * library beyond the C library (and pthreads or Windows for the mutex and
+ * once, which a module's process has anyway). C11 and C++ (and MSVC)
+ * alike; include it after or without keel/keel.h.
+ *
+ * Threads: every function is safe on any thread for the objects the caller
+ * owns; keel_mutex and keel_once are how state shared between threads is
+ * guarded.
+ *
+ * Strings are byte views (pointer and length, no NUL needed) unless a
+ * function's name ends in _z or it says "NUL-terminated". A NULL pointer
+ * with length 0 is an empty view.
+ */
+#ifndef KEEL_UTIL_H
+#define KEEL_UTIL_H
+
+#include <stddef.h>
+#include <string.h>
+
+#if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#define KEEL__UTIL_LEAN
+#endif
+#include <windows.h>
+#ifdef KEEL__UTIL_LEAN
+#undef WIN32_LEAN_AND_MEAN
+#undef KEEL__UTIL_LEAN
+#endif
+#else
+#include <pthread.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- ASCII case ---------------------------------------------------------
+ * HTTP's case-insensitive names (field names, tokens, schemes: RFC 9110
+ * 5.1, 5.6.2) fold ASCII letters only. Unlike tolower() and strcasecmp(),
+ * these never consult the locale (a Turkish locale folds 'I' to a dotless
+ * 'ı'), never take a negative char as an index, and bytes >= 0x80 compare
+ * as themselves. */
+
+/* c with 'A'..'Z' folded to 'a'..'z'; any other value unchanged. */
+static inline int keel_ascii_lower(int c)
+{
+    return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c;
+}
+
+/* Compares a and b (NUL-terminated) ignoring ASCII case, as strcmp does:
+ * <0, 0, >0 by the folded bytes as unsigned char. */
+static inline int keel_ascii_casecmp(const char *a, const char *b)
+{
+    for (;; a++, b++) {
+        int x = keel_ascii_lower((unsigned char)*a), y = keel_ascii_lower((unsigned char)*b);
+        if (x != y || x == 0)
+            return x - y;
+    }
+}
+
+/* The same over at most n bytes, stopping at a NUL in both (strncasecmp's
+ * contract): a view compared with a prefix, "bytes=" at the start of a
+ * Range field, say. */
+static inline int keel_ascii_ncasecmp(const char *a, const char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        int x = keel_ascii_lower((unsigned char)a[i]), y = keel_ascii_lower((unsigned char)b[i]);
+        if (x != y || x == 0)
+            return x - y;
+    }
+    return 0;
+}
+
+/* 1 if a[0..alen) and b[0..blen) are the same bytes ignoring ASCII case
+ * (NUL bytes compare as any other), else 0. */
+static inline int keel_ascii_iequal(const char *a, size_t alen, const char *b, size_t blen)
+{
+    if (alen != blen)
+        return 0;
+    for (size_t i = 0; i < alen; i++)
+        if (keel_ascii_lower((unsigned char)a[i]) != keel_ascii_lower((unsigned char)b[i]))
+            return 0;
+    return 1;
+}
+
+/* keel_ascii_iequal against lc[0..n), which is lower case already (a
+ * literal such as "content-length"): only a's bytes are folded, for the
+ * paths that compare every field name with known ones (h2o's
+ * h2o_lcstris). */
+static inline int keel_ascii_iequal_lc(const char *a, size_t alen, const char *lc, size_t n)
+{
+    if (alen != n)
+        return 0;
+    for (size_t i = 0; i < n; i++)
+        if (keel_ascii_lower((unsigned char)a[i]) != (unsigned char)lc[i])
+            return 0;
+    return 1;
+}
+
+/* keel_ascii_iequal of a view and a NUL-terminated string (a literal, a
+ * field name a caller passed). */
+static inline int keel_ascii_iequal_z(const char *a, size_t alen, const char *b)
+{
+    return keel_ascii_iequal(a, alen, b, strlen(b));
+}
+
+/* The value of a hexadecimal digit (either case), or -1. */
+static inline int keel_hex_value(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    c = keel_ascii_lower(c);
+    return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* ---- HTTP lists (RFC 9110 5.6.1) -----------------------------------------
+ * Fields such as Connection, Upgrade, TE, Accept-Encoding, Vary hold a
+ * comma-separated list: `#element` is [ element ] *( OWS "," OWS [ element ] ),
+ * and a recipient accepts empty elements ("a, , b", ",a,"). OWS is spaces
+ * and tabs (5.6.3). A comma inside a quoted string (5.6.4) does not
+ * separate elements. Tokens compare case-insensitively (5.6.2). */
+
+/* Steps *cursor (in list[.. end)) to the next non-empty element: 1 with
+ * *elem and *elem_len set to it, OWS trimmed from both ends (parameters,
+ * ";q=0.5", are left in it); 0 at the end of the list.
+ *
+ *     const char *at = v.ptr, *e; size_t n;
+ *     while (keel_list_next(&at, v.ptr + v.len, &e, &n)) ...
+ */
+static inline int keel_list_next(const char **cursor, const char *end, const char **elem,
+                                 size_t *elem_len)
+{
+    const char *p = *cursor;
+    while (p != NULL && p < end) {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == ','))
+            p++;
+        const char *start = p;
+        int quoted = 0;
+        for (; p < end && (quoted || *p != ','); p++) {
+            if (*p == '"')
+                quoted = !quoted;
+            else if (*p == '\\' && quoted && p + 1 < end)
+                p++; /* quoted-pair: the next byte is literal */
+        }
+        const char *stop = p;
+        while (stop > start && (stop[-1] == ' ' || stop[-1] == '\t'))
+            stop--;
+        if (stop > start) {
+            *cursor = p;
+            *elem = start;
+            *elem_len = (size_t)(stop - start);
+            return 1;
+        }
+    }
+    *cursor = end;
+    return 0;
+}
+
+/* The element's token before any parameters: "gzip" of "gzip;q=0",
+ * "websocket" of "websocket" (OWS before the ';' trimmed, 5.6.6). */
+static inline size_t keel_list_token_length(const char *elem, size_t elem_len)
+{
+    const char *semi = (const char *)memchr(elem, ';', elem_len);
+    size_t n = semi != NULL ? (size_t)(semi - elem) : elem_len;
+    while (n > 0 && (elem[n - 1] == ' ' || elem[n - 1] == '\t'))
+        n--;
+    return n;
+}
+
+/* 1 if some element of the list list[0..len) is `token` (NUL-terminated;
+ * ASCII case ignored), its parameters aside: "close" in a Connection field,
+ * "websocket" in Upgrade, "100-continue" in Expect. Says nothing about a
+ * weight: "gzip;q=0" lists gzip, as refused (a caller that honours
+ * q-values walks the elements with keel_list_next). */
+static inline int keel_list_has(const char *list, size_t len, const char *token)
+{
+    const char *at = list, *elem;
+    size_t n, tlen = strlen(token);
+    if (list == NULL)
+        return 0; /* (NULL + 0 is undefined in C) */
+    while (keel_list_next(&at, list + len, &elem, &n))
+        if (keel_ascii_iequal(elem, keel_list_token_length(elem, n), token, tlen))
+            return 1;
+    return 0;
+}
+
+/* ---- Words ---------------------------------------------------------------
+ * Steps *cursor (in s[.. end)) over blanks (spaces and tabs) and, if
+ * commas is non-zero, commas too, to the next word: 1 with *word and
+ * *word_len set, 0 at the end. Config values that list names
+ * ("http1 static, stats") and allow lists are split this way. */
+static inline int keel_word_next(const char **cursor, const char *end, int commas,
+                                 const char **word, size_t *word_len)
+{
+    const char *p = *cursor;
+    while (p != NULL && p < end && (*p == ' ' || *p == '\t' || (commas && *p == ',')))
+        p++;
+    const char *start = p;
+    while (p != NULL && p < end && *p != ' ' && *p != '\t' && !(commas && *p == ','))
+        p++;
+    *cursor = p != NULL ? p : end;
+    if (p == start)
+        return 0;
+    *word = start;
+    *word_len = (size_t)(p - start);
+    return 1;
+}
+
+/* ---- IP addresses and CIDR blocks ------------------------------------------
+ * An address is held as 16 bytes in network order; IPv4 as its IPv4-mapped
+ * IPv6 form ::ffff:a.b.c.d (RFC 4291 2.5.5.2), so that one comparison
+ * serves both families and 127.0.0.1 also matches a dual-stack socket's
+ * ::ffff:127.0.0.1. Parsed here rather than with inet_pton so that a
+ * module needs no socket library (ws2_32 on Windows), and strictly: an
+ * IPv4 part with a leading zero ("010") is refused, since inet_aton and
+ * getaddrinfo read it as octal. */
+
+typedef struct keel_ip {
+    unsigned char bytes[16];
+} keel_ip;
+
+/* An address and the length of its prefix over all 128 bits (an IPv4
+ * block /24 is 96 + 24 = 120). */
+typedef struct keel_cidr {
+    keel_ip addr;
+    unsigned bits;
+} keel_cidr;
+
+/* 1 if ip is an IPv4 address (held IPv4-mapped). */
+static inline int keel_ip_is_v4(const keel_ip *ip)
+{
+    static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+    return memcmp(ip->bytes, mapped, 12) == 0;
+}
+
+/* A dotted quad: four decimal parts 0..255 without leading zeros. */
+static inline int keel__ip_parse_v4(const char *s, size_t len, unsigned char out[4])
+{
+    size_t i = 0;
+    for (int part = 0; part < 4; part++) {
+        if (part > 0) {
+            if (i >= len || s[i] != '.')
+                return 0;
+            i++;
+        }
+        size_t start = i;
+        unsigned v = 0;
+        while (i < len && s[i] >= '0' && s[i] <= '9' && i - start < 3)
+            v = v * 10 + (unsigned)(s[i++] - '0');
+        if (i == start || v > 255 || (s[start] == '0' && i - start > 1))
+            return 0;
+        out[part] = (unsigned char)v;
+    }
+    return i == len;
+}
+
+/* RFC 4291 2.2: eight groups of up to four hex digits, one "::" for a run
+ * of zero groups, optionally a dotted quad as the last 32 bits. */
+static inline int keel__ip_parse_v6(const char *s, size_t len, unsigned char out[16])
+{
+    unsigned char a[16] = {0};
+    int n = 0, gap = -1; /* bytes written; where "::" stands */
+    size_t i = 0;
+    if (len >= 2 && s[0] == ':' && s[1] == ':') {
+        gap = 0;
+        i = 2;
+    } else if (len >= 1 && s[0] == ':') {
+        return 0;
+    }
+    while (i < len) {
+        if (n == 16)
+            return 0;
+        if (memchr(s + i, '.', len - i) != NULL && memchr(s + i, ':', len - i) == NULL) {
+            if (n > 12 || !keel__ip_parse_v4(s + i, len - i, a + n))
+                return 0;
+            n += 4;
+            break;
+        }
+        unsigned v = 0;
+        size_t start = i;
+        int h;
+        while (i < len && i - start < 4 && (h = keel_hex_value((unsigned char)s[i])) >= 0) {
+            v = v * 16 + (unsigned)h;
+            i++;
+        }
+        if (i == start)
+            return 0;
+        a[n++] = (unsigned char)(v >> 8);
+        a[n++] = (unsigned char)v;
+        if (i == len)
+            break;
+        if (s[i++] != ':')
+            return 0;
+        if (i < len && s[i] == ':') {
+            if (gap >= 0)
+                return 0;
+            gap = n;
+            i++;
+        } else if (i == len) {
+            return 0; /* a trailing single ':' */
+        }
+    }
+    if (gap < 0 && n != 16)
+        return 0;
+    if (gap >= 0) {
+        if (n > 14)
+            return 0;
+        memmove(a + 16 - (n - gap), a + gap, (size_t)(n - gap));
+        memset(a + gap, 0, (size_t)(16 - n));
+    }
+    memcpy(out, a, 16);
+    return 1;
+}
+
+/* Parses an IPv4 ("192.0.2.1") or IPv6 ("2001:db8::1", "::ffff:192.0.2.1")
+ * literal, s[0..len) exactly (no brackets, port or zone). 1 with *out
+ * set, or 0 (*out unchanged). */
+static inline int keel_ip_parse(const char *s, size_t len, keel_ip *out)
+{
+    unsigned char v4[4];
+    if (s == NULL)
+        return 0;
+    if (keel__ip_parse_v4(s, len, v4)) {
+        memset(out->bytes, 0, 10);
+        out->bytes[10] = out->bytes[11] = 0xff;
+        memcpy(out->bytes + 12, v4, 4);
+        return 1;
+    }
+    return keel__ip_parse_v6(s, len, out->bytes);
+}
+
+/* Parses "ADDRESS" (a block of one: /32 or /128) or "ADDRESS/BITS", BITS
+ * counted in the address's own family (0..32 for IPv4, 0..128 for IPv6).
+ * The address's bits beyond the prefix are kept as written (and ignored
+ * by keel_cidr_match). 1 with *out set, or 0. */
+static inline int keel_cidr_parse(const char *s, size_t len, keel_cidr *out)
+{
+    if (s == NULL)
+        return 0;
+    const char *slash = (const char *)memchr(s, '/', len);
+    size_t alen = slash != NULL ? (size_t)(slash - s) : len;
+    keel_cidr c;
+    if (!keel_ip_parse(s, alen, &c.addr))
+        return 0;
+    int v4 = memchr(s, ':', alen) == NULL; /* ::ffff:a.b.c.d counts its bits as IPv6 */
+    unsigned max = v4 ? 32 : 128, bits = max;
+    if (slash != NULL) {
+        const char *p = slash + 1, *end = s + len;
+        if (p == end || end - p > 3)
+            return 0;
+        bits = 0;
+        for (; p < end; p++) {
+            if (*p < '0' || *p > '9')
+                return 0;
+            bits = bits * 10 + (unsigned)(*p - '0');
+        }
+        if (bits > max)
+            return 0;
+    }
+    c.bits = v4 ? bits + 96 : bits;
+    *out = c;
+    return 1;
+}
+
+/* 1 if ip lies in the block. */
+static inline int keel_cidr_match(const keel_cidr *block, const keel_ip *ip)
+{
+    unsigned bits = block->bits;
+    for (unsigned i = 0; i < 16 && bits > 0; i++) {
+        unsigned take = bits >= 8 ? 8 : bits;
+        unsigned mask = (0xffu << (8 - take)) & 0xffu;
+        if ((ip->bytes[i] & mask) != (block->addr.bytes[i] & mask))
+            return 0;
+        bits -= take;
+    }
+    return 1;
+}
+
+/* ---- A mutex and a once for module-wide state ---------------------------
+ * For what a module shares between its workers (a cache, a counter a
+ * service hands out) and for one-time set-up that does not fit in load.
+ * Statically initialised, so a module needs no init or destroy call:
+ *
+ *     static keel_mutex lock = KEEL_MUTEX_INIT;
+ *     static keel_once once = KEEL_ONCE_INIT;
+ *     keel_once_run(&once, init_tables);
+ *     keel_mutex_lock(&lock); ... keel_mutex_unlock(&lock);
+ *
+ * pthreads on POSIX; on Windows an SRWLOCK (exclusive) and InitOnce,
+ * which need neither initialisation nor destruction either. The mutex is
+ * not recursive: locking it twice on one thread deadlocks. Nothing on a
+ * request path should wait on one (a worker would stall its whole loop):
+ * hold it for a few instructions, or use per-worker state instead. */
+
+#if defined(_WIN32)
+typedef struct keel_mutex {
+    SRWLOCK lock;
+} keel_mutex;
+#define KEEL_MUTEX_INIT                                                                            \
+    {                                                                                              \
+        SRWLOCK_INIT                                                                               \
+    }
+
+typedef struct keel_once {
+    INIT_ONCE once;
+} keel_once;
+#define KEEL_ONCE_INIT                                                                             \
+    {                                                                                              \
+        INIT_ONCE_STATIC_INIT                                                                      \
+    }
+
+static inline void keel_mutex_lock(keel_mutex *m)
+{
+    AcquireSRWLockExclusive(&m->lock);
+}
+
+static inline void keel_mutex_unlock(keel_mutex *m)
+{
+    ReleaseSRWLockExclusive(&m->lock);
+}
+
+static inline BOOL CALLBACK keel__once_call(PINIT_ONCE once, PVOID param, PVOID *context)
+{
+    (void)once;
+    (void)context;
+    (*(void (**)(void))param)();
+    return TRUE;
+}
+
+/* Runs fn exactly once per keel_once, however many threads call this at
+ * the same time; every caller returns after fn has returned. */
+static inline void keel_once_run(keel_once *o, void (*fn)(void))
+{
+    InitOnceExecuteOnce(&o->once, keel__once_call, (PVOID)&fn, NULL);
+}
+#else
+typedef struct keel_mutex {
+    pthread_mutex_t lock;
+} keel_mutex;
+#define KEEL_MUTEX_INIT                                                                            \
+    {                                                                                              \
+        PTHREAD_MUTEX_INITIALIZER                                                                  \
+    }
+
+typedef struct keel_once {
+    pthread_once_t once;
+} keel_once;
+#define KEEL_ONCE_INIT                                                                             \
+    {                                                                                              \
+        PTHREAD_ONCE_INIT                                                                          \
+    }
+
+static inline void keel_mutex_lock(keel_mutex *m)
+{
+    pthread_mutex_lock(&m->lock);
+}
+
+static inline void keel_mutex_unlock(keel_mutex *m)
+{
+    pthread_mutex_unlock(&m->lock);
+}
+
+/* Runs fn exactly once per keel_once, however many threads call this at
+ * the same time; every caller returns after fn has returned. */
+static inline void keel_once_run(keel_once *o, void (*fn)(void))
+{
+    pthread_once(&o->once, fn);
+}
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,118 @@
+/* facts — what a handler knows of its request's connection through the
+ * request-scoped calls of ABI 1.7 (keel_request_peer_name, _peer_ip,
+ * _scheme, _transport_name, _conn_id), over any HTTP protocol. Serves
+ * test_request_facts.c. Each line it logs (INFO) is
+ *
+ *     facts WHEN TARGET: peer=NAME ip=IP scheme=S transport=T conn=ID request_conn=C
+ *
+ * (NAME and IP "?" with the status's name when the call failed, T "-" for
+ * plain TCP, C "set" or "null": what keel_request_conn says).
+ *
+ * Routes:
+ *   GET /facts        logs "facts now", answers 200 "ok"
+ *   GET /facts/hold   logs "facts held", asks nothing else, and never
+ *                     answers: the client leaves, and the abort callback
+ *                     logs "facts after abort" (the facts are first asked
+ *                     then, after the connection, or the stream, is gone)
+ *   GET /facts/later  answers 200 "ok" at once, but first starts an
+ *                     offload (?ms=N on the pool, default 300) whose done
+ *                     logs "facts offloaded": the request outlives its
+ *                     exchange, and its connection if the client leaves
+ */
+#define _POSIX_C_SOURCE 200809L /* nanosleep */
+#include <keel/keel.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#if defined(_WIN32)
+#include <windows.h>
+#endif
+
+static keel_module *self;
+
+static void log_facts(keel_request *req, const char *when)
+{
+    char name[64], ip[64];
+    int rc = keel_request_peer_name(req, name, sizeof name);
+    if (rc != KEEL_OK)
+        snprintf(name, sizeof name, "?%s", keel_strerror(rc));
+    rc = keel_request_peer_ip(req, ip, sizeof ip);
+    if (rc != KEEL_OK)
+        snprintf(ip, sizeof ip, "?%s", keel_strerror(rc));
+    const char *transport = keel_request_transport_name(req);
+    keel_str target = keel_request_target(req);
+    keel_log(self, KEEL_LOG_INFO,
+             "facts %s %.*s: peer=%s ip=%s scheme=%s transport=%s conn=%llu request_conn=%s", when,
+             (int)target.len, target.ptr, name, ip, keel_request_scheme(req),
+             transport != NULL ? transport : "-", (unsigned long long)keel_request_conn_id(req),
+             keel_request_conn(req) != NULL ? "set" : "null");
+}
+
+static int facts_now(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    log_facts(req, "now");
+    return keel_response_send(res, "ok", 2, NULL, NULL);
+}
+
+static void on_abort(keel_request *req, void *userdata)
+{
+    (void)userdata;
+    log_facts(req, "after abort");
+}
+
+static int facts_hold(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)res;
+    (void)userdata;
+    keel_request_on_abort(req, on_abort, NULL);
+    keel_log(self, KEEL_LOG_INFO, "facts held");
+    return KEEL_OK;
+}
+
+static void sleep_ms(void *userdata)
+{
+    uint64_t ms = (uint64_t)(uintptr_t)userdata;
+#if defined(_WIN32)
+    Sleep((DWORD)ms);
+#else
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+#endif
+}
+
+static void offloaded(keel_request *req, int status, void *userdata)
+{
+    (void)status;
+    (void)userdata;
+    log_facts(req, "offloaded");
+}
+
+static int facts_later(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    keel_str ms;
+    uint64_t wait = 300;
+    if (keel_request_query_param(req, "ms", &ms) == KEEL_OK)
+        wait = (uint64_t)strtoull(ms.ptr, NULL, 10);
+    int rc = keel_offload(req, sleep_ms, offloaded, (void *)(uintptr_t)wait);
+    if (rc != KEEL_OK)
+        return rc;
+    return keel_response_send(res, "ok", 2, NULL, NULL);
+}
+
+static int facts_load(keel_module *module)
+{
+    self = module;
+    int rc;
+    if ((rc = keel_route_add(module, "GET", "/facts", facts_now, NULL)) < 0 ||
+        (rc = keel_route_add(module, "GET", "/facts/hold", facts_hold, NULL)) < 0 ||
+        (rc = keel_route_add(module, "GET", "/facts/later", facts_later, NULL)) < 0)
+        return rc;
+    return KEEL_OK;
+}
+
+KEEL_MODULE(facts, .version = "1.0.0", .load = facts_load);

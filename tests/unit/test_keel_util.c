@@ -1,0 +1,319 @@
+/* keel/util.h: the helpers modules share (case folding, HTTP lists, words,
+ * IP addresses and CIDR blocks, the mutex and once), as a module sees
+ * them: the public header alone. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include <keel/util.h>
+
+/* ---- ASCII case ---------------------------------------------------------- */
+
+Test(keel_util, ascii_case_folds_letters_only, .timeout = 10)
+{
+    cr_assert_eq(keel_ascii_lower('A'), 'a');
+    cr_assert_eq(keel_ascii_lower('Z'), 'z');
+    cr_assert_eq(keel_ascii_lower('@'), '@'); /* 'A' - 1 */
+    cr_assert_eq(keel_ascii_lower('['), '['); /* 'Z' + 1 */
+    cr_assert_eq(keel_ascii_lower(0xC4), 0xC4, "bytes >= 0x80 are themselves");
+    cr_assert_eq(keel_ascii_casecmp("Content-Length", "content-length"), 0);
+    cr_assert_lt(keel_ascii_casecmp("abc", "ABD"), 0);
+    cr_assert_gt(keel_ascii_casecmp("abcd", "ABC"), 0);
+    cr_assert_lt(keel_ascii_casecmp("", "a"), 0);
+    cr_assert_gt(keel_ascii_casecmp("\xe9", "e"), 0, "compared as unsigned char");
+    cr_assert_eq(keel_ascii_ncasecmp("BYTES=0-1", "bytes=", 6), 0);
+    cr_assert_neq(keel_ascii_ncasecmp("bytes", "bytes=", 6), 0, "stops at a NUL");
+    cr_assert_eq(keel_ascii_ncasecmp("ab", "AB", 10), 0, "NUL in both: equal");
+    cr_assert(keel_ascii_iequal("Host", 4, "hOST", 4));
+    cr_assert(!keel_ascii_iequal("Host", 4, "Hos", 3), "lengths differ");
+    cr_assert(!keel_ascii_iequal("Hosu", 4, "host", 4));
+    cr_assert(keel_ascii_iequal("a\0b", 3, "A\0B", 3), "NUL is a byte like any other");
+    cr_assert(keel_ascii_iequal(NULL, 0, "", 0));
+    cr_assert(keel_ascii_iequal_lc("Content-Length", 14, "content-length", 14));
+    cr_assert(!keel_ascii_iequal_lc("Content-Length", 14, "Content-Length", 14),
+              "the literal is taken as lower case already");
+    cr_assert(!keel_ascii_iequal_lc("TE", 2, "tex", 3));
+    cr_assert(keel_ascii_iequal_z("Upgrade", 7, "upgrade"));
+    cr_assert(!keel_ascii_iequal_z("Upgrade", 6, "upgrade"));
+    /* '@' and '`' differ by 0x20 as 'A' and 'a' do: not letters. */
+    cr_assert(!keel_ascii_iequal("@", 1, "`", 1));
+}
+
+Test(keel_util, hex_digits, .timeout = 10)
+{
+    cr_assert_eq(keel_hex_value('0'), 0);
+    cr_assert_eq(keel_hex_value('9'), 9);
+    cr_assert_eq(keel_hex_value('a'), 10);
+    cr_assert_eq(keel_hex_value('F'), 15);
+    cr_assert_eq(keel_hex_value('g'), -1);
+    cr_assert_eq(keel_hex_value('G'), -1);
+    cr_assert_eq(keel_hex_value('/'), -1);
+    cr_assert_eq(keel_hex_value(':'), -1);
+}
+
+/* ---- lists ---------------------------------------------------------------- */
+
+static size_t elements(const char *list, const char **out, size_t *lens, size_t max)
+{
+    const char *at = list, *e = NULL;
+    size_t n = 0, len = 0;
+    while (n < max && keel_list_next(&at, list + strlen(list), &e, &len)) {
+        out[n] = e;
+        lens[n++] = len;
+    }
+    return n;
+}
+
+Test(keel_util, list_elements_skip_empty_ones_and_ows, .timeout = 10)
+{
+    const char *e[8];
+    size_t len[8];
+    /* RFC 9110 5.6.1's examples of what a recipient accepts. */
+    size_t n = elements(" , foo ,,\tbar,  ,", e, len, 8);
+    cr_assert_eq(n, 2);
+    cr_assert(len[0] == 3 && memcmp(e[0], "foo", 3) == 0);
+    cr_assert(len[1] == 3 && memcmp(e[1], "bar", 3) == 0);
+    cr_assert_eq(elements("", e, len, 8), 0);
+    cr_assert_eq(elements(" ,\t, ", e, len, 8), 0);
+    n = elements("gzip;q=1.0 , br ; q=0.5", e, len, 8);
+    cr_assert_eq(n, 2);
+    cr_assert(len[1] == 10 && memcmp(e[1], "br ; q=0.5", 10) == 0, "parameters stay");
+}
+
+Test(keel_util, list_commas_inside_quotes_do_not_split, .timeout = 10)
+{
+    const char *e[8];
+    size_t len[8];
+    size_t n = elements("a;p=\"x,y\", b;p=\"q\\\",z\", c", e, len, 8);
+    cr_assert_eq(n, 3, "%zu elements", n);
+    cr_assert(len[0] == 9 && memcmp(e[0], "a;p=\"x,y\"", 9) == 0);
+    cr_assert(len[1] == 11 && memcmp(e[1], "b;p=\"q\\\",z\"", 11) == 0);
+    cr_assert(len[2] == 1 && e[2][0] == 'c');
+}
+
+Test(keel_util, list_has_tokens, .timeout = 10)
+{
+    const char *c = "keep-alive, Upgrade";
+    cr_assert(keel_list_has(c, strlen(c), "upgrade"));
+    cr_assert(keel_list_has(c, strlen(c), "KEEP-ALIVE"));
+    cr_assert(!keel_list_has(c, strlen(c), "close"));
+    cr_assert(!keel_list_has(c, strlen(c), "keep"), "a prefix is not the token");
+    cr_assert(!keel_list_has(c, strlen(c), "alive"));
+    const char *ae = "deflate;q=0.5, gzip ;q=0";
+    cr_assert(keel_list_has(ae, strlen(ae), "gzip"), "parameters aside");
+    cr_assert(keel_list_has(ae, strlen(ae), "deflate"));
+    cr_assert(!keel_list_has(ae, strlen(ae), "q=0"));
+    cr_assert(!keel_list_has("", 0, "close"));
+    cr_assert(!keel_list_has(NULL, 0, "close"));
+    cr_assert(keel_list_has("close", 5, "close"));
+    cr_assert(!keel_list_has("closed", 6, "close"));
+    /* A view, not a string: what follows len is not read. */
+    cr_assert(!keel_list_has("a, close", 4, "close"));
+    cr_assert_eq(keel_list_token_length("gzip ; q=1", 10), 4);
+}
+
+/* ---- words ---------------------------------------------------------------- */
+
+Test(keel_util, words_split_on_blanks_and_optionally_commas, .timeout = 10)
+{
+    const char *s = "  http1\tstatic,stats ,, x ";
+    const char *at = s, *end = s + strlen(s), *w = NULL;
+    size_t len = 0;
+    const char *want_commas[] = {"http1", "static", "stats", "x"};
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert(keel_word_next(&at, end, 1, &w, &len));
+        cr_assert(len == strlen(want_commas[i]) && memcmp(w, want_commas[i], len) == 0,
+                  "word %zu: %.*s", i, (int)len, w);
+    }
+    cr_assert(!keel_word_next(&at, end, 1, &w, &len));
+    cr_assert(!keel_word_next(&at, end, 1, &w, &len), "stays at the end");
+
+    at = s;
+    const char *want_blanks[] = {"http1", "static,stats", ",,", "x"};
+    for (size_t i = 0; i < 4; i++) {
+        cr_assert(keel_word_next(&at, end, 0, &w, &len));
+        cr_assert(len == strlen(want_blanks[i]) && memcmp(w, want_blanks[i], len) == 0,
+                  "word %zu: %.*s", i, (int)len, w);
+    }
+    cr_assert(!keel_word_next(&at, end, 0, &w, &len));
+    at = "";
+    cr_assert(!keel_word_next(&at, at, 1, &w, &len));
+}
+
+/* ---- IP addresses and CIDR blocks ----------------------------------------- */
+
+static int parses(const char *s, keel_ip *out)
+{
+    return keel_ip_parse(s, strlen(s), out);
+}
+
+Test(keel_util, ip_addresses, .timeout = 10)
+{
+    static const char *good[] = {"127.0.0.1",
+                                 "0.0.0.0",
+                                 "255.255.255.255",
+                                 "::",
+                                 "::1",
+                                 "1::",
+                                 "fe80::1:2",
+                                 "2001:db8:0:0:0:0:0:1",
+                                 "2001:DB8::A",
+                                 "::ffff:10.1.2.3",
+                                 "64:ff9b::192.0.2.33"};
+    static const char *bad[] = {"",
+                                "1.2.3",
+                                "1.2.3.4.5",
+                                "256.1.1.1",
+                                "01.2.3.4",
+                                "0177.0.0.1",
+                                "1.2.3.4 ",
+                                " 1.2.3.4",
+                                "1.2.3.-4",
+                                "[::1]",
+                                "1.2.3.4:80",
+                                ":",
+                                ":1",
+                                "1:",
+                                "1::2::3",
+                                "12345::",
+                                "g::1",
+                                "1:2:3:4:5:6:7:8:9",
+                                "1:2:3:4:5:6:7:1.2.3.4",
+                                "1:2:3:4:5:6:7::8",
+                                "::1.2.3",
+                                "::1.2.3.4.5"};
+    keel_ip a;
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++)
+        cr_assert(parses(good[i], &a), "refused %s", good[i]);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert(!parses(bad[i], &a), "took %s", bad[i]);
+    cr_assert(!keel_ip_parse(NULL, 0, &a));
+
+    cr_assert(parses("2001:db8::1", &a));
+    static const unsigned char v6[16] = {0x20, 0x01, 0x0d, 0xb8, [15] = 1};
+    cr_assert(memcmp(a.bytes, v6, 16) == 0);
+    cr_assert(!keel_ip_is_v4(&a));
+
+    cr_assert(parses("192.0.2.1", &a));
+    static const unsigned char v4[16] = {[10] = 0xff, [11] = 0xff, 192, 0, 2, 1};
+    cr_assert(memcmp(a.bytes, v4, 16) == 0, "IPv4 is held IPv4-mapped");
+    cr_assert(keel_ip_is_v4(&a));
+    keel_ip m;
+    cr_assert(parses("::ffff:192.0.2.1", &m));
+    cr_assert(memcmp(a.bytes, m.bytes, 16) == 0, "the v4-mapped form is the same address");
+
+    cr_assert(parses("1:2:3:4:5:6:7:8", &a));
+    cr_assert(a.bytes[0] == 0 && a.bytes[1] == 1 && a.bytes[14] == 0 && a.bytes[15] == 8);
+    cr_assert(parses("1::8", &a));
+    cr_assert(a.bytes[1] == 1 && a.bytes[15] == 8 && a.bytes[2] == 0 && a.bytes[13] == 0);
+
+    /* A view: only len bytes count. */
+    cr_assert(keel_ip_parse("10.0.0.1:8080", 8, &a));
+    cr_assert(a.bytes[12] == 10 && a.bytes[15] == 1);
+}
+
+static int in_block(const char *block, const char *ip)
+{
+    keel_cidr c;
+    keel_ip a;
+    cr_assert(keel_cidr_parse(block, strlen(block), &c), "block %s", block);
+    cr_assert(parses(ip, &a), "address %s", ip);
+    return keel_cidr_match(&c, &a);
+}
+
+Test(keel_util, cidr_blocks, .timeout = 10)
+{
+    cr_assert(in_block("10.0.0.0/8", "10.200.3.4"));
+    cr_assert(!in_block("10.0.0.0/8", "11.0.0.1"));
+    cr_assert(in_block("10.0.0.0/8", "::ffff:10.9.9.9"), "v4-mapped matches an IPv4 block");
+    cr_assert(in_block("192.168.1.128/25", "192.168.1.200"));
+    cr_assert(!in_block("192.168.1.128/25", "192.168.1.127"));
+    cr_assert(in_block("192.168.1.77/24", "192.168.1.1"), "host bits are ignored");
+    cr_assert(in_block("127.0.0.1", "127.0.0.1"), "an address is a block of one");
+    cr_assert(!in_block("127.0.0.1", "127.0.0.2"));
+    cr_assert(in_block("0.0.0.0/0", "203.0.113.9"));
+    cr_assert(!in_block("0.0.0.0/0", "2001:db8::1"), "an IPv4 block holds no IPv6 address");
+    cr_assert(in_block("::/0", "2001:db8::1"));
+    cr_assert(in_block("::/0", "10.0.0.1"), "::/0 is every address");
+    cr_assert(in_block("2001:db8::/32", "2001:db8:ffff::1"));
+    cr_assert(!in_block("2001:db8::/32", "2001:db9::1"));
+    cr_assert(in_block("fe80::/10", "febf::1"));
+    cr_assert(!in_block("fe80::/10", "fec0::1"));
+    cr_assert(in_block("::1/128", "::1"));
+    cr_assert(in_block("::ffff:0:0/96", "1.2.3.4"), "the mapped prefix counts IPv6 bits");
+
+    keel_cidr c;
+    static const char *bad[] = {
+        "10.0.0.0/33", "::/129",        "10.0.0.0/", "10.0.0.0/a", "10.0.0.0/8/",
+        "10.0.0.0/-1", "10.0.0.0/0008", "host/8",    "/8",         ""};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_assert(!keel_cidr_parse(bad[i], strlen(bad[i]), &c), "took %s", bad[i]);
+    cr_assert(keel_cidr_parse("10.0.0.0/8", 10, &c) && c.bits == 104);
+    cr_assert(keel_cidr_parse("2001:db8::/32", 13, &c) && c.bits == 32);
+}
+
+/* ---- mutex and once --------------------------------------------------------- */
+
+static keel_mutex counter_lock = KEEL_MUTEX_INIT;
+static long counter;
+static keel_once once = KEEL_ONCE_INIT;
+static int once_runs;
+
+static void count_once(void)
+{
+    once_runs++;
+}
+
+static void hammer(void)
+{
+    for (int i = 0; i < 100000; i++) {
+        keel_once_run(&once, count_once);
+        keel_mutex_lock(&counter_lock);
+        counter++;
+        keel_mutex_unlock(&counter_lock);
+    }
+}
+
+#if defined(_WIN32)
+static DWORD WINAPI hammer_thread(LPVOID arg)
+{
+    (void)arg;
+    hammer();
+    return 0;
+}
+
+static void run_threads(int n)
+{
+    HANDLE t[8];
+    for (int i = 0; i < n; i++)
+        cr_assert((t[i] = CreateThread(NULL, 0, hammer_thread, NULL, 0, NULL)) != NULL);
+    for (int i = 0; i < n; i++) {
+        WaitForSingleObject(t[i], INFINITE);
+        CloseHandle(t[i]);
+    }
+}
+#else
+#include <pthread.h>
+
+static void *hammer_thread(void *arg)
+{
+    (void)arg;
+    hammer();
+    return NULL;
+}
+
+static void run_threads(int n)
+{
+    pthread_t t[8];
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(pthread_create(&t[i], NULL, hammer_thread, NULL), 0);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+}
+#endif
+
+Test(keel_util, mutex_and_once_across_threads, .timeout = 30)
+{
+    run_threads(4);
+    cr_assert_eq(counter, 400000, "lost increments: %ld", counter);
+    cr_assert_eq(once_runs, 1);
+}

@@ -133,18 +133,48 @@ static int ready_handler(keel_request *req, keel_response *res, void *userdata)
 
 /* A path must start with '/' and is written into the dashboard's script,
  * so the characters that could end a string or a script are refused. */
-static int read_path(keel_module *m, const char *key, const char *def, const char **out)
+/* A path key's value: empty (that page off) or an origin-form path that
+ * can go into the dashboard's JSON and a route as it is. */
+static int check_path(keel_module *m, const char *key, const char *value)
 {
-    int rc = keel_config_string(m, key, def, out);
-    if (rc < 0)
-        return rc;
-    if ((*out)[0] != '\0' && (*out)[0] != '/')
-        return keel_config_error(m, key, "'%s' is not a path (it must start with '/')", *out);
-    for (const char *p = *out; *p; p++)
+    if (value[0] != '\0' && value[0] != '/')
+        return keel_config_error(m, key, "'%s' is not a path (it must start with '/')", value);
+    for (const char *p = value; *p; p++)
         if ((unsigned char)*p <= ' ' || strchr("\"'\\<>`", *p) != NULL)
-            return keel_config_error(m, key, "'%s': a path cannot hold '%c'", *out, *p);
+            return keel_config_error(m, key, "'%s': a path cannot hold '%c'", value, *p);
     return KEEL_OK;
 }
+
+/* The [stats] section (keel/config.h). */
+typedef struct stats_section {
+    const char *text_path, *json_path, *metrics_path, *dashboard_path, *events_path, *ready_path;
+    uint64_t events_interval_ms;
+    int64_t max_event_streams;
+    keel_config_list allow;
+} stats_section;
+
+static const keel_config_key stats_keys[] = {
+    KEEL_KEY(stats_section, text_path, "text_path", KEEL_CONFIG_STRING, .def = "/__stats",
+             .doc = "the plain-text summary; empty: off"),
+    KEEL_KEY(stats_section, json_path, "json_path", KEEL_CONFIG_STRING, .def = "/__stats.json",
+             .doc = "the JSON snapshot; empty: off"),
+    KEEL_KEY(stats_section, metrics_path, "metrics_path", KEEL_CONFIG_STRING, .def = "/metrics",
+             .doc = "Prometheus text exposition (docs/metrics.md); empty: off"),
+    KEEL_KEY(stats_section, dashboard_path, "dashboard_path", KEEL_CONFIG_STRING,
+             .def = "/__stats/", .doc = "the live dashboard; empty: off"),
+    KEEL_KEY(stats_section, events_path, "events_path", KEEL_CONFIG_STRING,
+             .doc = "the dashboard's event stream (SSE); default: events under dashboard_path"),
+    KEEL_KEY(stats_section, ready_path, "ready_path", KEEL_CONFIG_STRING, .def = "/__ready",
+             .doc = "readiness probe: 200, or 503 once keel stops; empty: off"),
+    KEEL_KEY(stats_section, events_interval_ms, "events_interval", KEEL_CONFIG_DURATION,
+             .def = "1s", .min = 100, .max = 60000, .doc = "how often the stream sends a snapshot"),
+    KEEL_KEY(stats_section, max_event_streams, "max_event_streams", KEEL_CONFIG_INT, .def = "16",
+             .min = 0, .max = 100000, .doc = "event streams open at once, per worker; 503 past it"),
+    KEEL_KEY(stats_section, allow, "allow", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .doc = "addresses or CIDR blocks that may see the pages (PROXY protocol aware); "
+                    "none: anyone"),
+};
+KEEL_CONFIG_SCHEMA(stats_schema, stats_section, stats_keys);
 
 /* The dashboard with the paths it talks to written in: the embedded page
  * holds "__KEEL_EVENTS__" and "__KEEL_JSON__" (quotes included) where
@@ -181,19 +211,23 @@ static int build_page(stats *st)
 
 static int read_config(keel_module *m, stats *st)
 {
+    const stats_section *c = keel_module_config(m);
+    const char *events = c->events_path ? c->events_path : "";
     int rc;
-    const char *events;
-    if ((rc = read_path(m, "text_path", "/__stats", &st->text_path)) < 0 ||
-        (rc = read_path(m, "json_path", "/__stats.json", &st->json_path)) < 0 ||
-        (rc = read_path(m, "metrics_path", "/metrics", &st->metrics_path)) < 0 ||
-        (rc = read_path(m, "dashboard_path", "/__stats/", &st->dashboard_path)) < 0 ||
-        (rc = read_path(m, "events_path", "", &events)) < 0 ||
-        (rc = read_path(m, "ready_path", "/__ready", &st->ready_path)) < 0 ||
-        (rc = keel_config_duration_ms(m, "events_interval", 1000, &st->interval_ms)) < 0 ||
-        (rc = keel_config_int(m, "max_event_streams", 16, 0, 100000, &st->max_streams)) < 0)
+    st->text_path = c->text_path;
+    st->json_path = c->json_path;
+    st->metrics_path = c->metrics_path;
+    st->dashboard_path = c->dashboard_path;
+    st->ready_path = c->ready_path;
+    st->interval_ms = c->events_interval_ms;
+    st->max_streams = c->max_event_streams;
+    if ((rc = check_path(m, "text_path", st->text_path)) < 0 ||
+        (rc = check_path(m, "json_path", st->json_path)) < 0 ||
+        (rc = check_path(m, "metrics_path", st->metrics_path)) < 0 ||
+        (rc = check_path(m, "dashboard_path", st->dashboard_path)) < 0 ||
+        (rc = check_path(m, "events_path", events)) < 0 ||
+        (rc = check_path(m, "ready_path", st->ready_path)) < 0)
         return rc;
-    if (st->interval_ms < 100 || st->interval_ms > 60000)
-        return keel_config_error(m, "events_interval", "must be between 100ms and 60s");
 
     /* The stream sits under the dashboard unless placed elsewhere:
      * /__stats/ -> /__stats/events, /dash -> /dash/events. */
@@ -208,12 +242,10 @@ static int read_config(keel_module *m, stats *st)
     strcpy(st->events_path, from);
     strcat(st->events_path, tail);
 
-    size_t n = keel_config_count(m, "allow");
+    size_t n = c->allow.count;
     for (size_t i = 0; i < n; i++) {
-        const char *list;
+        const char *list = c->allow.items[i];
         char bad[64];
-        if ((rc = keel_config_string_at(m, "allow", i, &list)) < 0)
-            return rc;
         if (st_allow_add(&st->allow, list, bad, sizeof bad) < 0)
             return keel_config_error(m, "allow", "'%s' is not an IP address or CIDR block", bad);
     }
@@ -290,6 +322,6 @@ static void stats_unload(keel_module *m)
     stats_free(keel_module_data(m));
 }
 
-KEEL_MODULE(stats, .version = "1.0.0", .dependencies = NULL, .load = stats_load,
-            .start = stats_start, .stop = stats_stop, .unload = stats_unload,
-            .worker_state_size = sizeof(st_worker));
+KEEL_MODULE(stats, .version = "1.0.0", .dependencies = NULL, .worker_state_size = sizeof(st_worker),
+            .load = stats_load, .start = stats_start, .stop = stats_stop, .unload = stats_unload,
+            .config = &stats_schema);

@@ -205,6 +205,7 @@ Test(stats, bad_config, .timeout = 60, .fini = kh_cleanup_all)
     refused("allow = localhost\n", "'localhost' is not an IP address");
     refused("text_path = stats\n", "[stats] text_path: 'stats' is not a path");
     refused("json_path = /a\"b\n", "a path cannot hold '\"'");
-    refused("events_interval = 10ms\n", "events_interval: must be between");
+    refused("events_interval = 10ms\n",
+            "events_interval: expected a duration between 100ms and 1m");
     refused("text_path = /x\njson_path = /x\n", "cannot route /x");
 }

@@ -59,17 +59,20 @@ static int discard_block(h2_conn *c, const uint8_t *block, size_t len)
     return decode(c, block, len, discard_field, &d);
 }
 
-/* A stream error (5.4.2) on sid, from a frame that may come on a stream
- * in any state (PRIORITY, 5.1). On a closed stream nothing is sent: 5.1
- * allows no frame but PRIORITY there, and what the client sent before it
- * saw our RST_STREAM is to be ignored, not answered with another. */
+/* A stream error (5.4.2) on sid from a malformed PRIORITY frame, which
+ * may come on a stream in any state (5.1): the error is the frame's own,
+ * so it is answered with RST_STREAM whether the stream is open, idle or
+ * already closed (the client may send PRIORITY after our answer ended the
+ * stream; h2spec 6.3/2 does, and waits for the reset). RST_STREAMs we are
+ * made to send count against max_resets (h2_send_rst), so a client cannot
+ * turn this into a flood. */
 static void stream_error(h2_conn *c, int32_t sid, uint32_t code)
 {
     h2_stream *s = h2_stream_find(c, sid);
     if (s != NULL)
         h2_stream_error(s, code);
-    else if (sid > c->last_sid)
-        h2_send_rst(c, (uint32_t)sid, code); /* idle: h2spec 5.3.1/2 looks for it */
+    else
+        h2_send_rst(c, (uint32_t)sid, code);
 }
 
 /* Streams the client opened after our GOAWAY: ignored (6.8). */

@@ -222,6 +222,25 @@ def priority_wrong_length(env):
 
 
 @case("conformance")
+def priority_wrong_length_after_the_answer(env):
+    """6.3: the same error on a stream whose exchange has ended is still a
+    stream error: RST_STREAM FRAME_SIZE_ERROR (h2spec 6.3/2 sends HEADERS
+    with END_STREAM, and the answer may have gone before its PRIORITY
+    arrives; keel once sent nothing then, and h2spec failed about one run
+    in two)."""
+    c = settled(env)
+    sid = c.request("/")
+    r = c.response(sid)
+    check(r.status == 200, f"the answer: {r.status}")
+    c.send_raw(raw_frame(0x2, 0x0, sid, (0).to_bytes(4, "big")))
+    f = c.wait_for(lambda f: isinstance(f, RstStreamFrame) and f.stream_id == sid, 5,
+                   f"RST_STREAM on stream {sid}")
+    check(f.error_code == FRAME_SIZE_ERROR, f"RST_STREAM {f.error_code:#x}")
+    check(c.goaway is None, "GOAWAY after a stream error")
+    c.ping()
+
+
+@case("conformance")
 def rst_on_stream_zero(env):
     """6.4: RST_STREAM on stream 0: PROTOCOL_ERROR (h2spec 6.4/1)."""
     conn_error(env, raw_frame(0x3, 0x0, 0, (CANCEL).to_bytes(4, "big")), PROTOCOL_ERROR)

@@ -61,17 +61,19 @@ static int discard_block(h2_conn *c, const uint8_t *block, size_t len)
 
 /* A stream error (5.4.2) on sid from a malformed PRIORITY frame, which
  * may come on a stream in any state (5.1): the error is the frame's own,
- * so it is answered with RST_STREAM whether the stream is open, idle or
- * already closed (the client may send PRIORITY after our answer ended the
- * stream; h2spec 6.3/2 does, and waits for the reset). RST_STREAMs we are
- * made to send count against max_resets (h2_send_rst), so a client cannot
- * turn this into a flood. */
+ * so it is answered with RST_STREAM on an open or idle stream, and on one
+ * that closed by its exchange ending (the client may send PRIORITY after
+ * our answer ended the stream; h2spec 6.3/2 does, and waits for the
+ * reset). Not after our own RST_STREAM: 5.1 says to ignore what the client
+ * sent before it saw it. A stream closed too long ago to be remembered is
+ * left alone. RST_STREAMs we are made to send count against max_resets
+ * (h2_send_rst), so a client cannot turn this into a flood. */
 static void stream_error(h2_conn *c, int32_t sid, uint32_t code)
 {
     h2_stream *s = h2_stream_find(c, sid);
     if (s != NULL)
         h2_stream_error(s, code);
-    else
+    else if (sid > c->last_sid || h2_closed_lookup(c, sid) == 0)
         h2_send_rst(c, (uint32_t)sid, code);
 }
 

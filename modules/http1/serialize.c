@@ -298,7 +298,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     h1_out_commit(c, (size_t)(p - start));
 
     c->framing = (uint8_t)framing;
-    c->x->resp_left = framing == H1_BODY_LENGTH ? (uint64_t)length : 0;
+    c->exch->resp_left = framing == H1_BODY_LENGTH ? (uint64_t)length : 0;
     c->close_after = close ? 1u : 0u;
     c->head_sent = 1;
     return KEEL_OK;

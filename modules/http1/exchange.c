@@ -333,8 +333,8 @@ static void sink_want_body(void *exchange)
  * bytes that came stay unconsumed in its buffer, which bounds them, and
  * the client's TCP window closes behind them. The body's clocks
  * (body_timeout, body_min_rate) stop meanwhile: the wait is the
- * handler's, and before this a proxy's slow upstream got its client a 408
- * after body_timeout. */
+ * handler's, and a proxy whose upstream reads slowly must not get its
+ * client a 408 after body_timeout. */
 static int sink_body_pause(void *exchange, int paused)
 {
     h1_conn *c = exchange;

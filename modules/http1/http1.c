@@ -79,8 +79,8 @@ static uint64_t head_timeout_left(h1_conn *c)
     return now >= c->exch->head_deadline_ms ? 1 : c->exch->head_deadline_ms - now;
 }
 
-/* Issue 13: body_timeout alone bounds the pause between two reads, so a
- * body trickled at one byte per body_timeout was never cut off. As Apache's
+/* body_timeout alone bounds the pause between two reads, so a body
+ * trickled at one byte per body_timeout would never be cut off. As Apache's
  * mod_reqtimeout (RequestReadTimeout body=20,MinRate=500), the body gets
  * body_timeout to get going plus one second per body_min_rate bytes
  * received (data and chunked framing alike), so it must keep an average

@@ -111,8 +111,8 @@ static int classify(keel_str name)
  * Connection field into keel_http_request_keep_alive and never passes it
  * on; a field that reaches this far anyway still means what it says.
  * Never inlined: the list walker would bloat h1_head_serialize's field
- * loop, which every response runs, for this rare path (23 instructions a
- * response, measured with callgrind). */
+ * loop, which every response runs, for this rare path
+ * (docs/performance.md). */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((noinline))
 #elif defined(_MSC_VER)

@@ -24,8 +24,8 @@
  * lookup can answer differently (DNS rebinding). A public name pointing at
  * 127.0.0.1 is refused (the usual SSRF hole of forward proxies), and a
  * refused destination is a 403 whether or not anything listens there:
- * checking after connecting told a client which internal ports were open
- * (403 open, 502 closed) and opened connections to internal hosts.
+ * checking after connecting would tell a client which internal ports are
+ * open (403 open, 502 closed) and open connections to internal hosts.
  */
 #include "px.h"
 
@@ -319,8 +319,8 @@ static int client_open(keel_conn *conn, void *arg)
     c->cfg = keel_module_data(keel_conn_module(conn));
     keel_conn_set_data(conn, c);
     /* The head, from the connection's start, as http1's header_timeout:
-     * a deadline, which no byte renews (a read timeout let a client
-     * trickling its head a byte at a time keep the connection). */
+     * a deadline, which no byte renews (under a read timeout, a client
+     * trickling its head a byte at a time could keep the connection). */
     keel_conn_set_deadline(conn, c->cfg->connect_header_timeout_ms);
     char peer[80];
     if (keel_conn_peer_name(conn, peer, sizeof peer) == KEEL_OK) {

@@ -33,8 +33,8 @@ static void body_complete(keel_request *req, int status)
 
 /* A streamed body's chunk callback has no status: a failed stream tells
  * its reader nothing, so the request must stay for the handler to learn
- * otherwise (a response call, its abort callback). Released here it was
- * recycled under a handler still holding it (issue 23). */
+ * otherwise (a response call, its abort callback). Released here, it
+ * would be recycled under a handler still holding it. */
 void kl_request_fail_body(keel_request *req, int status)
 {
     if (req->body_mode == KL_BODY_READ || req->body_mode == KL_BODY_STREAM) {

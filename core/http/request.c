@@ -129,9 +129,10 @@ void kl_http_worker_init(void *state, void *arg)
     kl_http_worker *hw = state;
     hw->http = arg;
     /* Deep enough for one HTTP/2 connection's 100 concurrent streams
-     * ([h2] max_concurrent_streams' default): with 64, a third of h2's
-     * requests paid a malloc and a free (modules/h2/CORE-NEEDS.md 7). At
-     * 2.7 KB a request, at most 340 KB kept per worker after a burst. */
+     * ([h2] max_concurrent_streams' default), so that a full connection's
+     * requests come from the pool, not from malloc and free
+     * (modules/h2/CORE-NEEDS.md 7). At 2.7 KB a request, at most 340 KB
+     * kept per worker after a burst. */
     hw->pool.max = 128;
 }
 

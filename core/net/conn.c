@@ -548,7 +548,7 @@ int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
     c->protocol = c->origin->protocol;
     /* Request/response protocols want small writes to leave at once. */
     uv_tcp_nodelay(&c->tcp, 1);
-    if (c->origin->spec != NULL && c->origin->spec->proxy != NULL)
+    if (c->origin->spec != NULL && c->origin->spec->preamble != NULL)
         return kl_conn_preamble_start(c);
     kl_conn_retime(c, 1);
     return kl_conn_open_layers(c, arg, on_error);

@@ -99,11 +99,11 @@ struct keel_conn {
 
 /* 128 bytes beside libuv's handle on 64-bit: with glibc's malloc a conn on
  * Linux (248-byte uv_tcp_t) takes a 384-byte chunk. Every idle connection
- * pays for each byte here. The idle list's 16 bytes took it from 368: any
- * growth at all costs a 16-byte step, and the cheaper ways (links laid over
- * the read buffer's fields, which are unused while idle; a side table that
- * needs an index here anyway) make every read and write path check the
- * mark first, where a slip corrupts memory. 16 bytes per connection buys
+ * pays for each byte here. The idle list's links cost a whole 16-byte
+ * malloc step, as any growth at all does, and the cheaper ways (links laid
+ * over the read buffer's fields, which are unused while idle; a side table
+ * that needs an index here anyway) make every read and write path check
+ * the mark first, where a slip corrupts memory. 16 bytes per connection buys
  * admitting new clients instead of refusing them while idle ones hold the
  * slots (issue 13). */
 _Static_assert(sizeof(void *) != 8 || sizeof(keel_conn) - sizeof(uv_tcp_t) <= 128,

@@ -17,22 +17,22 @@
 
 size_t kl_conn_accept_tail(const kl_origin *origin)
 {
-    return origin->spec != NULL && origin->spec->proxy != NULL ? sizeof(kl_proxy_addr) : 0;
+    return origin->spec != NULL && origin->spec->preamble != NULL ? sizeof(kl_preamble_addr) : 0;
 }
 
 /* The address from the header, or NULL: not a PROXY listener, the header
  * is still awaited, or it said to use the socket's own (LOCAL, UNKNOWN). */
 const struct sockaddr *kl_conn_proxied_peer(keel_conn *c)
 {
-    if (c->origin->spec == NULL || c->origin->spec->proxy == NULL)
+    if (c->origin->spec == NULL || c->origin->spec->preamble == NULL)
         return NULL;
-    const kl_proxy_addr *a = kl_conn_tail(c);
+    const kl_preamble_addr *a = kl_conn_tail(c);
     return a->sa.sa_family == AF_UNSPEC ? NULL : &a->sa;
 }
 
 int kl_conn_preamble_start(keel_conn *c)
 {
-    const kl_proxy_conf *pc = c->origin->spec->proxy;
+    const kl_preamble_conf *pc = c->origin->spec->preamble;
     struct sockaddr_storage addr;
     int len = sizeof addr;
     if (uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0) {
@@ -41,7 +41,7 @@ int kl_conn_preamble_start(keel_conn *c)
     }
     /* Section 1 of the spec: the header is trusted only from the
      * balancers, or any client could claim any address. */
-    if (!kl_proxy_allowed((struct sockaddr *)&addr, pc->from, pc->nfrom)) {
+    if (!kl_preamble_allowed((struct sockaddr *)&addr, pc->from, pc->nfrom)) {
         char peer[80];
         keel_conn_peer_name(c, peer, sizeof peer);
         kl_log(KEEL_LOG_DEBUG, "connection %llu: %s is not in proxy_from: closed",
@@ -65,10 +65,10 @@ int kl_conn_preamble_start(keel_conn *c)
 /* Bytes arrived while the header is awaited (all of them in rbuf). */
 void kl_conn_preamble_read(keel_conn *c)
 {
-    kl_proxy_addr src;
+    kl_preamble_addr src;
     size_t have = c->rlen - c->rstart;
-    int n = kl_proxy_parse(c->rbuf + c->rstart, have, &src);
-    if (n == 0 && have >= KL_PROXY_MAX)
+    int n = kl_preamble_parse(c->rbuf + c->rstart, have, &src);
+    if (n == 0 && have >= KL_PREAMBLE_MAX)
         n = KEEL_ERR_LIMIT;
     if (n == 0)
         return;
@@ -81,7 +81,7 @@ void kl_conn_preamble_read(keel_conn *c)
         return;
     }
     c->rstart += (uint32_t)n;
-    *(kl_proxy_addr *)kl_conn_tail(c) = src;
+    *(kl_preamble_addr *)kl_conn_tail(c) = src;
     c->flags &= ~KL_CONN_PREAMBLE;
     keel_conn_set_deadline(c, 0); /* back to idle_timeout, or what the layers set */
     if (!kl_conn_open_layers(c, NULL, NULL) || kl_conn_closing(c))

@@ -87,13 +87,13 @@ static void on_alloc(uv_handle_t *handle, size_t suggested, uv_buf_t *buf)
     if ((c->flags & KL_CONN_PREAMBLE) && c->phase == KL_PHASE_OPEN) {
         /* The header goes to the read buffer whatever the transport, and
          * no further than its bound: what follows it in the same read is
-         * then at most KL_PROXY_MAX bytes, which fit the scratch buffer if
+         * then at most KL_PREAMBLE_MAX bytes, which fit the scratch buffer if
          * a transport must decode them (preamble_read). */
-        if (read_reserve(c, 1) != KEEL_OK || c->rlen - c->rstart >= KL_PROXY_MAX) {
+        if (read_reserve(c, 1) != KEEL_OK || c->rlen - c->rstart >= KL_PREAMBLE_MAX) {
             *buf = uv_buf_init(NULL, 0);
             return;
         }
-        size_t room = c->rcap - c->rlen, left = KL_PROXY_MAX - (c->rlen - c->rstart);
+        size_t room = c->rcap - c->rlen, left = KL_PREAMBLE_MAX - (c->rlen - c->rstart);
         *buf = uv_buf_init(c->rbuf + c->rlen, (unsigned)(room < left ? room : left));
         return;
     }

@@ -37,7 +37,7 @@ static int parse_port(const char *s, size_t n, uint16_t *out)
 }
 
 /* The line "PROXY TCP4 1.2.3.4 5.6.7.8 1111 2222" without its CRLF. */
-static int parse_v1_line(const char *line, size_t n, kl_proxy_addr *src)
+static int parse_v1_line(const char *line, size_t n, kl_preamble_addr *src)
 {
     const char *p = line + sizeof v1_sig, *end = line + n;
     /* 2.1: with UNKNOWN "the receiver must ignore anything presented
@@ -101,14 +101,14 @@ static int parse_v1_line(const char *line, size_t n, kl_proxy_addr *src)
     return KEEL_OK;
 }
 
-static int parse_v1(const char *data, size_t len, kl_proxy_addr *src)
+static int parse_v1(const char *data, size_t len, kl_preamble_addr *src)
 {
     /* 2.1: the whole line, CRLF included, is at most 107 bytes; a
      * receiver that has not found the CRLF by then must give up. */
-    size_t scan = min_size(len, KL_PROXY_V1_MAX);
+    size_t scan = min_size(len, KL_PREAMBLE_V1_MAX);
     const char *lf = memchr(data, '\n', scan);
     if (lf == NULL)
-        return len >= KL_PROXY_V1_MAX ? KEEL_ERR_PROTOCOL : 0;
+        return len >= KL_PREAMBLE_V1_MAX ? KEEL_ERR_PROTOCOL : 0;
     size_t line = (size_t)(lf - data);
     if (line < sizeof v1_sig + 1 || data[line - 1] != '\r')
         return KEEL_ERR_PROTOCOL;
@@ -120,7 +120,7 @@ static int parse_v1(const char *data, size_t len, kl_proxy_addr *src)
     return rc < 0 ? rc : (int)line + 1;
 }
 
-static int parse_v2(const char *data, size_t len, kl_proxy_addr *src)
+static int parse_v2(const char *data, size_t len, kl_preamble_addr *src)
 {
     if (len < 16)
         return 0;
@@ -138,7 +138,7 @@ static int parse_v2(const char *data, size_t len, kl_proxy_addr *src)
     if (fam > 3 || proto > 2 || (fam == 0) != (proto == 0))
         return KEEL_ERR_PROTOCOL;
     size_t body = ((size_t)p[14] << 8) | p[15];
-    if (16 + body > KL_PROXY_MAX)
+    if (16 + body > KL_PREAMBLE_MAX)
         return KEEL_ERR_LIMIT;
     if (len < 16 + body)
         return 0;
@@ -173,7 +173,7 @@ static int parse_v2(const char *data, size_t len, kl_proxy_addr *src)
     return (int)(16 + body);
 }
 
-int kl_proxy_parse(const char *data, size_t len, kl_proxy_addr *src)
+int kl_preamble_parse(const char *data, size_t len, kl_preamble_addr *src)
 {
     if (len == 0)
         return 0;
@@ -186,7 +186,7 @@ int kl_proxy_parse(const char *data, size_t len, kl_proxy_addr *src)
     return KEEL_ERR_PROTOCOL;
 }
 
-int kl_proxy_allowed(const struct sockaddr *addr, const kl_proxy_net *nets, size_t n)
+int kl_preamble_allowed(const struct sockaddr *addr, const kl_preamble_net *nets, size_t n)
 {
     /* IPv4 as v4-mapped (keel/util.h), so a dual-stack listener's
      * ::ffff:a.b.c.d peers match IPv4 networks too. */

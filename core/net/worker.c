@@ -76,8 +76,8 @@ keel_worker *kl_worker_new(kl_host *host, unsigned id)
     w->shutdown_timer.data = w;
     /* libuv keeps a spare descriptor per loop, opened with the loop's first
      * stream handle (for uv_listen's EMFILE trick, which keel does not
-     * use): opened now, as the listening handles used to, so that a
-     * worker's descriptor count does not grow with its first connection. */
+     * use): opened now, with the worker, so that a worker's descriptor
+     * count does not grow with its first connection. */
     if (uv_tcp_init(&w->loop, &w->first_stream) == 0)
         uv_close((uv_handle_t *)&w->first_stream, NULL);
     kl_timeouts_init(&w->timeouts, &w->loop, kl_conn_on_timeout);

@@ -103,8 +103,8 @@ static inline void kl_metric_add_slot(int64_t *slots, size_t slot, int64_t delta
 /* The bucket of value: the first bound >= value, else the +Inf one. A
  * scan from the smallest bound, not a binary search: most observations
  * (latencies, sizes) fall in the first buckets, where the scan stops after
- * a compare or two (measured: half the instructions of a binary search on
- * the request latency of the plaintext benchmark). */
+ * a compare or two, where a binary search always pays log2(buckets) of
+ * them (docs/performance.md). */
 static inline size_t kl_metric_bucket(const kl_metric_family *f, int64_t value)
 {
     const int64_t *b = f->bounds;

@@ -122,7 +122,7 @@ static int parse_address(const char *text, struct sockaddr_storage *out, char *e
     return KEEL_OK;
 }
 
-int kl_proxy_net_parse(const char *text, kl_proxy_net *out, char *err, size_t errlen)
+int kl_preamble_net_parse(const char *text, kl_preamble_net *out, char *err, size_t errlen)
 {
     size_t len = strlen(text);
     const char *slash = memchr(text, '/', len);
@@ -147,9 +147,9 @@ int kl_proxy_net_parse(const char *text, kl_proxy_net *out, char *err, size_t er
 
 static void listen_spec_free(kl_listen_spec *l)
 {
-    if (l->proxy != NULL)
-        free(l->proxy->from);
-    free(l->proxy);
+    if (l->preamble != NULL)
+        free(l->preamble->from);
+    free(l->preamble);
     free(l->text);
     free(l->protocol);
     free(l->transport);
@@ -275,8 +275,8 @@ const char *kl_listen_spec_option(const kl_listen_spec *l, const char *key)
  * else [keel] proxy_from. A listener that trusts the header must say from
  * whom (the spec's section 1: a receiver accepting it from anyone lets any
  * client claim any address), so `on` without a source list is an error. */
-static void read_listen_proxy(key_reader *r, kl_listen_spec *l, char **from, size_t nfrom,
-                              uint64_t timeout_ms)
+static void read_listen_preamble(key_reader *r, kl_listen_spec *l, char **from, size_t nfrom,
+                                 uint64_t timeout_ms)
 {
     const char *on = kl_listen_spec_option(l, "proxy_protocol");
     const char *line_from = kl_listen_spec_option(l, "proxy_from");
@@ -304,18 +304,19 @@ static void read_listen_proxy(key_reader *r, kl_listen_spec *l, char **from, siz
                  "proxy_protocol=on needs the balancers' addresses: proxy_from=ADDR[/BITS],... "
                  "on the line or proxy_from in [keel]");
         failed = 1;
-    } else if ((l->proxy = calloc(1, sizeof *l->proxy)) == NULL ||
-               (l->proxy->from = calloc(n, sizeof *l->proxy->from)) == NULL) {
+    } else if ((l->preamble = calloc(1, sizeof *l->preamble)) == NULL ||
+               (l->preamble->from = calloc(n, sizeof *l->preamble->from)) == NULL) {
         r->rc = KEEL_ERR_NOMEM;
     } else {
-        l->proxy->timeout_ms = timeout_ms;
+        l->preamble->timeout_ms = timeout_ms;
         for (size_t i = 0; i < n && !failed; i++) {
             char perr[200];
-            if (kl_proxy_net_parse(words[i], &l->proxy->from[i], perr, sizeof perr) != KEEL_OK) {
+            if (kl_preamble_net_parse(words[i], &l->preamble->from[i], perr, sizeof perr) !=
+                KEEL_OK) {
                 snprintf(why, sizeof why, "proxy_from: %s", perr);
                 failed = 1;
             } else {
-                l->proxy->nfrom++;
+                l->preamble->nfrom++;
             }
         }
     }
@@ -510,7 +511,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
         bad_value(&r, kl_config_get(r.sec, "proxy_timeout", 0), "proxy_timeout",
                   "must be more than 0");
     for (size_t i = 0; i < s->nlisten; i++)
-        read_listen_proxy(&r, &s->listen[i], proxy_from, nproxy_from, proxy_timeout_ms);
+        read_listen_preamble(&r, &s->listen[i], proxy_from, nproxy_from, proxy_timeout_ms);
     kl_free_words(proxy_from, nproxy_from);
 
     if (r.rc == KEEL_OK && r.sec != NULL)

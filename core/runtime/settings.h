@@ -18,20 +18,20 @@ typedef struct kl_listen_option {
 /* A network allowed to send the header: `proxy_from` entries
  * (net/preamble.c matches peers against them), IPv4 held v4-mapped
  * (keel/util.h). */
-typedef keel_cidr kl_proxy_net;
+typedef keel_cidr kl_preamble_net;
 
 /* Parses "10.0.0.0/8", "127.0.0.1", "::1", "fd00::/8". Returns KEEL_OK
  * or KEEL_ERR_CONFIG with the reason in err. */
-int kl_proxy_net_parse(const char *text, kl_proxy_net *out, char *err, size_t errlen);
+int kl_preamble_net_parse(const char *text, kl_preamble_net *out, char *err, size_t errlen);
 
-/* What a listener with `proxy_protocol=on` needs (kl_listen_spec.proxy):
+/* What a listener with `proxy_protocol=on` needs (kl_listen_spec.preamble):
  * the sources allowed to send the PROXY protocol header and how long it
  * may take to arrive (net/preamble.h). */
-typedef struct kl_proxy_conf {
-    kl_proxy_net *from;
+typedef struct kl_preamble_conf {
+    kl_preamble_net *from;
     size_t nfrom;
     uint64_t timeout_ms;
-} kl_proxy_conf;
+} kl_preamble_conf;
 
 /* One `listen = ADDRESS:PORT PROTOCOL [options]` line. */
 typedef struct kl_listen_spec {
@@ -42,7 +42,7 @@ typedef struct kl_listen_spec {
     kl_listen_option *options;
     size_t noptions;
     const kl_config_value *where; /* the config line, for messages */
-    kl_proxy_conf *proxy;         /* proxy_protocol=on; NULL otherwise */
+    kl_preamble_conf *preamble;   /* proxy_protocol=on; NULL otherwise */
 } kl_listen_spec;
 
 /* The value of a listen line's KEY=VALUE option, or NULL. */

@@ -20,7 +20,7 @@
 /* A new batch's room, and the most a pooled one keeps. Small to start: a
  * burst of new connections each takes a fresh batch (their SETTINGS) at
  * once, and what malloc hands back later stays in the process (8 KiB each
- * was most of an idle connection's measured memory). A busy connection's
+ * would be most of an idle connection's memory). A busy connection's
  * batch grows to 100 small responses (~8 KiB) once and is reused. */
 #define BATCH_BYTES_NEW 1024
 #define BATCH_BYTES     8192

@@ -128,7 +128,9 @@ static int control_char(unsigned char ch)
 /* RFC 9113 8.2.1: no NUL, CR or LF anywhere, no whitespace at either end;
  * RFC 9110 5.5: no other control byte but HTAB either, which a gateway to
  * HTTP/1.1 could not carry (obs-text, 0x80 and above, it can). Eight bytes
- * at a time: three memchr calls were ~50 instructions a field (callgrind). */
+ * at a time, in one pass, rather than a memchr per forbidden byte, each
+ * walking the value again: every field of every request comes here
+ * (docs/performance.md). */
 static int value_ok(const char *v, size_t n)
 {
     if (n == 0)

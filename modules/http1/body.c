@@ -48,31 +48,31 @@ enum {
 
 void h1_body_init(h1_conn *c)
 {
-    if (c->x->head.content_length >= 0) {
-        c->x->body_state = CS_CONTENT;
-        c->x->body_left = (uint64_t)c->x->head.content_length;
+    if (c->exch->head.content_length >= 0) {
+        c->exch->body_state = CS_CONTENT;
+        c->exch->body_left = (uint64_t)c->exch->head.content_length;
     } else {
-        c->x->body_state = CS_SIZE0;
-        c->x->body_left = 0;
+        c->exch->body_state = CS_SIZE0;
+        c->exch->body_left = 0;
     }
-    c->x->line_len = 0;
-    c->x->overhead = 0;
-    c->x->tr_len = 0;
-    c->x->ntr = 0;
-    c->x->tr_count = 0;
-    c->x->tr_bytes = 0;
+    c->exch->line_len = 0;
+    c->exch->overhead = 0;
+    c->exch->tr_len = 0;
+    c->exch->ntr = 0;
+    c->exch->tr_count = 0;
+    c->exch->tr_bytes = 0;
 }
 
 /* Hands data to the core while it wants the body, else drops it. */
 static void deliver(h1_conn *c, const char *p, size_t n)
 {
-    if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE) {
+    if (c->read_state == H1_READ_BODY && c->exch_state == H1_EXCH_ACTIVE) {
         /* The handler may answer (and finish the exchange) inside this
-         * call; the next piece then finds ex != ACTIVE and is dropped. A
+         * call; the next piece then finds exch_state != ACTIVE and is dropped. A
          * refusal (the core answering 413 on its own limit) turns the rest
          * into discarding. */
-        if (keel_http_request_body(c->x->req, p, n, 0) < 0 && c->ex == H1_EX_ACTIVE)
-            c->msg = H1_MSG_DISCARD;
+        if (keel_http_request_body(c->exch->req, p, n, 0) < 0 && c->exch_state == H1_EXCH_ACTIVE)
+            c->read_state = H1_READ_DISCARD;
     }
 }
 
@@ -96,73 +96,73 @@ static int is_field_char(unsigned char ch)
 
 /* ---- the trailer section ---------------------------------------------------- */
 
-void h1_body_trailers_free(h1_exch *x)
+void h1_body_trailers_free(h1_exch *exch)
 {
-    free(x->tr_buf);
-    free(x->tr_spans);
-    free(x->tr_fields);
-    x->tr_buf = NULL;
-    x->tr_spans = NULL;
-    x->tr_fields = NULL;
-    x->tr_len = x->tr_cap = x->ntr = x->tr_fields_cap = 0;
+    free(exch->tr_buf);
+    free(exch->tr_spans);
+    free(exch->tr_fields);
+    exch->tr_buf = NULL;
+    exch->tr_spans = NULL;
+    exch->tr_fields = NULL;
+    exch->tr_len = exch->tr_cap = exch->ntr = exch->tr_fields_cap = 0;
 }
 
 /* Appends one byte of a trailer field to tr_buf; -1 if out of memory. The
  * section is bounded by max_header_bytes before this runs, so the buffer
  * is too. */
-static int tr_put(h1_exch *x, unsigned char ch)
+static int tr_put(h1_exch *exch, unsigned char ch)
 {
-    if (x->tr_len == x->tr_cap) {
-        uint32_t cap = x->tr_cap ? x->tr_cap * 2 : 256;
-        char *grown = realloc(x->tr_buf, cap);
+    if (exch->tr_len == exch->tr_cap) {
+        uint32_t cap = exch->tr_cap ? exch->tr_cap * 2 : 256;
+        char *grown = realloc(exch->tr_buf, cap);
         if (grown == NULL)
             return -1;
-        x->tr_buf = grown;
-        x->tr_cap = cap;
+        exch->tr_buf = grown;
+        exch->tr_cap = cap;
     }
-    x->tr_buf[x->tr_len++] = (char)ch;
+    exch->tr_buf[exch->tr_len++] = (char)ch;
     return 0;
 }
 
 /* Opens the next field's span (its name starts at the end of tr_buf). */
-static int tr_begin(h1_exch *x)
+static int tr_begin(h1_exch *exch)
 {
-    if (x->ntr == x->tr_fields_cap) {
-        uint32_t cap = x->tr_fields_cap ? x->tr_fields_cap * 2 : 8;
-        h1_span *spans = realloc(x->tr_spans, cap * sizeof *spans);
+    if (exch->ntr == exch->tr_fields_cap) {
+        uint32_t cap = exch->tr_fields_cap ? exch->tr_fields_cap * 2 : 8;
+        h1_span *spans = realloc(exch->tr_spans, cap * sizeof *spans);
         if (spans == NULL)
             return -1;
-        x->tr_spans = spans;
-        keel_header *fields = realloc(x->tr_fields, cap * sizeof *fields);
+        exch->tr_spans = spans;
+        keel_header *fields = realloc(exch->tr_fields, cap * sizeof *fields);
         if (fields == NULL)
             return -1;
-        x->tr_fields = fields;
-        x->tr_fields_cap = cap;
+        exch->tr_fields = fields;
+        exch->tr_fields_cap = cap;
     }
-    x->tr_spans[x->ntr] = (h1_span){.name_off = x->tr_len};
+    exch->tr_spans[exch->ntr] = (h1_span){.name_off = exch->tr_len};
     return 0;
 }
 
 /* One byte of the trailer section, in a state >= CS_TRAILER. keep: the
  * fields go to the core (the body is being read, not discarded). */
-static int trailer_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int keep)
+static int trailer_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, int keep)
 {
     /* The trailer section is a field section like the head (RFC 9112 5,
      * 7.1.2), so it gets the head's limits, 431 beyond (RFC 6585 5), on
      * top of the framing allowance it shares with the chunk lines. */
-    if (++x->tr_bytes > cfg->max_header_bytes)
+    if (++exch->tr_bytes > cfg->max_header_bytes)
         return 431;
-    h1_span *f = keep && x->ntr < x->tr_fields_cap ? &x->tr_spans[x->ntr] : NULL;
-    switch (x->body_state) {
+    h1_span *f = keep && exch->ntr < exch->tr_fields_cap ? &exch->tr_spans[exch->ntr] : NULL;
+    switch (exch->body_state) {
     case CS_TRAILER:
         if (ch == '\r') {
-            x->body_state = CS_END_LF;
+            exch->body_state = CS_END_LF;
         } else if (h1_is_tchar(ch)) {
-            if (++x->tr_count > cfg->max_headers)
+            if (++exch->tr_count > cfg->max_headers)
                 return 431;
-            if (keep && (tr_begin(x) != 0 || tr_put(x, ch) != 0))
+            if (keep && (tr_begin(exch) != 0 || tr_put(exch, ch) != 0))
                 return 500;
-            x->body_state = CS_TR_NAME;
+            exch->body_state = CS_TR_NAME;
         } else {
             /* A line starting with whitespace continues the previous one:
              * obs-fold, which a server may refuse with 400 (RFC 9112 5.2),
@@ -174,13 +174,13 @@ static int trailer_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int 
         /* No whitespace between the name and the colon (RFC 9112 5.1). */
         if (ch == ':') {
             if (f != NULL) {
-                f->name_len = x->tr_len - f->name_off;
-                f->value_off = x->tr_len;
+                f->name_len = exch->tr_len - f->name_off;
+                f->value_off = exch->tr_len;
             }
-            x->body_state = CS_TR_VALUE;
+            exch->body_state = CS_TR_VALUE;
         } else if (!h1_is_tchar(ch)) {
             return 400;
-        } else if (f != NULL && tr_put(x, ch) != 0) {
+        } else if (f != NULL && tr_put(exch, ch) != 0) {
             return 500;
         }
         return 0;
@@ -189,23 +189,25 @@ static int trailer_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int 
             if (f != NULL) {
                 /* field-line = field-name ":" OWS field-value OWS (RFC 9112
                  * 5): the trailing OWS goes (the leading never came in). */
-                while (x->tr_len > f->value_off && is_ws((unsigned char)x->tr_buf[x->tr_len - 1]))
-                    x->tr_len--;
-                f->value_len = x->tr_len - f->value_off;
-                x->ntr++;
+                while (exch->tr_len > f->value_off &&
+                       is_ws((unsigned char)exch->tr_buf[exch->tr_len - 1]))
+                    exch->tr_len--;
+                f->value_len = exch->tr_len - f->value_off;
+                exch->ntr++;
             }
-            x->body_state = CS_TR_LF;
+            exch->body_state = CS_TR_LF;
         } else if (!is_field_char(ch)) {
             return 400; /* NUL, a bare LF, other controls (RFC 9110 5.5) */
-        } else if (f != NULL && !(is_ws(ch) && x->tr_len == f->value_off) && tr_put(x, ch) != 0) {
+        } else if (f != NULL && !(is_ws(ch) && exch->tr_len == f->value_off) &&
+                   tr_put(exch, ch) != 0) {
             return 500;
         }
         return 0;
     case CS_TR_LF:
         if (ch != '\n')
             return 400;
-        x->line_len = 0;
-        x->body_state = CS_TRAILER;
+        exch->line_len = 0;
+        exch->body_state = CS_TRAILER;
         return 0;
     case CS_END_LF:
         return ch == '\n' ? 1 : 400;
@@ -216,60 +218,60 @@ static int trailer_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int 
 
 void h1_body_end(h1_conn *c)
 {
-    h1_exch *x = c->x;
-    if (x->ntr > 0) {
-        for (uint32_t i = 0; i < x->ntr; i++) {
-            const h1_span *f = &x->tr_spans[i];
-            x->tr_fields[i] = (keel_header){{x->tr_buf + f->name_off, f->name_len},
-                                            {x->tr_buf + f->value_off, f->value_len}};
+    h1_exch *exch = c->exch;
+    if (exch->ntr > 0) {
+        for (uint32_t i = 0; i < exch->ntr; i++) {
+            const h1_span *f = &exch->tr_spans[i];
+            exch->tr_fields[i] = (keel_header){{exch->tr_buf + f->name_off, f->name_len},
+                                               {exch->tr_buf + f->value_off, f->value_len}};
         }
         /* The core copies them; a failure there (out of memory) has
          * answered 500 and may have ended the exchange. */
-        keel_http_request_trailers(x->req, x->tr_fields, x->ntr);
-        if (c->ex != H1_EX_ACTIVE)
+        keel_http_request_trailers(exch->req, exch->tr_fields, exch->ntr);
+        if (c->exch_state != H1_EXCH_ACTIVE)
             return;
     }
-    keel_http_request_body(x->req, NULL, 0, 1);
+    keel_http_request_body(exch->req, NULL, 0, 1);
 }
 
 /* One framing byte of the chunked coding. Returns 0 to go on, 1 when the
  * message is complete, or an error status. */
-static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int keep)
+static int chunk_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, int keep)
 {
     uint64_t max_body = cfg->max_body;
-    if (++x->line_len > H1_CHUNK_LINE_MAX)
-        return x->body_state >= CS_TRAILER ? 431 : 400;
-    /* Issue 13: extensions that counted for nothing let 10,000 one-byte
-     * chunks with 4 KB extensions (41 MB) through a 1 MiB limit. Every
-     * byte of the chunked body is counted: the data against max_body, as
-     * with Content-Length, and data plus framing (size lines, extensions,
-     * CRLFs, trailer fields) against max_chunked, which leaves room for
-     * ordinary framing only (read_config). */
-    if (x->body_seen + ++x->overhead > cfg->max_chunked)
+    if (++exch->line_len > H1_CHUNK_LINE_MAX)
+        return exch->body_state >= CS_TRAILER ? 431 : 400;
+    /* Every byte of the chunked body is counted: the data against
+     * max_body, as with Content-Length, and data plus framing (size lines,
+     * extensions, CRLFs, trailer fields) against max_chunked, which leaves
+     * room for ordinary framing only (read_config). Were framing free,
+     * 10,000 one-byte chunks with 4 KB extensions (41 MB) would pass a
+     * 1 MiB max_body (issue 13). */
+    if (exch->body_seen + ++exch->overhead > cfg->max_chunked)
         return 413;
-    switch (x->body_state) {
+    switch (exch->body_state) {
     case CS_SIZE0:
     case CS_SIZE: {
         int v = keel_hex_value(ch);
         if (v >= 0) {
-            if (x->body_left > (UINT64_MAX >> 4))
+            if (exch->body_left > (UINT64_MAX >> 4))
                 return 400; /* overflow: not a size */
-            x->body_left = x->body_left * 16 + (uint64_t)v;
-            x->body_state = CS_SIZE;
+            exch->body_left = exch->body_left * 16 + (uint64_t)v;
+            exch->body_state = CS_SIZE;
             return 0;
         }
-        if (x->body_state == CS_SIZE0)
+        if (exch->body_state == CS_SIZE0)
             return 400; /* no digit: "-3", "0x3", " 3" */
         /* A chunk that would take the body over the limit is refused
          * before its data is read. */
-        if (x->body_left > max_body || x->body_seen + x->body_left > max_body)
+        if (exch->body_left > max_body || exch->body_seen + exch->body_left > max_body)
             return 413;
         if (ch == '\r')
-            x->body_state = CS_SIZE_LF;
+            exch->body_state = CS_SIZE_LF;
         else if (ch == ';')
-            x->body_state = CS_EXT_NAME0;
+            exch->body_state = CS_EXT_NAME0;
         else if (is_ws(ch))
-            x->body_state = CS_EXT_BWS;
+            exch->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
@@ -277,13 +279,13 @@ static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int ke
     /* chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) */
     case CS_EXT_BWS:
         if (ch == ';')
-            x->body_state = CS_EXT_NAME0;
+            exch->body_state = CS_EXT_NAME0;
         else if (!is_ws(ch))
             return 400;
         return 0;
     case CS_EXT_NAME0:
         if (h1_is_tchar(ch))
-            x->body_state = CS_EXT_NAME;
+            exch->body_state = CS_EXT_NAME;
         else if (!is_ws(ch))
             return 400;
         return 0;
@@ -291,29 +293,29 @@ static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int ke
         if (h1_is_tchar(ch))
             return 0;
         if (ch == '=')
-            x->body_state = CS_EXT_VAL0;
+            exch->body_state = CS_EXT_VAL0;
         else if (ch == ';')
-            x->body_state = CS_EXT_NAME0;
+            exch->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            x->body_state = CS_SIZE_LF;
+            exch->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            x->body_state = CS_EXT_AFTER;
+            exch->body_state = CS_EXT_AFTER;
         else
             return 400;
         return 0;
     case CS_EXT_AFTER:
         if (ch == '=')
-            x->body_state = CS_EXT_VAL0;
+            exch->body_state = CS_EXT_VAL0;
         else if (ch == ';')
-            x->body_state = CS_EXT_NAME0;
+            exch->body_state = CS_EXT_NAME0;
         else if (!is_ws(ch))
             return 400;
         return 0;
     case CS_EXT_VAL0:
         if (ch == '"')
-            x->body_state = CS_EXT_QUOTED;
+            exch->body_state = CS_EXT_QUOTED;
         else if (h1_is_tchar(ch))
-            x->body_state = CS_EXT_TOKEN;
+            exch->body_state = CS_EXT_TOKEN;
         else if (!is_ws(ch))
             return 400;
         return 0;
@@ -321,55 +323,55 @@ static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int ke
         if (h1_is_tchar(ch))
             return 0;
         if (ch == ';')
-            x->body_state = CS_EXT_NAME0;
+            exch->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            x->body_state = CS_SIZE_LF;
+            exch->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            x->body_state = CS_EXT_BWS;
+            exch->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
     case CS_EXT_QUOTED:
         if (ch == '"')
-            x->body_state = CS_EXT_QEND;
+            exch->body_state = CS_EXT_QEND;
         else if (ch == '\\')
-            x->body_state = CS_EXT_QESC;
+            exch->body_state = CS_EXT_QESC;
         else if (!is_qdtext(ch))
             return 400;
         return 0;
     case CS_EXT_QESC:
         if (!(ch == '\t' || (ch >= 0x20 && ch != 0x7f)))
             return 400;
-        x->body_state = CS_EXT_QUOTED;
+        exch->body_state = CS_EXT_QUOTED;
         return 0;
     case CS_EXT_QEND:
         if (ch == ';')
-            x->body_state = CS_EXT_NAME0;
+            exch->body_state = CS_EXT_NAME0;
         else if (ch == '\r')
-            x->body_state = CS_SIZE_LF;
+            exch->body_state = CS_SIZE_LF;
         else if (is_ws(ch))
-            x->body_state = CS_EXT_BWS;
+            exch->body_state = CS_EXT_BWS;
         else
             return 400;
         return 0;
     case CS_SIZE_LF:
         if (ch != '\n')
             return 400;
-        x->line_len = 0;
-        x->body_state = x->body_left == 0 ? CS_TRAILER : CS_DATA;
+        exch->line_len = 0;
+        exch->body_state = exch->body_left == 0 ? CS_TRAILER : CS_DATA;
         return 0;
     case CS_DATA_CR:
         /* Chunk data is followed by CRLF; anything else means the chunk
          * is longer than its size said. */
         if (ch != '\r')
             return 400;
-        x->body_state = CS_DATA_LF;
+        exch->body_state = CS_DATA_LF;
         return 0;
     case CS_DATA_LF:
         if (ch != '\n')
             return 400;
-        x->line_len = 0;
-        x->body_state = CS_SIZE0;
+        exch->line_len = 0;
+        exch->body_state = CS_SIZE0;
         return 0;
     /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2):
      * checked like header fields and kept for the core (trailer_byte).
@@ -379,7 +381,7 @@ static int chunk_byte(h1_exch *x, const h1_config *cfg, unsigned char ch, int ke
     case CS_TR_VALUE:
     case CS_TR_LF:
     case CS_END_LF:
-        return trailer_byte(x, cfg, ch, keep);
+        return trailer_byte(exch, cfg, ch, keep);
     default:
         return 400;
     }
@@ -389,27 +391,27 @@ int h1_parse_body(h1_conn *c)
 {
     const char *p = c->data + c->pos, *end = c->data + c->len;
     while (p < end) {
-        if (c->x->body_state == CS_CONTENT || c->x->body_state == CS_DATA) {
+        if (c->exch->body_state == CS_CONTENT || c->exch->body_state == CS_DATA) {
             size_t n = (size_t)(end - p);
-            if (n > c->x->body_left)
-                n = (size_t)c->x->body_left;
-            c->x->body_left -= n;
-            c->x->body_seen += n;
+            if (n > c->exch->body_left)
+                n = (size_t)c->exch->body_left;
+            c->exch->body_left -= n;
+            c->exch->body_seen += n;
             c->pos = (size_t)(p + n - c->data);
             deliver(c, p, n);
             p += n;
             if (c->closing)
                 return H1_FAILED;
-            if (c->x->body_left == 0) {
-                if (c->x->body_state == CS_CONTENT)
+            if (c->exch->body_left == 0) {
+                if (c->exch->body_state == CS_CONTENT)
                     return H1_READY;
-                c->x->body_state = CS_DATA_CR;
+                c->exch->body_state = CS_DATA_CR;
             }
             if (h1_body_held(c))
                 return H1_NEED_MORE; /* paused inside the call: the rest waits in the buffer */
             continue;
         }
-        int r = chunk_byte(c->x, c->w->cfg, (unsigned char)*p++, c->msg == H1_MSG_BODY);
+        int r = chunk_byte(c->exch, c->w->cfg, (unsigned char)*p++, c->read_state == H1_READ_BODY);
         c->pos = (size_t)(p - c->data);
         if (r == 1)
             return H1_READY;

@@ -17,60 +17,60 @@
 
 void h1_exchange_start(h1_conn *c)
 {
-    h1_exch *x = c->x;
+    h1_exch *exch = c->exch;
     const char *head = c->data + c->head_base;
-    if (x->has_body) {
+    if (exch->has_body) {
         /* The body is consumed from the connection's buffer while the core
          * still holds the head, and reading must resume meanwhile (which
          * may move the buffer), so such a head gets its own copy. Heads of
          * requests without a body stay zero-copy views. */
-        if (x->copy_cap < x->head_len) {
-            char *copy = realloc(x->copy, x->head_len);
+        if (exch->copy_cap < exch->head_len) {
+            char *copy = realloc(exch->copy, exch->head_len);
             if (copy == NULL) {
                 h1_fail(c, 500);
                 return;
             }
-            x->copy = copy;
-            x->copy_cap = x->head_len;
+            exch->copy = copy;
+            exch->copy_cap = exch->head_len;
         }
-        memcpy(x->copy, head, x->head_len);
-        head = x->copy;
+        memcpy(exch->copy, head, exch->head_len);
+        head = exch->copy;
     }
-    c->head_copied = x->has_body;
+    c->head_copied = exch->has_body;
     h1_head_build(c, head);
 
     if (c->nrequests < UINT32_MAX)
         c->nrequests++;
     c->had_request = 1;
-    c->is_head = x->method == HTTP_HEAD;
-    c->version10 = x->head.version == 10;
-    c->client_keepalive = x->keep_alive;
-    c->expect_continue = x->expect_continue;
-    c->x->head_deadline_ms = 0;
+    c->is_head = exch->method == HTTP_HEAD;
+    c->version10 = exch->head.version == 10;
+    c->client_keepalive = exch->keep_alive;
+    c->expect_continue = exch->expect_continue;
+    c->exch->head_deadline_ms = 0;
     /* RFC 9112 9.3: persistence as the client asked, and the limits on it. */
     if (!c->client_keepalive || c->shutdown || c->w->cfg->keepalive_timeout_ms == 0 ||
         (c->w->cfg->max_requests != 0 && c->nrequests >= c->w->cfg->max_requests))
         c->close_after = 1;
 
-    c->msg = x->has_body ? H1_MSG_HOLD : H1_MSG_DONE;
-    if (x->has_body)
+    c->read_state = exch->has_body ? H1_READ_HOLD : H1_READ_DONE;
+    if (exch->has_body)
         h1_body_init(c);
-    c->ex = H1_EX_ACTIVE;
-    c->x->req = keel_http_request_start(c->conn, &h1_sink, c, &x->head);
-    if (c->x->req == NULL) {
-        c->ex = H1_EX_NONE;
+    c->exch_state = H1_EXCH_ACTIVE;
+    c->exch->req = keel_http_request_start(c->conn, &h1_sink, c, &exch->head);
+    if (c->exch->req == NULL) {
+        c->exch_state = H1_EXCH_NONE;
         h1_fail(c, 500);
         return;
     }
-    keel_http_request_dispatch(c->x->req);
+    keel_http_request_dispatch(c->exch->req);
 }
 
 void h1_exchange_abort(h1_conn *c)
 {
-    if (c->ex == H1_EX_ACTIVE) {
-        keel_request *req = c->x->req;
-        c->ex = H1_EX_FINISHED;
-        c->x->req = NULL;
+    if (c->exch_state == H1_EXCH_ACTIVE) {
+        keel_request *req = c->exch->req;
+        c->exch_state = H1_EXCH_FINISHED;
+        c->exch->req = NULL;
         keel_http_request_abort(req);
     }
 }
@@ -83,13 +83,13 @@ int h1_exchange_next(h1_conn *c)
         h1_close(c);
         return -1;
     }
-    c->msg = H1_MSG_HEAD;
-    c->ex = H1_EX_NONE;
-    c->x->req = NULL;
+    c->read_state = H1_READ_HEAD;
+    c->exch_state = H1_EXCH_NONE;
+    c->exch->req = NULL;
     c->framing = H1_BODY_NONE;
-    c->x->resp_left = 0;
-    c->x->body_seen = c->x->overhead = c->x->body_start_ms = 0;
-    c->x->head_deadline_ms = 0;
+    c->exch->resp_left = 0;
+    c->exch->body_seen = c->exch->overhead = c->exch->body_start_ms = 0;
+    c->exch->head_deadline_ms = 0;
     c->want_body = c->expect_continue = c->continue_sent = 0;
     c->body_paused = c->end_owed = 0;
     c->head_sent = c->resp_ended = c->is_head = c->version10 = 0;
@@ -109,7 +109,7 @@ int h1_body_unwanted(h1_conn *c)
         h1_close(c);
         return -1;
     }
-    c->msg = H1_MSG_DISCARD; /* bounded by max_body, as any body */
+    c->read_state = H1_READ_DISCARD; /* bounded by max_body, as any body */
     h1_body_clock_start(c);
     return 0;
 }
@@ -120,7 +120,7 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
                           int64_t content_length)
 {
     h1_conn *c = exchange;
-    if (c->ex != H1_EX_ACTIVE || c->head_sent)
+    if (c->exch_state != H1_EXCH_ACTIVE || c->head_sent)
         return KEEL_ERR_STATE;
     if (c->closing)
         return KEEL_ERR_CLOSED;
@@ -129,12 +129,12 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     if (status >= 200) {
         /* The core's wish (the handler's "Connection: close", say) comes
          * as a flag: connection fields are ours to write. */
-        if (!keel_http_request_keep_alive(c->x->req) || c->shutdown)
+        if (!keel_http_request_keep_alive(c->exch->req) || c->shutdown)
             c->close_after = 1;
         /* A final answer before the body was read: if the client waits
          * for 100 Continue it will not send it, so the connection cannot
          * stay. */
-        if (c->msg == H1_MSG_HOLD && c->expect_continue && !c->continue_sent)
+        if (c->read_state == H1_READ_HOLD && c->expect_continue && !c->continue_sent)
             c->close_after = 1;
         /* RFC 9110 15.5.9: a 408 says the server closes rather than wait
          * on; 15.5.14: after a 413 it may close, which spares reading a
@@ -167,7 +167,7 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
                           const keel_header *trailers, size_t ntrailers, keel_write_cb cb, void *ud)
 {
     h1_conn *c = exchange;
-    if (c->ex != H1_EX_ACTIVE || !c->head_sent || c->resp_ended)
+    if (c->exch_state != H1_EXCH_ACTIVE || !c->head_sent || c->resp_ended)
         return KEEL_ERR_STATE;
     if (c->closing)
         return KEEL_ERR_CLOSED;
@@ -183,15 +183,15 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
         goto out;
     }
     if (c->framing == H1_BODY_LENGTH) {
-        if (total > c->x->resp_left) {
+        if (total > c->exch->resp_left) {
             /* More than the declared length: the excess would be read as
              * the next response. Refuse it and end the connection. */
             c->close_after = 1;
             c->resp_ended = 1;
             return KEEL_ERR_INVAL;
         }
-        c->x->resp_left -= total;
-        if (last && c->x->resp_left > 0)
+        c->exch->resp_left -= total;
+        if (last && c->exch->resp_left > 0)
             c->close_after = 1; /* short body: only a close can tell */
     }
     int chunked = c->framing == H1_BODY_CHUNKED;
@@ -262,13 +262,13 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
                           keel_write_cb cb, void *ud)
 {
     h1_conn *c = exchange;
-    if (c->ex != H1_EX_ACTIVE || !c->head_sent || c->resp_ended)
+    if (c->exch_state != H1_EXCH_ACTIVE || !c->head_sent || c->resp_ended)
         return KEEL_ERR_STATE;
     if (c->closing)
         return KEEL_ERR_CLOSED;
     if (c->framing == H1_BODY_CHUNKED)
         return KEEL_ERR_UNSUPPORTED;
-    if (c->framing == H1_BODY_LENGTH && length > c->x->resp_left) {
+    if (c->framing == H1_BODY_LENGTH && length > c->exch->resp_left) {
         /* As in send_body: the excess would be read as the next response. */
         c->close_after = 1;
         c->resp_ended = 1;
@@ -284,8 +284,8 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
         return rc;
     }
     if (c->framing == H1_BODY_LENGTH) {
-        c->x->resp_left -= length;
-        if (last && c->x->resp_left > 0)
+        c->exch->resp_left -= length;
+        if (last && c->exch->resp_left > 0)
             c->close_after = 1; /* short body: only a close can tell */
     }
     /* What is batched (this head, earlier pipelined responses) goes with
@@ -307,10 +307,10 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
 static void sink_want_body(void *exchange)
 {
     h1_conn *c = exchange;
-    if (c->ex != H1_EX_ACTIVE || c->want_body)
+    if (c->exch_state != H1_EXCH_ACTIVE || c->want_body)
         return;
     c->want_body = 1;
-    if (c->msg != H1_MSG_HOLD)
+    if (c->read_state != H1_READ_HOLD)
         return;
     /* RFC 9110 10.1.1: 100 Continue only now that the handler will read
      * the body, and only if no final status went out. */
@@ -319,7 +319,7 @@ static void sink_want_body(void *exchange)
         if (h1_out_append(c, cont, sizeof cont - 1) == KEEL_OK)
             c->continue_sent = 1;
     }
-    c->msg = H1_MSG_BODY;
+    c->read_state = H1_READ_BODY;
     h1_body_clock_start(c);
     if (!c->in_process) {
         h1_out_flush(c);
@@ -333,21 +333,21 @@ static void sink_want_body(void *exchange)
  * bytes that came stay unconsumed in its buffer, which bounds them, and
  * the client's TCP window closes behind them. The body's clocks
  * (body_timeout, body_min_rate) stop meanwhile: the wait is the
- * handler's, and before this a proxy's slow upstream got its client a 408
- * after body_timeout. */
+ * handler's, and a proxy whose upstream reads slowly must not get its
+ * client a 408 after body_timeout. */
 static int sink_body_pause(void *exchange, int paused)
 {
     h1_conn *c = exchange;
-    if (c->ex != H1_EX_ACTIVE)
+    if (c->exch_state != H1_EXCH_ACTIVE)
         return KEEL_ERR_STATE;
     uint64_t now = keel_worker_now_ms(c->w->worker);
     if (paused) {
         if (c->body_paused)
             return KEEL_OK;
         c->body_paused = 1;
-        c->x->paused_ms = now;
+        c->exch->paused_ms = now;
         /* From inside h1_process, settle pauses on its way out. */
-        if (!c->in_process && c->msg == H1_MSG_BODY) {
+        if (!c->in_process && c->read_state == H1_READ_BODY) {
             h1_set_timeout(c, 0);
             h1_pause(c);
         }
@@ -356,8 +356,8 @@ static int sink_body_pause(void *exchange, int paused)
     if (!c->body_paused)
         return KEEL_OK;
     c->body_paused = 0;
-    if (c->x->body_start_ms != 0)
-        c->x->body_start_ms += now - c->x->paused_ms;
+    if (c->exch->body_start_ms != 0)
+        c->exch->body_start_ms += now - c->exch->paused_ms;
     if (c->end_owed) {
         /* The whole body was read: its end is all that waited (from the
          * loop, the core's promise; the handler may answer inside). */
@@ -365,7 +365,7 @@ static int sink_body_pause(void *exchange, int paused)
         h1_body_end(c);
         return KEEL_OK;
     }
-    if (c->msg == H1_MSG_BODY && !c->in_process) {
+    if (c->read_state == H1_READ_BODY && !c->in_process) {
         h1_set_timeout(c, h1_body_timeout(c));
         h1_resume(c); /* the bytes held are delivered again from the loop */
     }
@@ -375,11 +375,11 @@ static int sink_body_pause(void *exchange, int paused)
 static void sink_done(void *exchange, int keep_alive)
 {
     h1_conn *c = exchange;
-    if (c->ex != H1_EX_ACTIVE)
+    if (c->exch_state != H1_EXCH_ACTIVE)
         return;
-    c->ex = H1_EX_FINISHED;
+    c->exch_state = H1_EXCH_FINISHED;
     c->body_paused = c->end_owed = 0; /* the pause ends with the exchange */
-    c->x->req = NULL;
+    c->exch->req = NULL;
     if (!keep_alive)
         c->close_after = 1;
     if (!c->head_sent) {
@@ -388,7 +388,7 @@ static void sink_done(void *exchange, int keep_alive)
         return;
     }
     if (!c->resp_ended || c->framing == H1_BODY_EOF ||
-        (c->framing == H1_BODY_LENGTH && c->x->resp_left > 0))
+        (c->framing == H1_BODY_LENGTH && c->exch->resp_left > 0))
         c->close_after = 1;
     if (!c->in_process)
         h1_after_exchange(c);
@@ -405,14 +405,14 @@ static int sink_upgrade(void *exchange, int status, const keel_header *headers, 
                         const char *protocol, void *arg)
 {
     h1_conn *c = exchange;
-    if (c->ex != H1_EX_ACTIVE || c->head_sent)
+    if (c->exch_state != H1_EXCH_ACTIVE || c->head_sent)
         return KEEL_ERR_STATE;
     if (c->closing)
         return KEEL_ERR_CLOSED;
     /* RFC 9110 7.8: a server MUST ignore Upgrade in an HTTP/1.0 request,
      * and MUST NOT switch to a protocol the client did not offer. Which
      * protocol the Upgrade field names is the handler's to match. */
-    if (c->version10 || !c->x->upgrade_asked)
+    if (c->version10 || !c->exch->upgrade_asked)
         return KEEL_ERR_UNSUPPORTED;
     if (status != 101 || protocol == NULL)
         return KEEL_ERR_INVAL;
@@ -421,23 +421,23 @@ static int sink_upgrade(void *exchange, int status, const keel_header *headers, 
      * 100-continue" the 100 went out when the body was asked for, as RFC
      * 9110 7.8 wants it before the 101; a request without content gets
      * none, 10.1.1.) */
-    if (c->msg != H1_MSG_DONE)
+    if (c->read_state != H1_READ_DONE)
         return KEEL_ERR_STATE;
     int rc = h1_upgrade_serialize(c, headers, nheaders);
     if (rc != KEEL_OK)
         return rc;
     /* The exchange is over for us (c may be freed by the hand-over). */
-    keel_request *req = c->x->req;
-    c->ex = H1_EX_FINISHED;
-    c->x->req = NULL;
+    keel_request *req = c->exch->req;
+    c->exch_state = H1_EXCH_FINISHED;
+    c->exch->req = NULL;
     /* The 101, behind whatever earlier pipelined responses still wait in
      * the buffer, leaves before the new protocol can write a byte. */
     if (h1_out_flush(c) == KEEL_OK && h1_hand_over(c, protocol, arg) == KEEL_OK)
         return KEEL_OK;
     /* The connection broke (or closed) with the 101 possibly out: nothing
      * can follow on it. The exchange is still the core's to end. */
-    c->ex = H1_EX_ACTIVE;
-    c->x->req = req;
+    c->exch_state = H1_EXCH_ACTIVE;
+    c->exch->req = req;
     c->close_after = 1;
     h1_close(c);
     return KEEL_ERR_CLOSED;

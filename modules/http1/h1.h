@@ -90,19 +90,19 @@ typedef struct h1_span {
 #define H1_INLINE_HEADERS 32
 
 /* Where the current message is. */
-enum h1_msg {
-    H1_MSG_HEAD = 0, /* reading the head */
-    H1_MSG_HOLD,     /* head done, body not wanted (yet): not reading */
-    H1_MSG_BODY,     /* handing body bytes to the core */
-    H1_MSG_DISCARD,  /* reading and dropping an unwanted body */
-    H1_MSG_DONE      /* the whole message has been read */
+enum h1_read_state {
+    H1_READ_HEAD = 0, /* reading the head */
+    H1_READ_HOLD,     /* head done, body not wanted (yet): not reading */
+    H1_READ_BODY,     /* handing body bytes to the core */
+    H1_READ_DISCARD,  /* reading and dropping an unwanted body */
+    H1_READ_DONE      /* the whole message has been read */
 };
 
 /* Where the exchange with the core is. */
-enum h1_ex {
-    H1_EX_NONE = 0, /* no request started for this message */
-    H1_EX_ACTIVE,   /* the core holds the request */
-    H1_EX_FINISHED  /* sink->done came */
+enum h1_exch_state {
+    H1_EXCH_NONE = 0, /* no request started for this message */
+    H1_EXCH_ACTIVE,   /* the core holds the request */
+    H1_EXCH_FINISHED  /* sink->done came */
 };
 
 /* Per-message state, pooled per worker; held while a request is parsed or
@@ -146,7 +146,7 @@ struct h1_exch {
 
     keel_http_head head;
 
-    /* The message's progress (the connection's while it holds x). */
+    /* The message's progress (the connection's while it holds exch). */
     keel_request *req;         /* the request in flight */
     uint64_t head_deadline_ms; /* header_timeout, from the head's first byte */
     uint64_t body_seen;        /* request body bytes of this message */
@@ -205,8 +205,8 @@ enum h1_framing {
 typedef struct h1_conn {
     keel_conn *conn;
     h1_worker *w;
-    h1_exch *x;   /* NULL while idle */
-    h1_obuf *out; /* NULL while nothing waits */
+    h1_exch *exch; /* NULL while idle */
+    h1_obuf *out;  /* NULL while nothing waits */
 
     /* The last bytes on_data saw; valid while reading is paused. */
     const char *data;
@@ -219,9 +219,9 @@ typedef struct h1_conn {
     uint64_t timeout_ms; /* what keel_conn_set_timeout was last given */
     uint32_t nrequests;  /* requests started on this connection (saturates) */
 
-    uint8_t msg;     /* enum h1_msg */
-    uint8_t ex;      /* enum h1_ex */
-    uint8_t framing; /* enum h1_framing */
+    uint8_t read_state; /* enum h1_read_state */
+    uint8_t exch_state; /* enum h1_exch_state */
+    uint8_t framing;    /* enum h1_framing */
 
     unsigned in_process : 1;  /* inside h1_process: sink calls only set flags */
     unsigned paused : 1;      /* we paused reading */
@@ -236,7 +236,7 @@ typedef struct h1_conn {
     unsigned is_head : 1;    /* HEAD request */
     unsigned version10 : 1;  /* HTTP/1.0 request */
     unsigned client_keepalive : 1;
-    unsigned head_copied : 1;  /* the head's views point into x->copy */
+    unsigned head_copied : 1;  /* the head's views point into exch->copy */
     unsigned had_request : 1;  /* keep-alive (not header) timeout when idle */
     unsigned head_started : 1; /* bytes of the current head have arrived */
     unsigned handed_over : 1;  /* the connection is another protocol's now */
@@ -274,7 +274,7 @@ void h1_resume(h1_conn *c);
  * byte of it is parsed or delivered, and the connection is not read. */
 static inline int h1_body_held(const h1_conn *c)
 {
-    return c->body_paused && c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE;
+    return c->body_paused && c->read_state == H1_READ_BODY && c->exch_state == H1_EXCH_ACTIVE;
 }
 
 /* Flushes pending output and closes the connection in order. */
@@ -298,9 +298,9 @@ void h1_conn_free(h1_conn *c);
 /* ---- pool.c ------------------------------------------------------------- */
 
 h1_exch *h1_exch_get(h1_worker *w);
-void h1_exch_put(h1_worker *w, h1_exch *x);
+void h1_exch_put(h1_worker *w, h1_exch *exch);
 /* Makes room for n more headers (up to the configured maximum). */
-int h1_exch_grow(h1_exch *x, size_t want);
+int h1_exch_grow(h1_exch *exch, size_t want);
 void h1_pool_free(h1_worker *w);
 
 /* ---- output.c ----------------------------------------------------------- */
@@ -329,8 +329,8 @@ void h1_obuf_free(h1_worker *w, h1_obuf *b);
 
 extern const llhttp_settings_t h1_llhttp_settings;
 
-/* Starts parsing a new message with x (fresh llhttp state). */
-void h1_parse_init(h1_conn *c, h1_exch *x);
+/* Starts parsing a new message with exch (fresh llhttp state). */
+void h1_parse_init(h1_conn *c, h1_exch *exch);
 
 /* Results of h1_parse_head / h1_parse_body. */
 enum { H1_NEED_MORE = 0, H1_READY = 1, H1_FAILED = -1 };
@@ -350,8 +350,8 @@ int h1_parse_error_status(h1_conn *c, llhttp_errno_t err, const char *base, size
  * chunked). */
 void h1_body_init(h1_conn *c);
 
-/* Reads body bytes from c->pos, handing them to the core in H1_MSG_BODY
- * and dropping them in H1_MSG_DISCARD. H1_READY: the message is complete
+/* Reads body bytes from c->pos, handing them to the core in H1_READ_BODY
+ * and dropping them in H1_READ_DISCARD. H1_READY: the message is complete
  * (c->pos just after it); H1_NEED_MORE: every byte was taken; H1_FAILED:
  * an error response was sent (or the connection is closing). */
 int h1_parse_body(h1_conn *c);
@@ -362,7 +362,7 @@ int h1_parse_body(h1_conn *c);
 void h1_body_end(h1_conn *c);
 
 /* Frees what the trailer section of a message held (pool.c). */
-void h1_body_trailers_free(h1_exch *x);
+void h1_body_trailers_free(h1_exch *exch);
 
 /* ---- validate.c --------------------------------------------------------- */
 
@@ -374,7 +374,7 @@ int h1_is_token(const char *s, size_t n);
  * llhttp does. Returns 0 or the status of the error response to send. */
 int h1_head_check(h1_conn *c, const char *head);
 
-/* Fills x->head with views into `head` (the connection's buffer, or the
+/* Fills exch->head with views into `head` (the connection's buffer, or the
  * copy of the head made for a request with a body). */
 void h1_head_build(h1_conn *c, const char *head);
 
@@ -415,7 +415,7 @@ int h1_exchange_next(h1_conn *c);
 /* Aborts the request in flight, if any (connection going away). */
 void h1_exchange_abort(h1_conn *c);
 
-/* The response ended before the body was read: discard it (H1_MSG_DISCARD)
+/* The response ended before the body was read: discard it (H1_READ_DISCARD)
  * or close. Returns -1 if closing. */
 int h1_body_unwanted(h1_conn *c);
 

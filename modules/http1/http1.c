@@ -76,11 +76,11 @@ static void mark_idle(h1_conn *c)
 static uint64_t head_timeout_left(h1_conn *c)
 {
     uint64_t now = now_ms(c);
-    return now >= c->x->head_deadline_ms ? 1 : c->x->head_deadline_ms - now;
+    return now >= c->exch->head_deadline_ms ? 1 : c->exch->head_deadline_ms - now;
 }
 
-/* Issue 13: body_timeout alone bounds the pause between two reads, so a
- * body trickled at one byte per body_timeout was never cut off. As Apache's
+/* body_timeout alone bounds the pause between two reads, so a body
+ * trickled at one byte per body_timeout would never be cut off. As Apache's
  * mod_reqtimeout (RequestReadTimeout body=20,MinRate=500), the body gets
  * body_timeout to get going plus one second per body_min_rate bytes
  * received (data and chunked framing alike), so it must keep an average
@@ -88,21 +88,21 @@ static uint64_t head_timeout_left(h1_conn *c)
  * the body is its own: the clock starts when reading does. */
 void h1_body_clock_start(h1_conn *c)
 {
-    if (c->x != NULL && c->x->body_start_ms == 0)
-        c->x->body_start_ms = now_ms(c) | 1; /* never 0, even at loop time 0 */
+    if (c->exch != NULL && c->exch->body_start_ms == 0)
+        c->exch->body_start_ms = now_ms(c) | 1; /* never 0, even at loop time 0 */
 }
 
 static uint64_t body_deadline(h1_conn *c)
 {
     const h1_config *cfg = c->w->cfg;
-    if (cfg->body_min_rate == 0 || c->x == NULL || c->x->body_start_ms == 0)
+    if (cfg->body_min_rate == 0 || c->exch == NULL || c->exch->body_start_ms == 0)
         return UINT64_MAX;
-    uint64_t got = c->x->body_seen + c->x->overhead;
+    uint64_t got = c->exch->body_seen + c->exch->overhead;
     uint64_t secs = got / cfg->body_min_rate;
     uint64_t grace = secs > UINT64_MAX / 2000
                          ? UINT64_MAX / 2
                          : secs * 1000 + got % cfg->body_min_rate * 1000 / cfg->body_min_rate;
-    uint64_t base = c->x->body_start_ms + cfg->body_timeout_ms;
+    uint64_t base = c->exch->body_start_ms + cfg->body_timeout_ms;
     return base > UINT64_MAX - grace ? UINT64_MAX : base + grace;
 }
 
@@ -171,11 +171,11 @@ void h1_process(h1_conn *c)
     c->in_process = 1;
     while (!c->closing && !c->handed_over) {
         int r;
-        switch (c->msg) {
-        case H1_MSG_HEAD:
+        switch (c->read_state) {
+        case H1_READ_HEAD:
             if (c->pos == c->len)
                 goto out;
-            if (c->x == NULL && (c->x = h1_exch_get(c->w)) == NULL) {
+            if (c->exch == NULL && (c->exch = h1_exch_get(c->w)) == NULL) {
                 keel_conn_abort(c->conn);
                 c->closing = 1;
                 goto out;
@@ -185,33 +185,34 @@ void h1_process(h1_conn *c)
                  * byte and is not renewed by later ones (slowloris). */
                 c->head_started = 1;
                 c->head_base = c->pos;
-                c->x->head_deadline_ms = now_ms(c) + c->w->cfg->header_timeout_ms;
-                h1_parse_init(c, c->x);
+                c->exch->head_deadline_ms = now_ms(c) + c->w->cfg->header_timeout_ms;
+                h1_parse_init(c, c->exch);
             }
             if ((r = h2_preface_check(c)) != H1_READY) {
                 /* An incomplete preface waits, its deadline running. */
-                if (r == H1_NEED_MORE && now_ms(c) >= c->x->head_deadline_ms)
+                if (r == H1_NEED_MORE && now_ms(c) >= c->exch->head_deadline_ms)
                     h1_fail(c, 408);
                 goto out;
             }
             if ((r = h1_parse_head(c)) != H1_READY) {
                 /* The core's deadline may not have fired yet in the turn
                  * the last bytes came: checked here too. */
-                if (r == H1_NEED_MORE && now_ms(c) >= c->x->head_deadline_ms)
+                if (r == H1_NEED_MORE && now_ms(c) >= c->exch->head_deadline_ms)
                     h1_fail(c, 408);
                 goto out;
             }
             head_finished(c);
             h1_exchange_start(c);
             break;
-        case H1_MSG_HOLD:
+        case H1_READ_HOLD:
             /* The handler has not asked for the body (yet). */
-            if (c->ex == H1_EX_ACTIVE || h1_body_unwanted(c) < 0)
+            if (c->exch_state == H1_EXCH_ACTIVE || h1_body_unwanted(c) < 0)
                 goto out;
             break;
-        case H1_MSG_BODY:
-        case H1_MSG_DISCARD:
-            if (c->msg == H1_MSG_BODY && c->ex == H1_EX_FINISHED && h1_body_unwanted(c) < 0)
+        case H1_READ_BODY:
+        case H1_READ_DISCARD:
+            if (c->read_state == H1_READ_BODY && c->exch_state == H1_EXCH_FINISHED &&
+                h1_body_unwanted(c) < 0)
                 goto out;
             if (h1_body_held(c) || c->pos == c->len)
                 goto out; /* paused: the bytes wait unconsumed until resumed */
@@ -220,25 +221,25 @@ void h1_process(h1_conn *c)
                  * total time is checked on each delivery too (not while
                  * the handler holds it: that time is not the client's). */
                 if (r == H1_NEED_MORE && !h1_body_held(c) && h1_body_late(c)) {
-                    if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE)
+                    if (c->read_state == H1_READ_BODY && c->exch_state == H1_EXCH_ACTIVE)
                         h1_fail(c, 408);
                     else
                         h1_close(c);
                 }
                 goto out;
             }
-            if (c->msg == H1_MSG_BODY && c->ex == H1_EX_ACTIVE) {
-                c->msg = H1_MSG_DONE;
+            if (c->read_state == H1_READ_BODY && c->exch_state == H1_EXCH_ACTIVE) {
+                c->read_state = H1_READ_DONE;
                 if (c->body_paused)
                     c->end_owed = 1; /* paused by the last piece's call: told on resume */
                 else
                     h1_body_end(c);
             } else {
-                c->msg = H1_MSG_DONE;
+                c->read_state = H1_READ_DONE;
             }
             break;
-        case H1_MSG_DONE:
-            if (c->ex == H1_EX_ACTIVE)
+        case H1_READ_DONE:
+            if (c->exch_state == H1_EXCH_ACTIVE)
                 goto out; /* wait for the response */
             if (h1_exchange_next(c) < 0)
                 goto out;
@@ -260,8 +261,8 @@ static size_t settle(h1_conn *c)
     size_t keep = c->pos;
     uint64_t timeout = 0;
     int wait = 0, idle = 0;
-    switch (c->msg) {
-    case H1_MSG_HEAD:
+    switch (c->read_state) {
+    case H1_READ_HEAD:
         if (c->head_started) {
             /* Incomplete head: keep it whole, parse on from here next time. */
             keep = c->head_base;
@@ -270,24 +271,24 @@ static size_t settle(h1_conn *c)
         } else {
             timeout =
                 c->had_request ? c->w->cfg->keepalive_timeout_ms : c->w->cfg->header_timeout_ms;
-            if (c->x != NULL) {
-                h1_exch_put(c->w, c->x); /* idle: hold nothing */
-                c->x = NULL;
+            if (c->exch != NULL) {
+                h1_exch_put(c->w, c->exch); /* idle: hold nothing */
+                c->exch = NULL;
             }
             idle = 1;
         }
         break;
-    case H1_MSG_HOLD:
+    case H1_READ_HOLD:
         wait = 1;
         break;
-    case H1_MSG_BODY:
-    case H1_MSG_DISCARD:
+    case H1_READ_BODY:
+    case H1_READ_DISCARD:
         if (h1_body_held(c))
             wait = 1; /* the handler's time, as while it answers: the server's idle timeout */
         else
             timeout = h1_body_timeout(c);
         break;
-    case H1_MSG_DONE:
+    case H1_READ_DONE:
         /* In flight: a head without a body is still referenced by the core
          * in the buffer. */
         wait = 1;
@@ -311,25 +312,25 @@ void h1_after_exchange(h1_conn *c)
 {
     if (c->closing)
         return;
-    switch (c->msg) {
-    case H1_MSG_DONE:
+    switch (c->read_state) {
+    case H1_READ_DONE:
         if (h1_exchange_next(c) < 0)
             return;
         h1_out_flush(c);
         h1_set_timeout(c, c->w->cfg->keepalive_timeout_ms);
         int idle = c->skip == 0 && c->pos == c->len;
-        if (idle && c->x != NULL) {
+        if (idle && c->exch != NULL) {
             /* Nothing left for the core to deliver again: idle now. */
-            h1_exch_put(c->w, c->x);
-            c->x = NULL;
+            h1_exch_put(c->w, c->exch);
+            c->exch = NULL;
         }
         h1_out_release(c);
         h1_resume(c);
         if (idle)
             mark_idle(c);
         break;
-    case H1_MSG_HOLD:
-    case H1_MSG_BODY:
+    case H1_READ_HOLD:
+    case H1_READ_BODY:
         if (h1_body_unwanted(c) < 0)
             return;
         h1_out_flush(c);
@@ -414,29 +415,29 @@ int h1_hand_over(h1_conn *c, const char *protocol, void *arg)
 static void h1_on_timeout(keel_conn *conn)
 {
     h1_conn *c = keel_conn_data(conn);
-    switch (c->msg) {
-    case H1_MSG_HEAD:
+    switch (c->read_state) {
+    case H1_READ_HEAD:
         c->deadline_set = 0; /* if it was the deadline, it is spent */
         if (!c->head_started) {
             h1_close(c); /* idle keep-alive connection: close silently */
-        } else if (now_ms(c) >= c->x->head_deadline_ms) {
+        } else if (now_ms(c) >= c->exch->head_deadline_ms) {
             h1_fail(c, 408);
         } else {
             c->timeout_ms = head_timeout_left(c);
             keel_conn_set_timeout(conn, c->timeout_ms);
         }
         break;
-    case H1_MSG_BODY:
+    case H1_READ_BODY:
         if (h1_body_held(c))
             break; /* the handler holds its body: as a handler at work, re-armed */
         /* RFC 9110 15.5.9: 408 (if nothing was answered yet), then close:
          * a pause of body_timeout, or the body's total time is up. */
-        if (c->ex == H1_EX_ACTIVE)
+        if (c->exch_state == H1_EXCH_ACTIVE)
             h1_fail(c, 408);
         else
             h1_close(c);
         break;
-    case H1_MSG_DISCARD:
+    case H1_READ_DISCARD:
         h1_close(c);
         break;
     default:
@@ -449,13 +450,13 @@ static void h1_on_shutdown(keel_conn *conn)
 {
     h1_conn *c = keel_conn_data(conn);
     c->shutdown = 1;
-    if (c->ex == H1_EX_ACTIVE) {
+    if (c->exch_state == H1_EXCH_ACTIVE) {
         /* Let it finish; its response says Connection: close if its head
          * has not gone yet, and the connection closes after it. */
         c->close_after = 1;
         return;
     }
-    if (c->msg == H1_MSG_HEAD && c->w->cfg->shutdown_idle_timeout_ms > 0) {
+    if (c->read_state == H1_READ_HEAD && c->w->cfg->shutdown_idle_timeout_ms > 0) {
         /* Between requests, or before the first: a request may already be
          * on its way, and closing now would reset it (the client cannot
          * tell it was not processed, RFC 9112 9.3.1, and a load generator
@@ -474,8 +475,8 @@ static void h1_on_shutdown(keel_conn *conn)
 void h1_conn_free(h1_conn *c)
 {
     h1_exchange_abort(c);
-    if (c->x != NULL)
-        h1_exch_put(c->w, c->x);
+    if (c->exch != NULL)
+        h1_exch_put(c->w, c->exch);
     if (c->out != NULL) {
         c->out->len = 0;
         h1_obuf_free(c->w, c->out);

@@ -22,7 +22,7 @@ static uint32_t off_of(const h1_conn *c, const char *at)
 
 static int fail_with(h1_conn *c, llhttp_t *p, int status, const char *why)
 {
-    c->x->error_status = status;
+    c->exch->error_status = status;
     llhttp_set_error_reason(p, why);
     return HPE_USER;
 }
@@ -40,37 +40,37 @@ static void span_add(uint32_t *off, uint32_t *len, uint32_t at, size_t n)
 static int on_method(llhttp_t *p, const char *at, size_t n)
 {
     h1_conn *c = p->data;
-    span_add(&c->x->method_off, &c->x->method_len, off_of(c, at), n);
+    span_add(&c->exch->method_off, &c->exch->method_len, off_of(c, at), n);
     return 0;
 }
 
 static int on_url(llhttp_t *p, const char *at, size_t n)
 {
     h1_conn *c = p->data;
-    h1_exch *x = c->x;
+    h1_exch *exch = c->exch;
     uint32_t off = off_of(c, at);
     /* RFC 9112 3: a server that receives a request-target longer than it
      * wishes to parse MUST respond with 414. Checked as the target arrives
      * so a huge one is refused before it is buffered whole. */
     if (off + n > c->w->cfg->max_request_line)
         return fail_with(c, p, 414, "request-target too long");
-    span_add(&x->url_off, &x->url_len, off, n);
+    span_add(&exch->url_off, &exch->url_len, off, n);
     return 0;
 }
 
 static int on_version(llhttp_t *p, const char *at, size_t n)
 {
     h1_conn *c = p->data;
-    span_add(&c->x->version_off, &c->x->version_len, off_of(c, at), n);
+    span_add(&c->exch->version_off, &c->exch->version_len, off_of(c, at), n);
     return 0;
 }
 
 static int on_version_complete(llhttp_t *p)
 {
     h1_conn *c = p->data;
-    h1_exch *x = c->x;
-    x->line_done = 1;
-    if ((uint64_t)x->version_off + x->version_len + 2 > c->w->cfg->max_request_line)
+    h1_exch *exch = c->exch;
+    exch->line_done = 1;
+    if ((uint64_t)exch->version_off + exch->version_len + 2 > c->w->cfg->max_request_line)
         return fail_with(c, p, 414, "request line too long");
     /* RFC 9110 6.2: only HTTP/1.0 and HTTP/1.1 are spoken here; llhttp
      * accepts "HTTP/0.9" and "HTTP/2.0" request lines. */
@@ -91,23 +91,24 @@ static int check_head_size(h1_conn *c, llhttp_t *p, uint32_t off, size_t n)
 static int on_header_field(llhttp_t *p, const char *at, size_t n)
 {
     h1_conn *c = p->data;
-    h1_exch *x = c->x;
+    h1_exch *exch = c->exch;
     uint32_t off = off_of(c, at);
     if (check_head_size(c, p, off, n))
         return HPE_USER;
-    if (!x->in_name) {
-        if (x->nheaders >= c->w->cfg->max_headers)
+    if (!exch->in_name) {
+        if (exch->nheaders >= c->w->cfg->max_headers)
             return fail_with(c, p, 431, "too many header fields");
-        if (x->nheaders == x->headers_cap && h1_exch_grow(x, x->nheaders + 1) != KEEL_OK)
+        if (exch->nheaders == exch->headers_cap &&
+            h1_exch_grow(exch, exch->nheaders + 1) != KEEL_OK)
             return fail_with(c, p, 500, "out of memory");
-        h1_span *s = &x->spans[x->nheaders];
+        h1_span *s = &exch->spans[exch->nheaders];
         s->name_off = off;
         s->name_len = 0;
         s->value_off = UINT32_MAX;
         s->value_len = 0;
-        x->in_name = 1;
+        exch->in_name = 1;
     }
-    h1_span *s = &x->spans[x->nheaders];
+    h1_span *s = &exch->spans[exch->nheaders];
     s->name_len = (uint32_t)(off + n - s->name_off);
     return 0;
 }
@@ -115,15 +116,15 @@ static int on_header_field(llhttp_t *p, const char *at, size_t n)
 static int on_header_field_complete(llhttp_t *p)
 {
     h1_conn *c = p->data;
-    h1_exch *x = c->x;
+    h1_exch *exch = c->exch;
     /* RFC 9110 5.1: a field name is a token, so never empty (llhttp
      * reports ": value" as a field with an empty name). */
-    if (!x->in_name || x->spans[x->nheaders].name_len == 0)
+    if (!exch->in_name || exch->spans[exch->nheaders].name_len == 0)
         return fail_with(c, p, 400, "empty field name");
     /* Loose llhttp lets spaces into a name: "X A: a", and "Host : a"
      * (RFC 9112 5.1: no whitespace between name and colon, a server MUST
      * reject it with 400). Check the whole token. */
-    const h1_span *s = &x->spans[x->nheaders];
+    const h1_span *s = &exch->spans[exch->nheaders];
     if (!h1_is_token(c->data + c->head_base + s->name_off, s->name_len))
         return fail_with(c, p, 400, "invalid field name");
     return 0;
@@ -132,13 +133,13 @@ static int on_header_field_complete(llhttp_t *p)
 static int on_header_value(llhttp_t *p, const char *at, size_t n)
 {
     h1_conn *c = p->data;
-    h1_exch *x = c->x;
+    h1_exch *exch = c->exch;
     uint32_t off = off_of(c, at);
     if (check_head_size(c, p, off, n))
         return HPE_USER;
-    if (!x->in_name)
+    if (!exch->in_name)
         return fail_with(c, p, 400, "empty field name");
-    h1_span *s = &x->spans[x->nheaders];
+    h1_span *s = &exch->spans[exch->nheaders];
     /* Pieces of one value are contiguous; a gap means llhttp skipped a
      * CRLF and joined an obs-fold continuation line (RFC 9112 5.2: reject
      * with 400). The scan in check_lines catches the same thing. */
@@ -151,10 +152,10 @@ static int on_header_value(llhttp_t *p, const char *at, size_t n)
 static int on_header_value_complete(llhttp_t *p)
 {
     h1_conn *c = p->data;
-    h1_exch *x = c->x;
-    if (!x->in_name)
+    h1_exch *exch = c->exch;
+    if (!exch->in_name)
         return fail_with(c, p, 400, "empty field name");
-    h1_span *s = &x->spans[x->nheaders];
+    h1_span *s = &exch->spans[exch->nheaders];
     if (s->value_off == UINT32_MAX) {
         /* An empty value: point just after the name, never at NULL
          * (a NULL view means "absent" to the core). */
@@ -166,8 +167,8 @@ static int on_header_value_complete(llhttp_t *p)
     const char *v = c->data + c->head_base + s->value_off;
     while (s->value_len > 0 && (v[s->value_len - 1] == ' ' || v[s->value_len - 1] == '\t'))
         s->value_len--;
-    x->nheaders++;
-    x->in_name = 0;
+    exch->nheaders++;
+    exch->in_name = 0;
     return 0;
 }
 
@@ -176,28 +177,28 @@ static int on_header_value_complete(llhttp_t *p)
 static int on_headers_complete(llhttp_t *p)
 {
     h1_conn *c = p->data;
-    h1_exch *x = c->x;
-    x->head_done = 1;
-    x->has_body = (p->flags & F_CHUNKED) || p->content_length > 0;
-    x->keep_alive = llhttp_should_keep_alive(p) != 0;
-    x->head.content_length = (p->flags & F_CHUNKED) ? -1 : (int64_t)p->content_length;
-    x->head.version = p->http_major * 10 + p->http_minor;
-    x->te_present = (p->flags & F_TRANSFER_ENCODING) != 0;
-    x->cl_present = (p->flags & F_CONTENT_LENGTH) != 0;
-    x->method = p->method;
+    h1_exch *exch = c->exch;
+    exch->head_done = 1;
+    exch->has_body = (p->flags & F_CHUNKED) || p->content_length > 0;
+    exch->keep_alive = llhttp_should_keep_alive(p) != 0;
+    exch->head.content_length = (p->flags & F_CHUNKED) ? -1 : (int64_t)p->content_length;
+    exch->head.version = p->http_major * 10 + p->http_minor;
+    exch->te_present = (p->flags & F_TRANSFER_ENCODING) != 0;
+    exch->cl_present = (p->flags & F_CONTENT_LENGTH) != 0;
+    exch->method = p->method;
     /* RFC 9110 7.8: a client asks to switch with an Upgrade field and the
      * "upgrade" connection option (llhttp reads both token lists). Whether
      * to switch is the handler's call (keel_response_upgrade); the request
      * is an ordinary one until then, so llhttp's own upgrade flag is
      * cleared to keep it parsing what follows as HTTP. CONNECT is refused
      * with 501 later. */
-    x->upgrade_asked = (p->flags & F_UPGRADE) && (p->flags & F_CONNECTION_UPGRADE);
+    exch->upgrade_asked = (p->flags & F_UPGRADE) && (p->flags & F_CONNECTION_UPGRADE);
     p->upgrade = 0;
     /* Stop before the body: it is read only when the core asks for it,
      * and framed by body.c, not by llhttp. A message without a body stops
      * at on_message_complete instead, which comes right after this without
      * consuming a byte. */
-    return x->has_body ? HPE_PAUSED : 0;
+    return exch->has_body ? HPE_PAUSED : 0;
 }
 
 static int on_message_complete(llhttp_t *p)
@@ -221,26 +222,26 @@ const llhttp_settings_t h1_llhttp_settings = {
     .on_header_value_complete = on_header_value_complete,
 };
 
-void h1_parse_init(h1_conn *c, h1_exch *x)
+void h1_parse_init(h1_conn *c, h1_exch *exch)
 {
-    llhttp_init(&x->parser, HTTP_REQUEST, &h1_llhttp_settings);
-    x->parser.data = c;
-    x->error_status = 0;
-    x->req = NULL;
-    x->body_seen = x->body_left = x->resp_left = 0;
-    x->overhead = x->body_start_ms = 0;
-    x->line_len = 0;
-    x->body_state = 0;
-    x->method_off = x->url_off = x->version_off = UINT32_MAX;
-    x->method_len = x->url_len = x->version_len = 0;
-    x->head_len = 0;
-    x->line_done = x->head_done = x->has_body = x->in_name = 0;
-    x->te_present = x->cl_present = x->expect_continue = 0;
-    x->keep_alive = x->upgrade_asked = 0;
-    x->nheaders = 0;
-    x->host_index = -1;
-    x->auth_off = UINT32_MAX;
-    x->auth_len = 0;
+    llhttp_init(&exch->parser, HTTP_REQUEST, &h1_llhttp_settings);
+    exch->parser.data = c;
+    exch->error_status = 0;
+    exch->req = NULL;
+    exch->body_seen = exch->body_left = exch->resp_left = 0;
+    exch->overhead = exch->body_start_ms = 0;
+    exch->line_len = 0;
+    exch->body_state = 0;
+    exch->method_off = exch->url_off = exch->version_off = UINT32_MAX;
+    exch->method_len = exch->url_len = exch->version_len = 0;
+    exch->head_len = 0;
+    exch->line_done = exch->head_done = exch->has_body = exch->in_name = 0;
+    exch->te_present = exch->cl_present = exch->expect_continue = 0;
+    exch->keep_alive = exch->upgrade_asked = 0;
+    exch->nheaders = 0;
+    exch->host_index = -1;
+    exch->auth_off = UINT32_MAX;
+    exch->auth_len = 0;
 }
 
 /* ---- driving llhttp ------------------------------------------------------ */
@@ -249,23 +250,23 @@ void h1_parse_init(h1_conn *c, h1_exch *x)
  * on_*_complete or on_chunk_header callback as its own HPE_CB_* code. */
 static int parse_failure(h1_conn *c, llhttp_errno_t err)
 {
-    if (c->x->error_status != 0)
-        return c->x->error_status;
+    if (c->exch->error_status != 0)
+        return c->exch->error_status;
     return h1_parse_error_status(c, err, c->data + c->head_base, c->len - c->head_base);
 }
 
 int h1_parse_head(h1_conn *c)
 {
-    h1_exch *x = c->x;
+    h1_exch *exch = c->exch;
     const char *start = c->data + c->pos;
-    llhttp_errno_t err = llhttp_execute(&x->parser, start, c->len - c->pos);
+    llhttp_errno_t err = llhttp_execute(&exch->parser, start, c->len - c->pos);
     if (err == HPE_OK) {
         c->pos = c->len;
         /* Incomplete: refuse now if it already exceeds a limit, else wait
          * for more (the head is kept in the buffer and parsing goes on from
          * here next time). */
         size_t have = c->len - c->head_base;
-        if (!x->line_done && have > c->w->cfg->max_request_line) {
+        if (!exch->line_done && have > c->w->cfg->max_request_line) {
             h1_fail(c, 414);
             return H1_FAILED;
         }
@@ -275,11 +276,11 @@ int h1_parse_head(h1_conn *c)
         }
         return H1_NEED_MORE;
     }
-    if (err == HPE_PAUSED && x->head_done) {
-        c->pos = (size_t)(llhttp_get_error_pos(&x->parser) - c->data);
-        llhttp_resume(&x->parser);
-        x->head_len = (uint32_t)(c->pos - c->head_base);
-        if (x->head_len > c->w->cfg->max_header_bytes) {
+    if (err == HPE_PAUSED && exch->head_done) {
+        c->pos = (size_t)(llhttp_get_error_pos(&exch->parser) - c->data);
+        llhttp_resume(&exch->parser);
+        exch->head_len = (uint32_t)(c->pos - c->head_base);
+        if (exch->head_len > c->w->cfg->max_header_bytes) {
             h1_fail(c, 431);
             return H1_FAILED;
         }

@@ -11,72 +11,72 @@
 
 h1_exch *h1_exch_get(h1_worker *w)
 {
-    h1_exch *x = w->free_exch;
-    if (x != NULL) {
-        w->free_exch = x->next;
+    h1_exch *exch = w->free_exch;
+    if (exch != NULL) {
+        w->free_exch = exch->next;
         w->nfree_exch--;
-        return x;
+        return exch;
     }
-    if ((x = malloc(sizeof *x)) == NULL)
+    if ((exch = malloc(sizeof *exch)) == NULL)
         return NULL;
-    x->next = NULL;
-    x->spans = x->inline_spans;
-    x->headers = x->inline_headers;
-    x->headers_cap = H1_INLINE_HEADERS;
-    x->copy = NULL;
-    x->copy_cap = 0;
-    x->tr_buf = NULL;
-    x->tr_spans = NULL;
-    x->tr_fields = NULL;
-    x->tr_len = x->tr_cap = x->ntr = x->tr_fields_cap = 0;
-    return x;
+    exch->next = NULL;
+    exch->spans = exch->inline_spans;
+    exch->headers = exch->inline_headers;
+    exch->headers_cap = H1_INLINE_HEADERS;
+    exch->copy = NULL;
+    exch->copy_cap = 0;
+    exch->tr_buf = NULL;
+    exch->tr_spans = NULL;
+    exch->tr_fields = NULL;
+    exch->tr_len = exch->tr_cap = exch->ntr = exch->tr_fields_cap = 0;
+    return exch;
 }
 
-static void exch_shrink(h1_exch *x)
+static void exch_shrink(h1_exch *exch)
 {
-    if (x->spans != x->inline_spans) {
-        free(x->spans);
-        free(x->headers);
-        x->spans = x->inline_spans;
-        x->headers = x->inline_headers;
-        x->headers_cap = H1_INLINE_HEADERS;
+    if (exch->spans != exch->inline_spans) {
+        free(exch->spans);
+        free(exch->headers);
+        exch->spans = exch->inline_spans;
+        exch->headers = exch->inline_headers;
+        exch->headers_cap = H1_INLINE_HEADERS;
     }
     /* Trailer sections are rare: a message that had one gives it back. */
-    h1_body_trailers_free(x);
+    h1_body_trailers_free(exch);
     /* A copy buffer fit for usual heads is kept; a large one is not. */
-    if (x->copy_cap > 4096) {
-        free(x->copy);
-        x->copy = NULL;
-        x->copy_cap = 0;
+    if (exch->copy_cap > 4096) {
+        free(exch->copy);
+        exch->copy = NULL;
+        exch->copy_cap = 0;
     }
 }
 
-static void exch_free(h1_exch *x)
+static void exch_free(h1_exch *exch)
 {
-    exch_shrink(x);
-    free(x->copy);
-    free(x);
+    exch_shrink(exch);
+    free(exch->copy);
+    free(exch);
 }
 
-void h1_exch_put(h1_worker *w, h1_exch *x)
+void h1_exch_put(h1_worker *w, h1_exch *exch)
 {
     if (w->nfree_exch >= H1_POOL_MAX) {
-        exch_free(x);
+        exch_free(exch);
         return;
     }
-    exch_shrink(x);
-    x->next = w->free_exch;
-    w->free_exch = x;
+    exch_shrink(exch);
+    exch->next = w->free_exch;
+    w->free_exch = exch;
     w->nfree_exch++;
 }
 
 /* Requests with more fields than the inline arrays hold are rare; only they
  * pay for an allocation, growing geometrically. */
-int h1_exch_grow(h1_exch *x, size_t want)
+int h1_exch_grow(h1_exch *exch, size_t want)
 {
-    if (want <= x->headers_cap)
+    if (want <= exch->headers_cap)
         return KEEL_OK;
-    size_t cap = x->headers_cap * 2;
+    size_t cap = exch->headers_cap * 2;
     if (cap < want)
         cap = want;
     h1_span *spans = malloc(cap * sizeof *spans);
@@ -86,26 +86,26 @@ int h1_exch_grow(h1_exch *x, size_t want)
         free(headers);
         return KEEL_ERR_NOMEM;
     }
-    for (size_t i = 0; i < x->headers_cap; i++) {
-        spans[i] = x->spans[i];
-        headers[i] = x->headers[i];
+    for (size_t i = 0; i < exch->headers_cap; i++) {
+        spans[i] = exch->spans[i];
+        headers[i] = exch->headers[i];
     }
-    if (x->spans != x->inline_spans) {
-        free(x->spans);
-        free(x->headers);
+    if (exch->spans != exch->inline_spans) {
+        free(exch->spans);
+        free(exch->headers);
     }
-    x->spans = spans;
-    x->headers = headers;
-    x->headers_cap = cap;
+    exch->spans = spans;
+    exch->headers = headers;
+    exch->headers_cap = cap;
     return KEEL_OK;
 }
 
 void h1_pool_free(h1_worker *w)
 {
     while (w->free_exch != NULL) {
-        h1_exch *x = w->free_exch;
-        w->free_exch = x->next;
-        exch_free(x);
+        h1_exch *exch = w->free_exch;
+        w->free_exch = exch->next;
+        exch_free(exch);
     }
     w->nfree_exch = 0;
     while (w->free_obuf != NULL) {

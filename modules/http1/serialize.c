@@ -111,8 +111,8 @@ static int classify(keel_str name)
  * Connection field into keel_http_request_keep_alive and never passes it
  * on; a field that reaches this far anyway still means what it says.
  * Never inlined: the list walker would bloat h1_head_serialize's field
- * loop, which every response runs, for this rare path (23 instructions a
- * response, measured with callgrind). */
+ * loop, which every response runs, for this rare path
+ * (docs/performance.md). */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((noinline))
 #elif defined(_MSC_VER)
@@ -298,7 +298,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     h1_out_commit(c, (size_t)(p - start));
 
     c->framing = (uint8_t)framing;
-    c->x->resp_left = framing == H1_BODY_LENGTH ? (uint64_t)length : 0;
+    c->exch->resp_left = framing == H1_BODY_LENGTH ? (uint64_t)length : 0;
     c->close_after = close ? 1u : 0u;
     c->head_sent = 1;
     return KEEL_OK;

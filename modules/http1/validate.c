@@ -82,20 +82,20 @@ static int check_lines(const char *head, size_t len)
 
 /* RFC 9112 3.2: the four forms of request-target. Records the authority of
  * an absolute-form target, which then stands for Host (3.2.2). */
-static int check_target(h1_exch *x, const char *head)
+static int check_target(h1_exch *exch, const char *head)
 {
-    const char *t = head + x->url_off;
-    size_t n = x->url_len;
+    const char *t = head + exch->url_off;
+    size_t n = exch->url_len;
     /* Loose llhttp lets some of these by (HTAB, FF, bytes >= 0x80). */
     for (size_t i = 0; i < n; i++)
         if (!(char_class[(unsigned char)t[i]] & CH_TARGET))
             return 400;
-    if (x->method == HTTP_CONNECT)
+    if (exch->method == HTTP_CONNECT)
         return 501; /* authority-form: keel is not a proxy */
     if (n > 0 && t[0] == '/')
         return 0; /* origin-form */
     if (n == 1 && t[0] == '*')
-        return x->method == HTTP_OPTIONS ? 0 : 400; /* asterisk-form */
+        return exch->method == HTTP_OPTIONS ? 0 : 400; /* asterisk-form */
     /* absolute-form: scheme "://" authority [path-abempty] ["?" query] */
     size_t i = 0;
     while (i < n && t[i] != ':')
@@ -111,8 +111,8 @@ static int check_target(h1_exch *x, const char *head)
      * carry userinfo. */
     if (e == a || memchr(t + a, '@', e - a) != NULL || !valid_host(t + a, e - a))
         return 400;
-    x->auth_off = x->url_off + (uint32_t)a;
-    x->auth_len = (uint32_t)(e - a);
+    exch->auth_off = exch->url_off + (uint32_t)a;
+    exch->auth_len = (uint32_t)(e - a);
     return 0;
 }
 
@@ -130,30 +130,31 @@ static int check_transfer_encoding(const char *v, size_t n)
 }
 int h1_head_check(h1_conn *c, const char *head)
 {
-    h1_exch *x = c->x;
+    h1_exch *exch = c->exch;
 
     /* RFC 9112 3: request-line = method SP request-target SP HTTP-version,
      * exactly one SP each; loose llhttp accepts runs of spaces. */
-    if (x->method_off == UINT32_MAX || x->url_off != x->method_off + x->method_len + 1 ||
-        x->version_off != x->url_off + x->url_len + 6)
+    if (exch->method_off == UINT32_MAX ||
+        exch->url_off != exch->method_off + exch->method_len + 1 ||
+        exch->version_off != exch->url_off + exch->url_len + 6)
         return 400;
-    int status = check_lines(head, x->head_len);
+    int status = check_lines(head, exch->head_len);
     if (status == 0)
-        status = check_target(x, head);
+        status = check_target(exch, head);
     if (status != 0)
         return status;
 
     int hosts = 0, te_fields = 0;
-    x->expect_continue = 0;
-    for (size_t i = 0; i < x->nheaders; i++) {
-        const h1_span *s = &x->spans[i];
+    exch->expect_continue = 0;
+    for (size_t i = 0; i < exch->nheaders; i++) {
+        const h1_span *s = &exch->spans[i];
         const char *name = head + s->name_off;
         const char *value = head + s->value_off;
         switch (s->name_len) {
         case 4:
             if (ieq(name, "host", 4)) {
                 hosts++;
-                x->host_index = (int)i;
+                exch->host_index = (int)i;
             }
             break;
         case 6:
@@ -161,7 +162,7 @@ int h1_head_check(h1_conn *c, const char *head)
                 /* RFC 9110 10.1.1: 100-continue is the only expectation;
                  * an HTTP/1.0 client's one is ignored. Any other: 417. */
                 if (s->value_len == 12 && ieq(value, "100-continue", 12))
-                    x->expect_continue = x->head.version == 11;
+                    exch->expect_continue = exch->head.version == 11;
                 else
                     return 417;
             }
@@ -171,7 +172,7 @@ int h1_head_check(h1_conn *c, const char *head)
                 te_fields++;
                 /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message
                  * means the framing is faulty. */
-                if (x->head.version == 10)
+                if (exch->head.version == 10)
                     return 400;
                 if ((status = check_transfer_encoding(value, s->value_len)) != 0)
                     return status;
@@ -184,17 +185,17 @@ int h1_head_check(h1_conn *c, const char *head)
     /* RFC 9112 3.2: 400 for an HTTP/1.1 request without Host, for any
      * request with more than one Host, or with an invalid Host value. The
      * Host of an absolute-form request is checked too, then ignored. */
-    if (hosts > 1 || (hosts == 0 && x->head.version == 11))
+    if (hosts > 1 || (hosts == 0 && exch->head.version == 11))
         return 400;
     if (hosts == 1) {
-        const h1_span *s = &x->spans[x->host_index];
+        const h1_span *s = &exch->spans[exch->host_index];
         if (!valid_host(head + s->value_off, s->value_len))
             return 400;
     }
     /* llhttp has refused Content-Length together with Transfer-Encoding
      * and every repeated Content-Length (RFC 9112 6.3 allows refusing
      * those with 400); make sure of the first, whatever its build. */
-    if (x->te_present && x->cl_present)
+    if (exch->te_present && exch->cl_present)
         return 400;
     /* RFC 9112 6.3: a Transfer-Encoding whose final coding is not chunked
      * leaves the body's length unknowable: 400 and close. llhttp marks
@@ -202,37 +203,37 @@ int h1_head_check(h1_conn *c, const char *head)
      * not count (an empty or all-blank value) would otherwise let
      * Content-Length, or nothing, frame a body the sender meant otherwise
      * (request smuggling). */
-    if (te_fields > 0 && !x->te_present)
+    if (te_fields > 0 && !exch->te_present)
         return 400;
     /* A declared body over the limit is refused before a byte of it is
      * read, with or without 100-continue (RFC 9110 15.5.14). */
-    if (x->head.content_length > 0 && (uint64_t)x->head.content_length > c->w->cfg->max_body)
+    if (exch->head.content_length > 0 && (uint64_t)exch->head.content_length > c->w->cfg->max_body)
         return 413;
     return 0;
 }
 
 void h1_head_build(h1_conn *c, const char *head)
 {
-    h1_exch *x = c->x;
-    size_t n = x->nheaders;
+    h1_exch *exch = c->exch;
+    size_t n = exch->nheaders;
     for (size_t i = 0; i < n; i++) {
-        const h1_span *s = &x->spans[i];
-        x->headers[i].name = (keel_str){head + s->name_off, s->name_len};
-        x->headers[i].value = (keel_str){head + s->value_off, s->value_len};
+        const h1_span *s = &exch->spans[i];
+        exch->headers[i].name = (keel_str){head + s->name_off, s->name_len};
+        exch->headers[i].value = (keel_str){head + s->value_off, s->value_len};
     }
-    if (x->auth_off != UINT32_MAX) {
+    if (exch->auth_off != UINT32_MAX) {
         /* RFC 9112 3.2.2: the target's authority replaces Host. */
-        keel_str auth = {head + x->auth_off, x->auth_len};
-        if (x->host_index >= 0)
-            x->headers[x->host_index].value = auth;
-        else if (n < x->headers_cap || h1_exch_grow(x, n + 1) == KEEL_OK)
-            x->headers[n++] = (keel_header){{"Host", 4}, auth};
+        keel_str auth = {head + exch->auth_off, exch->auth_len};
+        if (exch->host_index >= 0)
+            exch->headers[exch->host_index].value = auth;
+        else if (n < exch->headers_cap || h1_exch_grow(exch, n + 1) == KEEL_OK)
+            exch->headers[n++] = (keel_header){{"Host", 4}, auth};
     }
-    keel_http_head *h = &x->head;
+    keel_http_head *h = &exch->head;
     h->size = sizeof *h;
-    h->method = (keel_str){head + x->method_off, x->method_len};
-    h->target = (keel_str){head + x->url_off, x->url_len};
-    h->headers = x->headers;
+    h->method = (keel_str){head + exch->method_off, exch->method_len};
+    h->target = (keel_str){head + exch->url_off, exch->url_len};
+    h->headers = exch->headers;
     h->nheaders = n;
     /* keep_alive and expect_continue are deprecated and left 0: both are
      * ours to act on (exchange.c), not the core's. */

@@ -24,8 +24,8 @@
  * lookup can answer differently (DNS rebinding). A public name pointing at
  * 127.0.0.1 is refused (the usual SSRF hole of forward proxies), and a
  * refused destination is a 403 whether or not anything listens there:
- * checking after connecting told a client which internal ports were open
- * (403 open, 502 closed) and opened connections to internal hosts.
+ * checking after connecting would tell a client which internal ports are
+ * open (403 open, 502 closed) and open connections to internal hosts.
  */
 #include "px.h"
 
@@ -240,22 +240,24 @@ static int port_allowed(const px_config *c, unsigned port)
 
 /* ---- the "proxy" protocol -------------------------------------------------------- */
 
-typedef struct cc cc;
+typedef struct px_connect_client px_connect_client;
 
 /* The addresses a destination resolves to (a literal: itself), each
  * checked before any is connected to. */
 #define PX_MAX_ADDRESSES 16
 
 typedef struct px_resolution {
-    cc *c;      /* NULL once the client has gone while resolving: then only freed */
-    int status; /* KEEL_OK, or KEEL_ERR_NOTFOUND (no TCP address) */
+    px_connect_client *c; /* NULL once the client has gone while resolving: then only freed */
+    int status;           /* KEEL_OK, or KEEL_ERR_NOTFOUND (no TCP address) */
     size_t n;
     uint8_t addr[PX_MAX_ADDRESSES][16]; /* IPv4 as ::ffff:a.b.c.d */
     char text[PX_MAX_ADDRESSES][48];    /* the same, for keel_conn_connect */
     char host[256];
 } px_resolution;
 
-struct cc {
+/* A client connection on a "proxy" listener: its CONNECT head as it is
+ * read, then the destination being resolved and connected to. */
+struct px_connect_client {
     keel_conn *conn;
     px_config *cfg;
     llhttp_t parser;
@@ -274,9 +276,9 @@ struct cc {
     char client[64];
 };
 
-static int cc_on_url(llhttp_t *p, const char *at, size_t len)
+static int client_on_url(llhttp_t *p, const char *at, size_t len)
 {
-    cc *c = p->data;
+    px_connect_client *c = p->data;
     if (c->target_len + len >= sizeof c->target) {
         c->too_long = 1;
         return 0;
@@ -287,14 +289,14 @@ static int cc_on_url(llhttp_t *p, const char *at, size_t len)
     return 0;
 }
 
-static int cc_on_headers_complete(llhttp_t *p)
+static int client_on_headers_complete(llhttp_t *p)
 {
     return llhttp_get_method(p) == HTTP_CONNECT ? 0 : HPE_PAUSED;
 }
 
-static const llhttp_settings_t cc_settings = {
-    .on_url = cc_on_url,
-    .on_headers_complete = cc_on_headers_complete,
+static const llhttp_settings_t client_settings = {
+    .on_url = client_on_url,
+    .on_headers_complete = client_on_headers_complete,
 };
 
 static void reply_and_close(keel_conn *conn, int status)
@@ -307,18 +309,18 @@ static void reply_and_close(keel_conn *conn, int status)
     keel_conn_close(conn);
 }
 
-static int cc_open(keel_conn *conn, void *arg)
+static int client_open(keel_conn *conn, void *arg)
 {
     (void)arg;
-    cc *c = calloc(1, sizeof *c);
+    px_connect_client *c = calloc(1, sizeof *c);
     if (c == NULL)
         return KEEL_ERR_NOMEM;
     c->conn = conn;
     c->cfg = keel_module_data(keel_conn_module(conn));
     keel_conn_set_data(conn, c);
     /* The head, from the connection's start, as http1's header_timeout:
-     * a deadline, which no byte renews (a read timeout let a client
-     * trickling its head a byte at a time keep the connection). */
+     * a deadline, which no byte renews (under a read timeout, a client
+     * trickling its head a byte at a time could keep the connection). */
     keel_conn_set_deadline(conn, c->cfg->connect_header_timeout_ms);
     char peer[80];
     if (keel_conn_peer_name(conn, peer, sizeof peer) == KEEL_OK) {
@@ -337,7 +339,7 @@ static int cc_open(keel_conn *conn, void *arg)
     return KEEL_OK;
 }
 
-static void cc_free(keel_conn *conn, cc *c)
+static void client_free(keel_conn *conn, px_connect_client *c)
 {
     keel_conn_set_data(conn, NULL);
     if (c->t != NULL)
@@ -351,7 +353,7 @@ static void cc_free(keel_conn *conn, cc *c)
     free(c);
 }
 
-static int client_allowed(const cc *c)
+static int client_allowed(const px_connect_client *c)
 {
     uint8_t a[16];
     if (px_ip_parse(c->client, a) != 0)
@@ -363,7 +365,7 @@ static int client_allowed(const cc *c)
 }
 
 /* authority-form (RFC 9112 3.2.3): host:port, IPv6 in brackets. */
-static int parse_target(cc *c)
+static int parse_target(px_connect_client *c)
 {
     const char *t = c->target;
     const char *colon;
@@ -394,7 +396,7 @@ static int parse_target(cc *c)
 static int established(px_tunnel *t, keel_conn *up)
 {
     keel_conn *client = t->pending_client;
-    cc *c = keel_conn_data(client);
+    px_connect_client *c = keel_conn_data(client);
     (void)up; /* connected to an address checked before (resolved) */
     c->attempt = NULL;
     static const char ok200[] = "HTTP/1.1 200 Connection Established\r\n\r\n";
@@ -404,8 +406,8 @@ static int established(px_tunnel *t, keel_conn *up)
     keel_metric_add(t->worker, t->cfg->m_tunnels, 1);
     t->pending_client = NULL;
     t->on_upstream_open = NULL;
-    c->t = NULL; /* the creator's reference goes with cc below */
-    cc_free(client, c);
+    c->t = NULL; /* the creator's reference goes with c below */
+    client_free(client, c);
     px_tunnel_expect(t, PX_SIDE_CLIENT);
     int rc = keel_conn_set_protocol(client, px_tunnel_protocol.name, t);
     px_tunnel_expect(t, PX_SIDE_UPSTREAM);
@@ -413,13 +415,13 @@ static int established(px_tunnel *t, keel_conn *up)
     return rc == KEEL_OK ? KEEL_OK : KEEL_ERR_CLOSED;
 }
 
-static void connect_next(cc *c);
+static void connect_next(px_connect_client *c);
 
 static void connect_failed(keel_worker *w, int status, void *arg)
 {
     px_tunnel *t = arg;
     (void)w;
-    cc *c = keel_conn_data(t->pending_client);
+    px_connect_client *c = keel_conn_data(t->pending_client);
     c->attempt = NULL;
     c->last_failure = status;
     keel_log(t->cfg->module, KEEL_LOG_DEBUG, "CONNECT %s:%u: %s: %s", c->host, c->port,
@@ -429,7 +431,7 @@ static void connect_failed(keel_worker *w, int status, void *arg)
 
 /* Connects to the next checked address, by number, within what is left
  * of connect_timeout; when none is left, answers how the last failed. */
-static void connect_next(cc *c)
+static void connect_next(px_connect_client *c)
 {
     px_config *cfg = c->cfg;
     px_resolution *r = c->res;
@@ -464,7 +466,7 @@ static void connect_next(cc *c)
 /* Every address checked: one refused refuses the destination (a name
  * that also points inside is no public name), else they are connected
  * to in the resolver's order. */
-static void resolved(cc *c)
+static void resolved(px_connect_client *c)
 {
     px_config *cfg = c->cfg;
     px_resolution *r = c->res;
@@ -542,7 +544,7 @@ static void resolve_work(void *userdata)
 static void resolve_done(keel_worker *w, int status, void *userdata)
 {
     px_resolution *r = userdata;
-    cc *c = r->c;
+    px_connect_client *c = r->c;
     (void)w;
     if (c == NULL) {
         free(r); /* the client left meanwhile */
@@ -556,7 +558,7 @@ static void resolve_done(keel_worker *w, int status, void *userdata)
     resolved(c);
 }
 
-static void start_connect(cc *c)
+static void start_connect(px_connect_client *c)
 {
     px_config *cfg = c->cfg;
     int refuse = 0;
@@ -606,7 +608,7 @@ static void start_connect(cc *c)
         return;
     }
     /* The head's deadline gives way to connect_timeout's, which the
-     * resolution counts in (cc_timeout answers 504). */
+     * resolution counts in (client_timeout answers 504). */
     keel_conn_set_deadline(c->conn, cfg->connect_timeout_ms);
     c->resolving = 1;
     int rc = keel_worker_offload(w, resolve_work, resolve_done, r);
@@ -616,15 +618,15 @@ static void start_connect(cc *c)
     }
 }
 
-static int cc_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
+static int client_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
 {
-    cc *c = keel_conn_data(conn);
+    px_connect_client *c = keel_conn_data(conn);
     *consumed = 0;
     if (c->t != NULL || c->res != NULL)
         return KEEL_OK; /* resolving or connecting: the bytes wait for the tunnel */
     /* The head is parsed again from its start on each read: it is small,
      * and nothing is consumed until we know whose it is. */
-    llhttp_init(&c->parser, HTTP_REQUEST, &cc_settings);
+    llhttp_init(&c->parser, HTTP_REQUEST, &client_settings);
     c->parser.data = c;
     c->target_len = 0;
     c->too_long = 0;
@@ -637,7 +639,7 @@ static int cc_data(keel_conn *conn, const char *data, size_t len, size_t *consum
     if (err == HPE_PAUSED) {
         /* Not CONNECT: http1's, all of it, with its own header_timeout
          * (the head is complete, so it gains no time). */
-        cc_free(conn, c);
+        client_free(conn, c);
         keel_conn_set_deadline(conn, 0);
         int rc = keel_conn_set_protocol(conn, "http1", NULL);
         if (rc != KEEL_OK)
@@ -656,9 +658,9 @@ static int cc_data(keel_conn *conn, const char *data, size_t len, size_t *consum
     return KEEL_OK;
 }
 
-static void cc_timeout(keel_conn *conn)
+static void client_timeout(keel_conn *conn)
 {
-    cc *c = keel_conn_data(conn);
+    px_connect_client *c = keel_conn_data(conn);
     if (c == NULL)
         return;
     if (c->resolving)
@@ -667,9 +669,9 @@ static void cc_timeout(keel_conn *conn)
         reply_and_close(conn, 408); /* connect_header_timeout: the head is late */
 }
 
-static void cc_close(keel_conn *conn, int status)
+static void client_close(keel_conn *conn, int status)
 {
-    cc *c = keel_conn_data(conn);
+    px_connect_client *c = keel_conn_data(conn);
     (void)status;
     if (c == NULL)
         return;
@@ -677,14 +679,14 @@ static void cc_close(keel_conn *conn, int status)
         keel_connect_cancel(c->attempt);
         c->attempt = NULL;
     }
-    cc_free(conn, c);
+    client_free(conn, c);
 }
 
 const keel_protocol px_connect_protocol = {
     .size = sizeof(keel_protocol),
     .name = "proxy",
-    .on_open = cc_open,
-    .on_data = cc_data,
-    .on_timeout = cc_timeout,
-    .on_close = cc_close,
+    .on_open = client_open,
+    .on_data = client_data,
+    .on_timeout = client_timeout,
+    .on_close = client_close,
 };

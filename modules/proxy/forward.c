@@ -64,9 +64,9 @@ void px_log_exchange(px_ex *ex, int status)
 
 /* The request body is paused, not the client's connection: over HTTP/2
  * that connection carries every stream of the client (a CDN's, many
- * users'), and pausing it stalled them all, PINGs included, behind one
- * upload to an upstream that does not read; its one pause flag was also
- * undone by any other exchange's resume (issue 23). */
+ * users'), and pausing it would stall them all, PINGs included, behind one
+ * upload to an upstream that does not read; its one pause flag would also
+ * be undone by any other exchange's resume. */
 void px_resume_client(px_ex *ex)
 {
     if (ex->client_paused && ex->req != NULL) {

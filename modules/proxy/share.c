@@ -5,9 +5,9 @@
  * HTTP/2 client multiplexes up to its max_concurrent_streams exchanges on
  * one connection, and one that shuts its flow-control windows (a window
  * of 0, then a 1-byte WINDOW_UPDATE per stream now and then) takes no
- * bytes at all: each exchange used to hold `buffer` plus a read or two
- * of its upstream, ~200 KiB a stream, 19.5 MiB for a connection of 100
- * streams (issue 23). RFC 9113 10.5: a server limits the resources a peer
+ * bytes at all: were each exchange bounded alone, it would hold `buffer`
+ * plus a read or two of its upstream, ~200 KiB a stream, 19.5 MiB for a
+ * connection of 100 streams. RFC 9113 10.5: a server limits the resources a peer
  * can commit. So the exchanges of one HTTP/2 connection share
  * `client_buffer` bytes: each may hold an equal share of it (never more
  * than `buffer`, never less than PX_SHARE_MIN), its upstream is read at

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-int st_allow_add(st_allow *a, const char *list, char *bad, size_t badsize)
+int stats_allow_add(stats_allow *a, const char *list, char *bad, size_t badsize)
 {
     const char *at = list, *end = list + strlen(list), *w;
     size_t len;
@@ -28,7 +28,7 @@ int st_allow_add(st_allow *a, const char *list, char *bad, size_t badsize)
     return 0;
 }
 
-int st_allow_peer(const st_allow *a, const char *ip)
+int stats_allow_peer(const stats_allow *a, const char *ip)
 {
     if (a->n == 0)
         return 1;
@@ -43,7 +43,7 @@ int st_allow_peer(const st_allow *a, const char *ip)
     return 0;
 }
 
-void st_allow_free(st_allow *a)
+void stats_allow_free(stats_allow *a)
 {
     free(a->nets);
     a->nets = NULL;

@@ -8,19 +8,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-void st_buf_init(st_buf *b)
+void stats_buf_init(stats_buf *b)
 {
     memset(b, 0, sizeof *b);
 }
 
-void st_buf_free(st_buf *b)
+void stats_buf_free(stats_buf *b)
 {
     free(b->data);
-    st_buf_init(b);
+    stats_buf_init(b);
 }
 
 /* Room for `more` bytes plus a NUL; 0 once failed. */
-static int reserve(st_buf *b, size_t more)
+static int reserve(stats_buf *b, size_t more)
 {
     if (b->failed)
         return 0;
@@ -44,7 +44,7 @@ static int reserve(st_buf *b, size_t more)
     return 1;
 }
 
-void st_buf_put(st_buf *b, const void *data, size_t len)
+void stats_buf_put(stats_buf *b, const void *data, size_t len)
 {
     if (len == 0 || !reserve(b, len))
         return;
@@ -53,17 +53,17 @@ void st_buf_put(st_buf *b, const void *data, size_t len)
     b->data[b->len] = '\0';
 }
 
-void st_buf_puts(st_buf *b, const char *s)
+void stats_buf_puts(stats_buf *b, const char *s)
 {
-    st_buf_put(b, s, strlen(s));
+    stats_buf_put(b, s, strlen(s));
 }
 
-void st_buf_putc(st_buf *b, char c)
+void stats_buf_putc(stats_buf *b, char c)
 {
-    st_buf_put(b, &c, 1);
+    stats_buf_put(b, &c, 1);
 }
 
-void st_buf_printf(st_buf *b, const char *fmt, ...)
+void stats_buf_printf(stats_buf *b, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -75,7 +75,7 @@ void st_buf_printf(st_buf *b, const char *fmt, ...)
         return;
     }
     if ((size_t)n < sizeof small_buf) {
-        st_buf_put(b, small_buf, (size_t)n);
+        stats_buf_put(b, small_buf, (size_t)n);
         return;
     }
     if (!reserve(b, (size_t)n))
@@ -86,62 +86,62 @@ void st_buf_printf(st_buf *b, const char *fmt, ...)
     b->len += (size_t)n;
 }
 
-void st_buf_put_double(st_buf *b, double v)
+void stats_buf_put_double(stats_buf *b, double v)
 {
     /* The exposition format's spellings (Go's ParseFloat reads them). */
     if (isnan(v)) {
-        st_buf_puts(b, "NaN");
+        stats_buf_puts(b, "NaN");
         return;
     }
     if (isinf(v)) {
-        st_buf_puts(b, v > 0 ? "+Inf" : "-Inf");
+        stats_buf_puts(b, v > 0 ? "+Inf" : "-Inf");
         return;
     }
     /* Whole numbers print in full, without an exponent: the common case
      * of counters with scale 1 (a byte count past 1e15 included). */
     if (v == floor(v) && fabs(v) < 1e18) {
-        st_buf_printf(b, "%.0f", v);
+        stats_buf_printf(b, "%.0f", v);
         return;
     }
     /* 15 significant digits, what a double carries reliably in decimal:
      * a stored integer times its scale is not exact in binary, and
      * 100000 * 1e-6 should read 0.1, not 0.09999999999999999. */
-    st_buf_printf(b, "%.15g", v);
+    stats_buf_printf(b, "%.15g", v);
 }
 
-void st_buf_put_json_str(st_buf *b, const char *s, size_t len)
+void stats_buf_put_json_str(stats_buf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
-    st_buf_putc(b, '"');
+    stats_buf_putc(b, '"');
     size_t run = 0; /* bytes copied as they are, in one put */
     for (size_t i = 0; i < len; i++) {
         unsigned char c = (unsigned char)s[i];
         if (c >= 0x20 && c != '"' && c != '\\' && c != 0x7f)
             continue;
-        st_buf_put(b, s + run, i - run);
+        stats_buf_put(b, s + run, i - run);
         run = i + 1;
         switch (c) {
         case '"':
-            st_buf_puts(b, "\\\"");
+            stats_buf_puts(b, "\\\"");
             break;
         case '\\':
-            st_buf_puts(b, "\\\\");
+            stats_buf_puts(b, "\\\\");
             break;
         case '\n':
-            st_buf_puts(b, "\\n");
+            stats_buf_puts(b, "\\n");
             break;
         case '\r':
-            st_buf_puts(b, "\\r");
+            stats_buf_puts(b, "\\r");
             break;
         case '\t':
-            st_buf_puts(b, "\\t");
+            stats_buf_puts(b, "\\t");
             break;
         default: {
             char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-            st_buf_put(b, u, sizeof u);
+            stats_buf_put(b, u, sizeof u);
         }
         }
     }
-    st_buf_put(b, s + run, len - run);
-    st_buf_putc(b, '"');
+    stats_buf_put(b, s + run, len - run);
+    stats_buf_putc(b, '"');
 }

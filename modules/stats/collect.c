@@ -31,31 +31,31 @@ static double wall_seconds(void)
 
 static void visit_sum(const keel_metric_sample *sample, void *userdata)
 {
-    st_snap_add(userdata, sample);
+    stats_snap_add(userdata, sample);
 }
 
 static void visit_worker(const keel_metric_sample *sample, void *userdata)
 {
-    st_snap_add_worker(userdata, sample);
+    stats_snap_add_worker(userdata, sample);
 }
 
-void st_collect(const stats *st, keel_worker *worker, st_snap *snap)
+void stats_collect(const stats *st, keel_worker *worker, stats_snap *snap)
 {
     keel_module *m = st->module;
-    st_snap_init(snap, keel_module_worker_count(m));
+    stats_snap_init(snap, keel_module_worker_count(m));
     snap->version = keel_host_version();
     snap->abi = keel_host_abi();
     snap->now = wall_seconds();
     snap->mono_ms = worker ? keel_worker_now_ms(worker) : 0;
     const char *name, *version;
     for (size_t i = 0; keel_module_at(m, i, &name, &version) == KEEL_OK; i++)
-        st_snap_add_module(snap, name, version);
+        stats_snap_add_module(snap, name, version);
     keel_metrics_collect(m, KEEL_METRICS_SUM, visit_sum, snap);
     keel_metrics_collect(m, KEEL_METRICS_PER_WORKER, visit_worker, snap);
 
     /* The core's start time when it exports one; else our own load, which
      * is within a moment of it. */
-    const st_family *f = st_snap_find(snap, ST_START_TIME);
-    const st_series *t = f && f->nseries > 0 ? &f->series[0] : NULL;
-    snap->start_time = t ? st_value(f, t) : (double)st->loaded_at;
+    const stats_family *f = stats_snap_find(snap, ST_START_TIME);
+    const stats_series *t = f && f->nseries > 0 ? &f->series[0] : NULL;
+    snap->start_time = t ? stats_value(f, t) : (double)st->loaded_at;
 }

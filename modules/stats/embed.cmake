@@ -2,7 +2,7 @@
 # (no xxd, no compiler extension such as #embed or .incbin), so that it
 # works the same for native builds, the mingw-w64 cross-build and MSVC.
 #
-#   cmake -DINPUT=dashboard.html -DOUTPUT=dashboard.c -DNAME=st_dashboard_html -P embed.cmake
+#   cmake -DINPUT=dashboard.html -DOUTPUT=dashboard.c -DNAME=stats_dashboard_html -P embed.cmake
 #
 # Defines `const unsigned char NAME[]` (the bytes plus a terminating NUL,
 # so the module may search it as a string) and `const size_t NAME_len`

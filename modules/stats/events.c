@@ -29,9 +29,9 @@
 
 #define TICK_MS 250 /* how soon a shutdown is noticed */
 
-struct st_stream {
-    st_stream *prev, *next;
-    st_worker *ws;
+struct stats_stream {
+    stats_stream *prev, *next;
+    stats_worker *ws;
     keel_request *req;
     keel_response *res; /* NULL once the response is ended */
     int in_flight;      /* a write's free_fn is still owed */
@@ -39,18 +39,18 @@ struct st_stream {
 };
 
 /* One event's bytes, shared by the streams it is written to. */
-typedef struct st_event {
+typedef struct stats_event {
     size_t refs;
     size_t len;
     char data[];
-} st_event;
+} stats_event;
 
-static st_event *event_of(void *data)
+static stats_event *event_of(void *data)
 {
-    return (st_event *)((char *)data - offsetof(st_event, data));
+    return (stats_event *)((char *)data - offsetof(stats_event, data));
 }
 
-static void event_unref(st_event *ev)
+static void event_unref(stats_event *ev)
 {
     if (--ev->refs == 0)
         free(ev);
@@ -58,41 +58,41 @@ static void event_unref(st_event *ev)
 
 /* "id: N\nevent: NAME\ndata: JSON\n\n"; the JSON has no newline inside
  * (strings are escaped), so one data line carries it. */
-static st_event *event_make(st_worker *ws, const char *name, const char *json, size_t len)
+static stats_event *event_make(stats_worker *ws, const char *name, const char *json, size_t len)
 {
-    st_buf b;
-    st_buf_init(&b);
-    st_buf_printf(&b, "id: %llu\nevent: %s\ndata: ", (unsigned long long)++ws->event_id, name);
+    stats_buf b;
+    stats_buf_init(&b);
+    stats_buf_printf(&b, "id: %llu\nevent: %s\ndata: ", (unsigned long long)++ws->event_id, name);
     while (len > 0 && json[len - 1] == '\n')
         len--;
-    st_buf_put(&b, json, len);
-    st_buf_puts(&b, "\n\n");
-    st_event *ev = b.failed ? NULL : malloc(sizeof *ev + b.len);
+    stats_buf_put(&b, json, len);
+    stats_buf_puts(&b, "\n\n");
+    stats_event *ev = b.failed ? NULL : malloc(sizeof *ev + b.len);
     if (ev != NULL) {
         ev->refs = 1; /* the maker's, dropped once every stream has its own */
         ev->len = b.len;
         memcpy(ev->data, b.data, b.len);
     }
-    st_buf_free(&b);
+    stats_buf_free(&b);
     return ev;
 }
 
-static st_event *snapshot_event(const stats *st, st_worker *ws)
+static stats_event *snapshot_event(const stats *st, stats_worker *ws)
 {
-    st_snap snap;
-    st_collect(st, ws->worker, &snap);
-    st_buf b;
-    st_buf_init(&b);
-    st_render_json(&b, &snap);
-    st_event *ev = snap.failed || b.failed ? NULL : event_make(ws, "snapshot", b.data, b.len);
-    st_snap_free(&snap);
-    st_buf_free(&b);
+    stats_snap snap;
+    stats_collect(st, ws->worker, &snap);
+    stats_buf b;
+    stats_buf_init(&b);
+    stats_render_json(&b, &snap);
+    stats_event *ev = snap.failed || b.failed ? NULL : event_make(ws, "snapshot", b.data, b.len);
+    stats_snap_free(&snap);
+    stats_buf_free(&b);
     return ev;
 }
 
-static void stream_unlink(st_stream *s)
+static void stream_unlink(stats_stream *s)
 {
-    st_worker *ws = s->ws;
+    stats_worker *ws = s->ws;
     if (s->prev)
         s->prev->next = s->next;
     else if (ws->streams == s)
@@ -103,14 +103,14 @@ static void stream_unlink(st_stream *s)
     ws->nstreams--;
 }
 
-static void stream_maybe_free(st_stream *s)
+static void stream_maybe_free(stats_stream *s)
 {
     if (s->req == NULL && !s->in_flight && !s->in_call)
         free(s);
 }
 
 /* The request is over for us: off the list, nothing more to write. */
-static void stream_detach(st_stream *s)
+static void stream_detach(stats_stream *s)
 {
     if (s->req == NULL)
         return;
@@ -120,14 +120,14 @@ static void stream_detach(st_stream *s)
 
 static void event_released(void *data, void *userdata)
 {
-    st_stream *s = userdata;
+    stats_stream *s = userdata;
     event_unref(event_of(data));
     s->in_flight = 0;
     stream_maybe_free(s);
 }
 
 /* Writes ev to s, unless its previous event has not left yet. */
-static void stream_write(st_stream *s, st_event *ev)
+static void stream_write(stats_stream *s, stats_event *ev)
 {
     if (s->in_flight || s->res == NULL)
         return;
@@ -145,7 +145,7 @@ static void stream_write(st_stream *s, st_event *ev)
     stream_maybe_free(s);
 }
 
-static void stream_end(st_stream *s)
+static void stream_end(stats_stream *s)
 {
     keel_response *res = s->res;
     s->res = NULL;
@@ -160,7 +160,7 @@ static void stream_end(st_stream *s)
 
 static void tick(keel_timer *timer, void *userdata)
 {
-    st_worker *ws = userdata;
+    stats_worker *ws = userdata;
     const stats *st = ws->st;
     if (ws->streams == NULL) {
         keel_timer_stop(timer);
@@ -168,9 +168,9 @@ static void tick(keel_timer *timer, void *userdata)
         return;
     }
     if (keel_worker_stopping(ws->worker)) {
-        st_event *bye = event_make(ws, "bye", "{}", 2);
+        stats_event *bye = event_make(ws, "bye", "{}", 2);
         while (ws->streams != NULL) {
-            st_stream *s = ws->streams;
+            stats_stream *s = ws->streams;
             if (bye != NULL)
                 stream_write(s, bye);
             if (ws->streams == s)
@@ -188,22 +188,22 @@ static void tick(keel_timer *timer, void *userdata)
     if (now + TICK_MS / 2 < ws->last_sent_ms + st->interval_ms)
         return;
     ws->last_sent_ms = now;
-    st_event *ev = snapshot_event(st, ws);
+    stats_event *ev = snapshot_event(st, ws);
     if (ev == NULL)
         return; /* out of memory: try again next beat */
-    for (st_stream *s = ws->streams, *next; s != NULL; s = next) {
+    for (stats_stream *s = ws->streams, *next; s != NULL; s = next) {
         next = s->next;
         stream_write(s, ev);
     }
     event_unref(ev);
 }
 
-int st_events_handler(keel_request *req, keel_response *res, void *userdata)
+int stats_events_handler(keel_request *req, keel_response *res, void *userdata)
 {
     const stats *st = userdata;
     keel_worker *w = keel_request_worker(req);
-    st_worker *ws = keel_worker_state(w, st->module);
-    if (!st_admit(st, req, res))
+    stats_worker *ws = keel_worker_state(w, st->module);
+    if (!stats_admit(st, req, res))
         return KEEL_OK;
     keel_str method = keel_request_method(req);
     if (keel_worker_stopping(w) || (int64_t)ws->nstreams >= st->max_streams) {
@@ -217,7 +217,7 @@ int st_events_handler(keel_request *req, keel_response *res, void *userdata)
     if (method.len == 4 && memcmp(method.ptr, "HEAD", 4) == 0)
         return keel_response_send(res, "", 0, NULL, NULL);
 
-    st_stream *s = calloc(1, sizeof *s);
+    stats_stream *s = calloc(1, sizeof *s);
     if (s == NULL)
         return KEEL_ERR_NOMEM;
     s->ws = ws;
@@ -242,10 +242,10 @@ int st_events_handler(keel_request *req, keel_response *res, void *userdata)
     }
     /* The first snapshot at once, so the page draws without waiting a
      * beat; "retry" tells the browser how soon to reconnect. */
-    st_event *first = snapshot_event(st, ws);
+    stats_event *first = snapshot_event(st, ws);
     if (first != NULL) {
         static const char retry[] = "retry: 2000\n\n";
-        st_event *hello = malloc(sizeof *hello + first->len + sizeof retry - 1);
+        stats_event *hello = malloc(sizeof *hello + first->len + sizeof retry - 1);
         if (hello != NULL) {
             hello->refs = 1;
             hello->len = first->len + sizeof retry - 1;
@@ -259,7 +259,7 @@ int st_events_handler(keel_request *req, keel_response *res, void *userdata)
     return KEEL_OK;
 }
 
-void st_events_stop(st_worker *ws)
+void stats_events_stop(stats_worker *ws)
 {
     /* Every connection is closed by now. A stream whose client left
      * between two beats still holds its request (the core keeps it until

@@ -9,37 +9,37 @@
 #include <math.h>
 #include <string.h>
 
-static void put_num(st_buf *b, double v)
+static void put_num(stats_buf *b, double v)
 {
     if (!isfinite(v))
-        st_buf_puts(b, "null");
+        stats_buf_puts(b, "null");
     else
-        st_buf_put_double(b, v);
+        stats_buf_put_double(b, v);
 }
 
 /* Reads one exposition-format label value after its opening quote,
  * unescaping \\ \" \n into out; returns the position after the closing
  * quote, or NULL if there is none. */
-static const char *read_value(const char *p, st_buf *out)
+static const char *read_value(const char *p, stats_buf *out)
 {
     for (; *p; p++) {
         if (*p == '"')
             return p + 1;
         if (*p == '\\' && p[1] != '\0') {
             p++;
-            st_buf_putc(out, *p == 'n' ? '\n' : *p);
+            stats_buf_putc(out, *p == 'n' ? '\n' : *p);
         } else {
-            st_buf_putc(out, *p);
+            stats_buf_putc(out, *p);
         }
     }
     return NULL;
 }
 
-void st_render_labels_json(st_buf *b, const char *labels)
+void stats_render_labels_json(stats_buf *b, const char *labels)
 {
-    st_buf val;
-    st_buf_init(&val);
-    st_buf_putc(b, '{');
+    stats_buf val;
+    stats_buf_init(&val);
+    stats_buf_putc(b, '{');
     const char *p = labels;
     int first = 1;
     while (*p) {
@@ -51,15 +51,15 @@ void st_render_labels_json(st_buf *b, const char *labels)
         if (next == NULL || val.failed)
             break;
         if (!first)
-            st_buf_putc(b, ',');
+            stats_buf_putc(b, ',');
         first = 0;
-        st_buf_put_json_str(b, p, (size_t)(eq - p));
-        st_buf_putc(b, ':');
-        st_buf_put_json_str(b, val.data ? val.data : "", val.len);
+        stats_buf_put_json_str(b, p, (size_t)(eq - p));
+        stats_buf_putc(b, ':');
+        stats_buf_put_json_str(b, val.data ? val.data : "", val.len);
         p = *next == ',' ? next + 1 : next;
     }
-    st_buf_putc(b, '}');
-    st_buf_free(&val);
+    stats_buf_putc(b, '}');
+    stats_buf_free(&val);
 }
 
 static const char *type_name(int type)
@@ -69,73 +69,74 @@ static const char *type_name(int type)
                                        : "histogram";
 }
 
-static void put_series(st_buf *b, const st_snap *s, const st_family *f, const st_series *t)
+static void put_series(stats_buf *b, const stats_snap *s, const stats_family *f,
+                       const stats_series *t)
 {
-    st_buf_puts(b, "{\"labels\":");
-    st_render_labels_json(b, t->labels);
+    stats_buf_puts(b, "{\"labels\":");
+    stats_render_labels_json(b, t->labels);
     if (f->type == KEEL_METRIC_HISTOGRAM) {
-        st_buf_printf(b, ",\"count\":%llu,\"sum\":", (unsigned long long)t->count);
+        stats_buf_printf(b, ",\"count\":%llu,\"sum\":", (unsigned long long)t->count);
         put_num(b, (double)t->sum * f->scale);
-        st_buf_puts(b, ",\"buckets\":[");
+        stats_buf_puts(b, ",\"buckets\":[");
         for (size_t i = 0; i < f->nbounds; i++) {
-            st_buf_puts(b, i ? ",[" : "[");
+            stats_buf_puts(b, i ? ",[" : "[");
             put_num(b, (double)f->bounds[i] * f->scale);
-            st_buf_printf(b, ",%llu]", (unsigned long long)t->cumulative[i]);
+            stats_buf_printf(b, ",%llu]", (unsigned long long)t->cumulative[i]);
         }
-        st_buf_putc(b, ']');
+        stats_buf_putc(b, ']');
     } else {
-        st_buf_puts(b, ",\"value\":");
-        put_num(b, st_value(f, t));
+        stats_buf_puts(b, ",\"value\":");
+        put_num(b, stats_value(f, t));
         if (t->per_worker != NULL) {
-            st_buf_puts(b, ",\"workers\":[");
+            stats_buf_puts(b, ",\"workers\":[");
             for (unsigned w = 0; w < s->nworkers; w++) {
                 if (w)
-                    st_buf_putc(b, ',');
+                    stats_buf_putc(b, ',');
                 put_num(b, (double)t->per_worker[w] * f->scale);
             }
-            st_buf_putc(b, ']');
+            stats_buf_putc(b, ']');
         }
     }
-    st_buf_putc(b, '}');
+    stats_buf_putc(b, '}');
 }
 
-void st_render_json(st_buf *b, const st_snap *s)
+void stats_render_json(stats_buf *b, const stats_snap *s)
 {
-    st_buf_puts(b, "{\"version\":");
-    st_buf_put_json_str(b, s->version, strlen(s->version));
-    st_buf_puts(b, ",\"abi\":");
-    st_buf_put_json_str(b, s->abi, strlen(s->abi));
-    st_buf_puts(b, ",\"time\":");
+    stats_buf_puts(b, "{\"version\":");
+    stats_buf_put_json_str(b, s->version, strlen(s->version));
+    stats_buf_puts(b, ",\"abi\":");
+    stats_buf_put_json_str(b, s->abi, strlen(s->abi));
+    stats_buf_puts(b, ",\"time\":");
     put_num(b, s->now);
-    st_buf_printf(b, ",\"mono_ms\":%llu,\"start_time\":", (unsigned long long)s->mono_ms);
+    stats_buf_printf(b, ",\"mono_ms\":%llu,\"start_time\":", (unsigned long long)s->mono_ms);
     put_num(b, s->start_time);
-    st_buf_puts(b, ",\"uptime_seconds\":");
+    stats_buf_puts(b, ",\"uptime_seconds\":");
     put_num(b, s->start_time > 0 && s->now > s->start_time ? s->now - s->start_time : 0);
-    st_buf_printf(b, ",\"workers\":%u,\"modules\":[", s->nworkers);
+    stats_buf_printf(b, ",\"workers\":%u,\"modules\":[", s->nworkers);
     for (size_t i = 0; i < s->nmodules; i++) {
-        st_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
-        st_buf_put_json_str(b, s->modules[i].name, strlen(s->modules[i].name));
-        st_buf_puts(b, ",\"version\":");
-        st_buf_put_json_str(b, s->modules[i].version, strlen(s->modules[i].version));
-        st_buf_putc(b, '}');
+        stats_buf_puts(b, i ? ",{\"name\":" : "{\"name\":");
+        stats_buf_put_json_str(b, s->modules[i].name, strlen(s->modules[i].name));
+        stats_buf_puts(b, ",\"version\":");
+        stats_buf_put_json_str(b, s->modules[i].version, strlen(s->modules[i].version));
+        stats_buf_putc(b, '}');
     }
-    st_buf_puts(b, "],\"metrics\":{");
+    stats_buf_puts(b, "],\"metrics\":{");
     for (size_t i = 0; i < s->nfam; i++) {
-        const st_family *f = &s->fam[i];
+        const stats_family *f = &s->fam[i];
         if (i)
-            st_buf_putc(b, ',');
-        st_buf_put_json_str(b, f->name, strlen(f->name));
-        st_buf_printf(b, ":{\"type\":\"%s\",\"help\":", type_name(f->type));
-        st_buf_put_json_str(b, f->help, strlen(f->help));
-        st_buf_puts(b, ",\"module\":");
-        st_buf_put_json_str(b, f->module, strlen(f->module));
-        st_buf_puts(b, ",\"series\":[");
+            stats_buf_putc(b, ',');
+        stats_buf_put_json_str(b, f->name, strlen(f->name));
+        stats_buf_printf(b, ":{\"type\":\"%s\",\"help\":", type_name(f->type));
+        stats_buf_put_json_str(b, f->help, strlen(f->help));
+        stats_buf_puts(b, ",\"module\":");
+        stats_buf_put_json_str(b, f->module, strlen(f->module));
+        stats_buf_puts(b, ",\"series\":[");
         for (size_t j = 0; j < f->nseries; j++) {
             if (j)
-                st_buf_putc(b, ',');
+                stats_buf_putc(b, ',');
             put_series(b, s, f, &f->series[j]);
         }
-        st_buf_puts(b, "]}");
+        stats_buf_puts(b, "]}");
     }
-    st_buf_puts(b, "}}\n");
+    stats_buf_puts(b, "}}\n");
 }

@@ -11,17 +11,17 @@
 #include <stdio.h>
 #include <string.h>
 
-static void put_help(st_buf *b, const char *help)
+static void put_help(stats_buf *b, const char *help)
 {
     size_t run = 0, i = 0;
     for (; help[i]; i++) {
         if (help[i] != '\\' && help[i] != '\n')
             continue;
-        st_buf_put(b, help + run, i - run);
-        st_buf_puts(b, help[i] == '\\' ? "\\\\" : "\\n");
+        stats_buf_put(b, help + run, i - run);
+        stats_buf_puts(b, help[i] == '\\' ? "\\\\" : "\\n");
         run = i + 1;
     }
-    st_buf_put(b, help + run, i - run);
+    stats_buf_put(b, help + run, i - run);
 }
 
 static const char *type_name(int type)
@@ -39,57 +39,57 @@ static const char *type_name(int type)
 }
 
 /* name{labels,extra} — the braces only when there is a label at all. */
-static void put_series(st_buf *b, const char *name, const char *suffix, const char *labels,
+static void put_series(stats_buf *b, const char *name, const char *suffix, const char *labels,
                        const char *extra)
 {
-    st_buf_puts(b, name);
-    st_buf_puts(b, suffix);
+    stats_buf_puts(b, name);
+    stats_buf_puts(b, suffix);
     int has = labels[0] != '\0', more = extra != NULL && extra[0] != '\0';
     if (has || more) {
-        st_buf_putc(b, '{');
-        st_buf_puts(b, labels);
+        stats_buf_putc(b, '{');
+        stats_buf_puts(b, labels);
         if (has && more)
-            st_buf_putc(b, ',');
+            stats_buf_putc(b, ',');
         if (more)
-            st_buf_puts(b, extra);
-        st_buf_putc(b, '}');
+            stats_buf_puts(b, extra);
+        stats_buf_putc(b, '}');
     }
-    st_buf_putc(b, ' ');
+    stats_buf_putc(b, ' ');
 }
 
-static void put_histogram(st_buf *b, const st_family *f, const st_series *s)
+static void put_histogram(stats_buf *b, const stats_family *f, const stats_series *s)
 {
     char le[64];
     for (size_t i = 0; i < f->nbounds; i++) {
-        st_buf tmp;
-        st_buf_init(&tmp);
-        st_buf_put_double(&tmp, (double)f->bounds[i] * f->scale);
+        stats_buf tmp;
+        stats_buf_init(&tmp);
+        stats_buf_put_double(&tmp, (double)f->bounds[i] * f->scale);
         snprintf(le, sizeof le, "le=\"%s\"", tmp.failed ? "NaN" : tmp.data);
-        st_buf_free(&tmp);
+        stats_buf_free(&tmp);
         put_series(b, f->name, "_bucket", s->labels, le);
-        st_buf_printf(b, "%llu\n", (unsigned long long)s->cumulative[i]);
+        stats_buf_printf(b, "%llu\n", (unsigned long long)s->cumulative[i]);
     }
     put_series(b, f->name, "_bucket", s->labels, "le=\"+Inf\"");
-    st_buf_printf(b, "%llu\n", (unsigned long long)s->count);
+    stats_buf_printf(b, "%llu\n", (unsigned long long)s->count);
     put_series(b, f->name, "_sum", s->labels, NULL);
-    st_buf_put_double(b, (double)s->sum * f->scale);
-    st_buf_putc(b, '\n');
+    stats_buf_put_double(b, (double)s->sum * f->scale);
+    stats_buf_putc(b, '\n');
     put_series(b, f->name, "_count", s->labels, NULL);
-    st_buf_printf(b, "%llu\n", (unsigned long long)s->count);
+    stats_buf_printf(b, "%llu\n", (unsigned long long)s->count);
 }
 
-void st_render_prom(st_buf *b, const st_snap *s, int per_worker)
+void stats_render_prom(stats_buf *b, const stats_snap *s, int per_worker)
 {
     for (size_t i = 0; i < s->nfam; i++) {
-        const st_family *f = &s->fam[i];
+        const stats_family *f = &s->fam[i];
         if (f->help[0] != '\0') {
-            st_buf_printf(b, "# HELP %s ", f->name);
+            stats_buf_printf(b, "# HELP %s ", f->name);
             put_help(b, f->help);
-            st_buf_putc(b, '\n');
+            stats_buf_putc(b, '\n');
         }
-        st_buf_printf(b, "# TYPE %s %s\n", f->name, type_name(f->type));
+        stats_buf_printf(b, "# TYPE %s %s\n", f->name, type_name(f->type));
         for (size_t j = 0; j < f->nseries; j++) {
-            const st_series *t = &f->series[j];
+            const stats_series *t = &f->series[j];
             if (f->type == KEEL_METRIC_HISTOGRAM) {
                 put_histogram(b, f, t);
             } else if (per_worker && t->per_worker != NULL) {
@@ -99,13 +99,13 @@ void st_render_prom(st_buf *b, const st_snap *s, int per_worker)
                     char wl[32];
                     snprintf(wl, sizeof wl, "worker=\"%u\"", w);
                     put_series(b, f->name, "", t->labels, wl);
-                    st_buf_put_double(b, (double)t->per_worker[w] * f->scale);
-                    st_buf_putc(b, '\n');
+                    stats_buf_put_double(b, (double)t->per_worker[w] * f->scale);
+                    stats_buf_putc(b, '\n');
                 }
             } else {
                 put_series(b, f->name, "", t->labels, NULL);
-                st_buf_put_double(b, st_value(f, t));
-                st_buf_putc(b, '\n');
+                stats_buf_put_double(b, stats_value(f, t));
+                stats_buf_putc(b, '\n');
             }
         }
     }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dup_str(st_snap *s, const char *src)
+static char *dup_str(stats_snap *s, const char *src)
 {
     size_t n = strlen(src ? src : "");
     char *d = malloc(n + 1);
@@ -19,7 +19,7 @@ static char *dup_str(st_snap *s, const char *src)
     return d;
 }
 
-static void *grow(st_snap *s, void *p, size_t *cap, size_t need, size_t size)
+static void *grow(stats_snap *s, void *p, size_t *cap, size_t need, size_t size)
 {
     if (need <= *cap)
         return p;
@@ -35,7 +35,7 @@ static void *grow(st_snap *s, void *p, size_t *cap, size_t need, size_t size)
     return q;
 }
 
-void st_snap_init(st_snap *s, unsigned nworkers)
+void stats_snap_init(stats_snap *s, unsigned nworkers)
 {
     memset(s, 0, sizeof *s);
     s->nworkers = nworkers;
@@ -43,10 +43,10 @@ void st_snap_init(st_snap *s, unsigned nworkers)
     s->abi = "";
 }
 
-void st_snap_free(st_snap *s)
+void stats_snap_free(stats_snap *s)
 {
     for (size_t i = 0; i < s->nfam; i++) {
-        st_family *f = &s->fam[i];
+        stats_family *f = &s->fam[i];
         for (size_t j = 0; j < f->nseries; j++) {
             free(f->series[j].labels);
             free(f->series[j].cumulative);
@@ -63,23 +63,23 @@ void st_snap_free(st_snap *s)
     memset(s, 0, sizeof *s);
 }
 
-void st_snap_add_module(st_snap *s, const char *name, const char *version)
+void stats_snap_add_module(stats_snap *s, const char *name, const char *version)
 {
     size_t cap = s->nmodules; /* grown one at a time: a handful of modules */
-    st_module_info *m = grow(s, s->modules, &cap, s->nmodules + 1, sizeof *m);
+    stats_module_info *m = grow(s, s->modules, &cap, s->nmodules + 1, sizeof *m);
     if (m == NULL)
         return;
     s->modules = m;
-    m[s->nmodules++] = (st_module_info){name ? name : "", version ? version : ""};
+    m[s->nmodules++] = (stats_module_info){name ? name : "", version ? version : ""};
 }
 
-static st_family *new_family(st_snap *s, const keel_metric_sample *x)
+static stats_family *new_family(stats_snap *s, const keel_metric_sample *x)
 {
-    st_family *fam = grow(s, s->fam, &s->cap, s->nfam + 1, sizeof *fam);
+    stats_family *fam = grow(s, s->fam, &s->cap, s->nfam + 1, sizeof *fam);
     if (fam == NULL)
         return NULL;
     s->fam = fam;
-    st_family *f = &fam[s->nfam];
+    stats_family *f = &fam[s->nfam];
     memset(f, 0, sizeof *f);
     f->type = x->type;
     f->scale = x->scale != 0 ? x->scale : 1;
@@ -95,24 +95,24 @@ static st_family *new_family(st_snap *s, const keel_metric_sample *x)
             f->nbounds = x->nbounds;
         }
     }
-    s->nfam++; /* counted even when half-made: st_snap_free frees it */
+    s->nfam++; /* counted even when half-made: stats_snap_free frees it */
     return f;
 }
 
-void st_snap_add(st_snap *s, const keel_metric_sample *x)
+void stats_snap_add(stats_snap *s, const keel_metric_sample *x)
 {
     if (s->failed || x->name == NULL)
         return;
-    st_family *f = NULL;
+    stats_family *f = NULL;
     if (!x->first_of_family && s->nfam > 0 && strcmp(s->fam[s->nfam - 1].name, x->name) == 0)
         f = &s->fam[s->nfam - 1];
     else if ((f = new_family(s, x)) == NULL || s->failed)
         return;
-    st_series *ser = grow(s, f->series, &f->cap, f->nseries + 1, sizeof *ser);
+    stats_series *ser = grow(s, f->series, &f->cap, f->nseries + 1, sizeof *ser);
     if (ser == NULL)
         return;
     f->series = ser;
-    st_series *t = &ser[f->nseries++];
+    stats_series *t = &ser[f->nseries++];
     memset(t, 0, sizeof *t);
     t->labels = dup_str(s, x->labels);
     t->value = x->value;
@@ -130,7 +130,7 @@ void st_snap_add(st_snap *s, const keel_metric_sample *x)
     }
 }
 
-const st_family *st_snap_find(const st_snap *s, const char *name)
+const stats_family *stats_snap_find(const stats_snap *s, const char *name)
 {
     for (size_t i = 0; i < s->nfam; i++)
         if (strcmp(s->fam[i].name, name) == 0)
@@ -138,7 +138,7 @@ const st_family *st_snap_find(const st_snap *s, const char *name)
     return NULL;
 }
 
-const st_series *st_family_series(const st_family *f, const char *labels)
+const stats_series *stats_family_series(const stats_family *f, const char *labels)
 {
     if (f == NULL)
         return NULL;
@@ -148,13 +148,13 @@ const st_series *st_family_series(const st_family *f, const char *labels)
     return NULL;
 }
 
-void st_snap_add_worker(st_snap *s, const keel_metric_sample *x)
+void stats_snap_add_worker(stats_snap *s, const keel_metric_sample *x)
 {
     if (s->failed || x->name == NULL || x->worker >= s->nworkers ||
         x->type == KEEL_METRIC_HISTOGRAM)
         return;
-    st_family *f = (st_family *)st_snap_find(s, x->name);
-    st_series *t = (st_series *)st_family_series(f, x->labels ? x->labels : "");
+    stats_family *f = (stats_family *)stats_snap_find(s, x->name);
+    stats_series *t = (stats_series *)stats_family_series(f, x->labels ? x->labels : "");
     if (t == NULL)
         return; /* registered between the two collections: shown next time */
     if (t->per_worker == NULL && (t->per_worker = calloc(s->nworkers, sizeof(int64_t))) == NULL) {
@@ -164,13 +164,13 @@ void st_snap_add_worker(st_snap *s, const keel_metric_sample *x)
     t->per_worker[x->worker] = x->value;
 }
 
-double st_value(const st_family *f, const st_series *s)
+double stats_value(const stats_family *f, const stats_series *s)
 {
     return (double)s->value * f->scale;
 }
 
-double st_quantile(const int64_t *bounds, const uint64_t *cumulative, size_t nbounds,
-                   uint64_t count, double scale, double q)
+double stats_quantile(const int64_t *bounds, const uint64_t *cumulative, size_t nbounds,
+                      uint64_t count, double scale, double q)
 {
     if (count == 0)
         return -1;

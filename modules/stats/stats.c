@@ -20,8 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-extern const unsigned char st_dashboard_html[];
-extern const size_t st_dashboard_html_len;
+extern const unsigned char stats_dashboard_html[];
+extern const size_t stats_dashboard_html_len;
 
 static void free_body(void *data, void *userdata)
 {
@@ -29,12 +29,12 @@ static void free_body(void *data, void *userdata)
     free(data);
 }
 
-int st_admit(const stats *st, keel_request *req, keel_response *res)
+int stats_admit(const stats *st, keel_request *req, keel_response *res)
 {
     if (st->allow.n == 0)
         return 1;
     char ip[64];
-    if (keel_request_peer_ip(req, ip, sizeof ip) == KEEL_OK && st_allow_peer(&st->allow, ip))
+    if (keel_request_peer_ip(req, ip, sizeof ip) == KEEL_OK && stats_allow_peer(&st->allow, ip))
         return 1;
     keel_response_send_status(res, 403);
     return 0;
@@ -45,31 +45,31 @@ enum page { PAGE_TEXT, PAGE_JSON, PAGE_PROM };
 /* Collects, renders into one buffer and hands it over without a copy. */
 static int send_page(keel_request *req, keel_response *res, const stats *st, enum page page)
 {
-    if (!st_admit(st, req, res))
+    if (!stats_admit(st, req, res))
         return KEEL_OK;
-    st_snap snap;
-    st_collect(st, keel_request_worker(req), &snap);
-    st_buf b;
-    st_buf_init(&b);
+    stats_snap snap;
+    stats_collect(st, keel_request_worker(req), &snap);
+    stats_buf b;
+    stats_buf_init(&b);
     static const char *const types[] = {
         "text/plain; charset=utf-8",
         "application/json",
         "text/plain; version=0.0.4; charset=utf-8",
     };
     if (page == PAGE_TEXT) {
-        st_render_text(&b, &snap);
+        stats_render_text(&b, &snap);
     } else if (page == PAGE_JSON) {
-        st_render_json(&b, &snap);
+        stats_render_json(&b, &snap);
     } else {
         keel_str v;
         int per_worker = keel_request_query_param(req, "per_worker", &v) == KEEL_OK && v.len == 1 &&
                          v.ptr[0] == '1';
-        st_render_prom(&b, &snap, per_worker);
+        stats_render_prom(&b, &snap, per_worker);
     }
     int failed = snap.failed || b.failed;
-    st_snap_free(&snap);
+    stats_snap_free(&snap);
     if (failed) {
-        st_buf_free(&b);
+        stats_buf_free(&b);
         return KEEL_ERR_NOMEM; /* the core answers 500 */
     }
     keel_response_header_set(res, "Content-Type", types[page]);
@@ -95,7 +95,7 @@ static int prom_handler(keel_request *req, keel_response *res, void *userdata)
 static int dashboard_handler(keel_request *req, keel_response *res, void *userdata)
 {
     const stats *st = userdata;
-    if (!st_admit(st, req, res))
+    if (!stats_admit(st, req, res))
         return KEEL_OK;
     keel_response_header_set(res, "Content-Type", "text/html; charset=utf-8");
     keel_response_header_set(res, "Cache-Control", "no-cache");
@@ -183,8 +183,8 @@ static int build_page(stats *st)
 {
     static const char *const marks[] = {"\"__KEEL_EVENTS__\"", "\"__KEEL_JSON__\""};
     const char *values[] = {st->events_path, st->json_path};
-    const char *p = (const char *)st_dashboard_html, *end = p + st_dashboard_html_len;
-    st_buf_init(&st->page);
+    const char *p = (const char *)stats_dashboard_html, *end = p + stats_dashboard_html_len;
+    stats_buf_init(&st->page);
     while (p < end) {
         const char *hit = NULL;
         int which = 0;
@@ -196,14 +196,14 @@ static int build_page(stats *st)
             }
         }
         if (hit == NULL) {
-            st_buf_put(&st->page, p, (size_t)(end - p));
+            stats_buf_put(&st->page, p, (size_t)(end - p));
             break;
         }
-        st_buf_put(&st->page, p, (size_t)(hit - p));
+        stats_buf_put(&st->page, p, (size_t)(hit - p));
         if (values[which][0] == '\0')
-            st_buf_puts(&st->page, "null");
+            stats_buf_puts(&st->page, "null");
         else
-            st_buf_put_json_str(&st->page, values[which], strlen(values[which]));
+            stats_buf_put_json_str(&st->page, values[which], strlen(values[which]));
         p = hit + strlen(marks[which]);
     }
     return st->page.failed ? KEEL_ERR_NOMEM : KEEL_OK;
@@ -246,7 +246,7 @@ static int read_config(keel_module *m, stats *st)
     for (size_t i = 0; i < n; i++) {
         const char *list = c->allow.items[i];
         char bad[64];
-        if (st_allow_add(&st->allow, list, bad, sizeof bad) < 0)
+        if (stats_allow_add(&st->allow, list, bad, sizeof bad) < 0)
             return keel_config_error(m, "allow", "'%s' is not an IP address or CIDR block", bad);
     }
     if (n > 0 && st->allow.n == 0)
@@ -260,9 +260,9 @@ static int add_routes(keel_module *m, stats *st)
         const char *path;
         keel_http_handler handler;
     } routes[] = {
-        {st->text_path, text_handler},        {st->json_path, json_handler},
-        {st->metrics_path, prom_handler},     {st->dashboard_path, dashboard_handler},
-        {st->events_path, st_events_handler}, {st->ready_path, ready_handler},
+        {st->text_path, text_handler},           {st->json_path, json_handler},
+        {st->metrics_path, prom_handler},        {st->dashboard_path, dashboard_handler},
+        {st->events_path, stats_events_handler}, {st->ready_path, ready_handler},
     };
     for (size_t i = 0; i < sizeof routes / sizeof routes[0]; i++) {
         if (routes[i].path[0] == '\0')
@@ -279,8 +279,8 @@ static int add_routes(keel_module *m, stats *st)
 
 static void stats_free(stats *st)
 {
-    st_allow_free(&st->allow);
-    st_buf_free(&st->page);
+    stats_allow_free(&st->allow);
+    stats_buf_free(&st->page);
     free(st->events_path);
     free(st);
 }
@@ -305,7 +305,7 @@ static int stats_load(keel_module *m)
 static int stats_start(keel_module *m, keel_worker *w, void *state)
 {
     (void)m;
-    st_worker *ws = state;
+    stats_worker *ws = state;
     ws->worker = w;
     return KEEL_OK;
 }
@@ -314,7 +314,7 @@ static void stats_stop(keel_module *m, keel_worker *w, void *state)
 {
     (void)m;
     (void)w;
-    st_events_stop(state);
+    stats_events_stop(state);
 }
 
 static void stats_unload(keel_module *m)
@@ -322,6 +322,6 @@ static void stats_unload(keel_module *m)
     stats_free(keel_module_data(m));
 }
 
-KEEL_MODULE(stats, .version = "1.0.0", .dependencies = NULL, .worker_state_size = sizeof(st_worker),
-            .load = stats_load, .start = stats_start, .stop = stats_stop, .unload = stats_unload,
-            .config = &stats_schema);
+KEEL_MODULE(stats, .version = "1.0.0", .dependencies = NULL,
+            .worker_state_size = sizeof(stats_worker), .load = stats_load, .start = stats_start,
+            .stop = stats_stop, .unload = stats_unload, .config = &stats_schema);

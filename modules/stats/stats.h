@@ -29,109 +29,109 @@
 
 #define ST_BUF_MAX (64u << 20) /* no page is ever this big: a runaway guard */
 
-typedef struct st_buf {
+typedef struct stats_buf {
     char *data;
     size_t len, cap;
     int failed;
-} st_buf;
+} stats_buf;
 
-void st_buf_init(st_buf *b);
-void st_buf_free(st_buf *b);
-void st_buf_put(st_buf *b, const void *data, size_t len);
-void st_buf_puts(st_buf *b, const char *s);
-void st_buf_putc(st_buf *b, char c);
-void st_buf_printf(st_buf *b, const char *fmt, ...) ST_PRINTF(2, 3);
+void stats_buf_init(stats_buf *b);
+void stats_buf_free(stats_buf *b);
+void stats_buf_put(stats_buf *b, const void *data, size_t len);
+void stats_buf_puts(stats_buf *b, const char *s);
+void stats_buf_putc(stats_buf *b, char c);
+void stats_buf_printf(stats_buf *b, const char *fmt, ...) ST_PRINTF(2, 3);
 /* v in at most 15 significant digits ("0.25", "1e-06", "3"); NaN and
  * infinities as the exposition format spells them. */
-void st_buf_put_double(st_buf *b, double v);
+void stats_buf_put_double(stats_buf *b, double v);
 /* A JSON string literal, quotes included. */
-void st_buf_put_json_str(st_buf *b, const char *s, size_t len);
+void stats_buf_put_json_str(stats_buf *b, const char *s, size_t len);
 
 /* ---- allow.c: the client allow-list ---------------------------------------- */
 
-typedef struct st_allow {
+typedef struct stats_allow {
     keel_cidr *nets;
     size_t n;
-} st_allow;
+} stats_allow;
 
 /* Adds every address or CIDR of a space- or comma-separated list. Returns
  * 0, or -1 with the offending word copied into bad. */
-int st_allow_add(st_allow *a, const char *list, char *bad, size_t badsize);
+int stats_allow_add(stats_allow *a, const char *list, char *bad, size_t badsize);
 /* 1 if the list is empty or the client's address ("1.2.3.4", "::1", as
  * keel_request_peer_ip writes it) is on it. */
-int st_allow_peer(const st_allow *a, const char *ip);
-void st_allow_free(st_allow *a);
+int stats_allow_peer(const stats_allow *a, const char *ip);
+void stats_allow_free(stats_allow *a);
 
 /* ---- snap.c: one collection, copied ----------------------------------------
  * keel_metrics_collect's samples live during the visit only; a snapshot
  * keeps what the pages show: families in registration order, their series
  * (the workers' sums) and, for counters and gauges, each worker's value. */
 
-typedef struct st_series {
+typedef struct stats_series {
     char *labels; /* exposition-format pairs, "" if none */
     int64_t value;
     uint64_t count;
     int64_t sum;
     uint64_t *cumulative; /* histograms: per bound, nbounds entries */
     int64_t *per_worker;  /* counters and gauges: nworkers entries, or NULL */
-} st_series;
+} stats_series;
 
-typedef struct st_family {
+typedef struct stats_family {
     char *name, *help, *module;
     int type;
     double scale;
     int64_t *bounds;
     size_t nbounds;
-    st_series *series;
+    stats_series *series;
     size_t nseries, cap;
-} st_family;
+} stats_family;
 
-typedef struct st_module_info {
+typedef struct stats_module_info {
     const char *name, *version;
-} st_module_info;
+} stats_module_info;
 
-typedef struct st_snap {
+typedef struct stats_snap {
     const char *version, *abi; /* the host's */
     double now;                /* Unix time (seconds, ms precision) when collected */
     uint64_t mono_ms;          /* the collecting worker's loop clock */
     double start_time;         /* Unix seconds the server started */
     unsigned nworkers;
-    st_module_info *modules;
+    stats_module_info *modules;
     size_t nmodules;
-    st_family *fam;
+    stats_family *fam;
     size_t nfam, cap;
     int failed; /* out of memory somewhere: the page answers 500 */
-} st_snap;
+} stats_snap;
 
-void st_snap_init(st_snap *s, unsigned nworkers);
-void st_snap_free(st_snap *s);
+void stats_snap_init(stats_snap *s, unsigned nworkers);
+void stats_snap_free(stats_snap *s);
 /* A sample of a KEEL_METRICS_SUM collection: a new series. */
-void st_snap_add(st_snap *s, const keel_metric_sample *sample);
+void stats_snap_add(stats_snap *s, const keel_metric_sample *sample);
 /* A sample of a KEEL_METRICS_PER_WORKER collection: the worker's value of
  * a series added before (others are ignored). */
-void st_snap_add_worker(st_snap *s, const keel_metric_sample *sample);
-void st_snap_add_module(st_snap *s, const char *name, const char *version);
-const st_family *st_snap_find(const st_snap *s, const char *name);
+void stats_snap_add_worker(stats_snap *s, const keel_metric_sample *sample);
+void stats_snap_add_module(stats_snap *s, const char *name, const char *version);
+const stats_family *stats_snap_find(const stats_snap *s, const char *name);
 /* The series with these labels ("" for none), or NULL. */
-const st_series *st_family_series(const st_family *f, const char *labels);
+const stats_series *stats_family_series(const stats_family *f, const char *labels);
 /* Exported value of a counter or gauge series (value * scale). */
-double st_value(const st_family *f, const st_series *s);
+double stats_value(const stats_family *f, const stats_series *s);
 /* The q-quantile (0..1) of a histogram's buckets in exported units, by
  * linear interpolation inside the bucket as Prometheus's
  * histogram_quantile does; -1 without observations. cumulative has
  * nbounds entries, count is the +Inf bucket. */
-double st_quantile(const int64_t *bounds, const uint64_t *cumulative, size_t nbounds,
-                   uint64_t count, double scale, double q);
+double stats_quantile(const int64_t *bounds, const uint64_t *cumulative, size_t nbounds,
+                      uint64_t count, double scale, double q);
 
 /* ---- prom.c, json.c, text.c: the three renderings of a snapshot ------------ */
 
 /* The Prometheus text exposition format 0.0.4. per_worker adds a
  * worker="N" series for each worker's counter and gauge values. */
-void st_render_prom(st_buf *b, const st_snap *s, int per_worker);
+void stats_render_prom(stats_buf *b, const stats_snap *s, int per_worker);
 /* Prometheus label pairs as a JSON object ({"class":"2xx"}). */
-void st_render_labels_json(st_buf *b, const char *labels);
-void st_render_json(st_buf *b, const st_snap *s);
-void st_render_text(st_buf *b, const st_snap *s);
+void stats_render_labels_json(stats_buf *b, const char *labels);
+void stats_render_json(stats_buf *b, const stats_snap *s);
+void stats_render_text(stats_buf *b, const stats_snap *s);
 
 /* The families the pages know by name (docs/metrics.md). */
 #define ST_CONN_OPEN     "keel_connections_open"

@@ -4,9 +4,10 @@
  * record each (16 KiB plus overhead, MBEDTLS_SSL_{IN,OUT}_CONTENT_LEN) for
  * as long as it lives; Debian's 2.28 has no MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH
  * and neither build lets them go while idle (OpenSSL's
- * SSL_MODE_RELEASE_BUFFERS does). Measured on 2.28: about 37 KiB resident
- * per idle connection once the allocator reuses memory (calloc zeroes a
- * reused chunk, mbedtls_ssl_free zeroises it again).
+ * SSL_MODE_RELEASE_BUFFERS does). Both stay resident once the allocator
+ * reuses memory (calloc zeroes a reused chunk, mbedtls_ssl_free zeroises
+ * it again): over 32 KiB per idle connection (docs/tls.md has the
+ * numbers).
  *
  * Between records nothing in these buffers is live except their first
  * bytes (the record header and, in 2.28, the record counter kept just

@@ -200,10 +200,10 @@ static const keel_ws_api ws_api = {
 /* ---- Configuration -------------------------------------------------------------------- */
 
 /* The [websocket] section as declared (keel/config.h); read_config turns it
- * into the ws_config the connections use. Compression defaults measured
- * with callgrind on 4 KiB echo messages (docs/websocket.md): level 1 with
- * the full window costs 85k instructions a message, level 6 with a 2 KiB
- * window 223k (the small window slides and rehashes twice per message).
+ * into the ws_config the connections use. Compression defaults to level 1
+ * with the full window: messages are small and latency-bound, and a small
+ * window slides and rehashes twice per 4 KiB message, so level 6 with a
+ * 2 KiB window costs far more instructions (docs/websocket.md).
  * Without context takeover the compressor is released after each message,
  * so the window costs no idle memory. */
 typedef struct ws_settings {

@@ -2,15 +2,15 @@
  * own IPv4/IPv6 parser, CIDR blocks and the peer check. allow.c calls no
  * keel function and is compiled in.
  *
- * The input's first line is an allow list (st_allow_add, as the `allow`
+ * The input's first line is an allow list (stats_allow_add, as the `allow`
  * key is read); every further line is a peer address as the core formats
- * them ("1.2.3.4:5678", "[::1]:5678"), checked with st_allow_peer, and a
- * bare address for st_parse_ip.
+ * them ("1.2.3.4:5678", "[::1]:5678"), checked with stats_allow_peer, and a
+ * bare address for stats_parse_ip.
  *
  * Checked besides ASan/UBSan, with the C library's inet_pton as the
- * oracle: an address st_parse_ip accepts, inet_pton accepts too (as IPv4,
+ * oracle: an address stats_parse_ip accepts, inet_pton accepts too (as IPv4,
  * or else as IPv6) and to the same 16 bytes (IPv4 mapped to ::ffff:a.b.c.d);
- * an address inet_pton accepts, st_parse_ip accepts (its refusal of IPv4
+ * an address inet_pton accepts, stats_parse_ip accepts (its refusal of IPv4
  * parts with leading zeros is glibc's too). A refused list leaves the word
  * it refused, NUL-terminated, in the buffer. A peer on an empty list is
  * allowed; a peer whose address is on the list is allowed. */
@@ -35,7 +35,7 @@ static void check_ip(const char *s, size_t len)
 {
     uint8_t ours[16];
     int v4 = 0;
-    int ok = st_parse_ip(s, len, ours, &v4);
+    int ok = stats_parse_ip(s, len, ours, &v4);
     char z[128];
     if (len >= sizeof z || memchr(s, '\0', len) != NULL)
         return;
@@ -48,7 +48,7 @@ static void check_ip(const char *s, size_t len)
         memset(theirs, 0, 10);
         theirs[10] = theirs[11] = 0xff;
     }
-    CHECK(ok == (ok4 || ok6), "'%s': st_parse_ip says %d, inet_pton %d/%d", z, ok, ok4, ok6);
+    CHECK(ok == (ok4 || ok6), "'%s': stats_parse_ip says %d, inet_pton %d/%d", z, ok, ok4, ok6);
     if (ok) {
         CHECK(v4 == ok4, "'%s': IPv4 %d, inet_pton %d", z, v4, ok4);
         CHECK(memcmp(ours, theirs, 16) == 0, "'%s': parsed to other bytes than inet_pton's", z);
@@ -65,11 +65,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     memcpy(list, in, llen);
     list[llen] = '\0';
 
-    st_allow a = {0};
+    stats_allow a = {0};
     char bad[16];
     memset(bad, 'x', sizeof bad);
-    int rc = st_allow_add(&a, list, bad, sizeof bad);
-    CHECK(rc == 0 || rc == -1, "st_allow_add returned %d", rc);
+    int rc = stats_allow_add(&a, list, bad, sizeof bad);
+    CHECK(rc == 0 || rc == -1, "stats_allow_add returned %d", rc);
     if (rc == -1)
         CHECK(memchr(bad, '\0', sizeof bad) != NULL, "the refused word is not terminated");
     for (size_t i = 0; i < a.n; i++)
@@ -84,28 +84,29 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         memcpy(peer, in + at, len);
         peer[len] = '\0';
         check_ip(peer, len);
-        int allowed = st_allow_peer(&a, peer);
-        CHECK(allowed == 0 || allowed == 1, "st_allow_peer returned %d", allowed);
+        int allowed = stats_allow_peer(&a, peer);
+        CHECK(allowed == 0 || allowed == 1, "stats_allow_peer returned %d", allowed);
         if (a.n == 0)
             CHECK(allowed == 1, "'%s' refused by an empty list", peer);
         /* The peer's own address, added as a host, must let it in. */
         uint8_t addr[16];
         int v4 = 0;
         if (rc == 0 && strchr(peer, '%') == NULL && strchr(peer, ':') == NULL &&
-            st_parse_ip(peer, len, addr, &v4) && v4) {
+            stats_parse_ip(peer, len, addr, &v4) && v4) {
             char word[64];
             snprintf(word, sizeof word, "%s", peer);
-            st_allow one = {0};
-            CHECK(st_allow_add(&one, word, bad, sizeof bad) == 0, "'%s' refused as a list", word);
+            stats_allow one = {0};
+            CHECK(stats_allow_add(&one, word, bad, sizeof bad) == 0, "'%s' refused as a list",
+                  word);
             char formatted[96];
             snprintf(formatted, sizeof formatted, "%s:80", peer);
-            CHECK(st_allow_peer(&one, formatted) == 1, "'%s' not allowed by itself", formatted);
-            st_allow_free(&one);
+            CHECK(stats_allow_peer(&one, formatted) == 1, "'%s' not allowed by itself", formatted);
+            stats_allow_free(&one);
         }
         free(peer);
         at += len + 1;
     }
-    st_allow_free(&a);
+    stats_allow_free(&a);
     free(list);
     return 0;
 }

@@ -24,16 +24,16 @@ static size_t v2(char *out, uint8_t ver_cmd, uint8_t fam, const void *body, size
     return 16 + len;
 }
 
-static int parse(const char *s, size_t n, kl_proxy_addr *a)
+static int parse(const char *s, size_t n, kl_preamble_addr *a)
 {
-    return kl_proxy_parse(s, n, a);
+    return kl_preamble_parse(s, n, a);
 }
 
 Test(proxy_header, v1_tcp4_and_every_prefix_wants_more, .timeout = 10)
 {
     const char h[] = "PROXY TCP4 192.0.2.7 10.0.0.1 56324 443\r\nGET";
     size_t hlen = strlen(h) - 3;
-    kl_proxy_addr a;
+    kl_preamble_addr a;
     for (size_t i = 0; i < hlen; i++)
         cr_assert_eq(parse(h, i, &a), 0, "prefix of %zu", i);
     cr_assert_eq(parse(h, strlen(h), &a), (int)hlen);
@@ -46,7 +46,7 @@ Test(proxy_header, v1_tcp4_and_every_prefix_wants_more, .timeout = 10)
 
 Test(proxy_header, v1_tcp6_and_unknown, .timeout = 10)
 {
-    kl_proxy_addr a;
+    kl_preamble_addr a;
     const char h6[] = "PROXY TCP6 2001:db8::1 ::1 1 65535\r\n";
     cr_assert_eq(parse(h6, strlen(h6), &a), (int)strlen(h6));
     cr_assert_eq(a.sa.sa_family, AF_INET6);
@@ -80,7 +80,7 @@ Test(proxy_header, v1_malformed, .timeout = 10)
         "proxy TCP4 1.2.3.4 5.6.7.8 1 2\r\n",
         "PROXY TCP4 1.2.3.4 5.6.7.8 1 2\t\r\n",
     };
-    kl_proxy_addr a;
+    kl_preamble_addr a;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         cr_assert_eq(parse(bad[i], strlen(bad[i]), &a), KEEL_ERR_PROTOCOL, "%s", bad[i]);
     /* 2.1: no CRLF within 107 bytes. */
@@ -99,7 +99,7 @@ Test(proxy_header, v2_inet_with_tlvs_and_split, .timeout = 10)
     char h[64];
     size_t n = v2(h, 0x21, 0x11, body, sizeof body);
     memcpy(h + n, "XYZ", 3);
-    kl_proxy_addr a;
+    kl_preamble_addr a;
     for (size_t i = 0; i < n; i++)
         cr_assert_eq(parse(h, i, &a), 0, "prefix of %zu", i);
     cr_assert_eq(parse(h, n + 3, &a), (int)n);
@@ -119,7 +119,7 @@ Test(proxy_header, v2_inet6_local_unspec_unix, .timeout = 10)
     body[32] = 0x12;
     body[33] = 0x34;
     char h[300];
-    kl_proxy_addr a;
+    kl_preamble_addr a;
     size_t n = v2(h, 0x21, 0x21, body, 36);
     cr_assert_eq(parse(h, n, &a), (int)n);
     cr_assert_eq(a.sa.sa_family, AF_INET6);
@@ -147,7 +147,7 @@ Test(proxy_header, v2_malformed_and_oversized, .timeout = 10)
 {
     uint8_t body[64] = {0};
     char h[128];
-    kl_proxy_addr a;
+    kl_preamble_addr a;
     size_t n = v2(h, 0x11, 0x11, body, 12); /* version 1 in a v2 header */
     cr_assert_eq(parse(h, n, &a), KEEL_ERR_PROTOCOL);
     n = v2(h, 0x22, 0x11, body, 12); /* command 2 */
@@ -166,8 +166,8 @@ Test(proxy_header, v2_malformed_and_oversized, .timeout = 10)
     h[15] = (char)0xff;
     cr_assert_eq(parse(h, 16, &a), KEEL_ERR_LIMIT);
     h[12] = 0x21;
-    h[14] = (char)((KL_PROXY_MAX - 16) >> 8);
-    h[15] = (char)((KL_PROXY_MAX - 16) & 0xff);
+    h[14] = (char)((KL_PREAMBLE_MAX - 16) >> 8);
+    h[15] = (char)((KL_PREAMBLE_MAX - 16) & 0xff);
     cr_assert_eq(parse(h, 16, &a), 0, "exactly the bound is accepted (and needs more)");
     /* A broken signature. */
     memcpy(h, sig, 12);
@@ -177,32 +177,32 @@ Test(proxy_header, v2_malformed_and_oversized, .timeout = 10)
 
 Test(proxy_header, proxy_from_nets, .timeout = 10)
 {
-    kl_proxy_net nets[3];
+    kl_preamble_net nets[3];
     char err[200];
-    cr_assert_eq(kl_proxy_net_parse("10.0.0.0/8", &nets[0], err, sizeof err), KEEL_OK);
-    cr_assert_eq(kl_proxy_net_parse("127.0.0.1", &nets[1], err, sizeof err), KEEL_OK);
-    cr_assert_eq(kl_proxy_net_parse("fd00::/9", &nets[2], err, sizeof err), KEEL_OK);
-    cr_assert_eq(kl_proxy_net_parse("10.0.0.0/33", &nets[0] + 0, err, sizeof err) == KEEL_OK, 0);
-    cr_assert_eq(kl_proxy_net_parse("nowhere", &(kl_proxy_net){0}, err, sizeof err),
+    cr_assert_eq(kl_preamble_net_parse("10.0.0.0/8", &nets[0], err, sizeof err), KEEL_OK);
+    cr_assert_eq(kl_preamble_net_parse("127.0.0.1", &nets[1], err, sizeof err), KEEL_OK);
+    cr_assert_eq(kl_preamble_net_parse("fd00::/9", &nets[2], err, sizeof err), KEEL_OK);
+    cr_assert_eq(kl_preamble_net_parse("10.0.0.0/33", &nets[0] + 0, err, sizeof err) == KEEL_OK, 0);
+    cr_assert_eq(kl_preamble_net_parse("nowhere", &(kl_preamble_net){0}, err, sizeof err),
                  KEEL_ERR_CONFIG);
-    cr_assert_eq(kl_proxy_net_parse("1.2.3.4/", &(kl_proxy_net){0}, err, sizeof err),
+    cr_assert_eq(kl_preamble_net_parse("1.2.3.4/", &(kl_preamble_net){0}, err, sizeof err),
                  KEEL_ERR_CONFIG);
-    cr_assert_eq(kl_proxy_net_parse("10.0.0.0/8", &nets[0], err, sizeof err), KEEL_OK);
+    cr_assert_eq(kl_preamble_net_parse("10.0.0.0/8", &nets[0], err, sizeof err), KEEL_OK);
 
     struct sockaddr_in in;
     struct sockaddr_in6 in6;
     uv_ip4_addr("10.200.3.4", 1, &in);
-    cr_assert(kl_proxy_allowed((struct sockaddr *)&in, nets, 3));
+    cr_assert(kl_preamble_allowed((struct sockaddr *)&in, nets, 3));
     uv_ip4_addr("11.0.0.1", 1, &in);
-    cr_assert_not(kl_proxy_allowed((struct sockaddr *)&in, nets, 3));
+    cr_assert_not(kl_preamble_allowed((struct sockaddr *)&in, nets, 3));
     uv_ip4_addr("127.0.0.2", 1, &in);
-    cr_assert_not(kl_proxy_allowed((struct sockaddr *)&in, nets, 3));
+    cr_assert_not(kl_preamble_allowed((struct sockaddr *)&in, nets, 3));
     uv_ip6_addr("::ffff:127.0.0.1", 1, &in6); /* a dual-stack listener's IPv4 peer */
-    cr_assert(kl_proxy_allowed((struct sockaddr *)&in6, nets, 3));
+    cr_assert(kl_preamble_allowed((struct sockaddr *)&in6, nets, 3));
     uv_ip6_addr("fd7f::1", 1, &in6);
-    cr_assert(kl_proxy_allowed((struct sockaddr *)&in6, nets, 3));
+    cr_assert(kl_preamble_allowed((struct sockaddr *)&in6, nets, 3));
     uv_ip6_addr("fd80::1", 1, &in6);
-    cr_assert_not(kl_proxy_allowed((struct sockaddr *)&in6, nets, 3));
+    cr_assert_not(kl_preamble_allowed((struct sockaddr *)&in6, nets, 3));
     uv_ip6_addr("::1", 1, &in6);
-    cr_assert_not(kl_proxy_allowed((struct sockaddr *)&in6, nets, 3));
+    cr_assert_not(kl_preamble_allowed((struct sockaddr *)&in6, nets, 3));
 }

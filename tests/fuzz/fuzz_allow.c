@@ -1,16 +1,16 @@
-/* fuzz_allow — the stats module's allow-list (modules/stats/allow.c): its
- * own IPv4/IPv6 parser, CIDR blocks and the peer check. allow.c calls no
- * keel function and is compiled in.
+/* fuzz_allow — the stats module's allow-list (modules/stats/allow.c) and
+ * the IPv4/IPv6 and CIDR parsers of keel/util.h it is built on. allow.c
+ * calls no keel function and is compiled in.
  *
  * The input's first line is an allow list (stats_allow_add, as the `allow`
- * key is read); every further line is a peer address as the core formats
- * them ("1.2.3.4:5678", "[::1]:5678"), checked with stats_allow_peer, and a
- * bare address for stats_parse_ip.
+ * key is read); every further line is a client address as
+ * keel_request_peer_ip writes them ("1.2.3.4", "::1"), checked with
+ * stats_allow_peer and parsed with keel_ip_parse.
  *
  * Checked besides ASan/UBSan, with the C library's inet_pton as the
- * oracle: an address stats_parse_ip accepts, inet_pton accepts too (as IPv4,
+ * oracle: an address keel_ip_parse accepts, inet_pton accepts too (as IPv4,
  * or else as IPv6) and to the same 16 bytes (IPv4 mapped to ::ffff:a.b.c.d);
- * an address inet_pton accepts, stats_parse_ip accepts (its refusal of IPv4
+ * an address inet_pton accepts, keel_ip_parse accepts (its refusal of IPv4
  * parts with leading zeros is glibc's too). A refused list leaves the word
  * it refused, NUL-terminated, in the buffer. A peer on an empty list is
  * allowed; a peer whose address is on the list is allowed. */
@@ -19,6 +19,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <keel/util.h>
 
 #include "stats.h"
 
@@ -33,9 +35,8 @@
 
 static void check_ip(const char *s, size_t len)
 {
-    uint8_t ours[16];
-    int v4 = 0;
-    int ok = stats_parse_ip(s, len, ours, &v4);
+    keel_ip ours;
+    int ok = keel_ip_parse(s, len, &ours);
     char z[128];
     if (len >= sizeof z || memchr(s, '\0', len) != NULL)
         return;
@@ -48,10 +49,11 @@ static void check_ip(const char *s, size_t len)
         memset(theirs, 0, 10);
         theirs[10] = theirs[11] = 0xff;
     }
-    CHECK(ok == (ok4 || ok6), "'%s': stats_parse_ip says %d, inet_pton %d/%d", z, ok, ok4, ok6);
+    CHECK(ok == (ok4 || ok6), "'%s': keel_ip_parse says %d, inet_pton %d/%d", z, ok, ok4, ok6);
     if (ok) {
-        CHECK(v4 == ok4, "'%s': IPv4 %d, inet_pton %d", z, v4, ok4);
-        CHECK(memcmp(ours, theirs, 16) == 0, "'%s': parsed to other bytes than inet_pton's", z);
+        CHECK(!ok4 || keel_ip_is_v4(&ours), "'%s': an IPv4 address not held v4-mapped", z);
+        CHECK(memcmp(ours.bytes, theirs, 16) == 0, "'%s': parsed to other bytes than inet_pton's",
+              z);
     }
 }
 
@@ -89,18 +91,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (a.n == 0)
             CHECK(allowed == 1, "'%s' refused by an empty list", peer);
         /* The peer's own address, added as a host, must let it in. */
-        uint8_t addr[16];
-        int v4 = 0;
-        if (rc == 0 && strchr(peer, '%') == NULL && strchr(peer, ':') == NULL &&
-            stats_parse_ip(peer, len, addr, &v4) && v4) {
-            char word[64];
-            snprintf(word, sizeof word, "%s", peer);
+        keel_ip addr;
+        if (rc == 0 && strchr(peer, '%') == NULL && strchr(peer, ',') == NULL &&
+            strchr(peer, ' ') == NULL && keel_ip_parse(peer, len, &addr)) {
             stats_allow one = {0};
-            CHECK(stats_allow_add(&one, word, bad, sizeof bad) == 0, "'%s' refused as a list",
-                  word);
-            char formatted[96];
-            snprintf(formatted, sizeof formatted, "%s:80", peer);
-            CHECK(stats_allow_peer(&one, formatted) == 1, "'%s' not allowed by itself", formatted);
+            CHECK(stats_allow_add(&one, peer, bad, sizeof bad) == 0, "'%s' refused as a list",
+                  peer);
+            CHECK(stats_allow_peer(&one, peer) == 1, "'%s' not allowed by itself", peer);
             stats_allow_free(&one);
         }
         free(peer);

@@ -235,6 +235,17 @@ typedef struct kl_http_worker {
         uint64_t conn_id;
         kl_peer_addr addr;
     } peers[KL_HTTP_PEER_CACHE];
+    /* The site of the last Host seen (pipeline.c, select_scope): a
+     * keep-alive connection, and most clients of one site, send the same
+     * bytes request after request, so comparing them spares folding the
+     * case and searching the names. */
+    struct {
+        const kl_site_scope *site; /* NULL: empty (or the status below) */
+        size_t listener;
+        int status;
+        uint8_t len;
+        char host[63];
+    } last_site;
 } kl_http_worker;
 
 /* Sets the slot up (the worker allocated it zeroed; arg is the kl_http),

@@ -185,10 +185,29 @@ static int select_scope(keel_request *req)
         }
     }
     const kl_host *h = req->worker->host;
+    size_t listener = (size_t)(spec - h->settings.listen);
+    kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
+    const kl_site_scope *site;
     int status = 0;
-    req->scope =
-        kl_scopes_select(h->scopes, (size_t)(spec - h->settings.listen), host, req->path, &status);
-    return req->scope != NULL ? 0 : status;
+    if ((hw->last_site.site != NULL || hw->last_site.status != 0) &&
+        hw->last_site.listener == listener && hw->last_site.len == host.len &&
+        memcmp(hw->last_site.host, host.ptr, host.len) == 0) {
+        site = hw->last_site.site;
+        status = hw->last_site.status;
+    } else {
+        site = kl_scopes_site(h->scopes, listener, host, &status);
+        if (host.len <= sizeof hw->last_site.host) {
+            hw->last_site.site = site;
+            hw->last_site.status = status;
+            hw->last_site.listener = listener;
+            hw->last_site.len = (uint8_t)host.len;
+            memcpy(hw->last_site.host, host.ptr, host.len);
+        }
+    }
+    if (site == NULL)
+        return status;
+    req->scope = kl_scopes_path(site, req->path);
+    return 0;
 }
 
 const void *keel_request_config(keel_request *req, keel_module *module)

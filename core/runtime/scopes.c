@@ -39,7 +39,7 @@ typedef struct path_scope {
     kl_scope scope;
 } path_scope;
 
-typedef struct site_scope {
+typedef struct kl_site_scope {
     kl_scope scope;
     path_scope *paths; /* longest prefix first */
     size_t npaths;
@@ -473,14 +473,13 @@ static size_t host_key(keel_str host, char *buf)
     return n;
 }
 
-const kl_scope *kl_scopes_select(const kl_scopes *s, size_t listener, keel_str host, keel_str path,
-                                 int *status)
+const kl_site_scope *kl_scopes_site(const kl_scopes *s, size_t listener, keel_str host, int *status)
 {
     const listener_scopes *l = &s->listeners[listener];
     const site_scope *site = NULL;
     char key[MAX_HOST + 1];
-    size_t n = host_key(host, key);
-    if (n > 0 && l->nsites > 0) {
+    size_t n = l->nsites > 0 ? host_key(host, key) : 0;
+    if (n > 0) {
         const site_name *hit = find_name(l->exact, l->nexact, key);
         /* The longest wildcard first: a.b.example.com tries .b.example.com,
          * then .example.com, then .com. */
@@ -490,13 +489,23 @@ const kl_scope *kl_scopes_select(const kl_scopes *s, size_t listener, keel_str h
         if (hit != NULL)
             site = &l->sites[hit->site];
     }
-    if (site == NULL && (site = l->fallback) == NULL) {
+    if (site == NULL && (site = l->fallback) == NULL)
         *status = s->unknown_host;
-        return NULL;
-    }
+    return site;
+}
+
+const kl_scope *kl_scopes_path(const kl_site_scope *site, keel_str path)
+{
     for (size_t i = 0; i < site->npaths; i++)
         if (path.len >= site->paths[i].len &&
             memcmp(path.ptr, site->paths[i].prefix, site->paths[i].len) == 0)
             return &site->paths[i].scope;
     return &site->scope;
+}
+
+const kl_scope *kl_scopes_select(const kl_scopes *s, size_t listener, keel_str host, keel_str path,
+                                 int *status)
+{
+    const kl_site_scope *site = kl_scopes_site(s, listener, host, status);
+    return site != NULL ? kl_scopes_path(site, path) : NULL;
 }

@@ -50,10 +50,22 @@ void kl_scopes_free(kl_scopes *scopes);
 /* Non-zero if sec is a scope's section rather than a module's. */
 int kl_scopes_is_scope_section(const kl_config_section *sec);
 
-/* The scope of a request that came on listener `listener` for host (the
- * Host field or :authority as received; empty if none) and the normalised
- * path. NULL when no site takes the host and unknown_host is a status:
- * *status is then 421 or 404. */
+/* A site as one listener serves it (opaque). */
+typedef struct kl_site_scope kl_site_scope;
+
+/* The site a request that came on listener `listener` for host (the Host
+ * field or :authority as received; empty if none) belongs to. NULL when no
+ * site takes the host and unknown_host is a status: *status is then 421
+ * or 404. The answer depends on nothing else, so a caller may remember it
+ * for the same listener and host bytes. */
+const kl_site_scope *kl_scopes_site(const kl_scopes *scopes, size_t listener, keel_str host,
+                                    int *status);
+
+/* The scope of a request to site for its normalised path: the longest path
+ * prefix that matches, else the site's own. */
+const kl_scope *kl_scopes_path(const kl_site_scope *site, keel_str path);
+
+/* Both: the scope of the request, NULL with *status as kl_scopes_site. */
 const kl_scope *kl_scopes_select(const kl_scopes *scopes, size_t listener, keel_str host,
                                  keel_str path, int *status);
 

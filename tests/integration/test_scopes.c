@@ -83,6 +83,12 @@ Test(scopes, sites_paths_and_listeners_merge_inside_out, .timeout = 60, .fini = 
      * there (listeners = public). */
     expect(internal, "example.com", "/", "greeting=int level=0 tags=g1,g2 note=inside");
     expect(internal, "a.example.org", "/", "greeting=org level=0 tags=g1,g2 note=inside");
+    /* The worker remembers the last Host's site (one worker here): the
+     * same bytes on the other listener, or on another path, are still
+     * theirs. */
+    expect(pub, "example.com", "/api/x", "greeting=ex level=2 tags=api note=-");
+    expect(internal, "example.com", "/api/x", "greeting=int level=0 tags=g1,g2 note=inside");
+    expect(pub, "example.com", "/", "greeting=ex level=1 tags=g1,g2 note=-");
     kh_stop(p);
 }
 
@@ -94,6 +100,7 @@ Test(scopes, an_unknown_host_gets_421_or_the_default_site, .timeout = 60, .fini 
     kh_proc *p = kh_start(conf, NULL, 2, 10000);
     char body[1024];
     cr_expect_eq(get(kh_port(p, 0), "nobody.test", "/", body, sizeof body), 421);
+    cr_expect_eq(get(kh_port(p, 0), "nobody.test", "/", body, sizeof body), 421, "remembered");
     cr_expect_eq(get(kh_port(p, 0), NULL, "/", body, sizeof body), 421);
     expect(kh_port(p, 0), "example.com", "/", "greeting=ex level=0 tags= note=-");
     kh_stop(p);

@@ -8,6 +8,7 @@
  * handed out stay valid until kl_config_free.
  */
 #include "runtime/config.h"
+#include "base/util.h"
 
 #include <keel/types.h>
 
@@ -656,6 +657,17 @@ int kl_config_value_from_file(const kl_config *cfg, const kl_config_value *v)
 {
     /* Overrides have line 0; a file's values point at its name. */
     return cfg && v && cfg->is_file && v->line > 0 && v->file == cfg->name;
+}
+
+char *kl_config_resolve(const kl_config *cfg, const kl_config_value *v, const char *path)
+{
+    size_t base = kl_config_value_from_file(cfg, v) ? kl_path_dir_len(v->file) : 0;
+    if (base == 0 || path[0] == '\0' || kl_path_is_absolute(path))
+        return dup_n(path, strlen(path));
+    char *folder = dup_n(v->file, base);
+    char *joined = folder ? kl_path_join(folder, path) : NULL;
+    free(folder);
+    return joined;
 }
 
 size_t kl_config_section_count(const kl_config *cfg)

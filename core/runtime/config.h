@@ -47,6 +47,14 @@ int kl_config_override(kl_config *cfg, const char *assignment, char *err, size_t
  * for a value from a config string or an override. */
 int kl_config_value_from_file(const kl_config *cfg, const kl_config_value *v);
 
+/* path as v's place says: relative to the folder of the config file v was
+ * read from (as nginx's `include` and Caddy's paths are), as written when
+ * it is absolute or empty or v came from --set or a config string (then
+ * relative to the working directory). A new string, or NULL if out of
+ * memory. The one rule for every path a config holds: [keel] module_path
+ * and pid_file, declared path keys, keel_config_path. */
+char *kl_config_resolve(const kl_config *cfg, const kl_config_value *v, const char *path);
+
 /* Sections in file order (sections created by overrides come last). */
 size_t kl_config_section_count(const kl_config *cfg);
 kl_config_section *kl_config_section_at(kl_config *cfg, size_t index);

@@ -276,21 +276,18 @@ static void *store_alloc(kl_schema_store *store, size_t size)
     return p;
 }
 
-/* A path written in a file is relative to that file's folder (as nginx's
- * `include` and Caddy's paths are), one from --set or a config string to
- * the working directory. */
+/* A path key's value as its place says (kl_config_resolve), kept by the
+ * store. */
 static const char *resolve_path(const kl_config *cfg, const kl_config_value *v,
                                 kl_schema_store *store)
 {
-    size_t base = kl_config_value_from_file(cfg, v) ? kl_path_dir_len(v->file) : 0;
-    if (base == 0 || v->text[0] == '\0' || kl_path_is_absolute(v->text))
-        return v->text;
-    size_t len = base + 1 + strlen(v->text) + 1;
-    char *p = store_alloc(store, len);
-    if (p == NULL)
+    char *p = kl_config_resolve(cfg, v, v->text);
+    if (p == NULL || kl_grow((void **)&store->blocks, &store->cap, store->nblocks + 1,
+                             sizeof *store->blocks) != KEEL_OK) {
+        free(p);
         return NULL;
-    int sep = v->file[base - 1] != '/' && v->file[base - 1] != '\\';
-    snprintf(p, len, "%.*s%s%s", (int)base, v->file, sep ? "/" : "", v->text);
+    }
+    store->blocks[store->nblocks++] = p;
     return p;
 }
 

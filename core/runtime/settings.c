@@ -349,17 +349,6 @@ static int path_append(char ***paths, size_t *n, char *dir)
 /* A path as written in v (module_path, pid_file): relative to the folder of the
  * config file that holds v (as nginx's include), or, for a value from
  * --set or a config string, relative to the working directory. */
-static char *resolve_dir(kl_config *cfg, const kl_config_value *v, const char *dir)
-{
-    size_t base = kl_config_value_from_file(cfg, v) ? kl_path_dir_len(v->file) : 0;
-    if (base == 0 || kl_path_is_absolute(dir))
-        return kl_strdup(dir);
-    char *folder = kl_strndup(v->file, base);
-    char *path = folder ? kl_path_join(folder, dir) : NULL;
-    free(folder);
-    return path;
-}
-
 /* module_path: repeatable, each value a list of directories; all of them
  * are searched first, in order, then the defaults (beside the executable,
  * then the install location). */
@@ -375,7 +364,8 @@ static void read_module_path(key_reader *r, kl_config *cfg, const char *exe_dir,
             return;
         }
         for (size_t k = 0; r->rc == KEEL_OK && k < nwords; k++)
-            r->rc = path_append(&s->module_path, &s->nmodule_path, resolve_dir(cfg, v, words[k]));
+            r->rc =
+                path_append(&s->module_path, &s->nmodule_path, kl_config_resolve(cfg, v, words[k]));
         kl_free_words(words, nwords);
     }
     if (r->rc == KEEL_OK)
@@ -475,7 +465,7 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
     if ((v = read_key(&r, "log")) != NULL && (s->log_target = kl_strdup(v->text)) == NULL)
         r.rc = KEEL_ERR_NOMEM;
     if ((v = read_key(&r, "pid_file")) != NULL && v->text[0] != '\0' &&
-        (s->pid_file = resolve_dir(cfg, v, v->text)) == NULL)
+        (s->pid_file = kl_config_resolve(cfg, v, v->text)) == NULL)
         r.rc = KEEL_ERR_NOMEM;
     if ((v = read_key(&r, "log_level")) != NULL) {
         s->log_level = kl_log_level_parse(v->text);

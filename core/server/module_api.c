@@ -1,6 +1,7 @@
 /* The module-facing API: identity, configuration getters, registries,
  * services and logging. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/log.h"
@@ -136,13 +137,11 @@ int keel_config_path(keel_module *m, const char *key, size_t index, const char *
     const kl_config_value *v = m->section ? kl_config_get(m->section, key, index) : NULL;
     if (v == NULL || path == NULL)
         return KEEL_ERR_NOTFOUND;
-    size_t base = kl_config_value_from_file(m->server->config, v) ? kl_path_dir_len(v->file) : 0;
-    int n;
-    if (base == 0 || kl_path_is_absolute(path))
-        n = snprintf(buf, size, "%s", path);
-    else
-        n = snprintf(buf, size, "%.*s%s%s", (int)base, v->file,
-                     v->file[base - 1] == '/' || v->file[base - 1] == '\\' ? "" : "/", path);
+    char *resolved = kl_config_resolve(m->server->config, v, path);
+    if (resolved == NULL)
+        return KEEL_ERR_NOMEM;
+    int n = snprintf(buf, size, "%s", resolved);
+    free(resolved);
     return n >= 0 && (size_t)n < size ? KEEL_OK : KEEL_ERR_INVAL;
 }
 

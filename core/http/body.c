@@ -195,6 +195,17 @@ keel_str keel_request_body(keel_request *req)
     return (keel_str){req->body ? req->body : "", req->body_len};
 }
 
+/* A body piece (or its trailers) the core cannot hold: the client gets 500
+ * rather than a request missing its end, and the reader learns it. */
+static int fail_nomem(keel_request *req)
+{
+    kl_request_ref(req);
+    kl_response_send_status(&req->res, 500);
+    kl_request_fail_body(req, KEEL_ERR_NOMEM);
+    kl_request_unref(req);
+    return KEEL_ERR_NOMEM;
+}
+
 int keel_http_request_body(keel_request *req, const char *data, size_t len, int last)
 {
     if (req->aborted)
@@ -221,13 +232,8 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
             while (cap < req->body_len + len)
                 cap *= 2;
             char *grown = realloc(req->body, cap);
-            if (grown == NULL) {
-                kl_request_ref(req);
-                kl_response_send_status(&req->res, 500);
-                kl_request_fail_body(req, KEEL_ERR_NOMEM);
-                kl_request_unref(req);
-                return KEEL_ERR_NOMEM;
-            }
+            if (grown == NULL)
+                return fail_nomem(req);
             req->body = grown;
             req->body_cap = cap;
         }
@@ -347,12 +353,8 @@ int keel_http_request_trailers(keel_request *req, const keel_header *fields, siz
     if (copy == NULL) {
         /* As a body piece the core cannot hold: the reader learns it, and
          * the client gets 500 rather than a request missing its end. */
-        if (req->body_mode == KL_BODY_READ || req->body_mode == KL_BODY_STREAM) {
-            kl_request_ref(req);
-            kl_response_send_status(&req->res, 500);
-            kl_request_fail_body(req, KEEL_ERR_NOMEM);
-            kl_request_unref(req);
-        }
+        if (req->body_mode == KL_BODY_READ || req->body_mode == KL_BODY_STREAM)
+            return fail_nomem(req);
         return KEEL_ERR_NOMEM;
     }
     req->trailers = copy;

@@ -307,16 +307,22 @@ static void release(keel_server *s)
     }
 }
 
-int keel_server_check(keel_server *s)
+/* What running and checking share: the start time, the settings, the
+ * listeners' records and the modules loaded. */
+static int prepare_and_load(keel_server *s)
 {
-    if (s->state != KL_NEW)
-        return KEEL_ERR_STATE;
     uv_timeval64_t now;
     if (uv_gettimeofday(&now) == 0)
         s->start_time_ms = now.tv_sec * 1000 + now.tv_usec / 1000;
     int rc = prepare(s);
-    if (rc == KEEL_OK)
-        rc = kl_modules_load(s);
+    return rc == KEEL_OK ? kl_modules_load(s) : rc;
+}
+
+int keel_server_check(keel_server *s)
+{
+    if (s->state != KL_NEW)
+        return KEEL_ERR_STATE;
+    int rc = prepare_and_load(s);
     release(s);
     s->state = KL_STOPPED;
     return rc;
@@ -553,12 +559,7 @@ int keel_server_run(keel_server *s)
 {
     if (s->state != KL_NEW)
         return KEEL_ERR_STATE;
-    uv_timeval64_t now;
-    if (uv_gettimeofday(&now) == 0)
-        s->start_time_ms = now.tv_sec * 1000 + now.tv_usec / 1000;
-    int rc = prepare(s);
-    if (rc == KEEL_OK)
-        rc = kl_modules_load(s);
+    int rc = prepare_and_load(s);
     if (rc == KEEL_OK && s->host.nlisteners == 0) {
         kl_log(KEEL_LOG_ERROR, "nothing to do: no [keel] listen line");
         rc = KEEL_ERR_CONFIG;

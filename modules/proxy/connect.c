@@ -154,20 +154,13 @@ static void words_free(char **w, size_t n)
     free(w);
 }
 
-int px_connect_config(px_config *c, keel_module *m)
+int px_connect_config(px_config *c, keel_module *m, const px_connect_settings *s)
 {
-    const char *clients, *ports, *hosts;
+    const char *clients = s->clients, *ports = s->ports, *hosts = s->hosts;
     int rc;
-    if ((rc = keel_config_bool(m, "connect", 0, &c->connect)) < 0 ||
-        (rc = keel_config_string(m, "connect_clients", "127.0.0.0/8 ::1/128", &clients)) < 0 ||
-        (rc = keel_config_string(m, "connect_ports", "443", &ports)) < 0 ||
-        (rc = keel_config_string(m, "connect_hosts", "*", &hosts)) < 0 ||
-        (rc = keel_config_bool(m, "connect_private", 0, &c->connect_private)) < 0 ||
-        (rc = keel_config_duration_ms(m, "connect_header_timeout", 10000,
-                                      &c->connect_header_timeout_ms)) < 0)
-        return rc;
-    if (c->connect_header_timeout_ms == 0)
-        return keel_config_error(m, "connect_header_timeout", "must be more than 0");
+    c->connect = s->on;
+    c->connect_private = s->private_ok;
+    c->connect_header_timeout_ms = s->header_timeout_ms;
     char **w;
     size_t n = words_of(clients, &w);
     c->connect_clients = calloc(n ? n : 1, sizeof *c->connect_clients);

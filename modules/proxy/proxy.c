@@ -205,12 +205,9 @@ static int names_copy(char **from, size_t n, char ***v, size_t *out)
 }
 
 /* [proxy] upgrade: the protocols routes pass by default; "off" for none. */
-static int parse_upgrades(px_config *c, keel_module *m)
+static int parse_upgrades(px_config *c, keel_module *m, const char *value)
 {
-    const char *value;
-    int rc = keel_config_string(m, "upgrade", "websocket", &value);
-    if (rc < 0)
-        return rc;
+    int rc = KEEL_OK;
     char *copy = dup_n(value, strlen(value));
     char *w[32];
     if (copy == NULL)
@@ -512,9 +509,7 @@ typedef struct px_settings {
     int via, forwarded, x_forwarded, server, date;
     uint64_t tunnel_idle_ms;
     const char *log;
-    int connect, connect_private;
-    const char *connect_clients, *connect_ports, *connect_hosts;
-    uint64_t connect_header_timeout_ms;
+    px_connect_settings connect;
 } px_settings;
 
 static const char *const keep_replace[] = {"replace", "keep", NULL};
@@ -567,17 +562,17 @@ static const keel_config_key px_keys[] = {
              .doc = "a WebSocket or CONNECT tunnel idle both ways this long closes"),
     KEEL_KEY(px_settings, log, "log", KEEL_CONFIG_PATH,
              .doc = "a file for one line per proxied exchange; none by default"),
-    KEEL_KEY(px_settings, connect, "connect", KEEL_CONFIG_BOOL, .def = "off",
+    KEEL_KEY(px_settings, connect.on, "connect", KEEL_CONFIG_BOOL, .def = "off",
              .doc = "answer CONNECT on listeners of protocol `proxy` (a forward proxy)"),
-    KEEL_KEY(px_settings, connect_clients, "connect_clients", KEEL_CONFIG_STRING,
+    KEEL_KEY(px_settings, connect.clients, "connect_clients", KEEL_CONFIG_STRING,
              .def = "127.0.0.0/8 ::1/128", .doc = "addresses or CIDR blocks that may CONNECT"),
-    KEEL_KEY(px_settings, connect_ports, "connect_ports", KEEL_CONFIG_STRING, .def = "443",
+    KEEL_KEY(px_settings, connect.ports, "connect_ports", KEEL_CONFIG_STRING, .def = "443",
              .doc = "destination ports CONNECT may reach; * for any"),
-    KEEL_KEY(px_settings, connect_hosts, "connect_hosts", KEEL_CONFIG_STRING, .def = "*",
+    KEEL_KEY(px_settings, connect.hosts, "connect_hosts", KEEL_CONFIG_STRING, .def = "*",
              .doc = "destination host names (or *.suffix) CONNECT may reach"),
-    KEEL_KEY(px_settings, connect_private, "connect_private", KEEL_CONFIG_BOOL, .def = "off",
+    KEEL_KEY(px_settings, connect.private_ok, "connect_private", KEEL_CONFIG_BOOL, .def = "off",
              .doc = "let CONNECT reach loopback, private and link-local addresses"),
-    KEEL_KEY(px_settings, connect_header_timeout_ms, "connect_header_timeout", KEEL_CONFIG_DURATION,
+    KEEL_KEY(px_settings, connect.header_timeout_ms, "connect_header_timeout", KEEL_CONFIG_DURATION,
              .def = "10s", .min = 1, .max = 3600000,
              .doc = "time for a CONNECT head to arrive whole (no byte renews it)"),
 };
@@ -614,32 +609,29 @@ static int proxy_load(keel_module *m)
         return KEEL_ERR_NOMEM;
     c->module = m;
     keel_module_set_data(m, c);
+    const px_settings *s = keel_module_config(m);
     int rc = read_scalars(c, m);
     if (rc == KEEL_OK)
-        rc = parse_upgrades(c, m);
-    size_t ng = keel_config_count(m, "upstream"), nr = keel_config_count(m, "pass");
+        rc = parse_upgrades(c, m, s->upgrade);
+    size_t ng = s->upstream.count, nr = s->pass.count;
     if (rc == KEEL_OK && ng > 0 && (c->groups = calloc(ng, sizeof *c->groups)) == NULL)
         rc = KEEL_ERR_NOMEM;
     if (rc == KEEL_OK && nr > 0 && (c->routes = calloc(nr, sizeof *c->routes)) == NULL)
         rc = KEEL_ERR_NOMEM;
     for (size_t i = 0; rc == KEEL_OK && i < ng; i++) {
-        const char *v;
-        keel_config_string_at(m, "upstream", i, &v);
         c->groups[i].index = i;
-        rc = parse_upstream(c, m, v, &c->groups[i]);
+        rc = parse_upstream(c, m, s->upstream.items[i], &c->groups[i]);
         c->ngroups++;
         for (size_t j = 0; rc == KEEL_OK && j + 1 < c->ngroups; j++)
             if (strcmp(c->groups[j].name, c->groups[i].name) == 0)
                 rc = keel_config_error(m, "upstream", "group %s defined twice", c->groups[i].name);
     }
     for (size_t i = 0; rc == KEEL_OK && i < nr; i++) {
-        const char *v;
-        keel_config_string_at(m, "pass", i, &v);
-        rc = parse_pass(c, m, v, &c->routes[i]);
+        rc = parse_pass(c, m, s->pass.items[i], &c->routes[i]);
         c->nroutes++;
     }
     if (rc == KEEL_OK)
-        rc = px_connect_config(c, m);
+        rc = px_connect_config(c, m, &s->connect);
     if (rc == KEEL_OK)
         rc = register_metrics(c, m);
     for (size_t i = 0; rc == KEEL_OK && i < c->nroutes; i++)

@@ -346,7 +346,14 @@ extern const keel_protocol px_tunnel_protocol;
 
 /* connect.c: the forward-proxy listener */
 extern const keel_protocol px_connect_protocol;
-int px_connect_config(px_config *cfg, keel_module *m);
+/* The [proxy] CONNECT keys as the core parsed them (proxy.c's table). */
+typedef struct px_connect_settings {
+    int on, private_ok;
+    const char *clients, *ports, *hosts;
+    uint64_t header_timeout_ms;
+} px_connect_settings;
+
+int px_connect_config(px_config *cfg, keel_module *m, const px_connect_settings *s);
 int px_ip_parse(const char *s, uint8_t out[16]);
 
 /* the access log line */

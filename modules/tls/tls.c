@@ -160,10 +160,10 @@ static int parse_curves(keel_module *m, const char *value)
     return KEEL_OK;
 }
 
-/* The [tls] section (keel/config.h), declared so that the core checks where
- * each key may be written and documents it; read_config and certs.c read
- * the values with their own checks and messages (versions, suites and
- * curves this mbedTLS has, certificate files), which a table cannot say. */
+/* The [tls] section (keel/config.h). read_config checks what a table
+ * cannot say, with its own messages: versions, suites and curves this
+ * mbedTLS has, CA files; certs.c reads each `cert` line word by word, each
+ * file relative to the config file that names it. */
 typedef struct kt_section {
     keel_config_list cert;
     const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
@@ -179,7 +179,7 @@ static const keel_config_key kt_keys[] = {
              .doc = "lowest TLS version: 1.2 or 1.3"),
     KEEL_KEY(kt_section, max_version, "max_version", KEEL_CONFIG_STRING,
              .doc = "highest TLS version: 1.2 or 1.3 (default: the highest this mbedTLS has)"),
-    KEEL_KEY(kt_section, ciphers, "ciphers", KEEL_CONFIG_STRING,
+    KEEL_KEY(kt_section, ciphers, "ciphers", KEEL_CONFIG_STRING, .def = "",
              .doc = "cipher suites by IANA name, in order; empty: mbedTLS's modern default"),
     KEEL_KEY(kt_section, curves, "curves", KEEL_CONFIG_STRING, .def = "x25519 secp256r1 secp384r1",
              .doc = "key-exchange groups, in order"),
@@ -191,62 +191,57 @@ static const keel_config_key kt_keys[] = {
              .doc = "how long a ticket is honoured: 1s to 7d"),
     KEEL_KEY(kt_section, verify_client, "verify_client", KEEL_CONFIG_STRING, .def = "off",
              .doc = "client certificates: off, optional or required (needs client_ca)"),
-    KEEL_KEY(kt_section, client_ca, "client_ca", KEEL_CONFIG_STRING,
+    KEEL_KEY(kt_section, client_ca, "client_ca", KEEL_CONFIG_STRING, .def = "",
              .doc = "PEM file of the CAs client certificates must chain to"),
-    KEEL_KEY(kt_section, alpn, "alpn", KEEL_CONFIG_STRING,
+    KEEL_KEY(kt_section, alpn, "alpn", KEEL_CONFIG_STRING, .def = "",
              .doc = "protocols offered by ALPN on listeners, comma-separated (a listen line's "
                     "alpn= wins)"),
-    KEEL_KEY(kt_section, client_alpn, "client_alpn", KEEL_CONFIG_STRING,
+    KEEL_KEY(kt_section, client_alpn, "client_alpn", KEEL_CONFIG_STRING, .def = "",
              .doc = "protocols asked for by ALPN on outbound connections"),
     KEEL_KEY(kt_section, client_verify, "client_verify", KEEL_CONFIG_BOOL, .def = "on",
              .doc = "verify the servers keel connects to (the proxy's HTTPS upstreams)"),
-    KEEL_KEY(kt_section, ca, "ca", KEEL_CONFIG_STRING,
+    KEEL_KEY(kt_section, ca, "ca", KEEL_CONFIG_STRING, .def = "",
              .doc = "PEM file of the CAs outbound connections trust; empty: the system's; none"),
 };
 KEEL_CONFIG_SCHEMA(kt_schema, kt_section, kt_keys);
 
 static int read_config(keel_module *m, kt_rng *rng)
 {
+    const kt_section *sec = keel_module_config(m);
     const char *v = NULL;
     int rc;
     kt_cfg.min_version = 2;
     kt_cfg.max_version = KT_HAVE_TLS13 ? 3 : 2;
-    if ((rc = keel_config_string(m, "min_version", "1.2", &v)) != KEEL_OK ||
-        (rc = parse_version(m, "min_version", v, &kt_cfg.min_version)) != KEEL_OK)
+    if ((rc = parse_version(m, "min_version", sec->min_version, &kt_cfg.min_version)) != KEEL_OK)
         return rc;
-    if ((rc = keel_config_string(m, "max_version", KT_HAVE_TLS13 ? "1.3" : "1.2", &v)) != KEEL_OK ||
-        (rc = parse_version(m, "max_version", v, &kt_cfg.max_version)) != KEEL_OK)
+    /* No default in the table: the highest this mbedTLS has, which the
+     * generated reference cannot know. */
+    v = sec->max_version ? sec->max_version : KT_HAVE_TLS13 ? "1.3" : "1.2";
+    if ((rc = parse_version(m, "max_version", v, &kt_cfg.max_version)) != KEEL_OK)
         return rc;
     if (kt_cfg.max_version < kt_cfg.min_version)
         return keel_config_error(m, "max_version", "below min_version");
 
-    if ((rc = keel_config_string(m, "ciphers", "", &v)) != KEEL_OK)
-        return rc;
+    v = sec->ciphers;
     if (*v != '\0' && (rc = parse_ciphers(m, v)) != KEEL_OK)
         return rc;
 
     /* X25519 first (RFC 7748: fast and hard to get wrong), then the NIST
      * curves certificates use. */
-    if ((rc = keel_config_string(m, "curves", "x25519 secp256r1 secp384r1", &v)) != KEEL_OK ||
-        (rc = parse_curves(m, v)) != KEEL_OK)
+    if ((rc = parse_curves(m, sec->curves)) != KEEL_OK)
         return rc;
 
-    if ((rc = keel_config_duration_ms(m, "handshake_timeout", 10000,
-                                      &kt_cfg.handshake_timeout_ms)) != KEEL_OK)
-        return rc;
+    kt_cfg.handshake_timeout_ms = sec->handshake_timeout_ms;
     if (kt_cfg.handshake_timeout_ms == 0)
         return keel_config_error(m, "handshake_timeout", "must be above 0");
 
-    uint64_t lifetime = 0;
-    if ((rc = keel_config_bool(m, "session_tickets", 1, &kt_cfg.tickets_on)) != KEEL_OK ||
-        (rc = keel_config_duration_ms(m, "ticket_lifetime", 3600000, &lifetime)) != KEEL_OK)
-        return rc;
+    uint64_t lifetime = sec->ticket_lifetime_ms;
+    kt_cfg.tickets_on = sec->session_tickets;
     /* RFC 8446 4.6.1: a ticket lives at most 7 days. */
     if (lifetime < 1000 || lifetime > 7ull * 86400 * 1000)
         return keel_config_error(m, "ticket_lifetime", "must be between 1s and 7d");
 
-    if ((rc = keel_config_string(m, "verify_client", "off", &v)) != KEEL_OK)
-        return rc;
+    v = sec->verify_client;
     if (strcmp(v, "off") == 0)
         kt_cfg.verify_client = KT_VERIFY_OFF;
     else if (strcmp(v, "optional") == 0)
@@ -255,8 +250,7 @@ static int read_config(keel_module *m, kt_rng *rng)
         kt_cfg.verify_client = KT_VERIFY_REQUIRED;
     else
         return keel_config_error(m, "verify_client", "expected off, optional or required");
-    if ((rc = keel_config_string(m, "client_ca", "", &v)) != KEEL_OK)
-        return rc;
+    v = sec->client_ca;
     if (*v != '\0') {
         mbedtls_x509_crt_init(&kt_cfg.client_ca);
         kt_cfg.have_client_ca = 1;
@@ -266,14 +260,12 @@ static int read_config(keel_module *m, kt_rng *rng)
         return keel_config_error(m, "verify_client", "needs client_ca = FILE");
     }
 
-    if ((rc = keel_config_string(m, "alpn", "", &kt_cfg.alpn)) != KEEL_OK ||
-        (rc = keel_config_string(m, "client_alpn", "", &kt_cfg.client_alpn)) != KEEL_OK ||
-        (rc = keel_config_bool(m, "client_verify", 1, &kt_cfg.client_verify)) != KEEL_OK)
-        return rc;
+    kt_cfg.alpn = sec->alpn;
+    kt_cfg.client_alpn = sec->client_alpn;
+    kt_cfg.client_verify = sec->client_verify;
 
     /* Outbound verification: [tls] ca, else the system's bundle. */
-    if ((rc = keel_config_string(m, "ca", "", &v)) != KEEL_OK)
-        return rc;
+    v = sec->ca;
     mbedtls_x509_crt_init(&kt_cfg.ca);
     kt_cfg.have_ca = 1;
     if (strcmp(v, "none") == 0) {

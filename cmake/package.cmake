@@ -33,11 +33,12 @@ set(KEEL_SYSTEMD_UNITDIR "${_keel_unitdir}" CACHE PATH "Where the systemd units 
 set(KEEL_PKG_BINDIR "${CMAKE_INSTALL_FULL_BINDIR}")
 set(KEEL_PKG_CONFDIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/keel")
 set(KEEL_PKG_INITDIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/init.d")
+set(KEEL_PKG_LOGROTATEDIR "${CMAKE_INSTALL_FULL_SYSCONFDIR}/logrotate.d")
 set(KEEL_PKG_DATADIR "${CMAKE_INSTALL_FULL_DATADIR}/keel")
 
 set(KEEL_PKG_SOVERSION "${PROJECT_VERSION_MAJOR}.${PROJECT_VERSION_MINOR}")
-foreach(f keel.conf keel.service keel.socket keel.init conffiles shlibs triggers postinst prerm
-        postrm)
+foreach(f keel.conf keel.service keel.socket keel.init keel.logrotate conffiles shlibs triggers
+        postinst prerm postrm)
     configure_file("${KEEL_PKG_DIR}/${f}" "${KEEL_PKG_OUT}/${f}" @ONLY)
 endforeach()
 
@@ -47,6 +48,8 @@ install(FILES "${KEEL_PKG_OUT}/keel.service" "${KEEL_PKG_OUT}/keel.socket"
     DESTINATION "${KEEL_SYSTEMD_UNITDIR}" COMPONENT system EXCLUDE_FROM_ALL)
 install(PROGRAMS "${KEEL_PKG_OUT}/keel.init" RENAME keel
     DESTINATION "${KEEL_PKG_INITDIR}" COMPONENT system EXCLUDE_FROM_ALL)
+install(FILES "${KEEL_PKG_OUT}/keel.logrotate" RENAME keel
+    DESTINATION "${KEEL_PKG_LOGROTATEDIR}" COMPONENT system EXCLUDE_FROM_ALL)
 
 # ---- CPack ----------------------------------------------------------------
 

@@ -35,12 +35,14 @@ static char *default_config(keel_server *server)
 
 static void usage(FILE *out)
 {
-    fputs("usage: keel [-c FILE] [-t | -s reload|stop] [--set SECTION.KEY=VALUE]...\n"
+    fputs("usage: keel [-c FILE] [-t | -s reload|reopen|stop] [--set SECTION.KEY=VALUE]...\n"
           "\n"
           "  -c, --config FILE   run with this config (default: the embedded one)\n"
           "  -t, --test          check the config and the modules it loads, then exit\n"
-          "  -s reload|stop      signal the keel running with this config (found by its\n"
-          "                      [keel] pid_file): reload it, or stop it gracefully\n"
+          "  -s reload|reopen|stop\n"
+          "                      signal the keel running with this config (found by its\n"
+          "                      [keel] pid_file): reload it, reopen its log files (after\n"
+          "                      a rotation), or stop it gracefully\n"
           "  --set S.K=V         override a config value (repeatable), e.g.\n"
           "                      --set keel.listen='127.0.0.1:0 echo' --set keel.workers=2\n"
           "  --print-default     print the embedded default config and exit\n"
@@ -53,7 +55,7 @@ static void usage(FILE *out)
           "flight finish up to [keel] shutdown_timeout, and exits 0. Reload with\n"
           "SIGHUP (not on Windows): a new keel with the same arguments takes over the\n"
           "listening sockets, then this one drains and exits; if the new one fails,\n"
-          "this one serves on.\n",
+          "this one serves on. SIGUSR1 (not on Windows) reopens the log files.\n",
           out);
 }
 
@@ -119,7 +121,7 @@ int main(int argc, char **argv)
     } else if (rc == KEEL_OK && control != NULL) {
         rc = keel_server_control(server, control);
         if (rc == KEEL_ERR_INVAL)
-            fprintf(stderr, "keel: -s takes reload or stop, not '%s'\n", control);
+            fprintf(stderr, "keel: -s takes reload, reopen or stop, not '%s'\n", control);
     } else if (rc == KEEL_OK && test_only) {
         rc = keel_server_check(server);
         if (rc == KEEL_OK)

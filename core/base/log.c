@@ -15,6 +15,7 @@ static struct {
     uv_once_t once;
     uv_mutex_t lock; /* guards `file` against a reconfigure while writing */
     FILE *file;      /* NULL means stderr */
+    char path[4096]; /* the file's name, for a reopen */
     int level;
 } log_state = {.once = UV_ONCE_INIT, .level = KEEL_LOG_INFO};
 
@@ -51,9 +52,21 @@ int kl_log_configure(const char *target, int level, char *err, size_t errlen)
     if (log_state.file != NULL)
         fclose(log_state.file);
     log_state.file = file;
+    snprintf(log_state.path, sizeof log_state.path, "%s", file != NULL ? target : "");
     log_state.level = level;
     uv_mutex_unlock(&log_state.lock);
     return KEEL_OK;
+}
+
+int kl_log_reopen(char *err, size_t errlen)
+{
+    kl_log_init();
+    uv_mutex_lock(&log_state.lock);
+    int rc = log_state.file != NULL ? kl_file_reopen(log_state.file, log_state.path) : 0;
+    if (rc != 0)
+        snprintf(err, errlen, "cannot reopen the log file %s: %s", log_state.path, uv_strerror(rc));
+    uv_mutex_unlock(&log_state.lock);
+    return rc == 0 ? KEEL_OK : KEEL_ERR_IO;
 }
 
 FILE *kl_log_file(void)

@@ -18,6 +18,12 @@ void kl_log_init(void);
  * why. Main thread, while no worker runs. */
 int kl_log_configure(const char *target, int level, char *err, size_t errlen);
 
+/* Opens the log file again under its name (SIGUSR1, after a rotation
+ * renamed it): lines from now on go to the new file. Nothing happens when
+ * the log is stderr. On failure the old file is kept and err says why.
+ * Any thread. */
+int kl_log_reopen(char *err, size_t errlen);
+
 /* Parses "error", "warn", "info" or "debug". Returns the level or -1. */
 int kl_log_level_parse(const char *name);
 

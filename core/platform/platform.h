@@ -84,6 +84,16 @@ int kl_send_more(kl_socket sock, const void *data, size_t len, int more, size_t 
  * which has no such limit to raise. Main thread, before workers start. */
 int kl_nofile_raise(uint64_t *before, uint64_t *after);
 
+/* ---- Log files ---------------------------------------------------------- */
+
+/* Points the open file `file` (appending) at whatever `path` names now: a
+ * log rotated away by renaming is written anew under its old name. The
+ * descriptor number stays the same (the new file is dup2'd over it, close-
+ * on-exec), so whoever kept it (the crash report) writes to the new file.
+ * Flushes first. 0, or a negative libuv error (the file is unchanged);
+ * UV_ENOSYS on Windows, where an open file cannot be renamed away. */
+int kl_file_reopen(FILE *file, const char *path);
+
 /* ---- Service managers and reloads (platform/posix/service.c) ----------- */
 
 /* If sock is a listening stream socket, stores the address it is bound to

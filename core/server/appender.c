@@ -11,6 +11,7 @@
 #include <uv.h>
 
 #include "base/log.h"
+#include "platform/platform.h"
 #include "server/server.h"
 #include "base/util.h"
 
@@ -25,6 +26,7 @@ struct keel_appender {
     char *pending; /* bytes waiting to be written */
     size_t len, cap;
     int closing;
+    int reopen; /* SIGUSR1: open the file again under its name */
     uint64_t dropped;
     keel_appender *next;
 };
@@ -36,8 +38,21 @@ static void writer_main(void *arg)
     size_t batch_cap = 0;
     uv_mutex_lock(&a->lock);
     for (;;) {
-        while (a->len == 0 && !a->closing)
+        while (a->len == 0 && !a->closing && !a->reopen)
             uv_cond_wait(&a->wake, &a->lock);
+        if (a->reopen) {
+            /* Before the lines waiting: whatever was appended after the
+             * request goes to the new file. */
+            a->reopen = 0;
+            uv_mutex_unlock(&a->lock);
+            int rc = kl_file_reopen(a->file, a->path);
+            if (rc != 0)
+                kl_log(KEEL_LOG_ERROR,
+                       "cannot reopen %s: %s; still writing to the file opened before", a->path,
+                       uv_strerror(rc));
+            uv_mutex_lock(&a->lock);
+            continue;
+        }
         if (a->len == 0 && a->closing)
             break;
         /* Swap buffers so writers only wait for the swap, not the disk. */
@@ -118,6 +133,18 @@ int keel_appender_write(keel_appender *a, const void *data, size_t len)
     if (rc == KEEL_OK)
         uv_cond_signal(&a->wake);
     return rc;
+}
+
+void kl_appenders_reopen(keel_server *s)
+{
+    uv_mutex_lock(&s->lock);
+    for (keel_appender *a = s->appenders; a != NULL; a = a->next) {
+        uv_mutex_lock(&a->lock);
+        a->reopen = 1;
+        uv_mutex_unlock(&a->lock);
+        uv_cond_signal(&a->wake);
+    }
+    uv_mutex_unlock(&s->lock);
 }
 
 void kl_appenders_close(keel_server *s)

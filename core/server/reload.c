@@ -358,6 +358,10 @@ int keel_server_control(keel_server *s, const char *action)
         signum = SIGHUP;
     else if (strcmp(action, "stop") == 0)
         signum = SIGTERM;
+#ifndef _WIN32
+    else if (strcmp(action, "reopen") == 0)
+        signum = SIGUSR1;
+#endif
     else
         return KEEL_ERR_INVAL;
 #ifdef _WIN32

@@ -10,6 +10,7 @@
 #include "base/atomic.h"
 #include "base/log.h"
 #include "runtime/crash.h"
+#include "server/appender.h"
 #include "server/reload.h"
 #include "server/server.h"
 #include "base/util.h"
@@ -460,12 +461,38 @@ void keel_server_stop(keel_server *s)
     uv_mutex_unlock(&s->lock);
 }
 
+#ifndef _WIN32
+/* SIGUSR1, as nginx's: logrotate renames the files, then asks for new
+ * ones (docs/running.md). The error log first, so that the line saying
+ * so is in the new file. */
+static void reopen_logs(keel_server *s)
+{
+    char err[512];
+    kl_log(KEEL_LOG_INFO, "SIGUSR1: reopening the log files");
+    if (kl_log_reopen(err, sizeof err) != KEEL_OK)
+        kl_log(KEEL_LOG_ERROR, "%s; still writing to the file opened before", err);
+    kl_appenders_reopen(s);
+    kl_log(KEEL_LOG_INFO, "log files reopened");
+}
+#endif
+
 static void on_signal(uv_signal_t *handle, int signum)
 {
     keel_server *s = handle->data;
 #ifndef _WIN32
     if (signum == SIGHUP) {
         kl_reload_start(s);
+        return;
+    }
+    if (signum == SIGUSR1) {
+        reopen_logs(s);
+        return;
+    }
+    if (signum == SIGUSR2) {
+        /* nginx's binary upgrade: a reload (SIGHUP) already starts the
+         * program file as it is on disk now. Ignored rather than fatal. */
+        kl_log(KEEL_LOG_WARN, "SIGUSR2 ignored: keel does not use it (SIGHUP reloads, and picks "
+                              "up an upgraded binary; SIGUSR1 reopens the logs)");
         return;
     }
 #endif
@@ -487,9 +514,11 @@ static int watch_signals(keel_server *s)
     /* On Windows libuv turns Ctrl-C into SIGINT, Ctrl-Break into SIGBREAK
      * and closing the console into SIGHUP. */
     static const int signals[] = {
-        SIGINT,
-        SIGTERM,
-        SIGHUP, /* POSIX: a reload, watched only if enabled */
+        SIGINT,   SIGTERM, SIGHUP, /* POSIX: a reload, watched only if enabled */
+#ifndef _WIN32
+        SIGUSR1, /* reopen the logs */
+        SIGUSR2, /* ignored, not fatal */
+#endif
 #ifdef _WIN32
         SIGBREAK,
 #endif

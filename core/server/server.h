@@ -47,7 +47,7 @@ struct keel_server {
     int loop_ready;
     uv_async_t wakeup; /* keel_server_stop and finished workers */
     int wakeup_ready;
-    uv_signal_t signals[4];
+    uv_signal_t signals[6];
     size_t nsignals;
     uv_mutex_t lock; /* guards state across threads */
     int state;

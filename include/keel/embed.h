@@ -70,7 +70,8 @@ KEEL_EXPORT int keel_server_describe_module(keel_server *server, const char *nam
 
 /* Loads the modules, binds the listeners, starts the workers and runs until
  * a graceful shutdown (SIGINT/SIGTERM, Ctrl-C or console close on Windows,
- * or keel_server_stop) completes. Returns KEEL_OK after a clean shutdown,
+ * or keel_server_stop) completes; on POSIX it also takes SIGUSR1 (reopen the
+ * log files) and SIGUSR2 (ignored). Returns KEEL_OK after a clean shutdown,
  * otherwise the error that stopped start-up (already logged, naming its
  * cause). Can be called once per server.
  *
@@ -102,7 +103,8 @@ KEEL_EXPORT int keel_server_enable_reload(keel_server *server, char *const argv[
 
 /* Asks the keel that runs with this server's config (another process,
  * found through its [keel] pid_file) to "reload" (SIGHUP, as above) or to
- * "stop" (SIGTERM: a graceful shutdown), as `nginx -s reload` does. The
+ * "stop" (SIGTERM: a graceful shutdown), or to "reopen" its log files
+ * (SIGUSR1, after a rotation), as `nginx -s reload` does. The
  * config must have been loaded; nothing is started here. Main thread.
  * KEEL_OK once the signal is sent; KEEL_ERR_INVAL (another action),
  * KEEL_ERR_CONFIG (no pid_file, or a config error: logged),

@@ -215,7 +215,7 @@ for f in /usr/bin/keel /usr/bin/keel-cert \
     "$lib/pkgconfig/keel.pc" "$lib/pkgconfig/libkeel.pc" \
     "$lib/cmake/keel/keelConfig.cmake" "$lib/cmake/keel/KeelModule.cmake" \
     "$lib/libkeel.so" /usr/share/keel/www/index.html \
-    /etc/keel/keel.conf /etc/init.d/keel \
+    /etc/keel/keel.conf /etc/init.d/keel /etc/logrotate.d/keel \
     /lib/systemd/system/keel.service /lib/systemd/system/keel.socket; do
     grep -qx "$f" "$work/files" || fail "dpkg -L keel lacks $f"
     [ -e "$f" ] || fail "$f is listed but not on disk"
@@ -271,5 +271,6 @@ installed=
 [ ! -e /etc/keel ] || fail "/etc/keel is left after dpkg -P: $(ls -A /etc/keel)"
 [ ! -e /var/log/keel ] || fail "/var/log/keel is left after dpkg -P"
 [ ! -e /etc/init.d/keel ] || fail "/etc/init.d/keel is left after dpkg -P"
+[ ! -e /etc/logrotate.d/keel ] || fail "/etc/logrotate.d/keel is left after dpkg -P"
 say "removed and purged: nothing running, port closed, /etc/keel gone"
 say "ok"

@@ -272,3 +272,21 @@ int kl_lib_open(const char *path, uv_lib_t *lib)
 {
     return uv_dlopen(path, lib);
 }
+
+int kl_file_reopen(FILE *file, const char *path)
+{
+    if (fflush(file) != 0)
+        return -errno;
+    int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    int rc = dup2(fd, fileno(file)) < 0 ? -errno : 0;
+    close(fd);
+    if (rc == 0) {
+        /* dup2 clears close-on-exec on the copy. */
+        int flags = fcntl(fileno(file), F_GETFD);
+        if (flags >= 0)
+            fcntl(fileno(file), F_SETFD, flags | FD_CLOEXEC);
+    }
+    return rc;
+}

@@ -195,3 +195,10 @@ int kl_nofile_raise(uint64_t *before, uint64_t *after)
     *before = *after = UINT64_MAX;
     return UV_ENOSYS;
 }
+
+int kl_file_reopen(FILE *file, const char *path)
+{
+    (void)file;
+    (void)path;
+    return UV_ENOSYS;
+}

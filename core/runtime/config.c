@@ -661,10 +661,13 @@ int kl_config_value_from_file(const kl_config *cfg, const kl_config_value *v)
 
 char *kl_config_resolve(const kl_config *cfg, const kl_config_value *v, const char *path)
 {
-    size_t base = kl_config_value_from_file(cfg, v) ? kl_path_dir_len(v->file) : 0;
+    const char *file = v != NULL ? (kl_config_value_from_file(cfg, v) ? v->file : NULL)
+                       : cfg != NULL && cfg->is_file ? cfg->name
+                                                     : NULL;
+    size_t base = file != NULL ? kl_path_dir_len(file) : 0;
     if (base == 0 || path[0] == '\0' || kl_path_is_absolute(path))
         return dup_n(path, strlen(path));
-    char *folder = dup_n(v->file, base);
+    char *folder = dup_n(file, base);
     char *joined = folder ? kl_path_join(folder, path) : NULL;
     free(folder);
     return joined;

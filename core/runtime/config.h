@@ -50,9 +50,11 @@ int kl_config_value_from_file(const kl_config *cfg, const kl_config_value *v);
 /* path as v's place says: relative to the folder of the config file v was
  * read from (as nginx's `include` and Caddy's paths are), as written when
  * it is absolute or empty or v came from --set or a config string (then
- * relative to the working directory). A new string, or NULL if out of
- * memory. The one rule for every path a config holds: [keel] module_path
- * and pid_file, declared path keys, keel_config_path. */
+ * relative to the working directory). v NULL: a default, relative to the
+ * folder of the config file the program loaded (the working directory
+ * for a config string). A new string, or NULL if out of memory. The one
+ * rule for every path a config holds: [keel] module_path, pid_file and
+ * log, declared path keys (their defaults too), keel_config_path. */
 char *kl_config_resolve(const kl_config *cfg, const kl_config_value *v, const char *path);
 
 /* Sections in file order (sections created by overrides come last). */

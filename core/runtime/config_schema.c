@@ -276,12 +276,12 @@ static void *store_alloc(kl_schema_store *store, size_t size)
     return p;
 }
 
-/* A path key's value as its place says (kl_config_resolve), kept by the
- * store. */
-static const char *resolve_path(const kl_config *cfg, const kl_config_value *v,
+/* A path key's value as its place says (kl_config_resolve; v NULL: the
+ * default `text`, beside the config file), kept by the store. */
+static const char *resolve_path(const kl_config *cfg, const kl_config_value *v, const char *text,
                                 kl_schema_store *store)
 {
-    char *p = kl_config_resolve(cfg, v, v->text);
+    char *p = kl_config_resolve(cfg, v, text);
     if (p == NULL || kl_grow((void **)&store->blocks, &store->cap, store->nblocks + 1,
                              sizeof *store->blocks) != KEEL_OK) {
         free(p);
@@ -321,7 +321,8 @@ static int fill_key(const keel_config_key *key, const char *name, int use_defaul
             const kl_config_value *v = kl_config_get(sec, name, i);
             if (parse_value(key, v->text, NULL, why, sizeof why) != KEEL_OK)
                 return bad(v, section, name, why);
-            items[i] = key->type == KEEL_CONFIG_PATH ? resolve_path(cfg, v, store) : v->text;
+            items[i] =
+                key->type == KEEL_CONFIG_PATH ? resolve_path(cfg, v, v->text, store) : v->text;
             if (items[i] == NULL)
                 return KEEL_ERR_NOMEM;
         }
@@ -347,7 +348,7 @@ static int fill_key(const keel_config_key *key, const char *name, int use_defaul
     if (key->type == KEEL_CONFIG_STRING || key->type == KEEL_CONFIG_ADDRESS)
         *(const char **)(void *)field = text;
     else if (key->type == KEEL_CONFIG_PATH &&
-             (*(const char **)(void *)field = v ? resolve_path(cfg, v, store) : text) == NULL)
+             (*(const char **)(void *)field = resolve_path(cfg, v, text, store)) == NULL)
         return KEEL_ERR_NOMEM;
     return KEEL_OK;
 }

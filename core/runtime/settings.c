@@ -462,7 +462,11 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
         else if (s->reuseport && !kl_reuseport_balances())
             bad_value(&r, v, "reuseport", "not supported on this platform");
     }
-    if ((v = read_key(&r, "log")) != NULL && (s->log_target = kl_strdup(v->text)) == NULL)
+    /* A file's path as every other (kl_config_resolve); "stderr" is none. */
+    if ((v = read_key(&r, "log")) != NULL &&
+        (s->log_target = strcmp(v->text, "stderr") == 0
+                             ? kl_strdup(v->text)
+                             : kl_config_resolve(cfg, v, v->text)) == NULL)
         r.rc = KEEL_ERR_NOMEM;
     if ((v = read_key(&r, "pid_file")) != NULL && v->text[0] != '\0' &&
         (s->pid_file = kl_config_resolve(cfg, v, v->text)) == NULL)

@@ -35,8 +35,9 @@ typedef enum keel_config_type {
     KEEL_CONFIG_SIZE,       /* bytes: 512, 64k, 1m, 2g (1024s)       uint64_t */
     KEEL_CONFIG_DURATION,   /* 250ms 10s 5m 1h; bare number: seconds uint64_t, ms */
     KEEL_CONFIG_ADDRESS,    /* HOST:PORT, [IPv6]:PORT, unix:/path    const char * */
-    KEEL_CONFIG_PATH,       /* relative to the config file's folder  const char *, resolved */
-    KEEL_CONFIG_ENUM        /* one of `choices`                      int, its index */
+    KEEL_CONFIG_PATH, /* relative to the config file's folder  const char *, resolved (defaults too)
+                       */
+    KEEL_CONFIG_ENUM  /* one of `choices`                      int, its index */
 } keel_config_type;
 
 /* Where a key may be written (docs/configuration.md, "Scopes"). */

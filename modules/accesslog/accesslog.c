@@ -123,8 +123,9 @@ typedef struct accesslog_conf {
 static const char *const formats[] = {"combined", "common", NULL};
 
 static const keel_config_key accesslog_keys[] = {
-    KEEL_KEY(accesslog_conf, path, "path", KEEL_CONFIG_STRING, .def = "access.log",
-             .doc = "the log file, appended to off the loop"),
+    KEEL_KEY(accesslog_conf, path, "path", KEEL_CONFIG_PATH, .def = "access.log",
+             .doc = "the log file, appended to off the loop; relative to the config file's "
+                    "folder"),
     KEEL_KEY(accesslog_conf, format, "format", KEEL_CONFIG_ENUM, .def = "combined",
              .choices = formats, .doc = "NCSA combined (with Referer and User-Agent) or common"),
 };

@@ -94,6 +94,26 @@ int kl_nofile_raise(uint64_t *before, uint64_t *after);
  * UV_ENOSYS on Windows, where an open file cannot be renamed away. */
 int kl_file_reopen(FILE *file, const char *path);
 
+/* ---- Privileges (platform/posix/privileges.c) -------------------------- */
+
+/* Non-zero when the process runs as root (effective uid 0); 0 on Windows. */
+int kl_privileged(void);
+
+/* Whether [keel] user (and group, NULL: the user's own) exist and this
+ * process can run as them: it is root, or already runs as exactly them
+ * (a reload's new process, started by a keel that dropped to them).
+ * KEEL_OK, or KEEL_ERR_CONFIG with the reason in err. Not on Windows (the
+ * settings refuse the keys there). */
+int kl_privileges_check(const char *user, const char *group, char *err, size_t errlen);
+
+/* Becomes user and group for good: the user's supplementary groups
+ * (initgroups), the group, the user; checks that root cannot be regained;
+ * no_new_privs on Linux. Nothing to do when already them. Every thread of
+ * the process changes (glibc and musl broadcast set*id). Main thread.
+ * KEEL_OK, or an error with the reason in err; the process may then be
+ * half-changed and must not serve. */
+int kl_privileges_drop(const char *user, const char *group, char *err, size_t errlen);
+
 /* ---- Service managers and reloads (platform/posix/service.c) ----------- */
 
 /* If sock is a listening stream socket, stores the address it is bound to

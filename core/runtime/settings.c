@@ -488,6 +488,30 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
             bad_value(&r, v, "unknown_host", "expected default, 421 or 404");
     }
 
+    /* user and group: POSIX only (Windows runs a service under the account
+     * the service manager gives it; there is nothing to drop to). */
+    for (int i = 0; i < 2 && r.rc == KEEL_OK; i++) {
+        const char *key = i == 0 ? "user" : "group";
+        char **field = i == 0 ? &s->user : &s->group;
+        if ((v = read_key(&r, key)) == NULL)
+            continue;
+#ifdef _WIN32
+        (void)field;
+        bad_value(&r, v, key,
+                  "not supported on Windows (run the service under the account it should "
+                  "have: docs/windows.md)");
+#else
+        if (v->text[0] == '\0')
+            bad_value(&r, v, key, "empty");
+        else if ((*field = kl_strdup(v->text)) == NULL)
+            r.rc = KEEL_ERR_NOMEM;
+        if (i == 0)
+            s->user_where = v;
+#endif
+    }
+    if (r.rc == KEEL_OK && s->group != NULL && s->user == NULL)
+        bad_value(&r, kl_config_get(r.sec, "group", 0), "group", "needs [keel] user");
+
     if ((v = read_key(&r, "crash_report")) != NULL) {
         char why[128];
         if (kl_parse_bool(v->text, &s->crash_report, why, sizeof why) != KEEL_OK)
@@ -526,5 +550,7 @@ void kl_settings_free(kl_settings *s)
     kl_free_words(s->module_path, s->nmodule_path);
     free(s->log_target);
     free(s->pid_file);
+    free(s->user);
+    free(s->group);
     memset(s, 0, sizeof *s);
 }

@@ -71,7 +71,10 @@ typedef struct kl_settings {
     size_t read_buffer_max;
     size_t write_high_water;
     char *log_target;
-    char *pid_file; /* NULL: none */
+    char *pid_file;                    /* NULL: none */
+    char *user;                        /* privileges dropped to it once listening; NULL: none */
+    char *group;                       /* NULL: the user's own */
+    const kl_config_value *user_where; /* the `user` line, for messages */
     int log_level;
     int crash_report; /* log one line naming the module when a fatal signal ends keel */
 } kl_settings;

@@ -249,6 +249,17 @@ static int prepare(keel_server *s)
         s->host.settings.workers = n ? n : 1;
     }
     s->nworkers = s->host.nworkers = s->host.settings.workers;
+    /* The user to drop to exists and can be had: `keel -t` says so, and a
+     * reload's new process (already that user) fails on another one. */
+    if (s->host.settings.user != NULL) {
+        char err[512], where[300];
+        rc = kl_privileges_check(s->host.settings.user, s->host.settings.group, err, sizeof err);
+        if (rc != KEEL_OK) {
+            kl_log(KEEL_LOG_ERROR, "%s: %s",
+                   kl_config_where(s->host.settings.user_where, where, sizeof where), err);
+            return rc;
+        }
+    }
     check_descriptors(s);
     size_t n = s->host.settings.nlisten;
     kl_listener *listeners = calloc(n ? n : 1, sizeof *listeners);
@@ -558,6 +569,34 @@ static void log_listeners(keel_server *s)
     }
 }
 
+/* After the listeners are bound and the logs, certificates and modules'
+ * files open, before any worker runs: [keel] user and group, for good
+ * (platform/posix/privileges.c). Running as root without them is allowed,
+ * and said loudly. */
+static int drop_privileges(keel_server *s)
+{
+    const kl_settings *cfg = &s->host.settings;
+    if (cfg->user == NULL) {
+        if (kl_privileged())
+            kl_log(KEEL_LOG_WARN,
+                   "running as root without [keel] user: every worker and module runs as root; "
+                   "set user = NAME to drop privileges once the listeners are bound "
+                   "(docs/security.md)");
+        return KEEL_OK;
+    }
+    int was_root = kl_privileged();
+    char err[512];
+    int rc = kl_privileges_drop(cfg->user, cfg->group, err, sizeof err);
+    if (rc != KEEL_OK) {
+        kl_log(KEEL_LOG_ERROR, "cannot drop privileges: %s", err);
+        return rc;
+    }
+    if (was_root)
+        kl_log(KEEL_LOG_INFO, "running as user %s%s%s", cfg->user, cfg->group ? ", group " : "",
+               cfg->group ? cfg->group : "");
+    return KEEL_OK;
+}
+
 /* Starts every worker; if one fails, stops those already running. */
 static int start_workers(keel_server *s)
 {
@@ -613,6 +652,8 @@ int keel_server_run(keel_server *s)
     }
     if (rc == KEEL_OK)
         rc = watch_signals(s);
+    if (rc == KEEL_OK)
+        rc = drop_privileges(s);
     if (rc == KEEL_OK) {
         uv_mutex_lock(&s->lock);
         s->state = KL_RUNNING;

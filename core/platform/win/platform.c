@@ -1,5 +1,6 @@
 /* Windows side of core/platform.h. */
 #include "platform/platform.h"
+#include <keel/types.h>
 
 #include <winsock2.h>
 #include <ws2tcpip.h>
@@ -201,4 +202,22 @@ int kl_file_reopen(FILE *file, const char *path)
     (void)file;
     (void)path;
     return UV_ENOSYS;
+}
+
+int kl_privileged(void)
+{
+    return 0;
+}
+
+int kl_privileges_check(const char *user, const char *group, char *err, size_t errlen)
+{
+    (void)user;
+    (void)group;
+    snprintf(err, errlen, "[keel] user: not supported on Windows");
+    return KEEL_ERR_UNSUPPORTED;
+}
+
+int kl_privileges_drop(const char *user, const char *group, char *err, size_t errlen)
+{
+    return kl_privileges_check(user, group, err, errlen);
 }

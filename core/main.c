@@ -119,7 +119,14 @@ int main(int argc, char **argv)
     if (rc == KEEL_OK && help_module != NULL) {
         rc = keel_server_describe_module(server, help_module, markdown, stdout);
     } else if (rc == KEEL_OK && control != NULL) {
-        rc = keel_server_control(server, control);
+        /* A reload is checked here first, fully, as -t does: the running
+         * keel would refuse a bad config only in its own log, and this
+         * command would have said nothing. */
+        if (strcmp(control, "reload") == 0 && (rc = keel_server_check(server)) != KEEL_OK)
+            fprintf(stderr, "keel: reload not sent: %s does not pass the check (above)\n",
+                    config_path ? config_path : "the config");
+        else
+            rc = keel_server_control(server, control);
         if (rc == KEEL_ERR_INVAL)
             fprintf(stderr, "keel: -s takes reload, reopen or stop, not '%s'\n", control);
     } else if (rc == KEEL_OK && test_only) {

@@ -1,6 +1,7 @@
 /* The server: the embedding API, start-up in a fixed order (config, log,
  * modules, listeners, workers) and the graceful stop driven from the main
  * thread's loop. */
+#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -214,6 +215,15 @@ static void check_descriptors(keel_server *s)
     const kl_settings *cfg = &s->host.settings;
     uint64_t sockets = (uint64_t)cfg->nlisten * (cfg->reuseport ? s->nworkers : 1);
     uint64_t need = 2 * cfg->max_connections + sockets + 4 * (uint64_t)s->nworkers + 64;
+    if (s->checking)
+        kl_log(KEEL_LOG_INFO,
+               "descriptors: limit %llu%s; max_connections = %llu with %zu worker%s and %llu "
+               "listening socket%s needs up to %llu (2 per connection, 1 per listening socket, "
+               "4 per worker, 64 more)%s",
+               (unsigned long long)limit, limit == UINT64_MAX ? " (unlimited)" : "",
+               (unsigned long long)cfg->max_connections, s->nworkers, s->nworkers == 1 ? "" : "s",
+               (unsigned long long)sockets, sockets == 1 ? "" : "s", (unsigned long long)need,
+               limit >= need ? ": enough" : "");
     if (limit >= need)
         return;
     kl_log(KEEL_LOG_WARN,
@@ -233,7 +243,19 @@ static int read_settings(keel_server *s)
     if (rc != KEEL_OK)
         return config_error(rc, err);
     s->settings_read = 1;
-    rc = kl_log_configure(s->host.settings.log_target, s->host.settings.log_level, err, sizeof err);
+    const char *target = s->host.settings.log_target;
+    if (s->checking && target != NULL && strcmp(target, "stderr") != 0) {
+        /* A check answers whoever runs it (keel -t, keel -s reload): the
+         * log file is only tried, as nginx -t does. */
+        FILE *file = fopen(target, "a");
+        if (file == NULL) {
+            snprintf(err, sizeof err, "cannot open log file %s: %s", target, strerror(errno));
+            return config_error(KEEL_ERR_IO, err);
+        }
+        fclose(file);
+        target = "stderr";
+    }
+    rc = kl_log_configure(target, s->host.settings.log_level, err, sizeof err);
     if (rc != KEEL_OK)
         return config_error(rc, err);
     return KEEL_OK;
@@ -334,7 +356,14 @@ int keel_server_check(keel_server *s)
 {
     if (s->state != KL_NEW)
         return KEEL_ERR_STATE;
+    s->checking = 1;
     int rc = prepare_and_load(s);
+    /* What keel_server_run would refuse, a check refuses. */
+    if (rc == KEEL_OK && s->host.nlisteners == 0) {
+        kl_log(KEEL_LOG_ERROR, "nothing to serve: the config has no [keel] listen line "
+                               "(listen = ADDRESS:PORT PROTOCOL)");
+        rc = KEEL_ERR_CONFIG;
+    }
     release(s);
     s->state = KL_STOPPED;
     return rc;
@@ -629,7 +658,8 @@ int keel_server_run(keel_server *s)
         return KEEL_ERR_STATE;
     int rc = prepare_and_load(s);
     if (rc == KEEL_OK && s->host.nlisteners == 0) {
-        kl_log(KEEL_LOG_ERROR, "nothing to do: no [keel] listen line");
+        kl_log(KEEL_LOG_ERROR, "nothing to serve: the config has no [keel] listen line "
+                               "(listen = ADDRESS:PORT PROTOCOL)");
         rc = KEEL_ERR_CONFIG;
     }
     if (rc == KEEL_OK)

@@ -37,7 +37,8 @@ struct keel_server {
 
     keel_module **modules; /* in load order */
     size_t nmodules;
-    int loading; /* registries accept entries only while modules load */
+    int loading;  /* registries accept entries only while modules load */
+    int checking; /* keel_server_check: report, bind nothing, keep the log on stderr */
     kl_registry registry;
     kl_http *http;            /* routes and filters (core/http), made with the server */
     keel_appender *appenders; /* closed after unload */

@@ -54,7 +54,11 @@ KEEL_EXPORT int keel_server_add_module(keel_server *server, const keel_module_de
 
 /* Validates the configuration and loads every module (running their load
  * functions) without opening listeners or starting workers; then unloads.
- * What `keel -t` does. Returns KEEL_OK or the first error (logged). */
+ * What `keel -t` does: a config keel_server_run would refuse fails here
+ * too (one without a listen line, an unknown [keel] user). Logs the
+ * descriptor limit and what max_connections needs. The log stays on
+ * stderr (a [keel] log file is only opened to see that it can be).
+ * Returns KEEL_OK or the first error (logged). */
 KEEL_EXPORT int keel_server_check(keel_server *server);
 
 /* Prints the configuration keys the module `name` declares (ABI 1.7,

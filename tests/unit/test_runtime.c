@@ -144,7 +144,9 @@ Test(runtime, module_config_getters, .timeout = 20)
 {
     keel_server *s = keel_server_new();
     keel_server_add_module(s, &keel_module_configured);
+    keel_server_add_module(s, &keel_module_provider); /* the protocol a check wants */
     keel_server_load_config_string(s,
+                                   "[keel]\nlisten = 127.0.0.1:0 one\n"
                                    "[configured]\nname = x y\ncount = 7\nenabled = yes\n"
                                    "buffer = 64k\nwait = 250ms\ntoo_big = 11\ntwice = a\n"
                                    "twice = b\nitem = one\nitem = two\n",

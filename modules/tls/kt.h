@@ -171,6 +171,7 @@ typedef struct kt_session {
     unsigned char deferred;  /* the core waits for kt_open_protocol */
     unsigned char peer_done; /* close_notify received */
     unsigned char resumed;
+    unsigned char first_read_seen;     /* a server connection's first bytes were looked at */
     unsigned char in_dirty, out_dirty; /* record buffers touched past a page (trim.c) */
     char *pending;                     /* plaintext written before the handshake ended */
     size_t pending_len, pending_cap;

@@ -38,10 +38,13 @@ Test(tls, curl_gets_a_page_over_https, .timeout = 60, .fini = tt_cleanup)
                   host, rr.status, rr.out);
         ht_run_free(&rr);
     }
-    /* Plain HTTP to the TLS port is no request. */
-    ht_run_result rr =
-        tt_sh(20000, "curl -sS --max-time 5 http://127.0.0.1:%u/ -o /dev/null", kh_port(p, 0));
-    kh_assert(p, rr.status != 0, "plain HTTP got an answer: %s", rr.out);
+    /* Plain HTTP to the TLS port is told so, in HTTP, as nginx does. */
+    ht_run_result rr = tt_sh(
+        20000, "curl -sS --max-time 5 -w ' %%{http_code}' http://127.0.0.1:%u/", kh_port(p, 0));
+    kh_assert(p,
+              rr.status == 0 &&
+                  strcmp(rr.out, "The plain HTTP request was sent to HTTPS port\n 400") == 0,
+              "plain HTTP: %d '%s'", rr.status, rr.out);
     ht_run_free(&rr);
     kh_signal(p, SIGTERM);
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
@@ -361,6 +364,42 @@ Test(tls, garbage_instead_of_a_client_hello_closes, .timeout = 60, .fini = tt_cl
               rr.out);
     ht_run_free(&rr);
     kh_assert(p, !kh_exited(p) && strstr(kh_stderr(p), "crash") == NULL, "no crash");
+    tt_finish(p);
+}
+
+/* The answer to a plain HTTP request on a TLS port, whole, then the
+ * close; and a TLS client on the same port is unaffected. */
+Test(tls, plain_http_on_the_tls_port_gets_400, .timeout = 60, .fini = tt_cleanup)
+{
+    setup_certs();
+    kh_proc *p = start_https(1, "", "");
+    static const char *const requests[] = {
+        "GET / HTTP/1.1\r\nHost: localhost\r\n\r\n",
+        "POST /form HTTP/1.1\r\nHost: localhost\r\nContent-Length: 3\r\n\r\nabc",
+        "OPTIONS * HTTP/1.1\r\n\r\n",
+    };
+    for (size_t i = 0; i < sizeof requests / sizeof *requests; i++) {
+        int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+        kh_assert(p, fd >= 0, "connect");
+        kh_assert(p, kh_send_str(fd, requests[i]) == 0, "send");
+        char buf[1024];
+        /* Up to EOF: the whole answer, then the close. */
+        size_t n = kh_recv_n(fd, buf, sizeof buf, sizeof buf - 1, 5000);
+        int closed = kh_expect_eof(fd, NULL, 0, 1000) == 1;
+        close(fd);
+        kh_assert(p, n > 0 && closed, "case %zu: no answer then close (%zu bytes)", i, n);
+        kh_assert(p, strncmp(buf, "HTTP/1.1 400 Bad Request\r\n", 26) == 0,
+                  "case %zu: not a 400: %s", i, buf);
+        kh_assert(p, strstr(buf, "\r\nConnection: close\r\n") != NULL, "no Connection: close");
+        const char *body = strstr(buf, "\r\n\r\n");
+        kh_assert(p,
+                  body && strcmp(body + 4, "The plain HTTP request was sent to HTTPS port\n") == 0,
+                  "case %zu: body '%s'", i, body ? body + 4 : "");
+    }
+    ht_run_result rr = tt_sh(20000, "curl -sS --max-time 10 --cacert %s https://localhost:%u/",
+                             tt_path("lh.pem"), kh_port(p, 0));
+    kh_assert(p, rr.status == 0 && strcmp(rr.out, "Hello, World!") == 0, "HTTPS: %s", rr.out);
+    ht_run_free(&rr);
     tt_finish(p);
 }
 

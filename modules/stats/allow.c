@@ -13,6 +13,10 @@ int stats_allow_add(stats_allow *a, const char *list, char *bad, size_t badsize)
     const char *at = list, *end = list + strlen(list), *w;
     size_t len;
     while (keel_word_next(&at, end, 1, &w, &len)) {
+        if (len == 3 && memcmp(w, "any", 3) == 0) {
+            a->any = 1;
+            continue;
+        }
         keel_cidr net;
         keel_cidr *grown = NULL;
         if (!keel_cidr_parse(w, len, &net) ||
@@ -30,7 +34,7 @@ int stats_allow_add(stats_allow *a, const char *list, char *bad, size_t badsize)
 
 int stats_allow_peer(const stats_allow *a, const char *ip)
 {
-    if (a->n == 0)
+    if (a->any)
         return 1;
     /* A scope ("fe80::1%eth0") is not part of the address. */
     const char *pct = strchr(ip, '%');
@@ -48,4 +52,5 @@ void stats_allow_free(stats_allow *a)
     free(a->nets);
     a->nets = NULL;
     a->n = 0;
+    a->any = 0;
 }

@@ -9,7 +9,8 @@
  *     ready_path = /__ready             ; readiness: 200, 503 once shutting down
  *     events_interval = 1s              ; one snapshot per stream this often
  *     max_event_streams = 16            ; dashboards per worker; more get 503
- *     allow = 127.0.0.1 ::1 10.0.0.0/8  ; who may look (repeatable); absent: anyone
+ *     allow = 127.0.0.1 ::1 10.0.0.0/8  ; who may look (repeatable); default: loopback
+ *                                       ; only; `any`: every client
  *
  * An empty path turns that page off. Nothing here runs on the request path
  * of other routes: the core counts, and this module reads the counts when
@@ -31,7 +32,7 @@ static void free_body(void *data, void *userdata)
 
 int stats_admit(const stats *st, keel_request *req, keel_response *res)
 {
-    if (st->allow.n == 0)
+    if (st->allow.any)
         return 1;
     char ip[64];
     if (keel_request_peer_ip(req, ip, sizeof ip) == KEEL_OK && stats_allow_peer(&st->allow, ip))
@@ -171,8 +172,9 @@ static const keel_config_key stats_keys[] = {
     KEEL_KEY(stats_section, max_event_streams, "max_event_streams", KEEL_CONFIG_INT, .def = "16",
              .min = 0, .max = 100000, .doc = "event streams open at once, per worker; 503 past it"),
     KEEL_KEY(stats_section, allow, "allow", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .def = "127.0.0.1 ::1",
              .doc = "addresses or CIDR blocks that may see the pages (PROXY protocol aware); "
-                    "none: anyone"),
+                    "`any`: every client. The default lets only the machine itself in"),
 };
 KEEL_CONFIG_SCHEMA(stats_schema, stats_section, stats_keys);
 
@@ -249,8 +251,9 @@ static int read_config(keel_module *m, stats *st)
         if (stats_allow_add(&st->allow, list, bad, sizeof bad) < 0)
             return keel_config_error(m, "allow", "'%s' is not an IP address or CIDR block", bad);
     }
-    if (n > 0 && st->allow.n == 0)
-        return keel_config_error(m, "allow", "lists no address (leave it out to allow anyone)");
+    if (st->allow.n == 0 && !st->allow.any)
+        return keel_config_error(m, "allow",
+                                 "lists no address (`allow = any` lets every client in)");
     return KEEL_OK;
 }
 

@@ -52,13 +52,15 @@ void stats_buf_put_json_str(stats_buf *b, const char *s, size_t len);
 typedef struct stats_allow {
     keel_cidr *nets;
     size_t n;
+    int any; /* `any` was listed: every client */
 } stats_allow;
 
-/* Adds every address or CIDR of a space- or comma-separated list. Returns
- * 0, or -1 with the offending word copied into bad. */
+/* Adds every address or CIDR of a space- or comma-separated list; the
+ * word `any` lets every client in. Returns 0, or -1 with the offending
+ * word copied into bad. */
 int stats_allow_add(stats_allow *a, const char *list, char *bad, size_t badsize);
-/* 1 if the list is empty or the client's address ("1.2.3.4", "::1", as
- * keel_request_peer_ip writes it) is on it. */
+/* 1 if `any` was listed or the client's address ("1.2.3.4", "::1", as
+ * keel_request_peer_ip writes it) is on the list. */
 int stats_allow_peer(const stats_allow *a, const char *ip);
 void stats_allow_free(stats_allow *a);
 

@@ -88,8 +88,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_ip(peer, len);
         int allowed = stats_allow_peer(&a, peer);
         CHECK(allowed == 0 || allowed == 1, "stats_allow_peer returned %d", allowed);
-        if (a.n == 0)
-            CHECK(allowed == 1, "'%s' refused by an empty list", peer);
+        if (a.any)
+            CHECK(allowed == 1, "'%s' refused by a list with `any`", peer);
+        else if (a.n == 0)
+            CHECK(allowed == 0, "'%s' let in by an empty list", peer);
         /* The peer's own address, added as a host, must let it in. */
         keel_ip addr;
         if (rc == 0 && strchr(peer, '%') == NULL && strchr(peer, ',') == NULL &&

@@ -184,6 +184,51 @@ Test(stats, allow_list, .timeout = 60, .fini = kh_cleanup_all)
     cr_assert_eq(st_fetch(p, "/__stats", NULL), 200);
 }
 
+/* The status of GET path from `client` (an IPv4 address), told to keel
+ * by a PROXY protocol v1 header: the one way a test on loopback can be
+ * another machine. */
+static int fetch_from(kh_proc *p, const char *client, const char *path)
+{
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, fd >= 0, "connect");
+    char req[512], buf[512];
+    snprintf(req, sizeof req,
+             "PROXY TCP4 %s 127.0.0.1 40000 80\r\n"
+             "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+             client, path);
+    kh_assert(p, kh_send_str(fd, req) == 0, "send");
+    size_t n = kh_recv_line(fd, buf, sizeof buf, 5000);
+    close(fd);
+    return n > 12 && strncmp(buf, "HTTP/1.1 ", 9) == 0 ? atoi(buf + 9) : 0;
+}
+
+/* Without `allow`, the pages are the machine's own: loopback clients
+ * only; `allow = any` opens them. */
+Test(stats, loopback_only_by_default, .timeout = 60, .fini = kh_cleanup_all)
+{
+    static const char listen[] = "[keel]\n"
+                                 "listen = 127.0.0.1:0 http1 proxy_protocol=on "
+                                 "proxy_from=127.0.0.1\n"
+                                 "modules = http1 hello stats\n" KH_MODULE_PATH "[stats]\n";
+    char conf[1024];
+    snprintf(conf, sizeof conf, "%s", listen);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    static const char *const pages[] = {"/metrics", "/__stats", "/__stats.json", "/__stats/"};
+    for (size_t i = 0; i < sizeof pages / sizeof *pages; i++) {
+        kh_assert(p, fetch_from(p, "192.0.2.7", pages[i]) == 403, "%s open to 192.0.2.7", pages[i]);
+        kh_assert(p, fetch_from(p, "127.0.0.1", pages[i]) == 200, "%s closed to loopback",
+                  pages[i]);
+    }
+    kh_assert(p, fetch_from(p, "192.0.2.7", "/__ready") == 200, "readiness is for balancers");
+    kh_assert(p, fetch_from(p, "192.0.2.7", "/hello/x") == 200, "other routes are not its");
+    kh_stop(p);
+
+    snprintf(conf, sizeof conf, "%sallow = any\n", listen);
+    p = kh_start(conf, NULL, 1, 10000);
+    kh_assert(p, fetch_from(p, "192.0.2.7", "/metrics") == 200, "allow = any still closed");
+    kh_stop(p);
+}
+
 /* A config the module refuses: keel exits 1 naming the key. */
 static void refused(const char *stats, const char *needle)
 {

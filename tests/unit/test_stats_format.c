@@ -289,7 +289,7 @@ Test(stats_allow, peers, .timeout = 10)
 {
     stats_allow al = {0};
     char bad[64];
-    cr_assert(stats_allow_peer(&al, "203.0.113.9"), "an empty list allows anyone");
+    cr_assert(!stats_allow_peer(&al, "203.0.113.9"), "an empty list lets nobody in");
     cr_assert(stats_allow_add(&al, "127.0.0.1 ::1, 10.0.0.0/8", bad, sizeof bad) == 0);
     cr_assert(stats_allow_add(&al, "2001:db8::/32", bad, sizeof bad) == 0);
     cr_assert(stats_allow_peer(&al, "127.0.0.1"));
@@ -308,6 +308,11 @@ Test(stats_allow, peers, .timeout = 10)
     cr_assert(stats_allow_add(&al, "ok.example", bad, sizeof bad) < 0);
     cr_assert(stats_allow_add(&al, "::/0", bad, sizeof bad) == 0);
     cr_assert(stats_allow_peer(&al, "2001:db9::1"), "::/0 allows every IPv6 address");
+    stats_allow_free(&al);
+    cr_assert(stats_allow_add(&al, "10.0.0.0/8", bad, sizeof bad) == 0);
+    cr_assert(!stats_allow_peer(&al, "203.0.113.9"));
+    cr_assert(stats_allow_add(&al, "any", bad, sizeof bad) == 0);
+    cr_assert(stats_allow_peer(&al, "203.0.113.9"), "`any` lets every client in");
     stats_allow_free(&al);
 }
 

@@ -52,3 +52,147 @@ Test(accesslog, combined_lines_for_each_exchange, .timeout = 30)
     unlink(log);
     rmdir(dir);
 }
+
+/* keel with http1, hello and accesslog; `section` after [accesslog]
+ * (path = DIR/access.log first). Fills log with the file's path. */
+static kh_proc *start_log(const char *section, char *log, size_t size)
+{
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/keel-accesslog-XXXXXX");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(log, size, "%s/access.log", dir);
+    char conf[2048];
+    snprintf(conf, sizeof conf,
+             "[keel]\n" KH_MODULE_PATH "workers = 1\nmodules = http1 hello accesslog\n"
+             "listen = 127.0.0.1:0 http1\n[accesslog]\npath = %s\n%s",
+             log, section);
+    return kh_start(conf, NULL, 1, 10000);
+}
+
+static void remove_log(const char *log)
+{
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s", log);
+    unlink(log);
+    *strrchr(dir, '/') = '\0';
+    rmdir(dir);
+}
+
+/* Sends the requests (the last with Connection: close) and reads to EOF. */
+static void exchange(kh_proc *p, const char *requests)
+{
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, fd >= 0, "connect");
+    kh_assert(p, kh_send_str(fd, requests) == 0, "send");
+    char buf[4096];
+    kh_assert(p, kh_expect_eof(fd, buf, sizeof buf, 5000) != 0, "responses then close");
+    close(fd);
+}
+
+static int log_has(const char *log, const char *needle)
+{
+    char *text = read_file(log);
+    return text != NULL && strstr(text, needle) != NULL;
+}
+
+Test(accesslog, json_lines, .timeout = 30)
+{
+    char log[256];
+    kh_proc *p = start_log("format = json\n", log, sizeof log);
+    exchange(p, "GET /hello/j?x=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: a \"q\" \xc3\xa9\r\n"
+                "Connection: close\r\n\r\n");
+    kh_assert(p, KH_WAIT_UNTIL(log_has(log, "\n"), 5000), "no line");
+    char *text = read_file(log);
+    kh_assert(p, strncmp(text, "{\"time\":\"", 9) == 0, "not a JSON object: %s", text);
+    static const char *const fields[] = {"\"remote_addr\":\"127.0.0.1\"",
+                                         "\"method\":\"GET\"",
+                                         "\"uri\":\"/hello/j?x=1\"",
+                                         "\"protocol\":\"HTTP/1.1\"",
+                                         "\"status\":200",
+                                         "\"body_bytes_sent\":9",
+                                         "\"scheme\":\"http\"",
+                                         "\"completed\":true",
+                                         "\"tls_version\":null",
+                                         "\"host\":\"h\"",
+                                         "\"referer\":null",
+                                         "\"user_agent\":\"a \\\"q\\\" \\u00c3\\u00a9\"",
+                                         "}\n"};
+    for (size_t i = 0; i < sizeof fields / sizeof *fields; i++)
+        kh_assert(p, strstr(text, fields[i]) != NULL, "no %s in %s", fields[i], text);
+    kh_stop(p);
+    remove_log(log);
+}
+
+Test(accesslog, template_variables, .timeout = 30)
+{
+    char log[256];
+    kh_proc *p = start_log("format = \"<$request_method $uri $args $status $body_bytes_sent "
+                           "$server_protocol [$http_x_test_header] [$sent_http_content_type] "
+                           "${scheme}s $$ $request_length\"\n",
+                           log, sizeof log);
+    exchange(p, "POST /echo?a=b HTTP/1.1\r\nHost: h\r\nX-Test-Header: v w\r\n"
+                "Content-Length: 3\r\nConnection: close\r\n\r\nabc");
+    kh_assert(p, KH_WAIT_UNTIL(log_has(log, "\n"), 5000), "no line");
+    char *text = read_file(log);
+    kh_assert(p, strncmp(text, "<POST /echo a=b 200 3 HTTP/1.1 [v w] [", 38) == 0, "got: %s", text);
+    kh_assert(p, strstr(text, "] https $ 3\n") != NULL, "scheme, dollar, request_length: %s", text);
+    kh_stop(p);
+    remove_log(log);
+}
+
+Test(accesslog, bad_template_is_refused, .timeout = 30)
+{
+    const char *conf = "[keel]\n" KH_MODULE_PATH "modules = http1 hello accesslog\n"
+                       "listen = 127.0.0.1:0 http1\n[accesslog]\npath = /tmp/keel-never.log\n"
+                       "format = \"$remote_addr $nonsense\"\n";
+    kh_proc *p = kh_spawn(conf, NULL);
+    kh_assert(p, kh_wait_exit(p, 10000) == 1, "an unknown variable was accepted");
+    kh_assert(p, strstr(kh_stderr(p), "unknown variable $nonsense") != NULL, "no reason");
+    unlink("/tmp/keel-never.log");
+}
+
+Test(accesslog, off_writes_nothing, .timeout = 30)
+{
+    char dir[] = "/tmp/keel-accesslog-XXXXXX";
+    cr_assert_not_null(mkdtemp(dir));
+    char conf[1024];
+    snprintf(conf, sizeof conf,
+             "[keel]\n" KH_MODULE_PATH "modules = http1 hello accesslog\n"
+             "listen = 127.0.0.1:0 http1\n[accesslog]\npath = off\n");
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    exchange(p, "GET /hello/x HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
+    char off[400];
+    snprintf(off, sizeof off, "%s/off", p->dir);
+    kh_assert(p, access(off, F_OK) != 0, "path = off wrote a file named off");
+    snprintf(off, sizeof off, "%s/access.log", p->dir);
+    kh_assert(p, access(off, F_OK) != 0, "path = off wrote access.log");
+    rmdir(dir);
+}
+
+/* A buffer holds lines until its flush interval or the stop: with an
+ * hour's interval nothing is written while keel runs, all of it at the
+ * stop. */
+Test(accesslog, buffered_until_flush_or_stop, .timeout = 30)
+{
+    char log[256];
+    kh_proc *p = start_log("buffer = 64k\nflush = 1h\n", log, sizeof log);
+    exchange(p, "GET /hello/a HTTP/1.1\r\nHost: h\r\n\r\n"
+                "GET /hello/b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    exchange(p, "GET /hello/c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    kh_assert(p, !log_has(log, "GET"), "a buffered line was written before its time");
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
+    kh_assert(p, log_has(log, "GET /hello/a ") && log_has(log, "GET /hello/c "),
+              "the buffered lines were lost at the stop");
+    kh_stop(p);
+    remove_log(log);
+
+    /* A short interval writes them while keel runs. */
+    p = start_log("buffer = 64k\nflush = 100ms\n", log, sizeof log);
+    exchange(p, "GET /hello/d HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
+    kh_assert(p, KH_WAIT_UNTIL(log_has(log, "GET /hello/d "), 5000), "not flushed in time");
+    kh_stop(p);
+    remove_log(log);
+}

@@ -253,19 +253,13 @@ static void put_var(line *l, enum var var, const char *name, keel_request *req, 
         break;
     }
     case V_REQUEST_METHOD:
-        s = keel_request_method(req);
-        put_str(l, s.ptr, s.len);
-        break;
     case V_REQUEST_URI:
-        s = keel_request_target(req);
-        put_str(l, s.ptr, s.len);
-        break;
     case V_URI:
-        s = keel_request_path(req);
-        put_str(l, s.ptr, s.len);
-        break;
     case V_ARGS:
-        s = keel_request_query(req);
+        s = var == V_REQUEST_METHOD ? keel_request_method(req)
+            : var == V_REQUEST_URI  ? keel_request_target(req)
+            : var == V_URI          ? keel_request_path(req)
+                                    : keel_request_query(req);
         put_str(l, s.ptr, s.len);
         break;
     case V_SERVER_PROTOCOL: {

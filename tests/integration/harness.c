@@ -756,3 +756,57 @@ unsigned kh_free_port(void)
     close(fd);
     return ntohs(sa.sin_port);
 }
+
+char *kh_read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 1 << 20, n = 0;
+    char *buf = malloc(cap);
+    if (buf != NULL)
+        n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    if (buf != NULL)
+        buf[n] = '\0';
+    return buf;
+}
+
+int kh_file_has(const char *path, const char *needle)
+{
+    char *text = kh_read_file(path);
+    int found = text != NULL && strstr(text, needle) != NULL;
+    free(text);
+    return found;
+}
+
+pid_t kh_read_pid(const char *path)
+{
+    char *text = kh_read_file(path);
+    long pid = text != NULL ? strtol(text, NULL, 10) : 0;
+    free(text);
+    return (pid_t)pid;
+}
+
+unsigned kh_log_file_port(const char *path)
+{
+    static const char line[] = "listening on 127.0.0.1:";
+    char *text = kh_read_file(path);
+    const char *at = text != NULL ? strstr(text, line) : NULL;
+    unsigned port = at != NULL ? (unsigned)strtoul(at + sizeof line - 1, NULL, 10) : 0;
+    free(text);
+    return port;
+}
+
+int kh_get_ok(unsigned port, const char *path)
+{
+    int fd = kh_connect("127.0.0.1", port);
+    if (fd < 0)
+        return 0;
+    char req[512], buf[2048];
+    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
+    int ok = kh_send_str(fd, req) == 0;
+    size_t n = ok ? kh_recv_n(fd, buf, sizeof buf, sizeof buf - 1, 5000) : 0;
+    close(fd);
+    return n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0;
+}

@@ -200,6 +200,26 @@ int kh_wait_fds_at_most(kh_proc *p, int n, int timeout_ms);
 int kh_wait_accepts(unsigned port, int timeout_ms);
 int kh_wait_refused(unsigned port, int timeout_ms);
 
+/* ---- Files keel writes, and one request ---------------------------------- */
+
+/* The whole file (up to 1 MiB), NUL-terminated, or NULL if it cannot be
+ * read. The caller frees it. */
+char *kh_read_file(const char *path);
+
+/* 1 if the file exists and holds `needle`. */
+int kh_file_has(const char *path, const char *needle);
+
+/* The number at the start of a pid file, or 0. */
+pid_t kh_read_pid(const char *path);
+
+/* The port of the first "listening on 127.0.0.1:PORT" line in a log file
+ * keel writes (when [keel] log names a file, stderr has none), or 0. */
+unsigned kh_log_file_port(const char *path);
+
+/* One GET of `path` on a new connection to 127.0.0.1:port, Connection:
+ * close; 1 if a 200 came back within 5 s. */
+int kh_get_ok(unsigned port, const char *path);
+
 /* A macro's value as a string literal (KH_STR(KEEL_ABI_MINOR) is "6"). */
 #define KH_STR_(x) #x
 #define KH_STR(x)  KH_STR_(x)

@@ -89,19 +89,13 @@ static void exchange(kh_proc *p, const char *requests)
     close(fd);
 }
 
-static int log_has(const char *log, const char *needle)
-{
-    char *text = read_file(log);
-    return text != NULL && strstr(text, needle) != NULL;
-}
-
 Test(accesslog, json_lines, .timeout = 30)
 {
     char log[256];
     kh_proc *p = start_log("format = json\n", log, sizeof log);
     exchange(p, "GET /hello/j?x=1 HTTP/1.1\r\nHost: h\r\nUser-Agent: a \"q\" \xc3\xa9\r\n"
                 "Connection: close\r\n\r\n");
-    kh_assert(p, KH_WAIT_UNTIL(log_has(log, "\n"), 5000), "no line");
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(log, "\n"), 5000), "no line");
     char *text = read_file(log);
     kh_assert(p, strncmp(text, "{\"time\":\"", 9) == 0, "not a JSON object: %s", text);
     static const char *const fields[] = {"\"remote_addr\":\"127.0.0.1\"",
@@ -132,7 +126,7 @@ Test(accesslog, template_variables, .timeout = 30)
                            log, sizeof log);
     exchange(p, "POST /echo?a=b HTTP/1.1\r\nHost: h\r\nX-Test-Header: v w\r\n"
                 "Content-Length: 3\r\nConnection: close\r\n\r\nabc");
-    kh_assert(p, KH_WAIT_UNTIL(log_has(log, "\n"), 5000), "no line");
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(log, "\n"), 5000), "no line");
     char *text = read_file(log);
     kh_assert(p, strncmp(text, "<POST /echo a=b 200 3 HTTP/1.1 [v w] [", 38) == 0, "got: %s", text);
     kh_assert(p, strstr(text, "] https $ 3\n") != NULL, "scheme, dollar, request_length: %s", text);
@@ -181,10 +175,10 @@ Test(accesslog, buffered_until_flush_or_stop, .timeout = 30)
     exchange(p, "GET /hello/a HTTP/1.1\r\nHost: h\r\n\r\n"
                 "GET /hello/b HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
     exchange(p, "GET /hello/c HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
-    kh_assert(p, !log_has(log, "GET"), "a buffered line was written before its time");
+    kh_assert(p, !kh_file_has(log, "GET"), "a buffered line was written before its time");
     kh_signal(p, SIGTERM);
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
-    kh_assert(p, log_has(log, "GET /hello/a ") && log_has(log, "GET /hello/c "),
+    kh_assert(p, kh_file_has(log, "GET /hello/a ") && kh_file_has(log, "GET /hello/c "),
               "the buffered lines were lost at the stop");
     kh_stop(p);
     remove_log(log);
@@ -192,7 +186,7 @@ Test(accesslog, buffered_until_flush_or_stop, .timeout = 30)
     /* A short interval writes them while keel runs. */
     p = start_log("buffer = 64k\nflush = 100ms\n", log, sizeof log);
     exchange(p, "GET /hello/d HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n");
-    kh_assert(p, KH_WAIT_UNTIL(log_has(log, "GET /hello/d "), 5000), "not flushed in time");
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(log, "GET /hello/d "), 5000), "not flushed in time");
     kh_stop(p);
     remove_log(log);
 }

@@ -8,18 +8,6 @@
 
 #define MODS "module_path = " KEEL_MODULE_DIR "\n"
 
-static pid_t read_pid(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    long pid = 0;
-    if (fscanf(f, "%ld", &pid) != 1)
-        pid = 0;
-    fclose(f);
-    return (pid_t)pid;
-}
-
 Test(checks, check_refuses_a_config_without_listen, .timeout = 30, .fini = kh_cleanup_all)
 {
     const char *args[] = {"-t", NULL};
@@ -84,7 +72,7 @@ Test(checks, reload_is_checked_before_the_signal, .timeout = 60, .fini = reload_
     kh_proc *p = kh_start(good, NULL, 1, 10000);
     char pid_path[400];
     snprintf(pid_path, sizeof pid_path, "%s/keel.pid", p->dir);
-    kh_assert(p, KH_WAIT_UNTIL(read_pid(pid_path) == p->pid, 5000), "no pid file");
+    kh_assert(p, KH_WAIT_UNTIL(kh_read_pid(pid_path) == p->pid, 5000), "no pid file");
     const char *args[] = {"-c", p->conf, "-s", "reload", NULL};
 
     /* A docroot that is not there: keel -s reload says so and exits 1,
@@ -108,7 +96,7 @@ Test(checks, reload_is_checked_before_the_signal, .timeout = 60, .fini = reload_
     ctl = kh_spawn(NULL, args);
     kh_assert(ctl, kh_wait_exit(ctl, 10000) == 0, "keel -s reload refused a good config");
     pid_t next = 0;
-    kh_assert(p, KH_WAIT_UNTIL((next = read_pid(pid_path)) > 0 && next != p->pid, 10000),
+    kh_assert(p, KH_WAIT_UNTIL((next = kh_read_pid(pid_path)) > 0 && next != p->pid, 10000),
               "no reload after keel -s reload");
     successor = next;
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "the old process did not hand over");

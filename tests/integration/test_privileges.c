@@ -58,31 +58,6 @@ static int runs_as(pid_t pid, uid_t uid, gid_t gid)
     return 1;
 }
 
-static pid_t read_pid(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    long pid = 0;
-    if (fscanf(f, "%ld", &pid) != 1)
-        pid = 0;
-    fclose(f);
-    return (pid_t)pid;
-}
-
-static int get_ok(unsigned port, const char *path)
-{
-    int fd = kh_connect("127.0.0.1", port);
-    if (fd < 0)
-        return 0;
-    char req[256], buf[2048];
-    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
-    int ok = kh_send_str(fd, req) == 0;
-    size_t n = ok ? kh_recv_n(fd, buf, sizeof buf, sizeof buf - 1, 5000) : 0;
-    close(fd);
-    return n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0;
-}
-
 static pid_t successor;
 
 static void privileges_fini(void)
@@ -121,22 +96,22 @@ Test(privileges, runs_as_the_user_and_reloads, .timeout = 60, .fini = privileges
              pid_path);
     kh_proc *p = kh_start(conf, NULL, 1, 10000);
     unsigned port = kh_port(p, 0);
-    kh_assert(p, KH_WAIT_UNTIL(read_pid(pid_path) == p->pid, 5000), "no pid file");
+    kh_assert(p, KH_WAIT_UNTIL(kh_read_pid(pid_path) == p->pid, 5000), "no pid file");
     kh_assert(p, runs_as(p->pid, uid, gid), "keel (pid %d) does not run as nobody", (int)p->pid);
     kh_assert(p, status_value(p->pid, "NoNewPrivs") == 1, "no_new_privs is not set");
     kh_assert(p, kh_wait_log(p, "running as user nobody", 1000), "the drop is not logged");
-    kh_assert(p, get_ok(port, "/hello/x"), "no answer as nobody");
+    kh_assert(p, kh_get_ok(port, "/hello/x"), "no answer as nobody");
 
     /* The reload's new process reads the config as nobody. */
     cr_assert(chmod(p->dir, 0755) == 0 && chmod(p->conf, 0644) == 0);
     kh_signal(p, SIGHUP);
     pid_t next = 0;
-    kh_assert(p, KH_WAIT_UNTIL((next = read_pid(pid_path)) > 0 && next != p->pid, 10000),
+    kh_assert(p, KH_WAIT_UNTIL((next = kh_read_pid(pid_path)) > 0 && next != p->pid, 10000),
               "the reload did not write a new pid");
     successor = next;
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "the old process did not drain and exit");
     kh_assert(p, runs_as(next, uid, gid), "the new process does not run as nobody");
-    kh_assert(p, get_ok(port, "/hello/y"), "no answer after the reload");
+    kh_assert(p, kh_get_ok(port, "/hello/y"), "no answer after the reload");
 
     /* Another user in the new config: the reload fails, saying why, and
      * the running keel serves on. */
@@ -150,7 +125,7 @@ Test(privileges, runs_as_the_user_and_reloads, .timeout = 60, .fini = privileges
     kh_assert(p, KH_WAIT_UNTIL(strstr(kh_stderr(p), "reload failed") != NULL, 10000),
               "the reload did not fail");
     kh_assert(p, strstr(kh_stderr(p), "cannot become") != NULL, "no reason for the failure");
-    kh_assert(p, get_ok(port, "/hello/z"), "no answer after the failed reload");
+    kh_assert(p, kh_get_ok(port, "/hello/z"), "no answer after the failed reload");
     kill(next, SIGTERM);
     kh_assert(p, KH_WAIT_UNTIL(kill(next, 0) != 0, 10000), "the new process did not stop");
     successor = 0;

@@ -36,23 +36,11 @@ static void reload_fini(void)
     kh_cleanup_all();
 }
 
-static pid_t read_pid(const char *path)
-{
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return 0;
-    long pid = 0;
-    if (fscanf(f, "%ld", &pid) != 1)
-        pid = 0;
-    fclose(f);
-    return (pid_t)pid;
-}
-
 /* Waits until the pid file names another process than `old`. */
 static pid_t wait_new_pid(const char *path, pid_t old, int timeout_ms)
 {
     pid_t pid;
-    if (!KH_WAIT_UNTIL((pid = read_pid(path)) > 0 && pid != old, timeout_ms))
+    if (!KH_WAIT_UNTIL((pid = kh_read_pid(path)) > 0 && pid != old, timeout_ms))
         return 0;
     remember(pid);
     return pid;
@@ -76,20 +64,6 @@ static void write_config(const char *path, const char *text)
     fclose(f);
 }
 
-/* One GET on a new connection; 1 if a 200 came back. */
-static int get_ok(unsigned port, const char *path)
-{
-    int fd = kh_connect("127.0.0.1", port);
-    if (fd < 0)
-        return 0;
-    char req[256], buf[2048];
-    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
-    int ok = kh_send_str(fd, req) == 0;
-    size_t n = ok ? kh_recv_n(fd, buf, sizeof buf, sizeof buf - 1, 5000) : 0;
-    close(fd);
-    return n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0;
-}
-
 #define CONFIG(workers, extra)                                                                     \
     "[keel]\n"                                                                                     \
     "listen = 127.0.0.1:0 http1\n"                                                                 \
@@ -101,7 +75,7 @@ static kh_proc *start_keel(const char *config, char *pid_path, size_t size)
 {
     kh_proc *p = kh_start(config, NULL, 1, 10000);
     snprintf(pid_path, size, "%s/keel.pid", p->dir);
-    kh_assert(p, KH_WAIT_UNTIL(read_pid(pid_path) == p->pid, 5000),
+    kh_assert(p, KH_WAIT_UNTIL(kh_read_pid(pid_path) == p->pid, 5000),
               "the pid file %s does not name keel (%d)", pid_path, (int)p->pid);
     return p;
 }
@@ -113,7 +87,7 @@ Test(reload, sighup_hands_the_sockets_over, .timeout = 60, .fini = reload_fini)
     char pid_path[400];
     kh_proc *p = start_keel(CONFIG("2", ""), pid_path, sizeof pid_path);
     unsigned port = kh_port(p, 0);
-    kh_assert(p, get_ok(port, "/"), "keel does not serve before the reload");
+    kh_assert(p, kh_get_ok(port, "/"), "keel does not serve before the reload");
 
     kh_signal(p, SIGHUP);
     pid_t next = wait_new_pid(pid_path, p->pid, 10000);
@@ -125,7 +99,7 @@ Test(reload, sighup_hands_the_sockets_over, .timeout = 60, .fini = reload_fini)
     kh_assert(p, status == 0, "the old process exited with %d", status);
     kh_assert(p, alive(next), "the new process is gone");
     for (int i = 0; i < 20; i++)
-        kh_assert(p, get_ok(port, "/"), "request %d after the reload failed", i);
+        kh_assert(p, kh_get_ok(port, "/"), "request %d after the reload failed", i);
     kh_assert(p, kh_count_log(p, "listening on 127.0.0.1:") == 2,
               "the new process listened elsewhere");
 
@@ -133,7 +107,7 @@ Test(reload, sighup_hands_the_sockets_over, .timeout = 60, .fini = reload_fini)
     kill(next, SIGHUP);
     pid_t third = wait_new_pid(pid_path, next, 10000);
     kh_assert(p, third > 0 && wait_gone(next, 10000), "the second reload did not hand over");
-    kh_assert(p, get_ok(port, "/"), "no answer after the second reload");
+    kh_assert(p, kh_get_ok(port, "/"), "no answer after the second reload");
 
     /* Stopped for good, the last one removes its pid file. */
     kill(third, SIGTERM);
@@ -153,8 +127,8 @@ Test(reload, a_failing_config_leaves_the_old_process_serving, .timeout = 60, .fi
     kh_assert(p, kh_wait_log(p, "unknown key 'no_such_key'", 1000),
               "the new process's reason is not in the log");
     kh_assert(p, !kh_exited(p), "the old process stopped after a failed reload");
-    kh_assert(p, read_pid(pid_path) == p->pid, "the pid file changed after a failed reload");
-    kh_assert(p, get_ok(port, "/"), "the old process no longer serves");
+    kh_assert(p, kh_read_pid(pid_path) == p->pid, "the pid file changed after a failed reload");
+    kh_assert(p, kh_get_ok(port, "/"), "the old process no longer serves");
 
     /* A module that cannot load fails the same way. */
     write_config(p->conf, "[keel]\n"
@@ -165,14 +139,14 @@ Test(reload, a_failing_config_leaves_the_old_process_serving, .timeout = 60, .fi
     kh_assert(p, kh_wait_log_count(p, "reload failed", 2, 10000),
               "the second failed reload was not logged");
     kh_assert(p, kh_count_log(p, "reload failed") == 2, "more than two failed reloads logged");
-    kh_assert(p, get_ok(port, "/"), "the old process no longer serves");
+    kh_assert(p, kh_get_ok(port, "/"), "the old process no longer serves");
 
     /* Fixed, the next reload goes through. */
     write_config(p->conf, CONFIG("1", ""));
     kh_signal(p, SIGHUP);
     kh_assert(p, wait_new_pid(pid_path, p->pid, 10000) > 0, "the fixed config did not reload");
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "the old process did not exit 0");
-    kh_assert(p, get_ok(port, "/"), "no answer after the reload");
+    kh_assert(p, kh_get_ok(port, "/"), "no answer after the reload");
 }
 
 /* A new process that neither serves nor fails within reload_timeout is
@@ -193,8 +167,8 @@ Test(reload, a_new_process_too_slow_to_serve_is_stopped, .timeout = 60, .fini = 
     kh_assert(p, kh_wait_log(p, "did not serve within 1000 ms", 10000),
               "the slow new process was not given up on");
     kh_assert(p, kh_wait_log(p, "ended by signal 9", 5000), "the slow new process was not killed");
-    kh_assert(p, get_ok(port, "/"), "the old process no longer serves");
-    kh_assert(p, read_pid(pid_path) == p->pid, "the pid file changed");
+    kh_assert(p, kh_get_ok(port, "/"), "the old process no longer serves");
+    kh_assert(p, kh_read_pid(pid_path) == p->pid, "the pid file changed");
 }
 
 /* Stopped while its successor is still starting, keel stops that one
@@ -313,7 +287,7 @@ Test(reload, a_stop_signal_while_draining_keeps_the_drain_graceful, .timeout = 6
     kh_assert(p, n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0,
               "the request in flight was cut by the SIGTERM: '%s'", buf);
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "the old process did not exit 0");
-    kh_assert(p, alive(next) && get_ok(port, "/"), "the new process stopped serving");
+    kh_assert(p, alive(next) && kh_get_ok(port, "/"), "the new process stopped serving");
     close(busy);
 }
 
@@ -329,7 +303,7 @@ Test(reload, keel_s_reload_and_stop, .timeout = 60, .fini = reload_fini)
     kh_assert(ctl, kh_wait_exit(ctl, 10000) == 0, "keel -s reload failed");
     pid_t next = wait_new_pid(pid_path, p->pid, 10000);
     kh_assert(p, next > 0, "keel -s reload did not reload");
-    kh_assert(p, kh_wait_exit(p, 10000) == 0 && get_ok(port, "/"), "the hand-over failed");
+    kh_assert(p, kh_wait_exit(p, 10000) == 0 && kh_get_ok(port, "/"), "the hand-over failed");
 
     const char *stop[] = {"-c", p->conf, "-s", "stop", NULL};
     ctl = kh_spawn_program(KEEL_BIN, NULL, stop);
@@ -540,7 +514,7 @@ Test(reload, no_request_fails_across_reloads_that_change_the_workers, .timeout =
                   loads[i].keepalive ? "keep-alive" : "a connection each", loads[i].failed,
                   loads[i].ok + loads[i].failed, loads[i].last_error);
     kh_assert(p, ok > 100, "only %ld requests went through", ok);
-    kh_assert(p, get_ok(port, "/"), "the last process does not serve");
+    kh_assert(p, kh_get_ok(port, "/"), "the last process does not serve");
     kh_assert(p, kh_count_log(p, "draining this one") == 3, "not three hand-overs");
 }
 
@@ -597,7 +571,7 @@ Test(reload, adopts_sockets_from_a_service_manager, .timeout = 60, .fini = reloa
               port);
     kh_assert(p, kh_wait_log(p, "matches no listen line", 5000), "the stray socket was not noted");
     for (int i = 0; i < 10; i++)
-        kh_assert(p, get_ok(port, "/"), "request %d on the inherited socket failed", i);
+        kh_assert(p, kh_get_ok(port, "/"), "request %d on the inherited socket failed", i);
     /* Closed by keel, the stray socket refuses connections. */
     kh_assert(p, kh_connect("127.0.0.1", stray_port) < 0, "the stray socket still accepts");
     kh_signal(p, SIGTERM);

@@ -6,59 +6,10 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-/* The whole file, or NULL if there is none. The caller frees it. */
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t cap = 65536, n = 0;
-    char *buf = malloc(cap);
-    if (buf != NULL)
-        n = fread(buf, 1, cap - 1, f);
-    fclose(f);
-    if (buf != NULL)
-        buf[n] = '\0';
-    return buf;
-}
-
-static int file_has(const char *path, const char *needle)
-{
-    char *text = slurp(path);
-    int found = text != NULL && strstr(text, needle) != NULL;
-    free(text);
-    return found;
-}
-
 static long long file_size(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0 ? (long long)st.st_size : -1;
-}
-
-/* The port of the first "listening on 127.0.0.1:PORT" line in the log
- * file, or 0. */
-static unsigned port_in(const char *path)
-{
-    char *text = slurp(path);
-    const char *at = text ? strstr(text, "listening on 127.0.0.1:") : NULL;
-    unsigned port = at ? (unsigned)atoi(at + strlen("listening on 127.0.0.1:")) : 0;
-    free(text);
-    return port;
-}
-
-/* One GET of `path` on a new connection; 1 if a 200 came back. */
-static int get_ok(unsigned port, const char *path)
-{
-    int fd = kh_connect("127.0.0.1", port);
-    if (fd < 0)
-        return 0;
-    char req[256], buf[2048];
-    snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n", path);
-    int ok = kh_send_str(fd, req) == 0;
-    size_t n = ok ? kh_recv_n(fd, buf, sizeof buf, sizeof buf - 1, 5000) : 0;
-    close(fd);
-    return n > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0;
 }
 
 typedef struct logs {
@@ -83,10 +34,10 @@ static kh_proc *start_logging(logs *l, unsigned *port)
              "[accesslog]\npath = %s\n",
              l->error, l->pid, l->access);
     kh_proc *p = kh_spawn(conf, NULL);
-    kh_assert(p, KH_WAIT_UNTIL((*port = port_in(l->error)) != 0, 10000),
+    kh_assert(p, KH_WAIT_UNTIL((*port = kh_log_file_port(l->error)) != 0, 10000),
               "keel did not log its port in %s", l->error);
-    kh_assert(p, get_ok(*port, "/hello/before"), "no answer before the rotation");
-    kh_assert(p, KH_WAIT_UNTIL(file_has(l->access, "GET /hello/before "), 5000),
+    kh_assert(p, kh_get_ok(*port, "/hello/before"), "no answer before the rotation");
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(l->access, "GET /hello/before "), 5000),
               "the access log did not get the first request");
     /* logrotate's default: rename, then signal. */
     kh_assert(p, rename(l->error, l->error_old) == 0 && rename(l->access, l->access_old) == 0,
@@ -98,19 +49,19 @@ static kh_proc *start_logging(logs *l, unsigned *port)
  * renamed ones no more. */
 static void check_reopened(kh_proc *p, const logs *l, unsigned port)
 {
-    kh_assert(p, KH_WAIT_UNTIL(file_has(l->error, "log files reopened"), 5000),
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(l->error, "log files reopened"), 5000),
               "no new error log %s after the reopen", l->error);
     long long error_old = file_size(l->error_old), access_old = file_size(l->access_old);
-    kh_assert(p, get_ok(port, "/hello/after"), "no answer after the reopen");
-    kh_assert(p, KH_WAIT_UNTIL(file_has(l->access, "GET /hello/after "), 5000),
+    kh_assert(p, kh_get_ok(port, "/hello/after"), "no answer after the reopen");
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(l->access, "GET /hello/after "), 5000),
               "the new access log %s did not get the request", l->access);
-    kh_assert(p, !file_has(l->access_old, "/hello/after"), "the renamed access log grew");
+    kh_assert(p, !kh_file_has(l->access_old, "/hello/after"), "the renamed access log grew");
     kh_assert(p, file_size(l->access_old) == access_old, "the renamed access log grew");
 
     /* The stop's lines go to the new error log too. */
     kh_signal(p, SIGTERM);
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "keel did not exit cleanly");
-    kh_assert(p, file_has(l->error, "stopped"), "the new error log did not get the last line");
+    kh_assert(p, kh_file_has(l->error, "stopped"), "the new error log did not get the last line");
     kh_assert(p, file_size(l->error_old) == error_old, "the renamed error log grew");
     const char *files[] = {l->error, l->access, l->error_old, l->access_old, l->pid};
     for (size_t i = 0; i < sizeof files / sizeof *files; i++)
@@ -152,6 +103,6 @@ Test(signals, sigusr2_is_not_fatal, .timeout = 30)
     kh_proc *p = kh_start(conf, NULL, 1, 10000);
     kh_signal(p, SIGUSR2);
     kh_assert(p, kh_wait_log(p, "SIGUSR2 ignored", 5000), "SIGUSR2 was not handled");
-    kh_assert(p, get_ok(kh_port(p, 0), "/hello/x"), "keel no longer serves after SIGUSR2");
+    kh_assert(p, kh_get_ok(kh_port(p, 0), "/hello/x"), "keel no longer serves after SIGUSR2");
     kh_stop(p);
 }

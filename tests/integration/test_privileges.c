@@ -151,3 +151,75 @@ Test(privileges, unknown_user_fails_the_check, .timeout = 30)
     kh_assert(p, kh_wait_exit(p, 10000) == 1, "keel -t accepted an unknown user");
     kh_assert(p, kh_wait_log(p, "no user 'no-such-user-keel'", 1000), "no reason given");
 }
+
+/* keel as nobody with its error log and an access log in `dir`; renames
+ * both, sends SIGUSR1 and makes a request. */
+static kh_proc *rotate_as_nobody(const char *dir, char names[4][300])
+{
+    snprintf(names[0], 300, "%s/keel.log", dir);
+    snprintf(names[1], 300, "%s/access.log", dir);
+    snprintf(names[2], 300, "%s/keel.log.1", dir);
+    snprintf(names[3], 300, "%s/access.log.1", dir);
+    char conf[2048];
+    snprintf(conf, sizeof conf,
+             "[keel]\n" KH_MODULE_PATH "listen = 127.0.0.1:0 http1\n"
+             "modules = http1 hello accesslog\nuser = nobody\nlog = %s\n"
+             "[accesslog]\npath = %s\n",
+             names[0], names[1]);
+    kh_proc *p = kh_spawn(conf, NULL);
+    unsigned port = 0;
+    kh_assert(p, KH_WAIT_UNTIL((port = kh_log_file_port(names[0])) != 0, 10000), "no port");
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(names[0], "running as user nobody"), 5000),
+              "did not drop");
+    kh_assert(p, rename(names[0], names[2]) == 0 && rename(names[1], names[3]) == 0, "rename");
+    kh_signal(p, SIGUSR1);
+    kh_assert(
+        p,
+        KH_WAIT_UNTIL(kh_file_has(names[2], "SIGUSR1") || kh_file_has(names[0], "SIGUSR1"), 5000),
+        "SIGUSR1 not logged");
+    kh_assert(p, kh_get_ok(port, "/hello/rotated"), "no answer after the reopen");
+    return p;
+}
+
+/* The log folder is the user's: the reopen creates the new files as the
+ * user, and they get the lines. */
+Test(privileges, reopen_after_the_drop, .timeout = 30, .fini = privileges_fini)
+{
+    struct passwd *pw = nobody_or_skip();
+    char run[] = "/tmp/keel-logs-XXXXXX";
+    cr_assert_not_null(mkdtemp(run));
+    cr_assert(chown(run, pw->pw_uid, pw->pw_gid) == 0);
+    char names[4][300];
+    kh_proc *p = rotate_as_nobody(run, names);
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(names[1], "GET /hello/rotated "), 5000),
+              "the new access log did not get the line");
+    kh_assert(p, kh_file_has(names[0], "log files reopened"), "the new error log is empty");
+    struct stat st;
+    kh_assert(p, stat(names[1], &st) == 0 && st.st_uid == pw->pw_uid,
+              "the new access log is not the user's");
+    kh_stop(p);
+    for (int i = 0; i < 4; i++)
+        unlink(names[i]);
+    rmdir(run);
+}
+
+/* A folder the user cannot write: the reopen fails, says so, and keel
+ * keeps writing to the files it had (opened as root, before the drop). */
+Test(privileges, reopen_refused_keeps_the_old_files, .timeout = 30, .fini = privileges_fini)
+{
+    nobody_or_skip();
+    char run[] = "/tmp/keel-logs-XXXXXX";
+    cr_assert_not_null(mkdtemp(run));
+    cr_assert(chmod(run, 0755) == 0);
+    char names[4][300];
+    kh_proc *p = rotate_as_nobody(run, names);
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(names[3], "GET /hello/rotated "), 5000),
+              "the line did not go to the file opened before");
+    kh_assert(p, KH_WAIT_UNTIL(kh_file_has(names[2], "cannot reopen"), 5000),
+              "the failure is not in the error log");
+    kh_assert(p, access(names[1], F_OK) != 0, "an access log appeared where nobody cannot write");
+    kh_stop(p);
+    for (int i = 0; i < 4; i++)
+        unlink(names[i]);
+    rmdir(run);
+}

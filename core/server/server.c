@@ -1,7 +1,6 @@
 /* The server: the embedding API, start-up in a fixed order (config, log,
  * modules, listeners, workers) and the graceful stop driven from the main
  * thread's loop. */
-#include <errno.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -234,6 +233,32 @@ static void check_descriptors(keel_server *s)
            (unsigned long long)cfg->max_connections);
 }
 
+/* Whether the log file could be opened for appending: an existing one is
+ * opened and closed, a missing one needs its folder. */
+static int check_log_file(const char *path, char *err, size_t errlen)
+{
+    uv_fs_t req;
+    int fd = uv_fs_open(NULL, &req, path, UV_FS_O_WRONLY | UV_FS_O_APPEND, 0, NULL);
+    uv_fs_req_cleanup(&req);
+    if (fd >= 0) {
+        uv_fs_close(NULL, &req, fd, NULL);
+        uv_fs_req_cleanup(&req);
+        return KEEL_OK;
+    }
+    size_t dir_len = kl_path_dir_len(path);
+    char *dir = fd != UV_ENOENT ? NULL : dir_len ? kl_strndup(path, dir_len) : kl_strdup(".");
+    int rc = fd;
+    if (dir != NULL) {
+        rc = uv_fs_stat(NULL, &req, dir, NULL);
+        uv_fs_req_cleanup(&req);
+        free(dir);
+        if (rc == 0)
+            return KEEL_OK; /* created at start-up */
+    }
+    snprintf(err, errlen, "cannot open log file %s: %s", path, uv_strerror(rc));
+    return KEEL_ERR_IO;
+}
+
 /* Reads [keel], points the log where it says, sizes the worker pool. */
 /* [keel] read and the log set up: all that describing a module needs. */
 static int read_settings(keel_server *s)
@@ -246,13 +271,11 @@ static int read_settings(keel_server *s)
     const char *target = s->host.settings.log_target;
     if (s->checking && target != NULL && strcmp(target, "stderr") != 0) {
         /* A check answers whoever runs it (keel -t, keel -s reload): the
-         * log file is only tried, as nginx -t does. */
-        FILE *file = fopen(target, "a");
-        if (file == NULL) {
-            snprintf(err, sizeof err, "cannot open log file %s: %s", target, strerror(errno));
-            return config_error(KEEL_ERR_IO, err);
-        }
-        fclose(file);
+         * log file is only tried, never created (a check run as root
+         * would leave a file the keel it checks for, running as [keel]
+         * user, could not open). */
+        if ((rc = check_log_file(target, err, sizeof err)) != KEEL_OK)
+            return config_error(rc, err);
         target = "stderr";
     }
     rc = kl_log_configure(target, s->host.settings.log_level, err, sizeof err);

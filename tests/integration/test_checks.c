@@ -104,3 +104,24 @@ Test(checks, reload_is_checked_before_the_signal, .timeout = 60, .fini = reload_
     kh_assert(p, KH_WAIT_UNTIL(kill(next, 0) != 0, 10000), "the new process did not stop");
     successor = 0;
 }
+
+/* A check never creates the log file (run as root, it would leave one the
+ * keel it checks for could not open as its user), but refuses a folder
+ * that is not there. */
+Test(checks, check_does_not_create_the_log_file, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"-t", NULL};
+    kh_proc *p = kh_spawn("[keel]\n" MODS "listen = 127.0.0.1:0 http1\nmodules = http1\n"
+                          "log = new.log\n",
+                          args);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "keel -t refused a log file it can create");
+    char path[400];
+    snprintf(path, sizeof path, "%s/new.log", p->dir);
+    kh_assert(p, access(path, F_OK) != 0, "keel -t created %s", path);
+
+    p = kh_spawn("[keel]\n" MODS "listen = 127.0.0.1:0 http1\nmodules = http1\n"
+                 "log = no-such-folder/new.log\n",
+                 args);
+    kh_assert(p, kh_wait_exit(p, 10000) == 1, "keel -t accepted a log in a missing folder");
+    kh_assert(p, strstr(kh_stderr(p), "cannot open log file") != NULL, "no reason given");
+}

@@ -352,3 +352,19 @@ Test(web_headers, access_sees_the_proxy_protocol_client, .timeout = 60, .fini = 
     }
     kh_stop(p);
 }
+
+/* The example of docs/web.md passes `keel -t`. */
+Test(web_headers, example_config_checks, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"-t",
+                          "-c",
+                          KEEL_SOURCE_DIR "/examples/configs/api-cors.conf",
+                          "--set",
+                          "keel.module_path=" KEEL_MODULE_DIR,
+                          NULL};
+    kh_proc *p = kh_spawn_program(KEEL_BIN, NULL, args);
+    int status = kh_wait_exit(p, 10000);
+    kh_assert(p, status == 0, "keel -t api-cors.conf: exit status %d", status);
+    kh_assert(p, strstr(kh_stderr(p), "configuration ok") != NULL, "no 'configuration ok'");
+    kh_stop(p);
+}

@@ -337,6 +337,9 @@ Test(web_headers, access_sees_the_proxy_protocol_client, .timeout = 60, .fini = 
         {"PROXY TCP4 198.51.100.1 10.0.0.1 5000 80\r\n", 403},
         {"PROXY TCP6 2001:db8::5 2001:db8::1 5000 80\r\n", 200},
         {"PROXY TCP6 2001:db9::5 2001:db8::1 5000 80\r\n", 403},
+        /* IPv4-mapped IPv6 is IPv4 to the rules. */
+        {"PROXY TCP6 ::ffff:192.0.2.7 ::1 5000 80\r\n", 200},
+        {"PROXY TCP6 ::ffff:192.0.2.66 ::1 5000 80\r\n", 403},
         /* Without an address (UNKNOWN) the socket's own, 127.0.0.1: no rule
          * holds it and the rules allow some, so refused. */
         {"PROXY UNKNOWN\r\n", 403},

@@ -241,8 +241,10 @@ static void headers_on_head(keel_request *req, keel_response *res, void *ud)
 static const keel_http_filter headers_filter = {
     .size = sizeof(keel_http_filter),
     .name = "headers",
-    /* Last: the final status and the other filters' fields are known. */
+    /* Last, and after deflate (also last): the final status and the other
+     * filters' fields (deflate's Vary and Content-Encoding) are known. */
     .order = KEEL_ORDER_LAST,
+    .after = "deflate",
     .on_response_head = headers_on_head,
 };
 

@@ -16,7 +16,7 @@ const [base, out, modules] = process.argv.slice(2);
 const api = process.env.CORS_API, other = process.env.CORS_OTHER;
 if (!api || !other) fail("CORS_API and CORS_OTHER must name origins B and C");
 
-deadline(45000, "the whole browser test");
+deadline(100000, "the whole browser test"); // two pages; slow on a loaded machine
 const browser = await launch(modules);
 
 // Runs fetch(api + "/echo") in a page of `origin` with credentials.

@@ -127,7 +127,7 @@ CONF
     start_keel -c "$work/keel.conf"
     export CORS_API="http://127.0.0.1:$port_b" CORS_OTHER="http://127.0.0.1:$port_c"
     port=$port_a
-    limit=60
+    limit=120
     ;;
 *)
     echo "usage: run.sh dashboard|chat|h2|cors KEEL_BIN MODULE_DIR OUT_DIR" >&2

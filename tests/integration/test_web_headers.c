@@ -371,3 +371,44 @@ Test(web_headers, example_config_checks, .timeout = 30, .fini = kh_cleanup_all)
     kh_assert(p, strstr(kh_stderr(p), "configuration ok") != NULL, "no 'configuration ok'");
     kh_stop(p);
 }
+
+/* The filters are the HTTP layer's, not http1's: the same answers over
+ * HTTP/2 (curl with prior knowledge on an h2 listener). */
+Test(web_headers, over_http2, .timeout = 60, .fini = kh_cleanup_all)
+{
+    const char *probe[] = {"sh", "-c", "curl -V | grep -q HTTP2", NULL};
+    ht_run_result rr = ht_run(probe, 10000);
+    if (rr.status != 0)
+        cr_skip_test("curl without HTTP/2");
+    ht_run_free(&rr);
+    kh_proc *p = kh_start("[keel]\nlisten = 127.0.0.1:0 h2\nworkers = 1\n" KH_MODULE_PATH
+                          "modules = h2 http1 access cors headers hello\n"
+                          "[headers]\nadd = X-A: one\nalways = on\n"
+                          "[cors]\norigins = https://a.example\ncredentials = on\n"
+                          "[/nope/]\naccess.rule = deny all\n",
+                          NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    static const struct {
+        const char *args, *want[3];
+    } cases[] = {
+        {"-H 'Origin: https://a.example' %s/",
+         {"HTTP/2 200", "access-control-allow-origin: https://a.example", "x-a: one"}},
+        {"-X OPTIONS -H 'Origin: https://a.example' -H 'Access-Control-Request-Method: GET' %s/",
+         {"HTTP/2 204", "access-control-allow-credentials: true", "x-a: one"}},
+        {"%s/nope/", {"HTTP/2 403", "x-a: one", "vary: Origin"}},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char base[64], args[512], cmd[700];
+        snprintf(base, sizeof base, "http://127.0.0.1:%u", port);
+        snprintf(args, sizeof args, cases[i].args, base);
+        snprintf(cmd, sizeof cmd, "curl -sS -i --max-time 10 --http2-prior-knowledge %s", args);
+        const char *argv[] = {"sh", "-c", cmd, NULL};
+        rr = ht_run(argv, 20000);
+        kh_assert(p, rr.status == 0, "%s: %d %s", cmd, rr.status, rr.err);
+        for (int k = 0; k < 3; k++)
+            kh_assert(p, strstr(rr.out, cases[i].want[k]) != NULL, "%s: no '%s' in\n%s", cmd,
+                      cases[i].want[k], rr.out);
+        ht_run_free(&rr);
+    }
+    kh_stop(p);
+}

@@ -279,6 +279,27 @@ int keel_request_peer_ip(keel_request *req, char *buf, size_t size)
     return peer_name(req, 0, buf, size);
 }
 
+int keel_request_peer_ip_bytes(keel_request *req, unsigned char *out)
+{
+    if (out == NULL)
+        return KEEL_ERR_INVAL;
+    int rc = keep_peer(req);
+    if (rc != KEEL_OK)
+        return rc;
+    const kl_peer_addr *a = &req->facts.peer;
+    if (a->sa.sa_family == AF_INET) {
+        static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+        memcpy(out, mapped, 12);
+        memcpy(out + 12, &a->in4.sin_addr, 4);
+        return KEEL_OK;
+    }
+    if (a->sa.sa_family == AF_INET6) {
+        memcpy(out, &a->in6.sin6_addr, 16);
+        return KEEL_OK;
+    }
+    return KEEL_ERR_NOTFOUND;
+}
+
 uint64_t keel_request_conn_id(keel_request *req)
 {
     return (req->facts_kept & KL_KEPT_CONN) ? req->facts.conn_id : keel_conn_id(req->conn);

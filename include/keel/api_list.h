@@ -1166,3 +1166,21 @@ KEEL_FN(const char *, request_transport_name, (keel_request *req), (req))
  * For grouping and logging; never 0. */
 KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
 #endif /* KEEL__WANT(7) */
+
+#if KEEL__WANT(8)
+/* ---- HTTP: the client's address as bytes (ABI 1.8) --------------------------
+ * For what matches the client on every request (docs/web.md, "Access by
+ * address"): keel_request_peer_ip formats text that a matcher would parse
+ * again, some 1,500 instructions a request. */
+
+/* The address keel_request_peer_ip names (the PROXY protocol's client
+ * where the listener speaks it), as 16 bytes in network order, an IPv4
+ * address IPv4-mapped (::ffff:a.b.c.d): the layout of keel/util.h's
+ * keel_ip, so keel_cidr_match takes it as it is. KEEL_OK;
+ * KEEL_ERR_INVAL if out is NULL; KEEL_ERR_NOTFOUND when the peer has no IP
+ * address (a Unix socket); KEEL_ERR_CLOSED as keel_request_peer_name.
+ * Nothing is allocated; worker thread of the request, from the first
+ * filter until the request is released. */
+KEEL_FN(int, request_peer_ip_bytes, (keel_request *req, unsigned char *out),
+        (req, out))
+#endif /* KEEL__WANT(8) */

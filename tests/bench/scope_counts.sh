@@ -3,7 +3,11 @@
 # (docs/configuration.md): user-space instructions per HTTP/1.1 request to
 # hello's GET / (callgrind, counters zeroed after a warm-up, wrk -c16 for
 # SECS seconds), once with a config without scopes and once with three
-# sites, a wildcard and two path scopes, the request's Host naming one.
+# sites, a wildcard and two path scopes, the request's Host naming one;
+# then with the headers, cors and access modules (docs/web.md): two added
+# fields, a CORS scope the request does not use (no Origin: Vary only),
+# one allow rule, written in the module sections and in the request's
+# site.
 #
 #   KEEL_BUILD=build-rel tests/bench/scope_counts.sh
 #
@@ -29,14 +33,28 @@ SITES='[site example.com www.example.com]
 [site example.com /api/]
 [/static/]'
 
-count() { # count LABEL EXTRA_CONFIG
+WEB='[headers]
+add = X-A: one
+add = X-B: two
+[cors]
+origins = https://app.example.com
+[access]
+rule = allow 127.0.0.1'
+
+WEB_SITE='[site www.example.com]
+headers.add = X-A: one
+headers.add = X-B: two
+cors.origins = https://app.example.com
+access.rule = allow 127.0.0.1'
+
+count() { # count LABEL EXTRA_CONFIG [MODULES]
     local port out requests ir
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     cat >"$TMP/keel.conf" <<EOC
 [keel]
 listen = 127.0.0.1:$port http1
 workers = 1
-modules = http1 hello
+modules = ${3:-http1 hello}
 module_path = $KEEL_BUILD/modules
 log_level = warn
 [http1]
@@ -68,3 +86,7 @@ EOC
 
 count "no scopes" ""
 count "3 sites, a wildcard, 2 path scopes" "$SITES"
+count "headers, cors, access loaded, no keys" "" "http1 access cors headers hello"
+count "headers (2 adds), cors, access (1 rule) in their sections" "$WEB" \
+    "http1 access cors headers hello"
+count "the same in the request's site" "$WEB_SITE" "http1 access cors headers hello"

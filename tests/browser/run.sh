@@ -6,6 +6,8 @@
 #   chat       chat.browser: examples/chat/chat.conf on two workers, two pages
 #   h2         h2.browser: a page with 80 assets over HTTPS, ALPN h2 (tls, h2,
 #              static, stats; the certificate from keel-cert beside KEEL_BIN)
+#   cors       cors.browser: one keel, three listeners (origins A, B, C); a
+#              page of A and one of C fetch() B's API with credentials
 # Exits 77 (ctest: skipped) only when node, npm or chromium is missing,
 # saying which Debian package to install.
 set -euo pipefail
@@ -95,8 +97,40 @@ CONF
     scheme=https
     limit=60
     ;;
+cors)
+    # Three origins on one keel: A and C serve the same page, B the API,
+    # which lets A's pages in (cors in [listener b]) and not C's. The ports
+    # are chosen here: the config names A's origin.
+    free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+    port_a=$(free_port) port_b=$(free_port) port_c=$(free_port)
+    mkdir -p "$work/www"
+    printf '<!doctype html><html><head><title>cors</title></head><body><p>origin page</p></body></html>\n' \
+        >"$work/www/index.html"
+    : >"$work/www/favicon.ico"
+    cat >"$work/keel.conf" <<CONF
+[keel]
+listen = 127.0.0.1:$port_a http1 name=a
+listen = 127.0.0.1:$port_b http1 name=b
+listen = 127.0.0.1:$port_c http1 name=c
+workers = 1
+modules = http1 cors static hello
+module_path = $modules
+[static]
+mount = /app/ $work/www
+[listener b]
+cors.origins = http://127.0.0.1:$port_a
+cors.credentials = on
+cors.methods = GET POST PUT
+cors.headers = Content-Type X-Token
+cors.max_age = 0
+CONF
+    start_keel -c "$work/keel.conf"
+    export CORS_API="http://127.0.0.1:$port_b" CORS_OTHER="http://127.0.0.1:$port_c"
+    port=$port_a
+    limit=120
+    ;;
 *)
-    echo "usage: run.sh dashboard|chat|h2 KEEL_BIN MODULE_DIR OUT_DIR" >&2
+    echo "usage: run.sh dashboard|chat|h2|cors KEEL_BIN MODULE_DIR OUT_DIR" >&2
     exit 2
     ;;
 esac

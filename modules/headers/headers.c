@@ -1,0 +1,257 @@
+/* headers — response header fields per scope, nginx's add_header and
+ * Caddy's header directive, and HSTS (RFC 6797):
+ *
+ *     [headers]
+ *     add = X-Content-Type-Options: nosniff     ; repeatable, appended
+ *     set = Cache-Control: no-store             ; replaces the handler's
+ *     remove = X-Powered-By
+ *     always = off                              ; on: every status
+ *     hsts = max-age=31536000 includeSubDomains ; over TLS only
+ *
+ * Every key may be written in any scope ([site ...] headers.add = ...);
+ * an inner scope that writes a list replaces the outer one as a whole
+ * (docs/configuration.md, nginx's add_header inheritance).
+ *
+ * The filter runs last among the response head filters, so that it sees
+ * the status and fields every other filter (CORS, error pages) left. */
+#include <keel/keel.h>
+#include <keel/util.h>
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct headers_conf {
+    keel_config_list add;
+    keel_config_list set;
+    keel_config_list remove;
+    int always;
+    const char *hsts;
+} headers_conf;
+
+/* RFC 9110 5.6.2 tchar. */
+static int is_tchar(unsigned char c)
+{
+    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
+}
+
+/* The fields the protocol owns (framing and the connection, RFC 9110
+ * 7.6.1) and those keel computes: a config that names them would be
+ * dropped by the core or break the message, so it is refused. */
+static int owned_by_protocol(const char *name, size_t len)
+{
+    static const char *const owned[] = {"content-length",
+                                        "transfer-encoding",
+                                        "connection",
+                                        "keep-alive",
+                                        "proxy-connection",
+                                        "upgrade",
+                                        "te",
+                                        "trailer",
+                                        "date"};
+    for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+        if (keel_ascii_iequal_lc(name, len, owned[i], strlen(owned[i])))
+            return 1;
+    return 0;
+}
+
+static int check_name(const char *name, size_t len, char *why, size_t whylen)
+{
+    if (len == 0 || len > 64) {
+        snprintf(why, whylen, "a field name of 1 to 64 characters is needed");
+        return -1;
+    }
+    for (size_t i = 0; i < len; i++)
+        if (!is_tchar((unsigned char)name[i])) {
+            snprintf(why, whylen, "'%.*s' is not a field name (RFC 9110 5.1)", (int)len, name);
+            return -1;
+        }
+    if (owned_by_protocol(name, len)) {
+        snprintf(why, whylen, "%.*s is the protocol's, not a header a config sets", (int)len, name);
+        return -1;
+    }
+    return 0;
+}
+
+/* "NAME: VALUE": the value may be empty, holds no control byte but HTAB
+ * (RFC 9110 5.5); the config reader has trimmed its ends. */
+static int check_field(const char *text, char *why, size_t whylen)
+{
+    const char *colon = strchr(text, ':');
+    if (colon == NULL) {
+        snprintf(why, whylen, "expected NAME: VALUE");
+        return -1;
+    }
+    if (check_name(text, (size_t)(colon - text), why, whylen) != 0)
+        return -1;
+    for (const char *p = colon + 1; *p != '\0'; p++)
+        if (((unsigned char)*p < 0x20 && *p != '\t') || *p == 0x7f) {
+            snprintf(why, whylen, "the value holds a control character");
+            return -1;
+        }
+    return 0;
+}
+
+static int check_remove(const char *text, char *why, size_t whylen)
+{
+    return check_name(text, strlen(text), why, whylen);
+}
+
+/* RFC 6797 6.1: max-age=DIGITS, then includeSubDomains and preload (the
+ * preload list's directive), words apart; ';' is the config's comment
+ * character, so the words are written with spaces and the filter writes
+ * the field with "; ". */
+static int check_hsts(const char *text, char *why, size_t whylen)
+{
+    const char *at = text, *end = text + strlen(text), *w;
+    size_t len;
+    int n = 0, sub = 0, preload = 0;
+    while (keel_word_next(&at, end, 0, &w, &len)) {
+        if (n++ == 0) {
+            size_t digits = 0;
+            if (len > 8 && keel_ascii_ncasecmp(w, "max-age=", 8) == 0)
+                for (digits = 8; digits < len && w[digits] >= '0' && w[digits] <= '9'; digits++)
+                    ;
+            if (digits == 0 || digits != len || len > 8 + 10) {
+                snprintf(why, whylen, "expected max-age=SECONDS first");
+                return -1;
+            }
+        } else if (keel_ascii_iequal_z(w, len, "includeSubDomains") && !sub) {
+            sub = 1;
+        } else if (keel_ascii_iequal_z(w, len, "preload") && !preload) {
+            preload = 1;
+        } else {
+            snprintf(why, whylen, "'%.*s': expected includeSubDomains or preload", (int)len, w);
+            return -1;
+        }
+    }
+    if (n == 0) {
+        snprintf(why, whylen, "expected max-age=SECONDS");
+        return -1;
+    }
+    return 0;
+}
+
+static const keel_config_key headers_keys[] = {
+    KEEL_KEY(headers_conf, add, "add", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .scopes = KEEL_SCOPE_ANY,
+             .doc = "NAME: VALUE appended to the response (repeatable; Set-Cookie, Link)",
+             .check = check_field),
+    KEEL_KEY(headers_conf, set, "set", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .scopes = KEEL_SCOPE_ANY,
+             .doc = "NAME: VALUE replacing every field of that name the response has",
+             .check = check_field),
+    KEEL_KEY(headers_conf, remove, "remove", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .scopes = KEEL_SCOPE_ANY, .doc = "NAME of a field taken out of the response",
+             .check = check_remove),
+    KEEL_KEY(headers_conf, always, "always", KEEL_CONFIG_BOOL, .scopes = KEEL_SCOPE_ANY,
+             .def = "off",
+             .doc = "on: every status; off: only 200 201 204 206 301 302 303 304 307 308 (nginx)"),
+    KEEL_KEY(headers_conf, hsts, "hsts", KEEL_CONFIG_STRING, .scopes = KEEL_SCOPE_ANY,
+             .doc = "max-age=SECONDS [includeSubDomains] [preload]: Strict-Transport-Security "
+                    "on TLS responses",
+             .check = check_hsts),
+};
+KEEL_CONFIG_SCHEMA(headers_schema, headers_conf, headers_keys);
+
+static keel_module *headers_module;
+
+/* nginx's add_header without `always`: the statuses a response is
+ * "successful or redirected" for (ngx_http_headers_filter). */
+static int nginx_status(int status)
+{
+    switch (status) {
+    case 200:
+    case 201:
+    case 204:
+    case 206:
+    case 301:
+    case 302:
+    case 303:
+    case 304:
+    case 307:
+    case 308:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* "NAME: VALUE" to a NUL-terminated name in buf and the value after the
+ * colon's spaces (NUL-terminated already: the item's end). */
+static const char *split_field(const char *item, char *name, size_t size)
+{
+    const char *colon = strchr(item, ':');
+    size_t len = (size_t)(colon - item); /* the check saw a colon, and len <= 64 */
+    if (len >= size)
+        len = size - 1;
+    memcpy(name, item, len);
+    name[len] = '\0';
+    const char *v = colon + 1;
+    while (*v == ' ' || *v == '\t')
+        v++;
+    return v;
+}
+
+static void put_hsts(keel_response *res, const char *words)
+{
+    char value[96];
+    size_t o = 0;
+    const char *at = words, *end = words + strlen(words), *w;
+    size_t len;
+    while (keel_word_next(&at, end, 0, &w, &len) && o + len + 3 < sizeof value) {
+        if (o > 0) {
+            value[o++] = ';';
+            value[o++] = ' ';
+        }
+        memcpy(value + o, w, len);
+        o += len;
+    }
+    value[o] = '\0';
+    keel_response_header_set(res, "Strict-Transport-Security", value);
+}
+
+static void headers_on_head(keel_request *req, keel_response *res, void *ud)
+{
+    (void)ud;
+    const headers_conf *c = keel_request_config(req, headers_module);
+    if (c->add.count + c->set.count + c->remove.count == 0 && c->hsts == NULL)
+        return;
+    /* RFC 6797 7.2: a host sends the field over secure transport only; over
+     * plain HTTP it could be stripped or forged by whoever is in between,
+     * and a user agent ignores it (8.1). It is about the host, not the
+     * response, so every status carries it (as Caddy's and h2o's do). */
+    if (c->hsts != NULL && keel_request_transport_name(req) != NULL)
+        put_hsts(res, c->hsts);
+    if (!c->always && !nginx_status(keel_response_status(res)))
+        return;
+    char name[72];
+    for (size_t i = 0; i < c->remove.count; i++)
+        keel_response_header_remove(res, c->remove.items[i]);
+    for (size_t i = 0; i < c->set.count; i++) {
+        const char *v = split_field(c->set.items[i], name, sizeof name);
+        keel_response_header_set(res, name, v);
+    }
+    for (size_t i = 0; i < c->add.count; i++) {
+        const char *v = split_field(c->add.items[i], name, sizeof name);
+        keel_response_header_add(res, name, v);
+    }
+}
+
+static const keel_http_filter headers_filter = {
+    .size = sizeof(keel_http_filter),
+    .name = "headers",
+    /* Last, and after deflate (also last): the final status and the other
+     * filters' fields (deflate's Vary and Content-Encoding) are known. */
+    .order = KEEL_ORDER_LAST,
+    .after = "deflate",
+    .on_response_head = headers_on_head,
+};
+
+static int headers_load(keel_module *m)
+{
+    headers_module = m;
+    return keel_http_filter_add(m, &headers_filter);
+}
+
+KEEL_MODULE(headers, .version = "1.0.0", .load = headers_load, .config = &headers_schema);

@@ -480,8 +480,7 @@ static inline void keel_once_run(keel_once *o, void (*fn)(void))
 }
 #endif
 
-/* The well-known field names as small integers (keel_header_token): after
- * the ASCII helpers, which its lookup uses. */
+/* The well-known field names as small integers (keel_header_token). */
 #include "header_tokens.h"
 
 #endif

@@ -400,32 +400,14 @@ size_t h2_hpack_literal(uint8_t *out, unsigned name_index, const char *name, siz
 
 size_t h2_hpack_status(uint8_t *out, int status)
 {
-    switch (status) {
-    case 200:
-        out[0] = 0x80 | 8;
-        return 1;
-    case 204:
-        out[0] = 0x80 | 9;
-        return 1;
-    case 206:
-        out[0] = 0x80 | 10;
-        return 1;
-    case 304:
-        out[0] = 0x80 | 11;
-        return 1;
-    case 400:
-        out[0] = 0x80 | 12;
-        return 1;
-    case 404:
-        out[0] = 0x80 | 13;
-        return 1;
-    case 500:
-        out[0] = 0x80 | 14;
-        return 1;
-    default:
-        break;
-    }
     char digits[3] = {(char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
                       (char)('0' + status % 10)};
+    /* Indexed (6.1) where a static entry holds it: 8..14 are :status. */
+    for (unsigned i = 8; i <= 14; i++) {
+        if (memcmp(static_table[i].value, digits, 3) == 0) {
+            out[0] = (uint8_t)(0x80 | i);
+            return 1;
+        }
+    }
     return h2_hpack_literal(out, 8, NULL, 0, digits, 3);
 }

@@ -60,33 +60,28 @@ static inline long put_bytes(char **mem, size_t *len, size_t *cap, const char *p
     return (long)off;
 }
 
-static int grow_trailers(h2_stream *s)
+/* Doubles a field list: the head's keeps each field's token after the
+ * views, in the same block (keel_header's alignment covers uint16_t's);
+ * the trailers' keeps none (tokens NULL). The inline storage is copied
+ * out, never freed. */
+static int grow_fields(keel_header **fields, uint16_t **tokens, size_t *cap,
+                       const keel_header *inline_fields)
 {
-    size_t want = s->tr_cap ? s->tr_cap * 2 : 8;
-    keel_header *f = realloc(s->tr_fields, want * sizeof *f);
+    size_t want = *cap ? *cap * 2 : 8;
+    keel_header *f = malloc(want * (sizeof *f + (tokens != NULL ? sizeof **tokens : 0)));
     if (f == NULL)
         return -1;
-    s->tr_fields = f;
-    s->tr_cap = want;
-    return 0;
-}
-
-/* The head's fields and their tokens grow together, in one block: the
- * tokens after the views (keel_header's alignment covers uint16_t's). */
-static int grow_head_fields(h2_stream *s)
-{
-    size_t want = s->cap * 2;
-    keel_header *f = malloc(want * (sizeof *f + sizeof *s->tokens));
-    if (f == NULL)
-        return -1;
-    uint16_t *t = (uint16_t *)(void *)(f + want);
-    memcpy(f, s->fields, s->cap * sizeof *f);
-    memcpy(t, s->tokens, s->cap * sizeof *t);
-    if (s->fields != s->inline_fields)
-        free(s->fields);
-    s->fields = f;
-    s->tokens = t;
-    s->cap = want;
+    if (*cap > 0) {
+        memcpy(f, *fields, *cap * sizeof *f);
+        if (tokens != NULL)
+            memcpy(f + want, *tokens, *cap * sizeof **tokens);
+    }
+    if (tokens != NULL)
+        *tokens = (uint16_t *)(void *)(f + want);
+    if (*fields != inline_fields)
+        free(*fields);
+    *fields = f;
+    *cap = want;
     return 0;
 }
 
@@ -311,9 +306,9 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_i
     int grown = 0;
     if (s->in_trailers) {
         if (s->ntr == s->tr_cap)
-            grown = grow_trailers(s);
+            grown = grow_fields(&s->tr_fields, NULL, &s->tr_cap, NULL);
     } else if (s->nfields == s->cap) {
-        grown = grow_head_fields(s);
+        grown = grow_fields(&s->fields, &s->tokens, &s->cap, s->inline_fields);
     }
     if (voff < 0 || grown != 0) {
         s->malformed = 1;
@@ -536,7 +531,8 @@ void h2_stream_headers_done(h2_stream *s)
      * and handlers look for Host: one is added when the client sent none
      * (one it sent names the same, head_ok). */
     if (s->host_at == 0 && (s->seen_pseudo & P_AUTHORITY)) {
-        if (s->nfields == s->cap && grow_head_fields(s) != 0) {
+        if (s->nfields == s->cap &&
+            grow_fields(&s->fields, &s->tokens, &s->cap, s->inline_fields) != 0) {
             h2_stream_answer(s, 500);
             return;
         }

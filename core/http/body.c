@@ -269,53 +269,17 @@ int keel_http_request_body(keel_request *req, const char *data, size_t len, int 
  * controls, or content format". A sender must not send them; a recipient
  * that acted on one would act on something the request's processing
  * already went by (a Content-Length after the body, an Authorization after
- * the handler ran). The core drops them for every protocol alike. Response
- * controls never come in a request. */
-static const char *const trailer_forbidden[] = {
-    /* framing (RFC 9112 6; RFC 9110 6.6.2: Trailer announces trailers) */
-    "content-length",
-    "transfer-encoding",
-    "trailer",
-    /* routing (RFC 9110 7.2) */
-    "host",
-    /* the connection (RFC 9110 7.6.1, 7.8, 10.1.4) */
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "upgrade",
-    "te",
-    /* authentication (RFC 9110 11.6, 11.7; RFC 6265) */
-    "authorization",
-    "proxy-authorization",
-    "cookie",
-    /* request modifiers: controls and preconditions (RFC 9110 10.1, 7.6.2,
-     * 14.2, 13.1; RFC 9111 5.2, 5.4) */
-    "expect",
-    "max-forwards",
-    "range",
-    "if-match",
-    "if-none-match",
-    "if-modified-since",
-    "if-unmodified-since",
-    "if-range",
-    "cache-control",
-    "pragma",
-    /* the content's format (RFC 9110 8.3, 8.4, 14.4) */
-    "content-type",
-    "content-encoding",
-    "content-range",
-};
-
+ * the handler ran). The core drops them for every protocol alike; they are
+ * the names flagged KEEL_HDR_FLAG_NOT_TRAILER (tools/gen-header-tokens.py
+ * says which and why). Response controls never come in a request. */
 static int trailer_allowed(keel_str name)
 {
     /* Pseudo-fields route an HTTP/2 request (RFC 9113 8.3) and are never
      * trailers (8.1); empty names are no field at all. */
     if (name.ptr == NULL || name.len == 0 || name.ptr[0] == ':')
         return 0;
-    for (size_t i = 0; i < KL_ARRAY_SIZE(trailer_forbidden); i++)
-        if (kl_name_equals(name, trailer_forbidden[i], strlen(trailer_forbidden[i])))
-            return 0;
-    return 1;
+    unsigned token = keel_header_token(name.ptr, name.len);
+    return !(keel_header_token_flags(token) & KEEL_HDR_FLAG_NOT_TRAILER);
 }
 
 int keel_http_request_trailers(keel_request *req, const keel_header *fields, size_t n)

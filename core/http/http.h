@@ -6,6 +6,7 @@
 
 #include <keel/http.h>
 #include <keel/types.h>
+#include <keel/util.h>
 #include <uv.h>
 #include "base/freelist.h"
 #include "net/file_reader.h"
@@ -252,6 +253,15 @@ typedef struct kl_http_worker {
  * and frees its spare requests (when the worker is freed). */
 void kl_http_worker_init(void *state, void *arg);
 void kl_http_worker_dispose(void *state);
+
+/* The token (keel/header_tokens.h) of the request's field i: the one the
+ * protocol handed over or the core classified when the request started;
+ * classified now if neither could be stored. */
+unsigned kl_request_field_token_slow(const keel_request *req, size_t i);
+static inline unsigned kl_request_field_token(const keel_request *req, size_t i)
+{
+    return req->head.tokens != NULL ? req->head.tokens[i] : kl_request_field_token_slow(req, i);
+}
 
 /* Case-insensitive comparison of a field name with b[0..blen). */
 int kl_name_equals(keel_str a, const char *b, size_t blen);

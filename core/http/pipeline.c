@@ -178,8 +178,7 @@ static int select_scope(keel_request *req)
         return 0;
     keel_str host = {"", 0};
     for (size_t i = 0; i < req->head.nheaders; i++) {
-        keel_str n = req->head.headers[i].name;
-        if (n.len == 4 && kl_name_equals(n, "host", 4)) {
+        if (kl_request_field_token(req, i) == KEEL_HDR_HOST) {
             host = req->head.headers[i].value;
             break;
         }

@@ -1,6 +1,7 @@
 /* Requests: creation from a protocol's head, the handler-facing accessors,
  * path decoding, query parameters, reference counting, and an exchange
  * its client abandons (keel_request_on_abort). Bodies are http/body.c. */
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -62,6 +63,20 @@ static uint64_t now_us(void)
     return uv_hrtime() / 1000;
 }
 
+/* The head came without its fields' tokens (a protocol that does not
+ * classify them, or one built before ABI 1.8): classified here, once. If
+ * the arena has no room, kl_request_field_token classifies on each use. */
+static void classify_fields(keel_request *req)
+{
+    const keel_http_head *h = &req->head;
+    uint16_t *tokens = kl_arena_alloc(&req->arena, h->nheaders * sizeof *tokens);
+    if (tokens == NULL)
+        return;
+    for (size_t i = 0; i < h->nheaders; i++)
+        tokens[i] = (uint16_t)keel_header_token(h->headers[i].name.ptr, h->headers[i].name.len);
+    req->head.tokens = tokens;
+}
+
 keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sink, void *exchange,
                                       const keel_http_head *head)
 {
@@ -90,6 +105,8 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
     req->arena.at = req->inline_arena;
     req->arena.end = req->inline_arena + sizeof req->inline_arena;
     req->arena.blocks = NULL;
+    if (req->head.tokens == NULL && req->head.nheaders > 0)
+        classify_fields(req);
     req->res.req = req;
     req->res.headers = req->res.inline_headers;
     req->res.headers_cap = sizeof req->res.inline_headers / sizeof req->res.inline_headers[0];
@@ -149,6 +166,7 @@ static void forget_head(keel_request *req)
     req->head.method = (keel_str){"", 0};
     req->head.target = (keel_str){"", 0};
     req->head.headers = NULL;
+    req->head.tokens = NULL;
     req->head.nheaders = 0;
     req->path = (keel_str){"/", 1};
     req->query = (keel_str){NULL, 0};
@@ -362,6 +380,13 @@ int kl_request_own_head(keel_request *req)
             return KEEL_ERR_NOMEM;
     }
     h->headers = fields;
+    if (h->tokens != NULL && h->nheaders > 0) {
+        uint16_t *tokens = kl_arena_alloc(&req->arena, h->nheaders * sizeof *tokens);
+        if (tokens == NULL)
+            return KEEL_ERR_NOMEM;
+        memcpy(tokens, h->tokens, h->nheaders * sizeof *tokens);
+        h->tokens = tokens;
+    }
     /* The path is a view into the target unless it had to be decoded (then
      * it is in the arena already); the query always is one, and route
      * parameters are views into the path. */
@@ -558,12 +583,32 @@ int kl_name_equals(keel_str a, const char *b, size_t blen)
     return keel_ascii_iequal(a.ptr, a.len, b, blen);
 }
 
+unsigned kl_request_field_token_slow(const keel_request *req, size_t i)
+{
+    keel_str n = req->head.headers[i].name;
+    return keel_header_token(n.ptr, n.len);
+}
+
+/* Only a field of the name's length can be it, and most names asked for
+ * are absent (preconditions, ranges): the name is classified only at the
+ * first field of its length, and from then on a
+ * well-known name is found by its token, an integer compare; any other
+ * name is compared only with the fields whose names are not well-known
+ * either. */
 keel_str keel_request_header(keel_request *req, const char *name)
 {
     size_t len = strlen(name);
-    for (size_t i = 0; i < req->head.nheaders; i++)
-        if (kl_name_equals(req->head.headers[i].name, name, len))
-            return req->head.headers[i].value;
+    unsigned token = UINT_MAX; /* not classified yet */
+    const keel_http_head *h = &req->head;
+    for (size_t i = 0; i < h->nheaders; i++) {
+        if (h->headers[i].name.len != len)
+            continue;
+        if (token == UINT_MAX)
+            token = keel_header_token(name, len);
+        unsigned t = kl_request_field_token(req, i);
+        if (t == token && (token != 0 || kl_name_equals(h->headers[i].name, name, len)))
+            return h->headers[i].value;
+    }
     return (keel_str){NULL, 0};
 }
 

@@ -146,21 +146,8 @@ static const kl_http *http_of(keel_request *req)
  * connection rather than the message (RFC 9110 7.6.1): each protocol writes
  * its own, or none (HTTP/2 forbids them, RFC 9113 8.2.2). Upgrade is the
  * exception: it is end-to-end meaningful in a 101 or 426 (RFC 9110 7.8,
- * 15.5.22), so it is passed on, and an HTTP/2 module drops it. */
-static int connection_specific(keel_str name)
-{
-    switch (name.len) {
-    case 10:
-        return kl_name_equals(name, "Connection", 10) || kl_name_equals(name, "Keep-Alive", 10);
-    case 16:
-        return kl_name_equals(name, "Proxy-Connection", 16);
-    case 17:
-        return kl_name_equals(name, "Transfer-Encoding", 17);
-    default:
-        return 0;
-    }
-}
-
+ * 15.5.22), so it is passed on, and an HTTP/2 module drops it; TE is a
+ * request's. Each field's name is classified once, here. */
 int64_t kl_response_take_framing(keel_response *res)
 {
     int64_t length = -1;
@@ -168,7 +155,8 @@ int64_t kl_response_take_framing(keel_response *res)
     size_t out = 0;
     for (size_t i = 0; i < res->nheaders; i++) {
         kl_field f = res->headers[i];
-        if (kl_name_equals(f.name, "Content-Length", 14)) {
+        switch (keel_header_token(f.name.ptr, f.name.len)) {
+        case KEEL_HDR_CONTENT_LENGTH:
             if (seen_length++)
                 continue; /* the first one counts */
             int64_t v = 0;
@@ -179,14 +167,20 @@ int64_t kl_response_take_framing(keel_response *res)
             }
             if (ok)
                 length = v;
-        } else if (connection_specific(f.name)) {
+            continue;
+        case KEEL_HDR_CONNECTION:
             /* A handler's "Connection: close" still means what it says:
              * it becomes the flag the protocol asks for. */
-            if (kl_name_equals(f.name, "Connection", 10) &&
-                keel_list_has(f.value.ptr, f.value.len, "close"))
+            if (keel_list_has(f.value.ptr, f.value.len, "close"))
                 res->close_connection = 1;
-        } else {
+            continue;
+        case KEEL_HDR_KEEP_ALIVE:
+        case KEEL_HDR_PROXY_CONNECTION:
+        case KEEL_HDR_TRANSFER_ENCODING:
+            continue;
+        default:
             res->headers[out++] = f;
+            break;
         }
     }
     res->nheaders = out;

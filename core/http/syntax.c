@@ -218,7 +218,7 @@ int kl_request_check_head(const keel_request *req)
         if (!keel_http_valid(KEEL_HTTP_TOKEN, n.ptr, n.len) ||
             !keel_http_valid(KEEL_HTTP_FIELD_VALUE, v.ptr, v.len))
             return 400;
-        if (n.len == 4 && kl_name_equals(n, "host", 4) && v.len > 0 &&
+        if (kl_request_field_token(req, i) == KEEL_HDR_HOST && v.len > 0 &&
             !keel_http_valid(KEEL_HTTP_AUTHORITY, v.ptr, v.len))
             return 400;
     }

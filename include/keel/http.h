@@ -185,6 +185,14 @@ typedef struct keel_http_head {
      * leave both 0. */
     int keep_alive;
     int expect_continue;
+    /* (ABI 1.8) The token of each field's name (keel_header_token,
+     * keel/header_tokens.h), in the order of `headers`, or NULL. A protocol
+     * that learns the tokens while it parses (HTTP/1.1 when a name is
+     * complete, HTTP/2 from the HPACK static table's index) hands them
+     * over, valid as long as `headers`, so that no name is classified
+     * twice; given NULL (or by a protocol built before 1.8), the core
+     * classifies the names itself. */
+    const uint16_t *tokens;
 } keel_http_head;
 
 /* How the core hands a response back to the protocol module that owns the

@@ -1,6 +1,7 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
- * folding, HTTP list fields, IP addresses and CIDR blocks, words, and a
- * mutex and once for module-wide state.
+ * folding, HTTP list fields, IP addresses and CIDR blocks, words, a
+ * mutex and once for module-wide state, and (keel/header_tokens.h,
+ * included at the end) the well-known field names as integers.
  *
  * Header-only: every function is static inline, so using them takes no
  * slot in the host's table, works with any host version and adds nothing
@@ -478,5 +479,8 @@ static inline void keel_once_run(keel_once *o, void (*fn)(void))
 #ifdef __cplusplus
 }
 #endif
+
+/* The well-known field names as small integers (keel_header_token). */
+#include "header_tokens.h"
 
 #endif

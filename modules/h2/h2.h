@@ -181,8 +181,10 @@ struct h2_stream {
      * is complete they become pointers (request.c). */
     keel_http_head head;
     keel_header *fields;
+    uint16_t *tokens; /* each field's token (keel_header_token), after fields when grown */
     size_t nfields, cap;
     keel_header inline_fields[H2_INLINE_FIELDS];
+    uint16_t inline_tokens[H2_INLINE_FIELDS];
     char *hmem;
     size_t hlen, hcap;
     keel_str method, path, authority, scheme;
@@ -476,7 +478,8 @@ static inline int h2_str_is(keel_str s, const char *lit)
 }
 /* One decoded field of the stream's head or trailers (hpack emit); 0, or
  * nonzero to stop decoding (a flood: the connection ends). */
-int h2_stream_field(void *stream, const char *name, size_t nlen, const char *value, size_t vlen);
+int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_index,
+                    const char *value, size_t vlen);
 /* The request head is complete: check it and start the exchange. */
 void h2_stream_headers_done(h2_stream *s);
 /* The trailers' block is complete (END_STREAM with it). */

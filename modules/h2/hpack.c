@@ -79,7 +79,8 @@ static const struct h2_hpack_static {
 
 struct h2_hpack_entry {
     uint32_t nlen, vlen;
-    char data[]; /* name, then value */
+    uint32_t name_index; /* a static entry with the same name, or 0 (h2_hpack_emit) */
+    char data[];         /* name, then value */
 };
 
 /* RFC 7541 4.1: an entry's size counts 32 bytes of overhead. */
@@ -129,7 +130,8 @@ void h2_scratch_free(h2_scratch *s)
 
 /* Adds an entry no larger than the table (4.4: the caller handles one that
  * is), evicting the oldest to make room. */
-static int insert(h2_hpack *d, const char *name, size_t nlen, const char *value, size_t vlen)
+static int insert(h2_hpack *d, const char *name, size_t nlen, unsigned name_index,
+                  const char *value, size_t vlen)
 {
     size_t sz = entry_size(nlen, vlen);
     /* Made before evicting: the name may be an entry about to go. */
@@ -138,6 +140,9 @@ static int insert(h2_hpack *d, const char *name, size_t nlen, const char *value,
         return H2_HPACK_NOMEM;
     e->nlen = (uint32_t)nlen;
     e->vlen = (uint32_t)vlen;
+    /* A literal name is looked up once, here, rather than each time the
+     * entry is referred to. */
+    e->name_index = name_index != 0 ? name_index : h2_hpack_static_name(name, nlen);
     memcpy(e->data, name, nlen);
     memcpy(e->data + nlen, value, vlen);
     evict_to(d, d->max - sz);
@@ -218,13 +223,15 @@ static int get_string(const uint8_t **pp, const uint8_t *end, h2_scratch *scratc
 }
 
 /* The name (and value) of table index i, 2.3.3: 1..61 static, then the
- * dynamic table newest first. -1 if there is no such entry. */
+ * dynamic table newest first, and a static index of the name (i itself for
+ * a static entry). -1 if there is no such entry. */
 static int lookup(const h2_hpack *d, uint32_t i, const char **name, size_t *nlen,
-                  const char **value, size_t *vlen)
+                  unsigned *name_index, const char **value, size_t *vlen)
 {
     if (i == 0)
         return -1;
     if (i <= STATIC_COUNT) {
+        *name_index = i;
         *name = static_table[i].name;
         *nlen = static_table[i].nlen;
         *value = static_table[i].value;
@@ -235,6 +242,7 @@ static int lookup(const h2_hpack *d, uint32_t i, const char **name, size_t *nlen
     if (i >= d->count)
         return -1;
     const h2_hpack_entry *e = entry_at(d, i);
+    *name_index = e->name_index;
     *name = e->data;
     *nlen = e->nlen;
     *value = e->data + e->nlen;
@@ -263,9 +271,11 @@ int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *s
         uint8_t b = *p;
         const char *name, *value;
         size_t nlen, vlen, at = 0;
+        unsigned name_index = 0;
         uint32_t idx;
         if (b & 0x80) { /* 6.1 indexed field */
-            if (get_int(&p, end, 7, &idx) != 0 || lookup(d, idx, &name, &nlen, &value, &vlen) != 0)
+            if (get_int(&p, end, 7, &idx) != 0 ||
+                lookup(d, idx, &name, &nlen, &name_index, &value, &vlen) != 0)
                 return H2_HPACK_ERROR;
         } else if ((b & 0xe0) == 0x20) { /* 6.3 dynamic table size update */
             /* 4.2: only at the start of a block, within our limit. */
@@ -284,7 +294,7 @@ int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *s
             if (idx > 0) {
                 const char *ignored;
                 size_t ignored_len;
-                if (lookup(d, idx, &name, &nlen, &ignored, &ignored_len) != 0)
+                if (lookup(d, idx, &name, &nlen, &name_index, &ignored, &ignored_len) != 0)
                     return H2_HPACK_ERROR;
             } else if ((rc = get_string(&p, end, scratch, &at, &name, &nlen)) != 0) {
                 return rc;
@@ -296,7 +306,7 @@ int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *s
                  * added. Its name may be one of the entries going, so the
                  * field is handed on first. */
                 fields++;
-                rc = emit(ud, name, nlen, value, vlen);
+                rc = emit(ud, name, nlen, name_index, value, vlen);
                 evict_to(d, 0);
                 if (rc != 0)
                     return rc;
@@ -305,15 +315,16 @@ int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *s
             if (indexing) {
                 /* The entry copies name and value; the copies are what is
                  * handed on, since inserting may evict the name's entry. */
-                if ((rc = insert(d, name, nlen, value, vlen)) != 0)
+                if ((rc = insert(d, name, nlen, name_index, value, vlen)) != 0)
                     return rc;
                 const h2_hpack_entry *e = entry_at(d, 0);
+                name_index = e->name_index;
                 name = e->data;
                 value = e->data + e->nlen;
             }
         }
         fields++;
-        int rc = emit(ud, name, nlen, value, vlen);
+        int rc = emit(ud, name, nlen, name_index, value, vlen);
         if (rc != 0)
             return rc;
     }
@@ -389,32 +400,14 @@ size_t h2_hpack_literal(uint8_t *out, unsigned name_index, const char *name, siz
 
 size_t h2_hpack_status(uint8_t *out, int status)
 {
-    switch (status) {
-    case 200:
-        out[0] = 0x80 | 8;
-        return 1;
-    case 204:
-        out[0] = 0x80 | 9;
-        return 1;
-    case 206:
-        out[0] = 0x80 | 10;
-        return 1;
-    case 304:
-        out[0] = 0x80 | 11;
-        return 1;
-    case 400:
-        out[0] = 0x80 | 12;
-        return 1;
-    case 404:
-        out[0] = 0x80 | 13;
-        return 1;
-    case 500:
-        out[0] = 0x80 | 14;
-        return 1;
-    default:
-        break;
-    }
     char digits[3] = {(char)('0' + status / 100 % 10), (char)('0' + status / 10 % 10),
                       (char)('0' + status % 10)};
+    /* Indexed (6.1) where a static entry holds it: 8..14 are :status. */
+    for (unsigned i = 8; i <= 14; i++) {
+        if (memcmp(static_table[i].value, digits, 3) == 0) {
+            out[0] = (uint8_t)(0x80 | i);
+            return 1;
+        }
+    }
     return h2_hpack_literal(out, 8, NULL, 0, digits, 3);
 }

@@ -33,9 +33,13 @@ typedef struct h2_scratch {
 } h2_scratch;
 
 /* One decoded field: name and value are valid during the call only.
- * A nonzero return stops decoding and is returned by h2_hpack_decode. */
-typedef int (*h2_hpack_emit)(void *ud, const char *name, size_t nlen, const char *value,
-                             size_t vlen);
+ * name_index is a static table index (1..61) whose name is this name,
+ * known without comparing a byte (the field named it by index, or named a
+ * dynamic entry whose name is a static one), or 0: the caller classifies
+ * the name itself. A nonzero return stops decoding and is returned by
+ * h2_hpack_decode. */
+typedef int (*h2_hpack_emit)(void *ud, const char *name, size_t nlen, unsigned name_index,
+                             const char *value, size_t vlen);
 
 #define H2_HPACK_ERROR (-1) /* COMPRESSION_ERROR (RFC 9113 4.3) */
 #define H2_HPACK_NOMEM (-2)

@@ -27,10 +27,12 @@ typedef struct discard_ctx {
     uint64_t size;
 } discard_ctx;
 
-static int discard_field(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+static int discard_field(void *ud, const char *name, size_t nlen, unsigned name_index,
+                         const char *value, size_t vlen)
 {
     discard_ctx *d = ud;
     (void)name;
+    (void)name_index;
     (void)value;
     d->size += nlen + vlen + 32;
     if (d->size > (uint64_t)d->c->w->cfg->max_header_list * 16) {

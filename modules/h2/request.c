@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <keel/util.h>
+
 /* ---- the request head ------------------------------------------------------- */
 
 /* While a block is decoded, views hold offsets into the stream's memory
@@ -58,14 +60,24 @@ static inline long put_bytes(char **mem, size_t *len, size_t *cap, const char *p
     return (long)off;
 }
 
-static int grow_fields(keel_header **fields, size_t *cap, keel_header *inline_fields)
+/* Doubles a field list: the head's keeps each field's token after the
+ * views, in the same block (keel_header's alignment covers uint16_t's);
+ * the trailers' keeps none (tokens NULL). The inline storage is copied
+ * out, never freed. */
+static int grow_fields(keel_header **fields, uint16_t **tokens, size_t *cap,
+                       const keel_header *inline_fields)
 {
     size_t want = *cap ? *cap * 2 : 8;
-    keel_header *f = malloc(want * sizeof *f);
+    keel_header *f = malloc(want * (sizeof *f + (tokens != NULL ? sizeof **tokens : 0)));
     if (f == NULL)
         return -1;
-    if (*cap > 0)
+    if (*cap > 0) {
         memcpy(f, *fields, *cap * sizeof *f);
+        if (tokens != NULL)
+            memcpy(f + want, *tokens, *cap * sizeof **tokens);
+    }
+    if (tokens != NULL)
+        *tokens = (uint16_t *)(void *)(f + want);
     if (*fields != inline_fields)
         free(*fields);
     *fields = f;
@@ -160,34 +172,22 @@ static int value_ok(const char *v, size_t n)
 
 /* RFC 9113 8.2.2: connection-specific fields make a request malformed;
  * TE may only say "trailers". */
-static int connection_specific(const char *n, size_t len, const char *v, size_t vlen)
+static int connection_specific(unsigned token, const char *v, size_t vlen)
 {
-    switch (len) {
-    case 2:
-        return IS(n, len, "te") && !IS(v, vlen, "trailers");
-    case 7:
-        return IS(n, len, "upgrade");
-    case 10:
-        return IS(n, len, "connection") || IS(n, len, "keep-alive");
-    case 16:
-        return IS(n, len, "proxy-connection");
-    case 17:
-        return IS(n, len, "transfer-encoding");
-    default:
-        return 0;
-    }
+    return (keel_header_token_flags(token) & KEEL_HDR_FLAG_CONNECTION_SPECIFIC) &&
+           !(token == KEEL_HDR_TE && IS(v, vlen, "trailers"));
 }
 
 enum { P_METHOD = 1, P_SCHEME = 2, P_AUTHORITY = 4, P_PATH = 8 };
 
 /* A pseudo-field of the head (8.3.1): known, once, before the others. */
-static int pseudo_field(h2_stream *s, const char *name, size_t nlen, long off, size_t vlen)
+static int pseudo_field(h2_stream *s, unsigned token, long off, size_t vlen)
 {
-    unsigned which = IS(name, nlen, ":method")      ? P_METHOD
-                     : IS(name, nlen, ":scheme")    ? P_SCHEME
-                     : IS(name, nlen, ":authority") ? P_AUTHORITY
-                     : IS(name, nlen, ":path")      ? P_PATH
-                                                    : 0;
+    unsigned which = token == KEEL_HDR_PSEUDO_METHOD      ? P_METHOD
+                     : token == KEEL_HDR_PSEUDO_SCHEME    ? P_SCHEME
+                     : token == KEEL_HDR_PSEUDO_AUTHORITY ? P_AUTHORITY
+                     : token == KEEL_HDR_PSEUDO_PATH      ? P_PATH
+                                                          : 0;
     if (which == 0 || s->in_trailers || s->regular_seen || (s->seen_pseudo & which))
         return -1;
     s->seen_pseudo |= (uint8_t)which;
@@ -226,7 +226,8 @@ static int content_length_field(h2_stream *s, const char *v, size_t n)
     return 0;
 }
 
-int h2_stream_field(void *stream, const char *name, size_t nlen, const char *value, size_t vlen)
+int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_index,
+                    const char *value, size_t vlen)
 {
     h2_stream *s = stream;
     h2_conn *c = s->c;
@@ -255,6 +256,21 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, const char *val
         s->malformed = 1;
         return 0;
     }
+    /* Each name is classified once: one the HPACK decoder knows by a
+     * static index is a valid one, and its token is a table away; any
+     * other is checked (RFC 9113 8.2.1: tchar, lower case; a pseudo-field
+     * after its ':') and looked up. */
+    unsigned token;
+    if (name_index != 0) {
+        token = keel_header_token_of_hpack(name_index);
+    } else {
+        size_t colon = name[0] == ':';
+        if (!all_in(name + colon, nlen - colon, C_NAME)) {
+            s->malformed = 1;
+            return 0;
+        }
+        token = keel_header_token(name, nlen);
+    }
     if (name[0] == ':') {
         /* Checked before anything is copied: once the head is complete
          * the core holds views into hmem, which must not move (a
@@ -264,22 +280,18 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, const char *val
             return 0;
         }
         long off = put_bytes(&s->hmem, &s->hlen, &s->hcap, value, vlen);
-        if (off < 0 || pseudo_field(s, name, nlen, off, vlen) != 0)
+        if (off < 0 || pseudo_field(s, token, off, vlen) != 0)
             s->malformed = 1; /* out of memory too: the stream is reset */
         return 0;
     }
     s->regular_seen = 1;
-    if (!all_in(name, nlen, C_NAME)) {
-        s->malformed = 1;
-        return 0;
-    }
-    if (connection_specific(name, nlen, value, vlen) ||
-        (!s->in_trailers && IS(name, nlen, "content-length") &&
+    if (connection_specific(token, value, vlen) ||
+        (!s->in_trailers && token == KEEL_HDR_CONTENT_LENGTH &&
          content_length_field(s, value, vlen) != 0)) {
         s->malformed = 1;
         return 0;
     }
-    if (!s->in_trailers && IS(name, nlen, "host")) {
+    if (!s->in_trailers && token == KEEL_HDR_HOST) {
         if (s->host_at != 0) {
             s->malformed = 1; /* RFC 9110 7.2: one Host; two may name two authorities */
             return 0;
@@ -294,19 +306,21 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, const char *val
     int grown = 0;
     if (s->in_trailers) {
         if (s->ntr == s->tr_cap)
-            grown = grow_fields(&s->tr_fields, &s->tr_cap, NULL);
+            grown = grow_fields(&s->tr_fields, NULL, &s->tr_cap, NULL);
     } else if (s->nfields == s->cap) {
-        grown = grow_fields(&s->fields, &s->cap, s->inline_fields);
+        grown = grow_fields(&s->fields, &s->tokens, &s->cap, s->inline_fields);
     }
     if (voff < 0 || grown != 0) {
         s->malformed = 1;
         return 0;
     }
     keel_header f = {at_offset((size_t)noff, nlen), at_offset((size_t)voff, vlen)};
-    if (s->in_trailers)
+    if (s->in_trailers) {
         s->tr_fields[s->ntr++] = f;
-    else
+    } else {
+        s->tokens[s->nfields] = (uint16_t)token;
         s->fields[s->nfields++] = f;
+    }
     return 0;
 }
 
@@ -316,7 +330,7 @@ static int join_cookies(h2_stream *s)
 {
     size_t count = 0, total = 0, first = 0;
     for (size_t i = 0; i < s->nfields; i++) {
-        if (h2_str_is(s->fields[i].name, "cookie")) {
+        if (s->tokens[i] == KEEL_HDR_COOKIE) {
             if (count++ == 0)
                 first = i;
             total += s->fields[i].value.len + 2;
@@ -329,7 +343,7 @@ static int join_cookies(h2_stream *s)
         return -1;
     size_t at = 0, out = 0;
     for (size_t i = 0; i < s->nfields; i++) {
-        if (h2_str_is(s->fields[i].name, "cookie")) {
+        if (s->tokens[i] == KEEL_HDR_COOKIE) {
             if (at > 0) {
                 joined[at++] = ';';
                 joined[at++] = ' ';
@@ -340,6 +354,7 @@ static int join_cookies(h2_stream *s)
                 continue; /* dropped from the list */
         }
         s->fields[out] = s->fields[i];
+        s->tokens[out] = s->tokens[i];
         out++;
     }
     s->fields[first].value = (keel_str){joined, at};
@@ -516,18 +531,15 @@ void h2_stream_headers_done(h2_stream *s)
      * and handlers look for Host: one is added when the client sent none
      * (one it sent names the same, head_ok). */
     if (s->host_at == 0 && (s->seen_pseudo & P_AUTHORITY)) {
-        if (s->nfields == s->cap && grow_fields(&s->fields, &s->cap, s->inline_fields) != 0) {
+        if (s->nfields == s->cap &&
+            grow_fields(&s->fields, &s->tokens, &s->cap, s->inline_fields) != 0) {
             h2_stream_answer(s, 500);
             return;
         }
-        /* Appended after the fields the core sees: the bytes are the
-         * pseudo-field's. */
-        if (s->head_nfields < s->nfields) {
-            /* cookies were joined: the tail of the array is unused */
-            s->fields[s->head_nfields] = (keel_header){{"host", 4}, s->authority};
-        } else {
-            s->fields[s->nfields] = (keel_header){{"host", 4}, s->authority};
-        }
+        /* Appended after the fields the core sees (joined cookies left
+         * the tail unused): the bytes are the pseudo-field's. */
+        s->fields[s->head_nfields] = (keel_header){{"host", 4}, s->authority};
+        s->tokens[s->head_nfields] = KEEL_HDR_HOST;
         s->head_nfields++;
     }
     if (s->remote_ended)
@@ -546,6 +558,7 @@ void h2_stream_headers_done(h2_stream *s)
         .version = 20,
         .headers = s->fields,
         .nheaders = s->head_nfields,
+        .tokens = s->tokens,
         .content_length = s->content_length,
     };
     c->nstreams++;

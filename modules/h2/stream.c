@@ -110,6 +110,7 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     s->c = c;
     s->id = id;
     s->fields = s->inline_fields;
+    s->tokens = s->inline_tokens;
     s->cap = H2_INLINE_FIELDS;
     s->content_length = -1;
     s->resp_left = -1;

@@ -135,8 +135,13 @@ struct h1_exch {
     size_t headers_cap; /* of spans and headers */
     h1_span *spans;     /* inline_spans or a grown array */
     keel_header *headers;
+    /* Each name's token (keel_header_token), set once the name is whole
+     * and handed to the core with the head; grown with headers (in the
+     * same block, after them). */
+    uint16_t *tokens;
     h1_span inline_spans[H1_INLINE_HEADERS];
     keel_header inline_headers[H1_INLINE_HEADERS];
+    uint16_t inline_tokens[H1_INLINE_HEADERS];
 
     /* A request with a body has its head copied here, so the body can be
      * consumed from the connection's buffer while the core still refers to

@@ -125,8 +125,12 @@ static int on_header_field_complete(llhttp_t *p)
      * (RFC 9112 5.1: no whitespace between name and colon, a server MUST
      * reject it with 400). Check the whole token. */
     const h1_span *s = &exch->spans[exch->nheaders];
-    if (!h1_is_token(c->data + c->head_base + s->name_off, s->name_len))
+    const char *name = c->data + c->head_base + s->name_off;
+    if (!h1_is_token(name, s->name_len))
         return fail_with(c, p, 400, "invalid field name");
+    /* Classified once, here: validate.c and the core (the head's tokens)
+     * ask the integer what they would otherwise ask the bytes. */
+    exch->tokens[exch->nheaders] = (uint16_t)keel_header_token(name, s->name_len);
     return 0;
 }
 

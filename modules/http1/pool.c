@@ -22,6 +22,7 @@ h1_exch *h1_exch_get(h1_worker *w)
     exch->next = NULL;
     exch->spans = exch->inline_spans;
     exch->headers = exch->inline_headers;
+    exch->tokens = exch->inline_tokens;
     exch->headers_cap = H1_INLINE_HEADERS;
     exch->copy = NULL;
     exch->copy_cap = 0;
@@ -39,6 +40,7 @@ static void exch_shrink(h1_exch *exch)
         free(exch->headers);
         exch->spans = exch->inline_spans;
         exch->headers = exch->inline_headers;
+        exch->tokens = exch->inline_tokens;
         exch->headers_cap = H1_INLINE_HEADERS;
     }
     /* Trailer sections are rare: a message that had one gives it back. */
@@ -80,15 +82,19 @@ int h1_exch_grow(h1_exch *exch, size_t want)
     if (cap < want)
         cap = want;
     h1_span *spans = malloc(cap * sizeof *spans);
-    keel_header *headers = malloc(cap * sizeof *headers);
+    /* The tokens after the views, in one block (keel_header's alignment
+     * covers uint16_t's). */
+    keel_header *headers = malloc(cap * (sizeof *headers + sizeof *exch->tokens));
     if (spans == NULL || headers == NULL) {
         free(spans);
         free(headers);
         return KEEL_ERR_NOMEM;
     }
+    uint16_t *tokens = (uint16_t *)(void *)(headers + cap);
     for (size_t i = 0; i < exch->headers_cap; i++) {
         spans[i] = exch->spans[i];
         headers[i] = exch->headers[i];
+        tokens[i] = exch->tokens[i];
     }
     if (exch->spans != exch->inline_spans) {
         free(exch->spans);
@@ -96,6 +102,7 @@ int h1_exch_grow(h1_exch *exch, size_t want)
     }
     exch->spans = spans;
     exch->headers = headers;
+    exch->tokens = tokens;
     exch->headers_cap = cap;
     return KEEL_OK;
 }

@@ -148,17 +148,14 @@ int h1_head_check(h1_conn *c, const char *head)
     exch->expect_continue = 0;
     for (size_t i = 0; i < exch->nheaders; i++) {
         const h1_span *s = &exch->spans[i];
-        const char *name = head + s->name_off;
         const char *value = head + s->value_off;
-        switch (s->name_len) {
-        case 4:
-            if (ieq(name, "host", 4)) {
-                hosts++;
-                exch->host_index = (int)i;
-            }
+        switch (exch->tokens[i]) {
+        case KEEL_HDR_HOST:
+            hosts++;
+            exch->host_index = (int)i;
             break;
-        case 6:
-            if (ieq(name, "expect", 6) && s->value_len > 0) {
+        case KEEL_HDR_EXPECT:
+            if (s->value_len > 0) {
                 /* RFC 9110 10.1.1: 100-continue is the only expectation;
                  * an HTTP/1.0 client's one is ignored. Any other: 417. */
                 if (s->value_len == 12 && ieq(value, "100-continue", 12))
@@ -167,16 +164,14 @@ int h1_head_check(h1_conn *c, const char *head)
                     return 417;
             }
             break;
-        case 17:
-            if (ieq(name, "transfer-encoding", 17)) {
-                te_fields++;
-                /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message
-                 * means the framing is faulty. */
-                if (exch->head.version == 10)
-                    return 400;
-                if ((status = check_transfer_encoding(value, s->value_len)) != 0)
-                    return status;
-            }
+        case KEEL_HDR_TRANSFER_ENCODING:
+            te_fields++;
+            /* RFC 9112 6.1: Transfer-Encoding in an HTTP/1.0 message means
+             * the framing is faulty. */
+            if (exch->head.version == 10)
+                return 400;
+            if ((status = check_transfer_encoding(value, s->value_len)) != 0)
+                return status;
             break;
         default:
             break;
@@ -226,14 +221,17 @@ void h1_head_build(h1_conn *c, const char *head)
         keel_str auth = {head + exch->auth_off, exch->auth_len};
         if (exch->host_index >= 0)
             exch->headers[exch->host_index].value = auth;
-        else if (n < exch->headers_cap || h1_exch_grow(exch, n + 1) == KEEL_OK)
+        else if (n < exch->headers_cap || h1_exch_grow(exch, n + 1) == KEEL_OK) {
+            exch->tokens[n] = KEEL_HDR_HOST;
             exch->headers[n++] = (keel_header){{"Host", 4}, auth};
+        }
     }
     keel_http_head *h = &exch->head;
     h->size = sizeof *h;
     h->method = (keel_str){head + exch->method_off, exch->method_len};
     h->target = (keel_str){head + exch->url_off, exch->url_len};
     h->headers = exch->headers;
+    h->tokens = exch->tokens;
     h->nheaders = n;
     /* keep_alive and expect_continue are deprecated and left 0: both are
      * ours to act on (exchange.c), not the core's. */

@@ -34,12 +34,6 @@ static int name_eq(keel_str a, const char *b)
     return keel_ascii_iequal_z(a.ptr, a.len, b);
 }
 
-/* The same name, any case; b is lower case, n its length. */
-static int is_name(keel_str a, const char *b, size_t n)
-{
-    return keel_ascii_iequal_lc(a.ptr, a.len, b, n);
-}
-
 /* Calls fn for each element of a comma-separated list (RFC 9110 5.6.1),
  * trimmed; stops when it returns non-zero and returns that. */
 static int each_element(keel_str list, int (*fn)(keel_str el, void *arg), void *arg)
@@ -75,43 +69,15 @@ static int listed(keel_str list, keel_str name)
 }
 
 /* RFC 9110 7.6.1. `connection` is the message's Connection value (may be
- * absent): the fields it names are hop-by-hop too, as is HTTP2-Settings
- * (RFC 7540 3.2.1), which only an h2c upgrade carries. Trailer is dropped with
- * them: the framing is re-done on each side, and a response's trailers are
- * announced again by http1's own framing. Switched on the length first:
- * this runs for every field of every message. */
-int px_hop_by_hop(keel_str name, keel_str connection)
+ * absent): the fields it names are hop-by-hop too, as are those the token
+ * table flags KEEL_HDR_FLAG_HOP_BY_HOP: the connection's own, HTTP2-Settings
+ * (RFC 7540 3.2.1), which only an h2c upgrade carries, and Trailer: the
+ * framing is re-done on each side, and a response's trailers are
+ * announced again by http1's own framing. */
+int px_hop_by_hop(keel_str name, unsigned token, keel_str connection)
 {
-    switch (name.len) {
-    case 2:
-        if (is_name(name, "te", 2))
-            return 1;
-        break;
-    case 7:
-        if (is_name(name, "upgrade", 7) || is_name(name, "trailer", 7))
-            return 1;
-        break;
-    case 10:
-        if (is_name(name, "connection", 10) || is_name(name, "keep-alive", 10))
-            return 1;
-        break;
-    case 14:
-        /* RFC 7540 3.2.1: a connection-specific field of the h2c upgrade,
-         * which is never passed (RFC 9113 3.1 deprecates it). */
-        if (is_name(name, "http2-settings", 14))
-            return 1;
-        break;
-    case 16:
-        if (is_name(name, "proxy-connection", 16))
-            return 1;
-        break;
-    case 17:
-        if (is_name(name, "transfer-encoding", 17))
-            return 1;
-        break;
-    default:
-        break;
-    }
+    if (keel_header_token_flags(token) & KEEL_HDR_FLAG_HOP_BY_HOP)
+        return 1;
     return connection.ptr != NULL && listed(connection, name);
 }
 
@@ -473,17 +439,18 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         if (keel_request_header_at(req, i, &h) != KEEL_OK)
             continue;
         /* Every field is one HTTP/1.1 can carry: px_request_refusal
-         * answered 400 otherwise, before any upstream was chosen. */
-        if (px_hop_by_hop(h.name, connection) || name_eq(h.name, "host") ||
-            name_eq(h.name, "content-length"))
+         * answered 400 otherwise, before any upstream was chosen. Each
+         * name is classified once; the questions below are integers. */
+        unsigned t = keel_header_token(h.name.ptr, h.name.len);
+        if (px_hop_by_hop(h.name, t, connection) || t == KEEL_HDR_HOST ||
+            t == KEEL_HDR_CONTENT_LENGTH)
             continue;
-        if (c->x_forwarded &&
-            (name_eq(h.name, "x-forwarded-proto") || name_eq(h.name, "x-forwarded-host")))
+        if (c->x_forwarded && (t == KEEL_HDR_X_FORWARDED_PROTO || t == KEEL_HDR_X_FORWARDED_HOST))
             continue; /* replaced: ours is what this hop saw */
-        sb *list = c->x_forwarded && name_eq(h.name, "x-forwarded-for") ? &xff
-                   : c->forwarded && name_eq(h.name, "forwarded")       ? &fwd
-                   : c->via && name_eq(h.name, "via")                   ? &via
-                                                                        : NULL;
+        sb *list = c->x_forwarded && t == KEEL_HDR_X_FORWARDED_FOR ? &xff
+                   : c->forwarded && t == KEEL_HDR_FORWARDED       ? &fwd
+                   : c->via && t == KEEL_HDR_VIA                   ? &via
+                                                                   : NULL;
         if (list != NULL) {
             if (h.value.len > 0) {
                 sb_str(list, list->len ? ", " : "");
@@ -661,21 +628,21 @@ void px_response_headers(px_ex *ex)
     sb via = {0};
     for (size_t i = 0; i < ex->nfields; i++) {
         keel_str name = px_field_name(ex, i), value = px_field_value(ex, i);
-        if (ex->upgrade && ex->status == 101 && name_eq(name, "upgrade")) {
+        unsigned t = keel_header_token(name.ptr, name.len);
+        if (ex->upgrade && ex->status == 101 && t == KEEL_HDR_UPGRADE) {
             add_field(res, name, value.ptr, value.len); /* the 101 names the protocol */
             continue;
         }
-        if (px_hop_by_hop(name, connection))
+        if (px_hop_by_hop(name, t, connection))
             continue;
-        if ((!c->keep_server && name_eq(name, "server")) ||
-            (!c->keep_date && name_eq(name, "date")))
+        if ((!c->keep_server && t == KEEL_HDR_SERVER) || (!c->keep_date && t == KEEL_HDR_DATE))
             continue;
-        if (c->via && name_eq(name, "via")) {
+        if (c->via && t == KEEL_HDR_VIA) {
             sb_str(&via, via.len ? ", " : "");
             sb_ks(&via, value);
             continue;
         }
-        if (ex->route->rewrite_location && name_eq(name, "location")) {
+        if (ex->route->rewrite_location && t == KEEL_HDR_LOCATION) {
             sb loc = {0};
             if (rewrite_location(ex, value, &loc)) {
                 add_field(res, name, loc.p, loc.len);

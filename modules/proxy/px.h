@@ -306,7 +306,8 @@ void px_response_eof(px_up *up);
 void px_continue(px_ex *ex);
 
 /* headers.c */
-int px_hop_by_hop(keel_str name, keel_str connection_value);
+/* name's token is keel_header_token's (the caller classified it). */
+int px_hop_by_hop(keel_str name, unsigned token, keel_str connection_value);
 int px_token_in_list(keel_str list, const char *token);
 int px_request_refusal(keel_request *req);
 int px_field_ok(keel_str name, keel_str value);

@@ -149,9 +149,11 @@ typedef struct head_check {
     const char *why; /* the first problem, or NULL */
 } head_check;
 
-static int check_field(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+static int check_field(void *ud, const char *name, size_t nlen, unsigned name_index,
+                       const char *value, size_t vlen)
 {
     head_check *h = ud;
+    (void)name_index;
     if (h->unknown)
         return 0;
     int pseudo = nlen > 0 && name[0] == ':';

@@ -44,7 +44,8 @@ static void check(int ok, const char *what)
     }
 }
 
-static int on_field(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+static int on_field(void *ud, const char *name, size_t nlen, unsigned name_index, const char *value,
+                    size_t vlen)
 {
     emitted *e = ud;
     /* A literal is at most the block decoded; an indexed name or field
@@ -53,6 +54,11 @@ static int on_field(void *ud, const char *name, size_t nlen, const char *value, 
     check(nlen + vlen <= bound, "a field longer than its block and the table allow");
     check(nlen == 0 || name != NULL, "a name without bytes");
     check(vlen == 0 || value != NULL, "a value without bytes");
+    /* A name known by a static index is that entry's name. */
+    check(name_index <= 61, "a name index past the static table");
+    check(name_index == 0 || (name_index >= 15 ? h2_hpack_static_name(name, nlen) == name_index
+                                               : nlen > 0 && name[0] == ':'),
+          "a name index that is not the name's");
     for (size_t i = 0; i < nlen; i++)
         e->sum += (unsigned char)name[i];
     for (size_t i = 0; i < vlen; i++)
@@ -91,9 +97,11 @@ typedef struct replay {
     size_t len, at, fields;
 } replay;
 
-static int replay_field(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+static int replay_field(void *ud, const char *name, size_t nlen, unsigned name_index,
+                        const char *value, size_t vlen)
 {
     replay *r = ud;
+    (void)name_index;
     uint8_t *tmp = malloc(H2_HPACK_LITERAL_MAX(nlen, vlen));
     check(tmp != NULL, "out of memory");
     size_t n = h2_hpack_literal(tmp, 0, name, nlen, value, vlen);
@@ -107,10 +115,12 @@ static int replay_field(void *ud, const char *name, size_t nlen, const char *val
 
 /* 4.1: the size is the sum of the entries, each name + value + 32. */
 static size_t entry_bytes;
-static int entry_size(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+static int entry_size(void *ud, const char *name, size_t nlen, unsigned name_index,
+                      const char *value, size_t vlen)
 {
     (void)ud;
     (void)name;
+    (void)name_index;
     (void)value;
     entry_bytes += nlen + vlen + 32;
     return 0;

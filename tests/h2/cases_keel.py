@@ -25,6 +25,23 @@ def get_root(env):
 
 
 @case("conformance")
+def header_lookup_by_name(env):
+    """keel_request_header in any case: a well-known name is found by its
+    token (h2 classifies each name once, from the HPACK static index when
+    there is one), any other by its bytes, and a name of the same length
+    as a field that is not it finds nothing."""
+    c = Conn(env.k.port())
+    fields = [("x-custom-abc", "1"), ("x-custom-abd", "2"), ("via", "v"), ("age", "3"),
+              ("user-agent", "ua"), ("accept", "a")]
+    for asked, want in (("X-Custom-Abd", "2"), ("x-custom-abc", "1"), ("VIA", "v"), ("Age", "3"),
+                        ("User-Agent", "ua"), ("Accept", "a"), ("x-custom-abe", "-"),
+                        ("Allow", "-"), ("Etag", "-"), ("Host", "localhost")):
+        r = c.get(f"/h2test/head?field={asked}", fields=fields)
+        check(r.status == 200 and f"field={want}\n".encode() in r.body,
+              f"{asked}: {r.status} {r.body!r}")
+
+
+@case("conformance")
 def status_204_and_304_have_no_body(env):
     c = Conn(env.k.port())
     for code in (204, 304):

@@ -45,6 +45,15 @@ static int route_head(keel_request *req, keel_response *res, void *userdata)
                      host.ptr ? (int)host.len : 1, host.ptr ? host.ptr : "-",
                      cookie.ptr ? (int)cookie.len : 1, cookie.ptr ? cookie.ptr : "-",
                      keel_request_header_count(req));
+    /* ?field=NAME: keel_request_header's answer for NAME as given (the
+     * core finds a well-known name by its token, others by their bytes). */
+    keel_str want, field;
+    if (n >= 0 && (size_t)n < sizeof buf &&
+        keel_request_query_param(req, "field", &want) == KEEL_OK) {
+        field = keel_request_header(req, want.ptr);
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "field=%.*s\n",
+                      field.ptr ? (int)field.len : 1, field.ptr ? field.ptr : "-");
+    }
     if (n < 0 || (size_t)n >= sizeof buf)
         return keel_response_send_status(res, 500);
     keel_response_header_set(res, "Content-Type", "text/plain");

@@ -25,9 +25,11 @@ typedef struct fields {
     char name[MAX_FIELDS][128];
     char value[MAX_FIELDS][512];
     size_t nlen[MAX_FIELDS], vlen[MAX_FIELDS];
+    unsigned name_index[MAX_FIELDS];
 } fields;
 
-static int collect(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+static int collect(void *ud, const char *name, size_t nlen, unsigned name_index, const char *value,
+                   size_t vlen)
 {
     fields *f = ud;
     cr_assert_lt(f->n, MAX_FIELDS, "more fields than the test expects");
@@ -39,6 +41,7 @@ static int collect(void *ud, const char *name, size_t nlen, const char *value, s
     f->value[f->n][vlen] = '\0';
     f->nlen[f->n] = nlen;
     f->vlen[f->n] = vlen;
+    f->name_index[f->n] = name_index;
     f->n++;
     return 0;
 }
@@ -1006,10 +1009,12 @@ Test(hpack_encode, response_head, .timeout = 60)
 
 /* ---- the emit callback and the scratch ---------------------------------------------------- */
 
-static int stop_at_second(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+static int stop_at_second(void *ud, const char *name, size_t nlen, unsigned name_index,
+                          const char *value, size_t vlen)
 {
     (void)name;
     (void)nlen;
+    (void)name_index;
     (void)value;
     (void)vlen;
     return ++*(int *)ud == 2 ? 42 : 0;
@@ -1035,9 +1040,11 @@ typedef struct long_value {
     size_t wlen, calls;
 } long_value;
 
-static int check_long_value(void *ud, const char *name, size_t nlen, const char *value, size_t vlen)
+static int check_long_value(void *ud, const char *name, size_t nlen, unsigned name_index,
+                            const char *value, size_t vlen)
 {
     long_value *lv = ud;
+    (void)name_index;
     lv->calls++;
     cr_assert_eq(nlen, 1);
     cr_assert_eq(name[0], 'a');
@@ -1072,6 +1079,39 @@ Test(hpack_decode, scratch_grows, .timeout = 60)
         cr_assert_eq(h2_hpack_decode(&d, block, n, &s, check_long_value, &lv), 0);
     cr_assert_eq(lv.calls, 2);
     free(block);
+    h2_hpack_free(&d);
+    h2_scratch_free(&s);
+}
+
+/* ---- the names' static indexes --------------------------------------------------------- */
+
+/* A name the decoder knows by a static index comes with it (h2 maps it to
+ * its token without looking at the bytes): named by index, or a dynamic
+ * entry whose name is a static one (looked up once, when it is added). */
+Test(hpack_decode, name_index, .timeout = 60)
+{
+    h2_hpack d;
+    h2_scratch s = {0};
+    h2_hpack_init(&d, 4096);
+    static const char block[] = "\x82" /* :method GET */
+                                "\x5f\x01"
+                                "a" /* content-type: a, added */
+                                "\x40\x0a"
+                                "user-agent\x01"
+                                "b" /* user-agent: b, added */
+                                "\x40\x01"
+                                "x\x01"
+                                "c" /* x: c, added */
+                                "\x00\x04"
+                                "host\x01"
+                                "d"             /* host: d, not added */
+                                "\xbe\xbf\xc0"; /* the three entries again, newest first */
+    fields f;
+    cr_assert_eq(decode(&d, &s, (const uint8_t *)block, sizeof block - 1, &f), 0);
+    static const unsigned want[] = {2, 31, 58, 0, 0, 0, 58, 31};
+    cr_assert_eq(f.n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < f.n; i++)
+        cr_assert_eq(f.name_index[i], want[i], "field %zu (%s): %u", i, f.name[i], f.name_index[i]);
     h2_hpack_free(&d);
     h2_scratch_free(&s);
 }

@@ -206,6 +206,23 @@ static int parse_value(const keel_config_key *key, const char *text, void *field
     return KEEL_ERR_CONFIG;
 }
 
+/* parse_value, then the key's own check of the text (ABI 1.8). */
+static int accept_value(const keel_config_key *key, const char *text, void *field, char *why,
+                        size_t whylen)
+{
+    int rc = parse_value(key, text, field, why, whylen);
+    if (rc == KEEL_OK && key->check != NULL) {
+        why[0] = '\0';
+        if (key->check(text, why, whylen) != 0) {
+            why[whylen - 1] = '\0';
+            if (why[0] == '\0')
+                snprintf(why, whylen, "'%s' is not valid here", text);
+            return KEEL_ERR_CONFIG;
+        }
+    }
+    return rc;
+}
+
 static int valid_key_name(const char *name)
 {
     if (name == NULL || *name == '\0')
@@ -257,7 +274,7 @@ int kl_schema_check(const keel_config_schema *schema, char *err, size_t errlen)
             snprintf(err, errlen, "config table: key '%s': bad scopes, range or choices", name);
             return KEEL_ERR_ABI;
         }
-        if (key.def != NULL && parse_value(&key, key.def, NULL, why, sizeof why) != KEEL_OK) {
+        if (key.def != NULL && accept_value(&key, key.def, NULL, why, sizeof why) != KEEL_OK) {
             snprintf(err, errlen, "config table: key '%s': default '%s': %s", name, key.def, why);
             return KEEL_ERR_ABI;
         }
@@ -319,7 +336,7 @@ static int fill_key(const keel_config_key *key, const char *name, int use_defaul
             return KEEL_ERR_NOMEM;
         for (size_t i = 0; i < n; i++) {
             const kl_config_value *v = kl_config_get(sec, name, i);
-            if (parse_value(key, v->text, NULL, why, sizeof why) != KEEL_OK)
+            if (accept_value(key, v->text, NULL, why, sizeof why) != KEEL_OK)
                 return bad(v, section, name, why);
             items[i] = key->type == KEEL_CONFIG_PATH ? resolve_path(cfg, v, store) : v->text;
             if (items[i] == NULL)
@@ -342,7 +359,7 @@ static int fill_key(const keel_config_key *key, const char *name, int use_defaul
     const char *text = v != NULL ? v->text : key->def;
     if (text == NULL)
         return KEEL_OK; /* zero, NULL: the struct was calloc'd */
-    if (parse_value(key, text, field, why, sizeof why) != KEEL_OK)
+    if (accept_value(key, text, field, why, sizeof why) != KEEL_OK)
         return bad(v, section, name, why); /* defaults were checked at load */
     if (key->type == KEEL_CONFIG_STRING || key->type == KEEL_CONFIG_ADDRESS)
         *(const char **)(void *)field = text;

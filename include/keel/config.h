@@ -74,6 +74,14 @@ typedef struct keel_config_key {
     int64_t min, max;           /* INT, SIZE, DURATION: the accepted range */
     const char *const *choices; /* ENUM: NULL-terminated words; the field gets the index */
     const char *doc;            /* one line for --help-module and docs/reference */
+    /* ABI 1.8: checks a value the type accepted (each item of a list), in
+     * every section and scope it is written: 0, or nonzero with the reason
+     * written to why (NUL-terminated, at most whylen bytes), which the core
+     * reports as "FILE:LINE: [section] key: why". What a table cannot say
+     * (a compound value's grammar) is then refused by `keel -t` too, with
+     * the line, in a scope as well as in the module's section. Main
+     * thread; it must not call keel. */
+    int (*check)(const char *value, char *why, size_t whylen);
 } keel_config_key;
 
 /* A module's table and the size of its struct. The descriptor points to

@@ -474,7 +474,9 @@ static int serve_try(const st_ctx *x, const char *list, keel_str uri)
         } else if (last) {
             return serve_path(x, buf, len, ST_WANT_ANY);
         } else {
-            int rc = serve_path(x, buf, len, buf[len - 1] == '/' ? ST_WANT_DIR : ST_WANT_FILE);
+            /* The element's own text says which ("$uri/"), not what the
+             * request's path made of it ("/assets/" for "$uri"). */
+            int rc = serve_path(x, buf, len, s[n - 1] == '/' ? ST_WANT_DIR : ST_WANT_FILE);
             if (rc != ST_TRY_NEXT)
                 return rc;
         }

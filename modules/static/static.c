@@ -215,30 +215,34 @@ static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t 
     return keel_response_send_file(x->res, of->fd, off, len, 0);
 }
 
-/* Chooses a precompressed sibling of rel: br or gzip, by q-value (br on a
- * tie), when the sibling is a regular file. On a hit *sib is the sibling
- * and the coding's name is returned. */
+/* Chooses a precompressed sibling of rel: br, zstd or gzip, by q-value
+ * (ties in that order: a sibling made ahead of time with brotli -q 11 is
+ * the smallest), when the sibling is a regular file. On a hit *sib is
+ * the sibling and the coding's name is returned. */
 static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, size_t rlen,
                                 st_open_file *sib)
 {
     keel_str ae = keel_request_header(x->req, "Accept-Encoding");
-    if (ae.ptr == NULL || rlen + 4 > ST_PATH_MAX)
+    if (ae.ptr == NULL || rlen + 5 > ST_PATH_MAX)
         return NULL;
-    int qbr = st_accept_q(ae, "br"), qgz = st_accept_q(ae, "gzip");
     typedef struct choice {
         const char *coding, *ext;
         int q;
     } choice;
-    choice order[2] = {{"br", ".br", qbr}, {"gzip", ".gz", qgz}};
-    if (qgz > qbr) {
-        choice t = order[0];
-        order[0] = order[1];
-        order[1] = t;
-    }
-    for (int i = 0; i < 2; i++) {
+    choice order[3] = {{"br", ".br", st_accept_q(ae, "br")},
+                       {"zstd", ".zst", st_accept_q(ae, "zstd")},
+                       {"gzip", ".gz", st_accept_q(ae, "gzip")}};
+    for (int i = 1; i < 3; i++) /* stable: equal weights keep their order */
+        for (int k = i; k > 0 && order[k].q > order[k - 1].q; k--) {
+            choice t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    for (int i = 0; i < 3; i++) {
         if (order[i].q <= 0)
             continue;
-        memcpy(rel + rlen, order[i].ext, 4);
+        size_t el = strlen(order[i].ext);
+        memcpy(rel + rlen, order[i].ext, el + 1);
         int rc = open_rel(x, m, rel, sib);
         rel[rlen] = '\0';
         if (rc != 0)

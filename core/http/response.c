@@ -546,10 +546,12 @@ int kl_response_send_status(keel_response *res, int status)
         /* The error page failed too (nginx without recursive_error_pages):
          * the short text of the error it stood for. */
         status = res->error_status;
-    } else if (status >= 400 && req->http->error_fn != NULL && !req->aborted &&
+    } else if (status >= 400 && status != 405 && req->http->error_fn != NULL && !req->aborted &&
                (req->body_mode != KL_BODY_STREAM || req->body_ended || status == 413)) {
         /* A streamed body's reader still expects its pieces (a 413 tells
-         * it through its callback), so a page does not take its place. */
+         * it through its callback), so a page does not take its place. A
+         * 405 keeps its text: it must carry Allow (RFC 9110 15.5.6), which
+         * only this answer knows. */
         res->error_status = status;
         kl_request_ref(req); /* the handler may end the response and free it */
         int rc = req->http->error_fn(req, res, status, req->http->error_ud);

@@ -1173,8 +1173,9 @@ KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
 
 /* Makes fn the error-page handler: the core calls it, on the request's
  * worker, before it answers a status of 400 or more with its short text
- * (the router's 404 and 405, 413 over the body limit, 500 for a handler
- * or filter error, keel_response_send_status from any handler), while no
+ * (the router's 404 (not 405, whose Allow field only that answer knows),
+ * 413 over the body limit, 500 for a handler or filter error,
+ * keel_response_send_status from any handler), while no
  * head has gone, the client is there and no request body is being
  * streamed. It is called at most once per request: an error while the
  * error page is being answered gets the short text of the first status.

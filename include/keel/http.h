@@ -34,7 +34,7 @@
  *     with completed 0 and the status the core had sent (0 if none), not
  *     the protocol's.
  *   - an error page module (keel_http_error_handler_set, ABI 1.8) may
- *     answer any of the core's answers of 400 and over, and those a
+ *     answer any of the core's answers of 400 and over but 405, and those a
  *     handler makes with keel_response_send_status, with another path's
  *     response (keel_response_redirect_internal); never a protocol's own.
  */

@@ -8,7 +8,7 @@
  *     errors.page = 404 =200 /app/index.html
  *
  * When the core is about to answer an error with its short text (the
- * router's 404 and 405, 413, a handler's 500, the proxy's 502 and 504,
+ * router's 404, 413, a handler's 500, the proxy's 502 and 504,
  * and every keel_response_send_status of a handler), the first `page`
  * line of the request's scope that names the status answers instead:
  * the response becomes what the route for its path answers (an internal
@@ -76,6 +76,12 @@ static int parse_line(const char *v, page_line *out, char *why, size_t whylen)
                          "%ld: an error page is for statuses 400..599, written "
                          "before =STATUS",
                          code);
+                return -1;
+            }
+            if (code == 405) {
+                snprintf(why, whylen,
+                         "405 keeps keel's answer: it must carry Allow "
+                         "(RFC 9110 15.5.6)");
                 return -1;
             }
             if (out->ncodes == sizeof out->codes / sizeof out->codes[0]) {

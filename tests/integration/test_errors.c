@@ -11,6 +11,7 @@
 
 #define PAGE404 "<h1>custom not found</h1>\n"
 #define PAGE50X "<h1>custom server error</h1>\n"
+#define PAGE413 "<h1>too large</h1>\n"
 
 /* keel with http1 errors static errfix proxy over st_root, the [errors]
  * section's lines and `more` (scopes) after it. */
@@ -36,6 +37,7 @@ static void make_site(void)
     st_write_str("www/index.html", "<h1>home</h1>\n");
     st_write_str("www/404.html", PAGE404);
     st_write_str("www/50x.html", PAGE50X);
+    st_write_str("www/413.html", PAGE413);
     st_mkdir("www/shop");
     st_write_str("www/shop/404.html", "<h1>shop not found</h1>\n");
 }
@@ -63,7 +65,8 @@ Test(errors, pages_for_the_core_a_handler_and_the_proxy_keep_the_status, .timeou
      .fini = st_cleanup)
 {
     make_site();
-    kh_proc *p = start_errors("page = 404 /404.html\npage = 500 502 503 504 /50x.html\n", NULL);
+    kh_proc *p = start_errors(
+        "page = 404 /404.html\npage = 500 502 503 504 /50x.html\npage = 413 /413.html\n", NULL);
     /* A missing file (static's 404) and a path no route takes (the
      * router's 404: errfix owns only /fail/...). */
     expect_page(p, "GET", "/missing.html", 404, PAGE404);
@@ -94,6 +97,23 @@ Test(errors, pages_for_the_core_a_handler_and_the_proxy_keep_the_status, .timeou
     kh_assert(p, r.status == 404 && strcmp(r.body, PAGE404) == 0, "conditional: %d %s", r.status,
               r.body);
     ht_resp_free(&r);
+    /* The core's 413 over a handler's body limit, told in advance by
+     * Content-Length and found while reading a chunked body. */
+    st_req(p, "POST", "/fail/body", "Content-Length: 100\r\n", &r);
+    kh_assert(p, r.status == 413 && strcmp(r.body, PAGE413) == 0, "413: %d %s", r.status, r.body);
+    ht_resp_free(&r);
+    {
+        ht_conn *c = ht_connect(kh_port(p, 0));
+        ht_send_str(c, "POST /fail/body HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+                       "Connection: close\r\n\r\n40\r\n"
+                       "0123456789012345678901234567890123456789012345678901234567890123\r\n"
+                       "0\r\n\r\n");
+        ht_expect_response(p, c, &r, 0);
+        kh_assert(p, r.status == 413 && strcmp(r.body, PAGE413) == 0, "chunked 413: %d %s",
+                  r.status, r.body);
+        ht_resp_free(&r);
+        ht_close(c);
+    }
     /* A handler's own error body is its answer, left alone. */
     expect_page(p, "GET", "/fail/own", 500, "own body\n");
     /* Unnamed statuses keep the plain text. */
@@ -142,6 +162,7 @@ Test(errors, bad_lines_are_refused_with_file_and_line, .timeout = 60, .fini = st
         {"page = 404 =999 /x.html\n", "200..599"},
         {"page = 404 /a/../b.html\n", "dot segment"},
         {"page = 404 /x.html 500\n", "must come last"},
+        {"page = 404 405 /x.html\n", "Allow"},
     };
     make_site();
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {

@@ -4,7 +4,9 @@
  *     GET /fail/own         a 500 with the handler's own body, which an
  *                           error page must leave alone
  *     GET /fail/page        answers its own path, for an error page that a
- *                           handler (not a file) serves */
+ *                           handler (not a file) serves
+ *     POST /fail/body       reads the body with a 16-byte limit: the core's
+ *                           413 past it */
 #include <keel/keel.h>
 
 #include <stdio.h>
@@ -45,13 +47,28 @@ static int fail_page(keel_request *req, keel_response *res, void *ud)
     return keel_response_send_copy(res, text, (size_t)n);
 }
 
+static void body_read(keel_request *req, int status, void *ud)
+{
+    keel_response *res = ud;
+    (void)req;
+    if (status == KEEL_OK) /* KEEL_ERR_LIMIT: the core is answering 413 */
+        keel_response_send_copy(res, "read\n", 5);
+}
+
+static int fail_body(keel_request *req, keel_response *res, void *ud)
+{
+    (void)ud;
+    return keel_request_read_body(req, 16, body_read, res);
+}
+
 static int errfix_load(keel_module *m)
 {
     int rc;
     if ((rc = keel_route_add(m, "GET", "/fail/status/*", fail_status, NULL)) < 0 ||
         (rc = keel_route_add(m, "GET", "/fail/return", fail_return, NULL)) < 0 ||
         (rc = keel_route_add(m, "GET", "/fail/own", fail_own, NULL)) < 0 ||
-        (rc = keel_route_add(m, "GET", "/fail/page", fail_page, NULL)) < 0)
+        (rc = keel_route_add(m, "GET", "/fail/page", fail_page, NULL)) < 0 ||
+        (rc = keel_route_add(m, "POST", "/fail/body", fail_body, NULL)) < 0)
         return rc;
     return KEEL_OK;
 }

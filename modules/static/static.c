@@ -479,8 +479,13 @@ static int serve_try(const st_ctx *x, const char *list, keel_str uri)
             return serve_path(x, buf, len, ST_WANT_ANY);
         } else {
             /* The element's own text says which ("$uri/"), not what the
-             * request's path made of it ("/assets/" for "$uri"). */
-            int rc = serve_path(x, buf, len, s[n - 1] == '/' ? ST_WANT_DIR : ST_WANT_FILE);
+             * request's path made of it ("/assets/" for "$uri"). A
+             * directory asked for without its slash is redirected to it,
+             * as nginx does, so that its page's relative links resolve. */
+            int dir = s[n - 1] == '/';
+            if (dir && len > 1 && uri.len > 0 && uri.ptr[uri.len - 1] != '/')
+                len--;
+            int rc = serve_path(x, buf, len, dir ? ST_WANT_DIR : ST_WANT_FILE);
             if (rc != ST_TRY_NEXT)
                 return rc;
         }

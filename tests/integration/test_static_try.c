@@ -57,10 +57,16 @@ Test(static_try, spa_routes_get_the_app_and_missing_assets_a_404, .timeout = 60,
     expect(p, "/assets/x.js", 200, JS);
     expect(p, "/assets/missing.js", 404, "404 Not Found\n");
     expect(p, "/assets/", 404, "404 Not Found\n");
-    /* $uri/: a directory's index, without the redirect to the slash
-     * (nginx's try_files does the same). */
-    expect(p, "/docs", 200, "docs\n");
+    /* $uri/: a directory's index; without its slash, the redirect to it
+     * first (nginx's try_files does the same: test_web_nginx.c). */
     expect(p, "/docs/", 200, "docs\n");
+    ht_resp d;
+    st_get(p, "/docs?x=1", NULL, &d);
+    kh_assert(p,
+              d.status == 301 && ht_header(&d, "Location") &&
+                  strcmp(ht_header(&d, "Location"), "/docs/?x=1") == 0,
+              "/docs: %d\n%s", d.status, d.head);
+    ht_resp_free(&d);
     /* The app keeps its validators: a revalidation is a 304. */
     ht_resp r;
     st_get(p, "/users/42", NULL, &r);

@@ -1,21 +1,11 @@
 /* keel's error pages (errors) and try lists (static's `try`) against
  * nginx's error_page and try_files on the same tree and the same rules:
  * every request gets the same status and the same body from both.
- * nginx runs with a generated config on a free port, as
- * test_proxy_nginx.c starts it; skipped where nginx is not installed. */
+ * nginx runs with a generated config on a free port (nginx.h); skipped
+ * where nginx is not installed. */
 #define _GNU_SOURCE
 #include "test_static.h"
-
-static const char *nginx_bin(void)
-{
-    static const char *const c[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx",
-                                    "/usr/local/nginx/sbin/nginx"};
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        if (access(c[i], X_OK) == 0)
-            return c[i];
-    cr_skip_test("nginx is not installed");
-    return NULL;
-}
+#include "nginx.h"
 
 /* nginx on 127.0.0.1:port serving st_root with `server_rules`. */
 static kh_proc *start_nginx(unsigned port, const char *server_rules)
@@ -30,14 +20,7 @@ static kh_proc *start_nginx(unsigned port, const char *server_rules)
              "  types { text/html html; text/javascript js; }\n"
              "  server { listen 127.0.0.1:%u; root %s;\n%s  }\n}\n",
              st_base, st_base, st_base, port, st_root, server_rules);
-    snprintf(path, sizeof path, "%s/nginx.conf", st_base);
-    FILE *f = fopen(path, "w");
-    cr_assert(f && fputs(conf, f) >= 0 && fclose(f) == 0);
-    const char *args[] = {"-p", st_base, "-e", "/dev/stderr", "-c", path, NULL};
-    kh_proc *n = kh_spawn_program(nginx_bin(), NULL, args);
-    if (!kh_wait_accepts(port, 5000))
-        cr_assert_fail("nginx did not start: %s", kh_stderr(n));
-    return n;
+    return kn_nginx_start(st_base, conf, port);
 }
 
 /* GET target from port: the status and the body, or for a redirect the
@@ -68,7 +51,7 @@ static int fetch(unsigned port, const char *target, char *body, size_t cap)
 
 Test(web_nginx, error_pages_and_try_files_answer_as_nginx, .timeout = 60, .fini = st_cleanup)
 {
-    nginx_bin();
+    kn_nginx_bin();
     st_make_tree();
     chmod(st_base, 0755); /* nginx's worker runs unprivileged when started as root */
     chmod(st_root, 0755);

@@ -6,6 +6,7 @@
 #   chat       chat.browser: examples/chat/chat.conf on two workers, two pages
 #   h2         h2.browser: a page with 80 assets over HTTPS, ALPN h2 (tls, h2,
 #              static, stats; the certificate from keel-cert beside KEEL_BIN)
+#   spa        spa.browser: examples/configs/spa.conf, a single-page app
 # Exits 77 (ctest: skipped) only when node, npm or chromium is missing,
 # saying which Debian package to install.
 set -euo pipefail
@@ -95,8 +96,15 @@ CONF
     scheme=https
     limit=60
     ;;
+spa)
+    # As examples/configs/spa.conf says to run it, on a free port.
+    start_keel -c "$here/../../examples/configs/spa.conf" \
+        --set "keel.listen=127.0.0.1:0 http1" --set "keel.module_path=$modules" \
+        --set keel.workers=1
+    limit=60
+    ;;
 *)
-    echo "usage: run.sh dashboard|chat|h2 KEEL_BIN MODULE_DIR OUT_DIR" >&2
+    echo "usage: run.sh dashboard|chat|h2|spa KEEL_BIN MODULE_DIR OUT_DIR" >&2
     exit 2
     ;;
 esac

@@ -14,7 +14,8 @@
 #
 #   KEEL_BUILD=build-rel tests/bench/web_counts.sh [CASE...]
 #
-# Settings: KEEL_BUILD [build] SECS [5]. A build without the errors module
+# Settings: KEEL_BUILD [build] SECS [5] CONNS [16] (1: one request per loop turn,
+# the steadiest count). A build without the errors module
 # or without `try` (main before issue 25) reports no count for those cases.
 # Listens on an ephemeral port of 127.0.0.1; keel is stopped on exit.
 set -euo pipefail
@@ -23,6 +24,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 KEEL_BUILD=${KEEL_BUILD:-$ROOT/build}
 [[ $KEEL_BUILD == /* ]] || KEEL_BUILD=$ROOT/$KEEL_BUILD
 SECS=${SECS:-5}
+CONNS=${CONNS:-16}
 TMP=$(mktemp -d /tmp/keel-web.XXXXXX)
 SERVER=""
 cleanup() {
@@ -71,11 +73,11 @@ EOC
         curl -s -o /dev/null "http://127.0.0.1:$port/" && break
         sleep 0.2
     done
-    timeout 30 wrk -t1 -c16 -d2s "${hdr[@]}" "http://127.0.0.1:$port$4" >/dev/null 2>&1 || true
-    callgrind_control -z "$SERVER" >/dev/null
-    out=$(timeout $((SECS + 30)) wrk -t1 -c16 -d"${SECS}s" "${hdr[@]}" \
+    timeout 30 wrk -t1 -c"$CONNS" -d2s "${hdr[@]}" "http://127.0.0.1:$port$4" >/dev/null 2>&1 || true
+    callgrind_control -z "$SERVER" >/dev/null 2>&1
+    out=$(timeout $((SECS + 30)) wrk -t1 -c"$CONNS" -d"${SECS}s" "${hdr[@]}" \
         "http://127.0.0.1:$port$4" 2>&1) || true
-    callgrind_control -d "$SERVER" >/dev/null
+    callgrind_control -d "$SERVER" >/dev/null 2>&1
     kill "$SERVER"
     wait "$SERVER" 2>/dev/null || true
     requests=$(awk '/requests in/ {print $1}' <<<"$out")

@@ -180,3 +180,55 @@ Test(errors, bad_lines_are_refused_with_file_and_line, .timeout = 60, .fini = st
                   "%s: %s", bad[i].line, kh_stderr(p));
     }
 }
+
+/* The same pages over HTTP/2 (cleartext, prior knowledge): the core's
+ * error pages are the protocol's business in no way. curl is the client;
+ * skipped without curl or its HTTP/2. */
+Test(errors, pages_over_http2, .timeout = 60, .fini = st_cleanup)
+{
+    const char *ver[] = {"curl", "--version", NULL};
+    ht_run_result v = ht_run(ver, 5000);
+    int ok = v.status == 0 && strstr(v.out, "HTTP2") != NULL;
+    ht_run_free(&v);
+    if (!ok)
+        cr_skip_test("curl with HTTP/2 is not installed");
+    make_site();
+    unsigned dead = kh_free_port();
+    char conf[4096];
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 h2\nworkers = 1\n"
+             "modules = http1 h2 errors static errfix proxy\n" KH_MODULE_PATH
+             "[static]\nmount = / %s\n[proxy]\nupstream = gone 127.0.0.1:%u\npass = /api/ gone\n"
+             "[errors]\npage = 404 /404.html\npage = 500 502 /50x.html\n",
+             st_root, dead);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    static const struct {
+        const char *target, *want;
+    } cases[] = {
+        {"/missing.html", "404 " PAGE404},
+        {"/fail/return", "500 " PAGE50X},
+        {"/api/x", "502 " PAGE50X},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char url[128];
+        snprintf(url, sizeof url, "http://127.0.0.1:%u%s", kh_port(p, 0), cases[i].target);
+        const char *argv[] = {"curl",
+                              "-s",
+                              "--max-time",
+                              "10",
+                              "--http2-prior-knowledge",
+                              "-w",
+                              "%{http_code} ",
+                              "-o",
+                              "/dev/stderr",
+                              url,
+                              NULL};
+        ht_run_result rr = ht_run(argv, 15000);
+        char got[512];
+        snprintf(got, sizeof got, "%s%s", rr.out, rr.err);
+        kh_assert(p, rr.status == 0 && strcmp(got, cases[i].want) == 0, "%s: '%s', want '%s'",
+                  cases[i].target, got, cases[i].want);
+        ht_run_free(&rr);
+    }
+    kh_stop(p);
+}

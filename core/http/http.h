@@ -29,7 +29,10 @@ typedef struct kl_http {
     kl_filter *filters; /* sorted into run order by kl_http_prepare */
     size_t nfilters, filters_cap;
     int has_body_filters;
-    uint64_t body_filter_mask; /* filters (by index < 64) with on_response_body */
+    uint64_t body_filter_mask;   /* filters (by index < 64) with on_response_body */
+    keel_http_error_fn error_fn; /* keel_http_error_handler_set (ABI 1.8), or NULL */
+    void *error_ud;
+    keel_module *error_owner;
 } kl_http;
 
 /* The HTTP layer of a server, made empty and freed by it (NULL is
@@ -123,6 +126,12 @@ struct keel_response {
     int from_file;       /* the body comes from keel_response_send_file */
     int cut;             /* ended by keel_response_abort: incomplete on purpose */
     int in_status;       /* inside kl_response_send_status (its body's copy may fail) */
+    /* Error pages (ABI 1.8): the status the error handler was asked about
+     * (an error after that gets this status's short text), the status a
+     * 2xx of an internal redirect goes out with, and how many there were. */
+    int error_status;
+    int forced_status;
+    int redirects;
     /* Not zeroed for each request (keel_http_request_start): set before use. */
     kl_field inline_headers[8];
     kl_body_piece piece;        /* the one piece most responses need, unallocated */

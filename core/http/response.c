@@ -258,6 +258,8 @@ static int send_head(keel_response *res, int64_t content_length)
     if (res->head_sent)
         return KEEL_OK;
     res->head_length = content_length;
+    if (res->forced_status != 0 && res->status >= 200 && res->status < 300)
+        res->status = res->forced_status; /* an error page answers with its error's status */
     kl_response_head_filters(res);
     int64_t declared = kl_response_take_framing(res);
     if (content_length < 0)
@@ -532,6 +534,25 @@ int kl_response_send_status(keel_response *res, int status)
          * truncated body cannot pass for a whole one. */
         keel_response_abort(res);
         return KEEL_OK;
+    }
+    keel_request *req = res->req;
+    if (res->error_status != 0) {
+        /* The error page failed too (nginx without recursive_error_pages):
+         * the short text of the error it stood for. */
+        status = res->error_status;
+    } else if (status >= 400 && status != 405 && req->http->error_fn != NULL && !req->aborted &&
+               (req->body_mode != KL_BODY_STREAM || req->body_ended || status == 413)) {
+        /* A streamed body's reader still expects its pieces (a 413 tells
+         * it through its callback), so a page does not take its place. A
+         * 405 keeps its text: it must carry Allow (RFC 9110 15.5.6), which
+         * only this answer knows. */
+        res->error_status = status;
+        kl_request_ref(req); /* the handler may end the response and free it */
+        int rc = req->http->error_fn(req, res, status, req->http->error_ud);
+        int answered = rc == KEEL_HTTP_DONE || res->ended || res->head_sent;
+        kl_request_unref(req);
+        if (answered)
+            return KEEL_OK;
     }
     res->status = status;
     res->nheaders = 0;

@@ -38,6 +38,25 @@ int keel_http_filter_add(keel_module *m, const keel_http_filter *f)
     return rc != KEEL_OK ? rc : kl_http_filter_add(m->server->http, m, f);
 }
 
+int keel_http_error_handler_set(keel_module *m, keel_http_error_fn fn, void *userdata)
+{
+    int rc = loading(m, "sets the error-page handler");
+    if (rc != KEEL_OK)
+        return rc;
+    kl_http *http = m->server->http;
+    if (fn == NULL)
+        return KEEL_ERR_INVAL;
+    if (http->error_fn != NULL) {
+        kl_log(KEEL_LOG_ERROR, "module '%s': module '%s' already answers the error pages", m->name,
+               http->error_owner->name);
+        return KEEL_ERR_EXISTS;
+    }
+    http->error_fn = fn;
+    http->error_ud = userdata;
+    http->error_owner = m;
+    return KEEL_OK;
+}
+
 /* ---- lookups ------------------------------------------------------------- */
 
 int keel_protocol_available(keel_module *m, const char *name)

@@ -1183,4 +1183,39 @@ KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
  * filter until the request is released. */
 KEEL_FN(int, request_peer_ip_bytes, (keel_request *req, unsigned char *out),
         (req, out))
+/* ---- HTTP: error pages and internal redirects (ABI 1.8) --------------------
+ * nginx's error_page and internal redirect: docs/web.md, "Error pages". */
+
+/* Makes fn the error-page handler: the core calls it, on the request's
+ * worker, before it answers a status of 400 or more with its short text
+ * (the router's 404 (not 405, whose Allow field only that answer knows),
+ * 413 over the body limit, 500 for a handler or filter error,
+ * keel_response_send_status from any handler), while no
+ * head has gone, the client is there and no request body is being
+ * streamed. It is called at most once per request: an error while the
+ * error page is being answered gets the short text of the first status.
+ * One module per server: KEEL_ERR_EXISTS if another has set one;
+ * KEEL_ERR_INVAL for a NULL fn; KEEL_ERR_STATE outside load. Main thread,
+ * during load. */
+KEEL_FN(int, http_error_handler_set, (keel_module *module, keel_http_error_fn fn, void *userdata),
+        (module, fn, userdata))
+
+/* Answers res with what the route for `path` answers, as if the request
+ * had asked for it (nginx's internal redirect): the fields set on res are
+ * dropped, the request's path and query become path's ("/p?q"), its
+ * method GET (HEAD stays HEAD), its conditional and Range fields are
+ * hidden (a page stands in for the resource: RFC 9110 13.2.1 applies to
+ * the resource asked for, not the page), its path scope is chosen again,
+ * and the router and the handler run now, inside this call; the request
+ * filters do not run again. With status nonzero (200..599), a 2xx the
+ * handler answers goes out with that status instead (an error page keeps
+ * the error's status). The caller gives the response up: it must not
+ * touch res afterwards, and its abort callback is dropped. path is copied.
+ * KEEL_OK; KEEL_ERR_INVAL for a path that is not "/" followed by clean
+ * bytes without dot segments, or a bad status; KEEL_ERR_STATE once the
+ * head has gone or the response ended; KEEL_ERR_LIMIT after 8 internal
+ * redirects of one request; KEEL_ERR_CLOSED once the client left.
+ * Worker thread of the request. */
+KEEL_FN(int, response_redirect_internal, (keel_response *res, const char *path, int status),
+        (res, path, status))
 #endif /* KEEL__WANT(8) */

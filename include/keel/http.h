@@ -33,6 +33,10 @@
  *     a body timeout (408): the exchange is then aborted, and on_log runs
  *     with completed 0 and the status the core had sent (0 if none), not
  *     the protocol's.
+ *   - an error page module (keel_http_error_handler_set, ABI 1.8) may
+ *     answer any of the core's answers of 400 and over but 405, and those a
+ *     handler makes with keel_response_send_status, with another path's
+ *     response (keel_response_redirect_internal); never a protocol's own.
  */
 #ifndef KEEL_HTTP_H
 #define KEEL_HTTP_H
@@ -105,6 +109,14 @@ typedef void (*keel_offload_done_fn)(keel_request *req, int status, void *userda
  * and response calls made from it return KEEL_ERR_CLOSED; once it returns
  * the request is gone. */
 typedef void (*keel_request_abort_fn)(keel_request *req, void *userdata);
+
+/* Asked before the core answers an error with its short text (ABI 1.8,
+ * keel_http_error_handler_set): `status` (400..599) is about to go out as
+ * "404 Not Found\n". Return KEEL_HTTP_DONE when the response was answered
+ * otherwise (keel_response_redirect_internal to an error page), or
+ * KEEL_HTTP_NEXT to let the text go. Worker thread of the request. */
+typedef int (*keel_http_error_fn)(keel_request *req, keel_response *res, int status,
+                                  void *userdata);
 
 /* The grammars keel_http_valid checks (ABI 1.6). */
 enum {

@@ -6,9 +6,9 @@
  *     qvalue           = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )
  *
  * The field comes from the client, so anything goes: an element that does
- * not parse is skipped, never trusted and never fatal. Only gzip, x-gzip
- * (the same coding, RFC 9110 8.4.1.3), deflate, identity and "*" matter
- * here; other codings (br, zstd) are read past.
+ * not parse is skipped, never trusted and never fatal. gzip, x-gzip (the
+ * same coding, RFC 9110 8.4.1.3), deflate, br, zstd, identity and "*"
+ * matter here; other codings are read past.
  *
  * No keel function is called here: the unit tests compile this file in.
  */
@@ -20,7 +20,7 @@
 
 void kd_accept_init(kd_accept *acc)
 {
-    *acc = (kd_accept){0, -1, -1, -1, -1};
+    *acc = (kd_accept){0, -1, -1, -1, -1, -1, -1};
 }
 
 static int is_ows(char c)
@@ -106,6 +106,10 @@ static void add_element(kd_accept *acc, const char *s, size_t n)
         slot = &acc->q_gzip;
     else if (equals(name, name_len, "deflate"))
         slot = &acc->q_deflate;
+    else if (equals(name, name_len, "br"))
+        slot = &acc->q_br;
+    else if (equals(name, name_len, "zstd"))
+        slot = &acc->q_zstd;
     else if (equals(name, name_len, "identity"))
         slot = &acc->q_ident;
     else if (equals(name, name_len, "*"))
@@ -127,23 +131,42 @@ void kd_accept_add(kd_accept *acc, const char *value, size_t len)
         add_element(acc, el, n);
 }
 
-/* The coding to use. A coding not listed takes the weight of "*", if
- * any, else is not acceptable (RFC 9110 12.5.3); q=0 means "not
- * acceptable". gzip wins ties: every client that takes deflate takes
- * gzip, and "deflate" has a history of being sent raw by servers and
- * misread by clients (RFC 9110 8.4.1.2 notes it). A client that rates
- * identity above both gets the body as it is. */
-int kd_accept_choose(const kd_accept *acc)
+/* The coding to use among `offered`. A coding not listed takes the weight
+ * of "*", if any, else is not acceptable (RFC 9110 12.5.3); q=0 means
+ * "not acceptable". Ties go to zstd, then br, then gzip (Caddy's order:
+ * zstd and br compress text better than gzip at a like cost, and every
+ * client that offers them decodes them), and gzip beats deflate: every
+ * client that takes deflate takes gzip, and "deflate" has a history of
+ * being sent raw by servers and misread by clients (RFC 9110 8.4.1.2
+ * notes it). A client that rates identity above the best gets the body as
+ * it is. */
+int kd_accept_choose_from(const kd_accept *acc, unsigned offered)
 {
     if (!acc->seen)
         return KD_IDENTITY; /* no field: any coding is acceptable, but the
                                client said nothing, so nothing is gained */
-    int gz = acc->q_gzip >= 0 ? acc->q_gzip : acc->q_star >= 0 ? acc->q_star : 0;
-    int df = acc->q_deflate >= 0 ? acc->q_deflate : acc->q_star >= 0 ? acc->q_star : 0;
-    int best = gz >= df ? gz : df;
-    if (best <= 0)
+    static const int order[] = {KD_ZSTD, KD_BR, KD_GZIP, KD_DEFLATE};
+    int best = KD_IDENTITY, best_q = 0;
+    for (size_t i = 0; i < sizeof order / sizeof order[0]; i++) {
+        int c = order[i];
+        if (!(offered & (1u << c)))
+            continue;
+        int listed = c == KD_ZSTD   ? acc->q_zstd
+                     : c == KD_BR   ? acc->q_br
+                     : c == KD_GZIP ? acc->q_gzip
+                                    : acc->q_deflate;
+        int q = listed >= 0 ? listed : acc->q_star >= 0 ? acc->q_star : 0;
+        if (q > best_q) {
+            best = c;
+            best_q = q;
+        }
+    }
+    if (best_q <= 0 || acc->q_ident > best_q)
         return KD_IDENTITY;
-    if (acc->q_ident > best)
-        return KD_IDENTITY;
-    return gz >= df ? KD_GZIP : KD_DEFLATE;
+    return best;
+}
+
+int kd_accept_choose(const kd_accept *acc)
+{
+    return kd_accept_choose_from(acc, (1u << KD_GZIP) | (1u << KD_DEFLATE));
 }

@@ -34,7 +34,8 @@
 /* What one compressed response holds between its phases. */
 typedef struct kd_reply {
     keel_response *res;
-    keel_deflate *z; /* NULL once the body ended */
+    keel_deflate *z; /* gzip, deflate: NULL once the body ended */
+    kd_coder *coder; /* br, zstd: NULL once the body ended */
     keel_worker *worker;
     const kd_http *http;
     int known_length; /* the handler declared a Content-Length */
@@ -99,8 +100,9 @@ static void weaken_etag(keel_response *res)
     free(weak);
 }
 
-/* The client's choice, from every Accept-Encoding line. */
-static int accepted_coding(keel_request *req)
+/* The client's choice among the codings offered, from every
+ * Accept-Encoding line. */
+static int accepted_coding(keel_request *req, unsigned offered)
 {
     kd_accept acc;
     kd_accept_init(&acc);
@@ -112,7 +114,7 @@ static int accepted_coding(keel_request *req)
         if (kd_name_is(h.name, "Accept-Encoding"))
             kd_accept_add(&acc, h.value.ptr, h.value.len);
     }
-    return kd_accept_choose(&acc);
+    return kd_accept_choose_from(&acc, offered);
 }
 
 /* Could this response be compressed for some client? */
@@ -153,6 +155,9 @@ static void size_window(int64_t length, int *window_bits, int *mem_level)
     }
 }
 
+static void start_reply(keel_request *req, keel_response *res, const kd_http *http, kd_reply *r,
+                        int64_t length);
+
 void kd_filter_head(keel_request *req, keel_response *res, void *userdata)
 {
     const kd_http *http = userdata;
@@ -162,9 +167,28 @@ void kd_filter_head(keel_request *req, keel_response *res, void *userdata)
         return;
     }
     add_vary(res);
-    int coding = keel_request_version(req) >= 11 ? accepted_coding(req) : KD_IDENTITY;
+    int coding =
+        keel_request_version(req) >= 11 ? accepted_coding(req, http->offered) : KD_IDENTITY;
     if (coding == KD_IDENTITY) {
         decline(res);
+        return;
+    }
+    static const char *const names[] = {"identity", "gzip", "deflate", "br", "zstd"};
+    if (coding == KD_BR || coding == KD_ZSTD) {
+        kd_reply *r = calloc(1, sizeof *r);
+        kd_coder *c =
+            r != NULL
+                ? kd_coder_new(coding, coding == KD_BR ? http->br_level : http->zstd_level, length)
+                : NULL;
+        if (c == NULL ||
+            keel_response_header_set(res, "Content-Encoding", names[coding]) != KEEL_OK) {
+            kd_coder_free(c);
+            free(r);
+            decline(res);
+            return;
+        }
+        r->coder = c;
+        start_reply(req, res, http, r, length);
         return;
     }
 
@@ -186,8 +210,15 @@ void kd_filter_head(keel_request *req, keel_response *res, void *userdata)
         decline(res); /* out of memory: the identity body is still right */
         return;
     }
-    r->res = res;
     r->z = z;
+    start_reply(req, res, http, r, length);
+}
+
+/* What every compressed response does once its compressor is there. */
+static void start_reply(keel_request *req, keel_response *res, const kd_http *http, kd_reply *r,
+                        int64_t length)
+{
+    r->res = res;
     r->http = http;
     r->known_length = length >= 0;
     r->worker = keel_request_worker(req);
@@ -216,7 +247,7 @@ int kd_filter_body(keel_request *req, keel_response *res, const keel_buf *bufs, 
     kd_reply *r = keel_request_data(req, http->module);
     if (r == NULL)
         return keel_response_filter_emit(res, bufs, nbufs, last);
-    if (r->z == NULL || r->failed)
+    if ((r->z == NULL && r->coder == NULL) || r->failed)
         return r->failed ? KEEL_ERR_STATE : KEEL_OK;
     /* A streamed body (its length unknown) is flushed after each piece:
      * the handler wrote it now because the client should have it now (a
@@ -231,15 +262,19 @@ int kd_filter_body(keel_request *req, keel_response *res, const keel_buf *bufs, 
     for (size_t i = 0; i < count && rc == KEEL_OK; i++) {
         int flush = i + 1 < count ? KEEL_DEFLATE_NONE : last ? KEEL_DEFLATE_FINISH : between;
         keel_metric_add(r->worker, http->m_bytes_in, (int64_t)bufs[i].len);
-        rc = kd_compress(r->z, bufs[i].base, bufs[i].len, flush, emit, r);
+        rc = r->coder ? kd_coder_compress(r->coder, bufs[i].base, bufs[i].len, flush, emit, r)
+                      : kd_compress(r->z, bufs[i].base, bufs[i].len, flush, emit, r);
     }
     if (rc == KEEL_OK && count == 0 && last)
-        rc = kd_compress(r->z, NULL, 0, KEEL_DEFLATE_FINISH, emit, r);
+        rc = r->coder ? kd_coder_compress(r->coder, NULL, 0, KEEL_DEFLATE_FINISH, emit, r)
+                      : kd_compress(r->z, NULL, 0, KEEL_DEFLATE_FINISH, emit, r);
     if (rc == KEEL_OK && last) {
         /* The stream's 256 KiB go back now, not when the log phase comes
          * (after the last byte has left, for a slow client). */
         kd_free(r->z);
         r->z = NULL;
+        kd_coder_free(r->coder);
+        r->coder = NULL;
         rc = keel_response_filter_emit(res, NULL, 0, 1);
     }
     if (rc != KEEL_OK) {
@@ -261,5 +296,6 @@ void kd_filter_log(keel_request *req, keel_response *res, const keel_http_log_in
         return;
     keel_request_set_data(req, http->module, NULL);
     kd_free(r->z);
+    kd_coder_free(r->coder);
     free(r);
 }

@@ -15,6 +15,8 @@ typedef struct kd_http {
     uint64_t min_length;
     int compress_files;
     int level, mem_level, window_bits;
+    unsigned offered; /* codings offered: bits 1 << KD_* */
+    int br_level, zstd_level;
     keel_metric *m_responses, *m_bytes_in, *m_bytes_out; /* NULL until the registry lands */
 } kd_http;
 

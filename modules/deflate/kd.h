@@ -39,7 +39,7 @@ size_t kd_memory(const keel_deflate *s);
 
 /* ---- Accept-Encoding (accept.c) ---------------------------------------- */
 
-enum kd_coding { KD_IDENTITY = 0, KD_GZIP = 1, KD_DEFLATE = 2 };
+enum kd_coding { KD_IDENTITY = 0, KD_GZIP = 1, KD_DEFLATE = 2, KD_BR = 3, KD_ZSTD = 4 };
 
 /* Folds one Accept-Encoding field value into *acc (call once per field
  * line, after kd_accept_init); kd_accept_choose then picks the coding. */
@@ -49,11 +49,30 @@ typedef struct kd_accept {
     int q_deflate; /* "deflate" */
     int q_star;    /* "*" */
     int q_ident;   /* "identity" */
+    int q_br;      /* "br" */
+    int q_zstd;    /* "zstd" */
 } kd_accept;
 
 void kd_accept_init(kd_accept *acc);
 void kd_accept_add(kd_accept *acc, const char *value, size_t len);
+/* Among gzip and deflate. */
 int kd_accept_choose(const kd_accept *acc); /* enum kd_coding */
+/* Among the codings in `offered` (bits 1 << KD_*): the highest q-value,
+ * ties to zstd, br, gzip, deflate in that order. */
+int kd_accept_choose_from(const kd_accept *acc, unsigned offered);
+
+/* ---- Brotli and zstd (codings.c) ------------------------------------------ */
+
+typedef struct kd_coder kd_coder;
+/* The codings built in (bits 1 << KD_BR, 1 << KD_ZSTD). */
+unsigned kd_coder_available(void);
+/* A compressor for KD_BR or KD_ZSTD at level; length the body's, or -1.
+ * NULL when the coding is not built in, or out of memory. */
+kd_coder *kd_coder_new(int coding, int level, int64_t length);
+/* As kd_compress. */
+int kd_coder_compress(kd_coder *c, const void *in, size_t len, int flush, keel_deflate_out_fn out,
+                      void *userdata);
+void kd_coder_free(kd_coder *c);
 
 /* ---- Response fields (fields.c) ---------------------------------------- */
 

@@ -234,3 +234,46 @@ void st_mount_free(st_mount *m)
     memset(m, 0, sizeof *m);
     m->root_fd = -1;
 }
+
+/* `try = ELEMENT...`: every element a path ("/...", "$uri..."), the last
+ * one a path or =STATUS (300..599, as nginx's try_files allows codes). */
+int st_try_check(const char *value, char *why, size_t whylen)
+{
+    const char *s = value;
+    int count = 0;
+    for (;;) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        if (*s == '\0')
+            break;
+        size_t n = strcspn(s, " \t");
+        const char *next = s + n;
+        while (*next == ' ' || *next == '\t')
+            next++;
+        count++;
+        if (s[0] == '=') {
+            char *end;
+            long code = strtol(s + 1, &end, 10);
+            if (*next != '\0' || end != s + n || n != 4 || code < 300 || code > 599) {
+                snprintf(why, whylen, "'%.*s': =STATUS (300..599) may only end the list", (int)n,
+                         s);
+                return -1;
+            }
+        } else if (s[0] != '/' && !(n >= 4 && memcmp(s, "$uri", 4) == 0)) {
+            snprintf(why, whylen, "'%.*s': expected a path (/...), $uri, $uri/ or =STATUS", (int)n,
+                     s);
+            return -1;
+        }
+        for (size_t i = 0; i < n; i++)
+            if (s[i] == '$' && (n - i < 4 || memcmp(s + i, "$uri", 4) != 0)) {
+                snprintf(why, whylen, "'%.*s': $uri is the only variable", (int)n, s);
+                return -1;
+            }
+        s = next;
+    }
+    if (count == 0 && value[0] != '\0') {
+        snprintf(why, whylen, "expected $uri, $uri/, /PATH or =STATUS");
+        return -1;
+    }
+    return 0;
+}

@@ -99,12 +99,17 @@ int st_unavailable(const st_config *cfg, keel_request *req, keel_response *res, 
     return send_short(res, 503);
 }
 
-/* status: an HTTP status, or ST_NO_FD_* (503). */
+/* status: an HTTP status, or ST_NO_FD_* (503). A 403 or 404 carries no
+ * field of its own, so the core's keel_response_send_status answers it:
+ * the same short text, and the site's error page where one is configured
+ * (the errors module). */
 static int answer(const st_config *cfg, keel_request *req, keel_response *res, int status)
 {
     if (status == ST_NO_FD_PROCESS || status == ST_NO_FD_SYSTEM)
         return st_unavailable(cfg, req, res, status);
     st_count(cfg, req, status, 0);
+    if (status == 403 || status == 404)
+        return keel_response_send_status(res, status);
     return send_short(res, status);
 }
 
@@ -210,30 +215,34 @@ static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t 
     return keel_response_send_file(x->res, of->fd, off, len, 0);
 }
 
-/* Chooses a precompressed sibling of rel: br or gzip, by q-value (br on a
- * tie), when the sibling is a regular file. On a hit *sib is the sibling
- * and the coding's name is returned. */
+/* Chooses a precompressed sibling of rel: br, zstd or gzip, by q-value
+ * (ties in that order: a sibling made ahead of time with brotli -q 11 is
+ * the smallest), when the sibling is a regular file. On a hit *sib is
+ * the sibling and the coding's name is returned. */
 static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, size_t rlen,
                                 st_open_file *sib)
 {
     keel_str ae = keel_request_header(x->req, "Accept-Encoding");
-    if (ae.ptr == NULL || rlen + 4 > ST_PATH_MAX)
+    if (ae.ptr == NULL || rlen + 5 > ST_PATH_MAX)
         return NULL;
-    int qbr = st_accept_q(ae, "br"), qgz = st_accept_q(ae, "gzip");
     typedef struct choice {
         const char *coding, *ext;
         int q;
     } choice;
-    choice order[2] = {{"br", ".br", qbr}, {"gzip", ".gz", qgz}};
-    if (qgz > qbr) {
-        choice t = order[0];
-        order[0] = order[1];
-        order[1] = t;
-    }
-    for (int i = 0; i < 2; i++) {
+    choice order[3] = {{"br", ".br", st_accept_q(ae, "br")},
+                       {"zstd", ".zst", st_accept_q(ae, "zstd")},
+                       {"gzip", ".gz", st_accept_q(ae, "gzip")}};
+    for (int i = 1; i < 3; i++) /* stable: equal weights keep their order */
+        for (int k = i; k > 0 && order[k].q > order[k - 1].q; k--) {
+            choice t = order[k];
+            order[k] = order[k - 1];
+            order[k - 1] = t;
+        }
+    for (int i = 0; i < 3; i++) {
         if (order[i].q <= 0)
             continue;
-        memcpy(rel + rlen, order[i].ext, 4);
+        size_t el = strlen(order[i].ext);
+        memcpy(rel + rlen, order[i].ext, el + 1);
         int rc = open_rel(x, m, rel, sib);
         rel[rlen] = '\0';
         if (rc != 0)
@@ -330,53 +339,65 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
     return send_range(x, of, 0, size);
 }
 
-static int handle(keel_request *req, keel_response *res, void *userdata)
+/* What serve_path is asked to find: anything (the request's own path, a
+ * try list's last element), or, for a try list's other elements, a file
+ * or a directory only, answering nothing when there is none. */
+enum { ST_WANT_ANY, ST_WANT_FILE, ST_WANT_DIR };
+#define ST_TRY_NEXT 1 /* serve_path found nothing it was asked for */
+
+/* Answers for the decoded URL path [path, path + plen): a file, or a
+ * directory's redirect, index, listing or 403. With want other than
+ * ST_WANT_ANY, a path that names no file (or no directory) of that kind
+ * answers nothing and returns ST_TRY_NEXT. */
+static int serve_path(const st_ctx *x, const char *path, size_t plen, int want)
 {
-    const st_config *cfg = userdata;
-    st_ctx x = {.cfg = cfg, .req = req, .res = res};
-    if (cfg->cache_on) {
-        keel_worker *w = keel_request_worker(req);
-        x.ws = keel_worker_state(w, cfg->module);
-        x.now_ms = keel_worker_now_ms(w);
-    }
-    keel_str path = keel_request_path(req);
-    const st_mount *m = find_mount(cfg, path.ptr, path.len);
+    const st_config *cfg = x->cfg;
+    keel_request *req = x->req;
+    keel_response *res = x->res;
+    const st_mount *m = find_mount(cfg, path, plen);
     if (m == NULL)
-        return answer(cfg, req, res, 404);
-    const char *r = path.ptr + m->prefix_len;
-    size_t rlen = path.len - m->prefix_len;
+        return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
+    const char *r = path + m->prefix_len;
+    size_t rlen = plen - m->prefix_len;
     while (rlen > 0 && r[0] == '/') {
         r++;
         rlen--;
     }
-    int slash = path.len > 0 && path.ptr[path.len - 1] == '/';
+    int slash = plen > 0 && path[plen - 1] == '/';
     /* Room for "/" + an index name or ".br" after it. */
     char rel[ST_PATH_MAX + 300];
     if (rlen >= ST_PATH_MAX)
-        return answer(cfg, req, res, 404);
+        return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
     int rc = st_path_check(m, r, rlen);
     if (rc != 0)
-        return answer(cfg, req, res, rc);
+        return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, rc);
     memcpy(rel, r, rlen);
     while (rlen > 0 && rel[rlen - 1] == '/')
         rlen--;
     rel[rlen] = '\0';
 
     st_open_file of;
-    rc = open_rel(&x, m, rel, &of);
-    if (rc != 0)
+    rc = open_rel(x, m, rel, &of);
+    if (rc != 0) {
+        if (want != ST_WANT_ANY && rc != ST_NO_FD_PROCESS && rc != ST_NO_FD_SYSTEM)
+            return ST_TRY_NEXT;
         return answer(cfg, req, res, rc);
-    if (of.info.kind == ST_KIND_FILE) {
+    }
+    if (of.info.kind == ST_KIND_FILE && want != ST_WANT_DIR) {
         if (slash) { /* "/file.txt/" names no file (nginx: ENOTDIR, 404) */
             of_close(&of);
-            return answer(cfg, req, res, 404);
+            return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
         }
-        return serve_file(&x, m, &of, rel, rlen);
+        return serve_file(x, m, &of, rel, rlen);
+    }
+    if (of.info.kind != ST_KIND_DIR || want == ST_WANT_FILE) {
+        of_close(&of);
+        return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
     }
     /* A directory. */
     if (!slash) {
         of_close(&of);
-        return redirect_slash(cfg, req, res, path.ptr, path.len);
+        return redirect_slash(cfg, req, res, path, plen);
     }
     for (size_t i = 0; i < m->nindex; i++) {
         size_t at = rlen;
@@ -385,11 +406,11 @@ static int handle(keel_request *req, keel_response *res, void *userdata)
         size_t nl = strlen(m->index[i]);
         memcpy(rel + at, m->index[i], nl + 1);
         st_open_file idx;
-        rc = open_rel(&x, m, rel, &idx);
+        rc = open_rel(x, m, rel, &idx);
         if (rc == 0) {
             if (idx.info.kind == ST_KIND_FILE) {
                 of_close(&of);
-                return serve_file(&x, m, &idx, rel, at + nl);
+                return serve_file(x, m, &idx, rel, at + nl);
             }
             of_close(&idx);
         } else if (rc == ST_NO_FD_PROCESS || rc == ST_NO_FD_SYSTEM) {
@@ -404,10 +425,88 @@ static int handle(keel_request *req, keel_response *res, void *userdata)
         if (why != 0)
             return answer(cfg, req, res, why);
         st_count(cfg, req, 200, 0);
-        return st_listing_send(cfg, m, req, res, path.ptr, path.len, rel, fd);
+        return st_listing_send(cfg, m, req, res, path, plen, rel, fd);
     }
     of_close(&of);
     return answer(cfg, req, res, 403); /* a directory without an index (nginx: 403) */
+}
+
+/* One element of a try list with $uri replaced by the request's path:
+ * its length, or 0 if it does not fit. */
+static size_t expand_uri(const char *e, size_t elen, keel_str uri, char *out, size_t cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < elen;) {
+        if (elen - i >= 4 && memcmp(e + i, "$uri", 4) == 0) {
+            if (n + uri.len >= cap)
+                return 0;
+            memcpy(out + n, uri.ptr, uri.len);
+            n += uri.len;
+            i += 4;
+        } else {
+            if (n + 1 >= cap)
+                return 0;
+            out[n++] = e[i++];
+        }
+    }
+    out[n] = '\0';
+    return n;
+}
+
+/* `try = ELEMENT...` (nginx's try_files): each element but the last names
+ * a file ("$uri", "/maintenance.html") or, ending in "/", a directory
+ * ("$uri/"), answered if there is one; the last is the fallback: a path
+ * answered as a request for it would be, or "=STATUS". */
+static int serve_try(const st_ctx *x, const char *list, keel_str uri)
+{
+    const char *s = list;
+    char buf[ST_PATH_MAX];
+    for (;;) {
+        while (*s == ' ' || *s == '\t')
+            s++;
+        size_t n = strcspn(s, " \t");
+        const char *next = s + n;
+        while (*next == ' ' || *next == '\t')
+            next++;
+        int last = *next == '\0';
+        if (last && s[0] == '=')
+            return answer(x->cfg, x->req, x->res, atoi(s + 1));
+        size_t len = expand_uri(s, n, uri, buf, sizeof buf);
+        if (len == 0 || buf[0] != '/') {
+            if (last)
+                return answer(x->cfg, x->req, x->res, 404);
+        } else if (last) {
+            return serve_path(x, buf, len, ST_WANT_ANY);
+        } else {
+            /* The element's own text says which ("$uri/"), not what the
+             * request's path made of it ("/assets/" for "$uri"). A
+             * directory asked for without its slash is redirected to it,
+             * as nginx does, so that its page's relative links resolve. */
+            int dir = s[n - 1] == '/';
+            if (dir && len > 1 && uri.len > 0 && uri.ptr[uri.len - 1] != '/')
+                len--;
+            int rc = serve_path(x, buf, len, dir ? ST_WANT_DIR : ST_WANT_FILE);
+            if (rc != ST_TRY_NEXT)
+                return rc;
+        }
+        s = next;
+    }
+}
+
+static int handle(keel_request *req, keel_response *res, void *userdata)
+{
+    const st_config *cfg = userdata;
+    st_ctx x = {.cfg = cfg, .req = req, .res = res};
+    if (cfg->cache_on) {
+        keel_worker *w = keel_request_worker(req);
+        x.ws = keel_worker_state(w, cfg->module);
+        x.now_ms = keel_worker_now_ms(w);
+    }
+    keel_str path = keel_request_path(req);
+    const st_settings *set = keel_request_config(req, cfg->module);
+    if (set->try_files != NULL && set->try_files[0] != '\0')
+        return serve_try(&x, set->try_files, path);
+    return serve_path(&x, path.ptr, path.len, ST_WANT_ANY);
 }
 
 /* The log phase: the response is over, its last byte gone: the request's
@@ -509,14 +608,9 @@ static int register_metrics(keel_module *module, st_module *sm)
     return keel_metric_register(module, &b, &sm->cfg.m_bytes);
 }
 
-/* The [static] section (keel/config.h). mount and type are read line by
- * line below and in mount.c; the table declares them so that the core
- * checks and documents them. */
-typedef struct st_settings {
-    keel_config_list mount, type;
-    int64_t max_ranges, cache_entries;
-    uint64_t cache_valid_ms;
-} st_settings;
+/* The [static] section (keel/config.h): st_settings in static.h. mount
+ * and type are read line by line below and in mount.c; the table declares
+ * them so that the core checks and documents them. */
 
 static const keel_config_key st_keys[] = {
     KEEL_KEY(st_settings, mount, "mount", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
@@ -531,6 +625,10 @@ static const keel_config_key st_keys[] = {
              .doc = "how long a file's looked-up metadata is trusted; 0: no cache"),
     KEEL_KEY(st_settings, cache_entries, "cache_entries", KEEL_CONFIG_INT, .def = "1024", .min = 0,
              .max = 1 << 20, .doc = "metadata cache entries per worker; 0: no cache"),
+    KEEL_KEY(st_settings, try_files, "try", KEEL_CONFIG_STRING, .scopes = KEEL_SCOPE_ANY,
+             .doc = "ELEMENT... as nginx's try_files: files ($uri, /x.html), directories "
+                    "($uri/), then a fallback path or =STATUS (docs/web.md)",
+             .check = st_try_check),
 };
 KEEL_CONFIG_SCHEMA(st_schema, st_settings, st_keys);
 

@@ -69,6 +69,18 @@ typedef struct st_config {
     keel_metric *m_no_descriptor[2]; /* static_open_errors_total: emfile, enfile */
 } st_config;
 
+/* The [static] section as the core fills it (keel/config.h), per scope:
+ * only `try` may be written in a listener, site or path scope. */
+typedef struct st_settings {
+    keel_config_list mount, type;
+    int64_t max_ranges, cache_entries;
+    uint64_t cache_valid_ms;
+    const char *try_files; /* `try`: NULL or "" for none */
+} st_settings;
+
+/* mount.c: checks a `try` value (keel_config_key.check). */
+int st_try_check(const char *value, char *why, size_t whylen);
+
 /* Parses the index-th `mount` value, line. */
 int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount *out);
 void st_mount_free(st_mount *m);

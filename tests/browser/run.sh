@@ -8,6 +8,7 @@
 #              static, stats; the certificate from keel-cert beside KEEL_BIN)
 #   cors       cors.browser: one keel, three listeners (origins A, B, C); a
 #              page of A and one of C fetch() B's API with credentials
+#   spa        spa.browser: examples/configs/spa.conf, a single-page app
 # Exits 77 (ctest: skipped) only when node, npm or chromium is missing,
 # saying which Debian package to install.
 set -euo pipefail
@@ -129,8 +130,15 @@ CONF
     port=$port_a
     limit=120
     ;;
+spa)
+    # As examples/configs/spa.conf says to run it, on a free port.
+    start_keel -c "$here/../../examples/configs/spa.conf" \
+        --set "keel.listen=127.0.0.1:0 http1" --set "keel.module_path=$modules" \
+        --set keel.workers=1
+    limit=60
+    ;;
 *)
-    echo "usage: run.sh dashboard|chat|h2|cors KEEL_BIN MODULE_DIR OUT_DIR" >&2
+    echo "usage: run.sh dashboard|chat|h2|cors|spa KEEL_BIN MODULE_DIR OUT_DIR" >&2
     exit 2
     ;;
 esac

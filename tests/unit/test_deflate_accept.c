@@ -136,3 +136,34 @@ Test(deflate_accept, token_lists, .timeout = 10)
     cr_assert(!kd_list_has((keel_str){"", 0}, "x"));
     cr_assert(!kd_list_has((keel_str){NULL, 0}, "x"));
 }
+
+/* Among every coding (the HTTP filter with br and zstd built in): the
+ * highest q-value, ties to zstd, br, gzip, deflate; q=0 excludes; "*"
+ * stands for the unlisted; identity rated higher keeps the body as is. */
+static int choose_all(const char *value)
+{
+    kd_accept acc;
+    kd_accept_init(&acc);
+    kd_accept_add(&acc, value, strlen(value));
+    return kd_accept_choose_from(&acc, (1u << KD_GZIP) | (1u << KD_DEFLATE) | (1u << KD_BR) |
+                                           (1u << KD_ZSTD));
+}
+
+Test(deflate_accept, br_and_zstd_by_qvalue, .timeout = 10)
+{
+    cr_assert_eq(choose_all("gzip;q=0.5, br"), KD_BR, "RFC 9110 12.5.3's example shape");
+    cr_assert_eq(choose_all("br;q=0.5, zstd"), KD_ZSTD);
+    cr_assert_eq(choose_all("br, zstd;q=0.9, gzip;q=0.8"), KD_BR);
+    cr_assert_eq(choose_all("gzip, deflate, br, zstd"), KD_ZSTD, "a tie goes to zstd");
+    cr_assert_eq(choose_all("gzip, br"), KD_BR, "then br");
+    cr_assert_eq(choose_all("zstd;q=0, br;q=0, gzip;q=0.1"), KD_GZIP);
+    cr_assert_eq(choose_all("br;q=0, *"), KD_ZSTD, "br excluded, zstd through *");
+    cr_assert_eq(choose_all("zstd;q=0, br;q=0, gzip;q=0, deflate;q=0"), KD_IDENTITY);
+    cr_assert_eq(choose_all("identity, br;q=0.5"), KD_IDENTITY);
+    cr_assert_eq(choose_all("BR"), KD_BR, "case-insensitive");
+    /* Offered without br (not built in): the next best. */
+    kd_accept acc;
+    kd_accept_init(&acc);
+    kd_accept_add(&acc, "br, gzip;q=0.5", 14);
+    cr_assert_eq(kd_accept_choose_from(&acc, (1u << KD_GZIP) | (1u << KD_DEFLATE)), KD_GZIP);
+}

@@ -9,15 +9,15 @@
 # Environment: KEEL_DEPS_EXTRA="pkg ..." adds Debian packages to the list.
 set -eu
 
-# The second line is what the optional module builds with (pubsub_redis on
-# hiredis); the rest is what tests drive keel
+# The second line is what the optional modules build with (pubsub_redis on
+# hiredis, rewrite on PCRE2); the rest is what tests drive keel
 # with: Python's websockets and h2 clients, Prometheus's promtool (its
 # package), headless Chromium for the pages, testssl.sh for the TLS
 # listener, nghttp/h2load, nginx and HAProxy as peers and balancers, a
 # Redis server, and wrk for the load under which tests/cluster reloads keel.
 DEBIAN_PACKAGES="build-essential cmake ninja-build pkg-config libuv1-dev zlib1g-dev \
 libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind \
-libhiredis-dev \
+libhiredis-dev libpcre2-dev \
 python3-websockets python3-h2 prometheus chromium testssl.sh nghttp2-client nginx-light \
 haproxy redis-server wrk ${KEEL_DEPS_EXTRA:-}"
 # Node.js and npm run the browser tests (playwright-core, fetched by
@@ -26,8 +26,8 @@ haproxy redis-server wrk ${KEEL_DEPS_EXTRA:-}"
 if ! command -v npm >/dev/null 2>&1; then
     DEBIAN_PACKAGES="$DEBIAN_PACKAGES nodejs npm"
 fi
-BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp hiredis"
-VCPKG_PACKAGES="libuv zlib mbedtls llhttp hiredis"
+BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp hiredis pcre2"
+VCPKG_PACKAGES="libuv zlib mbedtls llhttp hiredis pcre2"
 
 say() { printf 'install-deps: %s\n' "$*"; }
 

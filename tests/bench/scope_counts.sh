@@ -4,6 +4,9 @@
 # hello's GET / (callgrind, counters zeroed after a warm-up, wrk -c16 for
 # SECS seconds), once with a config without scopes and once with three
 # sites, a wildcard and two path scopes, the request's Host naming one.
+# Where the rewrite module is built, twice more (docs/web.md): the module
+# loaded with nothing to do, and with two rules, one that does not match
+# and one that does (a capture, the path set again, `break`).
 #
 #   KEEL_BUILD=build-rel tests/bench/scope_counts.sh
 #
@@ -29,14 +32,14 @@ SITES='[site example.com www.example.com]
 [site example.com /api/]
 [/static/]'
 
-count() { # count LABEL EXTRA_CONFIG
+count() { # count LABEL EXTRA_CONFIG [MODULES]
     local port out requests ir
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     cat >"$TMP/keel.conf" <<EOC
 [keel]
 listen = 127.0.0.1:$port http1
 workers = 1
-modules = http1 hello
+modules = ${3:-http1 hello}
 module_path = $KEEL_BUILD/modules
 log_level = warn
 [http1]
@@ -68,3 +71,9 @@ EOC
 
 count "no scopes" ""
 count "3 sites, a wildcard, 2 path scopes" "$SITES"
+if [[ -e $KEEL_BUILD/modules/mod_rewrite.so ]]; then
+    count "rewrite loaded, no rule" "" "http1 rewrite hello"
+    count "rewrite: a rule that misses, one that matches" '[rewrite]
+rewrite = ^/nomatch/(.*)$ /x/$1
+rewrite = ^/(.*)$ /$1 break' "http1 rewrite hello"
+fi

@@ -455,7 +455,16 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
         for (size_t i = 0; i < p->nrules && !restart; i++) {
             const rw_rule *r = &p->rules[i];
             keel_str path = keel_request_path(req);
-            int rc = pcre2_match(r->re, (PCRE2_SPTR)path.ptr, path.len, 0, 0, w->md, st->mctx);
+            if (r->prefix_len > 0 &&
+                (path.len < r->prefix_len || memcmp(path.ptr, r->prefix, r->prefix_len) != 0))
+                continue;
+            /* pcre2_jit_match skips pcre2_match's checks of the pattern
+             * and options (a third of a short match's cost); it honours
+             * the match limit the same way. */
+            int rc =
+                r->jit
+                    ? pcre2_jit_match(r->re, (PCRE2_SPTR)path.ptr, path.len, 0, 0, w->md, st->mctx)
+                    : pcre2_match(r->re, (PCRE2_SPTR)path.ptr, path.len, 0, 0, w->md, st->mctx);
             if (rc == PCRE2_ERROR_NOMATCH)
                 continue;
             if (rc < 0) {

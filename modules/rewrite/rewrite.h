@@ -97,6 +97,11 @@ typedef struct rw_rule {
     char *text; /* the replacement's text, which its pieces point into */
     enum rw_flag flag;
     int external; /* a redirect: the flag says so, or it starts with a scheme */
+    int jit;      /* JIT-compiled: matched with pcre2_jit_match */
+    /* What every match starts with ("^/old/(.*)" gives "/old/"): a path
+     * that does not is no match without a call to PCRE2. */
+    const char *prefix;
+    size_t prefix_len;
 } rw_rule;
 
 /* The `return` of a scope. */

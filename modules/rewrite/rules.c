@@ -37,6 +37,27 @@ static int starts_with_scheme(const char *s)
            strncmp(s, "$scheme", 7) == 0 || strncmp(s, "${scheme}", 9) == 0;
 }
 
+/* The literal text an anchored expression must start with: the bytes
+ * after '^' up to the first that could mean anything else, less the last
+ * one if a quantifier follows it. None for an expression with an
+ * alternative anywhere ("^/a|/b" does not need "/a"), or not anchored by
+ * a leading '^' (an option such as (?i) comes first and stops it too). */
+static size_t literal_prefix(const char *re, size_t n)
+{
+    if (n == 0 || re[0] != '^' || memchr(re, '|', n) != NULL)
+        return 0;
+    size_t i = 1;
+    while (i < n && ((re[i] >= 'a' && re[i] <= 'z') || (re[i] >= 'A' && re[i] <= 'Z') ||
+                     (re[i] >= '0' && re[i] <= '9') || re[i] == '/' || re[i] == '_' ||
+                     re[i] == '-' || re[i] == '~' || re[i] == ',' || re[i] == '=' || re[i] == '@' ||
+                     re[i] == '%' || re[i] == '&' || re[i] == ':'))
+        i++;
+    size_t len = i - 1;
+    if (i < n && len > 0 && strchr("*+?{", re[i]) != NULL)
+        len--; /* "^/ab*": the b is optional */
+    return len;
+}
+
 int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
 {
     memset(r, 0, sizeof *r);
@@ -88,7 +109,9 @@ int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
     }
     /* JIT where PCRE2 has it (PCRE2_ERROR_JIT_BADOPTION otherwise): the
      * interpreter stays correct, only slower. */
-    (void)pcre2_jit_compile(r->re, PCRE2_JIT_COMPLETE);
+    size_t jit_size = 0;
+    r->jit = pcre2_jit_compile(r->re, PCRE2_JIT_COMPLETE) == 0 &&
+             pcre2_pattern_info(r->re, PCRE2_INFO_JITSIZE, &jit_size) == 0 && jit_size > 0;
     if (rw_template_parse(&r->replacement, text, why, whylen) != 0) {
         rw_rule_free(r);
         return -1;
@@ -102,6 +125,8 @@ int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
         rw_rule_free(r);
         return -1;
     }
+    r->prefix = regex + 1;
+    r->prefix_len = literal_prefix(regex, rn);
     r->external =
         r->flag == RW_FLAG_REDIRECT || r->flag == RW_FLAG_PERMANENT || starts_with_scheme(text);
     return 0;

@@ -141,6 +141,8 @@ static const char rules_conf[] = HEAD "[rewrite]\n"
                                       "rewrite = ^/a(\\.+)$ /$1 last\n"
                                       "rewrite = ^/nest/(.*)$ /nest/../../$1\n"
                                       "rewrite = ^/(z+)+$ /matched\n"
+                                      /* the literal prefix checked before PCRE2 stops before x? */
+                                      "rewrite = ^/opt/x?y$ /api/opt last\n"
                                       "[/api/]\nscoped.greeting = api\n"
                                       "rewrite.rewrite = ^/api/old$ /api/new\n";
 
@@ -174,6 +176,9 @@ Test(rewrite, captures_flags_and_scopes, .timeout = 60, .fini = kh_cleanup_all)
         {"a.test", "/a..", 400, NULL, NULL},
         {"a.test", "/nest/etc", 400, NULL, NULL},
         {"a.test", "/zzz", 200, NULL, "greeting=hello level=0 tags= note=- path=/matched query="},
+        {"a.test", "/opt/y", 200, NULL, "greeting=api level=0 tags= note=- path=/api/opt query="},
+        {"a.test", "/opt/xy", 200, NULL, "greeting=api level=0 tags= note=- path=/api/opt query="},
+        {"a.test", "/opt/z", 200, NULL, "greeting=hello level=0 tags= note=- path=/opt/z query="},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         check(port, &cases[i]);

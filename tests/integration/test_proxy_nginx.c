@@ -10,17 +10,6 @@
 #include <netinet/in.h>
 #include <sys/stat.h>
 
-static const char *nginx_bin(void)
-{
-    static const char *const c[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx",
-                                    "/usr/local/nginx/sbin/nginx"};
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        if (access(c[i], X_OK) == 0)
-            return c[i];
-    cr_skip_test("nginx is not installed");
-    return NULL;
-}
-
 /* 1 if the file at path contains needle. */
 static int file_has(const char *path, const char *needle)
 {
@@ -55,7 +44,7 @@ static kh_proc *start_nginx(const char *dir, unsigned port)
     FILE *f = fopen(path, "w");
     cr_assert(f && fputs(conf, f) >= 0 && fclose(f) == 0);
     const char *args[] = {"-p", dir, "-e", "/dev/stderr", "-c", path, NULL};
-    kh_proc *n = kh_spawn_program(nginx_bin(), NULL, args);
+    kh_proc *n = kh_spawn_program(ht_nginx_bin(), NULL, args);
     if (!kh_wait_accepts(port, 5000))
         cr_assert_fail("nginx did not start: %s", kh_stderr(n));
     return n;
@@ -70,7 +59,7 @@ static void write_file(const char *path, const char *data, size_t len)
 Test(proxy_nginx, pages_files_and_pooled_connection, .timeout = 90, .fini = kh_cleanup_all)
 {
     px_need_curl();
-    const char *bin = nginx_bin();
+    const char *bin = ht_nginx_bin();
     (void)bin;
     char dir[] = "/tmp/keel-proxy-nginx-XXXXXX";
     cr_assert(mkdtemp(dir) != NULL);

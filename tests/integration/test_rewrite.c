@@ -323,36 +323,18 @@ Test(rewrite, config_errors_name_file_and_line, .timeout = 60, .fini = kh_cleanu
         {"[/p/]\nrewrite.rewrite = ^/p/(x /q\n",
          ":7: [/p/] rewrite.rewrite: bad regular expression '^/p/(x'"},
     };
-    const char *args[] = {"-t", NULL};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char conf[2048];
+        char conf[2048], label[32];
         snprintf(conf, sizeof conf,
                  "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 rewrite scoped\n"
                  "workers = 1\n" KH_MODULE_PATH "%s",
                  cases[i].text);
-        kh_proc *p = kh_spawn(conf, args);
-        int status = kh_wait_exit(p, 10000);
-        cr_expect_eq(status, 1, "case %zu: keel -t exit status %d", i, status);
-        char want[512];
-        snprintf(want, sizeof want, "%s%s", p->conf, cases[i].want);
-        cr_expect(strstr(kh_stderr(p), want) != NULL, "case %zu: no '%s' in '%s'", i, want,
-                  kh_stderr(p));
-        kh_stop(p);
+        snprintf(label, sizeof label, "case %zu", i);
+        ht_expect_config_error(conf, cases[i].want, label);
     }
 }
 
 /* ---- the same scenario in nginx ---- */
-
-static const char *nginx_bin(void)
-{
-    static const char *const c[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx",
-                                    "/usr/local/nginx/sbin/nginx"};
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        if (access(c[i], X_OK) == 0)
-            return c[i];
-    cr_skip_test("nginx is not installed");
-    return NULL;
-}
 
 /* Each location answers which one it is and what $uri and $args are;
  * keel's path scopes say the same with their own `return`. */
@@ -383,7 +365,7 @@ static const char keel_scenario[] = "[rewrite]\n"
 Test(rewrite, the_same_answers_as_nginx, .timeout = 90, .fini = kh_cleanup_all)
 {
     need_module();
-    const char *bin = nginx_bin();
+    const char *bin = ht_nginx_bin();
     char dir[] = "/tmp/keel-rewrite-nginx-XXXXXX";
     cr_assert(mkdtemp(dir) != NULL);
     chmod(dir, 0755);

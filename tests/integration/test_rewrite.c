@@ -242,6 +242,37 @@ Test(rewrite, http_to_https_followed_by_curl, .timeout = 90, .fini = tt_cleanup)
     kh_stop(p);
 }
 
+/* Over HTTP/2: $host from :authority (curl sends no Host field there), and
+ * a rewrite's new path and scope as over HTTP/1.1. */
+Test(rewrite, http2_the_same, .timeout = 60, .fini = kh_cleanup_all)
+{
+    need_module();
+    char conf[2048];
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 h2\nmodules = http1 h2 rewrite scoped\nworkers = 1\n"
+             "%s[scoped]\nshow_path = on\n[rewrite]\nrewrite = ^/l/(.*)$ /api/$1 last\n"
+             "[/api/]\nscoped.greeting = api\n[/r/]\nrewrite.return = 301 "
+             "https://$host$request_uri\n",
+             KH_MODULE_PATH);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    char connect_to[64], url[128];
+    snprintf(connect_to, sizeof connect_to, "example.com:80:127.0.0.1:%u", kh_port(p, 0));
+    const char *argv[] = {"curl",     "-s", "--http2-prior-knowledge",      "--connect-to",
+                          connect_to, "-w", "%{http_code} %{redirect_url}", url,
+                          NULL};
+    snprintf(url, sizeof url, "http://Example.com/l/x?q=1");
+    ht_run_result rr = ht_run(argv, 10000);
+    cr_expect_eq(rr.status, 0, "curl: %s", rr.err);
+    cr_expect_str_eq(rr.out, "greeting=api level=0 tags= note=- path=/api/x query=q=1\n200 ");
+    ht_run_free(&rr);
+    snprintf(url, sizeof url, "http://Example.com/r/y?z=2");
+    rr = ht_run(argv, 10000);
+    cr_expect_eq(rr.status, 0, "curl: %s", rr.err);
+    cr_expect_str_eq(rr.out, "301 Moved Permanently\n301 https://example.com/r/y?z=2");
+    ht_run_free(&rr);
+    kh_stop(p);
+}
+
 /* Replaces every `from` in s (in place, s has room for cap bytes). */
 static void replace_all(char *s, size_t cap, const char *from, const char *to)
 {

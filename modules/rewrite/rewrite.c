@@ -344,14 +344,13 @@ static void add_old_query(const rw_template *t, const rw_vars *vs, int query_sta
 
 static int redirect(keel_response *res, int status, rw_buf *location)
 {
-    if (location->failed)
-        return answer(res, 500);
+    if (location->failed || keel_response_header_set(res, "Location", location->ptr) != KEEL_OK)
+        return answer(res, 500); /* out of memory, or a value no field may hold */
     /* keel_response_send_status would drop the Location: the same short
      * body, written here. */
     char text[96];
     int n = snprintf(text, sizeof text, "%d %s\n", status, keel_http_reason(status));
     keel_response_set_status(res, status);
-    keel_response_header_set(res, "Location", location->ptr);
     keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
     keel_response_send_copy(res, text, (size_t)n);
     return KEEL_HTTP_DONE;
@@ -417,10 +416,12 @@ static int apply(keel_request *req, keel_response *res, const rw_conf *c, const 
                                    : keel_request_set_path(req, b.ptr, b.len,
                                                            q.len > 0 ? q.ptr : NULL, q.len, flags);
     if (set == KEEL_ERR_INVAL) {
-        /* Above "/", a NUL, or not a path: what the core answers a client
-         * whose own path is that. */
+        /* Above "/", a NUL, not a path, or a query with a byte no target
+         * may hold: what the core answers a client whose own path is that. */
         keel_log(rw_filter.userdata, KEEL_LOG_INFO,
-                 "rewrite '%s': '%.*s' is not a path under \"/\": 400", r->line, (int)b.len, b.ptr);
+                 "rewrite '%s': '%.*s' is not a path under \"/\" (or its query is not one a "
+                 "target may hold): 400",
+                 r->line, (int)b.len, b.ptr);
         rc = answer(res, 400);
     } else if (set != KEEL_OK) {
         rc = answer(res, 500);

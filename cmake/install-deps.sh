@@ -10,15 +10,15 @@
 set -eu
 
 # The second line is what the optional parts build with (pubsub_redis on
-# hiredis, deflate's br and zstd codings on libbrotli and libzstd); the rest
-# is what tests drive keel
+# hiredis, rewrite on PCRE2, deflate's br and zstd codings on libbrotli and
+# libzstd); the rest is what tests drive keel
 # with: Python's websockets and h2 clients, Prometheus's promtool (its
 # package), headless Chromium for the pages, testssl.sh for the TLS
 # listener, nghttp/h2load, nginx and HAProxy as peers and balancers, a
 # Redis server, and wrk for the load under which tests/cluster reloads keel.
 DEBIAN_PACKAGES="build-essential cmake ninja-build pkg-config libuv1-dev zlib1g-dev \
 libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind \
-libhiredis-dev libbrotli-dev libzstd-dev \
+libhiredis-dev libpcre2-dev libbrotli-dev libzstd-dev \
 python3-websockets python3-h2 prometheus chromium testssl.sh nghttp2-client nginx-light \
 haproxy redis-server wrk ${KEEL_DEPS_EXTRA:-}"
 # Node.js and npm run the browser tests (playwright-core, fetched by
@@ -27,8 +27,8 @@ haproxy redis-server wrk ${KEEL_DEPS_EXTRA:-}"
 if ! command -v npm >/dev/null 2>&1; then
     DEBIAN_PACKAGES="$DEBIAN_PACKAGES nodejs npm"
 fi
-BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp hiredis brotli zstd"
-VCPKG_PACKAGES="libuv zlib mbedtls llhttp hiredis brotli zstd"
+BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp hiredis pcre2 brotli zstd"
+VCPKG_PACKAGES="libuv zlib mbedtls llhttp hiredis pcre2 brotli zstd"
 
 say() { printf 'install-deps: %s\n' "$*"; }
 

@@ -73,7 +73,7 @@ set(CPACK_DEBIAN_PACKAGE_SECTION net)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # The library dependencies are read from the binaries by dpkg-shlibdeps, so
 # they follow what this build linked (pubsub_redis only when hiredis was
-# found). adduser creates the keel user.
+# found, rewrite only when PCRE2 was). adduser creates the keel user.
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "adduser")
 # libkeel.so.<major>.<minor>: a shlibs file and the ldconfig trigger, both

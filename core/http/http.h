@@ -160,11 +160,13 @@ struct keel_request {
     void **module_data;
     uint64_t start_us;
     const struct kl_scope *scope; /* its listener, site and path (NULL: no scopes) */
+    const kl_site_scope *site;    /* its site, for keel_request_set_path's new scope */
     int refs;                     /* the exchange, pending writes, offload, the handler */
     int aborted;                  /* the connection went away */
     int conn_gone;                /* ...and the log phase ran: keel_request_conn says NULL */
     int exchange_done;            /* sink->done was called (or abort) */
     int logged;
+    int routed; /* the router ran: keel_request_set_path is too late */
     /* body */
     int body_mode;
     uint64_t body_max;
@@ -302,6 +304,12 @@ void kl_request_unref(keel_request *req);
 
 /* Decodes the target's path into req->path (and req->query); 0 or 400. */
 int kl_request_parse_target(keel_request *req);
+
+/* A decoded path a module gives (keel_request_set_path), copied into the
+ * request's arena with its dot segments removed: KEEL_OK and *out, or
+ * KEEL_ERR_INVAL if it is empty, not rooted, holds a NUL or climbs above
+ * "/"; KEEL_ERR_NOMEM. */
+int kl_request_normalise_path(keel_request *req, const char *path, size_t len, keel_str *out);
 
 /* The response has been handed over completely: log, then tell the
  * protocol. */

@@ -205,8 +205,41 @@ static int select_scope(keel_request *req)
     }
     if (site == NULL)
         return status;
+    req->site = site;
     req->scope = kl_scopes_path(site, req->path);
     return 0;
+}
+
+int keel_request_set_path(keel_request *req, const char *path, size_t path_len, const char *query,
+                          size_t query_len, unsigned flags)
+{
+    if (req->routed || req->res.head_sent || req->res.ended)
+        return KEEL_ERR_STATE;
+    keel_str new_query = req->query;
+    if (flags & KEEL_PATH_QUERY) {
+        new_query = (keel_str){NULL, 0};
+        if (query != NULL) {
+            /* The query is raw target text: the bytes a target may hold
+             * (RFC 9112 3.2), no fragment. */
+            for (size_t i = 0; i < query_len; i++)
+                if ((unsigned char)query[i] <= 0x20 || (unsigned char)query[i] >= 0x7f ||
+                    query[i] == '#')
+                    return KEEL_ERR_INVAL;
+            char *q = kl_arena_dup(&req->arena, query, query_len);
+            if (q == NULL)
+                return KEEL_ERR_NOMEM;
+            new_query = (keel_str){q, query_len};
+        }
+    }
+    keel_str new_path;
+    int rc = kl_request_normalise_path(req, path, path_len, &new_path);
+    if (rc != KEEL_OK)
+        return rc;
+    req->path = new_path;
+    req->query = new_query;
+    if ((flags & KEEL_PATH_RESCOPE) && req->site != NULL)
+        req->scope = kl_scopes_path(req->site, new_path);
+    return KEEL_OK;
 }
 
 const void *keel_request_config(keel_request *req, keel_module *module)
@@ -244,6 +277,7 @@ void keel_http_request_dispatch(keel_request *req)
         if (rc == KEEL_HTTP_DONE)
             goto out;
     }
+    req->routed = 1;
     status = kl_router_match(http->routes, req->head.method, req->path, &req->route);
     if (status != 200) {
         answer_error(req, status);

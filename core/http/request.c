@@ -521,6 +521,37 @@ int kl_request_parse_target(keel_request *req)
     return 0;
 }
 
+int kl_request_normalise_path(keel_request *req, const char *path, size_t len, keel_str *out)
+{
+    /* What kl_request_parse_target makes of a client's path holds for a
+     * module's too: rooted, no NUL, no dot segment, never above "/". */
+    if (path == NULL || len == 0 || path[0] != '/' || memchr(path, '\0', len) != NULL)
+        return KEEL_ERR_INVAL;
+    char *buf = kl_arena_alloc(&req->arena, len + 1);
+    if (buf == NULL)
+        return KEEL_ERR_NOMEM;
+    memcpy(buf, path, len);
+    long n = remove_dot_segments(buf, len);
+    if (n < 0)
+        return KEEL_ERR_INVAL;
+    buf[n] = '\0';
+    *out = (keel_str){buf, (size_t)n};
+    return KEEL_OK;
+}
+
+int keel_request_local_name(keel_request *req, char *buf, size_t size)
+{
+    if (buf == NULL || size == 0)
+        return KEEL_ERR_INVAL;
+    buf[0] = '\0';
+    /* Once the facts are kept the connection may be freed at any time. */
+    if (req->conn_gone || (req->facts_kept & KL_KEPT_CONN))
+        return KEEL_ERR_CLOSED;
+    kl_peer_addr addr;
+    int rc = kl_conn_local_addr(req->conn, &addr);
+    return rc == KEEL_OK ? kl_peer_addr_name(&addr, 1, buf, size) : rc;
+}
+
 /* ---- accessors --------------------------------------------------------- */
 
 keel_str keel_request_method(keel_request *req)

@@ -771,6 +771,20 @@ int kl_conn_peer_addr(keel_conn *c, kl_peer_addr *out)
     return KEEL_OK;
 }
 
+int kl_conn_local_addr(keel_conn *c, kl_peer_addr *out)
+{
+    struct sockaddr_storage addr;
+    int len = sizeof addr;
+    if (kl_conn_handle_closed(c) ||
+        uv_tcp_getsockname(&c->tcp, (struct sockaddr *)&addr, &len) != 0)
+        return KEEL_ERR_CLOSED;
+    if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6)
+        return KEEL_ERR_UNSUPPORTED;
+    memcpy(out, &addr,
+           addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+    return KEEL_OK;
+}
+
 int kl_peer_addr_name(const kl_peer_addr *a, int with_port, char *buf, size_t size)
 {
     char ip[64];

@@ -263,6 +263,11 @@ const struct sockaddr *kl_conn_proxied_peer(keel_conn *conn);
  * PROXY connection's stays readable until it is freed). */
 int kl_conn_peer_addr(keel_conn *conn, kl_peer_addr *out);
 
+/* The connection's own address (getsockname): KEEL_OK, KEEL_ERR_CLOSED
+ * once the socket has closed, KEEL_ERR_UNSUPPORTED for one that is not
+ * IPv4 or IPv6. Worker thread. */
+int kl_conn_local_addr(keel_conn *conn, kl_peer_addr *out);
+
 /* ---- what the output unit reports (net/conn.c) ------------------------------ */
 
 /* Bytes left the process: the write timeout starts again. */

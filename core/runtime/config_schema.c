@@ -8,6 +8,7 @@
 
 #include "keel/types.h"
 #include "runtime/config_schema.h"
+#include "runtime/scopes.h"
 #include "base/log.h"
 #include "base/util.h"
 
@@ -431,6 +432,36 @@ int kl_schema_merge(const keel_config_schema *schema, const kl_config *cfg, kl_c
             return rc;
     }
     return KEEL_OK;
+}
+
+const kl_config_value *kl_schema_find_value(const keel_config_schema *schema, kl_config *cfg,
+                                            const char *module, const char *text,
+                                            kl_config_section **sec, char *name, size_t cap)
+{
+    size_t nsec = kl_config_section_count(cfg);
+    for (size_t s = 0; s < nsec; s++) {
+        kl_config_section *cs = kl_config_section_at(cfg, s);
+        const char *sname = kl_config_section_name(cs);
+        int own = strcmp(sname, module) == 0;
+        if (!own && !kl_scopes_is_scope_section(cs))
+            continue;
+        for (size_t i = 0; i < schema->nkeys; i++) {
+            keel_config_key key = key_at(schema, i);
+            if (own)
+                snprintf(name, cap, "%s", key.name);
+            else
+                snprintf(name, cap, "%s.%s", module, key.name);
+            size_t n = kl_config_count(cs, name);
+            for (size_t k = 0; k < n; k++) {
+                const kl_config_value *v = kl_config_get(cs, name, k);
+                if (v != NULL && v->text == text) {
+                    *sec = cs;
+                    return v;
+                }
+            }
+        }
+    }
+    return NULL;
 }
 
 void kl_schema_store_free(kl_schema_store *store)

@@ -46,6 +46,15 @@ int kl_schema_merge(const keel_config_schema *schema, const kl_config *cfg, kl_c
 
 void kl_schema_store_free(kl_schema_store *store);
 
+/* The config value whose text is `text` (the very pointer a struct's
+ * string field or list item holds) among module's keys in its own section
+ * and in the scope sections: the value, with its section and the key as
+ * written ("return", or "rewrite.return" in a scope) in name; NULL if
+ * none. */
+const kl_config_value *kl_schema_find_value(const keel_config_schema *schema, kl_config *cfg,
+                                            const char *module, const char *text,
+                                            kl_config_section **sec, char *name, size_t cap);
+
 /* Prints the reference of a module's keys: plain text for a terminal, or
  * the Markdown page kept in docs/reference/NAME.md. schema may be NULL
  * (a module that reads its section with the getters). */

@@ -22,7 +22,9 @@ struct keel_module {
     size_t index; /* position in load order = per-worker state slot */
     void *data;   /* keel_module_set_data */
     kl_config_section *section;
-    kl_schema_store config; /* the declared keys' struct (ABI 1.7), or empty */
+    kl_schema_store config;        /* the declared keys' struct (ABI 1.7), or empty */
+    keel_config_scope_fn scope_fn; /* keel_module_config_scopes (ABI 1.8) */
+    void *scope_ud;
 };
 
 #endif

@@ -503,6 +503,28 @@ const kl_scope *kl_scopes_path(const kl_site_scope *site, keel_str path)
     return &site->scope;
 }
 
+static int site_each(const site_scope *site, size_t index, int (*fn)(const void *, void *),
+                     void *ud)
+{
+    int rc = fn(site->scope.confs[index], ud);
+    for (size_t i = 0; rc == KEEL_OK && i < site->npaths; i++)
+        rc = fn(site->paths[i].scope.confs[index], ud);
+    return rc;
+}
+
+int kl_scopes_each(const kl_scopes *s, size_t index, int (*fn)(const void *conf, void *ud),
+                   void *ud)
+{
+    int rc = KEEL_OK;
+    for (size_t l = 0; rc == KEEL_OK && l < s->nlisteners; l++) {
+        const listener_scopes *ls = &s->listeners[l];
+        rc = site_each(&ls->implicit, index, fn, ud);
+        for (size_t i = 0; rc == KEEL_OK && i < ls->nsites; i++)
+            rc = site_each(&ls->sites[i], index, fn, ud);
+    }
+    return rc;
+}
+
 const kl_scope *kl_scopes_select(const kl_scopes *s, size_t listener, keel_str host, keel_str path,
                                  int *status)
 {

@@ -65,6 +65,11 @@ const kl_site_scope *kl_scopes_site(const kl_scopes *scopes, size_t listener, ke
  * prefix that matches, else the site's own. */
 const kl_scope *kl_scopes_path(const kl_site_scope *site, keel_str path);
 
+/* Calls fn with module `index`'s struct in every scope (a struct may come
+ * more than once); stops at the first error and returns it. */
+int kl_scopes_each(const kl_scopes *scopes, size_t index, int (*fn)(const void *conf, void *ud),
+                   void *ud);
+
 /* Both: the scope of the request, NULL with *status as kl_scopes_site. */
 const kl_scope *kl_scopes_select(const kl_scopes *scopes, size_t listener, keel_str host,
                                  keel_str path, int *status);

@@ -266,6 +266,36 @@ static int build_scopes(keel_server *s)
     return rc;
 }
 
+/* keel_module_config_scopes (ABI 1.8): each asking module is shown its
+ * struct in every scope, now that they exist. */
+typedef struct scope_call {
+    keel_module *m;
+} scope_call;
+
+static int call_scope_fn(const void *conf, void *ud)
+{
+    keel_module *m = ((scope_call *)ud)->m;
+    int rc;
+    KL_IN_MODULE(m->name, rc = m->scope_fn(m, conf, m->scope_ud));
+    return rc < 0 ? rc : KEEL_OK;
+}
+
+static int show_scopes(keel_server *s)
+{
+    if (s->host.scopes == NULL)
+        return KEEL_OK;
+    for (size_t i = 0; i < s->nmodules; i++) {
+        keel_module *m = s->modules[i];
+        if (m->scope_fn == NULL)
+            continue;
+        scope_call call = {m};
+        int rc = kl_scopes_each(s->host.scopes, m->index, call_scope_fn, &call);
+        if (rc != KEEL_OK)
+            return rc;
+    }
+    return KEEL_OK;
+}
+
 /* What only the full set of loaded modules can tell. */
 static int check_config(keel_server *s)
 {
@@ -346,6 +376,8 @@ int kl_modules_load(keel_server *s)
     kl_metrics_seal(&s->metrics);
     if (rc == KEEL_OK)
         rc = build_scopes(s);
+    if (rc == KEEL_OK)
+        rc = show_scopes(s);
     if (rc == KEEL_OK)
         rc = check_config(s);
     if (rc == KEEL_OK)

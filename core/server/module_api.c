@@ -30,6 +30,33 @@ const void *keel_module_config(keel_module *m)
     return m->config.conf;
 }
 
+int keel_module_config_scopes(keel_module *m, keel_config_scope_fn fn, void *userdata)
+{
+    if (fn == NULL || m->desc.config == NULL)
+        return KEEL_ERR_INVAL;
+    if (!m->server->loading)
+        return KEEL_ERR_STATE;
+    m->scope_fn = fn;
+    m->scope_ud = userdata;
+    return KEEL_OK;
+}
+
+int keel_config_value_error(keel_module *m, const char *value, const char *message)
+{
+    char name[256], where[300];
+    kl_config_section *sec = NULL;
+    const kl_config_value *v = m->desc.config == NULL || value == NULL
+                                   ? NULL
+                                   : kl_schema_find_value(m->desc.config, m->server->config,
+                                                          m->name, value, &sec, name, sizeof name);
+    if (v != NULL)
+        kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where),
+               kl_config_section_name(sec), name, message ? message : "");
+    else
+        kl_log(KEEL_LOG_ERROR, "[%s] %s", m->name, message ? message : "");
+    return KEEL_ERR_CONFIG;
+}
+
 /* The single value of a key, or NULL; duplicates are reported. */
 static int single_value(keel_module *m, const char *key, const kl_config_value **v)
 {

@@ -1218,4 +1218,77 @@ KEEL_FN(int, http_error_handler_set, (keel_module *module, keel_http_error_fn fn
  * Worker thread of the request. */
 KEEL_FN(int, response_redirect_internal, (keel_response *res, const char *path, int status),
         (res, path, status))
+/* ---- HTTP: rewriting a request's path (ABI 1.8) ----------------------------
+ * For a request filter that maps one path onto another before routing
+ * (the rewrite module: nginx's `rewrite`, Caddy's `rewrite`). */
+
+/* Replaces the request's decoded path (keel_request_path) with
+ * path[0..path_len): what the next filters, the router and the handler
+ * see. path is decoded text, as keel_request_path gives it ('%' is a
+ * literal byte); it is checked as the core checks a client's decoded path:
+ * it must start with "/", hold no NUL byte, and its "." and ".." segments
+ * are removed (RFC 3986 5.2.4) without climbing above "/". With
+ * KEEL_PATH_QUERY in flags, the query (keel_request_query, the raw text
+ * after "?") becomes query[0..query_len), each byte one a request-target
+ * may hold (keel_http_valid's KEEL_HTTP_TARGET), or none if query is NULL;
+ * without it the query stays. With KEEL_PATH_RESCOPE, the request's path
+ * scope is chosen again for the new path within the same listener and
+ * site (docs/configuration.md, "Choosing a path scope"), so
+ * keel_request_config answers for it from then on; without it the scope
+ * stays (nginx's `rewrite ... break`). keel_request_target, the request's
+ * head as received, never changes.
+ *
+ * The core copies both into the request (the caller's buffers may go once
+ * this returns); earlier views of the path or query stay valid until the
+ * request is released. Only from a request filter's on_request, before
+ * the router ran (KEEL_ERR_STATE after it, or once a response began).
+ * KEEL_OK; KEEL_ERR_INVAL for a path or query that is not right (nothing
+ * changed); KEEL_ERR_NOMEM. Worker thread of the request. */
+KEEL_FN(int, request_set_path,
+        (keel_request *req, const char *path, size_t path_len, const char *query,
+         size_t query_len, unsigned flags),
+        (req, path, path_len, query, query_len, flags))
+
+/* The server's end of the request's connection as the socket reports it,
+ * "127.0.0.1:8080" or "[::1]:8443" (NUL-terminated): the address and port
+ * the client reached, for nginx's $server_addr and $server_port (with
+ * port 0 on the listen line, the port the kernel chose). KEEL_OK;
+ * KEEL_ERR_INVAL if buf is NULL or it does not fit in size (64 bytes
+ * always do; buf then holds ""); KEEL_ERR_UNSUPPORTED for a connection
+ * that is not TCP; KEEL_ERR_CLOSED if the socket has closed, or the
+ * exchange was left to answer later (the core does not keep this one:
+ * ask before going asynchronous). Asks the kernel each time. Worker
+ * thread of the request. */
+KEEL_FN(int, request_local_name, (keel_request *req, char *buf, size_t size), (req, buf, size))
+
+/* ---- Declared configuration: the scopes' values (ABI 1.8) -----------------
+ * What a module checks or prepares beyond its table (a regular expression
+ * compiled, a variable name known) for every scope, not only its own
+ * section: the scopes are built after every module's load, so load asks
+ * for them to be shown. */
+
+/* From load: once every module has loaded and the scopes are built (before
+ * serving, and under `keel -t`), the core calls fn(module, conf, userdata)
+ * on the main thread with each scope's merged struct of the module
+ * (keel_request_config's answers: every listener's, site's and path
+ * prefix's), in no defined order. A struct may come more than once, and
+ * scopes that inherit a key share its strings (the same pointers), so a
+ * module that prepares something per value can key it on them. The
+ * structs live until the module is unloaded. fn returning an error fails
+ * the start (keel -t exits 1); report the value first with
+ * keel_config_value_error. No call when the config has no scope section:
+ * the module's own struct (keel_module_config) is then the only one.
+ * KEEL_OK; KEEL_ERR_INVAL for a NULL fn or a module without a table;
+ * KEEL_ERR_STATE outside load. The last call wins. */
+KEEL_FN(int, module_config_scopes, (keel_module *module, keel_config_scope_fn fn, void *userdata),
+        (module, fn, userdata))
+
+/* Reports a bad value by the string a struct of the module holds (a
+ * string key's field or a list item, from its own section or any scope):
+ * logs "FILE:LINE: [section] key: message" with the line that wrote it
+ * ("[site a.test] rewrite.return" in a scope), or "[module] message" if
+ * the text is not one of the config's values. Returns KEEL_ERR_CONFIG.
+ * Main thread, from load or a keel_module_config_scopes call. */
+KEEL_FN(int, config_value_error, (keel_module *module, const char *value, const char *message),
+        (module, value, message))
 #endif /* KEEL__WANT(8) */

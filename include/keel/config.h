@@ -104,6 +104,11 @@ typedef struct keel_config_schema {
 
 /* Defines `static const keel_config_schema ident` for the array `keys` of
  * keel_config_key and the struct type `conf_type`. */
+/* keel_module_config_scopes (ABI 1.8): called with one scope's struct of
+ * the module (docs/configuration.md, "Scopes"). Return KEEL_OK, or
+ * KEEL_ERR_CONFIG after reporting the value (keel_config_value_error). */
+typedef int (*keel_config_scope_fn)(struct keel_module *module, const void *conf, void *userdata);
+
 #define KEEL_CONFIG_SCHEMA(ident, conf_type, keys)                                                 \
     static const keel_config_schema ident = {sizeof(keel_config_schema), sizeof(keel_config_key),  \
                                              keys, sizeof(keys) / sizeof((keys)[0]),               \

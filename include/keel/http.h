@@ -131,6 +131,10 @@ enum {
     KEEL_HTTP_ORIGIN_FORM  /* RFC 9112 3.2.1: "/" and then KEEL_HTTP_TARGET's bytes */
 };
 
+/* keel_request_set_path's flags (ABI 1.8). */
+#define KEEL_PATH_RESCOPE 0x1u /* choose the request's path scope again for the new path */
+#define KEEL_PATH_QUERY   0x2u /* replace the query too */
+
 /* Called when a borrowed response body is no longer needed. */
 typedef void (*keel_free_fn)(void *data, void *userdata);
 

@@ -8,6 +8,9 @@
 # fields, a CORS scope the request does not use (no Origin: Vary only),
 # one allow rule, written in the module sections and in the request's
 # site.
+# Where the rewrite module is built, twice more: the module loaded with
+# nothing to do, and with two rules, one that does not match and one that
+# does (a capture, the path set again, `break`).
 #
 #   KEEL_BUILD=build-rel tests/bench/scope_counts.sh
 #
@@ -90,3 +93,9 @@ count "headers, cors, access loaded, no keys" "" "http1 access cors headers hell
 count "headers (2 adds), cors, access (1 rule) in their sections" "$WEB" \
     "http1 access cors headers hello"
 count "the same in the request's site" "$WEB_SITE" "http1 access cors headers hello"
+if [[ -e $KEEL_BUILD/modules/mod_rewrite.so ]]; then
+    count "rewrite loaded, no rule" "" "http1 rewrite hello"
+    count "rewrite: a rule that misses, one that matches" '[rewrite]
+rewrite = ^/nomatch/(.*)$ /x/$1
+rewrite = ^/(.*)$ /$1 break' "http1 rewrite hello"
+fi

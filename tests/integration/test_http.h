@@ -675,4 +675,31 @@ HT_FN const char *ht_fmt(const char *fmt, ...)
     return b;
 }
 
+/* `keel -t` on conf must exit 1 and say, on stderr, the config file's
+ * name followed by want (":7: [section] key: reason"); label names the
+ * case in the messages. */
+HT_FN void ht_expect_config_error(const char *conf, const char *want, const char *label)
+{
+    const char *args[] = {"-t", NULL};
+    kh_proc *p = kh_spawn(conf, args);
+    int status = kh_wait_exit(p, 10000);
+    cr_expect_eq(status, 1, "%s: keel -t exit status %d", label, status);
+    char full[1024];
+    snprintf(full, sizeof full, "%s%s", p->conf, want);
+    cr_expect(strstr(kh_stderr(p), full) != NULL, "%s: no '%s' in '%s'", label, full, kh_stderr(p));
+    kh_stop(p);
+}
+
+/* The nginx binary, or the test is skipped. */
+HT_FN const char *ht_nginx_bin(void)
+{
+    static const char *const c[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx",
+                                    "/usr/local/nginx/sbin/nginx"};
+    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
+        if (access(c[i], X_OK) == 0)
+            return c[i];
+    cr_skip_test("nginx is not installed");
+    return NULL;
+}
+
 #endif

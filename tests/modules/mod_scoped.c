@@ -3,7 +3,8 @@
  * gives it for the request's listener, site and path, one line:
  *     greeting=G level=N tags=a,b note=T
  * so that test_scopes.c can check which scope a request landed in and how
- * the scopes merged. */
+ * the scopes merged; with show_path on, " path=P query=Q" follows (what
+ * the router saw, for test_rewrite.c). */
 #include <keel/keel.h>
 
 #include <stdio.h>
@@ -14,6 +15,7 @@ typedef struct scoped_conf {
     int64_t level;
     keel_config_list tags;
     const char *note;
+    int show_path;
 } scoped_conf;
 
 static const keel_config_key scoped_keys[] = {
@@ -27,6 +29,8 @@ static const keel_config_key scoped_keys[] = {
     KEEL_KEY(scoped_conf, note, "note", KEEL_CONFIG_STRING,
              .scopes = KEEL_SCOPE_GLOBAL | KEEL_SCOPE_LISTENER, .def = "-",
              .doc = "a connection-level key: global and listener only"),
+    KEEL_KEY(scoped_conf, show_path, "show_path", KEEL_CONFIG_BOOL, .scopes = KEEL_SCOPE_ANY,
+             .def = "off", .doc = "add the request's path and query to the answer"),
 };
 KEEL_CONFIG_SCHEMA(scoped_schema, scoped_conf, scoped_keys);
 
@@ -39,7 +43,14 @@ static int scoped_answer(keel_request *req, keel_response *res, void *ud)
     for (size_t i = 0; i < c->tags.count && n > 0 && (size_t)n < sizeof text; i++)
         n += snprintf(text + n, sizeof text - (size_t)n, "%s%s", i ? "," : "", c->tags.items[i]);
     if (n > 0 && (size_t)n < sizeof text)
-        n += snprintf(text + n, sizeof text - (size_t)n, " note=%s\n", c->note);
+        n += snprintf(text + n, sizeof text - (size_t)n, " note=%s", c->note);
+    if (c->show_path && n > 0 && (size_t)n < sizeof text) {
+        keel_str path = keel_request_path(req), query = keel_request_query(req);
+        n += snprintf(text + n, sizeof text - (size_t)n, " path=%.*s query=%.*s", (int)path.len,
+                      path.ptr, (int)query.len, query.ptr ? query.ptr : "");
+    }
+    if (n > 0 && (size_t)n < sizeof text)
+        n += snprintf(text + n, sizeof text - (size_t)n, "\n");
     if (n < 0 || (size_t)n >= sizeof text)
         return keel_response_send_status(res, 500);
     keel_response_header_set(res, "Content-Type", "text/plain");

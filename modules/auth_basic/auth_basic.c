@@ -125,8 +125,12 @@ static int challenge(ab_module *am, keel_request *req, keel_response *res, const
     }
     snprintf(value + o, sizeof value - o, "\", charset=\"UTF-8\"");
     keel_metric_add(keel_request_worker(req), am->refused, 1);
+    /* keel_response_send_status would drop the field: the body by hand. */
+    static const char text[] = "401 Unauthorized\n";
+    keel_response_set_status(res, 401);
+    keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
     keel_response_header_set(res, "WWW-Authenticate", value);
-    return keel_response_send_status(res, 401);
+    return keel_response_send(res, text, sizeof text - 1, NULL, NULL);
 }
 
 /* ---- the cache ------------------------------------------------------------- */

@@ -113,9 +113,16 @@ static int refuse(rl_module *rm, keel_request *req, keel_response *res, const rl
      * 6585 4 for 429). */
     char secs[24];
     snprintf(secs, sizeof secs, "%llu", (unsigned long long)((retry_us + 999999) / 1000000));
-    keel_response_header_set(res, "Retry-After", retry_us ? secs : "1");
     (void)rm;
-    return keel_response_send_status(res, c->status == 1 ? 503 : 429);
+    /* keel_response_send_status would drop the field: the body by hand. */
+    static const char text429[] = "429 Too Many Requests\n",
+                      text503[] = "503 Service Unavailable\n";
+    int status = c->status == 1 ? 503 : 429;
+    keel_response_set_status(res, status);
+    keel_response_header_set(res, "Content-Type", "text/plain; charset=utf-8");
+    keel_response_header_set(res, "Retry-After", retry_us ? secs : "1");
+    return status == 429 ? keel_response_send(res, text429, sizeof text429 - 1, NULL, NULL)
+                         : keel_response_send(res, text503, sizeof text503 - 1, NULL, NULL);
 }
 
 /* Without nodelay a request within the burst waits until its turn. */

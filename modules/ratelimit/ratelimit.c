@@ -101,7 +101,7 @@ static int key_hash(rl_module *rm, keel_request *req, const rl_conf *c, uint64_t
     uint64_t h = rl_hash(RL_HASH_INIT, c->zone, strlen(c->zone) + 1);
     unsigned char kind = (unsigned char)c->key;
     h = rl_hash(h, &kind, 1);
-    *out = rl_hash(h, k.ptr, k.len);
+    *out = rl_hash_final(rl_hash(h, k.ptr, k.len));
     return 1;
 }
 

@@ -53,4 +53,15 @@ static inline uint64_t rl_hash(uint64_t h, const void *data, size_t len)
     return h;
 }
 
+/* FNV-1a's last byte reaches the high bits (the tag) only through carries:
+ * MurmurHash3's finalizer spreads every bit over all 64. */
+static inline uint64_t rl_hash_final(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
 #endif

@@ -11,6 +11,7 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #define ALICE "alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6\n"
 #define BOB                                                                                        \
@@ -221,4 +222,17 @@ Test(auth_basic, the_file_is_read_again_on_reload, .init = setup, .fini = reload
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "the old process did not exit");
     expect_status(port, "/", CAROL_OK, 200);
     expect_status(port, "/", ALICE_OK, 401);
+}
+
+/* The cookbook's example (docs/web.md) stays a config keel accepts. */
+Test(auth_basic, the_example_config_checks, .init = setup, .fini = kh_cleanup_all, .timeout = 60)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd,
+             "'%s' -t -c '%s/examples/configs/api-auth-ratelimit.conf' --set "
+             "'keel.module_path=%s' >/dev/null 2>&1",
+             KEEL_BIN, KEEL_SOURCE_DIR, KEEL_MODULE_DIR);
+    int status = system(cmd);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "keel -t refused the example: %s",
+              cmd);
 }

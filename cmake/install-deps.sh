@@ -9,15 +9,15 @@
 # Environment: KEEL_DEPS_EXTRA="pkg ..." adds Debian packages to the list.
 set -eu
 
-# The second line is what the optional module builds with (pubsub_redis on
-# hiredis); the rest is what tests drive keel
+# The second line is what the optional modules build with (pubsub_redis on
+# hiredis, auth_basic on libxcrypt's crypt_r); the rest is what tests drive keel
 # with: Python's websockets and h2 clients, Prometheus's promtool (its
 # package), headless Chromium for the pages, testssl.sh for the TLS
 # listener, nghttp/h2load, nginx and HAProxy as peers and balancers, a
 # Redis server, and wrk for the load under which tests/cluster reloads keel.
 DEBIAN_PACKAGES="build-essential cmake ninja-build pkg-config libuv1-dev zlib1g-dev \
 libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind \
-libhiredis-dev \
+libhiredis-dev libcrypt-dev \
 python3-websockets python3-h2 prometheus chromium testssl.sh nghttp2-client nginx-light \
 haproxy redis-server wrk ${KEEL_DEPS_EXTRA:-}"
 # Node.js and npm run the browser tests (playwright-core, fetched by

@@ -7,12 +7,17 @@
  *     format = combined            ; or common
  *
  * 127.0.0.1 - - [29/Nov/2026:22:00:00 +0000] "GET / HTTP/1.1" 200 13 "-" "curl/7.88.1"
+ *
+ * The third field (CLF's authuser) is the auth_basic user when auth_basic
+ * is listed before accesslog in [keel] modules.
  */
 #include <keel/keel.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../auth_basic/auth_basic.h"
 
 /* Allocated in load, freed in unload: the filter is part of it, so its
  * userdata leads back here without any global. */
@@ -21,6 +26,7 @@ struct accesslog {
     keel_module *module;
     keel_appender *out;
     int combined;
+    const auth_basic_service *auth; /* the user field (CLF's authuser), if loaded before */
 };
 
 /* The formatted time changes once a second: each worker keeps its own. */
@@ -87,8 +93,15 @@ static void accesslog_on_log(keel_request *req, keel_response *res, const keel_h
 
     char line[4096];
     size_t room = sizeof line - 1; /* keep one byte for the newline */
-    int n = snprintf(line, room, "%s - - [%s] \"", peer, w->clf);
+    keel_str user = cfg->auth != NULL ? cfg->auth->user(req) : (keel_str){NULL, 0};
+    int n = snprintf(line, room, "%s - ", peer);
     size_t o = n > 0 ? (size_t)n : 0;
+    if (user.ptr != NULL && user.len > 0)
+        o += put_escaped(line + o, 256, user.ptr, user.len);
+    else
+        line[o++] = '-';
+    n = snprintf(line + o, room - o, " [%s] \"", w->clf);
+    o += n > 0 ? (size_t)n : 0;
     keel_str method = keel_request_method(req), target = keel_request_target(req);
     o += put_escaped(line + o, room - o, method.ptr, method.len);
     if (o + 1 < room)
@@ -147,6 +160,10 @@ static int accesslog_load(keel_module *module)
         .userdata = cfg,
         .on_log = accesslog_on_log,
     };
+    /* auth_basic's user, when auth_basic is listed before accesslog. */
+    const void *auth = NULL;
+    if (keel_service_lookup(module, AUTH_BASIC_SERVICE, 1, &auth, NULL) == KEEL_OK)
+        cfg->auth = auth;
     keel_module_set_data(module, cfg);
     if ((cfg->out = keel_appender_open(module, path)) == NULL) {
         keel_module_set_data(module, NULL);

@@ -7,8 +7,12 @@
 #
 #   KEEL_BUILD=build-rel tests/bench/scope_counts.sh
 #
-# Settings: KEEL_BUILD [build] SECS [5]. Listens on an ephemeral port of
-# 127.0.0.1; keel is stopped on exit.
+# SCENARIOS=auth instead counts hello behind auth_basic (a user whose
+# verified password the cache holds) and ratelimit (a rate that is never
+# reached) in the request's scope, against hello alone (docs/web.md).
+#
+# Settings: KEEL_BUILD [build] SECS [5] SCENARIOS [scopes]. Listens on an
+# ephemeral port of 127.0.0.1; keel is stopped on exit.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -29,14 +33,15 @@ SITES='[site example.com www.example.com]
 [site example.com /api/]
 [/static/]'
 
-count() { # count LABEL EXTRA_CONFIG
-    local port out requests ir
+count() { # count LABEL EXTRA_CONFIG [MODULES] [WRK_ARGS...]
+    local port out requests ir modules=${3:-http1 hello}
+    local wrk_args=("${@:4}")
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     cat >"$TMP/keel.conf" <<EOC
 [keel]
 listen = 127.0.0.1:$port http1
 workers = 1
-modules = http1 hello
+modules = $modules
 module_path = $KEEL_BUILD/modules
 log_level = warn
 [http1]
@@ -49,13 +54,14 @@ EOC
     SERVER=$!
     local _
     for _ in $(seq 100); do
-        curl -sf -o /dev/null "http://127.0.0.1:$port/" && break
+        curl -s -o /dev/null "http://127.0.0.1:$port/" && break
         sleep 0.2
     done
-    timeout 30 wrk -t1 -c16 -d2s -H 'Host: www.example.com' "http://127.0.0.1:$port/" >/dev/null 2>&1 || true
+    timeout 30 wrk -t1 -c16 -d2s -H 'Host: www.example.com' ${wrk_args[@]+"${wrk_args[@]}"} \
+        "http://127.0.0.1:$port/" >/dev/null 2>&1 || true
     callgrind_control -z "$SERVER" >/dev/null
     out=$(timeout $((SECS + 30)) wrk -t1 -c16 -d"${SECS}s" -H 'Host: www.example.com' \
-        "http://127.0.0.1:$port/" 2>&1) || true
+        ${wrk_args[@]+"${wrk_args[@]}"} "http://127.0.0.1:$port/" 2>&1) || true
     callgrind_control -d "$SERVER" >/dev/null
     kill "$SERVER"
     wait "$SERVER" 2>/dev/null || true
@@ -66,5 +72,21 @@ EOC
     echo "$1: $((ir / requests)) instr/req ($requests requests)"
 }
 
-count "no scopes" ""
-count "3 sites, a wildcard, 2 path scopes" "$SITES"
+# alice / alice-pw, bcrypt cost 5: verified once, then from the cache.
+AUTH="[auth_basic]
+file = staff $TMP/users
+[ratelimit]
+rate = 1000000
+[site www.example.com]
+auth_basic.users = staff
+ratelimit.key = user"
+
+if [[ ${SCENARIOS:-scopes} == auth ]]; then
+    echo 'alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6' >"$TMP/users"
+    count "hello in a site" "[site www.example.com]"
+    count "hello in a site with auth_basic (cached) and ratelimit (key = user)" "$AUTH" \
+        "http1 auth_basic ratelimit hello" -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc='
+else
+    count "no scopes" ""
+    count "3 sites, a wildcard, 2 path scopes" "$SITES"
+fi

@@ -236,3 +236,35 @@ Test(auth_basic, the_example_config_checks, .init = setup, .fini = kh_cleanup_al
     cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "keel -t refused the example: %s",
               cmd);
 }
+
+/* 1 if the file at path holds needle; its start is left in buf. */
+static int file_has(const char *path, const char *needle, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    return strstr(buf, needle) != NULL;
+}
+
+/* The access log's user field (CLF's authuser) is the authenticated user. */
+Test(auth_basic, the_access_log_names_the_user, .init = setup, .fini = kh_cleanup_all,
+     .timeout = 60)
+{
+    char text[2048], log[600];
+    snprintf(log, sizeof log, "%s/access.log", dir);
+    snprintf(text, sizeof text,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 auth_basic accesslog hello\n"
+             "workers = 1\n" KH_MODULE_PATH "[auth_basic]\nfile = staff %s\nusers = staff\n"
+             "[accesslog]\npath = %s\nformat = common\n",
+             users_path, log);
+    kh_proc *p = kh_start(text, NULL, 1, 10000);
+    expect_status(kh_port(p, 0), "/", BOB_OK, 200);
+    expect_status(kh_port(p, 0), "/", NULL, 401);
+    char lines[4096] = "";
+    int found = KH_WAIT_UNTIL(file_has(log, "\"GET / HTTP/1.1\" 401", lines, sizeof lines), 5000);
+    kh_assert(p, found, "no log lines:\n%s", lines);
+    kh_assert(p, strstr(lines, "127.0.0.1 - bob [") != NULL, "no user in\n%s", lines);
+    kh_assert(p, strstr(lines, "127.0.0.1 - - [") != NULL, "the 401 has a user in\n%s", lines);
+}

@@ -129,12 +129,12 @@ int ab_users_load(ab_users *out, const char *path, int allow_weak, char *err, si
             char *hash = colon + 1, *extra = strchr(hash, ':');
             if (extra != NULL) /* Apache's digest files add fields: not this format */
                 *extra = '\0';
-            kind = classify(hash, &why);
+            kind = hash[0] != '\0' ? classify(hash, &why) : -1;
             if (kind == AB_HASH_CRYPT || (kind > 0 && allow_weak)) {
                 why = NULL;
                 users[count++] = (ab_user){line, (size_t)(colon - line), hash, strlen(hash), kind};
             } else if (hash[0] == '\0') {
-                why = "an empty password hash";
+                why = "an empty password hash"; /* plain text would let anyone in */
             }
         }
         if (why != NULL) {

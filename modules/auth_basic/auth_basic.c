@@ -12,8 +12,8 @@
  * Passwords are checked with the system's crypt_r (libxcrypt) on the
  * thread pool: a bcrypt costs milliseconds, which the event loop must not
  * spend. A success is remembered per worker for cache_ttl under a keyed
- * SHA-256 of the credentials (never the password), so a page and its 50
- * assets cost one bcrypt. README.md lists the files and why.
+ * digest of the credentials (SipHash-2-4-128, never the password), so a
+ * page and its 50 assets cost one bcrypt. README.md lists the files and why.
  */
 #define _GNU_SOURCE
 #include <keel/keel.h>
@@ -31,7 +31,7 @@
 
 #include "auth_basic.h"
 #include "htpasswd.h"
-#include "sha256.h"
+#include "siphash.h"
 
 typedef struct ab_conf {
     keel_config_list file;
@@ -64,10 +64,11 @@ KEEL_CONFIG_SCHEMA(ab_schema, ab_conf, ab_keys);
 typedef struct ab_file {
     char *name;
     ab_users users;
+    unsigned char key[AB_SIPHASH_KEY]; /* random, per process and file */
 } ab_file;
 
 typedef struct ab_entry {
-    unsigned char digest[AB_SHA256_LEN];
+    unsigned char digest[AB_SIPHASH_OUT];
     const ab_user *user;
     uint64_t expires_ms;
 } ab_entry;
@@ -81,7 +82,6 @@ typedef struct ab_module {
     keel_module *module;
     ab_file *files;
     size_t nfiles;
-    ab_sha256 keyed; /* SHA-256 after one block of a per-process random key */
     uint64_t ttl_ms;
     size_t cache_size;
     keel_metric *verified, *cache_hits, *refused;
@@ -96,7 +96,7 @@ typedef struct ab_job {
     const ab_conf *conf;
     const ab_user *user; /* NULL: unknown user, checked against a decoy */
     const char *hash;
-    unsigned char digest[AB_SHA256_LEN];
+    unsigned char digest[AB_SIPHASH_OUT];
     int ok;
     size_t pass_len;
     char pass[];
@@ -134,16 +134,6 @@ static int challenge(ab_module *am, keel_request *req, keel_response *res, const
 }
 
 /* ---- the cache ------------------------------------------------------------- */
-
-static void credentials_digest(const ab_module *am, size_t file, const char *cred, size_t len,
-                               unsigned char out[AB_SHA256_LEN])
-{
-    ab_sha256 s = am->keyed;
-    unsigned char f = (unsigned char)file;
-    ab_sha256_update(&s, &f, 1);
-    ab_sha256_update(&s, cred, len);
-    ab_sha256_final(&s, out);
-}
 
 static ab_entry *cache_slot(const ab_module *am, ab_worker *w, const unsigned char *digest)
 {
@@ -237,13 +227,11 @@ static long b64_decode(const char *in, size_t len, char *out, size_t cap)
     return (long)o;
 }
 
-static const ab_file *find_file(const ab_module *am, const char *name, size_t *index)
+static const ab_file *find_file(const ab_module *am, const char *name)
 {
     for (size_t i = 0; i < am->nfiles; i++)
-        if (strcmp(am->files[i].name, name) == 0) {
-            *index = i;
+        if (strcmp(am->files[i].name, name) == 0)
             return &am->files[i];
-        }
     return NULL;
 }
 
@@ -253,8 +241,7 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     const ab_conf *c = keel_request_config(req, am->module);
     if (c->users == NULL || strcmp(c->users, "off") == 0)
         return KEEL_HTTP_NEXT;
-    size_t fi = 0;
-    const ab_file *file = find_file(am, c->users, &fi);
+    const ab_file *file = find_file(am, c->users);
     if (file == NULL) {
         keel_log(am->module, KEEL_LOG_ERROR, "users = %s: no file of that name", c->users);
         return KEEL_ERR_CONFIG;
@@ -284,14 +271,16 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     size_t user_len = (size_t)(colon - cred), pass_len = (size_t)n - user_len - 1;
     const ab_user *u = ab_users_find(&file->users, cred, user_len);
 
-    unsigned char digest[AB_SHA256_LEN];
-    credentials_digest(am, fi, cred, (size_t)n, digest);
+    /* The file's own key: the same credentials for another file are
+     * another entry. */
+    unsigned char digest[AB_SIPHASH_OUT];
+    ab_siphash128(file->key, cred, (size_t)n, digest);
     keel_worker *worker = keel_request_worker(req);
     if (u != NULL && am->ttl_ms > 0) {
         ab_entry *e = cache_slot(am, keel_worker_state(worker, am->module), digest);
         if (e->user == u && e->expires_ms > keel_worker_now_ms(worker) &&
             ab_equal_ct(e->digest, sizeof e->digest, digest, sizeof digest)) {
-            wipe(cred, sizeof cred);
+            wipe(cred, (size_t)n);
             keel_metric_add(worker, am->cache_hits, 1);
             authenticated(am, req, u);
             return KEEL_HTTP_NEXT;
@@ -299,7 +288,7 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     }
     if (u != NULL && u->kind == AB_HASH_PLAIN) {
         int ok = ab_equal_ct(colon + 1, pass_len, u->hash, u->hash_len);
-        wipe(cred, sizeof cred);
+        wipe(cred, (size_t)n);
         if (!ok)
             return challenge(am, req, res, c);
         authenticated(am, req, u);
@@ -308,7 +297,7 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
 
     ab_job *job = malloc(sizeof *job + pass_len + 1);
     if (job == NULL) {
-        wipe(cred, sizeof cred);
+        wipe(cred, (size_t)n);
         return KEEL_ERR_NOMEM;
     }
     *job = (ab_job){.am = am, .res = res, .conf = c, .user = u, .pass_len = pass_len};
@@ -318,7 +307,7 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     memcpy(job->digest, digest, sizeof digest);
     memcpy(job->pass, colon + 1, pass_len);
     job->pass[pass_len] = '\0';
-    wipe(cred, sizeof cred);
+    wipe(cred, (size_t)n);
     int rc = keel_offload(req, verify_work, verify_done, job);
     if (rc != KEEL_OK) {
         wipe(job->pass, pass_len);
@@ -361,12 +350,11 @@ static int load_files(ab_module *am, const ab_conf *c)
         memcpy(f->name, item, name_len);
         f->name[name_len] = '\0';
         am->nfiles++;
-        size_t dup = 0;
-        if (find_file(am, f->name, &dup) != f || strcmp(f->name, "off") == 0)
+        if (find_file(am, f->name) != f || strcmp(f->name, "off") == 0)
             return keel_config_error(am->module, "file", "the name '%s' is %s", f->name,
-                                     dup != am->nfiles - 1 ? "given twice" : "reserved");
-        if (am->nfiles > 255)
-            return keel_config_error(am->module, "file", "at most 255 files");
+                                     find_file(am, f->name) != f ? "given twice" : "reserved");
+        if (getentropy(f->key, sizeof f->key) != 0)
+            return keel_config_error(am->module, "file", "no random bytes for the cache's key");
         if (ab_users_load(&f->users, path, c->allow_weak_hashes, err, sizeof err) != 0)
             return keel_config_error(am->module, "file", "%s", err);
     }
@@ -378,9 +366,9 @@ static void ab_free(ab_module *am)
     for (size_t i = 0; i < am->nfiles; i++) {
         free(am->files[i].name);
         ab_users_free(&am->files[i].users);
+        wipe(am->files[i].key, sizeof am->files[i].key);
     }
     free(am->files);
-    wipe(&am->keyed, sizeof am->keyed);
     free(am);
 }
 
@@ -402,15 +390,7 @@ static int ab_load(keel_module *module)
     am->cache_size = (size_t)c->cache_size;
     keel_module_set_data(module, am);
     int rc = load_files(am, c);
-    unsigned char key[64];
-    if (rc == KEEL_OK && getentropy(key, sizeof key) != 0) {
-        keel_log(module, KEEL_LOG_ERROR, "no random bytes for the cache's key");
-        rc = KEEL_ERR_IO;
-    }
     if (rc == KEEL_OK) {
-        ab_sha256_init(&am->keyed);
-        ab_sha256_update(&am->keyed, key, sizeof key);
-        wipe(key, sizeof key);
         if ((rc = metric(module, "auth_basic_verifications_total",
                          "passwords checked with crypt_r on the thread pool", &am->verified)) ==
                 KEEL_OK &&

@@ -77,6 +77,7 @@ AUTH="[auth_basic]
 file = staff $TMP/users
 [ratelimit]
 rate = 1000000
+burst = 1000000
 [site www.example.com]
 auth_basic.users = staff
 ratelimit.key = user"

@@ -100,6 +100,32 @@ Test(ratelimit, the_burst_is_delayed_unless_nodelay, .fini = kh_cleanup_all, .ti
     cr_expect_eq(statuses[0], 429, "over the burst: %d", statuses[0]);
 }
 
+/* Clients that leave while their requests wait: the delay's timer is
+ * stopped (keel_request_on_abort), nothing runs for the gone requests, and
+ * the server goes on (under ASan: no use after free). */
+Test(ratelimit, clients_leaving_during_the_delay, .fini = kh_cleanup_all, .timeout = 60)
+{
+    kh_proc *p =
+        kh_start(config("1", "ratelimit", "[ratelimit]\nrate = 4\nburst = 3\n"), NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    int fds[4];
+    for (int i = 0; i < 4; i++) {
+        fds[i] = kh_connect("127.0.0.1", port);
+        cr_assert(fds[i] >= 0);
+        cr_assert_eq(kh_send_str(fds[i], "GET / HTTP/1.1\r\nHost: t\r\n\r\n"), 0);
+    }
+    char buf[1024];
+    cr_assert(kh_recv_n(fds[0], buf, sizeof buf, 12, 5000) == 12, "the first was not served");
+    for (int i = 0; i < 4; i++)
+        close(fds[i]);
+    kh_assert(p, KH_WAIT_UNTIL(at_metric(port, "ratelimit_delayed_total") == 3, 5000),
+              "delayed: %lld", at_metric(port, "ratelimit_delayed_total"));
+    kh_sleep_ms(1200); /* past every delay: a timer left running would fire now */
+    at_reply r;
+    cr_expect_eq(status_of(port, "/", NULL, &r), 200, "after: %d", r.status);
+    kh_assert(p, !kh_exited(p), "keel exited");
+}
+
 Test(ratelimit, every_worker_shares_the_counts, .fini = kh_cleanup_all, .timeout = 60)
 {
     kh_proc *p = kh_start(

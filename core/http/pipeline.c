@@ -284,9 +284,15 @@ void keel_http_request_dispatch(keel_request *req)
 
 int keel_request_continue(keel_request *req)
 {
-    if (req == NULL || req->filter_next == 0 || req->aborted || req->res.head_sent ||
-        req->res.ended)
-        return req != NULL && req->aborted ? KEEL_ERR_CLOSED : KEEL_ERR_STATE;
+    if (req == NULL || req->filter_next == 0 || req->res.head_sent || req->res.ended)
+        return KEEL_ERR_STATE;
+    if (req->aborted) {
+        /* The filter learns it here, as a handler does from a response
+         * call: the request is released. */
+        req->filter_next = 0;
+        kl_response_release_if_aborted(&req->res);
+        return KEEL_ERR_CLOSED;
+    }
     size_t from = req->filter_next;
     req->filter_next = 0;
     kl_request_ref(req);

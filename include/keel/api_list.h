@@ -1177,7 +1177,10 @@ KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
  * keel_request_continue, which runs the filters after it, then the router
  * and the handler, as if it had returned KEEL_HTTP_NEXT. A filter that
  * holds a request on anything but keel_offload registers an abort
- * callback (keel_request_on_abort) to stop waiting when the client goes. */
+ * callback (keel_request_on_abort) to stop waiting when the client goes;
+ * if the client goes while the wait is ending (the abort is queued when
+ * the timer fires), keel_request_continue tells it instead: cancel the
+ * abort callback first (keel_request_on_abort(req, NULL, NULL)). */
 
 /* Resumes a request held by a request filter: the next filters, the router
  * and the handler run inside this call. KEEL_OK; KEEL_ERR_CLOSED if the

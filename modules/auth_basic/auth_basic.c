@@ -32,6 +32,7 @@
 #include "auth_basic.h"
 #include "htpasswd.h"
 #include "siphash.h"
+#include "ws.h" /* websocket's base64.c, compiled in: ws_base64_decode */
 
 typedef struct ab_conf {
     keel_config_list file;
@@ -135,6 +136,15 @@ static int challenge(ab_module *am, keel_request *req, keel_response *res, const
 
 /* ---- the cache ------------------------------------------------------------- */
 
+/* Two digests compared in constant time, a word at a time. */
+static int digest_equal(const unsigned char *a, const unsigned char *b)
+{
+    uint64_t x[2], y[2];
+    memcpy(x, a, sizeof x);
+    memcpy(y, b, sizeof y);
+    return ((x[0] ^ y[0]) | (x[1] ^ y[1])) == 0;
+}
+
 static ab_entry *cache_slot(const ab_module *am, ab_worker *w, const unsigned char *digest)
 {
     uint32_t h = (uint32_t)digest[0] | (uint32_t)digest[1] << 8 | (uint32_t)digest[2] << 16 |
@@ -189,44 +199,6 @@ static void verify_done(keel_request *req, int status, void *ud)
 
 /* ---- the request filter ----------------------------------------------------- */
 
-static int b64_value(unsigned char c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    return c == '+' ? 62 : c == '/' ? 63 : -1;
-}
-
-/* token68 as base64 (RFC 7617 2, RFC 4648 4), padding optional. The
- * decoded length, or -1 if malformed or longer than cap. */
-static long b64_decode(const char *in, size_t len, char *out, size_t cap)
-{
-    while (len > 0 && in[len - 1] == '=')
-        len--;
-    if (len % 4 == 1)
-        return -1;
-    size_t o = 0;
-    uint32_t acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < len; i++) {
-        int v = b64_value((unsigned char)in[i]);
-        if (v < 0)
-            return -1;
-        acc = acc << 6 | (uint32_t)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (o == cap)
-                return -1;
-            out[o++] = (char)(acc >> bits);
-        }
-    }
-    return (long)o;
-}
-
 static const ab_file *find_file(const ab_module *am, const char *name)
 {
     for (size_t i = 0; i < am->nfiles; i++)
@@ -255,11 +227,11 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     size_t at = 6;
     while (at < h.len && h.ptr[at] == ' ')
         at++;
-    /* A Basic token that is not base64, lacks the colon or holds a
+    /* A Basic token that is not base64 (RFC 4648 4, padded), lacks the colon or holds a
      * control character (RFC 7617 2) is a malformed request, not wrong
      * credentials: 400 (RFC 9110 15.5.1). */
     char cred[1024];
-    long n = b64_decode(h.ptr + at, h.len - at, cred, sizeof cred);
+    long n = ws_base64_decode(h.ptr + at, h.len - at, (uint8_t *)cred, sizeof cred);
     const char *colon = n > 0 ? memchr(cred, ':', (size_t)n) : NULL;
     int bad = colon == NULL;
     for (long i = 0; !bad && i < n; i++)
@@ -279,7 +251,7 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     if (u != NULL && am->ttl_ms > 0) {
         ab_entry *e = cache_slot(am, keel_worker_state(worker, am->module), digest);
         if (e->user == u && e->expires_ms > keel_worker_now_ms(worker) &&
-            ab_equal_ct(e->digest, sizeof e->digest, digest, sizeof digest)) {
+            digest_equal(e->digest, digest)) {
             wipe(cred, (size_t)n);
             keel_metric_add(worker, am->cache_hits, 1);
             authenticated(am, req, u);

@@ -84,7 +84,13 @@ ratelimit.key = user"
 
 if [[ ${SCENARIOS:-scopes} == auth ]]; then
     echo 'alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6' >"$TMP/users"
-    count "hello in a site" "[site www.example.com]"
+    # The same request, Authorization included, so that only the modules differ.
+    count "hello in a site" "[site www.example.com]" "http1 hello" \
+        -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc='
+    count "hello in a site with ratelimit (key = client)" "[ratelimit]
+rate = 1000000
+burst = 1000000
+[site www.example.com]" "http1 ratelimit hello" -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc=' 
     count "hello in a site with auth_basic (cached) and ratelimit (key = user)" "$AUTH" \
         "http1 auth_basic ratelimit hello" -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc='
 else

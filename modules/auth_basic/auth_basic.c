@@ -227,11 +227,30 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     size_t at = 6;
     while (at < h.len && h.ptr[at] == ' ')
         at++;
-    /* A Basic token that is not base64 (RFC 4648 4, padded), lacks the colon or holds a
-     * control character (RFC 7617 2) is a malformed request, not wrong
-     * credentials: 400 (RFC 9110 15.5.1). */
+    keel_str token = {h.ptr + at, h.len - at};
+
+    /* The cache is keyed by the token as received (the digest, under the
+     * file's own key, of the base64 text): a token verified before needs
+     * neither decoding nor a user lookup. Base64 as the decoder accepts it
+     * is canonical, so one token is one user:password. */
+    unsigned char digest[AB_SIPHASH_OUT];
+    ab_siphash128(file->key, token.ptr, token.len, digest);
+    keel_worker *worker = keel_request_worker(req);
+    if (am->ttl_ms > 0) {
+        ab_entry *e = cache_slot(am, keel_worker_state(worker, am->module), digest);
+        if (e->user != NULL && e->expires_ms > keel_worker_now_ms(worker) &&
+            digest_equal(e->digest, digest)) {
+            keel_metric_add(worker, am->cache_hits, 1);
+            authenticated(am, req, e->user);
+            return KEEL_HTTP_NEXT;
+        }
+    }
+
+    /* A Basic token that is not base64 (RFC 4648 4, padded), lacks the
+     * colon or holds a control character (RFC 7617 2) is a malformed
+     * request, not wrong credentials: 400 (RFC 9110 15.5.1). */
     char cred[1024];
-    long n = ws_base64_decode(h.ptr + at, h.len - at, (uint8_t *)cred, sizeof cred);
+    long n = ws_base64_decode(token.ptr, token.len, (uint8_t *)cred, sizeof cred);
     const char *colon = n > 0 ? memchr(cred, ':', (size_t)n) : NULL;
     int bad = colon == NULL;
     for (long i = 0; !bad && i < n; i++)
@@ -243,21 +262,6 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     size_t user_len = (size_t)(colon - cred), pass_len = (size_t)n - user_len - 1;
     const ab_user *u = ab_users_find(&file->users, cred, user_len);
 
-    /* The file's own key: the same credentials for another file are
-     * another entry. */
-    unsigned char digest[AB_SIPHASH_OUT];
-    ab_siphash128(file->key, cred, (size_t)n, digest);
-    keel_worker *worker = keel_request_worker(req);
-    if (u != NULL && am->ttl_ms > 0) {
-        ab_entry *e = cache_slot(am, keel_worker_state(worker, am->module), digest);
-        if (e->user == u && e->expires_ms > keel_worker_now_ms(worker) &&
-            digest_equal(e->digest, digest)) {
-            wipe(cred, (size_t)n);
-            keel_metric_add(worker, am->cache_hits, 1);
-            authenticated(am, req, u);
-            return KEEL_HTTP_NEXT;
-        }
-    }
     if (u != NULL && u->kind == AB_HASH_PLAIN) {
         int ok = ab_equal_ct(colon + 1, pass_len, u->hash, u->hash_len);
         wipe(cred, (size_t)n);

@@ -84,13 +84,40 @@ typedef struct rl_module {
 /* The key's hash: the zone's name, the kind, then the key's bytes. An
  * absent key (no such header, no user) is not limited, as nginx does for
  * an empty key. */
+/* The client address's hash, remembered per worker for the last
+ * connections seen: writing the address out costs more than the rest of
+ * the filter, and every request of a keep-alive connection (or of an
+ * HTTP/2 one) has the same. Connection ids are never reused. */
+#define CLIENT_CACHE 64
+
+typedef struct rl_worker {
+    uint64_t conn_id[CLIENT_CACHE];
+    uint64_t client_hash[CLIENT_CACHE];
+} rl_worker;
+
+static int client_hash(rl_module *rm, keel_request *req, uint64_t *out)
+{
+    rl_worker *w = keel_worker_state(keel_request_worker(req), rm->module);
+    uint64_t id = keel_request_conn_id(req);
+    size_t at = (size_t)(id % CLIENT_CACHE);
+    if (w->conn_id[at] != id) {
+        char ip[64];
+        if (keel_request_peer_ip(req, ip, sizeof ip) != KEEL_OK)
+            return 0;
+        w->client_hash[at] = rl_hash(RL_HASH_INIT, ip, strlen(ip));
+        w->conn_id[at] = id;
+    }
+    *out = w->client_hash[at];
+    return 1;
+}
+
 static int key_hash(rl_module *rm, keel_request *req, const rl_conf *c, uint64_t *out)
 {
-    char ip[64];
     keel_str k = {NULL, 0};
+    uint64_t client;
     if (c->key == KEY_CLIENT) {
-        if (keel_request_peer_ip(req, ip, sizeof ip) == KEEL_OK)
-            k = (keel_str){ip, strlen(ip)};
+        if (client_hash(rm, req, &client))
+            k = (keel_str){(const char *)&client, sizeof client};
     } else if (c->key == KEY_HEADER) {
         k = keel_request_header(req, c->header);
     } else if (rm->auth != NULL) {
@@ -176,7 +203,10 @@ static int rl_on_request(keel_request *req, keel_response *res, void *ud)
         keel_metric_add(worker, rm->evicted, 1);
     if (!v.allowed)
         return refuse(rm, req, res, c, v.retry_us, rm->rejected_req);
-    uint64_t delay_ms = (v.wait_us + 999) / 1000;
+    /* Whole milliseconds, rounded down as nginx does: the clock is the
+     * loop's, in milliseconds, so a request less than 1 ms early is on
+     * time (a timer would cost more than the wait). */
+    uint64_t delay_ms = v.wait_us / 1000;
     if (c->nodelay || delay_ms == 0)
         return KEEL_HTTP_NEXT;
     keel_timer *t = keel_timer_start(worker, delay_ms, 0, delay_over, req);
@@ -274,4 +304,4 @@ static void ratelimit_unload(keel_module *module)
 }
 
 KEEL_MODULE(ratelimit, .version = "1.0.0", .load = ratelimit_load, .unload = ratelimit_unload,
-            .config = &rl_schema);
+            .worker_state_size = sizeof(rl_worker), .config = &rl_schema);

@@ -74,7 +74,7 @@ static const keel_config_key rl_keys[] = {
 KEEL_CONFIG_SCHEMA(rl_schema, rl_conf, rl_keys);
 
 typedef struct rl_module {
-    keel_http_filter filter;
+    keel_http_filter before_auth, after_auth;
     keel_module *module;
     rl_table requests, conns;
     const auth_basic_service *auth; /* NULL: auth_basic not loaded before this module */
@@ -169,12 +169,8 @@ static void delay_abandoned(keel_request *req, void *ud)
 
 static uint64_t base_ms; /* the loop time of the first request: TATs count from it */
 
-static int rl_on_request(keel_request *req, keel_response *res, void *ud)
+static int limit(rl_module *rm, keel_request *req, keel_response *res, const rl_conf *c)
 {
-    rl_module *rm = ud;
-    const rl_conf *c = keel_request_config(req, rm->module);
-    if (c->rate == 0 && c->connections == 0)
-        return KEEL_HTTP_NEXT;
     uint64_t hash;
     if (!key_hash(rm, req, c, &hash))
         return KEEL_HTTP_NEXT;
@@ -215,6 +211,28 @@ static int rl_on_request(keel_request *req, keel_response *res, void *ud)
     keel_metric_add(worker, rm->delayed, 1);
     keel_request_on_abort(req, delay_abandoned, t);
     return KEEL_HTTP_DONE;
+}
+
+/* Limits by client or header run before auth_basic, as nginx's limit_req
+ * (preaccess phase) runs before auth_basic (access): password guessing is
+ * limited too, and a refused client costs no bcrypt. A limit by user runs
+ * after it, on the user it verified. */
+static int rl_before_auth(keel_request *req, keel_response *res, void *ud)
+{
+    rl_module *rm = ud;
+    const rl_conf *c = keel_request_config(req, rm->module);
+    if ((c->rate == 0 && c->connections == 0) || c->key == KEY_USER)
+        return KEEL_HTTP_NEXT;
+    return limit(rm, req, res, c);
+}
+
+static int rl_after_auth(keel_request *req, keel_response *res, void *ud)
+{
+    rl_module *rm = ud;
+    const rl_conf *c = keel_request_config(req, rm->module);
+    if ((c->rate == 0 && c->connections == 0) || c->key != KEY_USER)
+        return KEEL_HTTP_NEXT;
+    return limit(rm, req, res, c);
 }
 
 static void rl_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
@@ -278,16 +296,25 @@ static int ratelimit_load(keel_module *module)
                     "small)",
                     &rm->evicted);
     if (rc == KEEL_OK) {
-        rm->filter = (keel_http_filter){
+        rm->before_auth = (keel_http_filter){
             .size = sizeof(keel_http_filter),
             .name = "ratelimit",
-            .after = "auth_basic", /* key = user needs the user */
+            .before = "auth_basic",
             .userdata = rm,
-            .on_request = rl_on_request,
+            .on_request = rl_before_auth,
             .on_log = rl_on_log,
         };
+        rm->after_auth = (keel_http_filter){
+            .size = sizeof(keel_http_filter),
+            .name = "ratelimit-user",
+            .after = "auth_basic",
+            .userdata = rm,
+            .on_request = rl_after_auth,
+        };
         keel_module_set_data(module, rm);
-        rc = keel_http_filter_add(module, &rm->filter);
+        rc = keel_http_filter_add(module, &rm->before_auth);
+        if (rc == KEEL_OK)
+            rc = keel_http_filter_add(module, &rm->after_auth);
         if (rc != KEEL_OK)
             keel_module_set_data(module, NULL);
     }

@@ -176,6 +176,30 @@ Test(ratelimit, keys_by_user, .fini = kh_cleanup_all, .timeout = 60)
     cr_expect_eq(status_of(port, "/", "Authorization: Basic Ym9iOmJvYi1wdw==\r\n", &r), 200);
 }
 
+/* A limit by client runs before auth_basic (nginx: limit_req's preaccess
+ * phase before auth_basic's access phase): wrong passwords are limited
+ * too, and cost no bcrypt once refused. */
+Test(ratelimit, password_guessing_is_limited_before_auth, .fini = kh_cleanup_all, .timeout = 60)
+{
+    if (access(KEEL_MODULE_DIR "/mod_auth_basic.so", F_OK) != 0)
+        cr_skip_test("auth_basic is not built (no crypt_r)");
+    char dir[256], users[512], extra[1024];
+    at_tmpdir(dir, sizeof dir, "rl");
+    snprintf(users, sizeof users, "%s/users", dir);
+    at_write(users, "alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6\n");
+    snprintf(extra, sizeof extra,
+             "[auth_basic]\nfile = staff %s\nusers = staff\n[ratelimit]\nrate = 1\n"
+             "period = 1m\nburst = 1\nnodelay = on\n",
+             users);
+    kh_proc *p = kh_start(config("1", "auth_basic ratelimit", extra), NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    at_reply r;
+    const char *wrong = "Authorization: Basic YWxpY2U6d3Jvbmc=\r\n"; /* alice:wrong */
+    cr_expect_eq(status_of(port, "/", wrong, &r), 401);
+    cr_expect_eq(status_of(port, "/", wrong, &r), 401);
+    cr_expect_eq(status_of(port, "/", wrong, &r), 429, "the third guess: %d", r.status);
+}
+
 Test(ratelimit, connections_in_progress_per_key, .fini = kh_cleanup_all, .timeout = 60)
 {
     kh_proc *p = kh_start(

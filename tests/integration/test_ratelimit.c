@@ -19,11 +19,6 @@ static const char *config(const char *workers, const char *modules, const char *
     return conf;
 }
 
-static int status_of(unsigned port, const char *path, const char *headers, at_reply *r)
-{
-    return at_get(port, path, headers, r);
-}
-
 Test(ratelimit, over_the_burst_the_status_and_retry_after, .fini = kh_cleanup_all, .timeout = 60)
 {
     kh_proc *p = kh_start(config("1", "ratelimit",
@@ -33,16 +28,16 @@ Test(ratelimit, over_the_burst_the_status_and_retry_after, .fini = kh_cleanup_al
     unsigned port = kh_port(p, 0);
     at_reply r;
     for (int i = 0; i < 3; i++)
-        cr_expect_eq(status_of(port, "/", NULL, &r), 200, "request %d within the burst: %d", i,
+        cr_expect_eq(at_get(port, "/", NULL, &r), 200, "request %d within the burst: %d", i,
                      r.status);
-    cr_expect_eq(status_of(port, "/", NULL, &r), 429, "over the burst: %d", r.status);
+    cr_expect_eq(at_get(port, "/", NULL, &r), 429, "over the burst: %d", r.status);
     /* One request a minute, two of burst used up: the next conforms in 60s. */
     cr_expect(strstr(r.head, "\r\nRetry-After: 60\r\n") != NULL, "no Retry-After: 60 in\n%s",
               r.head);
     /* Another zone counts apart and answers as configured. */
     for (int i = 0; i < 3; i++)
-        cr_expect_eq(status_of(port, "/busy/x", NULL, &r), 404, "busy %d: %d", i, r.status);
-    cr_expect_eq(status_of(port, "/busy/x", NULL, &r), 503, "busy over: %d", r.status);
+        cr_expect_eq(at_get(port, "/busy/x", NULL, &r), 404, "busy %d: %d", i, r.status);
+    cr_expect_eq(at_get(port, "/busy/x", NULL, &r), 503, "busy over: %d", r.status);
     cr_expect(strstr(r.head, "\r\nRetry-After: ") != NULL, "no Retry-After in\n%s", r.head);
     kh_assert(p, at_metric(port, "ratelimit_rejected_total{limit=\"req\"}") == 2, "rejected: %lld",
               at_metric(port, "ratelimit_rejected_total{limit=\"req\"}"));
@@ -122,7 +117,7 @@ Test(ratelimit, clients_leaving_during_the_delay, .fini = kh_cleanup_all, .timeo
               "delayed: %lld", at_metric(port, "ratelimit_delayed_total"));
     kh_sleep_ms(1200); /* past every delay: a timer left running would fire now */
     at_reply r;
-    cr_expect_eq(status_of(port, "/", NULL, &r), 200, "after: %d", r.status);
+    cr_expect_eq(at_get(port, "/", NULL, &r), 200, "after: %d", r.status);
     kh_assert(p, !kh_exited(p), "keel exited");
 }
 
@@ -146,15 +141,17 @@ Test(ratelimit, keys_by_header, .fini = kh_cleanup_all, .timeout = 60)
                           NULL, 1, 10000);
     unsigned port = kh_port(p, 0);
     at_reply r;
-    cr_expect_eq(status_of(port, "/", "X-Api-Key: a\r\n", &r), 200);
-    cr_expect_eq(status_of(port, "/", "X-Api-Key: a\r\n", &r), 429);
-    cr_expect_eq(status_of(port, "/", "X-Api-Key: b\r\n", &r), 200);
+    cr_expect_eq(at_get(port, "/", "X-Api-Key: a\r\n", &r), 200);
+    cr_expect_eq(at_get(port, "/", "X-Api-Key: a\r\n", &r), 429);
+    cr_expect_eq(at_get(port, "/", "X-Api-Key: b\r\n", &r), 200);
     /* No key, no limit (nginx: an empty key is not accounted). */
-    cr_expect_eq(status_of(port, "/", NULL, &r), 200);
-    cr_expect_eq(status_of(port, "/", NULL, &r), 200);
+    cr_expect_eq(at_get(port, "/", NULL, &r), 200);
+    cr_expect_eq(at_get(port, "/", NULL, &r), 200);
 }
 
-Test(ratelimit, keys_by_user, .fini = kh_cleanup_all, .timeout = 60)
+/* keel with auth_basic (alice / alice-pw, bob / bob-pw) in front of
+ * ratelimit's section `limits`; skips where auth_basic is not built. */
+static kh_proc *start_with_auth(const char *limits)
 {
     if (access(KEEL_MODULE_DIR "/mod_auth_basic.so", F_OK) != 0)
         cr_skip_test("auth_basic is not built (no crypt_r)");
@@ -164,16 +161,19 @@ Test(ratelimit, keys_by_user, .fini = kh_cleanup_all, .timeout = 60)
     at_write(users, "alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6\n"
                     "bob:$6$Kv0WTnyCuLgDQMda$1UqeVAjWEikptFnJWLxadcLY/5SYL6gQ/"
                     "5vJv0WjvvB.e6SFGboIGcFQTyRQpvrS4p/k.BsQxO8VfA9pc3ZF10\n");
-    snprintf(extra, sizeof extra,
-             "[auth_basic]\nfile = staff %s\nusers = staff\n[ratelimit]\nrate = 1\n"
-             "period = 1m\nnodelay = on\nkey = user\n",
-             users);
-    kh_proc *p = kh_start(config("1", "auth_basic ratelimit", extra), NULL, 1, 10000);
+    snprintf(extra, sizeof extra, "[auth_basic]\nfile = staff %s\nusers = staff\n[ratelimit]\n%s",
+             users, limits);
+    return kh_start(config("1", "auth_basic ratelimit", extra), NULL, 1, 10000);
+}
+
+Test(ratelimit, keys_by_user, .fini = kh_cleanup_all, .timeout = 60)
+{
+    kh_proc *p = start_with_auth("rate = 1\nperiod = 1m\nnodelay = on\nkey = user\n");
     unsigned port = kh_port(p, 0);
     at_reply r;
-    cr_expect_eq(status_of(port, "/", "Authorization: Basic YWxpY2U6YWxpY2UtcHc=\r\n", &r), 200);
-    cr_expect_eq(status_of(port, "/", "Authorization: Basic YWxpY2U6YWxpY2UtcHc=\r\n", &r), 429);
-    cr_expect_eq(status_of(port, "/", "Authorization: Basic Ym9iOmJvYi1wdw==\r\n", &r), 200);
+    cr_expect_eq(at_get(port, "/", "Authorization: Basic YWxpY2U6YWxpY2UtcHc=\r\n", &r), 200);
+    cr_expect_eq(at_get(port, "/", "Authorization: Basic YWxpY2U6YWxpY2UtcHc=\r\n", &r), 429);
+    cr_expect_eq(at_get(port, "/", "Authorization: Basic Ym9iOmJvYi1wdw==\r\n", &r), 200);
 }
 
 /* A limit by client runs before auth_basic (nginx: limit_req's preaccess
@@ -181,23 +181,13 @@ Test(ratelimit, keys_by_user, .fini = kh_cleanup_all, .timeout = 60)
  * too, and cost no bcrypt once refused. */
 Test(ratelimit, password_guessing_is_limited_before_auth, .fini = kh_cleanup_all, .timeout = 60)
 {
-    if (access(KEEL_MODULE_DIR "/mod_auth_basic.so", F_OK) != 0)
-        cr_skip_test("auth_basic is not built (no crypt_r)");
-    char dir[256], users[512], extra[1024];
-    at_tmpdir(dir, sizeof dir, "rl");
-    snprintf(users, sizeof users, "%s/users", dir);
-    at_write(users, "alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6\n");
-    snprintf(extra, sizeof extra,
-             "[auth_basic]\nfile = staff %s\nusers = staff\n[ratelimit]\nrate = 1\n"
-             "period = 1m\nburst = 1\nnodelay = on\n",
-             users);
-    kh_proc *p = kh_start(config("1", "auth_basic ratelimit", extra), NULL, 1, 10000);
+    kh_proc *p = start_with_auth("rate = 1\nperiod = 1m\nburst = 1\nnodelay = on\n");
     unsigned port = kh_port(p, 0);
     at_reply r;
     const char *wrong = "Authorization: Basic YWxpY2U6d3Jvbmc=\r\n"; /* alice:wrong */
-    cr_expect_eq(status_of(port, "/", wrong, &r), 401);
-    cr_expect_eq(status_of(port, "/", wrong, &r), 401);
-    cr_expect_eq(status_of(port, "/", wrong, &r), 429, "the third guess: %d", r.status);
+    cr_expect_eq(at_get(port, "/", wrong, &r), 401);
+    cr_expect_eq(at_get(port, "/", wrong, &r), 401);
+    cr_expect_eq(at_get(port, "/", wrong, &r), 429, "the third guess: %d", r.status);
 }
 
 Test(ratelimit, connections_in_progress_per_key, .fini = kh_cleanup_all, .timeout = 60)
@@ -213,15 +203,15 @@ Test(ratelimit, connections_in_progress_per_key, .fini = kh_cleanup_all, .timeou
                                    "Connection: close\r\n\r\n"),
                  0);
     at_reply r;
-    kh_assert(p, KH_WAIT_UNTIL(status_of(port, "/", "X-Api-Key: a\r\n", &r) == 503, 1000),
+    kh_assert(p, KH_WAIT_UNTIL(at_get(port, "/", "X-Api-Key: a\r\n", &r) == 503, 1000),
               "a second request of key a was not refused: %d", r.status);
-    cr_expect_eq(status_of(port, "/", "X-Api-Key: b\r\n", &r), 200, "key b: %d", r.status);
+    cr_expect_eq(at_get(port, "/", "X-Api-Key: b\r\n", &r), 200, "key b: %d", r.status);
     char buf[1024];
     size_t got = kh_recv_n(slow, buf, sizeof buf, sizeof buf - 1, 10000);
     close(slow);
     cr_assert(got > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0, "the slow request failed");
     /* Its log phase gave the count back. */
-    kh_assert(p, KH_WAIT_UNTIL(status_of(port, "/", "X-Api-Key: a\r\n", &r) == 200, 5000),
+    kh_assert(p, KH_WAIT_UNTIL(at_get(port, "/", "X-Api-Key: a\r\n", &r) == 200, 5000),
               "key a stays refused after its request ended: %d", r.status);
     kh_assert(p, at_metric(port, "ratelimit_rejected_total{limit=\"conn\"}") >= 1, "rejected: %lld",
               at_metric(port, "ratelimit_rejected_total{limit=\"conn\"}"));
@@ -240,12 +230,12 @@ Test(ratelimit, a_full_table_gives_the_oldest_slot_away, .fini = kh_cleanup_all,
     for (int i = 0; i < 300; i++) {
         char h[64];
         snprintf(h, sizeof h, "X-Api-Key: k%d\r\n", i);
-        cr_assert_eq(status_of(port, "/", h, &r), 200, "key %d: %d", i, r.status);
+        cr_assert_eq(at_get(port, "/", h, &r), 200, "key %d: %d", i, r.status);
     }
     long long evicted = at_metric(port, "ratelimit_evictions_total");
     kh_assert(p, evicted >= 300 - 64 && evicted < 300, "evictions: %lld", evicted);
     /* The most recent key is still limited. */
-    cr_expect_eq(status_of(port, "/", "X-Api-Key: k299\r\n", &r), 429);
+    cr_expect_eq(at_get(port, "/", "X-Api-Key: k299\r\n", &r), 429);
 }
 
 Test(ratelimit, config_errors_name_the_line, .fini = kh_cleanup_all, .timeout = 60)

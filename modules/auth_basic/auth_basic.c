@@ -76,6 +76,7 @@ typedef struct ab_entry {
 
 typedef struct ab_worker {
     ab_entry *cache;
+    int told_unknown_file; /* the error below is logged once per worker */
 } ab_worker;
 
 typedef struct ab_module {
@@ -215,7 +216,11 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
         return KEEL_HTTP_NEXT;
     const ab_file *file = find_file(am, c->users);
     if (file == NULL) {
-        keel_log(am->module, KEEL_LOG_ERROR, "users = %s: no file of that name", c->users);
+        /* The scopes are built after load: keel -t cannot see this. */
+        ab_worker *w = keel_worker_state(keel_request_worker(req), am->module);
+        if (!w->told_unknown_file++)
+            keel_log(am->module, KEEL_LOG_ERROR,
+                     "users = %s: no `file` of that name in [auth_basic]: answering 500", c->users);
         return KEEL_ERR_CONFIG;
     }
 

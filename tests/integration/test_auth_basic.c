@@ -268,3 +268,15 @@ Test(auth_basic, the_access_log_names_the_user, .init = setup, .fini = kh_cleanu
     kh_assert(p, strstr(lines, "127.0.0.1 - bob [") != NULL, "no user in\n%s", lines);
     kh_assert(p, strstr(lines, "127.0.0.1 - - [") != NULL, "the 401 has a user in\n%s", lines);
 }
+
+/* A scope naming a file no `file` line declares fails closed: 500, never
+ * an open door, and says why in the log. */
+Test(auth_basic, an_unknown_file_name_fails_closed, .init = setup, .fini = kh_cleanup_all,
+     .timeout = 60)
+{
+    kh_proc *p = kh_start(config("[/typo/]\nauth_basic.users = staf\n"), NULL, 1, 10000);
+    expect_status(kh_port(p, 0), "/typo/x", ALICE_OK, 500);
+    expect_status(kh_port(p, 0), "/typo/x", NULL, 500);
+    kh_assert(p, kh_wait_log(p, "users = staf: no `file` of that name", 5000), "not logged");
+    kh_assert(p, kh_count_log(p, "users = staf") == 1, "logged more than once");
+}

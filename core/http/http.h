@@ -204,6 +204,10 @@ struct keel_request {
     keel_offload_fn work_fn;
     keel_offload_done_fn work_done;
     void *work_ud;
+    /* The request filter after the one that held the request (returned
+     * KEEL_HTTP_DONE without answering): keel_request_continue starts
+     * there. 0 while no filter holds it. */
+    size_t filter_next;
     /* Everything above, and `res` up to its inline_headers, is zeroed for
      * each request; the rest is large and set before use. */
     struct keel_response res;

@@ -249,10 +249,54 @@ const void *keel_request_config(keel_request *req, keel_module *module)
     return module->config.conf;
 }
 
+/* The handler (or a filter) answers later (a body to read, an upstream,
+ * a timer): the client may leave before it does, so the request keeps
+ * what it may still ask of the connection. A file being sent needs
+ * nothing more of the handler. */
+static void finish_dispatch(keel_request *req)
+{
+    keel_response *res = &req->res;
+    if (!res->ended && !res->from_file && !req->aborted)
+        kl_request_keep_facts(req);
+}
+
+/* The request filters from index `from` on, then the router and the
+ * handler. A filter that returns KEEL_HTTP_DONE without having answered
+ * holds the request: keel_request_continue resumes after it. */
+static void run_filters_from(keel_request *req, size_t from)
+{
+    keel_response *res = &req->res;
+    const kl_http *http = req->http;
+    for (size_t i = from; i < http->nfilters; i++) {
+        const kl_filter *f = &http->filters[i];
+        if (f->cb.on_request == NULL)
+            continue;
+        int rc = f->cb.on_request(req, res, f->cb.userdata);
+        if (rc < 0) {
+            answer_error(req, 500);
+            goto out;
+        }
+        if (rc == KEEL_HTTP_DONE) {
+            if (!res->ended && !res->head_sent && !req->aborted)
+                req->filter_next = i + 1;
+            goto out;
+        }
+    }
+    req->routed = 1;
+    int status = kl_router_match(http->routes, req->head.method, req->path, &req->route);
+    if (status != 200) {
+        answer_error(req, status);
+        goto out;
+    }
+    if (req->route.handler(req, res, req->route.userdata) < 0)
+        answer_error(req, 500);
+out:
+    finish_dispatch(req);
+}
+
 void keel_http_request_dispatch(keel_request *req)
 {
     kl_request_ref(req);
-    keel_response *res = &req->res;
     /* Before anything is routed or forwarded, whatever protocol brought
      * it (issue 23): what a protocol did not check, the core does. */
     int status = (req->sink->flags & KEEL_HTTP_SINK_CHECKED) ? 0 : kl_request_check_head(req);
@@ -262,36 +306,10 @@ void keel_http_request_dispatch(keel_request *req)
         status = select_scope(req);
     if (status != 0) {
         answer_error(req, status);
-        goto out;
+        finish_dispatch(req);
+    } else {
+        run_filters_from(req, 0);
     }
-    const kl_http *http = req->http;
-    for (size_t i = 0; i < http->nfilters; i++) {
-        const kl_filter *f = &http->filters[i];
-        if (f->cb.on_request == NULL)
-            continue;
-        int rc = f->cb.on_request(req, res, f->cb.userdata);
-        if (rc < 0) {
-            answer_error(req, 500);
-            goto out;
-        }
-        if (rc == KEEL_HTTP_DONE)
-            goto out;
-    }
-    req->routed = 1;
-    status = kl_router_match(http->routes, req->head.method, req->path, &req->route);
-    if (status != 200) {
-        answer_error(req, status);
-        goto out;
-    }
-    if (req->route.handler(req, res, req->route.userdata) < 0)
-        answer_error(req, 500);
-out:
-    /* The handler (or a filter) answers later (a body to read, an
-     * upstream, a timer): the client may leave before it does, so the
-     * request keeps what it may still ask of the connection. A file being
-     * sent needs nothing more of the handler. */
-    if (!res->ended && !res->from_file && !req->aborted)
-        kl_request_keep_facts(req);
     kl_request_unref(req);
 }
 
@@ -392,6 +410,27 @@ int keel_response_redirect_internal(keel_response *res, const char *path, int st
         kl_response_send_status(res, rc);
     else if (req->route.handler(req, res, req->route.userdata) < 0 && !res->ended)
         kl_response_send_status(res, 500);
+    kl_request_unref(req);
+    return KEEL_OK;
+}
+
+/* ---- filters that hold a request (keel_request_continue) ---------------- */
+
+int keel_request_continue(keel_request *req)
+{
+    if (req == NULL || req->filter_next == 0 || req->res.head_sent || req->res.ended)
+        return KEEL_ERR_STATE;
+    if (req->aborted) {
+        /* The filter learns it here, as a handler does from a response
+         * call: the request is released. */
+        req->filter_next = 0;
+        kl_response_release_if_aborted(&req->res);
+        return KEEL_ERR_CLOSED;
+    }
+    size_t from = req->filter_next;
+    req->filter_next = 0;
+    kl_request_ref(req);
+    run_filters_from(req, from);
     kl_request_unref(req);
     return KEEL_OK;
 }

@@ -1291,4 +1291,27 @@ KEEL_FN(int, module_config_scopes, (keel_module *module, keel_config_scope_fn fn
  * Main thread, from load or a keel_module_config_scopes call. */
 KEEL_FN(int, config_value_error, (keel_module *module, const char *value, const char *message),
         (module, value, message))
+
+/* ---- HTTP: request filters that wait (ABI 1.8) ----------------------------
+ * A request filter (keel_http_filter.on_request) may hold a request while
+ * it waits for something (a password hash checked on the thread pool, a
+ * rate limiter's delay) by returning KEEL_HTTP_DONE without answering;
+ * the core then runs neither the later filters nor the router. When the
+ * wait is over the filter either answers (keel_response_*) or calls
+ * keel_request_continue, which runs the filters after it, then the router
+ * and the handler, as if it had returned KEEL_HTTP_NEXT. A filter that
+ * holds a request on anything but keel_offload registers an abort
+ * callback (keel_request_on_abort) to stop waiting when the client goes;
+ * if the client goes while the wait is ending (the abort is queued when
+ * the timer fires), keel_request_continue tells it instead: cancel the
+ * abort callback first (keel_request_on_abort(req, NULL, NULL)). */
+
+/* Resumes a request held by a request filter: the next filters, the router
+ * and the handler run inside this call. KEEL_OK; KEEL_ERR_CLOSED if the
+ * client went away (the request is being released: only free your data);
+ * KEEL_ERR_STATE if no filter holds the request (it was already
+ * continued, was answered, or the filter that returned KEEL_HTTP_DONE
+ * had answered). Worker thread of the request; never from inside the
+ * on_request call that holds it (return KEEL_HTTP_NEXT there). */
+KEEL_FN(int, request_continue, (keel_request *req), (req))
 #endif /* KEEL__WANT(8) */

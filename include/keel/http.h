@@ -7,7 +7,9 @@
  * handler and middleware modules see only keel_request and keel_response.
  *
  * Phases of one exchange, in order:
- *   request filters   (on_request: auth, limits, CORS; may answer early)
+ *   request filters   (on_request: auth, limits, CORS; may answer early,
+ *                      or hold the request and resume it later with
+ *                      keel_request_continue, ABI 1.8)
  *   router + handler  (keel_route_add)
  *   response filters  (on_response_head, once, before the head is sent;
  *                      on_response_body, chunk by chunk)
@@ -162,7 +164,8 @@ typedef struct keel_http_filter {
     void *userdata;
 
     /* Before routing. Return KEEL_HTTP_NEXT to go on, KEEL_HTTP_DONE when
-     * this filter has answered (or will), a negative status for a 500. */
+     * this filter has answered (or will, or holds the request until it
+     * calls keel_request_continue, ABI 1.8), a negative status for a 500. */
     int (*on_request)(keel_request *req, keel_response *res, void *userdata);
 
     /* Once, before the response head leaves: change status or headers. */

@@ -14,6 +14,8 @@
  * nginx's where nginx has one); json writes one object a line. The
  * template is compiled once, at load, into pieces; a line is built piece
  * by piece into a stack buffer. README.md lists the variables.
+ * $remote_user is the auth_basic user when auth_basic is listed before
+ * accesslog in [keel] modules.
  */
 #include <keel/keel.h>
 #include <keel/tls.h>
@@ -28,6 +30,7 @@ KEEL_TLS_DEFINE
 enum var {
     V_LITERAL,
     V_REMOTE_ADDR,
+    V_REMOTE_USER, /* auth_basic's user, "-" without one */
     V_TIME_LOCAL,
     V_TIME_ISO8601,
     V_REQUEST,
@@ -56,6 +59,7 @@ static const struct {
     enum var var;
 } variables[] = {
     {"remote_addr", V_REMOTE_ADDR},
+    {"remote_user", V_REMOTE_USER},
     {"time_local", V_TIME_LOCAL},
     {"time_iso8601", V_TIME_ISO8601},
     {"request", V_REQUEST},
@@ -86,10 +90,12 @@ typedef struct piece {
 } piece;
 
 static const char combined_template[] =
-    "$remote_addr - - [$time_local] \"$request\" $status $body_bytes_clf \"$http_referer\" "
+    "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_clf \"$http_referer\" "
     "\"$http_user_agent\"";
 static const char common_template[] =
-    "$remote_addr - - [$time_local] \"$request\" $status $body_bytes_clf";
+    "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_clf";
+
+#include "../auth_basic/auth_basic.h"
 
 /* Allocated in load, freed in unload: the filter is part of it, so its
  * userdata leads back here without any global. */
@@ -102,6 +108,7 @@ struct accesslog {
     size_t npieces;
     size_t buffer;     /* per worker; 0: each line handed over at once */
     uint64_t flush_ms; /* a buffered line waits at most this long */
+    const auth_basic_service *auth; /* $remote_user, if auth_basic loaded before */
 };
 
 /* Per worker: the formatted times (they change once a second) and the
@@ -232,6 +239,10 @@ static void put_var(line *l, enum var var, const char *name, keel_request *req, 
     case V_REMOTE_ADDR:
         put_cstr(l, keel_request_peer_ip(req, text, sizeof text) == KEEL_OK ? text : NULL);
         break;
+    case V_REMOTE_USER:
+        s = w->log->auth != NULL ? w->log->auth->user(req) : (keel_str){NULL, 0};
+        put_str(l, s.len > 0 ? s.ptr : NULL, s.len);
+        break;
     case V_TIME_LOCAL:
         put_cstr(l, w->clf);
         break;
@@ -328,6 +339,7 @@ static const struct {
 } json_fields[] = {
     {"time", V_TIME_ISO8601, NULL},
     {"remote_addr", V_REMOTE_ADDR, NULL},
+    {"remote_user", V_REMOTE_USER, NULL},
     {"method", V_REQUEST_METHOD, NULL},
     {"uri", V_REQUEST_URI, NULL},
     {"protocol", V_SERVER_PROTOCOL, NULL},
@@ -582,6 +594,10 @@ static int accesslog_load(keel_module *module)
         .userdata = log,
         .on_log = accesslog_on_log,
     };
+    /* auth_basic's user, when auth_basic is listed before accesslog. */
+    const void *auth = NULL;
+    if (keel_service_lookup(module, AUTH_BASIC_SERVICE, 1, &auth, NULL) == KEEL_OK)
+        log->auth = auth;
     keel_module_set_data(module, log);
     return keel_http_filter_add(module, &log->filter);
 }

@@ -14,8 +14,12 @@
 #
 #   KEEL_BUILD=build-rel tests/bench/scope_counts.sh
 #
-# Settings: KEEL_BUILD [build] SECS [5]. Listens on an ephemeral port of
-# 127.0.0.1; keel is stopped on exit.
+# SCENARIOS=auth instead counts hello behind auth_basic (a user whose
+# verified password the cache holds) and ratelimit (a rate that is never
+# reached) in the request's scope, against hello alone (docs/web.md).
+#
+# Settings: KEEL_BUILD [build] SECS [5] SCENARIOS [scopes]. Listens on an
+# ephemeral port of 127.0.0.1; keel is stopped on exit.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -50,14 +54,15 @@ headers.add = X-B: two
 cors.origins = https://app.example.com
 access.rule = allow 127.0.0.1'
 
-count() { # count LABEL EXTRA_CONFIG [MODULES]
-    local port out requests ir
+count() { # count LABEL EXTRA_CONFIG [MODULES] [WRK_ARGS...]
+    local port out requests ir modules=${3:-http1 hello}
+    local wrk_args=("${@:4}")
     port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
     cat >"$TMP/keel.conf" <<EOC
 [keel]
 listen = 127.0.0.1:$port http1
 workers = 1
-modules = ${3:-http1 hello}
+modules = $modules
 module_path = $KEEL_BUILD/modules
 log_level = warn
 [http1]
@@ -70,13 +75,14 @@ EOC
     SERVER=$!
     local _
     for _ in $(seq 100); do
-        curl -sf -o /dev/null "http://127.0.0.1:$port/" && break
+        curl -s -o /dev/null "http://127.0.0.1:$port/" && break
         sleep 0.2
     done
-    timeout 30 wrk -t1 -c16 -d2s -H 'Host: www.example.com' "http://127.0.0.1:$port/" >/dev/null 2>&1 || true
+    timeout 30 wrk -t1 -c16 -d2s -H 'Host: www.example.com' ${wrk_args[@]+"${wrk_args[@]}"} \
+        "http://127.0.0.1:$port/" >/dev/null 2>&1 || true
     callgrind_control -z "$SERVER" >/dev/null
     out=$(timeout $((SECS + 30)) wrk -t1 -c16 -d"${SECS}s" -H 'Host: www.example.com' \
-        "http://127.0.0.1:$port/" 2>&1) || true
+        ${wrk_args[@]+"${wrk_args[@]}"} "http://127.0.0.1:$port/" 2>&1) || true
     callgrind_control -d "$SERVER" >/dev/null
     kill "$SERVER"
     wait "$SERVER" 2>/dev/null || true
@@ -87,15 +93,38 @@ EOC
     echo "$1: $((ir / requests)) instr/req ($requests requests)"
 }
 
-count "no scopes" ""
-count "3 sites, a wildcard, 2 path scopes" "$SITES"
-count "headers, cors, access loaded, no keys" "" "http1 access cors headers hello"
-count "headers (2 adds), cors, access (1 rule) in their sections" "$WEB" \
-    "http1 access cors headers hello"
-count "the same in the request's site" "$WEB_SITE" "http1 access cors headers hello"
-if [[ -e $KEEL_BUILD/modules/mod_rewrite.so ]]; then
-    count "rewrite loaded, no rule" "" "http1 rewrite hello"
-    count "rewrite: a rule that misses, one that matches" '[rewrite]
+# alice / alice-pw, bcrypt cost 5: verified once, then from the cache.
+AUTH="[auth_basic]
+file = staff $TMP/users
+[ratelimit]
+rate = 1000000
+burst = 1000000
+[site www.example.com]
+auth_basic.users = staff
+ratelimit.key = user"
+
+if [[ ${SCENARIOS:-scopes} == auth ]]; then
+    echo 'alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6' >"$TMP/users"
+    # The same request, Authorization included, so that only the modules differ.
+    count "hello in a site" "[site www.example.com]" "http1 hello" \
+        -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc='
+    count "hello in a site with ratelimit (key = client)" "[ratelimit]
+rate = 1000000
+burst = 1000000
+[site www.example.com]" "http1 ratelimit hello" -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc=' 
+    count "hello in a site with auth_basic (cached) and ratelimit (key = user)" "$AUTH" \
+        "http1 auth_basic ratelimit hello" -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc='
+else
+    count "no scopes" ""
+    count "3 sites, a wildcard, 2 path scopes" "$SITES"
+    count "headers, cors, access loaded, no keys" "" "http1 access cors headers hello"
+    count "headers (2 adds), cors, access (1 rule) in their sections" "$WEB" \
+        "http1 access cors headers hello"
+    count "the same in the request's site" "$WEB_SITE" "http1 access cors headers hello"
+    if [[ -e $KEEL_BUILD/modules/mod_rewrite.so ]]; then
+        count "rewrite loaded, no rule" "" "http1 rewrite hello"
+        count "rewrite: a rule that misses, one that matches" '[rewrite]
 rewrite = ^/nomatch/(.*)$ /x/$1
 rewrite = ^/(.*)$ /$1 break' "http1 rewrite hello"
+    fi
 fi

@@ -1,23 +1,27 @@
-/* Files written to connections (keel_conn_write_file), and the queue that
- * keeps every later write in order behind them.
+/* The output unit's queue of ops (see net/output.h): writes of pieces
+ * that hold file ranges (keel_conn_write_pieces, keel_conn_write_file,
+ * _after), and every write made while one is queued, held in order behind
+ * it. An op's pieces leave one after another: runs of bytes from memory,
+ * file ranges from the file.
  *
- * On plain TCP the file goes to the socket with sendfile(2), on the loop
- * thread: the socket is non-blocking, so each call takes what fits and the
- * rest waits for the socket to become writable. libuv allows one watcher
- * per descriptor and the connection's uv_tcp_t is that one, so the wait
- * uses a uv_poll_t on a dup() of the socket (epoll and kqueue key their
- * registrations on the descriptor), made only when a wait is needed and
- * closed with the transfer.
+ * On plain TCP a file range goes to the socket with sendfile(2), on the
+ * loop thread: the socket is non-blocking, so each call takes what fits
+ * and the rest waits for the socket to become writable. The bytes just
+ * before a range are sent marked as followed by more (MSG_MORE, nginx's
+ * TCP_CORK), so that a head and a small file leave in one segment; the
+ * bytes after the last range go as any write does (one writev). libuv
+ * allows one watcher per descriptor and the connection's uv_tcp_t is that
+ * one, so the wait uses a uv_poll_t on a dup() of the socket (epoll and
+ * kqueue key their registrations on the descriptor), made only when a wait
+ * is needed and closed with the op.
  *
  * With a transport (whose bytes must be transformed) or where sendfile is
- * missing (Windows, some file systems), the file is read in pieces through
- * libuv's thread pool, so the loop never waits for a disk, and each piece
- * is written as keel_conn_write would write it; the next read starts once
- * the piece has left (through a transport: once libuv's queue is down to
- * KL_PACE_BYTES, see output.c), which paces the transfer by the peer.
- *
- * Part of the output unit (net/output.h): its ops queue lives in the
- * connection's kl_output.
+ * missing (Windows, some file systems), each range is read in pieces
+ * through libuv's thread pool, so the loop never waits for a disk, and
+ * each piece, as each run of bytes, is written as keel_conn_write would
+ * write it; the next step starts once it has left (through a transport:
+ * once libuv's queue is down to KL_PACE_BYTES, see output.c), which paces
+ * the transfer by the peer.
  *
  * Everything here runs on the connection's worker thread.
  */
@@ -47,25 +51,27 @@ struct kl_op {
     keel_write_cb cb;
     void *userdata;
     keel_conn *conn;
-    int is_file;
+    int ranged; /* pieces with file ranges, below; else a held write */
     /* a held write */
     int owned;    /* the bytes follow bufs[] (keel_conn_write_copy) */
     size_t nbufs; /* in bufs[] */
-    /* a file */
+    /* pieces, copied behind bufs[] (with the bytes of a copied prefix) */
+    keel_piece *pieces;
+    size_t npieces;
+    size_t at;           /* the next piece to start */
+    uint64_t piece_sent; /* of the bytes piece `at`, sent with kl_send_more */
+    int fallback;        /* read and write instead of sendfile */
+    int status;          /* what cb gets if the connection dies first (0: KEEL_ERR_CLOSED) */
+    /* the file range in progress */
     int fd;
-    int fallback; /* read and write instead of sendfile */
-    int status;   /* what cb gets if the connection dies first (0: KEEL_ERR_CLOSED) */
-    uint64_t offset;
-    uint64_t bytes; /* held write: its size; file: what is left to send */
+    uint64_t offset; /* its next byte */
+    uint64_t bytes;  /* held write: its size; range: what is left to send */
+    int reader_set;  /* `reader` is set up for this range */
     kl_poll *poll;
-    /* keel_conn_write_file_after: bytes that go before the file, copied
-     * behind bufs[] (a file op has no bufs); prefix_sent of them left. */
-    const char *prefix;
-    size_t prefix_len, prefix_sent;
     /* Made before the first byte leaves, for a transfer that completes
-     * inside keel_conn_write_file: its cb must still come from the loop. */
+     * inside the call that queued it: its cb must still come from the loop. */
     kl_done *early;
-    kl_file_reader reader; /* the fallback's, set up when it starts */
+    kl_file_reader reader; /* the fallback's */
     keel_buf bufs[];
 };
 
@@ -180,21 +186,25 @@ static void on_owned_written(keel_conn *conn, int status, void *userdata)
     free(userdata);
 }
 
-/* ---- sendfile ------------------------------------------------------------ */
+/* ---- an op's pieces -------------------------------------------------------- */
 
-static void pump(keel_conn *c, kl_op *op);
-static void read_next(keel_conn *c, kl_op *op);
+static void advance(keel_conn *c, kl_op *op);
 
-/* The file has gone out whole. */
-static void file_finished(keel_conn *c)
+/* What a step of an op did: went to its end, must wait (a watcher, a read
+ * or a write is on its way, or the op failed), or found no sendfile. */
+enum { STEP_DONE, STEP_WAIT, STEP_FALLBACK };
+
+/* Ends the op at the head: its last piece has gone, or is on its way with
+ * the op's callback. called: that callback is taken care of already. */
+static void op_finished(keel_conn *c, int called)
 {
     kl_op *op = pop(c);
     c->out->file_active = 0;
     close_poll(op);
-    keel_write_cb cb = op->cb;
+    keel_write_cb cb = called ? NULL : op->cb;
     void *ud = op->userdata;
     int inside_call = c->out->in_write_file;
-    if (inside_call && op->early != NULL) {
+    if (inside_call && op->early != NULL && cb != NULL) {
         kl_output_owe_record(c, op->early);
         op->early = NULL;
         cb = NULL;
@@ -227,12 +237,12 @@ static void on_writable(uv_poll_t *handle, int status, int events)
         fail(c, op, KEEL_ERR_IO);
         return;
     }
-    pump(c, op);
+    advance(c, op);
 }
 
 /* Waits for room in the socket (or for the next turn of the loop: the
  * watcher fires at once while the socket is writable). The watcher stays
- * armed until the transfer ends. */
+ * armed until the op ends. */
 static void wait_writable(keel_conn *c, kl_op *op, kl_socket sock)
 {
     if (op->poll != NULL)
@@ -255,7 +265,7 @@ static void wait_writable(keel_conn *c, kl_op *op, kl_socket sock)
              * the watcher: go on with reads, which need none, rather than
              * cut a response whose head has left. */
             op->fallback = 1;
-            read_next(c, op);
+            advance(c, op);
         } else {
             fail(c, op, KEEL_ERR_IO);
         }
@@ -284,58 +294,56 @@ static void count_sent(keel_conn *c, size_t n)
     kl_conn_output_progress(c);
 }
 
-/* The prefix goes first, marked as followed by more (kl_send_more), so
- * that with the file's first bytes it fills one segment. 1 once it has
- * left, 0 if the op waits or failed, -1 to go on with reads instead. */
-static int pump_prefix(keel_conn *c, kl_op *op, kl_socket sock)
+/* Whether a piece after `i` has bytes: the kernel may then hold a partial
+ * segment for them (kl_send_more). */
+static int more_follows(const kl_op *op, size_t i)
 {
-    while (op->prefix_sent < op->prefix_len) {
-        size_t sent = 0;
-        int rc = kl_send_more(sock, op->prefix + op->prefix_sent, op->prefix_len - op->prefix_sent,
-                              op->bytes > 0, &sent);
-        if (sent > 0) {
-            op->prefix_sent += sent;
-            count_sent(c, sent);
-        }
-        if (rc == UV_ENOSYS)
-            return -1;
-        if (rc == UV_EAGAIN) {
-            wait_writable(c, op, sock);
-            return 0;
-        }
-        if (rc < 0) {
-            fail(c, op, KEEL_ERR_IO);
-            return 0;
-        }
-    }
-    return 1;
+    for (size_t j = i + 1; j < op->npieces; j++)
+        if (op->pieces[j].len > 0)
+            return 1;
+    return 0;
 }
 
-/* Sends until the file is out, the socket is full or this turn's share is
- * used. */
-static void pump(keel_conn *c, kl_op *op)
+/* Sends the bytes pieces [at, end), which a file range follows, straight
+ * to the socket, each marked as followed by more. */
+static int send_run_more(keel_conn *c, kl_op *op, size_t end, kl_socket sock)
 {
-    kl_socket sock;
-    if (socket_of(c, &sock) != KEEL_OK) {
-        fail(c, op, KEEL_ERR_IO);
-        return;
-    }
-    int prefix = pump_prefix(c, op, sock);
-    if (prefix < 0) {
-        close_poll(op);
-        op->fallback = 1;
-        read_next(c, op);
-        return;
-    }
-    if (prefix == 0)
-        return;
-    uint64_t budget = TURN_BYTES;
-    while (op->bytes > 0) {
-        if (budget == 0) {
-            wait_writable(c, op, sock);
-            return;
+    for (; op->at < end; op->at++, op->piece_sent = 0) {
+        const keel_piece *p = &op->pieces[op->at];
+        while (op->piece_sent < p->len) {
+            size_t sent = 0;
+            int rc =
+                kl_send_more(sock, (const char *)p->base + op->piece_sent,
+                             (size_t)(p->len - op->piece_sent), more_follows(op, op->at), &sent);
+            if (sent > 0) {
+                op->piece_sent += sent;
+                count_sent(c, sent);
+            }
+            if (rc == UV_ENOSYS)
+                return STEP_FALLBACK;
+            if (rc == UV_EAGAIN) {
+                wait_writable(c, op, sock);
+                return STEP_WAIT;
+            }
+            if (rc < 0) {
+                fail(c, op, KEEL_ERR_IO);
+                return STEP_WAIT;
+            }
         }
-        size_t want = (size_t)(op->bytes < budget ? op->bytes : budget);
+    }
+    return STEP_DONE;
+}
+
+/* Sends the range in progress until it is out, the socket is full or this
+ * turn's share is used. */
+static int send_range(keel_conn *c, kl_op *op, kl_socket sock, uint64_t *budget)
+{
+    while (op->bytes > 0) {
+        if (*budget == 0) {
+            wait_writable(c, op, sock);
+            return STEP_WAIT;
+        }
+        size_t want = (size_t)(op->bytes < *budget ? op->bytes : *budget);
         size_t sent = 0;
         int rc = kl_sendfile(sock, op->fd, op->offset, want, &sent);
         if (sent > want)
@@ -343,29 +351,68 @@ static void pump(keel_conn *c, kl_op *op)
         if (sent > 0) {
             op->offset += sent;
             op->bytes -= sent;
-            budget -= sent;
+            *budget -= sent;
             count_sent(c, sent);
         }
         if (rc == 0 && sent == 0) {
             fail(c, op, KEEL_ERR_IO); /* the file is shorter than promised */
-            return;
+            return STEP_WAIT;
         }
         if (rc == UV_EAGAIN) {
             wait_writable(c, op, sock);
-            return;
+            return STEP_WAIT;
         }
-        if (rc == UV_ENOSYS) {
-            close_poll(op);
-            op->fallback = 1;
-            read_next(c, op);
-            return;
-        }
+        if (rc == UV_ENOSYS)
+            return STEP_FALLBACK;
         if (rc < 0) {
             fail(c, op, KEEL_ERR_IO);
-            return;
+            return STEP_WAIT;
         }
     }
-    file_finished(c);
+    return STEP_DONE;
+}
+
+/* Up to BUFS_RUN bytes pieces from `at` (not past `end`) as bufs;
+ * moves `at` past them and takes them out of the held bytes. */
+#define BUFS_RUN 16
+static size_t take_run(keel_conn *c, kl_op *op, size_t end, keel_buf *bufs)
+{
+    size_t n = 0;
+    for (; op->at < end && n < BUFS_RUN; op->at++, op->piece_sent = 0) {
+        const keel_piece *p = &op->pieces[op->at];
+        if (p->len == op->piece_sent)
+            continue;
+        bufs[n++] =
+            (keel_buf){(const char *)p->base + op->piece_sent, (size_t)(p->len - op->piece_sent)};
+        c->out->held_bytes -= p->len - op->piece_sent;
+    }
+    return n;
+}
+
+/* The bytes after the last range: they go as any write does, the last of
+ * them with the op's callback, and the op is over. */
+static void send_tail(keel_conn *c, kl_op *op)
+{
+    keel_buf bufs[BUFS_RUN];
+    int rc = KEEL_OK, called = 0;
+    while (rc == KEEL_OK && op->at < op->npieces) {
+        size_t n = take_run(c, op, op->npieces, bufs);
+        int last = op->at == op->npieces;
+        if (n == 0)
+            break; /* only empty pieces were left */
+        rc = kl_output_send(c, bufs, n, last ? op->cb : NULL, last ? op->userdata : NULL);
+        called = last;
+    }
+    if (rc == KEEL_OK) {
+        op_finished(c, called);
+        return;
+    }
+    /* The stream is cut (kl_output_send aborts on KEEL_ERR_IO; out of
+     * memory, the rest cannot follow what left): the op's callback comes
+     * with the error from the teardown. */
+    for (; op->at < op->npieces; op->at++, op->piece_sent = 0)
+        c->out->held_bytes -= op->pieces[op->at].len - op->piece_sent;
+    fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
 }
 
 /* ---- reads through the thread pool ---------------------------------------- */
@@ -378,7 +425,7 @@ static void on_piece_written(keel_conn *c, int status, void *userdata)
     if (status < 0 || kl_conn_handle_closed(c))
         return;
     kl_conn_output_progress(c);
-    read_next(c, op);
+    advance(c, op);
 }
 
 static void on_piece_read(kl_file_reader *r, int status, char *data, size_t len)
@@ -403,34 +450,86 @@ static void on_piece_read(kl_file_reader *r, int status, char *data, size_t len)
         fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
 }
 
-static void on_prefix_written(keel_conn *c, int status, void *userdata)
-{
-    on_piece_written(c, status, userdata);
-}
-
+/* Through a transport, or without sendfile: the next piece of the range
+ * in progress is read (the reader starts where sendfile stopped, if it ran
+ * first), written once read, and the op advances once it has left. */
 static void read_next(keel_conn *c, kl_op *op)
 {
-    /* Through a transport, or without sendfile: the prefix is written as
-     * any bytes are, then the reads begin. */
-    if (op->prefix_sent < op->prefix_len) {
-        keel_buf rest = {op->prefix + op->prefix_sent, op->prefix_len - op->prefix_sent};
-        c->out->held_bytes -= rest.len;
-        op->prefix_sent = op->prefix_len;
-        int rc = kl_output_send(c, &rest, 1, on_prefix_written, op);
-        if (rc != KEEL_OK)
-            fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
-        return;
-    }
-    if (op->bytes == 0) {
-        file_finished(c);
-        return;
-    }
-    /* The reader starts where sendfile stopped, if it ran first. */
-    if (op->reader.on_piece == NULL)
+    if (!op->reader_set) {
+        kl_file_reader_free(&op->reader);
         kl_file_reader_init(&op->reader, op->fd, op->offset, op->bytes, on_piece_read, op);
+        op->reader_set = 1;
+    }
     int rc = kl_file_reader_next(&op->reader, &kl_conn_worker(c)->loop);
     if (rc != KEEL_OK)
         fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
+}
+
+/* A run of bytes before a range, through a transport or without sendfile:
+ * written as any bytes are; the op advances once it has left. */
+static void write_run(keel_conn *c, kl_op *op, size_t end)
+{
+    keel_buf bufs[BUFS_RUN];
+    size_t n = take_run(c, op, end, bufs);
+    int rc = kl_output_send(c, bufs, n, on_piece_written, op);
+    if (rc != KEEL_OK)
+        fail(c, op, rc == KEEL_ERR_NOMEM ? rc : KEEL_ERR_IO);
+}
+
+/* ---- the op at the head ---------------------------------------------------- */
+
+/* Sends the op's pieces from where it stands until a step must wait or the
+ * last piece has gone. */
+static void advance(keel_conn *c, kl_op *op)
+{
+    kl_socket sock = 0;
+    if (!op->fallback && socket_of(c, &sock) != KEEL_OK) {
+        fail(c, op, KEEL_ERR_IO);
+        return;
+    }
+    uint64_t budget = TURN_BYTES;
+    for (;;) {
+        int step = STEP_DONE;
+        if (op->bytes > 0) {
+            if (op->fallback) {
+                read_next(c, op);
+                return;
+            }
+            step = send_range(c, op, sock, &budget);
+        } else if (op->at == op->npieces) {
+            op_finished(c, 0);
+            return;
+        } else if (op->pieces[op->at].kind == KEEL_PIECE_BYTES &&
+                   op->pieces[op->at].len == op->piece_sent) {
+            op->at++; /* empty, or sent whole */
+            op->piece_sent = 0;
+        } else if (op->pieces[op->at].kind == KEEL_PIECE_FILE) {
+            const keel_piece *p = &op->pieces[op->at++];
+            op->fd = p->fd;
+            op->offset = p->offset;
+            op->bytes = p->len;
+            op->reader_set = 0;
+        } else {
+            size_t end = op->at;
+            while (end < op->npieces && op->pieces[end].kind == KEEL_PIECE_BYTES)
+                end++;
+            if (end == op->npieces) {
+                send_tail(c, op);
+                return;
+            }
+            if (op->fallback) {
+                write_run(c, op, end);
+                return;
+            }
+            step = send_run_more(c, op, end, sock);
+        }
+        if (step == STEP_WAIT)
+            return;
+        if (step == STEP_FALLBACK) {
+            close_poll(op);
+            op->fallback = 1;
+        }
+    }
 }
 
 /* ---- the queue ------------------------------------------------------------- */
@@ -439,7 +538,7 @@ void kl_ops_run(keel_conn *c)
 {
     while (head(c) != NULL && !kl_conn_handle_closed(c)) {
         kl_op *op = head(c);
-        if (op->is_file) {
+        if (op->ranged) {
             if (c->out->file_active)
                 return;
             /* sendfile bypasses libuv's queue: what is in it goes first.
@@ -448,10 +547,7 @@ void kl_ops_run(keel_conn *c)
                 return;
             c->out->file_active = 1;
             kl_conn_retime(c, 1); /* the write timeout runs from now */
-            if (op->fallback)
-                read_next(c, op);
-            else
-                pump(c, op);
+            advance(c, op);
             return;
         }
         pop(c);
@@ -493,7 +589,7 @@ void kl_ops_fail(keel_conn *c)
         close_poll(op);
         keel_write_cb cb = op->owned ? NULL : op->cb;
         void *ud = op->userdata;
-        int status = op->is_file && op->status != 0 ? op->status : KEEL_ERR_CLOSED;
+        int status = op->ranged && op->status != 0 ? op->status : KEEL_ERR_CLOSED;
         free_op(op);
         if (cb != NULL)
             cb(c, status, ud);
@@ -504,25 +600,58 @@ void kl_ops_fail(keel_conn *c)
 
 /* ---- the API --------------------------------------------------------------- */
 
-/* keel_conn_write_file, after `prefix` (copied) when plen > 0. */
-static int write_file(keel_conn *c, const keel_buf *prefix, size_t nprefix, size_t plen, int fd,
-                      uint64_t offset, uint64_t length, keel_write_cb cb, void *userdata)
+int kl_pieces_check(const keel_piece *pieces, size_t n, uint64_t *total, int *files)
 {
-    kl_op *op = ensure_queue(c) == KEEL_OK ? calloc(1, sizeof *op + plen) : NULL;
+    if (pieces == NULL && n > 0)
+        return KEEL_ERR_INVAL;
+    *total = 0;
+    *files = 0;
+    for (size_t i = 0; i < n; i++) {
+        const keel_piece *p = &pieces[i];
+        if (p->kind == KEEL_PIECE_BYTES) {
+            if (p->len > KEEL_BUF_MAX || (p->base == NULL && p->len > 0))
+                return KEEL_ERR_INVAL;
+        } else if (p->kind == KEEL_PIECE_FILE) {
+            if (p->fd < 0 || p->offset > (uint64_t)INT64_MAX ||
+                p->len > (uint64_t)INT64_MAX - p->offset)
+                return KEEL_ERR_INVAL;
+            *files = 1;
+        } else {
+            return KEEL_ERR_INVAL;
+        }
+        if (p->len > (uint64_t)INT64_MAX - *total)
+            return KEEL_ERR_INVAL;
+        *total += p->len;
+    }
+    return KEEL_OK;
+}
+
+/* Queues an op of pieces: `prefix` (plen bytes, copied into the op) as
+ * its first piece when plen > 0, then the caller's pieces (borrowed). */
+static int queue_pieces(keel_conn *c, const keel_buf *prefix, size_t nprefix, size_t plen,
+                        const keel_piece *pieces, size_t npieces, uint64_t total, keel_write_cb cb,
+                        void *userdata)
+{
+    size_t nslots = npieces + (plen > 0);
+    kl_op *op = ensure_queue(c) == KEEL_OK
+                    ? calloc(1, sizeof *op + nslots * sizeof(keel_piece) + plen)
+                    : NULL;
     if (op == NULL) {
         kl_output_trim(c);
         return KEEL_ERR_NOMEM;
     }
-    char *copy = (char *)op->bufs;
-    for (size_t i = 0, at = 0; i < nprefix; at += prefix[i].len, i++)
-        if (prefix[i].len > 0)
-            memcpy(copy + at, prefix[i].base, prefix[i].len);
-    op->prefix = copy;
-    op->prefix_len = plen;
-    op->is_file = 1;
-    op->fd = fd;
-    op->offset = offset;
-    op->bytes = length;
+    op->pieces = (keel_piece *)(void *)op->bufs;
+    if (plen > 0) {
+        char *copy = (char *)(op->pieces + nslots);
+        for (size_t i = 0, at = 0; i < nprefix; at += prefix[i].len, i++)
+            if (prefix[i].len > 0)
+                memcpy(copy + at, prefix[i].base, prefix[i].len);
+        op->pieces[0] = keel_piece_bytes(copy, plen);
+    }
+    if (npieces > 0)
+        memcpy(op->pieces + (plen > 0), pieces, npieces * sizeof *pieces);
+    op->npieces = nslots;
+    op->ranged = 1;
     op->cb = cb;
     op->userdata = userdata;
     op->conn = c;
@@ -534,10 +663,10 @@ static int write_file(keel_conn *c, const keel_buf *prefix, size_t nprefix, size
         return KEEL_ERR_NOMEM;
     }
     append(c, op);
-    c->out->held_bytes += plen + length;
+    c->out->held_bytes += plen + total;
     if (first) {
         /* A transfer that ends inside this call must still complete from
-         * the loop (file_finished looks at this). */
+         * the loop (op_finished looks at this). */
         kl_output *o = c->out;
         int outer = o->in_write_file;
         o->in_write_file = 1;
@@ -552,14 +681,37 @@ static int write_file(keel_conn *c, const keel_buf *prefix, size_t nprefix, size
     return KEEL_OK;
 }
 
-int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length, keel_write_cb cb,
-                         void *userdata)
+int keel_conn_write_pieces(keel_conn *c, const keel_piece *pieces, size_t npieces, keel_write_cb cb,
+                           void *userdata)
 {
     if (kl_conn_closing(c))
         return KEEL_ERR_CLOSED;
-    if (fd < 0 || offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX - offset)
-        return KEEL_ERR_INVAL;
-    return write_file(c, NULL, 0, 0, fd, offset, length, cb, userdata);
+    uint64_t total;
+    int files;
+    int rc = kl_pieces_check(pieces, npieces, &total, &files);
+    if (rc != KEEL_OK)
+        return rc;
+    if (files)
+        return queue_pieces(c, NULL, 0, 0, pieces, npieces, total, cb, userdata);
+    /* Bytes only: keel_conn_write's path, without an op. */
+    if (npieces == 0)
+        return keel_conn_write(c, NULL, 0, cb, userdata);
+    keel_buf stack[BUFS_RUN], *bufs = npieces <= BUFS_RUN ? stack : malloc(npieces * sizeof *bufs);
+    if (bufs == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < npieces; i++)
+        bufs[i] = (keel_buf){pieces[i].base, (size_t)pieces[i].len};
+    rc = keel_conn_write(c, bufs, npieces, cb, userdata);
+    if (bufs != stack)
+        free(bufs);
+    return rc;
+}
+
+int keel_conn_write_file(keel_conn *c, int fd, uint64_t offset, uint64_t length, keel_write_cb cb,
+                         void *userdata)
+{
+    keel_piece file = keel_piece_file(fd, offset, length);
+    return keel_conn_write_pieces(c, &file, 1, cb, userdata);
 }
 
 /* Larger prefixes than this go as an ordinary write first: the point is
@@ -571,8 +723,10 @@ int keel_conn_write_file_after(keel_conn *c, const keel_buf *prefix, size_t npre
 {
     if (kl_conn_closing(c))
         return KEEL_ERR_CLOSED;
-    if (fd < 0 || offset > (uint64_t)INT64_MAX || length > (uint64_t)INT64_MAX - offset ||
-        (prefix == NULL && nprefix > 0))
+    keel_piece file = keel_piece_file(fd, offset, length);
+    uint64_t total;
+    int files;
+    if (kl_pieces_check(&file, 1, &total, &files) != KEEL_OK || (prefix == NULL && nprefix > 0))
         return KEEL_ERR_INVAL;
     size_t plen = 0;
     for (size_t i = 0; i < nprefix; i++) {
@@ -588,5 +742,5 @@ int keel_conn_write_file_after(keel_conn *c, const keel_buf *prefix, size_t npre
         }
         plen = nprefix = 0;
     }
-    return write_file(c, prefix, nprefix, plen, fd, offset, length, cb, userdata);
+    return queue_pieces(c, prefix, nprefix, plen, &file, 1, total, cb, userdata);
 }

@@ -46,6 +46,10 @@ int kl_output_send(keel_conn *c, const keel_buf *bufs, size_t nbufs, keel_write_
 /* A transport's encoded bytes, copied, straight to the socket. */
 int kl_output_send_raw(keel_conn *c, const void *data, size_t len);
 
+/* Checks pieces as keel_conn_write_pieces does: KEEL_OK with their total
+ * length and whether a file range is among them, or KEEL_ERR_INVAL. */
+int kl_pieces_check(const keel_piece *pieces, size_t n, uint64_t *total, int *files);
+
 /* Owes cb(conn, status, ud) from the loop, not from inside the caller
  * (KEEL_ERR_NOMEM if the record cannot be made). */
 int kl_output_owe(keel_conn *c, keel_write_cb cb, void *ud, int status);

@@ -1166,3 +1166,70 @@ KEEL_FN(const char *, request_transport_name, (keel_request *req), (req))
  * For grouping and logging; never 0. */
 KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
 #endif /* KEEL__WANT(7) */
+
+#if KEEL__WANT(8)
+/* ---- Output in pieces (ABI 1.8) ---------------------------------------------
+ * keel_piece (keel/types.h): bytes or a file range, sent in one ordered
+ * queue per connection. */
+
+/* Writes the pieces in order, after everything written before this call
+ * and before anything written after it, with one callback for the whole.
+ * Runs of bytes leave as keel_conn_write's do (one writev); file ranges
+ * as keel_conn_write_file's (sendfile on plain TCP; read in 64 KiB pieces
+ * on the thread pool through a transport or where there is no sendfile),
+ * a run of bytes just before a range marked as followed by more, as
+ * keel_conn_write_file_after does. Pieces of length 0 send nothing.
+ *
+ * The array is read during the call only; the bytes and descriptors its
+ * pieces name are borrowed until cb (see keel_piece). Everything not yet
+ * sent counts in keel_conn_write_queued and against write_high_water, and
+ * write_timeout applies while it waits.
+ *
+ * cb (may be NULL) is called exactly once if this returns KEEL_OK, on the
+ * worker thread and never from inside this call: KEEL_OK once the last
+ * byte has left (through a transport: once it was handed over and the
+ * queue is down to 64 KiB, as keel_conn_write); KEEL_ERR_IO if a file was
+ * shorter than its range, a read failed or the socket did (the connection
+ * is then aborted: the byte stream cannot be repaired); KEEL_ERR_CLOSED if
+ * the connection closed first.
+ *
+ * Returns KEEL_ERR_CLOSED if the connection is closing; KEEL_ERR_INVAL for
+ * a NULL array with npieces > 0, an unknown kind, a BYTES piece over
+ * KEEL_BUF_MAX or with a NULL base and a length, a FILE piece with a
+ * negative fd or a range beyond 2^63; KEEL_ERR_NOMEM. cb is then never
+ * called and nothing was queued. Worker thread of the connection. */
+KEEL_FN(int, conn_write_pieces,
+        (keel_conn *conn, const keel_piece *pieces, size_t npieces, keel_write_cb cb,
+         void *userdata),
+        (conn, pieces, npieces, cb, userdata))
+
+/* Sends the pieces as the whole body of the response and ends it: the
+ * length (Content-Length) is the sum of theirs; a multipart/byteranges
+ * body, say, as part heads and file ranges in one call. The head is sent
+ * first (the status and headers set so far; the filters run as for any
+ * response). Where the protocol can send a file range itself (HTTP/1.1
+ * with a length-framed body, no body filter), the ranges go as
+ * keel_conn_write_pieces sends them (sendfile on plain TCP); otherwise the
+ * core reads them in 64 KiB pieces on the thread pool, each after the
+ * previous one has been taken, as keel_response_send_file does. For HEAD
+ * the head alone goes and no file is read.
+ *
+ * The array is read during the call only; the bytes and descriptors are
+ * borrowed (the core never closes them) until release(NULL, userdata),
+ * which is called exactly once, whatever this returns: once everything
+ * has left or can never (the client left, a file was short: the
+ * connection is then closed, as the promised length was not kept). It
+ * may run inside this call (a refusal, HEAD, an empty body) and runs
+ * before or with the response's end, so the request must not be touched
+ * from it. release may be NULL.
+ *
+ * Returns KEEL_OK; KEEL_ERR_INVAL for pieces keel_conn_write_pieces would
+ * refuse (nothing is sent; the response is still the handler's);
+ * KEEL_ERR_STATE if a body was already begun or sent; KEEL_ERR_CLOSED once
+ * the client left; KEEL_ERR_NOMEM. Any status but KEEL_ERR_INVAL and
+ * KEEL_ERR_STATE ends the response. Worker thread of the request. */
+KEEL_FN(int, response_send_pieces,
+        (keel_response *res, const keel_piece *pieces, size_t npieces, keel_free_fn release,
+         void *userdata),
+        (res, pieces, npieces, release, userdata))
+#endif /* KEEL__WANT(8) */

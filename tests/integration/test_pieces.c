@@ -446,3 +446,94 @@ Test(pieces, curl_over_tls, .timeout = 120, .fini = cleanup)
 {
     curl_both("tls");
 }
+
+/* ---- multipart parts leave as file ranges ------------------------------------------ */
+
+/* The lines of `path` that start a call of `name` (strace -o output). */
+static int count_calls(const char *path, const char *name)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL) {
+        const char *call = strstr(line, name);
+        n += call != NULL && call[strlen(name)] == '(';
+    }
+    fclose(f);
+    return n;
+}
+
+/* Whether the file at `path` holds `needle`. */
+static int file_says(const char *path, const char *needle)
+{
+    FILE *f = fopen(path, "r");
+    char line[512];
+    int found = 0;
+    while (f != NULL && !found && fgets(line, sizeof line, f) != NULL)
+        found = strstr(line, needle) != NULL;
+    if (f != NULL)
+        fclose(f);
+    return found;
+}
+
+/* static's multipart parts go with sendfile on plain TCP: strace, attached
+ * to keel, sees one sendfile per part at least and no pread of the file
+ * (which the module's own reader, before ABI 1.8, did on the pool). */
+Test(pieces, multipart_parts_leave_with_sendfile, .timeout = 60, .fini = cleanup)
+{
+    const char *version[] = {"strace", "-V", NULL};
+    ht_run_result rr = ht_run(version, 5000);
+    int have_strace = rr.status == 0;
+    ht_run_free(&rr);
+    if (!have_strace)
+        cr_skip_test("strace is not installed");
+    make_file();
+    kh_proc *p =
+        kh_start(ht_fmt("[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n"
+                        "modules = http1 static\n" KH_MODULE_PATH "[static]\nmount = /s %s\n",
+                        tt_dir),
+                 NULL, 1, 10000);
+    char out[400], err[400], pid[16];
+    snprintf(out, sizeof out, "%s", tt_path("strace.out"));
+    snprintf(err, sizeof err, "%s", tt_path("strace.err"));
+    snprintf(pid, sizeof pid, "%d", (int)p->pid);
+    fflush(NULL);
+    pid_t tracer = fork();
+    cr_assert(tracer >= 0, "fork: %s", strerror(errno));
+    if (tracer == 0) {
+        int fd = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+        dup2(fd, 2);
+        execlp("strace", "strace", "-f", "-p", pid, "-e", "trace=sendfile,pread64,preadv", "-o",
+               out, (char *)NULL);
+        _exit(127);
+    }
+    /* strace says so on stderr once every thread is attached. */
+    int gone = 0;
+    int attached = KH_WAIT_UNTIL(
+        file_says(err, "attached") || (gone = waitpid(tracer, NULL, WNOHANG) == tracer), 10000);
+    if (!attached || gone) {
+        if (!gone) {
+            kill(tracer, SIGKILL);
+            waitpid(tracer, NULL, 0);
+        }
+        cr_skip_test("strace cannot attach here (ptrace not allowed?)");
+    }
+    ht_resp r;
+    ht_roundtrip(p,
+                 "GET /s/data.bin HTTP/1.1\r\nHost: h\r\n"
+                 "Range: bytes=0-9,20-29,100000-1100000\r\nConnection: close\r\n\r\n",
+                 &r);
+    kh_assert(p, r.status == 206 && r.body_len > 1000001, "status %d, %zu bytes", r.status,
+              r.body_len);
+    static const unsigned long long parts[][2] = {{0, 9}, {20, 29}, {100000, 1100000}};
+    expect_parts(p, r.body, r.body_len, parts, 3);
+    ht_resp_free(&r);
+    kill(tracer, SIGINT);
+    waitpid(tracer, NULL, 0);
+    int sendfiles = count_calls(out, "sendfile"), preads = count_calls(out, "pread64");
+    kh_assert(p, sendfiles >= 3, "%d sendfile calls for 3 parts", sendfiles);
+    kh_assert(p, preads == 0 && count_calls(out, "preadv") == 0, "%d preads of the file", preads);
+    expect_clean_exit(p);
+}

@@ -838,8 +838,9 @@ KEEL_FN(int, response_filter_skip_body, (keel_response *res), (res))
  * From on_response_head (or a handler). Worker thread of the request. */
 KEEL_FN(int64_t, response_body_length, (keel_response *res), (res))
 
-/* 1 if the body comes from keel_response_send_file (a compressor may
- * leave files to precompressed siblings and sendfile), else 0. From
+/* 1 if the body comes from keel_response_send_file, or (ABI 1.8) from
+ * keel_response_send_pieces with a file range among them (a compressor
+ * may leave files to precompressed siblings and sendfile), else 0. From
  * on_response_head. Worker thread of the request. */
 KEEL_FN(int, response_body_from_file, (keel_response *res), (res))
 

@@ -6,8 +6,8 @@
  * bytes among them, writes queued behind them, a range past the end of the
  * file (the connection is cut, the callback says KEEL_ERR_IO), a client
  * that leaves mid-file (no leak, no descriptor kept), and static's
- * multipart/byteranges, whose parts are file ranges now, over TCP and TLS
- * against the file. */
+ * multipart/byteranges, whose parts are file ranges now, over TCP, TLS and
+ * HTTP/2 against the file (and on TCP with sendfile: strace shows it). */
 #define _GNU_SOURCE
 #include "test_http.h"
 #include "tls_helpers.h"
@@ -377,10 +377,12 @@ static void expect_parts(kh_proc *p, const char *body, size_t len,
               "the closing delimiter ends the body");
 }
 
-/* pieces and static on one keel, over `transport` ("" or "tls"): the mixed
- * body and a multipart/byteranges response, fetched by curl. */
-static void curl_both(const char *transport)
+/* pieces and static on one keel, over `transport` ("" or "tls") and
+ * `protocol` (http1, or h2 spoken from the first byte): the mixed body and
+ * multipart/byteranges responses, fetched by curl. */
+static void curl_both(const char *protocol, const char *transport)
 {
+    int h2 = strcmp(protocol, "h2") == 0;
     int tls = transport[0] != '\0';
     const char *argv[] = {"curl", "--version", NULL};
     ht_run_result rr = ht_run(argv, 5000);
@@ -392,6 +394,9 @@ static void curl_both(const char *transport)
     snprintf(mod, sizeof mod, "%s/mod_tls.so", KEEL_MODULE_DIR);
     if (tls && access(mod, R_OK) != 0)
         cr_skip_test("the tls module is not built");
+    snprintf(mod, sizeof mod, "%s/mod_h2.so", KEEL_MODULE_DIR);
+    if (h2 && access(mod, R_OK) != 0)
+        cr_skip_test("the h2 module is not built");
     make_file();
     if (tls)
         tt_make_cert("lh", "localhost", "127.0.0.1", NULL);
@@ -401,14 +406,17 @@ static void curl_both(const char *transport)
                  tt_path("lh.key"));
     kh_proc *p =
         kh_start(ht_fmt("[keel]\n"
-                        "listen = 127.0.0.1:0 http1 %s\n"
+                        "listen = 127.0.0.1:0 %s %s\n"
                         "workers = 1\n"
-                        "modules = %shttp1 pieces static\n" KH_MODULE_PATH "[pieces]\npath = %s\n"
+                        "modules = %s%shttp1 pieces static\n" KH_MODULE_PATH "[pieces]\npath = %s\n"
                         "[static]\nmount = /s %s\n%s",
-                        transport, tls ? "tls " : "", g_path, tt_dir, tls_section),
+                        protocol, transport, tls ? "tls " : "", h2 ? "h2 " : "", g_path, tt_dir,
+                        tls_section),
                  NULL, 1, 10000);
     const char *base = ht_fmt("%s://127.0.0.1:%u", tls ? "https" : "http", kh_port(p, 0));
-    const char *ca = tls ? ht_fmt("--cacert %s", tt_path("lh.pem")) : "";
+    const char *ca = tls  ? ht_fmt("--cacert %s", tt_path("lh.pem"))
+                     : h2 ? "--http2-prior-knowledge"
+                          : "";
     char base_copy[128], ca_copy[600];
     snprintf(base_copy, sizeof base_copy, "%s", base);
     snprintf(ca_copy, sizeof ca_copy, "%s", ca);
@@ -439,12 +447,19 @@ static void curl_both(const char *transport)
 
 Test(pieces, curl_over_tcp, .timeout = 120, .fini = cleanup)
 {
-    curl_both("");
+    curl_both("http1", "");
 }
 
 Test(pieces, curl_over_tls, .timeout = 120, .fini = cleanup)
 {
-    curl_both("tls");
+    curl_both("http1", "tls");
+}
+
+/* HTTP/2 takes a file range only as a whole body: the core reads the
+ * ranges and sends them as DATA. */
+Test(pieces, curl_over_h2c, .timeout = 120, .fini = cleanup)
+{
+    curl_both("h2", "");
 }
 
 /* ---- multipart parts leave as file ranges ------------------------------------------ */

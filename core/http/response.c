@@ -1028,6 +1028,23 @@ int keel_response_send_pieces(keel_response *res, const keel_piece *pieces, size
         if (pieces[i].len > 0)
             bp->end = i + 1;
     kl_request_ref(req); /* the transfer's, until pieces_finish */
+    if (!body_filtered(res) && req->sink->send_pieces != NULL) {
+        /* The protocol takes them all at once (HTTP/1.1 hands them to its
+         * connection's queue): one callback for the body. */
+        bp->pending++;
+        res->body_bytes += total;
+        bp->busy = 1; /* cb may come inside the call: it only asks for a turn */
+        rc = req->sink->send_pieces(req->exchange, bp->pieces, bp->end, 1, on_range_sent, bp);
+        bp->busy = 0;
+        if (rc == KEEL_OK) {
+            bp->at = bp->end;
+            bp->last_sent = 1;
+        } else {
+            bp->pending--;
+            res->body_bytes -= total;
+            bp->failed = rc != KEEL_ERR_UNSUPPORTED; /* else one by one, below */
+        }
+    }
     pieces_pump(bp);
     return KEEL_OK;
 }

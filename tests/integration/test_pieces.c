@@ -78,63 +78,30 @@ static size_t mixed_body(char *out)
 }
 #define MIXED_LEN (1 + 1000 + 1 + 290000 + 2)
 
-/* Reads until EOF (or timeout_ms); returns the bytes, *len their count. */
-static char *read_to_eof(int fd, size_t *len, int timeout_ms)
-{
-    size_t cap = 2 * FILE_SIZE + 65536;
-    char *buf = malloc(cap);
-    cr_assert(buf, "out of memory");
-    *len = 0;
-    long long end = kh_now_ms() + timeout_ms;
-    for (;;) {
-        long long left = end - kh_now_ms();
-        if (left <= 0)
-            break;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int r = poll(&pfd, 1, (int)left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (*len == cap)
-            break;
-        ssize_t n = recv(fd, buf + *len, cap - *len, MSG_DONTWAIT);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n <= 0)
-            break;
-        *len += (size_t)n;
-    }
-    return buf;
-}
-
-static void rot13(char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if ((c >= 'a' && c <= 'm') || (c >= 'A' && c <= 'M'))
-            p[i] = (char)(c + 13);
-        else if ((c >= 'n' && c <= 'z') || (c >= 'N' && c <= 'Z'))
-            p[i] = (char)(c - 13);
-    }
-}
-
-/* Sends the commands to piececat, half-closes, and reads all it answers
- * (decoded when through rot13, its closing record taken off). */
-static char *piececat(kh_proc *p, int through_rot13, const char *commands, size_t *len)
+/* A connection to piececat that has sent it the commands (encoded when
+ * through rot13). */
+static int piececat_send(kh_proc *p, int through_rot13, const char *commands)
 {
     int fd = kh_connect("127.0.0.1", kh_port(p, 1));
     kh_assert(p, fd >= 0, "connect");
     char cmd[256];
     snprintf(cmd, sizeof cmd, "%s", commands);
     if (through_rot13)
-        rot13(cmd, strlen(cmd));
+        ht_rot13(cmd, strlen(cmd));
     kh_assert(p, kh_send_str(fd, cmd) == 0, "send");
+    return fd;
+}
+
+/* Sends the commands to piececat, half-closes, and reads all it answers
+ * (decoded when through rot13, its closing record taken off). */
+static char *piececat(kh_proc *p, int through_rot13, const char *commands, size_t *len)
+{
+    int fd = piececat_send(p, through_rot13, commands);
     shutdown(fd, SHUT_WR);
-    char *got = read_to_eof(fd, len, 30000);
+    char *got = ht_read_to_eof(fd, 2 * FILE_SIZE + 65536, len, 30000);
     close(fd);
     if (through_rot13) {
-        rot13(got, *len);
+        ht_rot13(got, *len);
         kh_assert(p, *len >= 8 && memcmp(got + *len - 8, "#closed\n", 8) == 0,
                   "no closing record last (%zu bytes)", *len);
         *len -= 8;
@@ -206,16 +173,11 @@ static void raw_past_end(int through_rot13)
 {
     kh_proc *p = start("", through_rot13 ? "rot13" : "");
     size_t len;
-    int fd = kh_connect("127.0.0.1", kh_port(p, 1));
-    kh_assert(p, fd >= 0, "connect");
-    char cmd[] = "pastend\n";
-    if (through_rot13)
-        rot13(cmd, sizeof cmd - 1);
-    kh_assert(p, kh_send_str(fd, cmd) == 0, "send");
-    char *got = read_to_eof(fd, &len, 30000);
+    int fd = piececat_send(p, through_rot13, "pastend\n");
+    char *got = ht_read_to_eof(fd, 2 * FILE_SIZE + 65536, &len, 30000);
     close(fd);
     if (through_rot13)
-        rot13(got, len);
+        ht_rot13(got, len);
     kh_assert(p, len == 6 + 1 + 10, "%zu bytes before the cut, expected 17", len);
     kh_assert(p,
               memcmp(got, "BEGIN\nx", 7) == 0 && memcmp(got + 7, g_data + FILE_SIZE - 10, 10) == 0,
@@ -246,14 +208,7 @@ static void raw_client_leaves(int through_rot13)
     free(piececat(p, through_rot13, "bytes\n", &len));
     int baseline = kh_count_fds(p);
     for (int round = 0; round < 4; round++) {
-        int fd = kh_connect("127.0.0.1", kh_port(p, 1));
-        kh_assert(p, fd >= 0, "connect");
-        int size = 8192;
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, sizeof size);
-        char cmd[] = "big\n";
-        if (through_rot13)
-            rot13(cmd, sizeof cmd - 1);
-        kh_assert(p, kh_send_str(fd, cmd) == 0, "send");
+        int fd = piececat_send(p, through_rot13, "big\n");
         char buf[4096];
         kh_assert(p, kh_recv_n(fd, buf, sizeof buf, sizeof buf - 1, 10000) == sizeof buf - 1,
                   "the pieces do not start");
@@ -321,7 +276,7 @@ Test(pieces, response_past_the_end_is_cut, .timeout = 60, .fini = cleanup)
     kh_assert(p, fd >= 0, "connect");
     kh_assert(p, kh_send_str(fd, "GET /pastend HTTP/1.1\r\nHost: h\r\n\r\n") == 0, "send");
     size_t len;
-    char *got = read_to_eof(fd, &len, 30000);
+    char *got = ht_read_to_eof(fd, 2 * FILE_SIZE + 65536, &len, 30000);
     close(fd);
     const char *body = memmem(got, len, "\r\n\r\n", 4);
     kh_assert(p, body != NULL && memmem(got, len, "Content-Length: 22\r\n", 20) != NULL,

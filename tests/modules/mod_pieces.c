@@ -29,7 +29,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#ifdef _WIN32
+#include <io.h>
+#else
 #include <unistd.h>
+#endif
+
+#ifndef O_BINARY
+#define O_BINARY 0
+#endif
 
 typedef struct pieces_cfg {
     keel_module *module;
@@ -53,7 +61,7 @@ static xfer *xfer_new(keel_module *m, int body)
     if (x == NULL)
         return NULL;
     x->module = m;
-    x->fd = open(cfg->path, O_RDONLY);
+    x->fd = open(cfg->path, O_RDONLY | O_BINARY);
     struct stat st;
     if (x->fd < 0 || fstat(x->fd, &st) != 0) {
         if (x->fd >= 0)

@@ -1,7 +1,7 @@
 /* core/net/file_reader.h — a file read in pieces on libuv's thread pool.
  *
  * The one read loop behind every file that cannot go out with sendfile:
- * through a transport or where there is no sendfile (net/file_send.c), and
+ * through a transport or where there is no sendfile (net/output_queue.c), and
  * behind body filters or chunked framing (http/response.c). The owner asks
  * for each piece when the previous one has gone (so a file is read at the
  * peer's pace, never into memory whole), and the loop never waits for the

@@ -1,6 +1,7 @@
 /* A connection's output (see output.h): writes to the socket or through
- * the transport, pacing, and the completions owed for them. Files and the
- * writes held behind them are in file_send.c. */
+ * the transport, pacing, and the completions owed for them. The queue of
+ * ops (pieces with file ranges, and the writes held behind them) is in
+ * output_queue.c. */
 #include "net/output.h"
 
 #include <stdlib.h>

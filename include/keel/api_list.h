@@ -22,6 +22,7 @@
 /* clang-format off */
 
 #if KEEL__WANT(0)
+
 /* ---- Modules (ABI 1.0) ------------------------------------------------- */
 
 /* The module's name as written in the config. Never NULL; valid until
@@ -276,6 +277,7 @@ KEEL_FN(int, transport_send, (keel_conn *conn, const void *data, size_t len), (c
 #endif /* KEEL__WANT(0) */
 
 #if KEEL__WANT(1)
+
 /* ---- HTTP: requests (ABI 1.1) ---------------------------------------------
  * For handlers and filters; worker thread of the request. A keel_request
  * and its keel_response are valid from the first filter until the log phase
@@ -516,6 +518,7 @@ KEEL_FN(size_t, time_format, (int64_t unix_seconds, int style, char *buf, size_t
 #endif /* KEEL__WANT(1) */
 
 #if KEEL__WANT(2)
+
 /* ---- Connections: files (ABI 1.2) ------------------------------------------ */
 
 /* Writes bytes [offset, offset + length) of an open file to the connection,
@@ -550,6 +553,7 @@ KEEL_FN(int, conn_write_file,
 #endif /* KEEL__WANT(2) */
 
 #if KEEL__WANT(3)
+
 /* ---- Modules and configuration (ABI 1.3) ------------------------------- */
 
 /* Reports a bad value of one of the module's own keys the way the core's
@@ -717,6 +721,7 @@ KEEL_FN(int, http_request_keep_alive, (keel_request *req), (req))
 #endif /* KEEL__WANT(3) */
 
 #if KEEL__WANT(4)
+
 /* ---- Metrics (ABI 1.4) --------------------------------------------------
  * The types are in keel/metrics.h, which says what the API is for. */
 
@@ -838,8 +843,9 @@ KEEL_FN(int, response_filter_skip_body, (keel_response *res), (res))
  * From on_response_head (or a handler). Worker thread of the request. */
 KEEL_FN(int64_t, response_body_length, (keel_response *res), (res))
 
-/* 1 if the body comes from keel_response_send_file (a compressor may
- * leave files to precompressed siblings and sendfile), else 0. From
+/* 1 if the body comes from keel_response_send_file, or (ABI 1.8) from
+ * keel_response_send_pieces with a file range among them (a compressor
+ * may leave files to precompressed siblings and sendfile), else 0. From
  * on_response_head. Worker thread of the request. */
 KEEL_FN(int, response_body_from_file, (keel_response *res), (res))
 
@@ -901,6 +907,7 @@ KEEL_VFN(conn_set_idle, (keel_conn *conn, int idle), (conn, idle))
 #endif /* KEEL__WANT(4) */
 
 #if KEEL__WANT(5)
+
 /* ---- HTTP: request trailers (ABI 1.5) -------------------------------------
  * A request's trailer section (RFC 9110 6.5): fields that come after the
  * body (an HTTP/1.1 chunked body's trailer section, RFC 9112 7.1.2; an
@@ -967,6 +974,7 @@ KEEL_FN(int, http_request_trailers, (keel_request *req, const keel_header *field
 #endif /* KEEL__WANT(5) */
 
 #if KEEL__WANT(6)
+
 /* ---- Exchanges a client abandons (ABI 1.6) --------------------------------
  * A handler that answers later (after an upstream connects, a timer fires,
  * a file is read) holds its request across the wait. The client may leave
@@ -1105,6 +1113,7 @@ KEEL_FN(int, request_body_pause, (keel_request *req, int paused), (req, paused))
 #endif /* KEEL__WANT(6) */
 
 #if KEEL__WANT(7)
+
 /* ---- Declared configuration (ABI 1.7) --------------------------------------
  * keel/config.h and docs/configuration.md. */
 
@@ -1168,6 +1177,7 @@ KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
 #endif /* KEEL__WANT(7) */
 
 #if KEEL__WANT(8)
+
 /* ---- HTTP: the client's address as bytes (ABI 1.8) --------------------------
  * For what matches the client on every request (docs/web.md, "Access by
  * address"): keel_request_peer_ip formats text that a matcher would parse
@@ -1183,6 +1193,7 @@ KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
  * filter until the request is released. */
 KEEL_FN(int, request_peer_ip_bytes, (keel_request *req, unsigned char *out),
         (req, out))
+
 /* ---- HTTP: error pages and internal redirects (ABI 1.8) --------------------
  * nginx's error_page and internal redirect: docs/web.md, "Error pages". */
 
@@ -1218,6 +1229,7 @@ KEEL_FN(int, http_error_handler_set, (keel_module *module, keel_http_error_fn fn
  * Worker thread of the request. */
 KEEL_FN(int, response_redirect_internal, (keel_response *res, const char *path, int status),
         (res, path, status))
+
 /* ---- HTTP: rewriting a request's path (ABI 1.8) ----------------------------
  * For a request filter that maps one path onto another before routing
  * (the rewrite module: nginx's `rewrite`, Caddy's `rewrite`). */
@@ -1314,4 +1326,69 @@ KEEL_FN(int, config_value_error, (keel_module *module, const char *value, const 
  * had answered). Worker thread of the request; never from inside the
  * on_request call that holds it (return KEEL_HTTP_NEXT there). */
 KEEL_FN(int, request_continue, (keel_request *req), (req))
+
+/* ---- Output in pieces (ABI 1.8) ---------------------------------------------
+ * keel_piece (keel/types.h): bytes or a file range, sent in one ordered
+ * queue per connection. */
+
+/* Writes the pieces in order, after everything written before this call
+ * and before anything written after it, with one callback for the whole.
+ * Runs of bytes leave as keel_conn_write's do (one writev); file ranges
+ * as keel_conn_write_file's (sendfile on plain TCP; read in 64 KiB pieces
+ * on the thread pool through a transport or where there is no sendfile),
+ * a run of bytes just before a range marked as followed by more, as
+ * keel_conn_write_file_after does. Pieces of length 0 send nothing.
+ *
+ * The array is read during the call only; the bytes and descriptors its
+ * pieces name are borrowed until cb (see keel_piece). Everything not yet
+ * sent counts in keel_conn_write_queued and against write_high_water, and
+ * write_timeout applies while it waits.
+ *
+ * cb (may be NULL) is called exactly once if this returns KEEL_OK, on the
+ * worker thread and never from inside this call: KEEL_OK once the last
+ * byte has left (through a transport: once it was handed over and the
+ * queue is down to 64 KiB, as keel_conn_write); KEEL_ERR_IO if a file was
+ * shorter than its range, a read failed or the socket did (the connection
+ * is then aborted: the byte stream cannot be repaired); KEEL_ERR_CLOSED if
+ * the connection closed first.
+ *
+ * Returns KEEL_ERR_CLOSED if the connection is closing; KEEL_ERR_INVAL for
+ * a NULL array with npieces > 0, an unknown kind, a BYTES piece over
+ * KEEL_BUF_MAX or with a NULL base and a length, a FILE piece with a
+ * negative fd or a range beyond 2^63; KEEL_ERR_NOMEM. cb is then never
+ * called and nothing was queued. Worker thread of the connection. */
+KEEL_FN(int, conn_write_pieces,
+        (keel_conn *conn, const keel_piece *pieces, size_t npieces, keel_write_cb cb,
+         void *userdata),
+        (conn, pieces, npieces, cb, userdata))
+
+/* Sends the pieces as the whole body of the response and ends it: the
+ * length (Content-Length) is the sum of theirs; a multipart/byteranges
+ * body, say, as part heads and file ranges in one call. The head is sent
+ * first (the status and headers set so far; the filters run as for any
+ * response). Where the protocol can send a file range itself (HTTP/1.1
+ * with a length-framed body, no body filter), the ranges go as
+ * keel_conn_write_pieces sends them (sendfile on plain TCP); otherwise the
+ * core reads them in 64 KiB pieces on the thread pool, each after the
+ * previous one has been taken, as keel_response_send_file does. For HEAD
+ * the head alone goes and no file is read.
+ *
+ * The array is read during the call only; the bytes and descriptors are
+ * borrowed (the core never closes them) until release(NULL, userdata),
+ * which is called exactly once, whatever this returns: once everything
+ * has left or can never (the client left, a file was short: the
+ * connection is then closed, as the promised length was not kept). It
+ * may run inside this call (a refusal, HEAD, an empty body) and runs
+ * before or with the response's end, so the request must not be touched
+ * from it. release may be NULL.
+ *
+ * Returns KEEL_OK; KEEL_ERR_INVAL for pieces keel_conn_write_pieces would
+ * refuse (nothing is sent; the response is still the handler's);
+ * KEEL_ERR_STATE if a body was already begun or sent; KEEL_ERR_CLOSED once
+ * the client left; KEEL_ERR_NOMEM. Any status but KEEL_ERR_INVAL and
+ * KEEL_ERR_STATE ends the response. Worker thread of the request. */
+KEEL_FN(int, response_send_pieces,
+        (keel_response *res, const keel_piece *pieces, size_t npieces, keel_free_fn release,
+         void *userdata),
+        (res, pieces, npieces, release, userdata))
 #endif /* KEEL__WANT(8) */

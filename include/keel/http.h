@@ -331,6 +331,25 @@ typedef struct keel_http_sink {
      * 400. Either way every request a handler sees is one that HTTP/1.1
      * can carry, whatever protocol brought it (a gateway relies on it). */
     unsigned flags;
+
+    /* (ABI 1.8, optional.) The body, or the next part of it, as pieces
+     * (keel_piece: bytes and file ranges) in order, after whatever the
+     * protocol still holds of the head: keel_response_send_pieces. The
+     * array is read during the call only; the bytes and descriptors are
+     * the core's until cb, which the protocol calls exactly once if it
+     * returns KEEL_OK: once everything has left, or with an error status
+     * when it cannot (a file shorter than its range, a lost connection:
+     * the connection is then closing). last != 0 ends the body as in
+     * send_body (without trailers); the core always passes 1 today, and
+     * ends the exchange (done) only after cb. A protocol that cannot send
+     * them as they are (it frames the body in chunks, say) returns
+     * KEEL_ERR_UNSUPPORTED without side effects, and the core hands them
+     * over one by one through send_body and send_file instead, reading
+     * the ranges those cannot take; NULL, or a sink built before ABI 1.8,
+     * means the same. The core calls it only when no body filter takes
+     * the body. */
+    int (*send_pieces)(void *exchange, const keel_piece *pieces, size_t npieces, int last,
+                       keel_write_cb cb, void *userdata);
 } keel_http_sink;
 
 #define KEEL_HTTP_SINK_CHECKED 1u

@@ -76,6 +76,47 @@ typedef struct keel_buf {
     size_t len;
 } keel_buf;
 
+/* One piece of output (ABI 1.8): either bytes in memory or a range of an
+ * open file, so that a body made of both ("a head, a file range, a
+ * trailer") goes to the connection in one call and in order, the file
+ * ranges with sendfile where the connection allows it (nginx's ngx_buf_t,
+ * h2o's h2o_sendvec_t). Arrays of these cross the boundary, so this
+ * struct never grows. Build them with keel_piece_bytes / keel_piece_file.
+ *
+ * Ownership follows keel_buf and keel_conn_write_file: a function taking
+ * an array reads the array during the call only, but the bytes a BYTES
+ * piece points at and the descriptor of a FILE piece are borrowed until
+ * the call's completion (keel_write_cb, or the response's release
+ * callback): the core neither copies the bytes nor closes the descriptor,
+ * and it reads files at explicit offsets, leaving their position alone.
+ *
+ * BYTES: `base` and `len` (at most KEEL_BUF_MAX); fd and offset unused.
+ * FILE: bytes [offset, offset + len) of `fd` (offset + len at most 2^63);
+ * base unused. A file shorter than offset + len is an I/O error found
+ * while sending (the connection is then aborted: the peer would take what
+ * follows for the missing bytes). Pieces of length 0 of either kind are
+ * allowed and send nothing. */
+enum { KEEL_PIECE_BYTES = 0, KEEL_PIECE_FILE = 1 };
+typedef struct keel_piece {
+    int kind;         /* KEEL_PIECE_BYTES or KEEL_PIECE_FILE */
+    int fd;           /* FILE: an open file */
+    const void *base; /* BYTES: the first byte */
+    uint64_t offset;  /* FILE: the range's first byte */
+    uint64_t len;     /* bytes in the piece */
+} keel_piece;
+
+static inline keel_piece keel_piece_bytes(const void *base, size_t len)
+{
+    keel_piece p = {KEEL_PIECE_BYTES, -1, base, 0, (uint64_t)len};
+    return p;
+}
+
+static inline keel_piece keel_piece_file(int fd, uint64_t offset, uint64_t len)
+{
+    keel_piece p = {KEEL_PIECE_FILE, fd, NULL, offset, len};
+    return p;
+}
+
 /* Called on the owning worker's thread once a write has left the process
  * (status KEEL_OK) or can never complete (KEEL_ERR_CLOSED, KEEL_ERR_IO).
  * The buffers passed to the write may be released from here. It is called

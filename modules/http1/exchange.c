@@ -253,45 +253,60 @@ out:
     return rc;
 }
 
-/* The body from a file: whatever output is batched (this head, earlier
- * pipelined responses) leaves first, then the file goes to the connection
- * (sendfile on plain TCP). Only for a known length: chunked framing would
- * need size lines around the file's bytes, so that case is left to the
- * core's read loop. */
-static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t length, int last,
-                          keel_write_cb cb, void *ud)
+/* What a body handed to the connection's queue whole (send_file,
+ * send_pieces) must pass, and its length accounted: 1 when its `length`
+ * bytes are to be written now; 0 when *rc says what happened instead (a
+ * refusal, or a body that sends nothing: released). Only for a known
+ * length: chunked framing would need size lines around a file's bytes, so
+ * that case is left to the core's read loop. */
+static int take_queued_body(h1_conn *c, uint64_t length, int last, keel_write_cb cb, void *ud,
+                            int *rc)
 {
-    h1_conn *c = exchange;
+    *rc = KEEL_OK;
     if (c->exch_state != H1_EXCH_ACTIVE || !c->head_sent || c->resp_ended)
-        return KEEL_ERR_STATE;
-    if (c->closing)
-        return KEEL_ERR_CLOSED;
-    if (c->framing == H1_BODY_CHUNKED)
-        return KEEL_ERR_UNSUPPORTED;
-    if (c->framing == H1_BODY_LENGTH && length > c->exch->resp_left) {
+        *rc = KEEL_ERR_STATE;
+    else if (c->closing)
+        *rc = KEEL_ERR_CLOSED;
+    else if (c->framing == H1_BODY_CHUNKED)
+        *rc = KEEL_ERR_UNSUPPORTED;
+    else if (c->framing == H1_BODY_LENGTH && length > c->exch->resp_left) {
         /* As in send_body: the excess would be read as the next response. */
         c->close_after = 1;
         c->resp_ended = 1;
-        return KEEL_ERR_INVAL;
+        *rc = KEEL_ERR_INVAL;
     }
+    if (*rc != KEEL_OK)
+        return 0;
     if (last)
         c->resp_ended = 1;
     if (c->framing == H1_BODY_NONE || length == 0) {
         /* HEAD, 204, 304: the head alone (RFC 9110 6.4.1). */
-        int rc = release_later(c, last, cb, ud);
-        if (rc == KEEL_OK && !c->in_process)
+        *rc = release_later(c, last, cb, ud);
+        if (*rc == KEEL_OK && !c->in_process)
             h1_out_flush(c);
-        return rc;
+        return 0;
     }
     if (c->framing == H1_BODY_LENGTH) {
         c->exch->resp_left -= length;
         if (last && c->exch->resp_left > 0)
             c->close_after = 1; /* short body: only a close can tell */
     }
+    return 1;
+}
+
+/* The body from a file: whatever output is batched (this head, earlier
+ * pipelined responses) leaves first, then the file goes to the connection
+ * (sendfile on plain TCP). */
+static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t length, int last,
+                          keel_write_cb cb, void *ud)
+{
+    h1_conn *c = exchange;
+    int rc;
+    if (!take_queued_body(c, length, last, cb, ud, &rc))
+        return rc;
     /* What is batched (this head, earlier pipelined responses) goes with
      * the file, so that a small file's response leaves in one segment. */
     h1_obuf *b = c->out;
-    int rc;
     if (b != NULL && b->len > 0) {
         keel_buf batched = {b->data, b->len};
         rc = keel_conn_write_file_after(c->conn, &batched, 1, fd, offset, length, cb, ud);
@@ -299,6 +314,24 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
     } else {
         rc = keel_conn_write_file(c->conn, fd, offset, length, cb, ud);
     }
+    if (rc != KEEL_OK)
+        c->close_after = 1; /* the head may be out without its body */
+    return rc;
+}
+
+/* The body as pieces (ABI 1.8): what is batched, then the pieces, in one
+ * write of the connection's ordered queue. */
+static int sink_send_pieces(void *exchange, const keel_piece *pieces, size_t npieces, int last,
+                            keel_write_cb cb, void *ud)
+{
+    h1_conn *c = exchange;
+    uint64_t total = 0;
+    for (size_t i = 0; i < npieces; i++)
+        total += pieces[i].len;
+    int rc;
+    if (!take_queued_body(c, total, last, cb, ud, &rc))
+        return rc;
+    rc = h1_out_write_pieces(c, pieces, npieces, cb, ud);
     if (rc != KEEL_OK)
         c->close_after = 1; /* the head may be out without its body */
     return rc;
@@ -450,6 +483,7 @@ const keel_http_sink h1_sink = {
     .want_body = sink_want_body,
     .done = sink_done,
     .send_file = sink_send_file,
+    .send_pieces = sink_send_pieces,
     .upgrade = sink_upgrade,
     .body_pause = sink_body_pause,
     /* every head was checked against the core's grammars (keel_http_valid) */

@@ -320,6 +320,14 @@ int h1_out_append(h1_conn *c, const void *data, size_t len);
  * once) and keeps the buffer for reuse. */
 int h1_out_flush(h1_conn *c);
 
+/* Writes c->out (whatever is batched: a head, earlier pipelined
+ * responses) and then the pieces as one ordered write
+ * (keel_conn_write_pieces: the head with the first bytes, ranges with
+ * sendfile on plain TCP); cb(conn, status, ud) runs when all have left.
+ * c->out is lent to the write. */
+int h1_out_write_pieces(h1_conn *c, const keel_piece *pieces, size_t npieces, keel_write_cb cb,
+                        void *ud);
+
 /* Writes c->out[0, prefix) + bufs + c->out[prefix, len) as one
  * scatter-gather write without copying bufs; cb(conn, status, ud) runs
  * when the write completed. c->out is lent to the write. */

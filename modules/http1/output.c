@@ -125,6 +125,46 @@ static void on_lent_written(keel_conn *conn, int status, void *userdata)
     h1_obuf_free(b->w, b);
 }
 
+/* Lends c->out to a write that ends in on_lent_written, which tells cb. */
+static h1_obuf *lend(h1_conn *c, keel_write_cb cb, void *ud)
+{
+    h1_obuf *b = c->out;
+    b->cb = cb;
+    b->cb_ud = ud;
+    c->out = NULL;
+    return b;
+}
+
+/* The core did not take the write and will not call back; the caller's
+ * callback is the caller's to run (it gets the error). */
+static void lend_refused(h1_conn *c, h1_obuf *b)
+{
+    b->len = 0;
+    h1_obuf_free(c->w, b);
+}
+
+int h1_out_write_pieces(h1_conn *c, const keel_piece *pieces, size_t npieces, keel_write_cb cb,
+                        void *ud)
+{
+    h1_obuf *b = c->out;
+    if (b == NULL || b->len == 0)
+        return keel_conn_write_pieces(c->conn, pieces, npieces, cb, ud);
+    keel_piece stack[17];
+    keel_piece *all =
+        npieces + 1 <= sizeof stack / sizeof stack[0] ? stack : malloc((npieces + 1) * sizeof *all);
+    if (all == NULL)
+        return KEEL_ERR_NOMEM;
+    all[0] = keel_piece_bytes(b->data, b->len);
+    memcpy(all + 1, pieces, npieces * sizeof *pieces);
+    lend(c, cb, ud);
+    int rc = keel_conn_write_pieces(c->conn, all, npieces + 1, on_lent_written, b);
+    if (rc != KEEL_OK)
+        lend_refused(c, b);
+    if (all != stack)
+        free(all);
+    return rc;
+}
+
 int h1_out_write_with(h1_conn *c, size_t prefix, const keel_buf *bufs, size_t nbufs,
                       keel_write_cb cb, void *ud)
 {
@@ -147,16 +187,10 @@ int h1_out_write_with(h1_conn *c, size_t prefix, const keel_buf *bufs, size_t nb
             iov[n++] = bufs[i];
     if (b->len > prefix)
         iov[n++] = (keel_buf){b->data + prefix, b->len - prefix};
-    b->cb = cb;
-    b->cb_ud = ud;
-    c->out = NULL; /* lent until on_lent_written */
+    lend(c, cb, ud);
     int rc = keel_conn_write(c->conn, iov, n, on_lent_written, b);
-    if (rc != KEEL_OK) {
-        /* The core did not take the write and will not call back; the
-         * caller's callback is the caller's to run (we return an error). */
-        b->len = 0;
-        h1_obuf_free(c->w, b);
-    }
+    if (rc != KEEL_OK)
+        lend_refused(c, b);
     if (iov != stack)
         free(iov);
     return rc;

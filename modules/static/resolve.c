@@ -97,16 +97,6 @@ void st_close(int fd)
         close(fd);
 }
 
-long st_pread(int fd, void *buf, size_t len, uint64_t offset)
-{
-    for (;;) {
-        ssize_t n = pread(fd, buf, len, (off_t)offset);
-        if (n < 0 && errno == EINTR)
-            continue;
-        return (long)n;
-    }
-}
-
 int st_no_fd_of(int err)
 {
     return err == EMFILE ? ST_NO_FD_PROCESS : err == ENFILE ? ST_NO_FD_SYSTEM : 0;

@@ -121,19 +121,6 @@ void st_close(int fd)
         _close(fd);
 }
 
-long st_pread(int fd, void *buf, size_t len, uint64_t offset)
-{
-    HANDLE h = (HANDLE)_get_osfhandle(fd);
-    OVERLAPPED ov;
-    memset(&ov, 0, sizeof ov);
-    ov.Offset = (DWORD)offset;
-    ov.OffsetHigh = (DWORD)(offset >> 32);
-    DWORD got = 0;
-    if (!ReadFile(h, buf, (DWORD)len, &got, &ov))
-        return GetLastError() == ERROR_HANDLE_EOF ? 0 : -1;
-    return (long)got;
-}
-
 /* root->full + "\" + rel with '/' as '\'. */
 static wchar_t *join(const win_root *root, const char *rel)
 {

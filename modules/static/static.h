@@ -5,9 +5,8 @@
  * confined to the mount's root (resolve.c / resolve_win.c), then either
  * redirect, list or serve: MIME type (mime.c), validators and preconditions
  * (conditional.c), content coding (encoding.c), ranges (range.c, and
- * multipart.c for several). Everything here runs on a worker thread except
- * what multipart.c reads on the pool; the configuration is read-only after
- * load and shared by every worker.
+ * multipart.c for several). Everything here runs on a worker thread; the
+ * configuration is read-only after load and shared by every worker.
  */
 #ifndef KEEL_STATIC_H
 #define KEEL_STATIC_H
@@ -136,10 +135,6 @@ int st_dup(int fd);
 int st_fstat(int fd, st_info *info);
 void st_close(int fd);
 
-/* Reads len bytes at offset (the thread pool, for multipart bodies); the
- * bytes read, or -1. Never moves a shared file position. */
-long st_pread(int fd, void *buf, size_t len, uint64_t offset);
-
 /* Directory entries for a listing: fn(name, info, arg) for each entry but
  * "." and ".."; the walk stops on a non-zero return. 0, or -1 if the
  * directory cannot be read, or ST_NO_FD_* if no descriptor was left to
@@ -207,8 +202,8 @@ int st_accept_q(keel_str accept, const char *coding);
 /* ---- multipart.c -------------------------------------------------------------- */
 
 /* Sends ranges as multipart/byteranges (RFC 9110 14.6): the part heads from
- * memory, the bytes read on the thread pool in pieces at the peer's pace.
- * Takes fd and ranges (closes and frees them). */
+ * memory and the parts as file ranges, in one keel_response_send_pieces.
+ * Takes fd and ranges (closes and frees them once the core is done). */
 int st_multipart_send(const st_config *cfg, keel_request *req, keel_response *res, int fd,
                       uint64_t size, const char *type, st_range *ranges, size_t n);
 

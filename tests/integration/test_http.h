@@ -700,6 +700,51 @@ HT_FN const char *ht_nginx_bin(void)
             return c[i];
     cr_skip_test("nginx is not installed");
     return NULL;
+/* Reads until EOF (or timeout_ms); returns the bytes (malloc'ed, grown as
+ * needed from `hint` bytes), *len their count. */
+HT_FN char *ht_read_to_eof(int fd, size_t hint, size_t *len, int timeout_ms)
+{
+    size_t cap = hint > 65536 ? hint : 65536;
+    char *buf = malloc(cap);
+    cr_assert(buf, "out of memory");
+    *len = 0;
+    long long end = kh_now_ms() + timeout_ms;
+    for (;;) {
+        long long left = end - kh_now_ms();
+        if (left <= 0)
+            break;
+        struct pollfd pfd = {.fd = fd, .events = POLLIN};
+        int r = poll(&pfd, 1, (int)left);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        if (cap - *len < 65536) {
+            cap *= 2;
+            buf = realloc(buf, cap);
+            cr_assert(buf, "out of memory");
+        }
+        ssize_t n = recv(fd, buf + *len, cap - *len, MSG_DONTWAIT);
+        if (n < 0 && (errno == EINTR || errno == EAGAIN))
+            continue;
+        if (n <= 0)
+            break;
+        *len += (size_t)n;
+    }
+    return buf;
+}
+
+/* The rot13 transport's encoding (tests/modules/mod_rot13.c), in place:
+ * its own inverse. */
+HT_FN void ht_rot13(char *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        char c = p[i];
+        if ((c >= 'a' && c <= 'm') || (c >= 'A' && c <= 'M'))
+            p[i] = (char)(c + 13);
+        else if ((c >= 'n' && c <= 'z') || (c >= 'N' && c <= 'Z'))
+            p[i] = (char)(c - 13);
+    }
 }
 
 #endif

@@ -182,50 +182,6 @@ static ht_conn *wrap(int fd)
     return c;
 }
 
-/* Reads until EOF (or timeout_ms); returns the bytes, *len their count. */
-static char *read_to_eof(int fd, size_t *len, int timeout_ms)
-{
-    size_t cap = FILE_SIZE + 65536;
-    char *buf = malloc(cap);
-    cr_assert(buf, "out of memory");
-    *len = 0;
-    long long end = kh_now_ms() + timeout_ms;
-    for (;;) {
-        long long left = end - kh_now_ms();
-        if (left <= 0)
-            break;
-        struct pollfd pfd = {.fd = fd, .events = POLLIN};
-        int r = poll(&pfd, 1, (int)left);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            break;
-        if (cap - *len < 65536) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            cr_assert(buf, "out of memory");
-        }
-        ssize_t n = recv(fd, buf + *len, cap - *len, MSG_DONTWAIT);
-        if (n < 0 && (errno == EINTR || errno == EAGAIN))
-            continue;
-        if (n <= 0)
-            break;
-        *len += (size_t)n;
-    }
-    return buf;
-}
-
-static void rot13(char *p, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        char c = p[i];
-        if ((c >= 'a' && c <= 'm') || (c >= 'A' && c <= 'M'))
-            p[i] = (char)(c + 13);
-        else if ((c >= 'n' && c <= 'z') || (c >= 'N' && c <= 'Z'))
-            p[i] = (char)(c - 13);
-    }
-}
-
 /* ---- HTTP: sendfile ----------------------------------------------------------- */
 
 Test(sendfile, whole_file_then_pipelined_requests_in_order, .timeout = 120, .fini = cleanup)
@@ -352,7 +308,7 @@ Test(sendfile, stalled_reader_hits_the_write_timeout, .timeout = 120, .fini = cl
     kh_assert(p, took >= 900, "closed after %lld ms, before the write timeout", took);
     /* What the socket holds arrives, then the end (EOF or a reset). */
     size_t len;
-    free(read_to_eof(fd, &len, 10000));
+    free(ht_read_to_eof(fd, FILE_SIZE + 65536, &len, 10000));
     kh_assert(p, len < FILE_SIZE, "the whole file arrived (%zu bytes)", len);
     close(fd);
     ht_resp r;
@@ -557,12 +513,12 @@ Test(sendfile, transport_gets_the_same_bytes, .timeout = 60, .fini = cleanup)
     char req[] =
         "GET /file HTTP/1.1\r\nHost: h\r\n\r\n"
         "GET /range?offset=5&length=100000 HTTP/1.1\r\nHost: h\r\nConnection: close\r\n\r\n";
-    rot13(req, sizeof req - 1);
+    ht_rot13(req, sizeof req - 1);
     kh_assert(p, kh_send(fd, req, sizeof req - 1) == 0, "send");
     size_t len;
-    char *got = read_to_eof(fd, &len, 30000);
+    char *got = ht_read_to_eof(fd, FILE_SIZE + 65536, &len, 30000);
     close(fd);
-    rot13(got, len);
+    ht_rot13(got, len);
     /* Two responses, then the transport's closing record. */
     const char *at = got, *end = got + len;
     for (int i = 0; i < 2; i++) {
@@ -622,7 +578,7 @@ Test(sendfile, writes_after_a_file_wait_for_it, .timeout = 120, .fini = cleanup)
     kh_assert(p, kh_send_str(fd, "twice\n") == 0, "send");
     shutdown(fd, SHUT_WR);
     size_t len;
-    got = read_to_eof(fd, &len, 30000);
+    got = ht_read_to_eof(fd, FILE_SIZE + 65536, &len, 30000);
     close(fd);
     expect_framed(p, got, len, 2);
     free(got);
@@ -638,7 +594,7 @@ Test(sendfile, transport_reads_at_the_peers_pace, .timeout = 120, .fini = cleanu
     long long before = bytes_read(p);
     int fd = connect_small_window(kh_port(p, 1));
     char cmd[] = "file\n";
-    rot13(cmd, sizeof cmd - 1);
+    ht_rot13(cmd, sizeof cmd - 1);
     kh_assert(p, kh_send_str(fd, cmd) == 0, "send");
     /* The transport takes each piece at once; the next read must still
      * wait until the socket has taken it. */
@@ -647,9 +603,9 @@ Test(sendfile, transport_reads_at_the_peers_pace, .timeout = 120, .fini = cleanu
               "the file was read whole while the peer read nothing");
     shutdown(fd, SHUT_WR);
     size_t len;
-    char *got = read_to_eof(fd, &len, 30000);
+    char *got = ht_read_to_eof(fd, FILE_SIZE + 65536, &len, 30000);
     close(fd);
-    rot13(got, len);
+    ht_rot13(got, len);
     kh_assert(p, len >= 8 && memcmp(got + len - 8, "#closed\n", 8) == 0,
               "no closing record last (%zu bytes)", len);
     expect_framed(p, got, len - 8, 1);
@@ -664,13 +620,13 @@ Test(sendfile, writes_after_a_file_through_a_transport, .timeout = 120, .fini = 
     int fd = kh_connect("127.0.0.1", kh_port(p, 1));
     kh_assert(p, fd >= 0, "connect");
     char cmd[] = "after\ntwice\n";
-    rot13(cmd, sizeof cmd - 1);
+    ht_rot13(cmd, sizeof cmd - 1);
     kh_assert(p, kh_send_str(fd, cmd) == 0, "send");
     shutdown(fd, SHUT_WR);
     size_t len;
-    char *got = read_to_eof(fd, &len, 30000);
+    char *got = ht_read_to_eof(fd, FILE_SIZE + 65536, &len, 30000);
     close(fd);
-    rot13(got, len);
+    ht_rot13(got, len);
     /* The transport's closing record comes after everything. */
     kh_assert(p, len >= 8 && memcmp(got + len - 8, "#closed\n", 8) == 0,
               "no closing record last (%zu bytes)", len);

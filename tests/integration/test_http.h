@@ -700,6 +700,8 @@ HT_FN const char *ht_nginx_bin(void)
             return c[i];
     cr_skip_test("nginx is not installed");
     return NULL;
+}
+
 /* Reads until EOF (or timeout_ms); returns the bytes (malloc'ed, grown as
  * needed from `hint` bytes), *len their count. */
 HT_FN char *ht_read_to_eof(int fd, size_t hint, size_t *len, int timeout_ms)

@@ -1166,3 +1166,57 @@ KEEL_FN(const char *, request_transport_name, (keel_request *req), (req))
  * For grouping and logging; never 0. */
 KEEL_FN(uint64_t, request_conn_id, (keel_request *req), (req))
 #endif /* KEEL__WANT(7) */
+
+#if KEEL__WANT(8)
+/* ---- Tunnels: a connection carried inside another (ABI 1.8) ---------------
+ * A byte stream that is not a socket of its own (an HTTP/2 stream opened
+ * by RFC 8441's extended CONNECT) presented to a protocol as a keel_conn,
+ * so that a protocol written for a socket (websocket) runs over it
+ * unchanged. The carrier (the module that owns the stream: h2) supplies
+ * the transport: the protocol's writes reach its on_write, which keeps
+ * them (copied) until it can send them and reports their departure with
+ * keel_tunnel_sent; its peer's bytes go in with keel_transport_deliver,
+ * its end with keel_tunnel_eof. The protocol's close reaches the transport
+ * as on_shutdown (orderly: the carrier ends the stream once what it holds
+ * has gone) then on_close; an abort (keel_conn_abort, a timeout) as
+ * on_close alone. keel_conn_abort on the tunnel is how the carrier tells
+ * the protocol that the stream is gone, and it aborts every tunnel it
+ * carries before its own connection's on_close returns. A tunnel takes no
+ * max_connections
+ * slot (its carrier holds one), has no socket (keel_conn_peer_name gives
+ * the carrier's peer while the carrier is open), and keel_conn_each
+ * (shutdown) reaches it like any connection. Worker thread of the
+ * carrier. */
+
+/* Opens a tunnel on carrier's worker: a connection whose transport is
+ * `transport` (borrowed until its on_close; its on_open, on_read and
+ * on_shutdown as for any transport, plus queued and on_read_wanted) with
+ * transport_data set before the transport's on_open, running `protocol`
+ * (on_open(conn, arg)). KEEL_OK with *out the connection once the
+ * protocol is open; the connection is the carrier's to feed until the
+ * transport's on_close. KEEL_ERR_INVAL (a NULL argument, a transport
+ * without on_write), KEEL_ERR_NOTFOUND (no such protocol), KEEL_ERR_NOMEM,
+ * KEEL_ERR_SHUTDOWN (the worker is stopping), KEEL_ERR_CLOSED (the carrier
+ * is closing): nothing was opened, no callback ran and arg is still the
+ * caller's. Any other negative status is the transport's or the
+ * protocol's on_open refusing: the connection is gone (the transport's
+ * on_close ran if its on_open had succeeded), and arg was the protocol's
+ * (*out is NULL). */
+KEEL_FN(int, conn_open_tunnel,
+        (keel_conn * carrier, const keel_transport *transport, void *transport_data,
+         const char *protocol, void *arg, keel_conn **out),
+        (carrier, transport, transport_data, protocol, arg, out))
+
+/* The tunnel's transport sent bytes it held (its queued count fell): write
+ * completions held for pacing run, on_drain follows when the queue is
+ * below a quarter of write_high_water after having been over it, and an
+ * orderly close waiting for the output goes on. Never re-enters the
+ * caller's transport before returning but through on_read_wanted.
+ * Nothing on a connection that is not a tunnel, or has closed. */
+KEEL_VFN(tunnel_sent, (keel_conn * conn), (conn))
+
+/* The tunnel's peer ended its side (HTTP/2 END_STREAM): the protocol's
+ * on_eof, after the bytes delivered before it, as for a socket's EOF.
+ * Nothing on a connection that is not a tunnel, or is closing. */
+KEEL_VFN(tunnel_eof, (keel_conn * conn), (conn))
+#endif /* KEEL__WANT(8) */

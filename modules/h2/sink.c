@@ -517,7 +517,7 @@ const keel_http_sink h2_sink = {
     .want_body = sink_want_body,
     .done = sink_done,
     .send_file = sink_send_file,
-    .upgrade = NULL, /* RFC 9113 8.6: no 101 in HTTP/2 */
+    .upgrade = h2_tunnel_upgrade, /* RFC 8441 extended CONNECT only (8.6: no 101) */
     .body_pause = sink_body_pause,
     /* every head was checked against the core's grammars (keel_http_valid) */
     .flags = KEEL_HTTP_SINK_CHECKED,

@@ -14,7 +14,7 @@ import time
 
 from h2lib import (PROTOCOL_ERROR, Conn, DataFrame, Fail, Response, RstStreamFrame,
                    SettingsFrame, WindowUpdateFrame, check)
-from h2cases import case, raw_frame, plain, settled, stream_error, conn_error, metric
+from h2cases import answered, case, raw_frame, plain, settled, stream_error, conn_error, metric
 
 CANCEL = 0x8
 ENABLE_CONNECT_PROTOCOL = 0x8
@@ -167,6 +167,8 @@ def rfc8441_malformed(env):
             stream_error(c, sid, PROTOCOL_ERROR)
         except Fail as e:
             raise Fail(f"{fields}: {e}")
+    # Only those: a well-formed one is answered (hello has no CONNECT route).
+    answered(c, connect_fields("/"), "a well-formed extended CONNECT")
     check(c.get("/").status == 200, "the connection did not go on")
 
 
@@ -374,5 +376,39 @@ def rfc8441_connection_ends(env):
             time.sleep(0.02)
         c = Conn(k.port())
         check(c.get("/").status == 200, "keel did not go on")
+    finally:
+        k.stop()
+
+
+@case("conformance")
+def rfc8441_client_leaves_mid_tunnel(env):
+    """The client vanishes (a TCP reset) while a tunnel has DATA queued
+    beyond its window, half a WebSocket frame delivered, and another
+    tunnel idle: the endpoints hear 1006, what was queued is released
+    (under ASan, make test-asan: no use after free, no leak), and keel
+    goes on."""
+    import socket
+    import struct
+    k = ws_keel(env)
+    try:
+        c = Conn(k.port(), auto_window=False)
+        t = Tunnel(c, "/t/app")
+        Tunnel(c, "/t/app")
+        t.send(ws_frame(WS_TEXT, "fill"))
+        c.wait_for(lambda f: isinstance(f, DataFrame) and f.stream_id == t.sid,
+                   what="the first DATA")
+        t.send(ws_frame(0x2, os.urandom(30000))[:20000])  # half a frame
+        c.ping()
+        c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        c.close()
+        deadline = time.time() + 5
+        while k.text().count("wstest close code=1006") < 2:
+            check(time.time() < deadline, "the endpoints were not told")
+            time.sleep(0.02)
+        c = Conn(k.port())
+        t = Tunnel(c)
+        t.send(ws_frame(WS_TEXT, "still here"))
+        check(t.frames(1) == [(WS_TEXT, b"still here")], "keel did not go on")
+        c.close()
     finally:
         k.stop()

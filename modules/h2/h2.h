@@ -489,6 +489,9 @@ void h2_stream_headers_done(h2_stream *s);
 void h2_stream_trailers_done(h2_stream *s);
 /* Request body bytes arrived; the end of the request body. */
 void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len);
+/* Keeps DATA for a reader to come (the handler, a tunnel's protocol), the
+ * stream's window with it (window.c); out of memory, 500. */
+void h2_stream_hold_data(h2_stream *s, const uint8_t *data, size_t len);
 void h2_stream_remote_end(h2_stream *s);
 /* The stream closed (error_code from the peer or ours). */
 void h2_stream_on_close(h2_stream *s, uint32_t error_code);
@@ -584,6 +587,10 @@ static inline void h2_window_drop(h2_stream *s)
 void h2_window_unread(h2_stream *s, size_t n);
 
 /* ---- queue.c: a stream's response body queue --------------------------- */
+
+/* Appends p (its bufs set, len bytes in all) to s's queue, which holds
+ * one reference to it until its bytes are in a batch. */
+void h2_stream_queue(h2_stream *s, h2_piece *p, size_t len);
 
 /* The bytes of s's queue that may go in one DATA frame now: never across
  * a file piece's edge, nothing while a small file is being read. */

@@ -657,6 +657,11 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
         h2_window_back(s, len);
         return;
     }
+    h2_stream_hold_data(s, data, len);
+}
+
+void h2_stream_hold_data(h2_stream *s, const uint8_t *data, size_t len)
+{
     if (s->body_len + len > s->body_cap) {
         size_t cap = s->body_cap ? s->body_cap : 4096;
         while (cap < s->body_len + len)

@@ -126,16 +126,7 @@ static int t_write(keel_conn *conn, const keel_buf *bufs, size_t nbufs)
     p->bufs = p->inline_bufs;
     p->bufs[0] = (keel_buf){ch->data, total};
     p->nbufs = 1;
-    p->left = total;
-    p->refs = 1; /* the queue's */
-    if (s->queue == NULL)
-        s->progress_ms = keel_worker_now_ms(c->w->worker); /* the stall clock starts */
-    if (s->queue_tail != NULL)
-        s->queue_tail->next = p;
-    else
-        s->queue = p;
-    s->queue_tail = p;
-    s->queued += total;
+    h2_stream_queue(s, p, total);
     t->queued += total;
     t->chunks++;
     h2_ready(s);
@@ -246,22 +237,7 @@ void h2_tunnel_data(h2_stream *s, const uint8_t *data, size_t len)
     }
     /* Before the handler has answered: kept, with the stream's window, for
      * the protocol it may switch to (a client may send before the 200). */
-    if (s->body_len + len > s->body_cap) {
-        size_t cap = s->body_cap ? s->body_cap : 4096;
-        while (cap < s->body_len + len)
-            cap *= 2;
-        char *grown = realloc(s->body, cap);
-        if (grown == NULL) {
-            h2_window_back(s, len);
-            h2_stream_reset(s, H2_INTERNAL_ERROR);
-            return;
-        }
-        s->body = grown;
-        s->body_cap = cap;
-    }
-    memcpy(s->body + s->body_len, data, len);
-    s->body_len += len;
-    h2_window_hold(s, len);
+    h2_stream_hold_data(s, data, len);
 }
 
 void h2_tunnel_remote_end(h2_stream *s)

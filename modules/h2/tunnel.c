@@ -249,9 +249,14 @@ void h2_tunnel_remote_end(h2_stream *s)
 
 void h2_tunnel_conn_eof(h2_conn *c)
 {
+    /* A protocol may close at its EOF, and its end would send END_STREAM
+     * and free streams under this walk: what it wants sent waits for the
+     * caller's h2_pump. */
+    c->depth++;
     for (h2_stream *s = c->streams; s != NULL; s = s->next)
         if (s->tunnel != NULL && !s->remote_ended && !s->closed)
             h2_tunnel_remote_end(s);
+    c->depth--;
 }
 
 void h2_tunnel_stream_gone(h2_stream *s)

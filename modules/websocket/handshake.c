@@ -21,9 +21,8 @@
  * is no Sec-WebSocket-Key nor Accept, nor Upgrade or Connection (the
  * stream is the connection); subprotocols, extensions, Origin and
  * on_handshake are the same. keel_response_upgrade makes the h2 module
- * answer 200 and run the stream as the websocket connection. A CONNECT
- * over HTTP/1.x reaches the route too and gets what the router answered
- * before there was one: 405.
+ * answer 200 and run the stream as the websocket connection. (http1
+ * answers a CONNECT 501 itself: it never reaches the route.)
  */
 #include "ws.h"
 
@@ -122,9 +121,6 @@ int ws_handshake(keel_request *req, keel_response *res, void *userdata)
         keel_str proto = keel_request_header(req, ":protocol");
         if (!ieq(proto.ptr, proto.len, "websocket", 9))
             return refuse(res, 400);
-    } else if (is_connect && http_version < 20) {
-        keel_response_header_set(res, "Allow", "GET, HEAD");
-        return refuse(res, 405);
     } else {
         if (http_version != 11 || !ieq(method.ptr, method.len, "GET", 3))
             return refuse(res, 400);

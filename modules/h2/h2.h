@@ -589,8 +589,21 @@ void h2_window_unread(h2_stream *s, size_t n);
 /* ---- queue.c: a stream's response body queue --------------------------- */
 
 /* Appends p (its bufs set, len bytes in all) to s's queue, which holds
- * one reference to it until its bytes are in a batch. */
-void h2_stream_queue(h2_stream *s, h2_piece *p, size_t len);
+ * one reference to it until its bytes are in a batch. Inline: every
+ * response body piece comes here. */
+static inline void h2_stream_queue(h2_stream *s, h2_piece *p, size_t len)
+{
+    p->left = len;
+    p->refs = 1; /* the queue's */
+    if (s->queue == NULL)
+        s->progress_ms = keel_worker_now_ms(s->c->w->worker); /* the stall clock starts */
+    if (s->queue_tail != NULL)
+        s->queue_tail->next = p;
+    else
+        s->queue = p;
+    s->queue_tail = p;
+    s->queued += len;
+}
 
 /* The bytes of s's queue that may go in one DATA frame now: never across
  * a file piece's edge, nothing while a small file is being read. */

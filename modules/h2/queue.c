@@ -13,20 +13,6 @@
 
 #include <stdint.h>
 
-void h2_stream_queue(h2_stream *s, h2_piece *p, size_t len)
-{
-    p->left = len;
-    p->refs = 1; /* the queue's */
-    if (s->queue == NULL)
-        s->progress_ms = keel_worker_now_ms(s->c->w->worker); /* the stall clock starts */
-    if (s->queue_tail != NULL)
-        s->queue_tail->next = p;
-    else
-        s->queue = p;
-    s->queue_tail = p;
-    s->queued += len;
-}
-
 size_t h2_stream_sendable(const h2_stream *s)
 {
     const h2_piece *head = s->queue;

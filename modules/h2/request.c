@@ -498,14 +498,16 @@ void h2_stream_headers_done(h2_stream *s)
     to_pointer(&s->scheme, s->hmem);
     to_pointer(&s->authority, s->hmem);
     to_pointer(&s->path, s->hmem);
-    to_pointer(&s->protocol, s->hmem);
     int connect = (s->seen_pseudo & P_METHOD) && h2_str_is(s->method, "CONNECT");
     /* RFC 8441 4: :protocol only on a CONNECT, only once we offered it; such
      * a CONNECT carries :scheme and :path as any request does. */
     int extended = (s->seen_pseudo & P_PROTOCOL) != 0;
-    if (extended && (!connect || !cfg->enable_connect_protocol ||
-                     !keel_http_valid(KEEL_HTTP_TOKEN, s->protocol.ptr, s->protocol.len)))
-        s->malformed = 1;
+    if (extended) {
+        to_pointer(&s->protocol, s->hmem);
+        if (!connect || !cfg->enable_connect_protocol ||
+            !keel_http_valid(KEEL_HTTP_TOKEN, s->protocol.ptr, s->protocol.len))
+            s->malformed = 1;
+    }
     /* Checked before anything is routed or forwarded: 8.1.1, a
      * content-length the DATA cannot match (none came) is malformed too. */
     if (s->malformed || !head_ok(s, connect && !extended) ||

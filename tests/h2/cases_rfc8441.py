@@ -412,3 +412,38 @@ def rfc8441_client_leaves_mid_tunnel(env):
         c.close()
     finally:
         k.stop()
+
+
+@case("conformance")
+def rfc8441_permessage_deflate(env):
+    """RFC 7692 over RFC 8441: permessage-deflate negotiated as over
+    HTTP/1.1 (with the deflate module), a compressed message (RSV1) read,
+    and the echo of a long one sent back compressed."""
+    import zlib
+    k = env.start(env.base, "wstest", first="deflate websocket")
+    try:
+        c = Conn(k.port())
+        t = Tunnel(c, extra=[("sec-websocket-extensions",
+                              "permessage-deflate; client_max_window_bits")])
+        ext = t.response().header("sec-websocket-extensions") or ""
+        check(ext.startswith("permessage-deflate"), f"extensions {ext!r}")
+        text = ("compressed over a stream " * 20).encode()
+        z = zlib.compressobj(wbits=-15)
+        body = z.compress(text) + z.flush(zlib.Z_SYNC_FLUSH)
+        frame = bytearray(ws_frame(WS_TEXT, body[:-4]))
+        frame[0] |= 0x40  # RSV1: compressed (RFC 7692 6)
+        t.send(bytes(frame))
+        # The echo: a compressed frame (RSV1) whose payload inflates to text.
+        deadline = time.time() + 5
+        while len(t.buf) + len(t.response().body) - t.seen < 2:
+            check(time.time() < deadline, "no echo")
+            c.read_frame(max(0.01, deadline - time.time()))
+        raw = t.buf + t.response().body[t.seen:]
+        check(raw[0] & 0x40, f"the echo is not compressed: {raw[:4]!r}")
+        (op, payload), = t.frames(1)
+        check(op == WS_TEXT, f"opcode {op}")
+        d = zlib.decompressobj(wbits=-15)
+        check(d.decompress(payload + b"\x00\x00\xff\xff") == text, "inflated echo")
+        c.close()
+    finally:
+        k.stop()

@@ -495,7 +495,7 @@ void kl_conn_close_handle(keel_conn *c, int reset)
     /* A reset (SO_LINGER 0) frees at once what the kernel still holds for
      * the peer, megabytes for one that stopped reading; an orderly end
      * keeps the plain close, whose FIN follows the data. */
-    if (reset && uv_tcp_close_reset(&c->tcp, on_close) == 0)
+    if (reset && !kl_conn_is_tunnel(c) && uv_tcp_close_reset(&c->tcp, on_close) == 0)
         return;
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
@@ -547,7 +547,8 @@ int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
     c->id = kl_atomic_add(&w->host->next_conn_id, 1);
     c->protocol = c->origin->protocol;
     /* Request/response protocols want small writes to leave at once. */
-    uv_tcp_nodelay(&c->tcp, 1);
+    if (!kl_conn_is_tunnel(c))
+        uv_tcp_nodelay(&c->tcp, 1);
     if (c->origin->spec != NULL && c->origin->spec->preamble != NULL)
         return kl_conn_preamble_start(c);
     kl_conn_retime(c, 1);
@@ -752,6 +753,8 @@ uint64_t keel_conn_id(keel_conn *c)
 
 int kl_conn_peer_addr(keel_conn *c, kl_peer_addr *out)
 {
+    if (kl_conn_is_tunnel(c))
+        return kl_conn_handle_closed(c) ? KEEL_ERR_CLOSED : kl_tunnel_peer_addr(c, out);
     /* Behind a balancer speaking the PROXY protocol: the client's. */
     const struct sockaddr *sa = kl_conn_proxied_peer(c);
     if (sa != NULL) {

@@ -120,6 +120,14 @@ static inline const kl_transport *kl_conn_transport(const keel_conn *conn)
     return conn->origin->transport;
 }
 
+/* A tunnel (keel_conn_open_tunnel, net/tunnel.c): its handle is never
+ * opened; reading, the write side's end and its output are its
+ * transport's. */
+static inline int kl_conn_is_tunnel(const keel_conn *conn)
+{
+    return conn->origin->tunnel;
+}
+
 /* Closing or closed: no new output, no delivery. */
 static inline int kl_conn_closing(const keel_conn *conn)
 {
@@ -257,6 +265,15 @@ int kl_conn_open_layers(keel_conn *conn, void *arg, keel_connect_error_fn on_err
 int kl_conn_preamble_start(keel_conn *conn);
 void kl_conn_preamble_read(keel_conn *conn);
 const struct sockaddr *kl_conn_proxied_peer(keel_conn *conn);
+
+/* net/tunnel.c: a tunnel's reading on or off (its transport is told);
+ * the peer's address, its carrier's. */
+void kl_tunnel_update_reading(keel_conn *conn, int want);
+int kl_tunnel_peer_addr(keel_conn *conn, kl_peer_addr *out);
+
+/* net/conn_read.c: the peer sent its last byte (EOF on the socket, or a
+ * tunnel's keel_tunnel_eof). */
+void kl_conn_on_eof(keel_conn *conn);
 
 /* The peer's address (the PROXY header's client, else the socket's
  * peer): KEEL_OK, or KEEL_ERR_CLOSED once the handle has closed (a

@@ -43,6 +43,12 @@ static void on_shutdown_done(uv_shutdown_t *req, int status)
 
 static void start_shutdown(keel_conn *c)
 {
+    if (kl_conn_is_tunnel(c)) {
+        /* No socket: the transport's on_shutdown ended the stream, and what
+         * it still holds is its own to send. */
+        kl_conn_abort_status(c, c->close_status);
+        return;
+    }
     c->phase = KL_PHASE_SHUTTING;
     uv_shutdown_t *req = malloc(sizeof *req);
     if (req == NULL || uv_shutdown(req, (uv_stream_t *)&c->tcp, on_shutdown_done) != 0) {

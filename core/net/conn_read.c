@@ -138,6 +138,10 @@ void kl_conn_update_reading(keel_conn *c)
      * when bytes read that way still wait unpresented: a protocol pausing
      * and resuming faster than they are delivered would let a read
      * through each time, and the buffer grow without bound. */
+    if (kl_conn_is_tunnel(c)) {
+        kl_tunnel_update_reading(c, want);
+        return;
+    }
     if (!want && open && (c->flags & KL_CONN_READING) && !(c->flags & KL_CONN_UNSEEN) &&
         c->origin->spec != NULL)
         return;
@@ -194,7 +198,7 @@ void kl_conn_deliver(keel_conn *c)
 /* The peer will send nothing more. A protocol with on_eof decides;
  * otherwise work in flight (reading paused) finishes first and the close
  * happens when the protocol resumes. */
-static void on_eof(keel_conn *c)
+void kl_conn_on_eof(keel_conn *c)
 {
     if (c->phase == KL_PHASE_LINGERING) {
         kl_conn_abort_status(c, c->close_status);
@@ -268,7 +272,7 @@ static void on_read(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
             c->flags |= KL_CONN_UNSEEN;
         }
     } else if (nread == UV_EOF) {
-        on_eof(c);
+        kl_conn_on_eof(c);
         return;
     } else if (nread == UV_ENOBUFS && pause_holds_buffer(c)) {
         /* on_alloc declined the read: nothing was read, and reading
@@ -350,6 +354,10 @@ int keel_transport_deliver(keel_conn *c, const void *data, size_t len)
         return rc;
     memcpy(c->rbuf + c->rlen, data, len);
     c->rlen += (uint32_t)len;
+    /* A tunnel's bytes come from its carrier, not through on_read: they
+     * are its activity, as a read is a socket's. */
+    if (kl_conn_is_tunnel(c) && c->timeout_kind == KL_TIMEOUT_READ)
+        kl_timeouts_touch(&kl_conn_worker(c)->timeouts, &c->timeout);
     if (!(c->flags & KL_CONN_IN_TRANSPORT))
         kl_conn_schedule_delivery(c);
     return KEEL_OK;

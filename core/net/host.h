@@ -33,6 +33,9 @@ typedef struct kl_origin {
     const kl_listen_spec *spec;    /* accepted: the listen line; NULL for outbound */
     const char *remote_host;       /* outbound: as asked for; NULL for accepted */
     uint32_t read_buffer;          /* outbound: bytes a read may take (0: the server's) */
+    /* A tunnel (net/tunnel.c): no socket; the transport is its carrier,
+     * which holds the bytes the protocol writes and feeds it its peer's. */
+    uint8_t tunnel;
 } kl_origin;
 
 /* One `listen` line once bound (net/listener.c). */

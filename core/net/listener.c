@@ -72,7 +72,7 @@ int kl_listeners_bind(kl_host *h)
     size_t want = cfg->reuseport ? h->nworkers : 1;
     for (size_t i = 0; i < h->nlisteners; i++) {
         kl_listener *l = &h->listeners[i];
-        l->origin = (kl_origin){l->protocol, l->transport, l->spec, NULL, 0};
+        l->origin = (kl_origin){l->protocol, l->transport, l->spec, NULL, 0, 0};
         /* Room for every inherited socket: a reload may hand down more
          * than this process has workers (worker.c spreads them). */
         size_t cap = want + h->inherited.count;

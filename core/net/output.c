@@ -126,9 +126,17 @@ void kl_output_run_owed(keel_conn *c)
 
 /* ---- what the queue holds --------------------------------------------------- */
 
+/* What a tunnel's transport holds for its carrier to send. */
+static uint64_t tunnel_held(const keel_conn *c)
+{
+    const kl_transport *t = kl_conn_transport(c);
+    return kl_conn_is_tunnel(c) && t->cb.queued != NULL ? t->cb.queued((keel_conn *)c) : 0;
+}
+
 uint64_t kl_output_queued(const keel_conn *c)
 {
-    return (uint64_t)c->tcp.write_queue_size + (c->out != NULL ? c->out->held_bytes : 0);
+    return (uint64_t)c->tcp.write_queue_size + (c->out != NULL ? c->out->held_bytes : 0) +
+           tunnel_held(c);
 }
 
 int kl_output_busy(const keel_conn *c)
@@ -159,7 +167,8 @@ static int status_from_write(int uv_status)
 static void release_paced(keel_conn *c)
 {
     kl_output *o = c->out;
-    if (o == NULL || o->paced.head == NULL || c->tcp.write_queue_size > KL_PACE_BYTES)
+    if (o == NULL || o->paced.head == NULL ||
+        c->tcp.write_queue_size + tunnel_held(c) > KL_PACE_BYTES)
         return;
     kl_done *d = take_all(&o->paced);
     while (d != NULL) {
@@ -364,7 +373,23 @@ static int transport_write(keel_conn *c, const keel_buf *bufs, size_t nbufs, kee
     }
     if (record != NULL)
         release_paced(c);
+    /* A tunnel's bytes stay with its transport: no libuv write reports
+     * them, so the queue's growth is told here. */
+    if (kl_conn_is_tunnel(c) && !kl_conn_handle_closed(c))
+        kl_conn_output_grew(c);
     return KEEL_OK;
+}
+
+void keel_tunnel_sent(keel_conn *c)
+{
+    if (c == NULL || !kl_conn_is_tunnel(c) || kl_conn_handle_closed(c))
+        return;
+    /* As a libuv write's completion (on_write_done): progress, the
+     * completions paced for the queue, then drain and the close. */
+    kl_conn_output_progress(c);
+    release_paced(c);
+    kl_output_trim(c);
+    kl_conn_output_settled(c);
 }
 
 /* ---- the unit's entry points ------------------------------------------------- */
@@ -472,5 +497,7 @@ int keel_transport_send(keel_conn *c, const void *data, size_t len)
 {
     if (kl_conn_handle_closed(c))
         return KEEL_ERR_CLOSED;
+    if (kl_conn_is_tunnel(c))
+        return KEEL_ERR_UNSUPPORTED; /* no socket: its carrier sends */
     return trimmed(c, kl_output_send_raw(c, data, len));
 }

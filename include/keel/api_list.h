@@ -1391,4 +1391,64 @@ KEEL_FN(int, response_send_pieces,
         (keel_response *res, const keel_piece *pieces, size_t npieces, keel_free_fn release,
          void *userdata),
         (res, pieces, npieces, release, userdata))
+
+/* ---- Tunnels: a connection carried inside another (ABI 1.8) ---------------
+ * A byte stream that is not a socket of its own (an HTTP/2 stream opened
+ * by RFC 8441's extended CONNECT) presented to a protocol as a keel_conn,
+ * so that a protocol written for a socket (websocket) runs over it
+ * unchanged. The carrier (the module that owns the stream: h2) supplies
+ * the transport: the protocol's writes reach its on_write, which keeps
+ * them (copied) until it can send them and reports their departure with
+ * keel_tunnel_sent (they count as the connection's queued output until
+ * then: the transport's `queued`); its peer's bytes go in with
+ * keel_transport_deliver (delivered to the protocol from the loop), its
+ * end with keel_tunnel_eof; reading on or off reaches the transport's
+ * on_read_wanted, for the carrier's flow control. The protocol's orderly
+ * close reaches the transport as on_shutdown (the carrier ends the
+ * stream once what it holds has gone) then on_close; an abort
+ * (keel_conn_abort, a timeout) as on_close alone. keel_conn_abort on the
+ * tunnel is how the carrier tells the protocol that the stream is gone,
+ * and it aborts every tunnel it carries before its own connection's
+ * on_close returns. A tunnel takes no max_connections slot (its carrier
+ * holds one), has no socket (keel_conn_peer_name gives the carrier's peer;
+ * keel_transport_send is KEEL_ERR_UNSUPPORTED), and keel_conn_each
+ * (shutdown) reaches it like any connection. Worker thread of the
+ * carrier. */
+
+/* Opens a tunnel on carrier's worker: a connection whose transport is
+ * `transport` (its table copied; on_write required, on_open, on_shutdown,
+ * on_close, queued and on_read_wanted as above; on_read unused) with
+ * transport_data set before the transport's on_open, which must not
+ * defer the protocol, running `protocol` (its on_open(conn, arg)).
+ * KEEL_OK with *out the connection once the protocol is open (even if it
+ * closed at once: the transport hears it); the connection is the
+ * carrier's to feed until the transport's on_close. Refused before
+ * anything ran, arg still the caller's and *out NULL: KEEL_ERR_INVAL (a
+ * NULL argument, no on_write), KEEL_ERR_NOTFOUND (no such protocol),
+ * KEEL_ERR_NOMEM, KEEL_ERR_SHUTDOWN (the worker is stopping),
+ * KEEL_ERR_CLOSED (the carrier is closing). Otherwise a negative status
+ * is the transport's or the protocol's on_open refusing: the connection
+ * is aborted, the transport's on_close follows from the loop if its
+ * on_open succeeded, and arg was the protocol's (*out NULL); a carrier
+ * tells this from the refusals above by its transport's on_open having
+ * run. */
+KEEL_FN(int, conn_open_tunnel,
+        (keel_conn * carrier, const keel_transport *transport, void *transport_data,
+         const char *protocol, void *arg, keel_conn **out),
+        (carrier, transport, transport_data, protocol, arg, out))
+
+/* The tunnel's transport sent bytes it held (its `queued` count fell):
+ * write completions held for pacing are owed (they run from the loop),
+ * the protocol's on_drain runs inside this call when the queue is below
+ * a quarter of write_high_water after having been over it (and may write:
+ * on_write), and an orderly close waiting for the output goes on. Nothing
+ * on a connection that is not a tunnel, or whose close has come. */
+KEEL_VFN(tunnel_sent, (keel_conn * conn), (conn))
+
+/* The tunnel's peer ended its side (HTTP/2 END_STREAM): the protocol's
+ * on_eof (or, without one, the close once it is not paused), after the
+ * bytes delivered before it, as for a socket's EOF; it may run inside
+ * this call. Nothing on a connection that is not a tunnel, or is
+ * closing. */
+KEEL_VFN(tunnel_eof, (keel_conn * conn), (conn))
 #endif /* KEEL__WANT(8) */

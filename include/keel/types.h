@@ -250,6 +250,21 @@ typedef struct keel_transport {
 
     /* Last call: free per-connection state. */
     void (*on_close)(keel_conn *conn);
+
+    /* (ABI 1.8) Only for a tunnel's transport (keel_conn_open_tunnel),
+     * whose on_write keeps the bytes until its carrier sends them: how many
+     * it still holds. They count as the connection's queued output
+     * (keel_conn_write_queued, write_high_water, the pacing of write
+     * completions) until it calls keel_tunnel_sent. NULL: none. */
+    uint64_t (*queued)(keel_conn *conn);
+
+    /* (ABI 1.8) Only for a tunnel's transport: the connection wants bytes
+     * (wanted 1) or not (0: its protocol paused, or its output is over
+     * write_high_water). A carrier with flow control holds back its
+     * peer's credit while not wanted (HTTP/2: WINDOW_UPDATE). Called when
+     * it changes, starting with 1 once the protocol is open. NULL:
+     * ignored. */
+    void (*on_read_wanted)(keel_conn *conn, int wanted);
 } keel_transport;
 
 #ifdef __cplusplus

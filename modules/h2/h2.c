@@ -389,6 +389,7 @@ static void h2_on_eof(keel_conn *conn)
     if (c == NULL)
         return;
     c->eof = 1; /* answers still reach the peer; no new stream can come */
+    h2_tunnel_conn_eof(c);
     h2_pump(c);
     if (c->nactive == 0)
         h2_close(c);
@@ -423,6 +424,8 @@ static void h2_on_close(keel_conn *conn, int status)
             s->req = NULL;
             keel_http_request_abort(req);
         }
+        if (s->tunnel != NULL)
+            h2_tunnel_stream_gone(s); /* before the core's on_close: RFC 8441 tunnels end too */
         if (c->streams == s)
             h2_stream_maybe_free(s);
     }
@@ -464,6 +467,7 @@ typedef struct h2_settings {
     int64_t max_requests, max_resets, max_pings, max_settings, max_empty_frames, max_priority;
     int64_t max_continuations;
     const char *server;
+    int enable_connect_protocol;
 } h2_settings;
 
 #define DAY_MS 86400000
@@ -521,6 +525,9 @@ static const keel_config_key h2_keys[] = {
              .doc = "CONTINUATION frames one header block may take; 0: off"),
     KEEL_KEY(h2_settings, server, "server", KEEL_CONFIG_STRING, .def = "keel",
              .doc = "the server field of every response; empty: none"),
+    KEEL_KEY(h2_settings, enable_connect_protocol, "enable_connect_protocol", KEEL_CONFIG_BOOL,
+             .def = "on",
+             .doc = "offer RFC 8441 extended CONNECT (WebSocket over a stream) in SETTINGS"),
 };
 KEEL_CONFIG_SCHEMA(h2_schema, h2_settings, h2_keys);
 
@@ -546,6 +553,7 @@ static int read_config(keel_module *m, h2_config *cfg)
     cfg->max_empty_frames = (uint32_t)s->max_empty_frames;
     cfg->max_priority = (uint32_t)s->max_priority;
     cfg->max_continuations = (uint32_t)s->max_continuations;
+    cfg->enable_connect_protocol = s->enable_connect_protocol;
     uint64_t block = s->max_header_block;
     const char *server = s->server;
     /* A header block's wire size: HPACK rarely makes a field list larger

@@ -51,6 +51,7 @@ typedef struct h2_config {
     uint32_t max_header_block;  /* wire bytes of one header block, all its frames */
     char server[208];           /* value of the server field, "" for none */
     size_t server_len;
+    int enable_connect_protocol; /* SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 (RFC 8441 3) */
 } h2_config;
 
 /* ---- metrics ------------------------------------------------------------ */
@@ -90,6 +91,8 @@ typedef struct h2_metrics {
     keel_metric *open_conns;   /* h2_connections (gauge) */
     keel_metric *open_streams; /* h2_streams (gauge) */
     keel_metric *malformed;    /* h2_malformed_total: requests reset (RFC 9113 8.1.1) */
+    keel_metric *tunnels;      /* h2_tunnels_total: extended CONNECTs handed to a protocol */
+    keel_metric *open_tunnels; /* h2_tunnels (gauge) */
     keel_metric *flood[H2_FLOOD_COUNT];
     keel_metric *limit[H2_LIMIT_COUNT];
     keel_metric *rst_sent[H2_ERROR_CODES];
@@ -188,7 +191,9 @@ struct h2_stream {
     char *hmem;
     size_t hlen, hcap;
     keel_str method, path, authority, scheme;
-    uint32_t host_at; /* the host field's index + 1 in fields, 0: none (request.c) */
+    keel_str protocol;        /* RFC 8441 4: :protocol of an extended CONNECT */
+    struct h2_tunnel *tunnel; /* the stream runs a protocol (tunnel.c) */
+    uint32_t host_at;         /* the host field's index + 1 in fields, 0: none (request.c) */
     /* The final response head, HPACK-encoded, until it is sent. */
     _Alignas(8) uint8_t head_inline[H2_HEAD_INLINE];
     uint8_t *head_block; /* head_inline or head_heap */
@@ -255,6 +260,7 @@ struct h2_stream {
     unsigned local_ended : 1;   /* our END_STREAM went; the request's end is awaited */
     unsigned early : 1;         /* opened before our SETTINGS were acknowledged */
     unsigned body_paused : 1;   /* the handler paused its body: DATA is held, its window too */
+    unsigned ext_connect : 1;   /* RFC 8441 extended CONNECT: DATA is a tunnel's, not a body */
     unsigned busy : 4;          /* inside a call that may end the exchange: do not free */
 };
 
@@ -486,6 +492,9 @@ void h2_stream_headers_done(h2_stream *s);
 void h2_stream_trailers_done(h2_stream *s);
 /* Request body bytes arrived; the end of the request body. */
 void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len);
+/* Keeps DATA for a reader to come (the handler, a tunnel's protocol), the
+ * stream's window with it (window.c); out of memory, 500. */
+void h2_stream_hold_data(h2_stream *s, const uint8_t *data, size_t len);
 void h2_stream_remote_end(h2_stream *s);
 /* The stream closed (error_code from the peer or ours). */
 void h2_stream_on_close(h2_stream *s, uint32_t error_code);
@@ -521,6 +530,24 @@ uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n
                         int64_t content_length, uint8_t *out, size_t cap, size_t *len);
 /* Answers a request the module refuses itself (431, 413, 400, 501, 500, 408; sink.c). */
 void h2_stream_answer(h2_stream *s, int status);
+
+/* ---- tunnel.c: a stream as a connection (RFC 8441) ----------------------- */
+
+typedef struct h2_tunnel h2_tunnel;
+/* The sink's upgrade: an extended CONNECT's handler switched protocols;
+ * 200, and the stream becomes the protocol's connection. */
+int h2_tunnel_upgrade(void *exchange, int status, const keel_header *headers, size_t nheaders,
+                      const char *protocol, void *arg);
+/* DATA of an extended CONNECT: the tunnel's, or kept for it until the
+ * handler has answered. */
+void h2_tunnel_data(h2_stream *s, const uint8_t *data, size_t len);
+/* The client's END_STREAM: the protocol's EOF. */
+void h2_tunnel_remote_end(h2_stream *s);
+/* The stream closed or the connection ends: the protocol's connection is
+ * aborted. */
+void h2_tunnel_stream_gone(h2_stream *s);
+/* The client's FIN: nothing more can come on any tunnel (their EOF). */
+void h2_tunnel_conn_eof(h2_conn *c);
 
 /* ---- window.c: the receive windows (RFC 9113 6.9) ------------------------ */
 
@@ -563,6 +590,23 @@ static inline void h2_window_drop(h2_stream *s)
 void h2_window_unread(h2_stream *s, size_t n);
 
 /* ---- queue.c: a stream's response body queue --------------------------- */
+
+/* Appends p (its bufs set, len bytes in all) to s's queue, which holds
+ * one reference to it until its bytes are in a batch. Inline: every
+ * response body piece comes here. */
+static inline void h2_stream_queue(h2_stream *s, h2_piece *p, size_t len)
+{
+    p->left = len;
+    p->refs = 1; /* the queue's */
+    if (s->queue == NULL)
+        s->progress_ms = keel_worker_now_ms(s->c->w->worker); /* the stall clock starts */
+    if (s->queue_tail != NULL)
+        s->queue_tail->next = p;
+    else
+        s->queue = p;
+    s->queue_tail = p;
+    s->queued += len;
+}
 
 /* The bytes of s's queue that may go in one DATA frame now: never across
  * a file piece's edge, nothing while a small file is being read. */

@@ -352,6 +352,8 @@ static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
     s->busy++;
     if (s->reset_pending)
         h2_window_back(s, n); /* nobody will read it */
+    else if (s->tunnel != NULL)
+        h2_tunnel_data(s, p, n); /* RFC 8441: the protocol's bytes */
     else if (s->bad || !s->exchange || s->rst_after)
         h2_stream_data_unread(s, n); /* nobody reads it, but it counts (8.1.1) */
     else

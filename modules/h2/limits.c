@@ -205,6 +205,10 @@ void h2_metrics_register(keel_module *m, h2_metrics *mx)
     reg(m, "h2_streams", "HTTP/2 streams in flight", KEEL_METRIC_GAUGE, NULL, &mx->open_streams);
     reg(m, "h2_malformed_total", "HTTP/2 requests reset as malformed (RFC 9113 8.1.1)",
         KEEL_METRIC_COUNTER, NULL, &mx->malformed);
+    reg(m, "h2_tunnels_total", "HTTP/2 streams handed to a protocol by extended CONNECT (RFC 8441)",
+        KEEL_METRIC_COUNTER, NULL, &mx->tunnels);
+    reg(m, "h2_tunnels", "HTTP/2 streams running a protocol (RFC 8441) now", KEEL_METRIC_GAUGE,
+        NULL, &mx->open_tunnels);
     for (int i = 0; i < H2_FLOOD_COUNT; i++)
         reg(m, "h2_floods_total", "HTTP/2 connections ended with ENHANCE_YOUR_CALM, by attack",
             KEEL_METRIC_COUNTER, flood_labels[i], &mx->flood[i]);

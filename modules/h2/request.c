@@ -178,7 +178,7 @@ static int connection_specific(unsigned token, const char *v, size_t vlen)
            !(token == KEEL_HDR_TE && IS(v, vlen, "trailers"));
 }
 
-enum { P_METHOD = 1, P_SCHEME = 2, P_AUTHORITY = 4, P_PATH = 8 };
+enum { P_METHOD = 1, P_SCHEME = 2, P_AUTHORITY = 4, P_PATH = 8, P_PROTOCOL = 16 };
 
 /* A pseudo-field of the head (8.3.1): known, once, before the others. */
 static int pseudo_field(h2_stream *s, unsigned token, long off, size_t vlen)
@@ -187,6 +187,7 @@ static int pseudo_field(h2_stream *s, unsigned token, long off, size_t vlen)
                      : token == KEEL_HDR_PSEUDO_SCHEME    ? P_SCHEME
                      : token == KEEL_HDR_PSEUDO_AUTHORITY ? P_AUTHORITY
                      : token == KEEL_HDR_PSEUDO_PATH      ? P_PATH
+                     : IS(name, nlen, ":protocol")        ? P_PROTOCOL /* RFC 8441 4 */
                                                           : 0;
     if (which == 0 || s->in_trailers || s->regular_seen || (s->seen_pseudo & which))
         return -1;
@@ -201,6 +202,9 @@ static int pseudo_field(h2_stream *s, unsigned token, long off, size_t vlen)
         break;
     case P_AUTHORITY:
         s->authority = v;
+        break;
+    case P_PROTOCOL:
+        s->protocol = v;
         break;
     default:
         s->path = v;
@@ -510,15 +514,24 @@ void h2_stream_headers_done(h2_stream *s)
     to_pointer(&s->authority, s->hmem);
     to_pointer(&s->path, s->hmem);
     int connect = (s->seen_pseudo & P_METHOD) && h2_str_is(s->method, "CONNECT");
+    /* RFC 8441 4: :protocol only on a CONNECT, only once we offered it; such
+     * a CONNECT carries :scheme and :path as any request does. */
+    int extended = (s->seen_pseudo & P_PROTOCOL) != 0;
+    if (extended) {
+        to_pointer(&s->protocol, s->hmem);
+        if (!connect || !cfg->enable_connect_protocol ||
+            !keel_http_valid(KEEL_HTTP_TOKEN, s->protocol.ptr, s->protocol.len))
+            s->malformed = 1;
+    }
     /* Checked before anything is routed or forwarded: 8.1.1, a
      * content-length the DATA cannot match (none came) is malformed too. */
-    if (s->malformed || !head_ok(s, connect) || (s->remote_ended && s->content_length > 0)) {
+    if (s->malformed || !head_ok(s, connect && !extended) ||
+        (s->remote_ended && s->content_length > 0)) {
         h2_stream_malformed(s);
         return;
     }
-    if (connect) {
-        /* RFC 9113 8.5: a tunnel, or RFC 8441's extended CONNECT; neither
-         * is offered (SETTINGS_ENABLE_CONNECT_PROTOCOL is not sent). */
+    if (connect && !extended) {
+        /* RFC 9113 8.5: a tunnel to :authority is not offered. */
         h2_stream_answer(s, 501);
         return;
     }
@@ -542,10 +555,22 @@ void h2_stream_headers_done(h2_stream *s)
         s->tokens[s->head_nfields] = KEEL_HDR_HOST;
         s->head_nfields++;
     }
-    if (s->remote_ended)
-        s->content_length = 0;
-    else if (s->content_length < 0)
+    if (extended) {
+        /* The handler sees the protocol asked for as a field (an
+         * HTTP/1.1 handshake's Upgrade); its DATA is the tunnel's, not a
+         * body (tunnel.c). */
+        if (s->head_nfields == s->cap && grow_fields(&s->fields, &s->cap, s->inline_fields) != 0) {
+            h2_stream_answer(s, 500);
+            return;
+        }
+        s->fields[s->head_nfields++] = (keel_header){{":protocol", 9}, s->protocol};
+        s->ext_connect = 1;
         s->content_length = -1;
+    } else if (s->remote_ended) {
+        s->content_length = 0;
+    } else if (s->content_length < 0) {
+        s->content_length = -1;
+    }
     if (s->content_length > 0 && (uint64_t)s->content_length > cfg->max_body) {
         count_limit(c, H2_LIMIT_BODY);
         h2_stream_answer(s, 413);
@@ -559,7 +584,7 @@ void h2_stream_headers_done(h2_stream *s)
         .headers = s->fields,
         .nheaders = s->head_nfields,
         .tokens = s->tokens,
-        .content_length = s->content_length,
+        .content_length = s->ext_connect ? 0 : s->content_length,
     };
     c->nstreams++;
     h2_count(c, c->w->mod->m.streams);
@@ -589,7 +614,8 @@ void h2_stream_headers_done(h2_stream *s)
 
 void h2_stream_pump_body(h2_stream *s)
 {
-    if (!s->exchange || !s->want_body || s->dispatching || s->body_ended || s->body_paused)
+    if (!s->exchange || !s->want_body || s->dispatching || s->body_ended || s->body_paused ||
+        s->ext_connect)
         return;
     h2_conn *c = s->c;
     s->busy++;
@@ -623,6 +649,10 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
 {
     h2_conn *c = s->c;
     const h2_config *cfg = c->w->cfg;
+    if (s->ext_connect) {
+        h2_tunnel_data(s, data, len); /* RFC 8441: not a body */
+        return;
+    }
     s->body_seen += len;
     s->progress_ms = keel_worker_now_ms(c->w->worker);
     if (s->content_length >= 0 && s->body_seen > (uint64_t)s->content_length) {
@@ -642,6 +672,11 @@ void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
         h2_window_back(s, len);
         return;
     }
+    h2_stream_hold_data(s, data, len);
+}
+
+void h2_stream_hold_data(h2_stream *s, const uint8_t *data, size_t len)
+{
     if (s->body_len + len > s->body_cap) {
         size_t cap = s->body_cap ? s->body_cap : 4096;
         while (cap < s->body_len + len)
@@ -677,6 +712,8 @@ void h2_stream_data_unread(h2_stream *s, size_t len)
 void h2_stream_remote_end(h2_stream *s)
 {
     s->remote_ended = 1;
+    if (s->tunnel != NULL)
+        h2_tunnel_remote_end(s);
     if (s->content_length >= 0 && s->body_seen != (uint64_t)s->content_length && !s->bad &&
         !s->rst_after) {
         h2_stream_malformed(s); /* 8.1.1: less than declared */

@@ -78,9 +78,13 @@ void h2_send_preface(h2_conn *c)
         /* RFC 9218 2.1: the RFC 7540 priority tree is not used (RFC 9113
          * 5.3.2 deprecated it); it is what priority churn attacked. */
         {H2_SET_NO_RFC7540_PRIORITIES, 1},
+        /* RFC 8441 3: extended CONNECT (tunnel.c); last, so that it can be
+         * left out. */
+        {H2_SET_ENABLE_CONNECT_PROTOCOL, 1},
     };
+    size_t n = sizeof set / sizeof set[0] - !cfg->enable_connect_protocol;
     uint8_t f[H2_SETTINGS_FRAME(sizeof set / sizeof set[0])];
-    send_control(c, f, h2_encode_settings(f, set, sizeof set / sizeof set[0]));
+    send_control(c, f, h2_encode_settings(f, set, n));
 }
 
 void h2_send_settings_ack(h2_conn *c)

@@ -361,16 +361,7 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
         for (size_t i = 0; i < nbufs; i++)
             if (bufs[i].len > 0)
                 p->bufs[p->nbufs++] = bufs[i];
-        p->left = total;
-        p->refs = 1; /* the queue's */
-        if (s->queue == NULL)
-            s->progress_ms = keel_worker_now_ms(c->w->worker); /* the stall clock starts */
-        if (s->queue_tail != NULL)
-            s->queue_tail->next = p;
-        else
-            s->queue = p;
-        s->queue_tail = p;
-        s->queued += total;
+        h2_stream_queue(s, p, total);
     }
     h2_ready(s);
     if (short_body)
@@ -517,7 +508,7 @@ const keel_http_sink h2_sink = {
     .want_body = sink_want_body,
     .done = sink_done,
     .send_file = sink_send_file,
-    .upgrade = NULL, /* RFC 9113 8.6: no 101 in HTTP/2 */
+    .upgrade = h2_tunnel_upgrade, /* RFC 8441 extended CONNECT only (8.6: no 101) */
     .body_pause = sink_body_pause,
     /* every head was checked against the core's grammars (keel_http_valid) */
     .flags = KEEL_HTTP_SINK_CHECKED,

@@ -281,6 +281,8 @@ void h2_stream_on_close(h2_stream *s, uint32_t error_code)
     h2_stream_drop_body(s);
     int complete = s->resp_ended && s->queue == NULL;
     release_queue(s, KEEL_ERR_CLOSED);
+    if (s->tunnel != NULL)
+        h2_tunnel_stream_gone(s); /* RST_STREAM, or our end: the protocol's close */
     if (s->exchange && !complete) {
         /* Reset, by the peer or by us: the core finishes the exchange
          * without the sink (RFC 9113 8.1: nothing more is sent). */

@@ -13,6 +13,16 @@
  *        than 13 (4.2.2 item 4: with Sec-WebSocket-Version: 13);
  *   403  an Origin not in the endpoint's list (10.2);
  *   the endpoint's on_handshake may refuse with any status >= 400.
+ *
+ * Over HTTP/2 the handshake is RFC 8441 5's: a CONNECT with :protocol
+ * "websocket" (the h2 module shows it as the field ":protocol", and takes
+ * it only where it offered SETTINGS_ENABLE_CONNECT_PROTOCOL), on the
+ * endpoint's path. Sec-WebSocket-Version 13 is required as above; there
+ * is no Sec-WebSocket-Key nor Accept, nor Upgrade or Connection (the
+ * stream is the connection); subprotocols, extensions, Origin and
+ * on_handshake are the same. keel_response_upgrade makes the h2 module
+ * answer 200 and run the stream as the websocket connection. (http1
+ * answers a CONNECT 501 itself: it never reaches the route.)
  */
 #include "ws.h"
 
@@ -104,19 +114,28 @@ int ws_handshake(keel_request *req, keel_response *res, void *userdata)
     const keel_ws_endpoint *ep = wep->ep;
 
     keel_str method = keel_request_method(req);
-    if (keel_request_version(req) != 11 || !ieq(method.ptr, method.len, "GET", 3))
-        return refuse(res, 400);
-    /* A handshake has no body; one announced is refused rather than read. */
-    keel_str cl = keel_request_header(req, "Content-Length");
-    if (keel_request_header(req, "Transfer-Encoding").ptr ||
-        (cl.ptr && !(cl.len == 1 && cl.ptr[0] == '0')))
-        return refuse(res, 400);
-    if (!each_element(req, "Upgrade", is_token, "websocket")) {
-        keel_response_header_set(res, "Upgrade", "websocket");
-        return refuse(res, 426);
+    int http_version = keel_request_version(req);
+    int is_connect = ieq(method.ptr, method.len, "CONNECT", 7);
+    int over_h2 = http_version == 20 && is_connect; /* RFC 8441 */
+    if (over_h2) {
+        keel_str proto = keel_request_header(req, ":protocol");
+        if (!ieq(proto.ptr, proto.len, "websocket", 9))
+            return refuse(res, 400);
+    } else {
+        if (http_version != 11 || !ieq(method.ptr, method.len, "GET", 3))
+            return refuse(res, 400);
+        /* A handshake has no body; one announced is refused rather than read. */
+        keel_str cl = keel_request_header(req, "Content-Length");
+        if (keel_request_header(req, "Transfer-Encoding").ptr ||
+            (cl.ptr && !(cl.len == 1 && cl.ptr[0] == '0')))
+            return refuse(res, 400);
+        if (!each_element(req, "Upgrade", is_token, "websocket")) {
+            keel_response_header_set(res, "Upgrade", "websocket");
+            return refuse(res, 426);
+        }
+        if (!each_element(req, "Connection", is_token, "upgrade"))
+            return refuse(res, 400);
     }
-    if (!each_element(req, "Connection", is_token, "upgrade"))
-        return refuse(res, 400);
     keel_str version = keel_request_header(req, "Sec-WebSocket-Version");
     if (field_count(req, "Sec-WebSocket-Version") != 1 || version.len != 2 ||
         memcmp(version.ptr, "13", 2) != 0) {
@@ -125,8 +144,8 @@ int ws_handshake(keel_request *req, keel_response *res, void *userdata)
     }
     keel_str key = keel_request_header(req, "Sec-WebSocket-Key");
     uint8_t raw[18];
-    if (field_count(req, "Sec-WebSocket-Key") != 1 || key.len != 24 ||
-        ws_base64_decode(key.ptr, key.len, raw, sizeof raw) != 16)
+    if (!over_h2 && (field_count(req, "Sec-WebSocket-Key") != 1 || key.len != 24 ||
+                     ws_base64_decode(key.ptr, key.len, raw, sizeof raw) != 16))
         return refuse(res, 400);
     if (ep->origins) {
         keel_str origin = keel_request_header(req, "Origin");
@@ -168,18 +187,20 @@ int ws_handshake(keel_request *req, keel_response *res, void *userdata)
     ws->subprotocol = pp.chosen;
     ws->pmd = pmd;
 
-    /* Sec-WebSocket-Accept = base64(SHA-1(key + GUID)) (4.2.2 item 5.4). */
-    char buf[24 + sizeof ws_guid];
-    memcpy(buf, key.ptr, 24);
-    memcpy(buf + 24, ws_guid, sizeof ws_guid - 1);
-    uint8_t digest[20];
-    ws_sha1(buf, 24 + sizeof ws_guid - 1, digest);
-    char accept[29];
-    ws_base64_encode(digest, 20, accept);
-
-    int rc;
-    if ((rc = keel_response_header_set(res, "Upgrade", "websocket")) != KEEL_OK ||
-        (rc = keel_response_header_set(res, "Sec-WebSocket-Accept", accept)) != KEEL_OK ||
+    int rc = KEEL_OK;
+    if (!over_h2) {
+        /* Sec-WebSocket-Accept = base64(SHA-1(key + GUID)) (4.2.2 item 5.4). */
+        char buf[24 + sizeof ws_guid];
+        memcpy(buf, key.ptr, 24);
+        memcpy(buf + 24, ws_guid, sizeof ws_guid - 1);
+        uint8_t digest[20];
+        ws_sha1(buf, 24 + sizeof ws_guid - 1, digest);
+        char accept[29];
+        ws_base64_encode(digest, 20, accept);
+        if ((rc = keel_response_header_set(res, "Upgrade", "websocket")) == KEEL_OK)
+            rc = keel_response_header_set(res, "Sec-WebSocket-Accept", accept);
+    }
+    if (rc != KEEL_OK ||
         (pp.chosen &&
          (rc = keel_response_header_set(res, "Sec-WebSocket-Protocol", pp.chosen)) != KEEL_OK) ||
         (ext[0] &&

@@ -133,6 +133,9 @@ static int endpoint_add(keel_module *module, const keel_ws_endpoint *endpoint)
     e->ep = copy;
     e->owner = module;
     int rc = keel_route_add(module, "GET", endpoint->path, ws_handshake, e);
+    /* RFC 8441: over HTTP/2 the handshake is a CONNECT on the same path. */
+    if (rc == KEEL_OK)
+        rc = keel_route_add(module, "CONNECT", endpoint->path, ws_handshake, e);
     if (rc != KEEL_OK) {
         free(copy);
         free(e);

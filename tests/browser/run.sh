@@ -9,6 +9,8 @@
 #   cors       cors.browser: one keel, three listeners (origins A, B, C); a
 #              page of A and one of C fetch() B's API with credentials
 #   spa        spa.browser: examples/configs/spa.conf, a single-page app
+#   h2ws       h2.browser_websocket: a wss:// WebSocket over the page's HTTP/2
+#              connection (RFC 8441; tls, h2, websocket, hello, static, stats)
 # Exits 77 (ctest: skipped) only when node, npm or chromium is missing,
 # saying which Debian package to install.
 set -euo pipefail
@@ -137,8 +139,31 @@ spa)
         --set keel.workers=1
     limit=60
     ;;
+h2ws)
+    # RFC 8441: hello's /ws echo over the page's HTTP/2 connection.
+    [ -e "$modules/mod_tls.so" ] && [ -e "$modules/mod_h2.so" ] ||
+        { echo "SKIP: mod_tls or mod_h2 not built"; exit 77; }
+    "$(dirname "$keel")/keel-cert" "$work/cert.pem" "$work/key.pem" >/dev/null
+    mkdir -p "$work/www"
+    # No favicon asked for (hello, on /, would answer 404: a console error).
+    printf '<!doctype html><html><head><title>h2ws</title><link rel=icon href="data:,"></head><body><p>WebSocket over HTTP/2</p></body></html>\n' >"$work/www/index.html"
+    cat >"$work/keel.conf" <<CONF
+[keel]
+listen = 127.0.0.1:0 http1 tls
+workers = 1
+modules = tls http1 h2 websocket hello static stats
+module_path = $modules
+[tls]
+cert = $work/cert.pem $work/key.pem
+[static]
+mount = /www $work/www
+CONF
+    start_keel -c "$work/keel.conf"
+    scheme=https
+    limit=60
+    ;;
 *)
-    echo "usage: run.sh dashboard|chat|h2|cors|spa KEEL_BIN MODULE_DIR OUT_DIR" >&2
+    echo "usage: run.sh dashboard|chat|h2|h2ws|cors|spa KEEL_BIN MODULE_DIR OUT_DIR" >&2
     exit 2
     ;;
 esac

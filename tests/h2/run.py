@@ -16,11 +16,12 @@ they share, h2lib.py is the client):
     cases_http.py      RFC 9113 8, RFC 9110: HTTP semantics (fields,
                        pseudo-fields, content-length, trailers), issue 23's
                        checks of each request
+    cases_rfc8441.py   RFC 8441: extended CONNECT, WebSocket over a stream
     cases_keel.py      what keel promises above them (hello's routes,
                        limits, timeouts, the proxy module behind h2)
     cases_attacks.py   each published HTTP/2 attack
 
-conformance: every case of the first seven files, in that order. attacks:
+conformance: every case of the first eight files, in that order. attacks:
 each published HTTP/2 attack performed against keel. Each must end with
 GOAWAY ENHANCE_YOUR_CALM (or a reset stream), while another connection
 opened before it keeps being answered, and keel's memory stays bounded.
@@ -40,7 +41,7 @@ sys.path.insert(0, HERE)
 
 # In the order they run: a case file registers its cases when imported.
 FILES = ["cases_preface", "cases_hpack", "cases_streams", "cases_frames", "cases_flow",
-         "cases_http", "cases_keel", "cases_attacks"]
+         "cases_http", "cases_rfc8441", "cases_keel", "cases_attacks"]
 
 try:
     import hpack  # noqa: F401
@@ -84,8 +85,9 @@ class Env:
         self.k = self.start(self.base)
         self.rss0 = self.k.rss_kib()
 
-    def start(self, sections, extra=""):
-        mods = "http1 h2 hello h2test probe trailers static accesslog stats " + extra
+    def start(self, sections, extra="", first=""):
+        # first: modules hello uses when loaded (websocket) go before it.
+        mods = first + " http1 h2 hello h2test probe trailers static accesslog stats " + extra
         k = Keel(self.keel, self.dirs, mods, (sections if sections else self.base) + self.common)
         self.started.append(k)
         return k

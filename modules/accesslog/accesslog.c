@@ -89,9 +89,9 @@ typedef struct piece {
     size_t len;
 } piece;
 
-static const char combined_template[] =
-    "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_clf \"$http_referer\" "
-    "\"$http_user_agent\"";
+static const char combined_template[] = "$remote_addr - $remote_user [$time_local] \"$request\" "
+                                        "$status $body_bytes_clf \"$http_referer\" "
+                                        "\"$http_user_agent\"";
 static const char common_template[] =
     "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_clf";
 
@@ -106,8 +106,8 @@ struct accesslog {
     int json;
     piece *pieces;
     size_t npieces;
-    size_t buffer;     /* per worker; 0: each line handed over at once */
-    uint64_t flush_ms; /* a buffered line waits at most this long */
+    size_t buffer;                  /* per worker; 0: each line handed over at once */
+    uint64_t flush_ms;              /* a buffered line waits at most this long */
     const auth_basic_service *auth; /* $remote_user, if auth_basic loaded before */
 };
 

@@ -181,7 +181,8 @@ static int connection_specific(unsigned token, const char *v, size_t vlen)
 enum { P_METHOD = 1, P_SCHEME = 2, P_AUTHORITY = 4, P_PATH = 8, P_PROTOCOL = 16 };
 
 /* A pseudo-field of the head (8.3.1): known, once, before the others. */
-static int pseudo_field(h2_stream *s, unsigned token, long off, size_t vlen)
+static int pseudo_field(h2_stream *s, unsigned token, const char *name, size_t nlen, long off,
+                        size_t vlen)
 {
     unsigned which = token == KEEL_HDR_PSEUDO_METHOD      ? P_METHOD
                      : token == KEEL_HDR_PSEUDO_SCHEME    ? P_SCHEME
@@ -284,7 +285,7 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_i
             return 0;
         }
         long off = put_bytes(&s->hmem, &s->hlen, &s->hcap, value, vlen);
-        if (off < 0 || pseudo_field(s, token, off, vlen) != 0)
+        if (off < 0 || pseudo_field(s, token, name, nlen, off, vlen) != 0)
             s->malformed = 1; /* out of memory too: the stream is reset */
         return 0;
     }
@@ -559,11 +560,13 @@ void h2_stream_headers_done(h2_stream *s)
         /* The handler sees the protocol asked for as a field (an
          * HTTP/1.1 handshake's Upgrade); its DATA is the tunnel's, not a
          * body (tunnel.c). */
-        if (s->head_nfields == s->cap && grow_fields(&s->fields, &s->cap, s->inline_fields) != 0) {
+        if (s->head_nfields == s->cap &&
+            grow_fields(&s->fields, &s->tokens, &s->cap, s->inline_fields) != 0) {
             h2_stream_answer(s, 500);
             return;
         }
-        s->fields[s->head_nfields++] = (keel_header){{":protocol", 9}, s->protocol};
+        s->fields[s->head_nfields] = (keel_header){{":protocol", 9}, s->protocol};
+        s->tokens[s->head_nfields++] = 0; /* no token: not a field the core acts on */
         s->ext_connect = 1;
         s->content_length = -1;
     } else if (s->remote_ended) {

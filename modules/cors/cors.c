@@ -351,7 +351,7 @@ static const keel_http_filter cors_filter = {
     .name = "cors",
     /* A preflight carries no credentials (Fetch): it is answered before
      * an authentication filter would ask for them. */
-    .before = "auth",
+    .before = "auth_basic",
     .on_request = cors_on_request,
     .on_response_head = cors_on_head,
 };

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* One request on a fresh connection to host:port; the response in r. */
 static void rt(kh_proc *p, const char *host, unsigned port, const char *request, ht_resp *r)
@@ -240,6 +241,34 @@ Test(web_headers, cors_preflight, .timeout = 60, .fini = kh_cleanup_all)
               r.status == 204 && !strcmp(ht_header(&r, "Access-Control-Allow-Origin"), "*") &&
                   ht_header(&r, "Access-Control-Allow-Credentials") == NULL,
               "open preflight:\n%s", r.head);
+    ht_resp_free(&r);
+    kh_stop(p);
+}
+
+/* A preflight carries no credentials (Fetch 4.8): listed before cors,
+ * auth_basic would answer it 401 and the browser would never send the
+ * request; cors places its filter before auth_basic's. */
+Test(web_headers, cors_preflight_comes_before_authentication, .timeout = 60, .fini = kh_cleanup_all)
+{
+    if (access(KEEL_MODULE_DIR "/mod_auth_basic.so", F_OK) != 0)
+        cr_skip_test("auth_basic is not built (no crypt_r: libxcrypt, Debian libcrypt-dev)");
+    kh_proc *p = kh_start("[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n" KH_MODULE_PATH
+                          "modules = http1 auth_basic cors hello\n"
+                          "[auth_basic]\nfile = api " KEEL_SOURCE_DIR
+                          "/examples/configs/api-auth-ratelimit.htpasswd\nusers = api\n"
+                          "[cors]\norigins = https://a.example\ncredentials = on\n"
+                          "methods = GET PUT\nheaders = Content-Type\n",
+                          NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    ht_resp r = {0};
+    get(p, port, "OPTIONS", "h", "/", PREFLIGHT("https://a.example", "PUT", "content-type"), &r);
+    kh_assert(p, r.status == 204, "preflight answered before auth: status %d\n%s", r.status,
+              r.head);
+    kh_assert(p, ht_header(&r, "Access-Control-Allow-Origin") != NULL, "allow origin:\n%s", r.head);
+    ht_resp_free(&r);
+    /* The request itself still needs its user. */
+    get(p, port, "GET", "h", "/", "Origin: https://a.example\r\n", &r);
+    kh_assert(p, r.status == 401, "status %d", r.status);
     ht_resp_free(&r);
     kh_stop(p);
 }

@@ -690,18 +690,6 @@ HT_FN void ht_expect_config_error(const char *conf, const char *want, const char
     kh_stop(p);
 }
 
-/* The nginx binary, or the test is skipped. */
-HT_FN const char *ht_nginx_bin(void)
-{
-    static const char *const c[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx",
-                                    "/usr/local/nginx/sbin/nginx"};
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        if (access(c[i], X_OK) == 0)
-            return c[i];
-    cr_skip_test("nginx is not installed");
-    return NULL;
-}
-
 /* Reads until EOF (or timeout_ms); returns the bytes (malloc'ed, grown as
  * needed from `hint` bytes), *len their count. */
 HT_FN char *ht_read_to_eof(int fd, size_t hint, size_t *len, int timeout_ms)

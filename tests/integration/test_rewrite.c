@@ -8,6 +8,7 @@
  * module was not built (no PCRE2). */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "nginx.h"
 #include "test_http.h"
 #include "tls_helpers.h"
 
@@ -396,12 +397,12 @@ static const char keel_scenario[] = "[rewrite]\n"
 Test(rewrite, the_same_answers_as_nginx, .timeout = 90, .fini = kh_cleanup_all)
 {
     need_module();
-    const char *bin = ht_nginx_bin();
+    kn_nginx_bin(); /* skips where nginx is not installed */
     char dir[] = "/tmp/keel-rewrite-nginx-XXXXXX";
     cr_assert(mkdtemp(dir) != NULL);
     chmod(dir, 0755);
     unsigned nport = kh_free_port();
-    char server[2048], nconf[4096], path[512];
+    char server[2048], nconf[4096];
     snprintf(server, sizeof server, nginx_server, nport);
     snprintf(nconf, sizeof nconf,
              "worker_processes 1;\ndaemon off;\npid %s/nginx.pid;\nerror_log %s/error.log "
@@ -410,13 +411,7 @@ Test(rewrite, the_same_answers_as_nginx, .timeout = 90, .fini = kh_cleanup_all)
              "  fastcgi_temp_path %s/fastcgi;\n  uwsgi_temp_path %s/uwsgi;\n"
              "  scgi_temp_path %s/scgi;\n  absolute_redirect off;\n%s}\n",
              dir, dir, dir, dir, dir, dir, dir, server);
-    snprintf(path, sizeof path, "%s/nginx.conf", dir);
-    FILE *f = fopen(path, "w");
-    cr_assert(f && fputs(nconf, f) >= 0 && fclose(f) == 0);
-    const char *args[] = {"-p", dir, "-e", "/dev/stderr", "-c", path, NULL};
-    kh_proc *n = kh_spawn_program(bin, NULL, args);
-    if (!kh_wait_accepts(nport, 5000))
-        cr_assert_fail("nginx did not start: %s", kh_stderr(n));
+    kh_proc *n = kn_nginx_start(dir, nconf, nport);
 
     char conf[4096];
     snprintf(conf, sizeof conf, "%s%s", HEAD, keel_scenario);

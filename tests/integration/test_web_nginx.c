@@ -7,22 +7,12 @@
  * nginx is not installed. */
 #define _GNU_SOURCE
 #include "harness.h"
+#include "nginx.h"
 #include "test_http.h"
 
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
-
-static const char *nginx_bin(void)
-{
-    static const char *const c[] = {"/usr/sbin/nginx", "/usr/local/sbin/nginx",
-                                    "/usr/local/nginx/sbin/nginx"};
-    for (size_t i = 0; i < sizeof c / sizeof c[0]; i++)
-        if (access(c[i], X_OK) == 0)
-            return c[i];
-    cr_skip_test("nginx is not installed");
-    return NULL;
-}
 
 static void put(const char *dir, const char *name, const char *text)
 {
@@ -66,7 +56,7 @@ static const struct {
 
 Test(web_nginx, same_answers_as_nginx, .timeout = 90, .fini = kh_cleanup_all)
 {
-    const char *bin = nginx_bin();
+    const char *bin = kn_nginx_bin();
     char dir[] = "/tmp/keel-web-nginx-XXXXXX";
     cr_assert(mkdtemp(dir) != NULL);
     chmod(dir, 0755); /* nginx's worker runs as an unprivileged user when started as root */

@@ -135,19 +135,64 @@ Test(static_sites, a_bad_site_mount_names_file_and_line, .timeout = 60, .fini = 
     } cases[] = {
         {"static.mount = / %s/a listing=maybe",
          ":9: [site a.test] static.mount: listing: expected on or off"},
-        {"static.mount = / %s/none", ":9: [site a.test] static.mount: "},
+        {"static.mount = / %s/none",
+         ":9: [site a.test] static.mount: %s/none: No such file or directory"},
         {"static.mount = / relative/dir%.0s",
          ":9: [site a.test] static.mount: a mount in a [listener] or [site] scope needs an "
          "absolute directory"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        char conf[4096], line[512], label[32];
+        char conf[4096], line[512], want[512], label[32];
         snprintf(line, sizeof line, cases[i].line, st_base);
+        snprintf(want, sizeof want, cases[i].want, st_base);
         snprintf(conf, sizeof conf,
                  "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\nmodules = http1 static\n"
                  "%s[static]\nmount = / %s/www\n[site a.test]\n%s\n",
                  KH_MODULE_PATH, st_base, line);
         snprintf(label, sizeof label, "case %zu", i);
-        ht_expect_config_error(conf, cases[i].want, label);
+        ht_expect_config_error(conf, want, label);
     }
+}
+
+/* examples/configs/sites.conf as written, with its /srv/www below the
+ * test's directory and a free port. */
+Test(static_sites, the_example_config_serves_each_site, .timeout = 60, .fini = st_cleanup)
+{
+    st_make_tree();
+    st_mkdir("srv");
+    st_mkdir("srv/www");
+    static const char *const dirs[] = {"default", "example.com", "files", "blog"};
+    for (size_t i = 0; i < 4; i++) {
+        st_mkdir(ht_fmt("srv/www/%s", dirs[i]));
+        st_write_str(ht_fmt("srv/www/%s/index.html", dirs[i]), ht_fmt("%s\n", dirs[i]));
+    }
+    char *text = kh_read_file(KEEL_SOURCE_DIR "/examples/configs/sites.conf");
+    cr_assert(text != NULL, "read the example");
+    char conf[8192];
+    size_t n = 0;
+    for (const char *s = text; *s && n + 600 < sizeof conf;) {
+        if (strncmp(s, "/srv/www", 8) == 0) {
+            n += (size_t)snprintf(conf + n, sizeof conf - n, "%s/srv/www", st_base);
+            s += 8;
+        } else if (strncmp(s, "127.0.0.1:8080", 14) == 0) {
+            n += (size_t)snprintf(conf + n, sizeof conf - n, "127.0.0.1:0");
+            s += 14;
+        } else if (strncmp(s, "[keel]\n", 7) == 0) {
+            n += (size_t)snprintf(conf + n, sizeof conf - n, "[keel]\n%s", KH_MODULE_PATH);
+            s += 7;
+        } else {
+            conf[n++] = *s++;
+        }
+    }
+    conf[n] = '\0';
+    free(text);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    expect_on(p, c, "example.com", "/", 200, "example.com\n");
+    expect_on(p, c, "www.example.com", "/downloads/index.html", 200, "files\n");
+    expect_on(p, c, "blog.example.com", "/", 200, "blog\n");
+    expect_on(p, c, "blog.example.com", "/downloads/index.html", 404, NULL);
+    expect_on(p, c, "other.test", "/", 200, "default\n");
+    ht_close(c);
+    kh_stop(p);
 }

@@ -376,8 +376,13 @@ int kl_modules_load(keel_server *s)
     kl_metrics_seal(&s->metrics);
     if (rc == KEEL_OK)
         rc = build_scopes(s);
+    /* The scope calls belong to load: a module may register the routes
+     * its scopes need (the static module's per-site mounts) before the
+     * router is prepared. */
+    s->loading = 1;
     if (rc == KEEL_OK)
         rc = show_scopes(s);
+    s->loading = 0;
     if (rc == KEEL_OK)
         rc = check_config(s);
     if (rc == KEEL_OK)

@@ -1288,7 +1288,9 @@ KEEL_FN(int, request_local_name, (keel_request *req, char *buf, size_t size), (r
  * module that prepares something per value can key it on them. The
  * structs live until the module is unloaded. fn returning an error fails
  * the start (keel -t exits 1); report the value first with
- * keel_config_value_error. No call when the config has no scope section:
+ * keel_config_value_error. fn may register routes and filters as load
+ * does (the core prepares the router after the calls). No call when the
+ * config has no scope section:
  * the module's own struct (keel_module_config) is then the only one.
  * KEEL_OK; KEEL_ERR_INVAL for a NULL fn or a module without a table;
  * KEEL_ERR_STATE outside load. The last call wins. */

@@ -5,14 +5,16 @@
  *
  * Words are separated by blanks; a value may be double-quoted to hold
  * blanks and commas. Every error names the key's file and line through
- * keel_config_error and stops keel (nothing runs half-configured).
+ * keel_config_value_error and stops keel (nothing runs half-configured).
  *
  * A relative DIRECTORY is relative to the folder of the config file that
  * holds the line (keel_config_path, as keel's own module_path and nginx's
- * include), or to the working directory for a line from --set.
+ * include), or to the working directory for a line from --set. A line of a
+ * [listener] or [site] scope names an absolute DIRECTORY.
  */
 #include "static.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -89,10 +91,9 @@ static int set_index(keel_module *module, st_mount *m, const char *v)
         size_t n = strcspn(s, ",");
         if (n > 0) {
             if (m->nindex == ST_MAX_INDEX)
-                return keel_config_error(module, "mount", "index: at most %d names", ST_MAX_INDEX);
+                return st_mount_error(module, m, "index: at most %d names", ST_MAX_INDEX);
             if (memchr(s, '/', n) != NULL || (n <= 2 && s[0] == '.'))
-                return keel_config_error(module, "mount", "index: '%.*s' is not a file name",
-                                         (int)n, s);
+                return st_mount_error(module, m, "index: '%.*s' is not a file name", (int)n, s);
             if ((m->index[m->nindex] = dupn(s, n)) == NULL)
                 return KEEL_ERR_NOMEM;
             m->nindex++;
@@ -111,19 +112,19 @@ static int set_option(keel_module *module, st_mount *m, const char *key, const c
     if (strcmp(key, "listing") == 0) {
         if (onoff(v, &m->listing) == 0)
             return KEEL_OK;
-        return keel_config_error(module, "mount", "listing: expected on or off");
+        return st_mount_error(module, m, "listing: expected on or off");
     }
     if (strcmp(key, "precompressed") == 0) {
         if (onoff(v, &m->precompressed) == 0)
             return KEEL_OK;
-        return keel_config_error(module, "mount", "precompressed: expected on or off");
+        return st_mount_error(module, m, "precompressed: expected on or off");
     }
     if (strcmp(key, "dotfiles") == 0) {
         if (strcmp(v, "allow") == 0 || strcmp(v, "deny") == 0) {
             m->dotfiles = v[0] == 'a';
             return KEEL_OK;
         }
-        return keel_config_error(module, "mount", "dotfiles: expected allow or deny");
+        return st_mount_error(module, m, "dotfiles: expected allow or deny");
     }
     if (strcmp(key, "symlinks") == 0) {
         if (strcmp(v, "off") == 0)
@@ -133,7 +134,7 @@ static int set_option(keel_module *module, st_mount *m, const char *key, const c
         else if (strcmp(v, "follow") == 0)
             m->symlinks = ST_LINKS_FOLLOW;
         else
-            return keel_config_error(module, "mount", "symlinks: expected off, inside or follow");
+            return st_mount_error(module, m, "symlinks: expected off, inside or follow");
         return KEEL_OK;
     }
     if (strcmp(key, "resolve") == 0) {
@@ -141,7 +142,7 @@ static int set_option(keel_module *module, st_mount *m, const char *key, const c
             m->resolver = v[0] == 'w' ? ST_RESOLVE_WALK : ST_RESOLVE_AUTO;
             return KEEL_OK;
         }
-        return keel_config_error(module, "mount", "resolve: expected auto or walk");
+        return st_mount_error(module, m, "resolve: expected auto or walk");
     }
     if (strcmp(key, "cache_control") == 0 || strcmp(key, "cache") == 0) {
         free(m->cache_control);
@@ -152,24 +153,38 @@ static int set_option(keel_module *module, st_mount *m, const char *key, const c
             char *end;
             unsigned long long secs = strtoull(v, &end, 10);
             if (*end != '\0' || v[0] < '0' || v[0] > '9')
-                return keel_config_error(module, "mount", "cache: expected seconds");
+                return st_mount_error(module, m, "cache: expected seconds");
             char buf[48];
             snprintf(buf, sizeof buf, "max-age=%llu", secs);
             m->cache_control = dupn(buf, strlen(buf));
         } else {
             for (const char *c = v; *c; c++)
                 if ((unsigned char)*c < 0x20)
-                    return keel_config_error(module, "mount", "cache_control: control character");
+                    return st_mount_error(module, m, "cache_control: control character");
             m->cache_control = dupn(v, strlen(v));
         }
         return m->cache_control ? KEEL_OK : KEEL_ERR_NOMEM;
     }
-    return keel_config_error(module, "mount", "unknown option '%s'", key);
+    return st_mount_error(module, m, "unknown option '%s'", key);
+}
+
+int st_mount_error(keel_module *module, const st_mount *m, const char *fmt, ...)
+{
+    char why[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    /* By the line's own text: its file and line, in the global section or
+     * a [listener]/[site] scope alike (keel_config_error would name the
+     * global key's last line). */
+    return keel_config_value_error(module, m->line, why);
 }
 
 int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount *m)
 {
     memset(m, 0, sizeof *m);
+    m->line = line;
     m->root_fd = -1;
     m->symlinks = ST_LINKS_INSIDE;
     m->precompressed = 1;
@@ -181,17 +196,35 @@ int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount
         free(prefix);
         free(root);
         return err == 1 ? KEEL_ERR_NOMEM
-                        : keel_config_error(module, "mount",
-                                            "expected /PREFIX DIRECTORY [key=value...]");
+                        : st_mount_error(module, m, "expected /PREFIX DIRECTORY [key=value...]");
     }
     size_t plen = strlen(prefix);
     while (plen > 0 && prefix[plen - 1] == '/')
         prefix[--plen] = '\0';
     char resolved[4096];
-    if (keel_config_path(module, "mount", index, root, resolved, sizeof resolved) != KEEL_OK) {
+    if (index == ST_MOUNT_SCOPED && root[0] != '/' && root[0] != '\\' &&
+        !(root[0] != '\0' && root[1] == ':')) {
+        /* The ABI resolves a path against the file of a global value only
+         * (keel_config_path); a guess at another folder would serve the
+         * wrong tree, so a scope's line says where it means. */
         free(prefix);
         free(root);
-        return keel_config_error(module, "mount", "directory path too long");
+        return st_mount_error(module, m,
+                              "a mount in a [listener] or [site] scope needs an absolute "
+                              "directory");
+    }
+    if (index == ST_MOUNT_SCOPED) {
+        if (strlen(root) >= sizeof resolved) {
+            free(prefix);
+            free(root);
+            return st_mount_error(module, m, "directory path too long");
+        }
+        memcpy(resolved, root, strlen(root) + 1);
+    } else if (keel_config_path(module, "mount", index, root, resolved, sizeof resolved) !=
+               KEEL_OK) {
+        free(prefix);
+        free(root);
+        return st_mount_error(module, m, "directory path too long");
     }
     free(root);
     if ((root = dupn(resolved, strlen(resolved))) == NULL) {
@@ -211,7 +244,7 @@ int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount
     while (rc == KEEL_OK && (word = next_word(&p, &err)) != NULL) {
         char *eq = strchr(word, '=');
         if (eq == NULL || eq == word)
-            rc = keel_config_error(module, "mount", "'%s': expected key=value", word);
+            rc = st_mount_error(module, m, "'%s': expected key=value", word);
         else {
             *eq = '\0';
             rc = set_option(module, m, word, eq + 1);
@@ -219,7 +252,7 @@ int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount
         free(word);
     }
     if (rc == KEEL_OK && err)
-        rc = err == 1 ? KEEL_ERR_NOMEM : keel_config_error(module, "mount", "unclosed quote");
+        rc = err == 1 ? KEEL_ERR_NOMEM : st_mount_error(module, m, "unclosed quote");
     return rc;
 }
 

@@ -318,7 +318,7 @@ int st_root_open(keel_module *module, st_mount *m)
 {
     m->root_fd = open(m->root, O_RDONLY | O_CLOEXEC | O_DIRECTORY);
     if (m->root_fd < 0)
-        return keel_config_error(module, "mount", "%s: %s", m->root, strerror(errno));
+        return st_mount_error(module, m, "%s: %s", m->root, strerror(errno));
 #if defined(__linux__) && defined(SYS_openat2)
     if (m->resolver == ST_RESOLVE_AUTO) {
         /* Probe once, here on the main thread: a kernel before 5.6 says

@@ -234,7 +234,7 @@ int st_root_open(keel_module *module, st_mount *m)
     if (full == NULL) {
         free(root);
         free(w);
-        return keel_config_error(module, "mount", "%s: not a usable path", m->root);
+        return st_mount_error(module, m, "%s: not a usable path", m->root);
     }
     wcscpy(full, L"\\\\?\\");
     GetFullPathNameW(w, n, full + 4, NULL);
@@ -248,8 +248,8 @@ int st_root_open(keel_module *module, st_mount *m)
     if (h == INVALID_HANDLE_VALUE) {
         free(full);
         free(root);
-        return keel_config_error(module, "mount", "%s: cannot open (error %lu)", m->root,
-                                 (unsigned long)GetLastError());
+        return st_mount_error(module, m, "%s: cannot open (error %lu)", m->root,
+                              (unsigned long)GetLastError());
     }
     root->full = full;
     root->final = final_path(h);
@@ -257,7 +257,7 @@ int st_root_open(keel_module *module, st_mount *m)
     if (root->final == NULL) {
         free(full);
         free(root);
-        return keel_config_error(module, "mount", "%s: no final path", m->root);
+        return st_mount_error(module, m, "%s: no final path", m->root);
     }
     root->final_len = wcslen(root->final);
     while (root->final_len > 7 && root->final[root->final_len - 1] == L'\\')

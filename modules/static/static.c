@@ -40,11 +40,11 @@ void st_count(const st_config *cfg, keel_request *req, int status, uint64_t byte
         keel_metric_add(w, cfg->m_bytes, (int64_t)bytes);
 }
 
-static const st_mount *find_mount(const st_config *cfg, const char *path, size_t len)
+static const st_mount *find_mount(const st_table *t, const char *path, size_t len)
 {
     const st_mount *best = NULL;
-    for (size_t i = 0; i < cfg->nmounts; i++) {
-        const st_mount *m = &cfg->mounts[i];
+    for (size_t i = 0; i < t->nmounts; i++) {
+        const st_mount *m = &t->mounts[i];
         if (m->prefix_len > len || memcmp(path, m->prefix, m->prefix_len) != 0)
             continue;
         if (len > m->prefix_len && path[m->prefix_len] != '/')
@@ -53,6 +53,26 @@ static const st_mount *find_mount(const st_config *cfg, const char *path, size_t
             best = m;
     }
     return best;
+}
+
+/* The mount table of the request's scope. A config without scope
+ * sections, or a scope that inherits the global lines, costs one
+ * pointer compare; only a scope with its own lines is searched for. */
+static const st_table *table_of(const st_config *cfg, const st_settings *set)
+{
+    if (set->mount.items == cfg->global.items)
+        return &cfg->global;
+    size_t lo = 0, hi = cfg->nscopes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cfg->scopes[mid].conf == set)
+            return cfg->scopes[mid].table;
+        if ((uintptr_t)cfg->scopes[mid].conf < (uintptr_t)set)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return &cfg->global; /* not reached: every scope was shown at load */
 }
 
 /* A short text body ("404 Not Found\n") that keeps the fields already set
@@ -150,6 +170,7 @@ static int redirect_slash(const st_config *cfg, keel_request *req, keel_response
 /* What one request works with. */
 typedef struct st_ctx {
     const st_config *cfg;
+    const st_table *table; /* the request scope's mounts */
     keel_request *req;
     keel_response *res;
     st_worker *ws; /* NULL without the cache */
@@ -354,7 +375,7 @@ static int serve_path(const st_ctx *x, const char *path, size_t plen, int want)
     const st_config *cfg = x->cfg;
     keel_request *req = x->req;
     keel_response *res = x->res;
-    const st_mount *m = find_mount(cfg, path, plen);
+    const st_mount *m = find_mount(x->table, path, plen);
     if (m == NULL)
         return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
     const char *r = path + m->prefix_len;
@@ -496,14 +517,14 @@ static int serve_try(const st_ctx *x, const char *list, keel_str uri)
 static int handle(keel_request *req, keel_response *res, void *userdata)
 {
     const st_config *cfg = userdata;
-    st_ctx x = {.cfg = cfg, .req = req, .res = res};
+    const st_settings *set = keel_request_config(req, cfg->module);
+    st_ctx x = {.cfg = cfg, .table = table_of(cfg, set), .req = req, .res = res};
     if (cfg->cache_on) {
         keel_worker *w = keel_request_worker(req);
         x.ws = keel_worker_state(w, cfg->module);
         x.now_ms = keel_worker_now_ms(w);
     }
     keel_str path = keel_request_path(req);
-    const st_settings *set = keel_request_config(req, cfg->module);
     if (set->try_files != NULL && set->try_files[0] != '\0')
         return serve_try(&x, set->try_files, path);
     return serve_path(&x, path.ptr, path.len, ST_WANT_ANY);
@@ -526,12 +547,142 @@ static void release_on_log(keel_request *req, keel_response *res, const keel_htt
 
 /* ---- configuration -------------------------------------------------------------- */
 
+static void table_free(st_table *t)
+{
+    for (size_t i = 0; i < t->nmounts; i++)
+        st_mount_free(&t->mounts[i]);
+    free(t->mounts);
+    t->mounts = NULL;
+    t->nmounts = 0;
+}
+
+/* Parses a list of mount lines and opens their roots. The global
+ * section's relative directories are resolved by the line's index
+ * (keel_config_path); a scope's must be absolute (scoped). */
+static int table_read(keel_module *module, st_table *t, const keel_config_list *list, int scoped)
+{
+    t->items = list->items;
+    if (list->count == 0)
+        return KEEL_OK;
+    t->mounts = calloc(list->count, sizeof *t->mounts);
+    if (t->mounts == NULL)
+        return KEEL_ERR_NOMEM;
+    int rc = KEEL_OK;
+    for (size_t i = 0; rc == KEEL_OK && i < list->count; i++) {
+        st_mount *m = &t->mounts[i];
+        rc = st_mount_parse(module, list->items[i], scoped ? ST_MOUNT_SCOPED : i, m);
+        t->nmounts = i + 1;
+        for (size_t j = 0; rc == KEEL_OK && j < i; j++)
+            if (strcmp(t->mounts[j].prefix, m->prefix) == 0)
+                rc = st_mount_error(module, m, "prefix '%s/' is mounted twice", m->prefix);
+        if (rc == KEEL_OK && m->prefix_len + 3 > 1100)
+            rc = st_mount_error(module, m, "prefix too long");
+        if (rc == KEEL_OK)
+            rc = st_root_open(module, m);
+    }
+    return rc;
+}
+
+/* Whether a mount of another table already registered prefix's routes. */
+static int prefix_routed(const st_config *cfg, const st_table *upto, const char *prefix)
+{
+    const st_table *t = &cfg->global;
+    for (size_t k = 0;; t = cfg->tables[k++]) {
+        if (t == upto)
+            return 0;
+        for (size_t i = 0; i < t->nmounts; i++)
+            if (strcmp(t->mounts[i].prefix, prefix) == 0)
+                return 1;
+        if (k == cfg->ntables)
+            return 0;
+    }
+}
+
+/* Routes: PREFIX and PREFIX/ *, GET only (the router adds HEAD and
+ * answers 405 for the rest), once per prefix across every scope's table:
+ * the router does not know scopes, the handler picks the request scope's
+ * table and in it the longest prefix. */
+static int table_routes(keel_module *module, st_config *cfg, const st_table *t)
+{
+    int rc = KEEL_OK;
+    for (size_t i = 0; rc == KEEL_OK && i < t->nmounts; i++) {
+        const st_mount *m = &t->mounts[i];
+        int again = 0;
+        for (size_t j = 0; j < i; j++)
+            again |= strcmp(t->mounts[j].prefix, m->prefix) == 0;
+        if (again || prefix_routed(cfg, t, m->prefix))
+            continue;
+        char pat[1100];
+        snprintf(pat, sizeof pat, "%s/*", m->prefix);
+        rc = keel_route_add(module, "GET", pat, handle, cfg);
+        if (rc == KEEL_OK)
+            rc = keel_route_add(module, "GET", m->prefix_len > 0 ? m->prefix : "/", handle, cfg);
+    }
+    return rc;
+}
+
+static int grow(void *arrp, size_t n, size_t size)
+{
+    void **arr = arrp;
+    void *p = realloc(*arr, (n + 1) * size);
+    if (p == NULL)
+        return KEEL_ERR_NOMEM;
+    *arr = p;
+    return KEEL_OK;
+}
+
+/* keel_module_config_scopes: each scope's struct; its own mount list is
+ * read once (the scopes that inherit it share the items pointer) and the
+ * scope remembered for table_of. */
+static int scope_add(keel_module *module, const void *confp, void *ud)
+{
+    st_config *cfg = ud;
+    const st_settings *set = confp;
+    if (set->mount.items == cfg->global.items)
+        return KEEL_OK; /* table_of answers these without a search */
+    size_t at = 0;
+    while (at < cfg->nscopes && (uintptr_t)cfg->scopes[at].conf < (uintptr_t)confp)
+        at++;
+    if (at < cfg->nscopes && cfg->scopes[at].conf == confp)
+        return KEEL_OK; /* shown before */
+    const st_table *table = NULL;
+    for (size_t i = 0; i < cfg->ntables && table == NULL; i++)
+        if (cfg->tables[i]->items == set->mount.items)
+            table = cfg->tables[i];
+    if (table == NULL) {
+        st_table *t = calloc(1, sizeof *t);
+        int rc = t ? grow(&cfg->tables, cfg->ntables, sizeof *cfg->tables) : KEEL_ERR_NOMEM;
+        if (rc != KEEL_OK) {
+            free(t);
+            return rc;
+        }
+        cfg->tables[cfg->ntables++] = t;
+        rc = table_read(module, t, &set->mount, 1);
+        if (rc == KEEL_OK)
+            rc = table_routes(module, cfg, t);
+        if (rc != KEEL_OK)
+            return rc;
+        table = t;
+    }
+    int rc = grow(&cfg->scopes, cfg->nscopes, sizeof *cfg->scopes);
+    if (rc != KEEL_OK)
+        return rc;
+    memmove(&cfg->scopes[at + 1], &cfg->scopes[at], (cfg->nscopes - at) * sizeof *cfg->scopes);
+    cfg->scopes[at] = (st_scope){confp, table};
+    cfg->nscopes++;
+    return KEEL_OK;
+}
+
 static void config_free(st_module *sm)
 {
     st_config *cfg = &sm->cfg;
-    for (size_t i = 0; i < cfg->nmounts; i++)
-        st_mount_free(&cfg->mounts[i]);
-    free(cfg->mounts);
+    table_free(&cfg->global);
+    for (size_t i = 0; i < cfg->ntables; i++) {
+        table_free(cfg->tables[i]);
+        free(cfg->tables[i]);
+    }
+    free(cfg->tables);
+    free(cfg->scopes);
     for (size_t i = 0; i < cfg->ntypes; i++) {
         free(cfg->types[i].ext);
         free(cfg->types[i].mime);
@@ -614,6 +765,7 @@ static int register_metrics(keel_module *module, st_module *sm)
 
 static const keel_config_key st_keys[] = {
     KEEL_KEY(st_settings, mount, "mount", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .scopes = KEEL_SCOPE_GLOBAL | KEEL_SCOPE_LISTENER | KEEL_SCOPE_SITE,
              .doc = "/PREFIX DIRECTORY [index=...] [listing=on] [precompressed=on] "
                     "[dotfiles=allow] [symlinks=off|inside|follow] [cache=SECONDS] "
                     "[resolve=auto|walk] [cache_control=...] (docs/static.md)"),
@@ -651,47 +803,16 @@ static int static_load(keel_module *module)
     cfg->cache_on = cfg->cache_valid_ms > 0 && cfg->cache_entries > 0;
     if (rc == KEEL_OK)
         rc = read_types(module, cfg);
-    size_t n = keel_config_count(module, "mount");
-    if (rc == KEEL_OK && n > 0) {
-        cfg->mounts = calloc(n, sizeof *cfg->mounts);
-        if (cfg->mounts == NULL)
-            rc = KEEL_ERR_NOMEM;
-    }
-    for (size_t i = 0; rc == KEEL_OK && i < n; i++) {
-        const char *line;
-        rc = keel_config_string_at(module, "mount", i, &line);
-        if (rc == KEEL_OK) {
-            rc = st_mount_parse(module, line, i, &cfg->mounts[i]);
-            cfg->nmounts = i + 1;
-        }
-        for (size_t j = 0; rc == KEEL_OK && j < i; j++)
-            if (strcmp(cfg->mounts[j].prefix, cfg->mounts[i].prefix) == 0)
-                rc = keel_config_error(module, "mount", "prefix '%s/' is mounted twice",
-                                       cfg->mounts[i].prefix);
-        if (rc == KEEL_OK)
-            rc = st_root_open(module, &cfg->mounts[i]);
-    }
-    if (rc == KEEL_OK && n == 0)
-        keel_log(module, KEEL_LOG_WARN, "no mount configured: nothing is served");
+    if (rc == KEEL_OK)
+        rc = table_read(module, &cfg->global, &set->mount, 0);
+    if (rc == KEEL_OK && cfg->global.nmounts == 0)
+        keel_log(module, KEEL_LOG_INFO, "no global mount: only scopes' mounts are served");
     if (rc == KEEL_OK)
         rc = register_metrics(module, sm);
-    /* Routes: PREFIX and PREFIX/ *, GET only (the router adds HEAD and
-     * answers 405 for the rest). The handler picks the longest prefix
-     * itself, so overlapping mounts need no care from the router. */
-    for (size_t i = 0; rc == KEEL_OK && i < cfg->nmounts; i++) {
-        const st_mount *m = &cfg->mounts[i];
-        char pat[1100];
-        if (m->prefix_len + 3 > sizeof pat) {
-            rc = keel_config_error(module, "mount", "prefix too long");
-            break;
-        }
-        snprintf(pat, sizeof pat, "%s/*", m->prefix);
-        rc = keel_route_add(module, "GET", pat, handle, cfg);
-        if (rc == KEEL_OK && m->prefix_len > 0)
-            rc = keel_route_add(module, "GET", m->prefix, handle, cfg);
-        if (rc == KEEL_OK && m->prefix_len == 0)
-            rc = keel_route_add(module, "GET", "/", handle, cfg);
-    }
+    if (rc == KEEL_OK)
+        rc = table_routes(module, cfg, &cfg->global);
+    if (rc == KEEL_OK)
+        rc = keel_module_config_scopes(module, scope_add, cfg);
     if (rc == KEEL_OK && cfg->cache_on) {
         sm->filter = (keel_http_filter){.size = sizeof(keel_http_filter),
                                         .name = "static",

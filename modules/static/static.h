@@ -33,7 +33,8 @@ enum st_resolver {
 #define ST_MAX_INDEX 4
 
 typedef struct st_mount {
-    char *prefix; /* URL prefix without a trailing slash ("" for "/") */
+    const char *line; /* the config's text of the line (keel_config_value_error) */
+    char *prefix;     /* URL prefix without a trailing slash ("" for "/") */
     size_t prefix_len;
     char *root;     /* directory, absolute or as written (relative: to the working directory) */
     int root_fd;    /* POSIX: the root directory, opened once at load; -1 on Windows */
@@ -53,10 +54,27 @@ typedef struct st_type {
     char *mime;
 } st_type;
 
-typedef struct st_config {
-    keel_module *module;
+/* One scope's mount lines, parsed and their roots opened once at load;
+ * scopes that inherit a list share it (the same items pointer). */
+typedef struct st_table {
+    const char *const *items; /* the config's list: the key */
     st_mount *mounts;
     size_t nmounts;
+} st_table;
+
+/* A scope's struct of the module and the table it serves from. */
+typedef struct st_scope {
+    const void *conf;
+    const st_table *table;
+} st_scope;
+
+typedef struct st_config {
+    keel_module *module;
+    st_table global;   /* the [static] section's mount lines */
+    st_table **tables; /* the scopes' own lists */
+    size_t ntables;
+    st_scope *scopes; /* sorted by conf */
+    size_t nscopes;
     st_type *types; /* from the config, looked up before the built-in table */
     size_t ntypes;
     uint64_t max_ranges;
@@ -69,7 +87,8 @@ typedef struct st_config {
 } st_config;
 
 /* The [static] section as the core fills it (keel/config.h), per scope:
- * only `try` may be written in a listener, site or path scope. */
+ * `mount` may be written in a listener or site scope too (a scope that
+ * writes it replaces the outer list), `try` in any scope. */
 typedef struct st_settings {
     keel_config_list mount, type;
     int64_t max_ranges, cache_entries;
@@ -82,6 +101,11 @@ int st_try_check(const char *value, char *why, size_t whylen);
 
 /* Parses the index-th `mount` value, line. */
 int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount *out);
+/* index for a line of a [listener] or [site] scope: its DIRECTORY must be
+ * absolute. */
+#define ST_MOUNT_SCOPED ((size_t)-1)
+/* Reports a bad mount line by its file and line; returns KEEL_ERR_CONFIG. */
+int st_mount_error(keel_module *module, const st_mount *m, const char *fmt, ...);
 void st_mount_free(st_mount *m);
 
 /* ---- what a file is ------------------------------------------------------- */

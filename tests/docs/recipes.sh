@@ -4,8 +4,9 @@
 #      text of PATH, and the table's keel column counts PATH's lines;
 #   2. `keel -t` accepts every recipe (ports, the certificate and the
 #      upstream replaced, on loopback);
-#   3. the static site, the API with auth and limits and the CORS API are
-#      started and asked, with curl, what the recipe promises.
+#   3. the static site, the sites by Host, the API with auth and limits and
+#      the CORS API are started and asked, with curl, what the recipe
+#      promises.
 # A recipe whose modules are not built (rewrite without PCRE2, auth_basic
 # without crypt_r) is skipped with the reason. Every server started here
 # is stopped on exit.
@@ -65,7 +66,8 @@ cp -r "$root/examples/chat" "$work/chat"
 plain=$(free_port) secure=$(free_port) upstream=$(free_port)
 for f in "$work"/configs/*.conf "$work"/chat/*.conf; do
     sed -i -e "s/:8080 /:$plain /; s/:8443 /:$secure /; s/https_port = 8443/https_port = $secure/" \
-        -e "s/127.0.0.1:9000/127.0.0.1:$upstream/" -e "s|/etc/keel/|$work/configs/|g" "$f"
+        -e "s/127.0.0.1:9000/127.0.0.1:$upstream/" -e "s|/etc/keel/|$work/configs/|g" \
+        -e "s|/srv/www/|$work/www/|g" "$f"
 done
 
 # ---- 2. keel -t on each ----
@@ -125,6 +127,22 @@ if check "$work/configs/static-site.conf" tls http1 h2 rewrite headers deflate s
         "https://localhost:$secure/missing" --resolve "localhost:$secure:127.0.0.1"
     grep -q "^HTTP/2 404" "$work/h" && [ "$(header "$work/h" X-Frame-Options)" = DENY ] ||
         fail "static-site: security headers on a 404 (always = on)"
+    stop_last
+fi
+
+# ---- several sites on one listener ----
+for d in default example.com files blog; do
+    mkdir -p "$work/www/$d"
+    echo "$d" >"$work/www/$d/index.html"
+done
+if check "$work/configs/sites.conf" http1 static && start "$work/configs/sites.conf" "$plain"; then
+    for pair in example.com:example.com www.example.com:example.com blog.example.com:blog \
+        other.test:default; do
+        got=$(curl -s -H "Host: ${pair%%:*}" "http://127.0.0.1:$plain/")
+        [ "$got" = "${pair##*:}" ] || fail "sites: Host ${pair%%:*} got '$got', not ${pair##*:}"
+    done
+    [ "$(curl -s -H 'Host: example.com' "http://127.0.0.1:$plain/downloads/")" != "" ] ||
+        fail "sites: example.com's /downloads listing"
     stop_last
 fi
 

@@ -64,8 +64,7 @@ static void writer_main(void *arg)
         batch = full;
         batch_cap = full_cap;
         uv_mutex_unlock(&a->lock);
-        fwrite(batch, 1, len, a->file);
-        fflush(a->file);
+        fwrite(batch, 1, len, a->file); /* one write(2): the stream is unbuffered */
         uv_mutex_lock(&a->lock);
     }
     uv_mutex_unlock(&a->lock);
@@ -87,6 +86,11 @@ keel_appender *keel_appender_open(keel_module *m, const char *path)
         free(a);
         return NULL;
     }
+    /* A batch is whole lines and must reach the file in one write(2): with
+     * O_APPEND that lands in one piece even while another process appends
+     * to the same file (the old and the new keel during a reload), where
+     * stdio's buffer would cut it at 4 KiB and let the other's lines in. */
+    setvbuf(a->file, NULL, _IONBF, 0);
     uv_mutex_init(&a->lock);
     uv_cond_init(&a->wake);
     if (uv_thread_create(&a->thread, writer_main, a) != 0) {

@@ -320,50 +320,35 @@ void keel_http_request_dispatch(keel_request *req)
 /* RFC 9110 13.1 and 14.2: the fields that make a request conditional or
  * partial. A page answered in place of the resource must not be judged by
  * the resource's validators (nginx answers error pages whole, as here). */
-static int conditional_field(keel_str n)
+static int conditional_field(unsigned token)
 {
-    return (n.len == 5 && kl_name_equals(n, "range", 5)) ||
-           (n.len == 8 && kl_name_equals(n, "if-match", 8)) ||
-           (n.len == 8 && kl_name_equals(n, "if-range", 8)) ||
-           (n.len == 13 && kl_name_equals(n, "if-none-match", 13)) ||
-           (n.len == 17 && kl_name_equals(n, "if-modified-since", 17)) ||
-           (n.len == 19 && kl_name_equals(n, "if-unmodified-since", 19));
+    return token == KEEL_HDR_RANGE || token == KEEL_HDR_IF_MATCH || token == KEEL_HDR_IF_RANGE ||
+           token == KEEL_HDR_IF_NONE_MATCH || token == KEEL_HDR_IF_MODIFIED_SINCE ||
+           token == KEEL_HDR_IF_UNMODIFIED_SINCE;
 }
 
-/* "/" and then bytes a decoded path may hold, without "." or ".."
- * segments (which the target's decoding removes from every request). */
-static int clean_path(const char *p, size_t n)
-{
-    if (n == 0 || p[0] != '/')
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        if ((unsigned char)p[i] < 0x20 || p[i] == 0x7f)
-            return 0;
-        if (p[i] == '/' && i + 1 < n && p[i + 1] == '.') {
-            size_t k = i + 2;
-            if (k < n && p[k] == '.')
-                k++;
-            if (k == n || p[k] == '/')
-                return 0;
-        }
-    }
-    return 1;
-}
-
+/* Takes the conditional fields out of the head, and their tokens with
+ * them: the two arrays stay in step (keel_request_header reads both). */
 static int hide_conditionals(keel_request *req)
 {
     size_t n = req->head.nheaders, kept = 0, hidden = 0;
     for (size_t i = 0; i < n; i++)
-        hidden += (size_t)conditional_field(req->head.headers[i].name);
+        hidden += (size_t)conditional_field(kl_request_field_token(req, i));
     if (hidden == 0)
         return KEEL_OK;
     keel_header *h = kl_arena_alloc(&req->arena, (n - hidden) * sizeof *h + 1);
-    if (h == NULL)
+    uint16_t *t = kl_arena_alloc(&req->arena, (n - hidden) * sizeof *t + 1);
+    if (h == NULL || t == NULL)
         return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++)
-        if (!conditional_field(req->head.headers[i].name))
+    for (size_t i = 0; i < n; i++) {
+        unsigned token = kl_request_field_token(req, i);
+        if (!conditional_field(token)) {
+            t[kept] = (uint16_t)token;
             h[kept++] = req->head.headers[i];
+        }
+    }
     req->head.headers = h;
+    req->head.tokens = t;
     req->head.nheaders = kept;
     return KEEL_OK;
 }
@@ -376,7 +361,7 @@ int keel_response_redirect_internal(keel_response *res, const char *path, int st
     size_t len = strlen(path);
     const char *q = memchr(path, '?', len);
     size_t plen = q ? (size_t)(q - path) : len;
-    if (!clean_path(path, plen) || (q && !kl_field_value_clean(q + 1, len - plen - 1)))
+    if (q && !kl_field_value_clean(q + 1, len - plen - 1))
         return KEEL_ERR_INVAL;
     if (res->head_sent || res->ended || res->upgrading || res->in_status)
         return KEEL_ERR_STATE;
@@ -384,12 +369,17 @@ int keel_response_redirect_internal(keel_response *res, const char *path, int st
         return KEEL_ERR_CLOSED;
     if (res->redirects >= KL_MAX_REDIRECTS)
         return KEEL_ERR_LIMIT;
-    char *p = kl_arena_dup(&req->arena, path, len);
-    if (p == NULL || hide_conditionals(req) != KEEL_OK)
+    /* The same rule as a client's path and keel_request_set_path's. */
+    keel_str new_path;
+    int rc = kl_request_normalise_path(req, path, plen, &new_path);
+    if (rc != KEEL_OK)
+        return rc;
+    char *query = q ? kl_arena_dup(&req->arena, q + 1, len - plen - 1) : NULL;
+    if ((q && query == NULL) || hide_conditionals(req) != KEEL_OK)
         return KEEL_ERR_NOMEM;
     res->redirects++;
-    req->path = (keel_str){p, plen};
-    req->query = q ? (keel_str){p + plen + 1, len - plen - 1} : (keel_str){NULL, 0};
+    req->path = new_path;
+    req->query = q ? (keel_str){query, len - plen - 1} : (keel_str){NULL, 0};
     keel_str m = req->head.method;
     if (!(m.len == 4 && memcmp(m.ptr, "HEAD", 4) == 0))
         req->head.method = (keel_str){"GET", 3};
@@ -403,7 +393,7 @@ int keel_response_redirect_internal(keel_response *res, const char *path, int st
     if (status != 0)
         res->forced_status = status;
     kl_request_ref(req); /* the handler may end the response, and free it */
-    int rc = req->worker->host->scopes != NULL && req->conn != NULL ? select_scope(req) : 0;
+    rc = req->worker->host->scopes != NULL && req->conn != NULL ? select_scope(req) : 0;
     if (rc == 0)
         rc = kl_router_match(req->http->routes, req->head.method, req->path, &req->route);
     if (rc != 200 && rc != 0)

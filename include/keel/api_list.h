@@ -1222,8 +1222,10 @@ KEEL_FN(int, http_error_handler_set, (keel_module *module, keel_http_error_fn fn
  * handler answers goes out with that status instead (an error page keeps
  * the error's status). The caller gives the response up: it must not
  * touch res afterwards, and its abort callback is dropped. path is copied.
- * KEEL_OK; KEEL_ERR_INVAL for a path that is not "/" followed by clean
- * bytes without dot segments, or a bad status; KEEL_ERR_STATE once the
+ * KEEL_OK; KEEL_ERR_INVAL for a path that keel_request_set_path would
+ * refuse (not rooted, a NUL, climbing above "/"; dot segments are
+ * resolved as in a client's path), a query with control bytes, or a bad
+ * status; KEEL_ERR_STATE once the
  * head has gone or the response ended; KEEL_ERR_LIMIT after 8 internal
  * redirects of one request; KEEL_ERR_CLOSED once the client left.
  * Worker thread of the request. */

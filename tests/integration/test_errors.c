@@ -232,3 +232,24 @@ Test(errors, pages_over_http2, .timeout = 60, .fini = st_cleanup)
     }
     kh_stop(p);
 }
+
+/* The page's request loses its conditional fields (If-None-Match here),
+ * and the fields after them must still be found by name: the head's
+ * tokens are taken out with the fields, or a lookup of User-Agent reads
+ * the token of the field that used to be there. */
+Test(errors, a_page_request_finds_the_fields_after_the_hidden_ones, .timeout = 60,
+     .fini = st_cleanup)
+{
+    make_site();
+    kh_proc *p = kh_start("[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n"
+                          "modules = http1 errors h2test\n" KH_MODULE_PATH
+                          "[errors]\npage = 404 /h2test/head?field=user-agent\n",
+                          NULL, 1, 10000);
+    ht_resp r;
+    st_req(p, "GET", "/nothing", "If-None-Match: \"x\"\r\nUser-Agent: probe\r\n", &r);
+    kh_assert(p, r.status == 404, "status %d\n%s", r.status, r.head);
+    kh_assert(p, r.body && strstr(r.body, "field=probe") != NULL, "body '%.*s'", (int)r.body_len,
+              r.body ? r.body : "");
+    ht_resp_free(&r);
+    kh_stop(p);
+}

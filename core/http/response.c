@@ -212,7 +212,7 @@ int keel_response_filter_skip_body(keel_response *res)
 
 /* Whether this response's body goes through a filter: one that has a body
  * hook and did not skip it. Decided once the head filters have run. */
-static int body_filtered(const keel_response *res)
+int kl_response_body_filtered(const keel_response *res)
 {
     const kl_http *http = http_of(res->req);
     return http->has_body_filters && (http->body_filter_mask & ~res->body_skipped) != 0;
@@ -253,7 +253,7 @@ static int legacy_close_field(const keel_request *req)
  * body's size if the caller knows it, else -1. Whether the connection
  * stays open is not a field here: the protocol asks
  * keel_http_request_keep_alive. */
-static int send_head(keel_response *res, int64_t content_length)
+int kl_response_send_head(keel_response *res, int64_t content_length)
 {
     keel_request *req = res->req;
     if (res->head_sent)
@@ -267,7 +267,7 @@ static int send_head(keel_response *res, int64_t content_length)
         content_length = declared;
     /* A body filter may change the length (compression): then it is not
      * known in advance unless a filter set it again. */
-    if (body_filtered(res) && declared < 0)
+    if (kl_response_body_filtered(res) && declared < 0)
         content_length = -1;
     res->content_length = content_length;
     res->head_sent = 1;
@@ -417,12 +417,12 @@ int keel_response_filter_emit(keel_response *res, const keel_buf *bufs, size_t n
 
 /* Sends one body piece: straight to the protocol without copying when no
  * filter wants the body, else through the filters (which copy). */
-static int send_piece(keel_response *res, const void *data, size_t len, int last,
-                      keel_free_fn free_fn, void *userdata)
+int kl_response_send_piece(keel_response *res, const void *data, size_t len, int last,
+                           keel_free_fn free_fn, void *userdata)
 {
     keel_request *req = res->req;
     keel_buf buf = {data, len};
-    if (body_filtered(res)) {
+    if (kl_response_body_filtered(res)) {
         int rc = run_body_filters(res, 0, &buf, len ? 1 : 0, last);
         if (free_fn == NULL)
             return rc;
@@ -464,7 +464,7 @@ void kl_response_finish(keel_response *res)
     kl_request_unref(req); /* the response's reference */
 }
 
-static void end_response(keel_response *res)
+void kl_response_end(keel_response *res)
 {
     kl_response_finish(res);
 }
@@ -472,18 +472,18 @@ static void end_response(keel_response *res)
 void kl_response_release_if_aborted(keel_response *res)
 {
     if (res->req->aborted && !res->ended)
-        end_response(res);
+        kl_response_end(res);
 }
 
 /* Common refusal: the response cannot take this (ended, or the client
  * went away); borrowed bytes are released at once either way. */
-static int refuse(keel_response *res, const void *data, keel_free_fn free_fn, void *userdata)
+int kl_response_refuse(keel_response *res, const void *data, keel_free_fn free_fn, void *userdata)
 {
     if (free_fn != NULL)
         free_fn((void *)data, userdata);
     if (res->ended)
         return KEEL_ERR_STATE;
-    end_response(res);
+    kl_response_end(res);
     return KEEL_ERR_CLOSED;
 }
 
@@ -491,25 +491,25 @@ int keel_response_send(keel_response *res, const void *data, size_t len, keel_fr
                        void *userdata)
 {
     if (res->ended || res->req->aborted)
-        return refuse(res, data, free_fn, userdata);
+        return kl_response_refuse(res, data, free_fn, userdata);
     if (res->head_sent) {
         if (free_fn != NULL)
             free_fn((void *)data, userdata);
         return KEEL_ERR_STATE;
     }
-    int rc = send_head(res, (int64_t)len);
+    int rc = kl_response_send_head(res, (int64_t)len);
     if (rc == KEEL_OK)
-        rc = send_piece(res, data, len, 1, free_fn, userdata);
+        rc = kl_response_send_piece(res, data, len, 1, free_fn, userdata);
     else if (free_fn != NULL)
         free_fn((void *)data, userdata);
-    end_response(res);
+    kl_response_end(res);
     return rc;
 }
 
 int keel_response_send_copy(keel_response *res, const void *data, size_t len)
 {
     if (res->ended || res->req->aborted)
-        return refuse(res, NULL, NULL, NULL);
+        return kl_response_refuse(res, NULL, NULL, NULL);
     void *copy = malloc(len ? len : 1);
     if (copy == NULL) {
         /* "The same" as keel_response_send, which ends the response on
@@ -583,13 +583,13 @@ int keel_response_write(keel_response *res, const void *data, size_t len, keel_f
                         void *userdata)
 {
     if (res->ended || res->req->aborted)
-        return refuse(res, data, free_fn, userdata);
-    int rc = send_head(res, -1);
+        return kl_response_refuse(res, data, free_fn, userdata);
+    int rc = kl_response_send_head(res, -1);
     if (rc != KEEL_OK) {
         if (free_fn != NULL)
             free_fn((void *)data, userdata);
         if (!res->ended)
-            end_response(res);
+            kl_response_end(res);
         return rc;
     }
     if (len == 0) {
@@ -597,12 +597,12 @@ int keel_response_write(keel_response *res, const void *data, size_t len, keel_f
             free_fn((void *)data, userdata);
         return KEEL_OK;
     }
-    int rc2 = send_piece(res, data, len, 0, free_fn, userdata);
+    int rc2 = kl_response_send_piece(res, data, len, 0, free_fn, userdata);
     /* The protocol refused the bytes (the connection is closing): this
      * response cannot go on, and the handler learns it from the status,
      * so it is over here — the request must not be touched after this. */
     if (rc2 != KEEL_OK && !res->ended)
-        end_response(res);
+        kl_response_end(res);
     return rc2;
 }
 
@@ -611,13 +611,13 @@ int keel_response_end(keel_response *res)
     if (res->ended)
         return KEEL_ERR_STATE;
     if (res->req->aborted)
-        return refuse(res, NULL, NULL, NULL);
+        return kl_response_refuse(res, NULL, NULL, NULL);
     /* Nothing was written: an empty body, unless trailers must follow
      * (which needs chunked framing, so the length stays open). */
-    int rc = send_head(res, res->head_sent || res->ntrailers > 0 ? -1 : 0);
+    int rc = kl_response_send_head(res, res->head_sent || res->ntrailers > 0 ? -1 : 0);
     if (rc == KEEL_OK)
-        rc = send_piece(res, NULL, 0, 1, NULL, NULL);
-    end_response(res);
+        rc = kl_response_send_piece(res, NULL, 0, 1, NULL, NULL);
+    kl_response_end(res);
     return rc;
 }
 
@@ -641,7 +641,7 @@ static void on_chunk_sent(void *data, void *userdata)
     (void)data;
     if (res->req->aborted || res->file_reader.left == 0) {
         if (!res->ended)
-            end_response(res);
+            kl_response_end(res);
         file_done(res);
         kl_request_unref(res->req); /* the transfer's reference */
         return;
@@ -663,8 +663,8 @@ static void file_failed(keel_response *res)
     res->close_connection = 1;
     if (!res->ended) {
         if (!res->req->aborted)
-            send_piece(res, NULL, 0, 1, NULL, NULL);
-        end_response(res);
+            kl_response_send_piece(res, NULL, 0, 1, NULL, NULL);
+        kl_response_end(res);
     }
     file_done(res);
     kl_request_unref(res->req);
@@ -683,9 +683,9 @@ static void on_file_piece(kl_file_reader *r, int status, char *data, size_t len)
      * response and drop the transfer's reference there. */
     keel_request *req = res->req;
     kl_request_ref(req);
-    send_piece(res, data, len, last, on_chunk_sent, res);
+    kl_response_send_piece(res, data, len, last, on_chunk_sent, res);
     if (last && !res->ended)
-        end_response(res);
+        kl_response_end(res);
     kl_request_unref(req);
 }
 
@@ -709,7 +709,7 @@ static void on_file_sent(keel_conn *conn, int status, void *userdata)
         res->close_connection = 1;
     file_done(res);
     if (!res->ended)
-        end_response(res);
+        kl_response_end(res);
     kl_request_unref(req); /* the transfer's reference */
 }
 
@@ -718,7 +718,7 @@ static void on_file_sent(keel_conn *conn, int status, void *userdata)
 static int send_file_whole(keel_response *res, uint64_t offset, uint64_t length)
 {
     keel_request *req = res->req;
-    if (body_filtered(res) || req->sink->send_file == NULL)
+    if (kl_response_body_filtered(res) || req->sink->send_file == NULL)
         return KEEL_ERR_UNSUPPORTED;
     /* One reference for the transfer (until on_file_sent), one for this
      * call: the protocol may call back at once (a 304 sends no body) and
@@ -745,16 +745,17 @@ int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_
     res->from_file = 1;
     if (res->ended || res->head_sent || req->aborted) {
         file_done(res);
-        return res->ended || res->head_sent ? KEEL_ERR_STATE : refuse(res, NULL, NULL, NULL);
+        return res->ended || res->head_sent ? KEEL_ERR_STATE
+                                            : kl_response_refuse(res, NULL, NULL, NULL);
     }
-    int rc = send_head(res, (int64_t)length);
+    int rc = kl_response_send_head(res, (int64_t)length);
     keel_str method = req->head.method;
     int head_only = method.len == 4 && memcmp(method.ptr, "HEAD", 4) == 0;
     if (rc != KEEL_OK || length == 0 || head_only) {
         if (rc == KEEL_OK)
-            rc = send_piece(res, NULL, 0, 1, NULL, NULL);
+            rc = kl_response_send_piece(res, NULL, 0, 1, NULL, NULL);
         file_done(res);
-        end_response(res);
+        kl_response_end(res);
         return rc;
     }
     rc = send_file_whole(res, offset, length);
@@ -763,7 +764,7 @@ int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_
             /* Refused (the connection is closing): the response is over. */
             res->close_connection = 1;
             file_done(res);
-            end_response(res);
+            kl_response_end(res);
         }
         return rc;
     }
@@ -828,238 +829,6 @@ int keel_response_abort(keel_response *res)
     res->close_connection = 1;
     res->cut = 1;
     release_held(res);
-    end_response(res);
-    return KEEL_OK;
-}
-
-/* ---- pieces (ABI 1.8) ------------------------------------------------------- */
-
-/* A body of pieces on its way: bytes go to the protocol as send_body
- * pieces, file ranges as its send_file (the connection's ordered queue
- * takes them at once, in order) or, where the protocol cannot or a filter
- * needs the bytes, read here and sent as bytes, each after the previous
- * one was taken. */
-typedef struct kl_body_pieces {
-    keel_response *res;
-    keel_free_fn release;
-    void *userdata;
-    size_t n, at;
-    size_t end;       /* after the last piece with bytes */
-    uint32_t pending; /* handed to the protocol, not yet called back */
-    int failed;       /* the body cannot be whole: close after it */
-    int last_sent;    /* the protocol has the piece that ends the body */
-    int no_send_file; /* the protocol refused a range: read the rest */
-    int reading;      /* `reader` is on the range before `at` */
-    int read_busy;    /* a read, or the piece it gave, is on its way */
-    int busy, again;  /* inside pieces_pump */
-    kl_file_reader reader;
-    keel_piece pieces[];
-} kl_body_pieces;
-
-static void pieces_pump(kl_body_pieces *bp);
-
-static void on_bytes_taken(void *data, void *userdata)
-{
-    kl_body_pieces *bp = userdata;
-    (void)data;
-    bp->pending--;
-    pieces_pump(bp);
-}
-
-static void on_range_sent(keel_conn *conn, int status, void *userdata)
-{
-    kl_body_pieces *bp = userdata;
-    (void)conn;
-    if (status != KEEL_OK)
-        bp->failed = 1;
-    bp->pending--;
-    pieces_pump(bp);
-}
-
-static void on_read_taken(void *data, void *userdata)
-{
-    kl_body_pieces *bp = userdata;
-    (void)data;
-    bp->pending--;
-    bp->read_busy = 0;
-    pieces_pump(bp);
-}
-
-static void on_range_read(kl_file_reader *r, int status, char *data, size_t len)
-{
-    kl_body_pieces *bp = r->owner;
-    keel_response *res = bp->res;
-    if (res->req->aborted || status != KEEL_OK) {
-        bp->failed = 1; /* a read error, or the file is shorter than its range */
-        bp->read_busy = 0;
-        pieces_pump(bp);
-        return;
-    }
-    int last = r->left == 0 && bp->at == bp->end;
-    bp->pending++;
-    bp->last_sent |= last;
-    if (send_piece(res, data, len, last, on_read_taken, bp) != KEEL_OK)
-        bp->failed = 1; /* on_read_taken has come or will */
-}
-
-/* Hands pieces to the protocol until one must wait (a read) or all are. */
-static void pieces_step(kl_body_pieces *bp)
-{
-    keel_response *res = bp->res;
-    keel_request *req = res->req;
-    while (!bp->failed && !bp->read_busy && !req->aborted) {
-        if (bp->reading) {
-            if (bp->reader.left == 0) {
-                bp->reading = 0;
-                continue;
-            }
-            if (kl_file_reader_next(&bp->reader, &req->worker->loop) != KEEL_OK) {
-                bp->failed = 1;
-                return;
-            }
-            bp->read_busy = 1;
-            return;
-        }
-        if (bp->at == bp->end)
-            return;
-        const keel_piece *p = &bp->pieces[bp->at];
-        int last = bp->at + 1 == bp->end;
-        if (p->len == 0) {
-            bp->at++;
-            continue;
-        }
-        int rc;
-        if (p->kind == KEEL_PIECE_BYTES) {
-            bp->at++;
-            bp->pending++;
-            bp->last_sent |= last;
-            rc = send_piece(res, p->base, (size_t)p->len, last, on_bytes_taken, bp);
-        } else if (!bp->no_send_file && !body_filtered(res) && req->sink->send_file != NULL) {
-            bp->pending++;
-            res->body_bytes += p->len;
-            rc = req->sink->send_file(req->exchange, p->fd, p->offset, p->len, last, on_range_sent,
-                                      bp);
-            if (rc == KEEL_OK) {
-                bp->at++;
-                bp->last_sent |= last;
-                continue;
-            }
-            bp->pending--;
-            res->body_bytes -= p->len;
-            if (rc == KEEL_ERR_UNSUPPORTED) {
-                bp->no_send_file = 1; /* nothing happened: read this range */
-                continue;
-            }
-        } else {
-            bp->at++;
-            kl_file_reader_free(&bp->reader);
-            kl_file_reader_init(&bp->reader, p->fd, p->offset, p->len, on_range_read, bp);
-            bp->reading = 1;
-            continue;
-        }
-        if (rc != KEEL_OK) {
-            bp->failed = 1; /* refused: the callback of a bytes piece has come */
-            return;
-        }
-    }
-}
-
-/* Everything is handed over and called back (or cannot be): the caller's
- * pieces are released and the response ends, after its last byte. */
-static void pieces_finish(kl_body_pieces *bp)
-{
-    keel_response *res = bp->res;
-    keel_request *req = res->req;
-    if (bp->failed || req->aborted)
-        res->close_connection = 1; /* the promised length was not kept */
-    kl_file_reader_free(&bp->reader);
-    if (bp->release != NULL)
-        bp->release(NULL, bp->userdata);
-    if (!res->ended) {
-        if (!bp->last_sent && !req->aborted)
-            send_piece(res, NULL, 0, 1, NULL, NULL);
-        end_response(res);
-    }
-    free(bp);
-    kl_request_unref(req); /* the transfer's */
-}
-
-/* Runs steps until one waits; callbacks that come inside a step (a
- * protocol that copies a small last piece) only ask for another turn. */
-static void pieces_pump(kl_body_pieces *bp)
-{
-    if (bp->busy) {
-        bp->again = 1;
-        return;
-    }
-    bp->busy = 1;
-    do {
-        bp->again = 0;
-        pieces_step(bp);
-    } while (bp->again);
-    bp->busy = 0;
-    int handed = bp->failed || bp->res->req->aborted || (bp->at == bp->end && !bp->reading);
-    if (handed && bp->pending == 0 && !bp->read_busy)
-        pieces_finish(bp);
-}
-
-int keel_response_send_pieces(keel_response *res, const keel_piece *pieces, size_t npieces,
-                              keel_free_fn release, void *userdata)
-{
-    keel_request *req = res->req;
-    uint64_t total;
-    int files, rc = kl_pieces_check(pieces, npieces, &total, &files);
-    if (res->ended || req->aborted)
-        return refuse(res, NULL, release, userdata);
-    if (rc != KEEL_OK || res->head_sent) {
-        if (release != NULL)
-            release(NULL, userdata);
-        return rc != KEEL_OK ? rc : KEEL_ERR_STATE;
-    }
-    res->from_file = files;
-    rc = send_head(res, (int64_t)total);
-    keel_str method = req->head.method;
-    int head_only = method.len == 4 && memcmp(method.ptr, "HEAD", 4) == 0;
-    kl_body_pieces *bp = NULL;
-    if (rc == KEEL_OK && total > 0 && !head_only) {
-        bp = malloc(sizeof *bp + npieces * sizeof *pieces);
-        rc = bp != NULL ? KEEL_OK : KEEL_ERR_NOMEM;
-    }
-    if (bp == NULL) {
-        /* Refused, no body to send, or no memory for it (the head may
-         * have gone: the connection must close). */
-        if (rc == KEEL_OK)
-            rc = send_piece(res, NULL, 0, 1, NULL, NULL);
-        else
-            res->close_connection = 1;
-        if (release != NULL)
-            release(NULL, userdata);
-        end_response(res);
-        return rc;
-    }
-    *bp = (kl_body_pieces){.res = res, .release = release, .userdata = userdata, .n = npieces};
-    memcpy(bp->pieces, pieces, npieces * sizeof *pieces);
-    for (size_t i = 0; i < npieces; i++)
-        if (pieces[i].len > 0)
-            bp->end = i + 1;
-    kl_request_ref(req); /* the transfer's, until pieces_finish */
-    if (!body_filtered(res) && req->sink->send_pieces != NULL) {
-        /* The protocol takes them all at once (HTTP/1.1 hands them to its
-         * connection's queue): one callback for the body. */
-        bp->pending++;
-        res->body_bytes += total;
-        bp->busy = 1; /* cb may come inside the call: it only asks for a turn */
-        rc = req->sink->send_pieces(req->exchange, bp->pieces, bp->end, 1, on_range_sent, bp);
-        bp->busy = 0;
-        if (rc == KEEL_OK) {
-            bp->at = bp->end;
-            bp->last_sent = 1;
-        } else {
-            bp->pending--;
-            res->body_bytes -= total;
-            bp->failed = rc != KEEL_ERR_UNSUPPORTED; /* else one by one, below */
-        }
-    }
-    pieces_pump(bp);
+    kl_response_end(res);
     return KEEL_OK;
 }

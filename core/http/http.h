@@ -208,6 +208,9 @@ struct keel_request {
      * KEEL_HTTP_DONE without answering): keel_request_continue starts
      * there. 0 while no filter holds it. */
     size_t filter_next;
+    /* keel_request_set_log_field (ABI 1.8): in the arena, in the order of
+     * their first setting; NULL for the many requests that have none. */
+    struct kl_log_field *log_fields;
     /* Everything above, and `res` up to its inline_headers, is zeroed for
      * each request; the rest is large and set before use. */
     struct keel_response res;

@@ -141,6 +141,7 @@ void kl_request_finish(keel_request *req)
         req->body_received,
         uv_hrtime() / 1000 - req->start_us,
         req->res.ended && !req->aborted && !req->res.cut,
+        req->head.stream_id,
     };
     count_exchange(req, &info);
     for (size_t i = 0; i < http->nfilters; i++)

@@ -1455,4 +1455,32 @@ KEEL_VFN(tunnel_sent, (keel_conn * conn), (conn))
  * this call. Nothing on a connection that is not a tunnel, or is
  * closing. */
 KEEL_VFN(tunnel_eof, (keel_conn * conn), (conn))
+/* ---- HTTP: log fields (ABI 1.8) --------------------------------------------
+ * Named values a module attaches to a request for whoever logs it: the
+ * proxy's upstream address, status and time (nginx's $upstream_addr,
+ * $upstream_status, $upstream_response_time), an application's user or
+ * tenant. The accesslog module writes them ($field_NAME in a template,
+ * and every one in format = json); a log filter of another module reads
+ * them in on_log. Worker thread of the request. */
+
+/* Sets the field `name` of req to value[0..len): copied into the request
+ * (the caller's bytes may go once this returns), replacing the value an
+ * earlier call gave the same name; fields keep the order of their first
+ * setting. name is 1..32 bytes of a-z, 0-9 and '_'; the value any bytes
+ * up to 4,096 (loggers escape what they write). KEEL_OK;
+ * KEEL_ERR_INVAL for a NULL or bad name, a NULL value with len > 0, or a
+ * value too long; KEEL_ERR_STATE once the log phase ran; KEEL_ERR_NOMEM.
+ * From a filter or a handler, until the response's end. */
+KEEL_FN(int, request_set_log_field, (keel_request *req, const char *name, const char *value,
+        size_t len), (req, name, value, len))
+
+/* The value of the field `name`, or {NULL, 0} if none was set. The view
+ * lives as long as the request (until its log phase has run). */
+KEEL_FN(keel_str, request_log_field, (keel_request *req, const char *name), (req, name))
+
+/* The index-th field set on req (0-based, in the order of their first
+ * setting): KEEL_OK with *out its name and value (views as above);
+ * KEEL_ERR_NOTFOUND past the last. */
+KEEL_FN(int, request_log_field_at, (keel_request *req, size_t index, keel_header *out),
+        (req, index, out))
 #endif /* KEEL__WANT(8) */

@@ -148,6 +148,10 @@ typedef struct keel_http_log_info {
     uint64_t request_bytes; /* request body bytes received */
     uint64_t duration_us;   /* from the request head to the response's end */
     int completed;          /* 1 if the whole response was handed over */
+    /* (ABI 1.8) The protocol's id of the exchange on its connection
+     * (keel_http_head.stream_id): the HTTP/2 stream, 0 where the protocol
+     * has none. Read it only if size covers it. */
+    uint64_t stream_id;
 } keel_http_log_info;
 
 /* Where a filter wants to run within its phase. */
@@ -212,6 +216,10 @@ typedef struct keel_http_head {
      * twice; given NULL (or by a protocol built before 1.8), the core
      * classifies the names itself. */
     const uint16_t *tokens;
+    /* (ABI 1.8) The exchange's id on its connection where the protocol has
+     * one (the HTTP/2 stream id, RFC 9113 5.1.1), or 0. For the log phase
+     * (keel_http_log_info.stream_id, the access log's $stream_id). */
+    uint64_t stream_id;
 } keel_http_head;
 
 /* How the core hands a response back to the protocol module that owns the

@@ -20,6 +20,7 @@
 #include <keel/keel.h>
 #include <keel/tls.h>
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +51,10 @@ enum var {
     V_SSL_PROTOCOL,
     V_SSL_CIPHER,
     V_COMPLETED,
+    V_STREAM_ID, /* the HTTP/2 stream's id, "-" (JSON null) elsewhere */
     V_HTTP,      /* $http_NAME: a request header */
     V_SENT_HTTP, /* $sent_http_NAME: a response header */
+    V_FIELD,     /* $field_NAME and $upstream_*: a module's log field */
 };
 
 static const struct {
@@ -81,6 +84,7 @@ static const struct {
     {"ssl_cipher", V_SSL_CIPHER},
     {"tls_cipher", V_SSL_CIPHER},
     {"completed", V_COMPLETED},
+    {"stream_id", V_STREAM_ID},
 };
 
 typedef struct piece {
@@ -328,6 +332,15 @@ static void put_var(line *l, enum var var, const char *name, keel_request *req, 
     case V_SENT_HTTP:
         put_header(l, keel_response_header(res, name));
         break;
+    case V_FIELD:
+        put_header(l, keel_request_log_field(req, name));
+        break;
+    case V_STREAM_ID:
+        if (info->size > offsetof(keel_http_log_info, stream_id) && info->stream_id != 0)
+            put_u64(l, info->stream_id);
+        else
+            puts_(l, l->json ? "null" : "-");
+        break;
     }
 }
 
@@ -357,6 +370,15 @@ static const struct {
     {"user_agent", V_HTTP, "User-Agent"},
 };
 
+static int json_key_taken(keel_str name)
+{
+    for (size_t i = 0; i < sizeof json_fields / sizeof *json_fields; i++)
+        if (strlen(json_fields[i].key) == name.len &&
+            memcmp(json_fields[i].key, name.ptr, name.len) == 0)
+            return 1;
+    return name.len == 9 && memcmp(name.ptr, "stream_id", 9) == 0;
+}
+
 static void build_json(line *l, keel_request *req, keel_response *res,
                        const keel_http_log_info *info, struct accesslog_worker *w)
 {
@@ -368,6 +390,22 @@ static void build_json(line *l, keel_request *req, keel_response *res,
         puts_(l, json_fields[i].key);
         put(l, "\":", 2);
         put_var(l, json_fields[i].var, json_fields[i].header, req, res, info, w);
+    }
+    if (info->size > offsetof(keel_http_log_info, stream_id) && info->stream_id != 0) {
+        put(l, ",\"stream_id\":", 13);
+        put_u64(l, info->stream_id);
+    }
+    /* Then the fields modules set (the proxy's upstream_*), each a string
+     * under its own name; one that a fixed key above already uses is
+     * written as field_NAME, so that no key appears twice. */
+    keel_header f;
+    for (size_t i = 0; keel_request_log_field_at(req, i, &f) == KEEL_OK; i++) {
+        put(l, ",\"", 2);
+        if (json_key_taken(f.name))
+            puts_(l, "field_");
+        put(l, f.name.ptr, f.name.len);
+        put(l, "\":", 2);
+        put_str(l, f.value.ptr, f.value.len);
     }
     put(l, "}", 1);
 }
@@ -445,6 +483,17 @@ static int is_name_char(char c)
     return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
 
+/* keel_request_set_log_field's rule for names. */
+static int field_name_ok(const char *name, size_t len)
+{
+    if (len == 0 || len > 32)
+        return 0;
+    for (size_t i = 0; i < len; i++)
+        if (name[i] >= 'A' && name[i] <= 'Z')
+            return 0;
+    return 1;
+}
+
 /* "$name" or "${name}" (to write a letter right after it); "$$" is a
  * dollar. $http_x_forwarded_for names the request header
  * X-Forwarded-For (underscores become dashes, as in nginx). */
@@ -490,7 +539,12 @@ static int compile(keel_module *m, struct accesslog *log, const char *t)
         }
         enum var v = V_LITERAL;
         size_t skip = 0;
-        if (len > 5 && memcmp(name, "http_", 5) == 0) {
+        if (len > 6 && memcmp(name, "field_", 6) == 0) {
+            v = V_FIELD;
+            skip = 6;
+        } else if (len > 9 && memcmp(name, "upstream_", 9) == 0) {
+            v = V_FIELD; /* the proxy's fields keep their nginx names */
+        } else if (len > 5 && memcmp(name, "http_", 5) == 0) {
             v = V_HTTP;
             skip = 5;
         } else if (len > 10 && memcmp(name, "sent_http_", 10) == 0) {
@@ -500,8 +554,14 @@ static int compile(keel_module *m, struct accesslog *log, const char *t)
         if (v == V_LITERAL)
             return keel_config_error(m, "format", "unknown variable $%.*s (README.md lists them)",
                                      (int)len, name);
+        if (v == V_FIELD && !field_name_ok(name + skip, len - skip))
+            return keel_config_error(m, "format",
+                                     "$%.*s: a log field's name is 1..32 of a-z, 0-9 and '_'",
+                                     (int)len, name);
         if ((rc = add_piece(log, v, name + skip, len - skip)) != KEEL_OK)
             return rc;
+        if (v == V_FIELD)
+            continue; /* a field's name is written with '_' */
         for (char *c = log->pieces[log->npieces - 1].text; *c; c++)
             if (*c == '_')
                 *c = '-';

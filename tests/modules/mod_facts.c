@@ -18,6 +18,11 @@
  *                     offload (?ms=N on the pool, default 300) whose done
  *                     logs "facts offloaded": the request outlives its
  *                     exchange, and its connection if the client leaves
+ *   GET /facts/fields sets log fields (ABI 1.8): tenant=acme, status=mine
+ *                     (a name the access log's JSON has), tenant again
+ *                     (=acme2, replacing), and tries the refused ones;
+ *                     answers what each call returned and what the
+ *                     getters see, one "name=value" a line
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <keel/keel.h>
@@ -104,13 +109,45 @@ static int facts_later(keel_request *req, keel_response *res, void *userdata)
     return keel_response_send(res, "ok", 2, NULL, NULL);
 }
 
+static int facts_fields(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    char out[512], long_value[4097];
+    memset(long_value, 'v', sizeof long_value);
+    /* One call after the other (the order of a call's arguments is not). */
+    int rc[10];
+    rc[0] = keel_request_set_log_field(req, "tenant", "acme", 4);
+    rc[1] = keel_request_set_log_field(req, "status", "mine", 4);
+    rc[2] = keel_request_set_log_field(req, "tenant", "acme2", 5);
+    rc[3] = keel_request_set_log_field(req, "", "x", 1);
+    rc[4] = keel_request_set_log_field(req, "Upper", "x", 1);
+    rc[5] = keel_request_set_log_field(req, "a-b", "x", 1);
+    rc[6] = keel_request_set_log_field(req, "n23456789012345678901234567890123", "x", 1);
+    rc[7] = keel_request_set_log_field(req, "nullvalue", NULL, 1);
+    rc[8] = keel_request_set_log_field(req, "toolong", long_value, sizeof long_value);
+    rc[9] = keel_request_set_log_field(req, "n2345678901234567890123456789012", long_value,
+                                       sizeof long_value - 1);
+    int n = snprintf(out, sizeof out,
+                     "set=%d,%d,%d\nbad_name=%d,%d,%d,%d\nnull_value=%d\ntoo_long=%d\nmax_len=%d\n",
+                     rc[0], rc[1], rc[2], rc[3], rc[4], rc[5], rc[6], rc[7], rc[8], rc[9]);
+    keel_str t = keel_request_log_field(req, "tenant"), none = keel_request_log_field(req, "none");
+    n += snprintf(out + n, sizeof out - (size_t)n, "tenant=%.*s\nnone=%s\n", (int)t.len, t.ptr,
+                  none.ptr == NULL ? "null" : "set");
+    keel_header f;
+    for (size_t i = 0; keel_request_log_field_at(req, i, &f) == KEEL_OK; i++)
+        n += snprintf(out + n, sizeof out - (size_t)n, "at%u=%.*s:%u\n", (unsigned)i,
+                      (int)f.name.len, f.name.ptr, (unsigned)f.value.len);
+    return keel_response_send(res, out, (size_t)n, NULL, NULL);
+}
+
 static int facts_load(keel_module *module)
 {
     self = module;
     int rc;
     if ((rc = keel_route_add(module, "GET", "/facts", facts_now, NULL)) < 0 ||
         (rc = keel_route_add(module, "GET", "/facts/hold", facts_hold, NULL)) < 0 ||
-        (rc = keel_route_add(module, "GET", "/facts/later", facts_later, NULL)) < 0)
+        (rc = keel_route_add(module, "GET", "/facts/later", facts_later, NULL)) < 0 ||
+        (rc = keel_route_add(module, "GET", "/facts/fields", facts_fields, NULL)) < 0)
         return rc;
     return KEEL_OK;
 }

@@ -1,0 +1,88 @@
+/* Log fields (ABI 1.8): named values modules attach to a request for its
+ * log phase (keel_request_set_log_field). They live in the request's
+ * arena as a short list: a request carries a handful at most (the
+ * proxy's three), so a walk beats any table, and a request that has none
+ * pays one pointer zeroed with the rest of its state. */
+#include <string.h>
+
+#include "http/http.h"
+
+enum { KL_LOG_NAME_MAX = 32, KL_LOG_VALUE_MAX = 4096 };
+
+struct kl_log_field {
+    struct kl_log_field *next;
+    keel_header field;
+};
+
+/* a-z, 0-9 and '_': a name that is a word in any log format (a JSON key,
+ * a template's $field_NAME) without quoting. */
+static int name_ok(const char *name, size_t *len)
+{
+    size_t n = 0;
+    for (; name[n] != '\0'; n++) {
+        char c = name[n];
+        if (n == KL_LOG_NAME_MAX || !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
+            return 0;
+    }
+    *len = n;
+    return n > 0;
+}
+
+static struct kl_log_field *find(keel_request *req, const char *name, size_t len)
+{
+    for (struct kl_log_field *f = req->log_fields; f != NULL; f = f->next)
+        if (f->field.name.len == len && memcmp(f->field.name.ptr, name, len) == 0)
+            return f;
+    return NULL;
+}
+
+int keel_request_set_log_field(keel_request *req, const char *name, const char *value, size_t len)
+{
+    size_t nlen;
+    if (req == NULL || name == NULL || !name_ok(name, &nlen) || (value == NULL && len > 0) ||
+        len > KL_LOG_VALUE_MAX)
+        return KEEL_ERR_INVAL;
+    if (req->logged)
+        return KEEL_ERR_STATE;
+    char *copy = kl_arena_dup(&req->arena, len > 0 ? value : "", len);
+    if (copy == NULL)
+        return KEEL_ERR_NOMEM;
+    struct kl_log_field *f = find(req, name, nlen);
+    if (f != NULL) {
+        f->field.value = (keel_str){copy, len};
+        return KEEL_OK;
+    }
+    f = kl_arena_alloc(&req->arena, sizeof *f);
+    char *name_copy = kl_arena_dup(&req->arena, name, nlen);
+    if (f == NULL || name_copy == NULL)
+        return KEEL_ERR_NOMEM;
+    f->next = NULL;
+    f->field.name = (keel_str){name_copy, nlen};
+    f->field.value = (keel_str){copy, len};
+    struct kl_log_field **tail = &req->log_fields;
+    while (*tail != NULL)
+        tail = &(*tail)->next;
+    *tail = f;
+    return KEEL_OK;
+}
+
+keel_str keel_request_log_field(keel_request *req, const char *name)
+{
+    size_t len;
+    struct kl_log_field *f =
+        req != NULL && name != NULL && name_ok(name, &len) ? find(req, name, len) : NULL;
+    return f != NULL ? f->field.value : (keel_str){NULL, 0};
+}
+
+int keel_request_log_field_at(keel_request *req, size_t index, keel_header *out)
+{
+    if (req == NULL || out == NULL)
+        return KEEL_ERR_INVAL;
+    struct kl_log_field *f = req->log_fields;
+    for (; f != NULL && index > 0; index--)
+        f = f->next;
+    if (f == NULL)
+        return KEEL_ERR_NOTFOUND;
+    *out = f->field;
+    return KEEL_OK;
+}

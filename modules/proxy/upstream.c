@@ -174,15 +174,25 @@ px_peer *px_pick(px_worker *pw, px_group *g, uint64_t tried, const char *client_
 
 /* nginx's max_fails / fail_timeout: failures are counted, and the count
  * is reset by a success; at max_fails the server is out for
- * fail_timeout, then tried again (one failure more puts it out again). */
+ * fail_timeout, then tried again (one failure more puts it out again).
+ * A group's only server is never out (peer_up, as nginx): taking it out
+ * would only turn its failures into 502s without trying, so the log says
+ * what happens instead. */
 void px_peer_failed(px_worker *pw, px_peer *p)
 {
     if (p->srv->max_fails == 0)
         return;
     uint64_t now = keel_worker_now_ms(pw->worker);
     if (++p->fails >= p->srv->max_fails) {
-        p->down_until_ms = now + p->srv->fail_timeout_ms;
         p->fails = 0;
+        if (p->group->nservers == 1) {
+            keel_log(pw->cfg->module, KEEL_LOG_WARN,
+                     "upstream %s (%s) failed %u times in a row; it is the group's only server, "
+                     "so it stays in use",
+                     p->srv->authority, p->group->name, p->srv->max_fails);
+            return;
+        }
+        p->down_until_ms = now + p->srv->fail_timeout_ms;
         keel_log(pw->cfg->module, KEEL_LOG_WARN, "upstream %s (%s) is out for %llu ms",
                  p->srv->authority, p->group->name, (unsigned long long)p->srv->fail_timeout_ms);
     }

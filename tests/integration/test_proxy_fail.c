@@ -28,6 +28,14 @@ Test(proxy_fail, refused_is_502, .timeout = 60, .fini = kh_cleanup_all)
     kh_proc *p = px_keel(section, 0);
     int s = status_of(p, "/");
     kh_assert(p, s == 502, "got %d", s);
+    /* A group's only server is never taken out (each request still tries
+     * it), and the log says so instead of "is out for". */
+    s = status_of(p, "/");
+    kh_assert(p, s == 502, "got %d", s);
+    kh_assert(
+        p, KH_WAIT_UNTIL(kh_count_log(p, "the group's only server, so it stays in use") == 2, 5000),
+        "no word of the only server staying in use");
+    kh_assert(p, kh_count_log(p, "is out for") == 0, "the log says the only server is out");
     px_stop(p);
 }
 

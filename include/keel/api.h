@@ -16,6 +16,7 @@
 #define KEEL_API_H
 
 #include <stdarg.h>
+#include <string.h>
 
 #include "http.h"
 #include "metrics.h"
@@ -129,6 +130,25 @@ static inline KEEL_PRINTF(3, 4) int keel_config_error(keel_module *module, const
 KEEL__UNAVAILABLE int keel_config_error(keel_module *module, const char *key, const char *fmt, ...);
 #endif
 
+#endif
+
+#if defined(KEEL_LINKED) || KEEL_TARGET_ABI_MINOR >= 4
+/* keel_metric_register for the common case, a counter or gauge series
+ * (type KEEL_METRIC_COUNTER or KEEL_METRIC_GAUGE; labels NULL or as in
+ * keel_metric_desc): the descriptor's other fields zero. Same rules,
+ * thread and errors as keel_metric_register (ABI 1.4). */
+static inline int keel_metric_new(keel_module *module, const char *name, const char *help, int type,
+                                  const char *labels, keel_metric **out)
+{
+    keel_metric_desc d;
+    memset(&d, 0, sizeof d);
+    d.size = sizeof d;
+    d.name = name;
+    d.help = help;
+    d.type = type;
+    d.labels = labels;
+    return keel_metric_register(module, &d, out);
+}
 #endif
 
 /* Opt-in warnings for what handlers should no longer call (never on by

@@ -353,13 +353,6 @@ static void ab_free(ab_module *am)
     free(am);
 }
 
-static int metric(keel_module *m, const char *name, const char *help, keel_metric **out)
-{
-    keel_metric_desc d = {
-        .size = sizeof d, .name = name, .help = help, .type = KEEL_METRIC_COUNTER};
-    return keel_metric_register(m, &d, out);
-}
-
 static int ab_load(keel_module *module)
 {
     const ab_conf *c = keel_module_config(module);
@@ -372,14 +365,15 @@ static int ab_load(keel_module *module)
     keel_module_set_data(module, am);
     int rc = load_files(am, c);
     if (rc == KEEL_OK) {
-        if ((rc = metric(module, "auth_basic_verifications_total",
-                         "passwords checked with crypt_r on the thread pool", &am->verified)) ==
-                KEEL_OK &&
-            (rc = metric(module, "auth_basic_cache_hits_total",
-                         "requests let in by a remembered verification", &am->cache_hits)) ==
-                KEEL_OK)
-            rc = metric(module, "auth_basic_refused_total",
-                        "401 answers: no, another scheme's or wrong credentials", &am->refused);
+        if ((rc = keel_metric_new(module, "auth_basic_verifications_total",
+                                  "passwords checked with crypt_r on the thread pool",
+                                  KEEL_METRIC_COUNTER, NULL, &am->verified)) == KEEL_OK &&
+            (rc = keel_metric_new(module, "auth_basic_cache_hits_total",
+                                  "requests let in by a remembered verification",
+                                  KEEL_METRIC_COUNTER, NULL, &am->cache_hits)) == KEEL_OK)
+            rc = keel_metric_new(module, "auth_basic_refused_total",
+                                 "401 answers: no, another scheme's or wrong credentials",
+                                 KEEL_METRIC_COUNTER, NULL, &am->refused);
     }
     if (rc == KEEL_OK) {
         am->service = (auth_basic_service){sizeof am->service, ab_user_of};

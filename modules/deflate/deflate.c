@@ -160,9 +160,8 @@ static void register_metrics(keel_module *module, kd_http *h)
         {"deflate_bytes_out_total", "HTTP response body bytes after compression", &h->m_bytes_out},
     };
     for (size_t i = 0; i < sizeof m / sizeof *m; i++) {
-        keel_metric_desc d = {
-            .size = sizeof d, .name = m[i].name, .help = m[i].help, .type = KEEL_METRIC_COUNTER};
-        if (keel_metric_register(module, &d, m[i].out) != KEEL_OK)
+        if (keel_metric_new(module, m[i].name, m[i].help, KEEL_METRIC_COUNTER, NULL, m[i].out) !=
+            KEEL_OK)
             *m[i].out = NULL;
     }
 }

@@ -433,32 +433,26 @@ static int add_routes(keel_module *m, px_route *r)
 
 /* ---- metrics ------------------------------------------------------------------------- */
 
-static int metric(keel_module *m, const char *name, const char *help, int type, keel_metric **out)
-{
-    keel_metric_desc d = {.size = sizeof d, .name = name, .help = help, .type = type};
-    return keel_metric_register(m, &d, out);
-}
-
 static int register_metrics(px_config *c, keel_module *m)
 {
     int rc;
-    if ((rc = metric(m, "proxy_requests_total", "Requests passed to an upstream",
-                     KEEL_METRIC_COUNTER, &c->m_requests)) < 0 ||
-        (rc = metric(m, "proxy_upstream_failures_total",
-                     "Upstream attempts that failed (connect, timeout, reset, invalid)",
-                     KEEL_METRIC_COUNTER, &c->m_failures)) < 0 ||
-        (rc = metric(m, "proxy_retries_total", "Requests retried on another server",
-                     KEEL_METRIC_COUNTER, &c->m_retries)) < 0 ||
-        (rc = metric(m, "proxy_upstream_connects_total", "Upstream connections opened",
-                     KEEL_METRIC_COUNTER, &c->m_connects)) < 0 ||
-        (rc = metric(m, "proxy_upstream_reused_total",
-                     "Requests sent on a kept-alive upstream connection", KEEL_METRIC_COUNTER,
-                     &c->m_reused)) < 0 ||
-        (rc = metric(m, "proxy_tunnels_total", "Tunnels opened (upgrades and CONNECT)",
-                     KEEL_METRIC_COUNTER, &c->m_tunnels)) < 0 ||
-        (rc = metric(m, "proxy_buffered_bytes",
-                     "Body bytes held by the proxy in flight to a client or an upstream",
-                     KEEL_METRIC_GAUGE, &c->m_buffered)) < 0)
+    if ((rc = keel_metric_new(m, "proxy_requests_total", "Requests passed to an upstream",
+                              KEEL_METRIC_COUNTER, NULL, &c->m_requests)) < 0 ||
+        (rc = keel_metric_new(m, "proxy_upstream_failures_total",
+                              "Upstream attempts that failed (connect, timeout, reset, invalid)",
+                              KEEL_METRIC_COUNTER, NULL, &c->m_failures)) < 0 ||
+        (rc = keel_metric_new(m, "proxy_retries_total", "Requests retried on another server",
+                              KEEL_METRIC_COUNTER, NULL, &c->m_retries)) < 0 ||
+        (rc = keel_metric_new(m, "proxy_upstream_connects_total", "Upstream connections opened",
+                              KEEL_METRIC_COUNTER, NULL, &c->m_connects)) < 0 ||
+        (rc = keel_metric_new(m, "proxy_upstream_reused_total",
+                              "Requests sent on a kept-alive upstream connection",
+                              KEEL_METRIC_COUNTER, NULL, &c->m_reused)) < 0 ||
+        (rc = keel_metric_new(m, "proxy_tunnels_total", "Tunnels opened (upgrades and CONNECT)",
+                              KEEL_METRIC_COUNTER, NULL, &c->m_tunnels)) < 0 ||
+        (rc = keel_metric_new(m, "proxy_buffered_bytes",
+                              "Body bytes held by the proxy in flight to a client or an upstream",
+                              KEEL_METRIC_GAUGE, NULL, &c->m_buffered)) < 0)
         return rc;
     return KEEL_OK;
 }

@@ -693,14 +693,6 @@ static int parse_address(keel_module *m, const char *text)
     return KEEL_OK;
 }
 
-static int metric(keel_module *m, const char *name, const char *help, int type, const char *labels,
-                  keel_metric **out)
-{
-    keel_metric_desc d = {
-        .size = sizeof d, .name = name, .help = help, .type = type, .labels = labels};
-    return keel_metric_register(m, &d, out);
-}
-
 static int register_metrics(keel_module *m)
 {
     static const char *const reasons[DROP_REASONS] = {
@@ -710,28 +702,29 @@ static int register_metrics(keel_module *m)
     };
     int rc;
     for (int i = 0; i < DROP_REASONS; i++)
-        if ((rc = metric(m, "pubsub_redis_dropped_total",
-                         "messages published here that were not sent to Redis, by reason",
-                         KEEL_METRIC_COUNTER, reasons[i], &pr.dropped[i])) < 0)
+        if ((rc = keel_metric_new(m, "pubsub_redis_dropped_total",
+                                  "messages published here that were not sent to Redis, by reason",
+                                  KEEL_METRIC_COUNTER, reasons[i], &pr.dropped[i])) < 0)
             return rc;
-    if ((rc = metric(m, "pubsub_redis_sent_total", "messages published to Redis",
-                     KEEL_METRIC_COUNTER, NULL, &pr.sent)) < 0 ||
-        (rc = metric(m, "pubsub_redis_received_total",
-                     "messages from other instances delivered here", KEEL_METRIC_COUNTER, NULL,
-                     &pr.received)) < 0 ||
-        (rc = metric(m, "pubsub_redis_reconnects_total", "connections to Redis made again",
-                     KEEL_METRIC_COUNTER, NULL, &pr.reconnects)) < 0 ||
-        (rc = metric(m, "pubsub_redis_connect_failures_total",
-                     "attempts to connect to Redis that failed (refused, timed out, TLS refused)",
-                     KEEL_METRIC_COUNTER, NULL, &pr.connect_failures)) < 0 ||
-        (rc = metric(m, "pubsub_redis_auth_failures_total",
-                     "AUTH or SELECT refused by Redis (the link is closed and retried)",
-                     KEEL_METRIC_COUNTER, NULL, &pr.auth_failures)) < 0 ||
-        (rc = metric(m, "pubsub_redis_links_up", "connections to Redis up (0..2)",
-                     KEEL_METRIC_GAUGE, NULL, &pr.up)) < 0 ||
-        (rc = metric(m, "pubsub_redis_publish_queued_bytes",
-                     "bytes of PUBLISH commands waiting for Redis to read them", KEEL_METRIC_GAUGE,
-                     NULL, &pr.queued)) < 0)
+    if ((rc = keel_metric_new(m, "pubsub_redis_sent_total", "messages published to Redis",
+                              KEEL_METRIC_COUNTER, NULL, &pr.sent)) < 0 ||
+        (rc = keel_metric_new(m, "pubsub_redis_received_total",
+                              "messages from other instances delivered here", KEEL_METRIC_COUNTER,
+                              NULL, &pr.received)) < 0 ||
+        (rc = keel_metric_new(m, "pubsub_redis_reconnects_total", "connections to Redis made again",
+                              KEEL_METRIC_COUNTER, NULL, &pr.reconnects)) < 0 ||
+        (rc = keel_metric_new(
+             m, "pubsub_redis_connect_failures_total",
+             "attempts to connect to Redis that failed (refused, timed out, TLS refused)",
+             KEEL_METRIC_COUNTER, NULL, &pr.connect_failures)) < 0 ||
+        (rc = keel_metric_new(m, "pubsub_redis_auth_failures_total",
+                              "AUTH or SELECT refused by Redis (the link is closed and retried)",
+                              KEEL_METRIC_COUNTER, NULL, &pr.auth_failures)) < 0 ||
+        (rc = keel_metric_new(m, "pubsub_redis_links_up", "connections to Redis up (0..2)",
+                              KEEL_METRIC_GAUGE, NULL, &pr.up)) < 0 ||
+        (rc = keel_metric_new(m, "pubsub_redis_publish_queued_bytes",
+                              "bytes of PUBLISH commands waiting for Redis to read them",
+                              KEEL_METRIC_GAUGE, NULL, &pr.queued)) < 0)
         return rc;
     return KEEL_OK;
 }

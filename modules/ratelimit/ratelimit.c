@@ -248,17 +248,6 @@ static void rl_on_log(keel_request *req, keel_response *res, const keel_http_log
     }
 }
 
-static int metric(keel_module *m, const char *name, const char *labels, const char *help,
-                  keel_metric **out)
-{
-    keel_metric_desc d = {.size = sizeof d,
-                          .name = name,
-                          .help = help,
-                          .type = KEEL_METRIC_COUNTER,
-                          .labels = labels};
-    return keel_metric_register(m, &d, out);
-}
-
 static void rl_free(rl_module *rm)
 {
     rl_table_free(&rm->requests);
@@ -285,16 +274,19 @@ static int ratelimit_load(keel_module *module)
                                "key = user needs auth_basic listed before "
                                "ratelimit in [keel] modules");
     if (rc == KEEL_OK &&
-        (rc = metric(module, "ratelimit_rejected_total", "limit=\"req\"",
-                     "requests refused over a limit", &rm->rejected_req)) == KEEL_OK &&
-        (rc = metric(module, "ratelimit_rejected_total", "limit=\"conn\"",
-                     "requests refused over a limit", &rm->rejected_conn)) == KEEL_OK &&
-        (rc = metric(module, "ratelimit_delayed_total", NULL,
-                     "requests within the burst held until their turn", &rm->delayed)) == KEEL_OK)
-        rc = metric(module, "ratelimit_evictions_total", NULL,
-                    "keys still limited that gave their slot to another (the table is too "
-                    "small)",
-                    &rm->evicted);
+        (rc = keel_metric_new(module, "ratelimit_rejected_total", "requests refused over a limit",
+                              KEEL_METRIC_COUNTER, "limit=\"req\"", &rm->rejected_req)) ==
+            KEEL_OK &&
+        (rc = keel_metric_new(module, "ratelimit_rejected_total", "requests refused over a limit",
+                              KEEL_METRIC_COUNTER, "limit=\"conn\"", &rm->rejected_conn)) ==
+            KEEL_OK &&
+        (rc = keel_metric_new(module, "ratelimit_delayed_total",
+                              "requests within the burst held until their turn",
+                              KEEL_METRIC_COUNTER, NULL, &rm->delayed)) == KEEL_OK)
+        rc = keel_metric_new(module, "ratelimit_evictions_total",
+                             "keys still limited that gave their slot to another (the table is too "
+                             "small)",
+                             KEEL_METRIC_COUNTER, NULL, &rm->evicted);
     if (rc == KEEL_OK) {
         rm->before_auth = (keel_http_filter){
             .size = sizeof(keel_http_filter),

@@ -731,32 +731,24 @@ static int register_metrics(keel_module *module, st_module *sm)
             snprintf(labels[i], sizeof labels[i], "code=\"%d\"", counted[i]);
         else
             snprintf(labels[i], sizeof labels[i], "code=\"other\"");
-        keel_metric_desc d = {.size = sizeof d,
-                              .name = "static_responses_total",
-                              .help = "Responses of the static module by status",
-                              .type = KEEL_METRIC_COUNTER,
-                              .labels = labels[i]};
-        int rc = keel_metric_register(module, &d, &sm->m_codes[i]);
+        int rc = keel_metric_new(module, "static_responses_total",
+                                 "Responses of the static module by status", KEEL_METRIC_COUNTER,
+                                 labels[i], &sm->m_codes[i]);
         if (rc != KEEL_OK)
             return rc;
     }
     static const char *const no_fd[2] = {"reason=\"emfile\"", "reason=\"enfile\""};
     for (size_t i = 0; i < 2; i++) {
-        keel_metric_desc d = {.size = sizeof d,
-                              .name = "static_open_errors_total",
-                              .help = "Files not opened for want of descriptors (answered 503)",
-                              .type = KEEL_METRIC_COUNTER,
-                              .labels = no_fd[i]};
-        int rc = keel_metric_register(module, &d, &sm->cfg.m_no_descriptor[i]);
+        int rc = keel_metric_new(module, "static_open_errors_total",
+                                 "Files not opened for want of descriptors (answered 503)",
+                                 KEEL_METRIC_COUNTER, no_fd[i], &sm->cfg.m_no_descriptor[i]);
         if (rc != KEEL_OK)
             return rc;
     }
-    keel_metric_desc b = {.size = sizeof b,
-                          .name = "static_bytes_sent_total",
-                          .help = "Body bytes of the files the static module answered with "
-                                  "(200 and single ranges)",
-                          .type = KEEL_METRIC_COUNTER};
-    return keel_metric_register(module, &b, &sm->cfg.m_bytes);
+    return keel_metric_new(module, "static_bytes_sent_total",
+                           "Body bytes of the files the static module answered with "
+                           "(200 and single ranges)",
+                           KEEL_METRIC_COUNTER, NULL, &sm->cfg.m_bytes);
 }
 
 /* The [static] section (keel/config.h): st_settings in static.h. mount

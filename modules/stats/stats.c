@@ -2,7 +2,7 @@
  *
  *     [stats]
  *     text_path = /__stats              ; plain text for people (curl)
- *     json_path = /__stats.json         ; everything, as JSON
+ *     json_path = /__stats.json         ; everything, as JSON (?history=1: the history)
  *     metrics_path = /metrics           ; Prometheus text format 0.0.4
  *     dashboard_path = /__stats/        ; the live dashboard (HTML)
  *     events_path = /__stats/events     ; its Server-Sent Events stream
@@ -84,9 +84,26 @@ static int text_handler(keel_request *req, keel_response *res, void *userdata)
     return send_page(req, res, userdata, PAGE_TEXT);
 }
 
+/* The JSON page; with ?history=1 the dashboard's history instead (the
+ * "history" event's data), for a page that polls. */
 static int json_handler(keel_request *req, keel_response *res, void *userdata)
 {
-    return send_page(req, res, userdata, PAGE_JSON);
+    const stats *st = userdata;
+    keel_str v;
+    if (keel_request_query_param(req, "history", &v) != KEEL_OK || v.len != 1 || v.ptr[0] != '1')
+        return send_page(req, res, st, PAGE_JSON);
+    if (!stats_admit(st, req, res))
+        return KEEL_OK;
+    stats_buf b;
+    stats_buf_init(&b);
+    stats_history_render(&b, st->history, st->interval_ms);
+    if (b.failed) {
+        stats_buf_free(&b);
+        return KEEL_ERR_NOMEM;
+    }
+    keel_response_header_set(res, "Content-Type", "application/json");
+    keel_response_header_set(res, "Cache-Control", "no-store");
+    return keel_response_send(res, b.data, b.len, free_body, NULL);
 }
 
 static int prom_handler(keel_request *req, keel_response *res, void *userdata)

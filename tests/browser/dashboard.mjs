@@ -94,6 +94,9 @@ try {
   await waitSamples(poll, 3, 15000);
   const t2 = await poll.evaluate(() => window.__keelStats.transport);
   if (t2 !== "poll") fail("without EventSource the page should poll, transport is " + t2);
+  // It asked for the server's history first (/__stats.json?history=1).
+  const h2 = await poll.evaluate(() => window.__keelStats.history);
+  if (!(h2 >= 3)) fail("the polling page got " + h2 + " samples of history");
   const dark = path.join(out, "dashboard-dark.png");
   await poll.screenshot({ path: dark });
   console.log("ok: polling fallback");

@@ -179,6 +179,11 @@ Test(stats_events, a_new_stream_gets_the_history_first, .timeout = 60, .fini = k
     cr_assert_geq(last_2xx(c), 5, "%s", c->buf);
     cr_assert(strstr(c->buf, "event: history") < strstr(c->buf, "event: snapshot"));
     ht_close(c);
+    /* A page that polls asks the JSON page for the same. */
+    char *body = NULL;
+    cr_assert_eq(st_fetch(p, "/__stats.json?history=1", &body), 200);
+    cr_assert(strncmp(body, "{\"interval_ms\":200,\"mono_ms\":[", 30) == 0, "%s", body);
+    free(body);
 }
 
 Test(stats_events, history_off_sends_none, .timeout = 60, .fini = kh_cleanup_all)

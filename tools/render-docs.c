@@ -268,8 +268,9 @@ static void text_of(cmark_node *node, char *buf, size_t cap)
     }
 }
 
-/* GitHub's heading ids: lower case, letters, digits, '-' and '_' kept,
- * spaces to '-', other punctuation dropped; a repeated id gets -1, -2. */
+/* GitHub's heading ids: lower case, letters (any script), digits, '-' and
+ * '_' kept, spaces to '-', other punctuation dropped; a repeated id gets
+ * -1, -2. */
 static char *slug(const char *text, char **ids, size_t *nids)
 {
     size_t len = strlen(text);
@@ -278,6 +279,17 @@ static char *slug(const char *text, char **ids, size_t *nids)
         die("out of memory");
     size_t n = 0;
     for (const unsigned char *p = (const unsigned char *)text; *p; p++) {
+        /* Punctuation beyond ASCII goes too, as on GitHub: the General
+         * Punctuation block (dashes, quotes, ellipsis: E2 80 xx, E2 81 xx)
+         * and the middle dot and the multiplication sign (C2 B7, C3 97). */
+        if (p[0] == 0xE2 && (p[1] == 0x80 || p[1] == 0x81) && p[2] != 0) {
+            p += 2;
+            continue;
+        }
+        if ((p[0] == 0xC2 && p[1] == 0xB7) || (p[0] == 0xC3 && p[1] == 0x97)) {
+            p += 1;
+            continue;
+        }
         if (*p >= 'A' && *p <= 'Z')
             s[n++] = (char)(*p - 'A' + 'a');
         else if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' || *p == '_' ||

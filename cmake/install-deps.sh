@@ -11,14 +11,15 @@ set -eu
 
 # The second line is what the optional parts build with (pubsub_redis on
 # hiredis, rewrite on PCRE2, auth_basic on libxcrypt's crypt_r, deflate's br
-# and zstd codings on libbrotli and libzstd); the rest is what tests drive keel
-# with: Python's websockets and h2 clients, Prometheus's promtool (its
+# and zstd codings on libbrotli and libzstd, the HTML docs on cmark-gfm); the
+# rest is what tests drive keel with: mandoc to lint the man pages, Python's websockets and h2 clients, Prometheus's promtool (its
 # package), headless Chromium for the pages, testssl.sh for the TLS
 # listener, nghttp/h2load, nginx and HAProxy as peers and balancers, a
 # Redis server, and wrk for the load under which tests/cluster reloads keel.
 DEBIAN_PACKAGES="build-essential cmake ninja-build pkg-config libuv1-dev zlib1g-dev \
 libmbedtls-dev libcriterion-dev node-llhttp curl openssl valgrind \
 libhiredis-dev libpcre2-dev libcrypt-dev libbrotli-dev libzstd-dev \
+libcmark-gfm-dev libcmark-gfm-extensions-dev mandoc \
 python3-websockets python3-h2 prometheus chromium testssl.sh nghttp2-client nginx-light \
 haproxy redis-server wrk ${KEEL_DEPS_EXTRA:-}"
 # Node.js and npm run the browser tests (playwright-core, fetched by
@@ -27,7 +28,7 @@ haproxy redis-server wrk ${KEEL_DEPS_EXTRA:-}"
 if ! command -v npm >/dev/null 2>&1; then
     DEBIAN_PACKAGES="$DEBIAN_PACKAGES nodejs npm"
 fi
-BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp hiredis pcre2 brotli zstd"
+BREW_PACKAGES="cmake ninja pkg-config libuv zlib mbedtls criterion llhttp hiredis pcre2 brotli zstd cmark-gfm"
 VCPKG_PACKAGES="libuv zlib mbedtls llhttp hiredis pcre2 brotli zstd"
 
 say() { printf 'install-deps: %s\n' "$*"; }

@@ -90,6 +90,18 @@ static stats_event *snapshot_event(const stats *st, stats_worker *ws)
     return ev;
 }
 
+/* The server's history of the charts (history.c), or NULL when it keeps
+ * none or has none yet. */
+static stats_event *history_event(const stats *st, stats_worker *ws)
+{
+    stats_buf b;
+    stats_buf_init(&b);
+    size_t n = stats_history_render(&b, st->history, st->interval_ms);
+    stats_event *ev = b.failed || n == 0 ? NULL : event_make(ws, "history", b.data, b.len);
+    stats_buf_free(&b);
+    return ev;
+}
+
 static void stream_unlink(stats_stream *s)
 {
     stats_worker *ws = s->ws;
@@ -240,22 +252,29 @@ int stats_events_handler(keel_request *req, keel_response *res, void *userdata)
             return KEEL_ERR_NOMEM;
         }
     }
-    /* The first snapshot at once, so the page draws without waiting a
-     * beat; "retry" tells the browser how soon to reconnect. */
+    /* The history first (the charts' last minutes), then a snapshot at
+     * once, so the page draws what came before without waiting a beat;
+     * "retry" tells the browser how soon to reconnect. */
+    stats_event *history = history_event(st, ws);
     stats_event *first = snapshot_event(st, ws);
     if (first != NULL) {
         static const char retry[] = "retry: 2000\n\n";
-        stats_event *hello = malloc(sizeof *hello + first->len + sizeof retry - 1);
+        size_t hlen = history ? history->len : 0;
+        stats_event *hello = malloc(sizeof *hello + sizeof retry - 1 + hlen + first->len);
         if (hello != NULL) {
             hello->refs = 1;
-            hello->len = first->len + sizeof retry - 1;
+            hello->len = sizeof retry - 1 + hlen + first->len;
             memcpy(hello->data, retry, sizeof retry - 1);
-            memcpy(hello->data + sizeof retry - 1, first->data, first->len);
+            if (history != NULL)
+                memcpy(hello->data + sizeof retry - 1, history->data, hlen);
+            memcpy(hello->data + sizeof retry - 1 + hlen, first->data, first->len);
             stream_write(s, hello);
             event_unref(hello);
         }
         event_unref(first);
     }
+    if (history != NULL)
+        event_unref(history);
     return KEEL_OK;
 }
 

@@ -16,9 +16,10 @@ typedef struct stats {
     const char *ready_path; /* readiness for a balancer: 200, or 503 while draining */
     char *events_path;
     uint64_t interval_ms;
-    int64_t max_streams; /* event streams per worker */
-    int64_t loaded_at;   /* Unix seconds: uptime until the core's metric exists */
-    stats_buf page;      /* the dashboard, paths filled in (stats.c) */
+    int64_t max_streams;    /* event streams per worker */
+    int64_t loaded_at;      /* Unix seconds: uptime until the core's metric exists */
+    stats_history *history; /* the dashboard's last minutes (history.c: its own lock) */
+    stats_buf page;         /* the dashboard, paths filled in (stats.c) */
 } stats;
 
 typedef struct stats_stream stats_stream;
@@ -26,12 +27,14 @@ typedef struct stats_stream stats_stream;
 /* Each worker's event streams and the one timer that feeds them. */
 typedef struct stats_worker {
     keel_worker *worker;
+    keel_module *module;
     const stats *st; /* set when the first stream comes */
     stats_stream *streams;
     unsigned nstreams;
     keel_timer *timer;
     uint64_t last_sent_ms;
     uint64_t event_id;
+    keel_timer *sampler; /* worker 0: fills st->history every interval */
 } stats_worker;
 
 /* collect.c: fills snap (stats_snap_init included) with the host's versions,

@@ -2,13 +2,14 @@
  *
  *     [stats]
  *     text_path = /__stats              ; plain text for people (curl)
- *     json_path = /__stats.json         ; everything, as JSON
+ *     json_path = /__stats.json         ; everything, as JSON (?history=1: the history)
  *     metrics_path = /metrics           ; Prometheus text format 0.0.4
  *     dashboard_path = /__stats/        ; the live dashboard (HTML)
  *     events_path = /__stats/events     ; its Server-Sent Events stream
  *     ready_path = /__ready             ; readiness: 200, 503 once shutting down
  *     events_interval = 1s              ; one snapshot per stream this often
  *     max_event_streams = 16            ; dashboards per worker; more get 503
+ *     history = 5m                      ; the dashboard's last minutes, sent to a new page
  *     allow = 127.0.0.1 ::1 10.0.0.0/8  ; who may look (repeatable); default: loopback
  *                                       ; only; `any`: every client
  *
@@ -83,9 +84,26 @@ static int text_handler(keel_request *req, keel_response *res, void *userdata)
     return send_page(req, res, userdata, PAGE_TEXT);
 }
 
+/* The JSON page; with ?history=1 the dashboard's history instead (the
+ * "history" event's data), for a page that polls. */
 static int json_handler(keel_request *req, keel_response *res, void *userdata)
 {
-    return send_page(req, res, userdata, PAGE_JSON);
+    const stats *st = userdata;
+    keel_str v;
+    if (keel_request_query_param(req, "history", &v) != KEEL_OK || v.len != 1 || v.ptr[0] != '1')
+        return send_page(req, res, st, PAGE_JSON);
+    if (!stats_admit(st, req, res))
+        return KEEL_OK;
+    stats_buf b;
+    stats_buf_init(&b);
+    stats_history_render(&b, st->history, st->interval_ms);
+    if (b.failed) {
+        stats_buf_free(&b);
+        return KEEL_ERR_NOMEM;
+    }
+    keel_response_header_set(res, "Content-Type", "application/json");
+    keel_response_header_set(res, "Cache-Control", "no-store");
+    return keel_response_send(res, b.data, b.len, free_body, NULL);
 }
 
 static int prom_handler(keel_request *req, keel_response *res, void *userdata)
@@ -152,6 +170,7 @@ typedef struct stats_section {
     uint64_t events_interval_ms;
     int64_t max_event_streams;
     keel_config_list allow;
+    uint64_t history_ms;
 } stats_section;
 
 static const keel_config_key stats_keys[] = {
@@ -175,6 +194,11 @@ static const keel_config_key stats_keys[] = {
              .def = "127.0.0.1 ::1",
              .doc = "addresses or CIDR blocks that may see the pages (PROXY protocol aware); "
                     "`any`: every client. The default lets only the machine itself in"),
+    KEEL_KEY(stats_section, history_ms, "history", KEEL_CONFIG_DURATION, .def = "5m", .min = 0,
+             .max = 3600000,
+             .doc = "how much of the dashboard's charts the server keeps (one sample per "
+                    "events_interval, at most 3600) and sends a page first, so that a reload "
+                    "draws at once; 0: none"),
 };
 KEEL_CONFIG_SCHEMA(stats_schema, stats_section, stats_keys);
 
@@ -223,6 +247,16 @@ static int read_config(keel_module *m, stats *st)
     st->ready_path = c->ready_path;
     st->interval_ms = c->events_interval_ms;
     st->max_streams = c->max_event_streams;
+    /* The dashboard keeps five minutes (KEEP in dashboard.html); the rings
+     * are sized for the key, bounded so a short interval cannot make them
+     * large: 3600 samples of about 30 numbers each. */
+    size_t samples =
+        c->history_ms ? (size_t)((c->history_ms + st->interval_ms - 1) / st->interval_ms) : 0;
+    if (samples > 3600)
+        samples = 3600;
+    if ((st->history = malloc(sizeof *st->history)) == NULL ||
+        stats_history_init(st->history, samples, keel_module_worker_count(m)) < 0)
+        return KEEL_ERR_NOMEM;
     if ((rc = check_path(m, "text_path", st->text_path)) < 0 ||
         (rc = check_path(m, "json_path", st->json_path)) < 0 ||
         (rc = check_path(m, "metrics_path", st->metrics_path)) < 0 ||
@@ -282,6 +316,9 @@ static int add_routes(keel_module *m, stats *st)
 
 static void stats_free(stats *st)
 {
+    if (st->history != NULL)
+        stats_history_free(st->history);
+    free(st->history);
     stats_allow_free(&st->allow);
     stats_buf_free(&st->page);
     free(st->events_path);
@@ -305,11 +342,34 @@ static int stats_load(keel_module *m)
     return KEEL_OK;
 }
 
+/* Worker 0's beat: one sample of the history. Not while stopping: the
+ * process is going, and a reload's successor keeps its own. */
+static void sample_history(keel_timer *timer, void *userdata)
+{
+    (void)timer;
+    stats_worker *ws = userdata;
+    const stats *st = keel_module_data(ws->module);
+    if (keel_worker_stopping(ws->worker))
+        return;
+    stats_snap snap;
+    stats_collect(st, ws->worker, &snap);
+    if (!snap.failed)
+        stats_history_record(st->history, &snap);
+    stats_snap_free(&snap);
+}
+
 static int stats_start(keel_module *m, keel_worker *w, void *state)
 {
-    (void)m;
+    stats *st = keel_module_data(m);
     stats_worker *ws = state;
     ws->worker = w;
+    ws->module = m;
+    /* One worker samples for all: a collection already sums the workers. */
+    if (keel_worker_id(w) == 0 && st->history->cap > 0) {
+        ws->sampler = keel_timer_start(w, 0, st->interval_ms, sample_history, ws);
+        if (ws->sampler == NULL)
+            return KEEL_ERR_NOMEM;
+    }
     return KEEL_OK;
 }
 
@@ -317,7 +377,12 @@ static void stats_stop(keel_module *m, keel_worker *w, void *state)
 {
     (void)m;
     (void)w;
-    stats_events_stop(state);
+    stats_worker *ws = state;
+    if (ws->sampler != NULL) {
+        keel_timer_stop(ws->sampler);
+        ws->sampler = NULL;
+    }
+    stats_events_stop(ws);
 }
 
 static void stats_unload(keel_module *m)

@@ -135,6 +135,37 @@ void stats_render_labels_json(stats_buf *b, const char *labels);
 void stats_render_json(stats_buf *b, const stats_snap *s);
 void stats_render_text(stats_buf *b, const stats_snap *s);
 
+/* ---- history.c: the dashboard's last minutes -------------------------------
+ * Rings of cap samples, one per metric the charts use, filled by one
+ * worker's timer and read by any (under the file's lock). The values are
+ * as collected (counters, not rates). */
+
+#define ST_HISTORY_CLASSES 5 /* 1xx..5xx */
+
+typedef struct stats_history {
+    size_t cap, n, head; /* n samples from head (the oldest), wrapping at cap */
+    unsigned nworkers;
+    size_t nbounds;          /* the latency histogram's, once seen */
+    double *bounds;          /* nbounds, in seconds */
+    uint64_t *mono;          /* the sampling worker's loop clock */
+    double *open, *in, *out; /* NaN: the family was missing */
+    double *req;             /* ST_HISTORY_CLASSES rings of cap */
+    uint64_t *count, *cum;   /* cap; cap rows of nbounds */
+    double *idle;            /* cap rows of nworkers */
+} stats_history;
+
+/* cap 0 keeps nothing. Returns 0, or -1 out of memory (h is then empty). */
+int stats_history_init(stats_history *h, size_t cap, unsigned nworkers);
+void stats_history_free(stats_history *h);
+void stats_history_record(stats_history *h, const stats_snap *s);
+/* The rings as one JSON object (the dashboard's "history" event):
+ * {"interval_ms", "mono_ms": [...], one array per counter or gauge family,
+ * keel_http_requests_total: {"1xx": [...], ...}, the duration histogram as
+ * {"le", "count", "cumulative": [[...] per sample]}, the loop idle seconds
+ * as [[per worker] per sample]}, oldest first; null for a missing value.
+ * Returns how many samples it wrote. */
+size_t stats_history_render(stats_buf *b, const stats_history *h, uint64_t interval_ms);
+
 /* The families the pages know by name (docs/metrics.md). */
 #define ST_CONN_OPEN     "keel_connections_open"
 #define ST_CONN_ACCEPTED "keel_connections_accepted_total"

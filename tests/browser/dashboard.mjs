@@ -3,7 +3,7 @@
 // Loads BASE_URL/__stats/, makes a bounded load against keel (hello's
 // routes, 404s), and checks that the page is fed by Server-Sent Events,
 // that snapshots keep arriving, that the charts draw and change (their
-// pixels differ between two moments) and that the numbers show the load;
+// SVG differs between two moments) and that the numbers show the load;
 // then the same page with EventSource removed must fall back to polling.
 // Saves OUT_DIR/dashboard.png and dashboard-dark.png. Exits non-zero with a
 // reason on any failure.
@@ -33,7 +33,8 @@ async function waitSamples(page, n, ms) {
   await page.waitForFunction((k) => window.__keelStats && window.__keelStats.samples >= k, n, { timeout: ms });
 }
 
-const canvasPixels = (page, id) => page.evaluate((i) => document.getElementById(i).toDataURL(), id);
+// A chart's drawing (its SVG): it differs between two moments when the chart moved.
+const chartDrawing = (page, id) => page.evaluate((i) => document.getElementById(i).innerHTML, id);
 
 deadline(90000, "the whole browser test");
 const browser = await launch(modules);
@@ -44,7 +45,7 @@ try {
   await waitSamples(page, 2, 15000);
   const transport = await page.evaluate(() => window.__keelStats.transport);
   if (transport !== "live") fail("expected the SSE stream, transport is " + transport);
-  const before = await canvasPixels(page, "c-rps");
+  const before = await chartDrawing(page, "c-rps");
   const s0 = await page.evaluate(() => window.__keelStats.samples);
 
   await load(400);
@@ -57,7 +58,7 @@ try {
   // Two more beats after the load: the last snapshot has counted it all.
   const s1 = await page.evaluate(() => window.__keelStats.samples);
   await waitSamples(page, s1 + 2, 15000);
-  const after = await canvasPixels(page, "c-rps");
+  const after = await chartDrawing(page, "c-rps");
   if (after === before) fail("the requests chart did not change under load");
   const st = await page.evaluate(() => ({
     draws: window.__keelStats.draws,
@@ -93,6 +94,9 @@ try {
   await waitSamples(poll, 3, 15000);
   const t2 = await poll.evaluate(() => window.__keelStats.transport);
   if (t2 !== "poll") fail("without EventSource the page should poll, transport is " + t2);
+  // It asked for the server's history first (/__stats.json?history=1).
+  const h2 = await poll.evaluate(() => window.__keelStats.history);
+  if (!(h2 >= 3)) fail("the polling page got " + h2 + " samples of history");
   const dark = path.join(out, "dashboard-dark.png");
   await poll.screenshot({ path: dark });
   console.log("ok: polling fallback");

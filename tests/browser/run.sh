@@ -3,6 +3,9 @@
 # against it, which saves its screenshots in OUT_DIR.
 #   run.sh TEST KEEL_BIN MODULE_DIR OUT_DIR
 #   dashboard  stats.browser: http1 + hello + stats, the stats dashboard
+#   dashboard-layout  stats.browser_layout: the same keel; the dashboard's
+#              history across a reload, and its layout at desktop and
+#              mobile widths in light and dark
 #   chat       chat.browser: examples/chat/chat.conf on two workers, two pages
 #   h2         h2.browser: a page with 80 assets over HTTPS, ALPN h2 (tls, h2,
 #              static, stats; the certificate from keel-cert beside KEEL_BIN)
@@ -53,7 +56,7 @@ start_keel() {
 }
 
 case $test in
-dashboard)
+dashboard | dashboard-layout)
     cat >"$work/keel.conf" <<CONF
 [keel]
 listen = 127.0.0.1:0 http1
@@ -163,7 +166,7 @@ CONF
     limit=60
     ;;
 *)
-    echo "usage: run.sh dashboard|chat|h2|h2ws|cors|spa KEEL_BIN MODULE_DIR OUT_DIR" >&2
+    echo "usage: run.sh dashboard|dashboard-layout|chat|h2|h2ws|cors|spa KEEL_BIN MODULE_DIR OUT_DIR" >&2
     exit 2
     ;;
 esac

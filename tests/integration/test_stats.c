@@ -68,7 +68,7 @@ Test(stats, pages, .timeout = 60, .fini = kh_cleanup_all)
     st_get(p, c, "/__stats/", &r);
     kh_assert(p, r.status == 200, "/__stats/: %d", r.status);
     cr_assert_str_eq(ht_header(&r, "Content-Type"), "text/html; charset=utf-8");
-    cr_assert(strstr(r.body, "<canvas") != NULL);
+    cr_assert(strstr(r.body, "<svg class=\"chart\"") != NULL);
     cr_assert(strstr(r.body, "events: \"/__stats/events\", json: \"/__stats.json\""),
               "the paths are written into the page");
     cr_assert(strstr(r.body, "__KEEL_") == NULL);

@@ -3,7 +3,7 @@
  * place at once, a stream over max_event_streams is refused, and a
  * graceful shutdown with a dashboard connected ends the stream (a "bye"
  * event, then the chunked body's end) and exits long before
- * shutdown_timeout. */
+ * shutdown_timeout; a new stream gets the server's history first. */
 #define _GNU_SOURCE
 #include "test_stats.h"
 
@@ -53,7 +53,10 @@ Test(stats_events, snapshots_arrive, .timeout = 60, .fini = kh_cleanup_all)
     /* The first at once, then one every 200 ms: about 400 ms for three. */
     cr_assert(took >= 250 && took < 3000, "three events took %lld ms", took);
     cr_assert(strstr(c->buf, "retry: 2000\n"), "%s", c->buf);
-    cr_assert(strstr(c->buf, "id: 1\nevent: snapshot\ndata: {\"version\":\"0.1.0\""), "%s", c->buf);
+    cr_assert(strstr(c->buf, "event: snapshot\ndata: {\"version\":\"0.1.0\""), "%s", c->buf);
+    /* The server's history, when it has a sample yet, comes before it. */
+    const char *history = strstr(c->buf, "event: history\n");
+    cr_assert(history == NULL || history < strstr(c->buf, "event: snapshot\n"), "%s", c->buf);
     cr_assert(strstr(c->buf, "\"keel_connections_open\":{\"type\":\"gauge\""), "%s", c->buf);
     ht_close(c);
 }
@@ -121,4 +124,74 @@ Test(stats_events, shutdown_right_after_a_client_left, .timeout = 60, .fini = kh
     kh_signal(p, SIGTERM);
     int rc = kh_wait_exit(p, 10000);
     kh_assert(p, rc == 0, "exit status %d", rc);
+}
+
+/* The samples in a "history" event's data (the length of its mono_ms
+ * array), or -1 when the stream's first event is not one. (Event ids are
+ * per worker: a stream's first is not always 1.) */
+static int history_samples(const ht_conn *c)
+{
+    const char *h = strstr(c->buf, "event: history\ndata: {\"interval_ms\":200,\"mono_ms\":[");
+    const char *snapshot = strstr(c->buf, "event: snapshot\n");
+    if (h == NULL || (snapshot != NULL && snapshot < h))
+        return -1;
+    h = strchr(h, '[');
+    int n = h[1] == ']' ? 0 : 1;
+    for (h++; *h && *h != ']'; h++)
+        n += *h == ',';
+    return n;
+}
+
+/* The last value of the history's 2xx array. */
+static long last_2xx(const ht_conn *c)
+{
+    const char *a = strstr(c->buf, "\"2xx\":[");
+    const char *end = a ? strchr(a, ']') : NULL;
+    if (end == NULL)
+        return -1;
+    const char *v = end;
+    while (v > a && v[-1] != ',' && v[-1] != '[')
+        v--;
+    return strtol(v, NULL, 10);
+}
+
+Test(stats_events, a_new_stream_gets_the_history_first, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = st_start(2, "events_interval = 200ms\nhistory = 2s\n", NULL);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(st_fetch(p, "/__stats.json", NULL), 200);
+    /* Worker 0 samples every 200 ms, the ring holding 2 s: once a stream
+     * has had 11 beats at that rate, the ring is full, with the requests
+     * above counted in it. */
+    ht_conn *c = open_stream(p);
+    kh_assert(p, wait_count(c, "event: snapshot\n", 11, 10000), "11 snapshots: %s", c->buf);
+    ht_close(c);
+    c = open_stream(p);
+    kh_assert(p, wait_count(c, "event: snapshot\n", 1, 5000), "first snapshot: %s", c->buf);
+    int samples = history_samples(c);
+    cr_assert_eq(samples, 10, "2 s at 200 ms: the ring holds 10, got %d", samples);
+    /* Every array has one value per sample; the requests made before the
+     * stream opened are in it, by status class. */
+    cr_assert(strstr(c->buf, "\"keel_http_requests_total\":{\"1xx\":["), "%s", c->buf);
+    cr_assert(strstr(c->buf, "\"keel_http_request_duration_seconds\":{\"le\":[0.0001,"), "%s",
+              c->buf);
+    cr_assert(strstr(c->buf, "\"keel_worker_loop_idle_seconds_total\":[["), "%s", c->buf);
+    cr_assert_geq(last_2xx(c), 5, "%s", c->buf);
+    cr_assert(strstr(c->buf, "event: history") < strstr(c->buf, "event: snapshot"));
+    ht_close(c);
+    /* A page that polls asks the JSON page for the same. */
+    char *body = NULL;
+    cr_assert_eq(st_fetch(p, "/__stats.json?history=1", &body), 200);
+    cr_assert(strncmp(body, "{\"interval_ms\":200,\"mono_ms\":[", 30) == 0, "%s", body);
+    free(body);
+}
+
+Test(stats_events, history_off_sends_none, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = st_start(1, "events_interval = 200ms\nhistory = 0\n", NULL);
+    ht_conn *c = open_stream(p);
+    kh_assert(p, wait_count(c, "event: snapshot\n", 2, 5000), "two snapshots: %s", c->buf);
+    cr_assert_null(strstr(c->buf, "event: history"), "%s", c->buf);
+    cr_assert(strstr(c->buf, "id: 1\nevent: snapshot\n"), "%s", c->buf);
+    ht_close(c);
 }

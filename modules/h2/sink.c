@@ -1,7 +1,7 @@
 /* sink.c — the sink through which the core answers a stream (send_head,
- * send_body, send_file, want_body, done; no upgrade): response heads
- * encoded at once and held until their body can follow, trailers, the
- * body queued as pieces (stream.c).
+ * send_body, send_file, want_body, done; upgrade is tunnel.c's): response
+ * heads encoded at once and held until their body can follow (send.c),
+ * trailers, the body queued as pieces (queue.c).
  */
 #include "h2.h"
 
@@ -233,65 +233,6 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     h2_stream_hold(s);
     h2_pump(c);
     return KEEL_OK;
-}
-
-void h2_stream_hold(h2_stream *s)
-{
-    h2_conn *c = s->c;
-    /* In the order the heads came: they leave so. */
-    s->held = 1;
-    s->held_next = NULL;
-    *(c->held != NULL ? &c->held_tail->held_next : &c->held) = s;
-    c->held_tail = s;
-}
-
-/* Takes s off the connection's list of held heads. */
-void h2_stream_unhold(h2_stream *s)
-{
-    if (!s->held)
-        return;
-    s->held = 0;
-    h2_conn *c = s->c;
-    h2_stream *prev = NULL;
-    for (h2_stream **pp = &c->held; *pp != NULL; prev = *pp, pp = &(*pp)->held_next) {
-        if (*pp == s) {
-            *pp = s->held_next;
-            if (c->held_tail == s)
-                c->held_tail = prev;
-            break;
-        }
-    }
-}
-
-void h2_stream_submit_held(h2_conn *c)
-{
-    h2_stream **pp = &c->held;
-    h2_stream *prev = NULL;
-    while (*pp != NULL) {
-        h2_stream *s = *pp;
-        /* A small file still being read (fileload.c): its HEADERS wait to
-         * leave with its DATA, in the same write. */
-        if (!s->closed && s->queue != NULL && s->queue->loading) {
-            prev = s;
-            pp = &s->held_next;
-            continue;
-        }
-        *pp = s->held_next;
-        if (c->held_tail == s)
-            c->held_tail = prev;
-        s->held = 0;
-        if (s->closed || c->closing)
-            continue;
-        h2_send_headers(c, (uint32_t)s->id, s->head_block, s->head_len, !s->has_data);
-        if (s->has_data) {
-            h2_ready(s);
-            continue;
-        }
-        s->busy++; /* closing may end the exchange from inside */
-        h2_stream_local_end(s);
-        s->busy--;
-        h2_stream_maybe_free(s);
-    }
 }
 
 /* Trailers (RFC 9113 8.1) are encoded now: the core's views die with the

@@ -134,8 +134,9 @@ static void load_done(keel_worker *worker, int status, void *userdata)
             p->w = NULL; /* as an orphaned batch's (output.c) */
         if (c != NULL && !c->closing)
             s = h2_stream_find(c, it->stream_id);
-        /* Still that stream's, at the head of its queue? */
-        int mine = s != NULL && s->queue == p && p->refs > 1;
+        /* Still in that stream's queue? Nothing else holds a piece being
+         * read (it cannot be sent meanwhile) but the queue and this job. */
+        int mine = s != NULL && p->refs > 1;
         if (status == KEEL_OK && it->ok && mine) {
             piece_loaded(p, job->slab, it->buf);
             s->nfiles--;
@@ -209,7 +210,7 @@ void h2_load_submit(h2_conn *c)
             h2_piece *p = c->pending[i].p;
             h2_stream *s = h2_stream_find(c, c->pending[i].stream_id);
             p->loading = 0;
-            if (s != NULL && s->queue == p)
+            if (s != NULL && p->refs > 1)
                 h2_stream_reset(s, H2_INTERNAL_ERROR);
             h2_piece_unref(p, rc);
         }

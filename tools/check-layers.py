@@ -4,7 +4,12 @@ layers"): no #include cycle between folders of core/, and no folder
 including one above it in LAYERS. Prints each offending include chain as
 file:line steps and exits 1; exits 0 with one line when the stack holds.
 
-    tools/check-layers.py [CORE_DIR]      (default: core/ beside tools/)
+Then the same for the h2 module's files (docs/http2.md, "The layers"):
+each file is in one of H2_LAYERS and includes only headers of its layer
+and of those below it.
+
+    tools/check-layers.py [CORE_DIR]      (default: core/ beside tools/;
+                                           modules/h2 is CORE_DIR/../modules/h2)
 
 Only quoted includes are followed ("net/conn.h"): <...> headers are the
 public ABI or the system's. A quoted path is resolved against core/ first
@@ -18,6 +23,17 @@ import sys
 # below it. core/main.c, outside every folder, is above them all.
 LAYERS = ["platform", "base", "runtime", "net", "http", "server"]
 TOP = "(main)"
+
+# modules/h2, bottom up. The codec is also built without keel's headers
+# (modules/h2/CMakeLists.txt); above it the state reports to the layers
+# above through a table of functions (writer.h: h2_events), never by name.
+H2_LAYERS = [
+    ("codec", ["frame.h", "frame.c", "hpack.h", "hpack.c", "hpack_huffman.c"]),
+    ("writer", ["writer.h", "writer.c", "output.c", "limits.c"]),
+    ("state", ["state.h", "input.c", "stream.c", "window.c"]),
+    ("scheduler", ["scheduler.h", "send.c", "queue.c", "fileload.c", "headcache.c"]),
+    ("module", ["h2.h", "h2.c", "request.c", "sink.c", "tunnel.c"]),
+]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
@@ -92,6 +108,41 @@ def chain(edges_in_order):
     return "\n".join("    %s:%d includes %s" % e for e in edges_in_order)
 
 
+def check_h2(h2dir):
+    """1 (with each offending include printed) if a file of modules/h2
+    includes a header of a layer above its own, or is in no layer."""
+    layer_of = {}
+    for rank_, (name, files) in enumerate(H2_LAYERS):
+        for f in files:
+            layer_of[f] = (rank_, name)
+    order = " < ".join(name for name, _ in H2_LAYERS)
+    failed = False
+    checked = 0
+    for name in sorted(os.listdir(h2dir)):
+        if not name.endswith((".c", ".h")):
+            continue
+        if name not in layer_of:
+            print("check-layers: modules/h2/%s is in no layer: add it to H2_LAYERS in %s"
+                  % (name, os.path.relpath(__file__)))
+            failed = True
+            continue
+        with open(os.path.join(h2dir, name), encoding="utf-8", errors="replace") as f:
+            for lineno, text in enumerate(f, 1):
+                m = INCLUDE.match(text)
+                if m is None or m.group(1) not in layer_of:
+                    continue
+                checked += 1
+                (ra, la), (rb, lb) = layer_of[name], layer_of[m.group(1)]
+                if rb > ra:
+                    print("check-layers: modules/h2/%s:%d includes %s: the %s layer includes "
+                          "the %s layer, above it (%s)" % (name, lineno, m.group(1), la, lb, order))
+                    failed = True
+    if failed:
+        return 1
+    print("check-layers: modules/h2 is a stack: %s (%d includes checked)" % (order, checked))
+    return 0
+
+
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
     core = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "..", "core"))
@@ -123,6 +174,9 @@ def main():
     if failed:
         return 1
     print("check-layers: core/ is a stack: %s (%d includes checked)" % (order, len(edges)))
+    h2dir = os.path.join(core, "..", "modules", "h2")
+    if os.path.isdir(h2dir):
+        return check_h2(h2dir)
     return 0
 
 

@@ -2,7 +2,7 @@
  *
  * HTTP/2 frames every body, so a file cannot simply be handed to the socket.
  * Large files still go out with sendfile, frame by frame (a 9-byte header,
- * then the file's bytes: stream.c, output.c). For small ones that costs
+ * then the file's bytes: queue.c, output.c). For small ones that costs
  * three system calls and a loop turn each; and the core's own fallback, a
  * thread-pool read per file, costs a thread hand-off each. Here every small
  * file asked for during one turn (100 streams answered from one read, say)
@@ -19,7 +19,7 @@
  * connection closed meanwhile only makes the job's results unused. The
  * core keeps each fd open until the piece's callback, which comes after.
  */
-#include "h2.h"
+#include "scheduler.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -134,8 +134,9 @@ static void load_done(keel_worker *worker, int status, void *userdata)
             p->w = NULL; /* as an orphaned batch's (output.c) */
         if (c != NULL && !c->closing)
             s = h2_stream_find(c, it->stream_id);
-        /* Still that stream's, at the head of its queue? */
-        int mine = s != NULL && s->queue == p && p->refs > 1;
+        /* Still in that stream's queue? Nothing else holds a piece being
+         * read (it cannot be sent meanwhile) but the queue and this job. */
+        int mine = s != NULL && p->refs > 1;
         if (status == KEEL_OK && it->ok && mine) {
             piece_loaded(p, job->slab, it->buf);
             s->nfiles--;
@@ -151,12 +152,6 @@ static void load_done(keel_worker *worker, int status, void *userdata)
     free(job);
     if (c != NULL)
         h2_pump(c);
-}
-
-void h2_slab_unref(h2_slab *slab)
-{
-    if (slab != NULL && --slab->refs == 0)
-        free(slab);
 }
 
 void h2_load_submit(h2_conn *c)
@@ -215,7 +210,7 @@ void h2_load_submit(h2_conn *c)
             h2_piece *p = c->pending[i].p;
             h2_stream *s = h2_stream_find(c, c->pending[i].stream_id);
             p->loading = 0;
-            if (s != NULL && s->queue == p)
+            if (s != NULL && p->refs > 1)
                 h2_stream_reset(s, H2_INTERNAL_ERROR);
             h2_piece_unref(p, rc);
         }

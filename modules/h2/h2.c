@@ -9,8 +9,11 @@
  * are the client's preface, which input.c checks.
  *
  * Input is parsed where it lies (input.c); output is produced once per
- * on_data or asynchronous event (h2_pump) and leaves as one write
- * (output.c).
+ * on_data or asynchronous event (h2_pump, send.c) and leaves as one write
+ * (output.c). The layers below tell the module what happened through the
+ * table of events it fills here (h2_module_events): a stream's fields,
+ * body and end go to its exchange (request.c), its close ends the
+ * exchange and the scheduler's hold on it.
  */
 #include "h2.h"
 
@@ -18,12 +21,6 @@
 #include <string.h>
 
 /* ---- helpers ------------------------------------------------------------------- */
-
-void h2_count(h2_conn *c, keel_metric *m)
-{
-    if (m != NULL)
-        keel_metric_add(c->w->worker, m, 1);
-}
 
 const char *h2_date(h2_worker *w, size_t *len)
 {
@@ -41,94 +38,6 @@ const char *h2_date(h2_worker *w, size_t *len)
     return w->date;
 }
 
-static void h2_close(h2_conn *c)
-{
-    if (c->closing)
-        return;
-    h2_out_flush(c);
-    c->closing = 1;
-    keel_conn_close(c->conn);
-}
-
-/* Closing it would lose nothing: no stream, nothing to write. At
- * max_connections the core may then reclaim it (keel_conn_set_idle); a
- * client retries on a new connection (RFC 9113 9.1). */
-static void mark_idle(h2_conn *c)
-{
-    if (!c->idle_marked && !c->closing && !c->goaway && c->nactive == 0 && c->inflight == 0 &&
-        c->streams == NULL) {
-        c->idle_marked = 1;
-        keel_conn_set_idle(c->conn, 1);
-    }
-}
-
-/* After the peer's FIN nothing it could send will come; it may still read
- * (a half-closed TCP connection). True when no open stream can go on
- * without it: each waits for window the peer would have to give (no
- * WINDOW_UPDATE can come now) or for a request body it would have to send.
- * A handler at work, a response the windows let out, a file being read
- * can go on, and are waited for. */
-static int nothing_without_peer(const h2_conn *c)
-{
-    if (c->loads != NULL || c->npending > 0)
-        return 0;
-    for (const h2_stream *s = c->streams; s != NULL; s = s->next) {
-        if (s->closed)
-            continue;
-        if (s->queued > 0) {
-            int64_t win = s->send_window < c->send_window ? s->send_window : c->send_window;
-            if (win > 0 || (s->queue != NULL && s->queue->loading))
-                return 0;
-            continue;
-        }
-        if (s->local_ended || (s->exchange && s->want_body && !s->remote_ended))
-            continue;
-        return 0;
-    }
-    return 1;
-}
-
-void h2_pump(h2_conn *c)
-{
-    if (c->depth > 0) {
-        c->want_send = 1;
-        return;
-    }
-    if (c->closing)
-        return;
-    if (!c->failed) {
-        h2_load_submit(c); /* small files asked for since the last turn: one job */
-        c->depth++;
-        do {
-            c->want_send = 0;
-            h2_stream_send_resets(c);
-            h2_stream_submit_held(c); /* response heads whose body can follow */
-            h2_send_data(c);
-        } while (c->want_send && !c->blocked && !c->closing);
-        c->depth--;
-        if (c->closing)
-            return; /* aborted (out of memory mid-frame) */
-    }
-    h2_out_flush(c);
-    int want_write = c->held != NULL || c->ready != NULL || c->resets != NULL;
-    if (c->failed) {
-        h2_close(c); /* GOAWAY written: done (5.4.1) */
-    } else if ((c->goaway_sent || c->goaway_recv) && c->nopen == 0 && !want_write) {
-        h2_close(c); /* GOAWAY said and no stream left: done (6.8) */
-    } else if (c->eof && !want_write && (c->nactive == 0 || nothing_without_peer(c))) {
-        /* Closed now, not at stream_timeout: after the client's FIN no
-         * WINDOW_UPDATE can open the windows its responses wait behind,
-         * and the connection would sit in CLOSE-WAIT. GOAWAY names the
-         * last stream taken; what is written leaves before the FIN
-         * (keel_conn_close). */
-        if (!c->goaway_sent)
-            h2_send_goaway(c, H2_NO_ERROR);
-        h2_close(c);
-    } else if (!want_write) {
-        mark_idle(c);
-    }
-}
-
 void h2_goaway(h2_conn *c)
 {
     if (c->goaway || c->closing || c->failed)
@@ -143,16 +52,6 @@ void h2_goaway(h2_conn *c)
         if (s->local_ended && !s->closed)
             h2_stream_reset(s, H2_NO_ERROR);
     c->depth--;
-    h2_pump(c);
-}
-
-void h2_fail(h2_conn *c, uint32_t code)
-{
-    if (c->closing || c->failed)
-        return;
-    c->failed = 1;
-    c->calm = 1;
-    h2_send_goaway(c, code);
     h2_pump(c);
 }
 
@@ -297,6 +196,52 @@ void h2_tick_start(h2_conn *c)
     c->tick = keel_timer_start(c->w->worker, period, period, on_tick, c);
 }
 
+/* ---- what the connection's state reports (writer.h: h2_events) ------------------ */
+
+/* The stream closed: the exchange and the scheduler let go of it. */
+static void stream_closed(h2_stream *s, uint32_t code)
+{
+    h2_conn *c = s->c;
+    (void)code;
+    if (s->counted) {
+        s->counted = 0;
+        c->nactive--;
+        keel_metric_add(c->w->worker, c->w->mod->m.open_streams, -1);
+    }
+    int complete = s->resp_ended && s->queue == NULL;
+    /* Releasing the queue calls the core, which may end the exchange
+     * (sink done) from inside: the state holds the stream meanwhile. */
+    h2_sched_forget(s, KEEL_ERR_CLOSED);
+    if (s->tunnel != NULL)
+        h2_tunnel_stream_gone(s); /* RST_STREAM, or our end: the protocol's close */
+    if (s->exchange && !complete) {
+        /* Reset, by the peer or by us: the core finishes the exchange
+         * without the sink (RFC 9113 8.1: nothing more is sent). */
+        keel_request *req = s->req;
+        s->exchange = 0;
+        s->req = NULL;
+        keel_http_request_abort(req);
+    }
+}
+
+static void stream_release(h2_stream *s)
+{
+    h2_sched_release(s, KEEL_ERR_CLOSED);
+}
+
+static const h2_events h2_module_events = {
+    .output = h2_pump,
+    .timer = h2_tick_start,
+    .field = h2_stream_field,
+    .headers = h2_stream_headers_done,
+    .trailers = h2_stream_trailers_done,
+    .data = h2_stream_data,
+    .end = h2_stream_remote_end,
+    .closed = stream_closed,
+    .release = stream_release,
+    .window = h2_window_grew,
+};
+
 /* ---- protocol callbacks ------------------------------------------------------------ */
 
 static int h2_on_open(keel_conn *conn, void *arg)
@@ -309,6 +254,7 @@ static int h2_on_open(keel_conn *conn, void *arg)
         return KEEL_ERR_NOMEM;
     c->conn = conn;
     c->w = w;
+    c->ev = &h2_module_events;
     /* RFC 9113 6.5.2, 6.9.2: the peer's values until its SETTINGS say
      * otherwise; our connection window once h2_window_open widened it. */
     c->peer_initial_window = H2_DEFAULT_WINDOW;

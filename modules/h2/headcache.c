@@ -14,7 +14,7 @@
  * Kept per connection while it is busy; an idle connection gives it back
  * (h2.c's trim).
  */
-#include "h2.h"
+#include "scheduler.h"
 
 #include <stdlib.h>
 #include <string.h>

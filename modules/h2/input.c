@@ -12,8 +12,12 @@
  * a stream error RST_STREAM on that stream. Every header block is decoded,
  * even one whose stream is refused or ignored: the HPACK table is the
  * connection's (4.3).
+ *
+ * What a stream's frames carry (its fields, body, end) and a window
+ * the peer widened are told to the layers above through the connection's
+ * events (c->ev: writer.h), which the module fills.
  */
-#include "h2.h"
+#include "state.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -109,9 +113,9 @@ static void trailer_block(h2_conn *c, h2_stream *s, uint8_t flags, const uint8_t
     }
     s->in_trailers = 1;
     s->busy++;
-    if (decode(c, block, len, h2_stream_field, s) == 0) {
+    if (decode(c, block, len, c->ev->field, s) == 0) {
         s->remote_ended = 1;
-        h2_stream_trailers_done(s);
+        c->ev->trailers(s);
     }
     s->busy--;
     h2_stream_maybe_free(s);
@@ -164,13 +168,13 @@ static void header_block(h2_conn *c, int32_t sid, uint8_t flags, const uint8_t *
         return;
     }
     s->busy++;
-    if (decode(c, block, len, h2_stream_field, s) == 0) {
+    if (decode(c, block, len, c->ev->field, s) == 0) {
         int end = (flags & H2_FLAG_END_STREAM) != 0;
         if (end)
             s->remote_ended = 1;
-        h2_stream_headers_done(s);
+        c->ev->headers(s);
         if (end)
-            h2_stream_remote_end(s);
+            c->ev->end(s);
     }
     s->busy--;
     h2_stream_maybe_free(s);
@@ -219,7 +223,7 @@ static void deadline_start(h2_conn *c)
         c->core_deadline = 1;
         keel_conn_set_deadline(c->conn, ms);
     } else {
-        h2_tick_start(c);
+        c->ev->timer(c);
     }
 }
 
@@ -352,12 +356,8 @@ static void data_chunk(h2_conn *c, const uint8_t *p, size_t n)
     s->busy++;
     if (s->reset_pending)
         h2_window_back(s, n); /* nobody will read it */
-    else if (s->tunnel != NULL)
-        h2_tunnel_data(s, p, n); /* RFC 8441: the protocol's bytes */
-    else if (s->bad || !s->exchange || s->rst_after)
-        h2_stream_data_unread(s, n); /* nobody reads it, but it counts (8.1.1) */
     else
-        h2_stream_data(s, p, n);
+        c->ev->data(s, p, n); /* a handler's, a tunnel's, or nobody's (request.c) */
     s->busy--;
     h2_stream_maybe_free(s);
 }
@@ -380,7 +380,7 @@ static void data_end(h2_conn *c)
     }
     s->progress_ms = keel_worker_now_ms(c->w->worker);
     s->busy++;
-    h2_stream_remote_end(s);
+    c->ev->end(s);
     s->busy--;
     h2_stream_maybe_free(s);
 }
@@ -450,9 +450,7 @@ static void on_settings(h2_conn *c, uint8_t flags, int32_t sid, const uint8_t *p
     }
     h2_send_settings_ack(c);
     if (widened)
-        for (h2_stream *s = c->streams; s != NULL; s = s->next)
-            if (s->queued > 0 || s->resp_ended)
-                h2_ready(s);
+        c->ev->window(c, NULL);
 }
 
 /* 6.9 */
@@ -478,9 +476,7 @@ static void on_window_update(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t
         /* Streams stop only when a window is used up (send.c): if the
          * connection's was, any may wait on it. */
         if (before <= 0)
-            for (h2_stream *s = c->streams; s != NULL; s = s->next)
-                if (s->queued > 0)
-                    h2_ready(s);
+            c->ev->window(c, NULL);
         return;
     }
     h2_stream *s = h2_stream_find(c, sid);
@@ -500,7 +496,7 @@ static void on_window_update(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t
         return;
     }
     s->send_window += inc;
-    h2_ready(s);
+    c->ev->window(c, s);
 }
 
 /* 6.4 */
@@ -515,11 +511,11 @@ static void on_rst_stream(h2_conn *c, int32_t sid, const uint8_t *p, uint32_t le
         return;
     }
     h2_stream *s = h2_stream_find(c, sid);
-    if (h2_limits_reset(c, s, code) != 0 || s == NULL)
+    int wasted = s != NULL && !(s->resp_ended && s->queue == NULL);
+    if (h2_limits_reset(c, code, wasted) != 0 || s == NULL)
         return;
     s->busy++;
-    h2_stream_unhold(s);
-    h2_stream_close(s, code, 0);
+    h2_stream_close(s, code, 0); /* a held head goes with it (ev->closed) */
     s->busy--;
     h2_stream_maybe_free(s);
 }

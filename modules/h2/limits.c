@@ -30,7 +30,7 @@
  *   outbound       answers piling up unread: a peer that sends PINGs or
  *                  provokes resets and does not read (send.c).
  */
-#include "h2.h"
+#include "writer.h"
 
 #include <string.h>
 
@@ -143,13 +143,12 @@ int h2_limits_frame(h2_conn *c, uint8_t type, uint8_t flags, uint32_t length)
     return 0;
 }
 
-int h2_limits_reset(h2_conn *c, h2_stream *s, uint32_t code)
+int h2_limits_reset(h2_conn *c, uint32_t code, int wasted)
 {
     h2_count_code(c, c->w->mod->m.rst_recv, code);
     /* A stream given up before its response was complete: the work the
      * server did for it was wasted (CVE-2023-44487). */
-    if (s != NULL && !(s->resp_ended && s->queue == NULL) &&
-        !h2_bucket_take(c, &c->b_reset, c->w->cfg->max_resets))
+    if (wasted && !h2_bucket_take(c, &c->b_reset, c->w->cfg->max_resets))
         return calm(c, H2_FLOOD_RESET);
     return 0;
 }

@@ -1,4 +1,4 @@
-/* output.c — batching the frames send.c writes into writes on the
+/* output.c — batching the frames writer.c and send.c write into writes on the
  * connection.
  *
  * Control frames, frame headers and header blocks are copied into the
@@ -12,7 +12,7 @@
  * pieces whose bytes it carried and lets output go on if it had stopped at
  * H2_INFLIGHT_MAX (the peer's reading paces us).
  */
-#include "h2.h"
+#include "writer.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -237,7 +237,7 @@ static void on_written(keel_conn *conn, int status, void *userdata)
     batch_put(c->w, b);
     if (c->blocked && !c->closing) {
         c->blocked = 0;
-        h2_pump(c);
+        c->ev->output(c);
     }
 }
 
@@ -375,4 +375,10 @@ void h2_piece_pool_free(h2_worker *w)
         free(p);
     }
     w->nfree_pieces = 0;
+}
+
+void h2_slab_unref(h2_slab *slab)
+{
+    if (slab != NULL && --slab->refs == 0)
+        free(slab);
 }

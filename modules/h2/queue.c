@@ -9,7 +9,7 @@
  * byte completed (output.c), which is what paces a streaming handler or
  * the core's file reader.
  */
-#include "h2.h"
+#include "scheduler.h"
 
 #include <stdint.h>
 
@@ -87,4 +87,17 @@ int h2_stream_take(h2_stream *s, size_t length)
         }
     }
     return 0;
+}
+
+void h2_stream_release_queue(h2_stream *s, int status)
+{
+    h2_piece *p = s->queue;
+    s->queue = s->queue_tail = NULL;
+    s->queued = 0;
+    s->nfiles = 0;
+    while (p != NULL) {
+        h2_piece *next = p->next;
+        h2_piece_unref(p, status);
+        p = next;
+    }
 }

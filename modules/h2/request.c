@@ -373,14 +373,6 @@ static void count_limit(h2_conn *c, enum h2_limit l)
     h2_count(c, c->w->mod->m.limit[l]);
 }
 
-/* RFC 9113 8.1.1: a malformed request is a stream error PROTOCOL_ERROR,
- * counted; the core never sees it (or, found in its body, sees no more). */
-void h2_stream_malformed(h2_stream *s)
-{
-    h2_count(s->c, s->c->w->mod->m.malformed);
-    h2_stream_error(s, H2_PROTOCOL_ERROR);
-}
-
 /* ---- the pseudo-fields' grammars (RFC 9113 8.3.1) ----------------------- */
 
 static int lower(int ch)
@@ -649,14 +641,11 @@ void h2_stream_pump_body(h2_stream *s)
     h2_stream_maybe_free(s);
 }
 
-void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
+/* Body bytes for the handler: straight through if it reads, else held. */
+static void body_data(h2_stream *s, const uint8_t *data, size_t len)
 {
     h2_conn *c = s->c;
     const h2_config *cfg = c->w->cfg;
-    if (s->ext_connect) {
-        h2_tunnel_data(s, data, len); /* RFC 8441: not a body */
-        return;
-    }
     s->body_seen += len;
     s->progress_ms = keel_worker_now_ms(c->w->worker);
     if (s->content_length >= 0 && s->body_seen > (uint64_t)s->content_length) {
@@ -699,7 +688,10 @@ void h2_stream_hold_data(h2_stream *s, const uint8_t *data, size_t len)
     h2_window_hold(s, len);
 }
 
-void h2_stream_data_unread(h2_stream *s, size_t len)
+/* Request body bytes nobody will read (the exchange ended, or the module
+ * answered): their windows go back, and they still count toward the
+ * declared content-length (8.1.1). */
+static void data_unread(h2_stream *s, size_t len)
 {
     h2_window_unread(s, len);
     /* RFC 9113 8.1.1: the DATA is the content whose length content-length
@@ -711,6 +703,18 @@ void h2_stream_data_unread(h2_stream *s, size_t len)
     if (!s->bad && !s->rst_after && s->content_length >= 0 &&
         s->body_seen > (uint64_t)s->content_length)
         h2_stream_malformed(s);
+}
+
+void h2_stream_data(h2_stream *s, const uint8_t *data, size_t len)
+{
+    if (s->tunnel != NULL)
+        h2_tunnel_data(s, data, len); /* RFC 8441: the protocol's bytes */
+    else if (s->bad || !s->exchange || s->rst_after)
+        data_unread(s, len); /* nobody reads it, but it counts (8.1.1) */
+    else if (s->ext_connect)
+        h2_tunnel_data(s, data, len); /* kept for the protocol the handler may switch to */
+    else
+        body_data(s, data, len);
 }
 
 void h2_stream_remote_end(h2_stream *s)

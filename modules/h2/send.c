@@ -1,15 +1,27 @@
-/* send.c — the frames the server writes (RFC 9113 6), straight into the
- * connection's batch (output.c), and the DATA scheduler: which stream's
- * body goes next as the peer's windows (6.9) and our output allow.
+/* send.c — what leaves when: the pump (everything due leaves in one write
+ * per turn, and the connection closes once it is finished), response heads
+ * held until their body can follow, and the DATA scheduler: which stream's
+ * body goes next as the peer's windows (RFC 9113 6.9) and our output allow.
  *
  * Streams with body bytes that may go wait on c->ready, in the order they
  * became ready; each turn gives a stream one frame and puts it back at the
  * tail, so a large body does not hold back the small ones behind it
  * (round robin, as RFC 9218's default of equal urgency asks).
  */
-#include "h2.h"
+#include "scheduler.h"
 
 #include <string.h>
+
+/* For the pump's two passes, each called once: inlined, they would make
+ * every h2_pump call save the registers their loops use, and most calls
+ * return at once (inside input or another pump). */
+#if defined(__GNUC__) || defined(__clang__)
+#define NOINLINE __attribute__((noinline))
+#elif defined(_MSC_VER)
+#define NOINLINE __declspec(noinline)
+#else
+#define NOINLINE
+#endif
 
 /* Output may stop here: the peer has not taken what is in flight (our
  * writes not yet completed), or the connection's queue holds that much
@@ -28,118 +40,57 @@ static int output_full(h2_conn *c, size_t more)
     return 0;
 }
 
-/* Answers to the peer's frames (ACKs, resets, window updates) piling up
- * unread past four times the in-flight limit: a peer that sends and never
- * reads (the outbound side of CVE-2019-9512/9515). */
-static void check_outbound(h2_conn *c)
-{
-    size_t queued = keel_conn_write_queued(c->conn);
-    if (!c->calm && h2_out_pending(c) + c->inflight + queued > 4 * (size_t)H2_INFLIGHT_MAX)
-        h2_calm(c, H2_FLOOD_OUTBOUND);
-}
+/* ---- response heads held until their body can follow --------------------- */
 
-/* Room for a frame of len bytes in the batch, or NULL: the connection
- * is closing, or out of memory (then the stream of bytes is broken and
- * the connection ends). */
-static uint8_t *frame_room(h2_conn *c, size_t len)
+/* Takes s off the connection's list of held heads. */
+void h2_stream_unhold(h2_stream *s)
 {
-    uint8_t *p = h2_out_room(c, len);
-    if (p == NULL) {
-        keel_conn_abort(c->conn);
-        c->closing = 1;
+    if (!s->held)
+        return;
+    s->held = 0;
+    h2_conn *c = s->c;
+    h2_stream *prev = NULL;
+    for (h2_stream **pp = &c->held; *pp != NULL; prev = *pp, pp = &(*pp)->held_next) {
+        if (*pp == s) {
+            *pp = s->held_next;
+            if (c->held_tail == s)
+                c->held_tail = prev;
+            break;
+        }
     }
-    return p;
 }
 
-/* A control frame the codec encoded: copied into the batch (unless the
- * connection is closing), then answers piling up are checked. */
-static void send_control(h2_conn *c, const uint8_t *frame, size_t len)
+/* Sends the final heads held since the last pump, except those of streams
+ * whose body is a small file still being read. */
+static NOINLINE void submit_held(h2_conn *c)
 {
-    if (c->closing)
-        return;
-    uint8_t *f = frame_room(c, len);
-    if (f == NULL)
-        return;
-    memcpy(f, frame, len);
-    check_outbound(c);
-}
-
-void h2_send_preface(h2_conn *c)
-{
-    const h2_config *cfg = c->w->cfg;
-    /* RFC 9113 3.4: the server's preface is a SETTINGS frame, which may go
-     * before the client's arrives. These are the limits we enforce. */
-    const h2_setting_value set[] = {
-        {H2_SET_MAX_CONCURRENT_STREAMS, cfg->max_concurrent_streams},
-        {H2_SET_INITIAL_WINDOW_SIZE, cfg->initial_window},
-        {H2_SET_MAX_FRAME_SIZE, cfg->max_frame_size},
-        {H2_SET_HEADER_TABLE_SIZE, cfg->header_table_size},
-        {H2_SET_MAX_HEADER_LIST_SIZE, cfg->max_header_list},
-        /* RFC 9218 2.1: the RFC 7540 priority tree is not used (RFC 9113
-         * 5.3.2 deprecated it); it is what priority churn attacked. */
-        {H2_SET_NO_RFC7540_PRIORITIES, 1},
-        /* RFC 8441 3: extended CONNECT (tunnel.c); last, so that it can be
-         * left out. */
-        {H2_SET_ENABLE_CONNECT_PROTOCOL, 1},
-    };
-    size_t n = sizeof set / sizeof set[0] - !cfg->enable_connect_protocol;
-    uint8_t f[H2_SETTINGS_FRAME(sizeof set / sizeof set[0])];
-    send_control(c, f, h2_encode_settings(f, set, n));
-}
-
-void h2_send_settings_ack(h2_conn *c)
-{
-    uint8_t f[H2_FRAME_HD];
-    send_control(c, f, h2_encode_settings_ack(f));
-}
-
-void h2_send_ping_ack(h2_conn *c, const uint8_t opaque[8])
-{
-    uint8_t f[H2_PING_FRAME];
-    send_control(c, f, h2_encode_ping(f, H2_FLAG_ACK, opaque));
-}
-
-void h2_send_rst(h2_conn *c, uint32_t sid, uint32_t code)
-{
-    uint8_t f[H2_RST_STREAM_FRAME];
-    send_control(c, f, h2_encode_rst_stream(f, sid, code));
-    h2_count_code(c, c->w->mod->m.rst_sent, code);
-    if (code != H2_NO_ERROR && h2_limits_rst_sent(c) != 0)
-        h2_calm(c, H2_FLOOD_RST_SENT);
-}
-
-void h2_send_goaway(h2_conn *c, uint32_t code)
-{
-    /* 6.8: the last stream id we may have acted on; streams up to it
-     * finish, later ones the client retries elsewhere. A later GOAWAY
-     * (an error after a graceful one) must not name a higher id. */
-    int32_t last = c->last_sid;
-    if (c->goaway_sent && c->goaway_sid < last)
-        last = c->goaway_sid;
-    c->goaway_sent = 1;
-    c->goaway_sid = last;
-    uint8_t f[H2_GOAWAY_FRAME];
-    send_control(c, f, h2_encode_goaway(f, last, code));
-    h2_count_code(c, c->w->mod->m.goaway_sent, code);
-}
-
-void h2_send_window_update(h2_conn *c, uint32_t sid, uint32_t inc)
-{
-    uint8_t f[H2_WINDOW_UPDATE_FRAME];
-    send_control(c, f, h2_encode_window_update(f, sid, inc));
-}
-
-void h2_send_headers(h2_conn *c, uint32_t sid, const uint8_t *block, size_t len, int end_stream)
-{
-    /* RFC 7541 4.2: after the peer changed SETTINGS_HEADER_TABLE_SIZE, our
-     * next block says our table's size; ours is always 0 (hpack.h). */
-    static const uint8_t size_update_zero = 0x20;
-    size_t pre = c->enc_update ? 1 : 0;
-    c->enc_update = 0;
-    size_t max = c->peer_max_frame;
-    uint8_t *f = frame_room(c, h2_headers_size(pre + len, max));
-    if (f != NULL)
-        h2_encode_headers(f, sid, end_stream, &size_update_zero, pre, block, len, max);
+    h2_stream **pp = &c->held;
+    h2_stream *prev = NULL;
+    while (*pp != NULL) {
+        h2_stream *s = *pp;
+        /* A small file still being read (fileload.c): its HEADERS wait to
+         * leave with its DATA, in the same write. */
+        if (!s->closed && s->queue != NULL && s->queue->loading) {
+            prev = s;
+            pp = &s->held_next;
+            continue;
+        }
+        *pp = s->held_next;
+        if (c->held_tail == s)
+            c->held_tail = prev;
+        s->held = 0;
+        if (s->closed || c->closing)
+            continue;
+        h2_send_headers(c, (uint32_t)s->id, s->head_block, s->head_len, !s->has_data);
+        if (s->has_data) {
+            h2_ready(s);
+            continue;
+        }
+        s->busy++; /* closing may end the exchange from inside */
+        h2_stream_local_end(s);
+        s->busy--;
+        h2_stream_maybe_free(s);
+    }
 }
 
 /* ---- DATA ---------------------------------------------------------------------- */
@@ -157,6 +108,20 @@ void h2_ready(h2_stream *s)
     else
         c->ready = s;
     c->ready_tail = s;
+}
+
+static void ready_remove(h2_conn *c, h2_stream *s)
+{
+    h2_stream *prev = NULL;
+    for (h2_stream *it = c->ready; it != NULL; prev = it, it = it->ready_next) {
+        if (it != s)
+            continue;
+        *(prev != NULL ? &prev->ready_next : &c->ready) = s->ready_next;
+        if (c->ready_tail == s)
+            c->ready_tail = prev;
+        break;
+    }
+    s->ready = 0;
 }
 
 static h2_stream *ready_pop(h2_conn *c)
@@ -229,7 +194,7 @@ static int send_one(h2_conn *c, h2_stream *s)
     return 0;
 }
 
-void h2_send_data(h2_conn *c)
+static NOINLINE void send_data(h2_conn *c)
 {
     /* A stream that cannot go (no window, nothing queued) leaves the
      * list; one that can goes back at the tail. Each pass over the list
@@ -244,5 +209,117 @@ void h2_send_data(h2_conn *c)
         h2_stream_maybe_free(s);
         if (stop)
             break;
+    }
+}
+
+void h2_window_grew(h2_conn *c, h2_stream *s)
+{
+    if (s != NULL) {
+        h2_ready(s);
+        return;
+    }
+    /* Streams stop only when a window is used up (send_one): any may wait
+     * on the connection's, or on the initial window that grew. */
+    for (s = c->streams; s != NULL; s = s->next)
+        if (s->queued > 0 || s->resp_ended)
+            h2_ready(s);
+}
+
+void h2_sched_release(h2_stream *s, int status)
+{
+    if (s->ready)
+        ready_remove(s->c, s);
+    h2_stream_unhold(s);
+    if (s->queue != NULL)
+        h2_stream_release_queue(s, status);
+}
+
+/* ---- the pump -------------------------------------------------------------------- */
+
+void h2_close(h2_conn *c)
+{
+    if (c->closing)
+        return;
+    h2_out_flush(c);
+    c->closing = 1;
+    keel_conn_close(c->conn);
+}
+
+/* Closing it would lose nothing: no stream, nothing to write. At
+ * max_connections the core may then reclaim it (keel_conn_set_idle); a
+ * client retries on a new connection (RFC 9113 9.1). */
+static void mark_idle(h2_conn *c)
+{
+    if (!c->idle_marked && !c->closing && !c->goaway && c->nactive == 0 && c->inflight == 0 &&
+        c->streams == NULL) {
+        c->idle_marked = 1;
+        keel_conn_set_idle(c->conn, 1);
+    }
+}
+
+/* After the peer's FIN nothing it could send will come; it may still read
+ * (a half-closed TCP connection). True when no open stream can go on
+ * without it: each waits for window the peer would have to give (no
+ * WINDOW_UPDATE can come now) or for a request body it would have to send.
+ * A handler at work, a response the windows let out, a file being read
+ * can go on, and are waited for. */
+static int nothing_without_peer(const h2_conn *c)
+{
+    if (c->loads != NULL || c->npending > 0)
+        return 0;
+    for (const h2_stream *s = c->streams; s != NULL; s = s->next) {
+        if (s->closed)
+            continue;
+        if (s->queued > 0) {
+            int64_t win = s->send_window < c->send_window ? s->send_window : c->send_window;
+            if (win > 0 || (s->queue != NULL && s->queue->loading))
+                return 0;
+            continue;
+        }
+        if (s->local_ended || (s->exchange && s->want_body && !s->remote_ended))
+            continue;
+        return 0;
+    }
+    return 1;
+}
+
+void h2_pump(h2_conn *c)
+{
+    if (c->depth > 0) {
+        c->want_send = 1;
+        return;
+    }
+    if (c->closing)
+        return;
+    if (!c->failed) {
+        h2_load_submit(c); /* small files asked for since the last turn: one job */
+        c->depth++;
+        do {
+            c->want_send = 0;
+            h2_stream_send_resets(c);
+            submit_held(c); /* response heads whose body can follow */
+            send_data(c);
+        } while (c->want_send && !c->blocked && !c->closing);
+        c->depth--;
+        if (c->closing)
+            return; /* aborted (out of memory mid-frame) */
+    }
+    h2_out_flush(c);
+    int want_write = c->held != NULL || c->ready != NULL || c->resets != NULL;
+    if (c->failed) {
+        h2_close(c); /* GOAWAY written: done (5.4.1) */
+    } else if ((c->goaway_sent || c->goaway_recv) && c->nopen == 0 && !want_write) {
+        h2_close(c); /* GOAWAY said and no stream left: done (6.8) */
+    } else if (c->eof && !want_write && (c->nactive == 0 || nothing_without_peer(c))) {
+        /* Closed now, not at stream_timeout: after the client's FIN no
+         * WINDOW_UPDATE can open the windows its responses wait behind,
+         * and the connection would sit in CLOSE-WAIT. GOAWAY names the
+         * last stream taken; what is written leaves before the FIN
+         * (keel_conn_close). */
+        if (!c->goaway_sent)
+            h2_send_goaway(c, H2_NO_ERROR);
+        h2_close(c);
+    } else if (!want_write) {
+        mark_idle(c);
     }
 }

@@ -1,7 +1,7 @@
 /* sink.c — the sink through which the core answers a stream (send_head,
- * send_body, send_file, want_body, done; no upgrade): response heads
- * encoded at once and held until their body can follow, trailers, the
- * body queued as pieces (stream.c).
+ * send_body, send_file, send_pieces, want_body, done; upgrade is
+ * tunnel.c's): response heads encoded at once and held until their body
+ * can follow (send.c), trailers, the body queued as pieces (queue.c).
  */
 #include "h2.h"
 
@@ -235,65 +235,6 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     return KEEL_OK;
 }
 
-void h2_stream_hold(h2_stream *s)
-{
-    h2_conn *c = s->c;
-    /* In the order the heads came: they leave so. */
-    s->held = 1;
-    s->held_next = NULL;
-    *(c->held != NULL ? &c->held_tail->held_next : &c->held) = s;
-    c->held_tail = s;
-}
-
-/* Takes s off the connection's list of held heads. */
-void h2_stream_unhold(h2_stream *s)
-{
-    if (!s->held)
-        return;
-    s->held = 0;
-    h2_conn *c = s->c;
-    h2_stream *prev = NULL;
-    for (h2_stream **pp = &c->held; *pp != NULL; prev = *pp, pp = &(*pp)->held_next) {
-        if (*pp == s) {
-            *pp = s->held_next;
-            if (c->held_tail == s)
-                c->held_tail = prev;
-            break;
-        }
-    }
-}
-
-void h2_stream_submit_held(h2_conn *c)
-{
-    h2_stream **pp = &c->held;
-    h2_stream *prev = NULL;
-    while (*pp != NULL) {
-        h2_stream *s = *pp;
-        /* A small file still being read (fileload.c): its HEADERS wait to
-         * leave with its DATA, in the same write. */
-        if (!s->closed && s->queue != NULL && s->queue->loading) {
-            prev = s;
-            pp = &s->held_next;
-            continue;
-        }
-        *pp = s->held_next;
-        if (c->held_tail == s)
-            c->held_tail = prev;
-        s->held = 0;
-        if (s->closed || c->closing)
-            continue;
-        h2_send_headers(c, (uint32_t)s->id, s->head_block, s->head_len, !s->has_data);
-        if (s->has_data) {
-            h2_ready(s);
-            continue;
-        }
-        s->busy++; /* closing may end the exchange from inside */
-        h2_stream_local_end(s);
-        s->busy--;
-        h2_stream_maybe_free(s);
-    }
-}
-
 /* Trailers (RFC 9113 8.1) are encoded now: the core's views die with the
  * call. */
 static int keep_trailers(h2_stream *s, const keel_header *t, size_t n)
@@ -308,15 +249,24 @@ static int keep_trailers(h2_stream *s, const keel_header *t, size_t n)
     return KEEL_OK;
 }
 
+/* Whether the core may hand over (more of) s's response body now. */
+static int body_state(const h2_stream *s)
+{
+    if (!s->exchange || !s->final_sent || s->resp_ended)
+        return KEEL_ERR_STATE;
+    if (s->c->closing || s->closed)
+        return KEEL_ERR_CLOSED;
+    return KEEL_OK;
+}
+
 static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, int last,
                           const keel_header *trailers, size_t ntrailers, keel_write_cb cb, void *ud)
 {
     h2_stream *s = exchange;
     h2_conn *c = s->c;
-    if (!s->exchange || !s->final_sent || s->resp_ended)
-        return KEEL_ERR_STATE;
-    if (c->closing || s->closed)
-        return KEEL_ERR_CLOSED;
+    int rc = body_state(s);
+    if (rc != KEEL_OK)
+        return rc;
     size_t total = 0, nonempty = 0;
     for (size_t i = 0; i < nbufs; i++) {
         total += bufs[i].len;
@@ -370,6 +320,45 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
     return KEEL_OK;
 }
 
+/* Queues the file piece p (its callback set) of length bytes of fd from
+ * offset; `ahead`: bytes the same call queued before it. A small one is
+ * read with the others of this turn, then sent from memory, if the peer's
+ * windows let it all go now (and what is ahead of it) and this turn's
+ * reads stay under the in-flight bound. Otherwise it goes frame by frame
+ * from the file as the windows open, holding no copy: a client that keeps
+ * its windows shut must not make us read files into memory for it (a
+ * hundred streams of 64 KiB each per connection). */
+static inline void queue_file(h2_stream *s, h2_piece *p, int fd, uint64_t offset, uint64_t length,
+                              uint64_t ahead)
+{
+    h2_conn *c = s->c;
+    p->fd = fd;
+    p->foff = offset;
+    h2_stream_queue(s, p, (size_t)length);
+    s->nfiles++;
+    int64_t win = s->send_window < c->send_window ? s->send_window : c->send_window;
+    if (length <= H2_LOAD_MAX && h2_load_supported() && (int64_t)(ahead + length) <= win &&
+        c->pending_bytes + length <= H2_INFLIGHT_MAX)
+        (void)h2_load_add(c, s, p); /* out of memory: frame by frame instead */
+}
+
+/* A body with nothing to send (HEAD, 204, 304, empty): cb is released by
+ * the next write, in order with what came before, never inside the call
+ * (a streaming handler writes its next piece from it). */
+static int hold_empty(h2_conn *c, keel_write_cb cb, void *ud)
+{
+    h2_piece *p = h2_piece_new(c);
+    if (p == NULL)
+        return KEEL_ERR_NOMEM;
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK, .fd = -1};
+    p->bufs = p->inline_bufs;
+    if (h2_out_hold(c, p) != KEEL_OK) {
+        free(p);
+        return KEEL_ERR_NOMEM;
+    }
+    return KEEL_OK;
+}
+
 /* A file body: HTTP/2 frames it, but a DATA frame is only a 9-byte header
  * before its payload, so the payload can still come from the file with
  * sendfile, one write per frame (as nginx does), instead of the core
@@ -381,53 +370,133 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
 {
     h2_stream *s = exchange;
     h2_conn *c = s->c;
-    if (!s->exchange || !s->final_sent || s->resp_ended)
-        return KEEL_ERR_STATE;
-    if (c->closing || s->closed)
-        return KEEL_ERR_CLOSED;
+    int rc = body_state(s);
+    if (rc != KEEL_OK)
+        return rc;
     if (s->has_data && s->resp_left >= 0 && length != (uint64_t)s->resp_left)
         return KEEL_ERR_UNSUPPORTED; /* not the whole declared body: the read loop copes */
-    h2_piece *p = h2_piece_new(c);
-    if (p == NULL)
-        return KEEL_ERR_NOMEM;
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK, .fd = -1};
-    p->bufs = p->inline_bufs;
-    if (last)
-        s->resp_ended = 1;
     if (!s->has_data || length == 0) {
-        /* HEAD, 204, 304: nothing to send; released by the next write. */
-        if (h2_out_hold(c, p) != KEEL_OK) {
-            free(p);
-            return KEEL_ERR_NOMEM;
-        }
+        rc = hold_empty(c, cb, ud);
+        if (rc != KEEL_OK)
+            return rc;
+        if (last)
+            s->resp_ended = 1;
     } else {
+        h2_piece *p = h2_piece_new(c);
+        if (p == NULL)
+            return KEEL_ERR_NOMEM;
+        *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK};
+        p->bufs = p->inline_bufs;
+        if (last)
+            s->resp_ended = 1;
         if (s->resp_left >= 0)
             s->resp_left -= (int64_t)length;
-        p->fd = fd;
-        p->foff = offset;
-        p->left = (size_t)length;
-        p->refs = 1;
-        if (s->queue == NULL)
-            s->progress_ms = keel_worker_now_ms(c->w->worker);
-        if (s->queue_tail != NULL)
-            s->queue_tail->next = p;
-        else
-            s->queue = p;
-        s->queue_tail = p;
-        s->queued += length;
-        s->nfiles++;
-        /* Small: read with the others of this turn, then sent from memory,
-         * if the peer's windows let it all go now and this turn's reads
-         * stay under the in-flight bound. Otherwise frame by frame from
-         * the file as the windows open, holding no copy: a client that
-         * keeps its windows shut must not make us read files into memory
-         * for it (a hundred streams of 64 KiB each per connection). */
-        int64_t win = s->send_window < c->send_window ? s->send_window : c->send_window;
-        if (length <= H2_LOAD_MAX && h2_load_supported() && (int64_t)length <= win &&
-            c->pending_bytes + length <= H2_INFLIGHT_MAX) {
-            if (h2_load_add(c, s, p) != KEEL_OK)
-                return KEEL_ERR_NOMEM; /* queued: released with the stream */
+        queue_file(s, p, fd, offset, length, 0);
+    }
+    h2_ready(s);
+    h2_pump(c);
+    return KEEL_OK;
+}
+
+/* One callback for the pieces of one send_pieces call: it runs once the
+ * last of them is released (the bytes of each are borrowed until then),
+ * with the worst status any of them saw. */
+typedef struct piece_group {
+    keel_write_cb cb;
+    void *ud;
+    size_t refs;
+    int status;
+} piece_group;
+
+static void group_piece_done(keel_conn *conn, int status, void *ud)
+{
+    piece_group *g = ud;
+    if (status != KEEL_OK && g->status == KEEL_OK)
+        g->status = status;
+    if (--g->refs > 0)
+        return;
+    keel_write_cb cb = g->cb;
+    void *cb_ud = g->ud;
+    status = g->status;
+    free(g);
+    if (cb != NULL)
+        cb(conn, status, cb_ud);
+}
+
+/* A body of pieces (ABI 1.8: static's multipart parts, say): bytes and
+ * file ranges queued in order as the stream's pieces, so that the ranges
+ * go as send_file's do (sendfile frame by frame, or read with the turn's
+ * small files) instead of the core reading them. Only a whole declared
+ * body; anything else the core hands over one by one. */
+static int sink_send_pieces(void *exchange, const keel_piece *pieces, size_t npieces, int last,
+                            keel_write_cb cb, void *ud)
+{
+    h2_stream *s = exchange;
+    h2_conn *c = s->c;
+    int rc = body_state(s);
+    if (rc != KEEL_OK)
+        return rc;
+    uint64_t total = 0;
+    size_t n = 0;
+    for (size_t i = 0; i < npieces; i++) {
+        total += pieces[i].len;
+        n += pieces[i].len > 0;
+    }
+    if (!last || (s->has_data && s->resp_left >= 0 && total != (uint64_t)s->resp_left))
+        return KEEL_ERR_UNSUPPORTED; /* nothing done: the core sends them one by one */
+    if (!s->has_data || n == 0) {
+        rc = hold_empty(c, cb, ud);
+        if (rc != KEEL_OK)
+            return rc;
+        s->resp_ended = 1;
+        h2_pump(c);
+        return KEEL_OK;
+    }
+    /* Everything allocated first: a refusal must leave nothing queued. */
+    piece_group *g = malloc(sizeof *g);
+    h2_piece *first = NULL, **link = &first;
+    size_t made = 0;
+    while (g != NULL && made < n) {
+        h2_piece *p = h2_piece_new(c);
+        if (p == NULL)
+            break;
+        *p = (h2_piece){
+            .cb = group_piece_done, .ud = g, .conn = c->conn, .w = c->w, .status = KEEL_OK};
+        p->bufs = p->inline_bufs;
+        *link = p;
+        link = &p->next;
+        made++;
+    }
+    if (made < n) {
+        while (first != NULL) {
+            h2_piece *next = first->next;
+            free(first);
+            first = next;
         }
+        free(g);
+        return KEEL_ERR_NOMEM;
+    }
+    *g = (piece_group){.cb = cb, .ud = ud, .refs = n, .status = KEEL_OK};
+    s->resp_ended = 1;
+    if (s->resp_left >= 0)
+        s->resp_left -= (int64_t)total;
+    uint64_t ahead = 0;
+    h2_piece *p = first;
+    for (size_t i = 0; i < npieces; i++) {
+        const keel_piece *kp = &pieces[i];
+        if (kp->len == 0)
+            continue;
+        h2_piece *next = p->next;
+        if (kp->kind == KEEL_PIECE_FILE) {
+            queue_file(s, p, kp->fd, kp->offset, kp->len, ahead);
+        } else {
+            p->fd = -1;
+            p->bufs[0] = (keel_buf){kp->base, (size_t)kp->len};
+            p->nbufs = 1;
+            h2_stream_queue(s, p, (size_t)kp->len);
+        }
+        ahead += kp->len;
+        p = next;
     }
     h2_ready(s);
     h2_pump(c);
@@ -510,6 +579,7 @@ const keel_http_sink h2_sink = {
     .send_file = sink_send_file,
     .upgrade = h2_tunnel_upgrade, /* RFC 8441 extended CONNECT only (8.6: no 101) */
     .body_pause = sink_body_pause,
+    .send_pieces = sink_send_pieces,
     /* every head was checked against the core's grammars (keel_http_valid) */
     .flags = KEEL_HTTP_SINK_CHECKED,
 };

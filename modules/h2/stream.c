@@ -1,18 +1,21 @@
 /* stream.c — one HTTP/2 stream: its life cycle (pooled per worker), the
  * table of open streams by id and the ring of recently closed ids (RFC
  * 9113 5.1), and how it ends: closed, reset (RST_STREAM), or half-closed
- * (local) while the rest of its request is awaited. The request side is
- * request.c, the sink through which the core answers is sink.c, the queue
- * its response body waits in is queue.c.
+ * (local) while the rest of its request is awaited.
+ *
+ * The connection's state, below the scheduler and the module: what they
+ * do when a stream opens or closes (its exchange, its queue, a held head)
+ * is theirs, reached through the connection's events (writer.h:
+ * h2_events), not called by name. The request side is request.c, the sink
+ * through which the core answers is sink.c, the queue its response body
+ * waits in is queue.c.
  */
-#include "h2.h"
+#include "state.h"
 
 #include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- life cycle ------------------------------------------------------------ */
 
 /* ---- the table of open streams by id ---------------------------------------- */
 
@@ -125,22 +128,8 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     if (c->streams != NULL)
         c->streams->prev = s;
     c->streams = s;
-    h2_tick_start(c);
+    c->ev->timer(c); /* stream_timeout */
     return s;
-}
-
-static void ready_remove(h2_conn *c, h2_stream *s)
-{
-    h2_stream *prev = NULL;
-    for (h2_stream *it = c->ready; it != NULL; prev = it, it = it->ready_next) {
-        if (it != s)
-            continue;
-        *(prev != NULL ? &prev->ready_next : &c->ready) = s->ready_next;
-        if (c->ready_tail == s)
-            c->ready_tail = prev;
-        break;
-    }
-    s->ready = 0;
 }
 
 void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore)
@@ -151,10 +140,16 @@ void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore)
     table_remove(c, s);
     c->closed_ids[c->closed_at++ % H2_CLOSED_RING] =
         (uint32_t)s->id | (ignore ? H2_CLOSED_IGNORE : 0);
-    if (s->ready)
-        ready_remove(c, s);
     c->nopen--;
-    h2_stream_on_close(s, error_code);
+    s->closed = 1;
+    /* What the layers above do now may call the core, which may end the
+     * exchange (sink done) from inside: the stream stays until the end of
+     * this. */
+    s->busy++;
+    h2_stream_drop_body(s);
+    c->ev->closed(s, error_code);
+    s->busy--;
+    h2_stream_maybe_free(s);
 }
 
 void h2_stream_local_end(h2_stream *s)
@@ -199,19 +194,6 @@ void h2_stream_local_end(h2_stream *s)
     h2_stream_close(s, H2_NO_ERROR, 1);
 }
 
-static void release_queue(h2_stream *s, int status)
-{
-    h2_piece *p = s->queue;
-    s->queue = s->queue_tail = NULL;
-    s->queued = 0;
-    s->nfiles = 0;
-    while (p != NULL) {
-        h2_piece *next = p->next;
-        h2_piece_unref(p, status);
-        p = next;
-    }
-}
-
 /* Body bytes nobody will read: their windows go back. */
 void h2_stream_drop_body(h2_stream *s)
 {
@@ -229,8 +211,8 @@ void h2_stream_maybe_free(h2_stream *s)
     h2_conn *c = s->c;
     if (c->hot == s)
         c->hot = NULL;
-    h2_stream_unhold(s);
-    release_queue(s, KEEL_ERR_CLOSED);
+    if (s->held || s->ready || s->queue != NULL)
+        c->ev->release(s); /* the connection ended under it (h2.c) */
     h2_stream_drop_body(s);
     if (s->prev != NULL)
         s->prev->next = s->next;
@@ -265,47 +247,16 @@ void h2_stream_maybe_free(h2_stream *s)
 
 /* ---- ending streams -------------------------------------------------------------- */
 
-void h2_stream_on_close(h2_stream *s, uint32_t error_code)
-{
-    h2_conn *c = s->c;
-    (void)error_code;
-    s->closed = 1;
-    /* Releasing the queue calls the core, which may end the exchange
-     * (sink done) from inside: the stream stays until the end of this. */
-    s->busy++;
-    if (s->counted) {
-        s->counted = 0;
-        c->nactive--;
-        keel_metric_add(c->w->worker, c->w->mod->m.open_streams, -1);
-    }
-    h2_stream_drop_body(s);
-    int complete = s->resp_ended && s->queue == NULL;
-    release_queue(s, KEEL_ERR_CLOSED);
-    if (s->tunnel != NULL)
-        h2_tunnel_stream_gone(s); /* RST_STREAM, or our end: the protocol's close */
-    if (s->exchange && !complete) {
-        /* Reset, by the peer or by us: the core finishes the exchange
-         * without the sink (RFC 9113 8.1: nothing more is sent). */
-        keel_request *req = s->req;
-        s->exchange = 0;
-        s->req = NULL;
-        keel_http_request_abort(req);
-    }
-    s->busy--;
-    h2_stream_maybe_free(s);
-}
-
 void h2_stream_reset(h2_stream *s, uint32_t code)
 {
     h2_conn *c = s->c;
-    h2_stream_unhold(s); /* RST_STREAM instead */
     if (!s->closed && !s->reset_pending) {
         s->reset_pending = 1;
         s->rst_code = code;
         s->reset_next = c->resets;
         c->resets = s;
     }
-    h2_pump(c);
+    c->ev->output(c);
 }
 
 void h2_stream_error(h2_stream *s, uint32_t code)
@@ -324,7 +275,15 @@ void h2_stream_error(h2_stream *s, uint32_t code)
     s->rst_after = 1;
     s->rst_code = code;
     h2_stream_drop_body(s);
-    h2_pump(s->c);
+    s->c->ev->output(s->c);
+}
+
+/* RFC 9113 8.1.1: a malformed request is a stream error PROTOCOL_ERROR,
+ * counted; the core never sees it (or, found in its body, sees no more). */
+void h2_stream_malformed(h2_stream *s)
+{
+    h2_count(s->c, s->c->w->mod->m.malformed);
+    h2_stream_error(s, H2_PROTOCOL_ERROR);
 }
 
 void h2_stream_send_resets(h2_conn *c)

@@ -12,7 +12,7 @@
  * goes back only as handlers read. A paused body (keel_request_body_pause)
  * is one whose handler does not read.
  */
-#include "h2.h"
+#include "state.h"
 
 void h2_window_conn_init(h2_conn *c)
 {

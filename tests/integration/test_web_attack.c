@@ -1,0 +1,56 @@
+/* A hostile client against the web-serving modules (access, auth_basic,
+ * rewrite, ratelimit with static): each case is a way around a scope's
+ * defence that worked once, kept so that it cannot come back.
+ * docs/security.md lists the defences. */
+#define _GNU_SOURCE
+#include "auth_test.h"
+
+#include <sys/stat.h>
+
+static char dir[256], conf[4096];
+
+static void setup(void)
+{
+    at_tmpdir(dir, sizeof dir, "attack");
+    char path[512];
+    snprintf(path, sizeof path, "%s/admin", dir);
+    cr_assert_eq(mkdir(path, 0755), 0);
+    snprintf(path, sizeof path, "%s/admin/secret.txt", dir);
+    at_write(path, "the secret\n");
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    at_write(path, "public\n");
+}
+
+static void expect_status(unsigned port, const char *path, int want)
+{
+    at_reply r;
+    at_get(port, path, NULL, &r);
+    cr_expect_eq(r.status, want, "%s: %d, want %d\n%s", path, r.status, want, r.head);
+    cr_expect(strstr(r.head, "the secret") == NULL || want == 200, "%s: the file was served", path);
+}
+
+/* A path scope holds every spelling of its paths the file system reads as
+ * the same file: a run of slashes (raw or %2F-encoded) is one, as nginx's
+ * merge_slashes has it. "//admin/secret.txt" was served by the static
+ * mount at "/" without the [/admin/] scope's access rules. */
+Test(web_attack, path_scope_holds_doubled_slashes, .init = setup, .fini = kh_cleanup_all,
+     .timeout = 60)
+{
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 access static\nworkers = "
+             "1\n" KH_MODULE_PATH "[static]\nmount = / %s\n[/admin/]\naccess.rule = deny all\n",
+             dir);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    static const char *const refused[] = {
+        "/admin/secret.txt",      "//admin/secret.txt",         "///admin/secret.txt",
+        "/%2Fadmin/secret.txt",   "/%2f%2fadmin/secret.txt",    "/./admin/secret.txt",
+        "/x/../admin/secret.txt", "/x/%2e%2e/admin/secret.txt", "/x//..//admin/secret.txt",
+        "/%61dmin/secret.txt",    "http://t//admin/secret.txt",
+    };
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++)
+        expect_status(port, refused[i], 403);
+    /* The rest of the site is still served, doubled slashes or not. */
+    expect_status(port, "/index.html", 200);
+    expect_status(port, "//index.html", 200);
+}

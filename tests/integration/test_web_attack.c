@@ -54,3 +54,34 @@ Test(web_attack, path_scope_holds_doubled_slashes, .init = setup, .fini = kh_cle
     expect_status(port, "/index.html", 200);
     expect_status(port, "//index.html", 200);
 }
+
+/* A redirect's target that starts with a variable must not send the client
+ * to another host: "$request_uri/" made "//evil.example/..%2fgo/x/" of a
+ * request the core resolves to /go/x, and browsers read "/\" as "//". */
+Test(web_attack, redirect_stays_on_host, .init = setup, .fini = kh_cleanup_all, .timeout = 60)
+{
+    if (access(KEEL_MODULE_DIR "/mod_rewrite.so", F_OK) != 0)
+        cr_skip_test("rewrite is not built (no PCRE2)");
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 rewrite static\nworkers = "
+             "1\n" KH_MODULE_PATH "[static]\nmount = / %s\n[/go/]\nrewrite.return = 302 "
+             "$request_uri/\n[/cdn/]\nrewrite.return = 301 //cdn.example$uri\n",
+             dir);
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    static const struct {
+        const char *target, *location;
+    } cases[] = {
+        {"//evil.example/..%2fgo/x", "Location: /%2Fevil.example/..%2fgo/x/\r\n"},
+        {"/\\evil.example/..%2fgo/x", "Location: /%5Cevil.example/..%2fgo/x/\r\n"},
+        {"/go/x", "Location: /go/x/\r\n"},
+        /* Written so in the config: a network-path reference on purpose. */
+        {"/cdn/a", "Location: //cdn.example/cdn/a\r\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        at_reply r;
+        at_get(port, cases[i].target, NULL, &r);
+        cr_expect(strstr(r.head, cases[i].location) != NULL, "%s: want %s\n%s", cases[i].target,
+                  cases[i].location, r.head);
+    }
+}

@@ -85,3 +85,25 @@ Test(web_attack, redirect_stays_on_host, .init = setup, .fini = kh_cleanup_all, 
                   cases[i].location, r.head);
     }
 }
+
+/* Two keys whose (unseeded) hashes agree on the 29 bits the table keeps at
+ * its default size shared one limit: "attacker-1189535002" was found
+ * offline, in minutes, to spend the limit of "X-Api-Key: victim-key". The
+ * hash now starts from a random seed, which no one outside keel knows. */
+Test(web_attack, ratelimit_keys_cannot_be_aimed, .init = setup, .fini = kh_cleanup_all,
+     .timeout = 60)
+{
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 ratelimit hello\nworkers = "
+             "1\n" KH_MODULE_PATH "[ratelimit]\nrate = 1\nperiod = 1m\nnodelay = on\nkey = "
+             "header\nheader = X-Api-Key\n");
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    unsigned port = kh_port(p, 0);
+    at_reply r;
+    at_get(port, "/", "X-Api-Key: attacker-1189535002\r\n", &r);
+    cr_assert_eq(r.status, 200, "%s", r.head);
+    at_get(port, "/", "X-Api-Key: attacker-1189535002\r\n", &r);
+    cr_assert_eq(r.status, 429, "the limit holds for the attacker's own key\n%s", r.head);
+    at_get(port, "/", "X-Api-Key: victim-key\r\n", &r);
+    cr_expect_eq(r.status, 200, "the victim's key was spent by another\n%s", r.head);
+}

@@ -107,3 +107,44 @@ Test(web_attack, ratelimit_keys_cannot_be_aimed, .init = setup, .fini = kh_clean
     at_get(port, "/", "X-Api-Key: victim-key\r\n", &r);
     cr_expect_eq(r.status, 200, "the victim's key was spent by another\n%s", r.head);
 }
+
+/* A burst whose tolerance (burst x period / rate) reached 2^48 us wrapped
+ * the key's arrival time, kept in 48 bits, to a time long past: rate = 1,
+ * period = 1440m, burst = 3300 refused nothing, ever. The tolerance is now
+ * capped at 2^46 us (814 days: 814 requests at 1 r/day). */
+Test(web_attack, ratelimit_huge_burst_still_limits, .init = setup, .fini = kh_cleanup_all,
+     .timeout = 60)
+{
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 ratelimit hello\nworkers = "
+             "1\n" KH_MODULE_PATH "[ratelimit]\nrate = 1\nperiod = 1440m\nburst = 3300\nnodelay = "
+             "on\n");
+    kh_proc *p = kh_start(conf, NULL, 1, 10000);
+    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    cr_assert(fd >= 0);
+    enum { N = 900 }; /* under http1's max_requests (1000) on one connection */
+    static const char one[] = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
+    static char reqs[N * sizeof one], resp[N * 256];
+    for (int i = 0; i < N; i++)
+        memcpy(reqs + i * (sizeof one - 1), one, sizeof one - 1);
+    cr_assert_eq(kh_send(fd, reqs, N * (sizeof one - 1)), 0);
+    size_t n = 0;
+    int done = 0;
+    long long until = kh_now_ms() + 20000;
+    while (done < N && kh_now_ms() < until) {
+        size_t got = kh_recv_n(fd, resp + n, sizeof resp - 1 - n, 1, 2000);
+        if (got == 0)
+            break;
+        n += got;
+        resp[n] = '\0';
+        done = 0;
+        for (const char *at = resp; (at = strstr(at, "HTTP/1.1 ")) != NULL; at++)
+            done++;
+    }
+    close(fd);
+    int refused = 0;
+    for (const char *at = resp; (at = strstr(at, "HTTP/1.1 429")) != NULL; at++)
+        refused++;
+    cr_expect_eq(done, N, "%d responses of %d", done, N);
+    cr_expect(refused > 0, "%d requests at once, none refused at 1 r/day", N);
+}

@@ -21,6 +21,19 @@ static void setup(void)
     at_write(path, "public\n");
 }
 
+/* Starts keel, one worker on one port, with `modules` after http1 and
+ * `sections` (a format with %s for the scratch folder); returns the port. */
+static unsigned start(const char *modules, const char *sections)
+{
+    char body[2048];
+    snprintf(body, sizeof body, sections, dir);
+    snprintf(conf, sizeof conf,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 %s\nworkers = 1\n" KH_MODULE_PATH
+             "%s",
+             modules, body);
+    return kh_port(kh_start(conf, NULL, 1, 10000), 0);
+}
+
 static void expect_status(unsigned port, const char *path, int want)
 {
     at_reply r;
@@ -36,12 +49,8 @@ static void expect_status(unsigned port, const char *path, int want)
 Test(web_attack, path_scope_holds_doubled_slashes, .init = setup, .fini = kh_cleanup_all,
      .timeout = 60)
 {
-    snprintf(conf, sizeof conf,
-             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 access static\nworkers = "
-             "1\n" KH_MODULE_PATH "[static]\nmount = / %s\n[/admin/]\naccess.rule = deny all\n",
-             dir);
-    kh_proc *p = kh_start(conf, NULL, 1, 10000);
-    unsigned port = kh_port(p, 0);
+    unsigned port =
+        start("access static", "[static]\nmount = / %s\n[/admin/]\naccess.rule = deny all\n");
     static const char *const refused[] = {
         "/admin/secret.txt",      "//admin/secret.txt",         "///admin/secret.txt",
         "/%2Fadmin/secret.txt",   "/%2f%2fadmin/secret.txt",    "/./admin/secret.txt",
@@ -62,13 +71,9 @@ Test(web_attack, redirect_stays_on_host, .init = setup, .fini = kh_cleanup_all, 
 {
     if (access(KEEL_MODULE_DIR "/mod_rewrite.so", F_OK) != 0)
         cr_skip_test("rewrite is not built (no PCRE2)");
-    snprintf(conf, sizeof conf,
-             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 rewrite static\nworkers = "
-             "1\n" KH_MODULE_PATH "[static]\nmount = / %s\n[/go/]\nrewrite.return = 302 "
-             "$request_uri/\n[/cdn/]\nrewrite.return = 301 //cdn.example$uri\n",
-             dir);
-    kh_proc *p = kh_start(conf, NULL, 1, 10000);
-    unsigned port = kh_port(p, 0);
+    unsigned port = start("rewrite static", "[static]\nmount = / %s\n[/go/]\nrewrite.return = 302 "
+                                            "$request_uri/\n[/cdn/]\nrewrite.return = 301 "
+                                            "//cdn.example$uri\n");
     static const struct {
         const char *target, *location;
     } cases[] = {
@@ -93,12 +98,9 @@ Test(web_attack, redirect_stays_on_host, .init = setup, .fini = kh_cleanup_all, 
 Test(web_attack, ratelimit_keys_cannot_be_aimed, .init = setup, .fini = kh_cleanup_all,
      .timeout = 60)
 {
-    snprintf(conf, sizeof conf,
-             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 ratelimit hello\nworkers = "
-             "1\n" KH_MODULE_PATH "[ratelimit]\nrate = 1\nperiod = 1m\nnodelay = on\nkey = "
-             "header\nheader = X-Api-Key\n");
-    kh_proc *p = kh_start(conf, NULL, 1, 10000);
-    unsigned port = kh_port(p, 0);
+    unsigned port =
+        start("ratelimit hello", "[ratelimit]\nrate = 1\nperiod = 1m\nnodelay = on\nkey = "
+                                 "header\nheader = X-Api-Key\n");
     at_reply r;
     at_get(port, "/", "X-Api-Key: attacker-1189535002\r\n", &r);
     cr_assert_eq(r.status, 200, "%s", r.head);
@@ -115,12 +117,9 @@ Test(web_attack, ratelimit_keys_cannot_be_aimed, .init = setup, .fini = kh_clean
 Test(web_attack, ratelimit_huge_burst_still_limits, .init = setup, .fini = kh_cleanup_all,
      .timeout = 60)
 {
-    snprintf(conf, sizeof conf,
-             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 ratelimit hello\nworkers = "
-             "1\n" KH_MODULE_PATH "[ratelimit]\nrate = 1\nperiod = 1440m\nburst = 3300\nnodelay = "
-             "on\n");
-    kh_proc *p = kh_start(conf, NULL, 1, 10000);
-    int fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    unsigned port = start("ratelimit hello",
+                          "[ratelimit]\nrate = 1\nperiod = 1440m\nburst = 3300\nnodelay = on\n");
+    int fd = kh_connect("127.0.0.1", port);
     cr_assert(fd >= 0);
     enum { N = 900 }; /* under http1's max_requests (1000) on one connection */
     static const char one[] = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";

@@ -332,6 +332,7 @@ static int ratelimit_load(keel_module *module)
             .size = sizeof(keel_http_filter),
             .name = "ratelimit",
             .before = "auth_basic",
+            .after = "rewrite", /* the limits of the scope a rewrite chose */
             .userdata = rm,
             .on_request = rl_before_auth,
             .on_log = rl_on_log,

@@ -147,3 +147,20 @@ Test(web_attack, ratelimit_huge_burst_still_limits, .init = setup, .fini = kh_cl
     cr_expect_eq(done, N, "%d responses of %d", done, N);
     cr_expect(refused > 0, "%d requests at once, none refused at 1 r/day", N);
 }
+
+/* A rewrite with `last` chooses the new path's scope, whose rules hold,
+ * whatever the order of [keel] modules: with access listed before rewrite
+ * its filter ran first, on the scope the client's path chose, and
+ * /files/admin/secret.txt rewritten to /admin/secret.txt was served past
+ * [/admin/]'s deny. */
+Test(web_attack, rewrite_last_scope_rules_hold, .init = setup, .fini = kh_cleanup_all,
+     .timeout = 60)
+{
+    if (access(KEEL_MODULE_DIR "/mod_rewrite.so", F_OK) != 0)
+        cr_skip_test("rewrite is not built (no PCRE2)");
+    unsigned port = start("access rewrite static",
+                          "[static]\nmount = / %s\n[/admin/]\naccess.rule = deny all\n[/files/]\n"
+                          "rewrite.rewrite = ^/files/(.*)$ /$1 last\n");
+    expect_status(port, "/files/admin/secret.txt", 403);
+    expect_status(port, "/files/index.html", 200);
+}

@@ -427,8 +427,11 @@ static long decode(const char *s, size_t len, char *out, int plus_is_space)
     return (long)o;
 }
 
-/* Resolves "." and ".." segments in place (RFC 3986 5.2.4); -1 if ".."
- * would climb above the root. */
+/* Resolves "." and ".." segments in place (RFC 3986 5.2.4) and merges
+ * runs of "/" into one; -1 if ".." would climb above the root. Merging is
+ * nginx's merge_slashes (on by default): a file system reads "//admin/x"
+ * as "/admin/x", so a path scope [/admin/] must hold it too, or its
+ * access rules and authentication are skipped for the same file. */
 static long remove_dot_segments(char *path, size_t len)
 {
     size_t out = 0;
@@ -439,7 +442,9 @@ static long remove_dot_segments(char *path, size_t len)
         while (end < len && path[end] != '/')
             end++;
         size_t seg = end - start;
-        if (seg == 1 && path[start] == '.') {
+        if (seg == 0 && end < len) {
+            /* an empty segment before another '/': dropped */
+        } else if (seg == 1 && path[start] == '.') {
             if (end == len)
                 path[out++] = '/';
         } else if (seg == 2 && path[start] == '.' && path[start + 1] == '.') {
@@ -497,11 +502,12 @@ int kl_request_parse_target(keel_request *req)
     }
     if (*p != '/')
         return 400;
-    /* The common path has no escape and no dot segment: it stays a view. */
+    /* The common path has no escape, no dot segment and no "//": it
+     * stays a view. */
     size_t len = (size_t)(path_end - p);
     int plain = memchr(p, '%', len) == NULL;
     for (size_t i = 0; plain && i + 1 < len; i++)
-        if (p[i] == '/' && p[i + 1] == '.')
+        if (p[i] == '/' && (p[i + 1] == '.' || p[i + 1] == '/'))
             plain = 0;
     if (plain) {
         req->path = (keel_str){p, len};

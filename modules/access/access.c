@@ -197,8 +197,12 @@ static const keel_http_filter access_filter = {
     .size = sizeof(keel_http_filter),
     .name = "access",
     /* First: a refused client gets nothing else to run (no CORS answer,
-     * no authentication exchange, no rate-limit slot). */
+     * no authentication exchange, no rate-limit slot). But after rewrite,
+     * whatever the module list's order: a rewrite may choose another
+     * scope (`last`), whose rules are the ones that hold (nginx's rewrite
+     * phases come before its access phase). */
     .order = KEEL_ORDER_FIRST,
+    .after = "rewrite",
     .on_request = access_on_request,
 };
 

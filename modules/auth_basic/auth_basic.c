@@ -385,6 +385,8 @@ static int ab_load(keel_module *module)
             .size = sizeof(keel_http_filter),
             .name = "auth_basic",
             .order = KEEL_ORDER_FIRST,
+            /* The scope whose `users` hold is the one a rewrite chose. */
+            .after = "rewrite",
             .userdata = am,
             .on_request = ab_on_request,
         };

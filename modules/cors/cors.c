@@ -352,6 +352,7 @@ static const keel_http_filter cors_filter = {
     /* A preflight carries no credentials (Fetch): it is answered before
      * an authentication filter would ask for them. */
     .before = "auth_basic",
+    .after = "rewrite", /* the scope's origins are those of the rewritten path */
     .on_request = cors_on_request,
     .on_response_head = cors_on_head,
 };

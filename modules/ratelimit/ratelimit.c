@@ -14,12 +14,21 @@
  * 64-bit word changed with compare-and-swap, no lock. README.md lists the
  * files.
  */
+#if defined(_WIN32)
+#define _CRT_RAND_S /* rand_s: the system's RtlGenRandom */
+#endif
 #include <keel/keel.h>
 
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#if !defined(_WIN32)
+#include <unistd.h> /* getentropy (glibc 2.25, the BSDs) */
+#if defined(__APPLE__) || defined(__linux__)
+#include <sys/random.h>
+#endif
+#endif
 
 #include "../auth_basic/auth_basic.h"
 #include "table.h"
@@ -78,6 +87,7 @@ typedef struct rl_module {
     keel_module *module;
     rl_table requests, conns;
     const auth_basic_service *auth; /* NULL: auth_basic not loaded before this module */
+    uint64_t seed;                  /* random per process: the keys' hashes start from it */
     keel_metric *rejected_req, *rejected_conn, *delayed, *evicted;
 } rl_module;
 
@@ -104,7 +114,7 @@ static int client_hash(rl_module *rm, keel_request *req, uint64_t *out)
         char ip[64];
         if (keel_request_peer_ip(req, ip, sizeof ip) != KEEL_OK)
             return 0;
-        w->client_hash[at] = rl_hash(RL_HASH_INIT, ip, strlen(ip));
+        w->client_hash[at] = rl_hash(rm->seed, ip, strlen(ip));
         w->conn_id[at] = id;
     }
     *out = w->client_hash[at];
@@ -125,7 +135,7 @@ static int key_hash(rl_module *rm, keel_request *req, const rl_conf *c, uint64_t
     }
     if (k.ptr == NULL)
         return 0;
-    uint64_t h = rl_hash(RL_HASH_INIT, c->zone, strlen(c->zone) + 1);
+    uint64_t h = rl_hash(rm->seed, c->zone, strlen(c->zone) + 1);
     unsigned char kind = (unsigned char)c->key;
     h = rl_hash(h, &kind, 1);
     *out = rl_hash_final(rl_hash(h, k.ptr, k.len));
@@ -248,6 +258,26 @@ static void rl_on_log(keel_request *req, keel_response *res, const keel_http_log
     }
 }
 
+/* The table keeps 29 bits of a key's hash at the default size (the
+ * bucket and a 16-bit tag), not the key: two keys that agree on them share
+ * a limit. With a known hash anyone could compute, offline, an API key or
+ * an address of their /64 that shares a victim's and spend its limit for
+ * it (nginx compares the keys themselves). A seed nobody outside the
+ * process knows leaves only guessing online, which the limit itself
+ * slows. FNV-1a is not a keyed PRF: docs/security.md says so. */
+static int random_seed(uint64_t *out)
+{
+#if defined(_WIN32)
+    unsigned int a, b;
+    if (rand_s(&a) != 0 || rand_s(&b) != 0)
+        return -1;
+    *out = (uint64_t)a << 32 | b;
+    return 0;
+#else
+    return getentropy(out, sizeof *out);
+#endif
+}
+
 static void rl_free(rl_module *rm)
 {
     rl_table_free(&rm->requests);
@@ -263,8 +293,10 @@ static int ratelimit_load(keel_module *module)
         return KEEL_ERR_NOMEM;
     rm->module = module;
     int rc = KEEL_OK;
-    if (rl_table_init(&rm->requests, (size_t)c->zone_size) != 0 ||
-        rl_table_init(&rm->conns, (size_t)c->zone_size) != 0)
+    if (random_seed(&rm->seed) != 0)
+        rc = keel_config_error(module, "zone_size", "no random bytes for the keys' hash seed");
+    else if (rl_table_init(&rm->requests, (size_t)c->zone_size) != 0 ||
+             rl_table_init(&rm->conns, (size_t)c->zone_size) != 0)
         rc = KEEL_ERR_NOMEM;
     const void *svc = NULL;
     if (keel_service_lookup(module, AUTH_BASIC_SERVICE, 1, &svc, NULL) == KEEL_OK)
@@ -292,6 +324,7 @@ static int ratelimit_load(keel_module *module)
             .size = sizeof(keel_http_filter),
             .name = "ratelimit",
             .before = "auth_basic",
+            .after = "rewrite", /* the limits of the scope a rewrite chose */
             .userdata = rm,
             .on_request = rl_before_auth,
             .on_log = rl_on_log,

@@ -7,6 +7,12 @@
 
 #define VALUE_BITS 48
 #define VALUE_MASK ((1ull << VALUE_BITS) - 1)
+/* A key's arrival time runs up to now + tolerance + interval, and is kept
+ * in 48 bits of microseconds (8.9 years): a tolerance near that wrapped it
+ * to a time long past, so the key was never refused (rate = 1, period =
+ * 1440m, burst = 3300). 2^46 us (814 days) leaves room for the interval (at
+ * most a day) and years of the clock. */
+#define TOLERANCE_MAX (1ull << 46)
 
 static uint64_t tag_of(uint64_t hash)
 {
@@ -45,6 +51,8 @@ rl_verdict rl_gcra(rl_table *t, uint64_t hash, uint64_t now_us, uint64_t interva
 {
     rl_atomic64 *b = bucket_of(t, hash);
     uint64_t tag = tag_of(hash), tolerance = burst * interval_us;
+    if (tolerance > TOLERANCE_MAX)
+        tolerance = TOLERANCE_MAX;
     now_us &= VALUE_MASK;
     for (;;) {
         /* The key's slot, else the one whose arrival time is the oldest: a

@@ -342,6 +342,30 @@ static void add_old_query(const rw_template *t, const rw_vars *vs, int query_sta
     rw_buf_add(b, q.ptr, q.len);
 }
 
+/* A Location starting "//" or "/\" is a network-path reference (RFC 3986
+ * 4.2): the client goes to the host after it (browsers read "\" as "/",
+ * WHATWG URL). Unless the target was written so, a variable put it there:
+ * "$request_uri/" for "//evil.example/..%2fgo/", which the core resolves
+ * to /go/. Its second byte is percent-encoded, which keeps the client on
+ * this host; nginx makes such a Location absolute (absolute_redirect). */
+static void keep_on_host(const rw_template *t, rw_buf *location)
+{
+    const char *l = location->ptr;
+    if (location->failed || location->len < 2 || l[0] != '/' || (l[1] != '/' && l[1] != '\\'))
+        return;
+    const rw_piece *first = t->npieces > 0 ? &t->pieces[0] : NULL;
+    if (first != NULL && first->kind == RW_LITERAL && first->len >= 2 && first->text[1] == l[1])
+        return; /* "//cdn.example/x" as the config wrote it */
+    rw_buf b;
+    rw_buf_init(&b);
+    rw_buf_add(&b, l[1] == '/' ? "/%2F" : "/%5C", 4);
+    rw_buf_add(&b, l + 2, location->len - 2);
+    rw_buf_free(location);
+    *location = b;
+    if (!b.heap)
+        location->ptr = location->inline_bytes;
+}
+
 static int redirect(keel_response *res, int status, rw_buf *location)
 {
     if (location->failed || keel_response_header_set(res, "Location", location->ptr) != KEEL_OK)
@@ -368,6 +392,7 @@ static int do_return(keel_request *req, keel_response *res, const rw_conf *c, co
     rw_template_expand(&ret->what, vs->v, caps, ret->redirect, RW_PART_ALL, &b);
     int rc;
     if (ret->redirect) {
+        keep_on_host(&ret->what, &b);
         rc = redirect(res, ret->status, &b);
     } else if (b.failed) {
         rc = answer(res, 500);
@@ -397,6 +422,7 @@ static int apply(keel_request *req, keel_response *res, const rw_conf *c, const 
         if (r->replacement.ends_query && b.len > 0)
             b.ptr[--b.len] = '\0';
         add_old_query(&r->replacement, vs, r->replacement.has_query, &b);
+        keep_on_host(&r->replacement, &b);
         rc = redirect(res, r->flag == RW_FLAG_PERMANENT ? 301 : 302, &b);
         rw_buf_free(&b);
         return rc;

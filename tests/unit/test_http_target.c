@@ -55,6 +55,19 @@ Test(target, dot_segments, .timeout = 10)
     expect_path("/.", "/");
 }
 
+/* Runs of '/' are one (nginx's merge_slashes): a path scope [/admin/] must
+ * hold "//admin/x", which a file system reads as "/admin/x". */
+Test(target, doubled_slashes_merged, .timeout = 10)
+{
+    expect_path("//admin/x", "/admin/x");
+    expect_path("/%2Fadmin/x", "/admin/x");
+    expect_path("/a///b//", "/a/b/");
+    expect_path("//", "/");
+    expect_path("/a//../b", "/b");
+    expect_path("http://h//a", "/a");
+    expect_refused("//..");
+}
+
 Test(target, absolute_form, .timeout = 10)
 {
     expect_path("http://example.com/x/y?q", "/x/y");

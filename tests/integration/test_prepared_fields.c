@@ -14,7 +14,7 @@
 
 #define BASE                                                                                       \
     "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n" KH_MODULE_PATH "modules = http1 "          \
-                                                                       "prepared\n"
+    "prepared\n"
 
 static void get(kh_proc *p, const char *host, ht_resp *r)
 {
@@ -92,18 +92,10 @@ static const struct {
 Test(prepared_fields, a_refused_field_names_its_line, .timeout = 120, .fini = kh_cleanup_all)
 {
     for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
-        char conf[2048];
+        char conf[2048], label[32];
         snprintf(conf, sizeof conf, "%s%s", BASE, refused[i].body);
-        const char *args[] = {"-t", NULL};
-        kh_proc *p = kh_spawn(conf, args);
-        int status = kh_wait_exit(p, 10000);
-        kh_assert(p, status == 1, "case %zu: keel -t exit status %d", i, status);
-        char where[512];
-        snprintf(where, sizeof where, "%s:%d:", p->conf, refused[i].line);
-        kh_assert(p, strstr(kh_stderr(p), where) != NULL, "case %zu: no '%s'", i, where);
-        kh_assert(p, strstr(kh_stderr(p), "keel_field_prepare refused the field") != NULL,
-                  "case %zu: no reason", i);
-        kh_stop(p);
+        snprintf(label, sizeof label, "case %zu", i);
+        kh_expect_refused(conf, refused[i].line, "keel_field_prepare refused the field", label);
     }
     /* The same fields, written right, pass. */
     const char *args[] = {"-t", NULL};

@@ -95,7 +95,7 @@ struct keel_prepared_field {
 
 /* A prepared field of name[0..nl) and value[0..vl) into *out: KEEL_OK,
  * KEEL_ERR_INVAL (not a token, a control character, a name the protocol
- * owns) or KEEL_ERR_NOMEM. http/response.c */
+ * owns) or KEEL_ERR_NOMEM. http/fields.c */
 int kl_prepared_field_new(const char *name, size_t nl, const char *value, size_t vl,
                           keel_prepared_field **out);
 void kl_prepared_fields_free(keel_prepared_field *list);

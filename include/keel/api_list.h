@@ -1468,9 +1468,10 @@ KEEL_VFN(tunnel_eof, (keel_conn * conn), (conn))
  * (no control character but HTAB, RFC 9110 5.5; it may be empty) and
  * keeps a copy of both with the name's token. The fields that frame the
  * message or belong to the connection (Content-Length, Transfer-Encoding,
- * Connection, Keep-Alive, Proxy-Connection, TE, Upgrade, Trailer, and the
- * Date the protocol writes) are refused: a fixed value there would be
- * wrong or dropped. KEEL_OK with *out the field; it belongs to the core,
+ * Connection, Keep-Alive, Proxy-Connection, TE, Upgrade, Trailer,
+ * HTTP2-Settings, and the Date the protocol writes) are refused: a fixed
+ * value there would be wrong or dropped. The name is sent as written.
+ * KEEL_OK with *out the field; it belongs to the core,
  * lives until the module is unloaded (after the last request), and may be
  * used from any worker. KEEL_ERR_INVAL for a NULL argument or a name or
  * value that may not be sent (*out NULL: report the config value with

@@ -1,9 +1,13 @@
 /* What a module may put in a response field (RFC 9110 5.1 names, 5.5
  * values): the checks every header and trailer setter runs
  * (http/response.c), written for the hot path because a response sets
- * several (http/http.h). */
+ * several (http/http.h), and the fields a module prepares once at load
+ * (keel_field_prepare). */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <keel/util.h>
 
 #include "http/http.h"
 
@@ -81,4 +85,57 @@ size_t kl_field_value_length(const char *v)
         return SIZE_MAX;
     size_t len = strlen(v);
     return kl_field_value_clean(v, len) ? len : SIZE_MAX;
+}
+
+/* The fields keel_field_prepare refuses (keel_field_prepare in
+ * keel/api_list.h): the message's framing and the connection's fields
+ * (RFC 9110 6.4.1, 7.6.1), and Date, which the protocol writes
+ * (RFC 9110 6.6.1). */
+static int protocol_owned(unsigned token)
+{
+    switch (token) {
+    case KEEL_HDR_CONTENT_LENGTH:
+    case KEEL_HDR_TRANSFER_ENCODING:
+    case KEEL_HDR_TRAILER:
+    case KEEL_HDR_DATE:
+        return 1;
+    default:
+        return (keel_header_token_flags(token) &
+                (KEEL_HDR_FLAG_CONNECTION_SPECIFIC | KEEL_HDR_FLAG_HOP_BY_HOP)) != 0;
+    }
+}
+
+int kl_prepared_field_new(const char *name, size_t nl, const char *value, size_t vl,
+                          keel_prepared_field **out)
+{
+    *out = NULL;
+    if (name == NULL || value == NULL || nl == 0 || memchr(name, '\0', nl) != NULL ||
+        memchr(value, '\0', vl) != NULL || !kl_field_value_clean(value, vl))
+        return KEEL_ERR_INVAL;
+    keel_prepared_field *f = malloc(sizeof *f + nl + vl + 2);
+    if (f == NULL)
+        return KEEL_ERR_NOMEM;
+    char *text = (char *)(f + 1);
+    memcpy(text, name, nl);
+    text[nl] = '\0';
+    unsigned token = keel_header_token(text, nl);
+    if (kl_field_name_length(text) != nl || protocol_owned(token)) {
+        free(f);
+        return KEEL_ERR_INVAL;
+    }
+    memcpy(text + nl + 1, value, vl);
+    text[nl + 1 + vl] = '\0';
+    f->field = (kl_field){{text, nl}, {text + nl + 1, vl}, token + 1};
+    f->next = NULL;
+    *out = f;
+    return KEEL_OK;
+}
+
+void kl_prepared_fields_free(keel_prepared_field *list)
+{
+    while (list != NULL) {
+        keel_prepared_field *next = list->next;
+        free(list);
+        list = next;
+    }
 }

@@ -83,7 +83,22 @@ typedef struct kl_arena {
 typedef struct kl_field {
     keel_str name;
     keel_str value;
+    unsigned known; /* 1 + the name's keel_header_token; 0: not classified yet */
 } kl_field;
+
+/* keel_field_prepare's field: checked, classified and copied once. The
+ * name and value follow the struct; the module's list frees them. */
+struct keel_prepared_field {
+    kl_field field;
+    struct keel_prepared_field *next;
+};
+
+/* A prepared field of name[0..nl) and value[0..vl) into *out: KEEL_OK,
+ * KEEL_ERR_INVAL (not a token, a control character, a name the protocol
+ * owns) or KEEL_ERR_NOMEM. http/fields.c */
+int kl_prepared_field_new(const char *name, size_t nl, const char *value, size_t vl,
+                          keel_prepared_field **out);
+void kl_prepared_fields_free(keel_prepared_field *list);
 
 /* A borrowed body piece on its way to the protocol: released when the
  * protocol is done with it. */

@@ -33,6 +33,8 @@ int keel_response_status(keel_response *res)
     return res->status;
 }
 
+static int grow_fields(kl_field **list, size_t n, size_t *cap, kl_field *inline_list);
+
 /* Appends a validated field, its strings copied into the request's arena.
  * `inline_list` is the list's initial storage inside the request (or
  * NULL): it is copied out, never realloc'ed. */
@@ -40,26 +42,35 @@ static int append_field(keel_request *req, kl_field **list, size_t *n, size_t *c
                         kl_field *inline_list, const char *name, size_t nl, const char *value,
                         size_t vl)
 {
-    if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 8;
-        kl_field *grown;
-        if (*list != NULL && *list == inline_list) {
-            if ((grown = malloc(c * sizeof *grown)) != NULL)
-                memcpy(grown, *list, *n * sizeof *grown);
-        } else {
-            grown = realloc(*list, c * sizeof *grown);
-        }
-        if (grown == NULL)
-            return KEEL_ERR_NOMEM;
-        *list = grown;
-        *cap = c;
-    }
+    if (grow_fields(list, *n, cap, inline_list) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
     char *copy = kl_arena_alloc(&req->arena, nl + vl + 2);
     if (copy == NULL)
         return KEEL_ERR_NOMEM;
     memcpy(copy, name, nl + 1);
     memcpy(copy + nl + 1, value, vl + 1);
-    (*list)[(*n)++] = (kl_field){{copy, nl}, {copy + nl + 1, vl}};
+    (*list)[(*n)++] = (kl_field){{copy, nl}, {copy + nl + 1, vl}, 0};
+    return KEEL_OK;
+}
+
+/* Makes room for one more field in the list (the arena is not needed:
+ * a prepared field's strings outlive every request). */
+static int grow_fields(kl_field **list, size_t n, size_t *cap, kl_field *inline_list)
+{
+    if (n < *cap)
+        return KEEL_OK;
+    size_t c = *cap ? *cap * 2 : 8;
+    kl_field *grown;
+    if (*list != NULL && *list == inline_list) {
+        if ((grown = malloc(c * sizeof *grown)) != NULL)
+            memcpy(grown, *list, n * sizeof *grown);
+    } else {
+        grown = realloc(*list, c * sizeof *grown);
+    }
+    if (grown == NULL)
+        return KEEL_ERR_NOMEM;
+    *list = grown;
+    *cap = c;
     return KEEL_OK;
 }
 
@@ -113,6 +124,21 @@ int keel_response_header_set(keel_response *res, const char *name, const char *v
                         res->inline_headers, name, nl, value, vl);
 }
 
+int keel_response_field_add(keel_response *res, const keel_prepared_field *field, int replace)
+{
+    if (field == NULL)
+        return KEEL_ERR_INVAL;
+    if (res->head_sent)
+        return KEEL_ERR_STATE;
+    if (replace)
+        remove_fields(res, field->field.name.ptr, field->field.name.len);
+    if (grow_fields(&res->headers, res->nheaders, &res->headers_cap, res->inline_headers) !=
+        KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    res->headers[res->nheaders++] = field->field;
+    return KEEL_OK;
+}
+
 keel_str keel_response_header(keel_response *res, const char *name)
 {
     size_t nl = strlen(name);
@@ -156,7 +182,7 @@ int64_t kl_response_take_framing(keel_response *res)
     size_t out = 0;
     for (size_t i = 0; i < res->nheaders; i++) {
         kl_field f = res->headers[i];
-        switch (keel_header_token(f.name.ptr, f.name.len)) {
+        switch (f.known ? f.known - 1 : keel_header_token(f.name.ptr, f.name.len)) {
         case KEEL_HDR_CONTENT_LENGTH:
             if (seen_length++)
                 continue; /* the first one counts */

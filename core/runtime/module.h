@@ -25,6 +25,7 @@ struct keel_module {
     kl_schema_store config;        /* the declared keys' struct (ABI 1.7), or empty */
     keel_config_scope_fn scope_fn; /* keel_module_config_scopes (ABI 1.8) */
     void *scope_ud;
+    struct keel_prepared_field *prepared; /* keel_field_prepare's, freed with the module */
 };
 
 #endif

@@ -41,6 +41,25 @@ int keel_module_config_scopes(keel_module *m, keel_config_scope_fn fn, void *use
     return KEEL_OK;
 }
 
+int keel_field_prepare(keel_module *m, const char *name, size_t name_len, const char *value,
+                       size_t value_len, const keel_prepared_field **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (m == NULL || out == NULL)
+        return KEEL_ERR_INVAL;
+    if (!m->server->loading)
+        return KEEL_ERR_STATE;
+    keel_prepared_field *f;
+    int rc = kl_prepared_field_new(name, name_len, value, value_len, &f);
+    if (rc != KEEL_OK)
+        return rc;
+    f->next = m->prepared;
+    m->prepared = f;
+    *out = f;
+    return KEEL_OK;
+}
+
 int keel_config_value_error(keel_module *m, const char *value, const char *message)
 {
     char name[256], where[300];

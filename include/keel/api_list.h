@@ -1483,4 +1483,40 @@ KEEL_FN(keel_str, request_log_field, (keel_request *req, const char *name), (req
  * KEEL_ERR_NOTFOUND past the last. */
 KEEL_FN(int, request_log_field_at, (keel_request *req, size_t index, keel_header *out),
         (req, index, out))
+
+/* ---- HTTP: prepared response fields (ABI 1.8) --------------------------------
+ * A field a module adds to many responses (the headers module's `add`,
+ * CORS's Vary) is checked, classified (keel/header_tokens.h) and copied
+ * once, at load, rather than on every response: keel_response_header_add
+ * checks the name and value, copies both into the request, and the core
+ * classifies the name again to find framing fields, some 390 instructions
+ * a field (docs/performance.md). */
+
+/* Checks name[0..name_len) (a token, RFC 9110 5.1) and value[0..value_len)
+ * (no control character but HTAB, RFC 9110 5.5; it may be empty) and
+ * keeps a copy of both with the name's token. The fields that frame the
+ * message or belong to the connection (Content-Length, Transfer-Encoding,
+ * Connection, Keep-Alive, Proxy-Connection, TE, Upgrade, Trailer,
+ * HTTP2-Settings, and the Date the protocol writes) are refused: a fixed
+ * value there would be wrong or dropped. The name is sent as written.
+ * KEEL_OK with *out the field; it belongs to the core,
+ * lives until the module is unloaded (after the last request), and may be
+ * used from any worker. KEEL_ERR_INVAL for a NULL argument or a name or
+ * value that may not be sent (*out NULL: report the config value with
+ * keel_config_value_error, which gives the file and line); KEEL_ERR_NOMEM;
+ * KEEL_ERR_STATE outside load (load or a keel_module_config_scopes
+ * call). Main thread. */
+KEEL_FN(int, field_prepare,
+        (keel_module * module, const char *name, size_t name_len, const char *value,
+         size_t value_len, const keel_prepared_field **out),
+        (module, name, name_len, value, value_len, out))
+
+/* Adds field to res's header section as keel_response_header_add would,
+ * without checking or copying it again; with `replace` nonzero, every
+ * field of the same name (any case) goes first, as keel_response_header_set.
+ * KEEL_OK; KEEL_ERR_INVAL for a NULL field; KEEL_ERR_STATE once the head
+ * was sent; KEEL_ERR_NOMEM. Worker thread of the request. */
+KEEL_FN(int, response_field_add,
+        (keel_response * res, const keel_prepared_field *field, int replace),
+        (res, field, replace))
 #endif /* KEEL__WANT(8) */

@@ -65,6 +65,11 @@ typedef struct keel_header {
     keel_str value;
 } keel_header;
 
+/* A response field checked and laid out once, at load
+ * (keel_field_prepare, ABI 1.8), then added to responses by pointer
+ * (keel_response_field_add). Opaque; the core owns it. */
+typedef struct keel_prepared_field keel_prepared_field;
+
 /* What filters and handlers return. */
 enum {
     KEEL_HTTP_NEXT = 0, /* go on to the next filter / the router */

@@ -77,6 +77,10 @@ typedef struct ab_entry {
 typedef struct ab_worker {
     ab_entry *cache;
     int told_unknown_file; /* the error below is logged once per worker */
+    /* The file the last `users` value named (scopes that inherit it share
+     * the string): most requests need no name compared. */
+    const char *users;
+    const ab_file *file;
 } ab_worker;
 
 typedef struct ab_module {
@@ -212,12 +216,19 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
 {
     ab_module *am = ud;
     const ab_conf *c = keel_request_config(req, am->module);
-    if (c->users == NULL || strcmp(c->users, "off") == 0)
+    if (c->users == NULL)
         return KEEL_HTTP_NEXT;
-    const ab_file *file = find_file(am, c->users);
+    keel_worker *worker = keel_request_worker(req);
+    ab_worker *w = keel_worker_state(worker, am->module);
+    if (w->users != c->users) {
+        w->file = strcmp(c->users, "off") == 0 ? NULL : find_file(am, c->users);
+        w->users = c->users;
+    }
+    const ab_file *file = w->file;
+    if (file == NULL && strcmp(c->users, "off") == 0)
+        return KEEL_HTTP_NEXT;
     if (file == NULL) {
         /* The scopes are built after load: keel -t cannot see this. */
-        ab_worker *w = keel_worker_state(keel_request_worker(req), am->module);
         if (!w->told_unknown_file++)
             keel_log(am->module, KEEL_LOG_ERROR,
                      "users = %s: no `file` of that name in [auth_basic]: answering 500", c->users);
@@ -240,9 +251,8 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
      * is canonical, so one token is one user:password. */
     unsigned char digest[AB_SIPHASH_OUT];
     ab_siphash128(file->key, token.ptr, token.len, digest);
-    keel_worker *worker = keel_request_worker(req);
     if (am->ttl_ms > 0) {
-        ab_entry *e = cache_slot(am, keel_worker_state(worker, am->module), digest);
+        ab_entry *e = cache_slot(am, w, digest);
         if (e->user != NULL && e->expires_ms > keel_worker_now_ms(worker) &&
             digest_equal(e->digest, digest)) {
             keel_metric_add(worker, am->cache_hits, 1);

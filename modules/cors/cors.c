@@ -245,12 +245,17 @@ static const char *as_list(const char *words, char *buf, size_t size)
     return buf;
 }
 
+/* The fields whose values never change, prepared at load
+ * (keel_field_prepare): added by pointer, not checked and copied on every
+ * response. */
+static const keel_prepared_field *vary_origin, *vary_preflight, *allow_any, *allow_credentials;
+
 /* Access-Control-Allow-Origin (and -Credentials) for an allowed origin. */
 static void put_origin(keel_response *res, const cors_conf *c, int allowed, keel_str origin)
 {
     char value[256];
     if (allowed == ORIGIN_ANY) {
-        keel_response_header_set(res, "Access-Control-Allow-Origin", "*");
+        keel_response_field_add(res, allow_any, 1);
         return;
     }
     size_t n = origin.len < sizeof value - 1 ? origin.len : sizeof value - 1;
@@ -258,7 +263,7 @@ static void put_origin(keel_response *res, const cors_conf *c, int allowed, keel
     value[n] = '\0';
     keel_response_header_set(res, "Access-Control-Allow-Origin", value);
     if (c->credentials)
-        keel_response_header_set(res, "Access-Control-Allow-Credentials", "true");
+        keel_response_field_add(res, allow_credentials, 1);
 }
 
 static const char preflight_vary[] =
@@ -272,7 +277,7 @@ static int preflight(keel_request *req, keel_response *res, const cors_conf *c, 
     if (allowed == ORIGIN_NO || !method_allowed(c, method) || !headers_allowed(c, asked))
         return keel_response_send_status(res, 403);
     /* The answer depends on all three fields of the request. */
-    keel_response_header_add(res, "Vary", preflight_vary);
+    keel_response_field_add(res, vary_preflight, 0);
     char buf[512];
     put_origin(res, c, allowed, origin);
     keel_response_header_set(res, "Access-Control-Allow-Methods",
@@ -327,11 +332,11 @@ static void cors_on_head(keel_request *req, keel_response *res, void *ud)
     if (is_preflight(req)) {
         /* Refused (403 from keel_response_send_status, which starts the
          * fields afresh): no Allow-* field, which fails it in the browser. */
-        keel_response_header_add(res, "Vary", preflight_vary);
+        keel_response_field_add(res, vary_preflight, 0);
         return;
     }
     if (!answer_is_any(c))
-        keel_response_header_add(res, "Vary", "Origin");
+        keel_response_field_add(res, vary_origin, 0);
     keel_str origin = keel_request_header(req, "Origin");
     if (origin.ptr == NULL)
         return;
@@ -366,7 +371,17 @@ static int cors_load(keel_module *m)
             return keel_config_error(m, "origins",
                                      "* cannot go with credentials = on (the Fetch standard "
                                      "forbids it): list the origins");
-    return keel_http_filter_add(m, &cors_filter);
+    static const char any[] = "*", yes[] = "true", origin[] = "Origin";
+    int rc = keel_field_prepare(m, "Vary", 4, origin, sizeof origin - 1, &vary_origin);
+    if (rc == KEEL_OK)
+        rc = keel_field_prepare(m, "Vary", 4, preflight_vary, sizeof preflight_vary - 1,
+                                &vary_preflight);
+    if (rc == KEEL_OK)
+        rc = keel_field_prepare(m, "Access-Control-Allow-Origin", 27, any, 1, &allow_any);
+    if (rc == KEEL_OK)
+        rc = keel_field_prepare(m, "Access-Control-Allow-Credentials", 32, yes, 4,
+                                &allow_credentials);
+    return rc == KEEL_OK ? keel_http_filter_add(m, &cors_filter) : rc;
 }
 
 KEEL_MODULE(cors, .version = "1.0.0", .load = cors_load, .config = &cors_schema);

@@ -17,7 +17,9 @@
 #include <keel/keel.h>
 #include <keel/util.h>
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 typedef struct headers_conf {
@@ -177,20 +179,71 @@ static int nginx_status(int status)
     }
 }
 
-/* "NAME: VALUE" to a NUL-terminated name in buf and the value after the
- * colon's spaces (NUL-terminated already: the item's end). */
-static const char *split_field(const char *item, char *name, size_t size)
+/* A scope's `set` and `add` fields, prepared at load (keel_field_prepare):
+ * a response gets them by pointer, neither split, checked nor copied
+ * again. One per scope's struct, sorted by its address. */
+typedef struct headers_scope {
+    const headers_conf *conf;
+    const keel_prepared_field **set, **add; /* set.count, then add.count */
+} headers_scope;
+
+static headers_scope *scopes;
+static size_t nscopes;
+
+static const headers_scope *scope_of(const headers_conf *c)
 {
-    const char *colon = strchr(item, ':');
-    size_t len = (size_t)(colon - item); /* the check saw a colon, and len <= 64 */
-    if (len >= size)
-        len = size - 1;
-    memcpy(name, item, len);
-    name[len] = '\0';
-    const char *v = colon + 1;
+    size_t lo = 0, hi = nscopes;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (scopes[mid].conf == c)
+            return &scopes[mid];
+        if ((uintptr_t)scopes[mid].conf < (uintptr_t)c)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+/* "NAME: VALUE" (the check saw the colon) as a prepared field. */
+static int prepare_item(keel_module *m, const char *item, const keel_prepared_field **out)
+{
+    const char *colon = strchr(item, ':'), *v = colon + 1;
     while (*v == ' ' || *v == '\t')
         v++;
-    return v;
+    int rc = keel_field_prepare(m, item, (size_t)(colon - item), v, strlen(v), out);
+    if (rc == KEEL_ERR_INVAL)
+        return keel_config_value_error(m, item, "not a field a response may carry");
+    return rc;
+}
+
+static int prepare_scope(keel_module *m, const void *confp, void *ud)
+{
+    (void)ud;
+    const headers_conf *c = confp;
+    size_t at = 0;
+    while (at < nscopes && (uintptr_t)scopes[at].conf < (uintptr_t)c)
+        at++;
+    if (at < nscopes && scopes[at].conf == c)
+        return KEEL_OK; /* shown before */
+    size_t n = c->set.count + c->add.count;
+    const keel_prepared_field **fields = calloc(n ? n : 1, sizeof *fields);
+    headers_scope *grown = realloc(scopes, (nscopes + 1) * sizeof *grown);
+    if (grown != NULL)
+        scopes = grown;
+    if (fields == NULL || grown == NULL) {
+        free(fields);
+        return KEEL_ERR_NOMEM;
+    }
+    memmove(&scopes[at + 1], &scopes[at], (nscopes - at) * sizeof *scopes);
+    scopes[at] = (headers_scope){c, fields, fields + c->set.count};
+    nscopes++;
+    int rc = KEEL_OK;
+    for (size_t i = 0; rc == KEEL_OK && i < c->set.count; i++)
+        rc = prepare_item(m, c->set.items[i], &scopes[at].set[i]);
+    for (size_t i = 0; rc == KEEL_OK && i < c->add.count; i++)
+        rc = prepare_item(m, c->add.items[i], &scopes[at].add[i]);
+    return rc;
 }
 
 static void put_hsts(keel_response *res, const char *words)
@@ -225,17 +278,15 @@ static void headers_on_head(keel_request *req, keel_response *res, void *ud)
         put_hsts(res, c->hsts);
     if (!c->always && !nginx_status(keel_response_status(res)))
         return;
-    char name[72];
     for (size_t i = 0; i < c->remove.count; i++)
         keel_response_header_remove(res, c->remove.items[i]);
-    for (size_t i = 0; i < c->set.count; i++) {
-        const char *v = split_field(c->set.items[i], name, sizeof name);
-        keel_response_header_set(res, name, v);
-    }
-    for (size_t i = 0; i < c->add.count; i++) {
-        const char *v = split_field(c->add.items[i], name, sizeof name);
-        keel_response_header_add(res, name, v);
-    }
+    const headers_scope *p = scope_of(c);
+    if (p == NULL)
+        return; /* not shown at load: cannot happen */
+    for (size_t i = 0; i < c->set.count; i++)
+        keel_response_field_add(res, p->set[i], 1);
+    for (size_t i = 0; i < c->add.count; i++)
+        keel_response_field_add(res, p->add[i], 0);
 }
 
 static const keel_http_filter headers_filter = {
@@ -251,7 +302,21 @@ static const keel_http_filter headers_filter = {
 static int headers_load(keel_module *m)
 {
     headers_module = m;
-    return keel_http_filter_add(m, &headers_filter);
+    int rc = prepare_scope(m, keel_module_config(m), NULL);
+    if (rc == KEEL_OK)
+        rc = keel_module_config_scopes(m, prepare_scope, NULL);
+    return rc == KEEL_OK ? keel_http_filter_add(m, &headers_filter) : rc;
 }
 
-KEEL_MODULE(headers, .version = "1.0.0", .load = headers_load, .config = &headers_schema);
+static void headers_unload(keel_module *m)
+{
+    (void)m;
+    for (size_t i = 0; i < nscopes; i++)
+        free((void *)scopes[i].set);
+    free(scopes);
+    scopes = NULL;
+    nscopes = 0;
+}
+
+KEEL_MODULE(headers, .version = "1.0.0", .load = headers_load, .unload = headers_unload,
+            .config = &headers_schema);

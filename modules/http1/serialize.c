@@ -85,6 +85,9 @@ static int name_is(keel_str name, const char *lit, size_t n)
  * defence against a body framed twice). */
 enum { FLD_KEEP = 0, FLD_SKIP, FLD_DATE, FLD_SERVER, FLD_CONNECTION, FLD_TRAILER, FLD_UPGRADE };
 
+/* Whether a field_scan saw a field of kind k. */
+#define HAS(scan, k) (((scan).seen >> (k)) & 1u)
+
 static int classify(keel_str name)
 {
     switch (name.len) {
@@ -145,7 +148,10 @@ static char *put_field(char *p, const keel_header *f)
  * Date line to add if the handler wrote none. */
 typedef struct field_scan {
     size_t bytes; /* the fields as written */
-    unsigned date : 1, server : 1, trailer : 1, upgrade : 1, close : 1;
+    /* 1 << FLD_* of each kind there: one OR a field, where a bit-field
+     * each took a read-modify-write apiece (17 instructions a field). */
+    unsigned seen;
+    unsigned close : 1;
     unsigned dropped : 1; /* a framing or Connection field to leave out */
     const char *date_line;
     size_t date_len;
@@ -165,13 +171,10 @@ static inline field_scan scan_fields(h1_conn *c, const keel_header *h, size_t n)
             f.dropped = 1;
             continue;
         }
-        f.date |= kind == FLD_DATE;
-        f.server |= kind == FLD_SERVER;
-        f.trailer |= kind == FLD_TRAILER;
-        f.upgrade |= kind == FLD_UPGRADE;
+        f.seen |= 1u << kind;
         f.bytes += h[i].name.len + h[i].value.len + 4;
     }
-    if (!f.date)
+    if (!HAS(f, FLD_DATE))
         f.date_line = h1_date_line(c->w, &f.date_len);
     return f;
 }
@@ -209,7 +212,7 @@ static char *put_date_server(h1_conn *c, char *p, const field_scan *f)
 {
     if (f->date_line != NULL)
         p = put(p, f->date_line, f->date_len);
-    if (!f->server)
+    if (!HAS(*f, FLD_SERVER))
         p = put(p, c->w->cfg->server_line, c->w->cfg->server_line_len);
     return p;
 }
@@ -217,7 +220,7 @@ static char *put_date_server(h1_conn *c, char *p, const field_scan *f)
 /* Room put_status_line, put_date_server and a Connection field need. */
 static size_t fixed_need(h1_conn *c, const field_scan *f)
 {
-    return 64 + f->date_len + (f->server ? 0 : c->w->cfg->server_line_len) +
+    return 64 + f->date_len + (HAS(*f, FLD_SERVER) ? 0 : c->w->cfg->server_line_len) +
            sizeof("Connection: upgrade, keep-alive, close\r\n") + 2;
 }
 
@@ -255,7 +258,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
 
     /* Framing, RFC 9112 6.3. A response that announces trailer fields is
      * chunked even when its length is known: only chunked carries them. */
-    int use_length = length >= 0 && !(f.trailer && !c->version10);
+    int use_length = length >= 0 && !(HAS(f, FLD_TRAILER) && !c->version10);
     int framing;
     if (interim || status == 204 || status == 304) {
         framing = H1_BODY_NONE; /* never a body, never a length (RFC 9110 8.6) */
@@ -293,7 +296,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     } else if (framing == H1_BODY_CHUNKED) {
         p = PUT_LIT(p, "Transfer-Encoding: chunked\r\n");
     }
-    p = put_connection(p, f.upgrade, c->version10 && !close, close);
+    p = put_connection(p, HAS(f, FLD_UPGRADE), c->version10 && !close, close);
     p = PUT_LIT(p, "\r\n");
     h1_out_commit(c, (size_t)(p - start));
 
@@ -309,7 +312,7 @@ int h1_upgrade_serialize(h1_conn *c, const keel_header *h, size_t n)
     field_scan f = scan_fields(c, h, n);
     /* RFC 9110 15.2.2: the server MUST generate an Upgrade field naming
      * the protocol(s) switched to; only the handler knows it. */
-    if (!f.upgrade)
+    if (!HAS(f, FLD_UPGRADE))
         return KEEL_ERR_INVAL;
     char *start = h1_out_reserve(c, f.bytes + fixed_need(c, &f));
     if (start == NULL)

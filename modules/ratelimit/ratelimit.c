@@ -103,6 +103,12 @@ typedef struct rl_module {
 typedef struct rl_worker {
     uint64_t conn_id[CLIENT_CACHE];
     uint64_t client_hash[CLIENT_CACHE];
+    /* The zone's and kind's part of the last key hashed: scopes that
+     * inherit a zone share its string, so most requests hash it again
+     * for nothing. */
+    const char *zone;
+    unsigned char kind;
+    uint64_t zone_hash;
 } rl_worker;
 
 static int client_hash(rl_module *rm, keel_request *req, uint64_t *out)
@@ -135,10 +141,15 @@ static int key_hash(rl_module *rm, keel_request *req, const rl_conf *c, uint64_t
     }
     if (k.ptr == NULL)
         return 0;
-    uint64_t h = rl_hash(rm->seed, c->zone, strlen(c->zone) + 1);
+    rl_worker *w = keel_worker_state(keel_request_worker(req), rm->module);
     unsigned char kind = (unsigned char)c->key;
-    h = rl_hash(h, &kind, 1);
-    *out = rl_hash_final(rl_hash(h, k.ptr, k.len));
+    if (w->zone != c->zone || w->kind != kind) {
+        uint64_t h = rl_hash(rm->seed, c->zone, strlen(c->zone) + 1);
+        w->zone_hash = rl_hash(h, &kind, 1);
+        w->zone = c->zone;
+        w->kind = kind;
+    }
+    *out = rl_hash_final(rl_hash(w->zone_hash, k.ptr, k.len));
     return 1;
 }
 

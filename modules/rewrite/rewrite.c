@@ -412,7 +412,12 @@ static int do_return(keel_request *req, keel_response *res, const rw_conf *c, co
 static int apply(keel_request *req, keel_response *res, const rw_conf *c, const rw_rule *r,
                  rw_vars *vs, const rw_captures *caps)
 {
-    fill_vars(req, c, r->replacement.vars | (1u << RW_VAR_ARGS), vs);
+    /* The old query is read only where it is put after the new target
+     * (add_old_query): an internal rewrite without a '?' keeps it as it is. */
+    unsigned want = r->replacement.vars;
+    if (r->external || r->replacement.has_query)
+        want |= 1u << RW_VAR_ARGS;
+    fill_vars(req, c, want, vs);
     fresh_uri(req, vs);
     rw_buf b;
     rw_buf_init(&b);
@@ -427,11 +432,14 @@ static int apply(keel_request *req, keel_response *res, const rw_conf *c, const 
         rw_buf_free(&b);
         return rc;
     }
-    rw_buf q;
-    rw_buf_init(&q);
+    rw_buf q; /* set up only for a query (its 1 KiB left as it is) */
+    q.ptr = NULL;
+    q.len = 0;
+    q.failed = 0;
     rw_template_expand(&r->replacement, vs->v, caps, 0, RW_PART_PATH, &b);
     unsigned flags = r->flag == RW_FLAG_LAST ? KEEL_PATH_RESCOPE : 0;
     if (r->replacement.has_query) {
+        rw_buf_init(&q);
         rw_template_expand(&r->replacement, vs->v, caps, 0, RW_PART_QUERY, &q);
         add_old_query(&r->replacement, vs, q.len > 0, &q);
         if (q.len > 0 && q.ptr[0] == '?') /* no query of its own: the old one alone */
@@ -456,7 +464,8 @@ static int apply(keel_request *req, keel_response *res, const rw_conf *c, const 
         vs->have &= ~((1u << RW_VAR_ARGS) | (1u << RW_VAR_IS_ARGS));
     }
     rw_buf_free(&b);
-    rw_buf_free(&q);
+    if (r->replacement.has_query)
+        rw_buf_free(&q);
     return rc;
 }
 

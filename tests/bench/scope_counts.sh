@@ -14,11 +14,17 @@
 #
 #   KEEL_BUILD=build-rel tests/bench/scope_counts.sh
 #
+# SCENARIOS=full counts ISSUE 25's measure, the full middleware set in the
+# request's site: host match among the sites above, one rewrite that
+# matches, headers (two adds), auth_basic (cached) and ratelimit (key =
+# user), against hello alone with the same request (docs/performance.md).
+#
 # SCENARIOS=auth instead counts hello behind auth_basic (a user whose
 # verified password the cache holds) and ratelimit (a rate that is never
 # reached) in the request's scope, against hello alone (docs/web.md).
 #
-# Settings: KEEL_BUILD [build] SECS [5] SCENARIOS [scopes]. Listens on an
+# Settings: KEEL_BUILD [build] SECS [5] SCENARIOS [scopes]; KEEP_CALLGRIND=DIR
+# keeps each count's callgrind output there (callgrind_annotate). Listens on an
 # ephemeral port of 127.0.0.1; keel is stopped on exit.
 set -euo pipefail
 
@@ -88,6 +94,7 @@ EOC
     wait "$SERVER" 2>/dev/null || true
     requests=$(awk '/requests in/ {print $1}' <<<"$out")
     ir=$(cat "$TMP"/cg.*.[0-9]* | awk '/^summary:/ {s += $2} END {print s + 0}')
+    [[ -n ${KEEP_CALLGRIND:-} ]] && cp "$TMP"/cg.*.[0-9]* "$KEEP_CALLGRIND/" 2>/dev/null
     rm -f "$TMP"/cg.*
     SERVER=""
     echo "$1: $((ir / requests)) instr/req ($requests requests)"
@@ -103,7 +110,29 @@ burst = 1000000
 auth_basic.users = staff
 ratelimit.key = user"
 
-if [[ ${SCENARIOS:-scopes} == auth ]]; then
+FULL="[auth_basic]
+file = staff $TMP/users
+[ratelimit]
+rate = 1000000
+burst = 1000000
+[site example.com]
+[site *.example.org]
+[site other.test]
+[site www.example.com]
+auth_basic.users = staff
+ratelimit.key = user
+headers.add = X-A: one
+headers.add = X-B: two
+rewrite.rewrite = ^/(.*)$ /\$1 break
+[/api/]"
+
+if [[ ${SCENARIOS:-scopes} == full ]]; then
+    echo 'alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6' >"$TMP/users"
+    count "hello alone" "" "http1 hello" -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc='
+    count "sites, rewrite, headers, auth_basic (cached), ratelimit (key = user)" "$FULL" \
+        "http1 rewrite auth_basic ratelimit headers hello" \
+        -H 'Authorization: Basic YWxpY2U6YWxpY2UtcHc='
+elif [[ ${SCENARIOS:-scopes} == auth ]]; then
     echo 'alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6' >"$TMP/users"
     # The same request, Authorization included, so that only the modules differ.
     count "hello in a site" "[site www.example.com]" "http1 hello" \

@@ -337,6 +337,19 @@ int kh_exited(kh_proc *p)
     return kh_reap(p, 0);
 }
 
+void kh_expect_refused(const char *config, int line, const char *says, const char *label)
+{
+    const char *args[] = {"-t", NULL};
+    kh_proc *p = kh_spawn(config, args);
+    int status = kh_wait_exit(p, 10000);
+    kh_assert(p, status == 1, "%s: keel -t exit status %d", label, status);
+    char where[512];
+    snprintf(where, sizeof where, "%s:%d:", p->conf, line);
+    kh_assert(p, strstr(kh_stderr(p), where) != NULL, "%s: no '%s'", label, where);
+    kh_assert(p, strstr(kh_stderr(p), says) != NULL, "%s: no '%s'", label, says);
+    kh_stop(p);
+}
+
 void kh_stop(kh_proc *p)
 {
     if (!p)

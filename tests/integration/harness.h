@@ -97,6 +97,11 @@ int kh_wait_exit(kh_proc *p, int timeout_ms);
  * kh_wait_exit returns its status at once), 0 if it is still running. */
 int kh_exited(kh_proc *p);
 
+/* Runs `keel -t` on config and asserts that it exits 1 naming the
+ * config file's line ("FILE:LINE:") and saying `says`; label names the
+ * case in a failure. */
+void kh_expect_refused(const char *config, int line, const char *says, const char *label);
+
 /* Kills (if running) and reaps keel, removes its files, frees p. */
 void kh_stop(kh_proc *p);
 

@@ -154,18 +154,10 @@ static const struct {
 Test(web_headers, config_errors_name_the_line, .timeout = 120, .fini = kh_cleanup_all)
 {
     for (size_t i = 0; i < sizeof config_errors / sizeof config_errors[0]; i++) {
-        char conf[2048];
+        char conf[2048], label[32];
         snprintf(conf, sizeof conf, "%s%s", BASE, config_errors[i].body);
-        const char *args[] = {"-t", NULL};
-        kh_proc *p = kh_spawn(conf, args);
-        int status = kh_wait_exit(p, 10000);
-        kh_assert(p, status == 1, "case %zu: keel -t exit status %d", i, status);
-        char where[512];
-        snprintf(where, sizeof where, "%s:%d:", p->conf, config_errors[i].line);
-        kh_assert(p, strstr(kh_stderr(p), where) != NULL, "case %zu: no '%s'", i, where);
-        kh_assert(p, strstr(kh_stderr(p), config_errors[i].says) != NULL, "case %zu: no '%s'", i,
-                  config_errors[i].says);
-        kh_stop(p);
+        snprintf(label, sizeof label, "case %zu", i);
+        kh_expect_refused(conf, config_errors[i].line, config_errors[i].says, label);
     }
 }
 

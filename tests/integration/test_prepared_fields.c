@@ -1,0 +1,106 @@
+/* Prepared response fields (ABI 1.8: keel_field_prepare,
+ * keel_response_field_add), through tests/modules/mod_prepared.c: the
+ * fields reach the client as written, per scope, added or replacing; what
+ * the core refuses to prepare (a name that is not a token, the framing
+ * and connection fields, Date) stops `keel -t` with the file and line of
+ * the value; preparing outside load is refused (the module's start checks
+ * it, and the server would not start). */
+#define _GNU_SOURCE
+#include "harness.h"
+#include "test_http.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define BASE                                                                                       \
+    "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n" KH_MODULE_PATH "modules = http1 "          \
+    "prepared\n"
+
+static void get(kh_proc *p, const char *host, ht_resp *r)
+{
+    ht_conn *c = calloc(1, sizeof *c);
+    cr_assert(c != NULL);
+    c->fd = kh_connect("127.0.0.1", kh_port(p, 0));
+    kh_assert(p, c->fd >= 0, "connect");
+    c->cap = 1 << 16;
+    c->buf = malloc(c->cap);
+    cr_assert(c->buf != NULL);
+    char req[512];
+    snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host);
+    ht_send_str(c, req);
+    ht_expect_response(p, c, r, 0);
+    ht_close(c);
+}
+
+Test(prepared_fields, added_and_replacing_per_scope, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = kh_start(BASE "[prepared]\nfield = X-One: 1\nfield = X-Two: two  words\n"
+                               "field = X-Empty:\n"
+                               "[site replace.test]\nprepared.replace = on\n"
+                               "prepared.field = Content-Type: text/x-prepared\n"
+                               "prepared.field = x-handler: prepared\n",
+                          NULL, 1, 10000);
+    ht_resp r = {0};
+    get(p, "other.test", &r);
+    kh_assert(p, r.status == 200, "status %d", r.status);
+    kh_assert(p, ht_header(&r, "X-One") && strcmp(ht_header(&r, "X-One"), "1") == 0, "X-One:\n%s",
+              r.head);
+    kh_assert(p, ht_header(&r, "X-Two") && strcmp(ht_header(&r, "X-Two"), "two  words") == 0,
+              "X-Two:\n%s", r.head);
+    kh_assert(p, ht_header(&r, "X-Empty") && ht_header(&r, "X-Empty")[0] == '\0', "X-Empty:\n%s",
+              r.head);
+    kh_assert(p, ht_header_count(&r, "X-Handler") == 1, "the handler's field:\n%s", r.head);
+    ht_resp_free(&r);
+    /* replace: the handler's Content-Type and X-Handler (another case of
+     * the name) go; the prepared ones stand alone. */
+    get(p, "replace.test", &r);
+    kh_assert(p, r.status == 200, "status %d", r.status);
+    kh_assert(p,
+              ht_header_count(&r, "Content-Type") == 1 &&
+                  strcmp(ht_header(&r, "Content-Type"), "text/x-prepared") == 0,
+              "Content-Type replaced:\n%s", r.head);
+    kh_assert(p,
+              ht_header_count(&r, "X-Handler") == 1 &&
+                  strcmp(ht_header(&r, "X-Handler"), "prepared") == 0,
+              "X-Handler replaced:\n%s", r.head);
+    kh_assert(p, ht_header(&r, "X-One") == NULL, "the site's list replaces the section's");
+    kh_assert(p,
+              ht_header(&r, "Content-Length") && strcmp(ht_header(&r, "Content-Length"), "3") == 0,
+              "framing untouched:\n%s", r.head);
+    ht_resp_free(&r);
+    kh_stop(p);
+}
+
+/* Each refused field, in the module's section or a scope: keel -t exits 1
+ * naming the value's line. */
+static const struct {
+    const char *body;
+    int line;
+} refused[] = {
+    {"[prepared]\nfield = Bad Name: v\n", 7},
+    {"[prepared]\nfield = X-Ok: fine\nfield = Content-Length: 5\n", 8},
+    {"[prepared]\nfield = Transfer-Encoding: chunked\n", 7},
+    {"[prepared]\nfield = Connection: close\n", 7},
+    {"[prepared]\nfield = Keep-Alive: timeout=5\n", 7},
+    {"[prepared]\nfield = Upgrade: h2c\n", 7},
+    {"[prepared]\nfield = Date: today\n", 7},
+    {"[prepared]\nfield = : no name\n", 7},
+    {"[site a.test]\nprepared.field = X-Fine: 1\n[site b.test]\nprepared.field = TE: trailers\n",
+     9},
+};
+
+Test(prepared_fields, a_refused_field_names_its_line, .timeout = 120, .fini = kh_cleanup_all)
+{
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        char conf[2048], label[32];
+        snprintf(conf, sizeof conf, "%s%s", BASE, refused[i].body);
+        snprintf(label, sizeof label, "case %zu", i);
+        kh_expect_refused(conf, refused[i].line, "keel_field_prepare refused the field", label);
+    }
+    /* The same fields, written right, pass. */
+    const char *args[] = {"-t", NULL};
+    kh_proc *p = kh_spawn(BASE "[prepared]\nfield = X-Ok: fine\nfield = Vary: Origin\n", args);
+    int status = kh_wait_exit(p, 10000);
+    kh_assert(p, status == 0, "keel -t exit status %d", status);
+    kh_stop(p);
+}

@@ -322,8 +322,9 @@ static int check_config(keel_server *s)
             continue;
         }
         if (strcmp(name, "keel") != 0 && find_loaded(s, name) == NULL) {
-            kl_log(KEEL_LOG_ERROR, "%s:%u: unknown section [%s] (no module '%s' is loaded)",
-                   kl_config_section_file(sec), kl_config_section_line(sec), name, name);
+            char where[300];
+            kl_log(KEEL_LOG_ERROR, "%s: unknown section [%s] (no module '%s' is loaded)",
+                   kl_config_section_where(sec, where, sizeof where), name, name);
             return KEEL_ERR_CONFIG;
         }
     }

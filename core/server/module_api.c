@@ -182,8 +182,8 @@ int keel_config_errorv(keel_module *m, const char *key, const char *fmt, va_list
         kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where), m->name,
                key, why);
     else if (m->section != NULL)
-        kl_log(KEEL_LOG_ERROR, "%s:%u: [%s] %s: %s", kl_config_section_file(m->section),
-               kl_config_section_line(m->section), m->name, key, why);
+        kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s",
+               kl_config_section_where(m->section, where, sizeof where), m->name, key, why);
     else
         kl_log(KEEL_LOG_ERROR, "[%s] %s: %s", m->name, key, why);
     return KEEL_ERR_CONFIG;

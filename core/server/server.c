@@ -156,11 +156,17 @@ int keel_server_load_config_string(keel_server *s, const char *text, const char 
     return rc == KEEL_OK ? rc : config_error(rc, err);
 }
 
-int keel_server_set(keel_server *s, const char *assignment)
+int kl_server_set_from(keel_server *s, const char *assignment, const char *label)
 {
     char err[512];
-    int rc = kl_config_override(s->config, assignment, err, sizeof err);
+    int rc = kl_config_override_from(s->config, assignment, label, err, sizeof err);
     return rc == KEEL_OK ? rc : config_error(rc, err);
+}
+
+int keel_server_set(keel_server *s, const char *assignment)
+{
+    /* An embedding program has no command line: its messages name the call. */
+    return kl_server_set_from(s, assignment, "keel_server_set");
 }
 
 int keel_server_add_module(keel_server *s, const keel_module_desc *desc)

@@ -108,6 +108,24 @@ Test(authors, config_error_for_a_set_value_says_so, .timeout = 30, .fini = kh_cl
     kh_stop(p);
 }
 
+Test(authors, set_for_an_unknown_section_is_labelled_set, .timeout = 30, .fini = kh_cleanup_all)
+{
+    /* A section only --set made has no line: "--set:", never "--set:0:". */
+    const char *args[] = {"--set", "kvv.x=1", NULL};
+    kh_proc *p = kh_spawn("[keel]\n"
+                          "listen = 127.0.0.1:0 authors\n"
+                          "modules = authors\n" KH_MODULE_PATH,
+                          args);
+    int status = kh_wait_exit(p, 10000);
+    kh_assert(p, status == 1, "exit status %d", status);
+    kh_assert(p,
+              strstr(kh_stderr(p), "[error] --set: unknown section [kvv] (no module 'kvv' is "
+                                   "loaded)") != NULL,
+              "the override is not named");
+    kh_assert(p, strstr(kh_stderr(p), "--set:0") == NULL, "a line number 0");
+    kh_stop(p);
+}
+
 /* ---- keel_module_worker_count, keel_strerror ------------------------------- */
 
 Test(authors, worker_count_is_known_in_load, .timeout = 30, .fini = kh_cleanup_all)

@@ -94,7 +94,10 @@ static const keel_module_desc *open_file(keel_module *m)
 {
     if ((m->path = find_file(m->server, m->name)) == NULL)
         return NULL;
-    if (kl_lib_open(m->path, &m->lib) != 0) {
+    kl_crash_opening(m->path);
+    int failed = kl_lib_open(m->path, &m->lib) != 0;
+    kl_crash_opening(NULL);
+    if (failed) {
         /* Windows' messages end in a line break: one line per error. */
         char why[512];
         snprintf(why, sizeof why, "%s", uv_dlerror(&m->lib));

@@ -126,6 +126,38 @@ Test(authors, set_for_an_unknown_section_is_labelled_set, .timeout = 30, .fini =
     kh_stop(p);
 }
 
+/* ---- registration errors name the clash ----------------------------------- */
+
+/* Each refused registration, and the one line that must say why. */
+static const struct {
+    const char *clash, *line;
+} clashes[] = {
+    {"protocol", "module 'authors': protocol 'http1' is already registered by module 'http1'"},
+    {"size", "module 'authors': protocol 'sizeless': .size is 0, at least "},
+    {"route", "module 'authors': route POST /trailers/read clashes with a route of module "
+              "'trailers'"},
+    {"param", "module 'authors': route GET /upgrade/:other clashes with a route of module "
+              "'upgrade'"},
+    {"metric", "module 'authors': metric 'authors_total': invalid labels"},
+};
+
+Test(authors, registration_errors_name_the_clash, .timeout = 60, .fini = kh_cleanup_all)
+{
+    for (size_t i = 0; i < sizeof clashes / sizeof clashes[0]; i++) {
+        char config[1024];
+        snprintf(config, sizeof config,
+                 "[keel]\n"
+                 "listen = 127.0.0.1:0 http1\n"
+                 "modules = http1 trailers upgrade authors\n" KH_MODULE_PATH "[authors]\n"
+                 "clash = %s\n",
+                 clashes[i].clash);
+        kh_proc *p = refused(config);
+        kh_assert(p, strstr(kh_stderr(p), clashes[i].line) != NULL, "clash %s: no line '%s'",
+                  clashes[i].clash, clashes[i].line);
+        kh_stop(p);
+    }
+}
+
 /* ---- keel_module_worker_count, keel_strerror ------------------------------- */
 
 Test(authors, worker_count_is_known_in_load, .timeout = 30, .fini = kh_cleanup_all)

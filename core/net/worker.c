@@ -541,6 +541,7 @@ static int start_modules(keel_worker *w)
 {
     kl_host *h = w->host;
     kl_crash_worker_thread(w->id);
+    kl_log_thread_worker((int)w->id);
     for (size_t i = 0; i < h->nmodules; i++) {
         keel_module *m = h->modules[i];
         if (m->desc.start != NULL) {

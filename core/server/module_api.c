@@ -289,14 +289,14 @@ int keel_service_lookup(keel_module *m, const char *name, uint32_t min_version, 
 
 void keel_logv(keel_module *m, int level, const char *fmt, va_list ap)
 {
-    kl_log_prefixed(m ? m->name : NULL, level, fmt, ap);
+    kl_log_module(m ? m->name : NULL, level, fmt, ap);
 }
 
 void keel_log(keel_module *m, int level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    kl_log_prefixed(m ? m->name : NULL, level, fmt, ap);
+    kl_log_module(m ? m->name : NULL, level, fmt, ap);
     va_end(ap);
 }
 

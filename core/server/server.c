@@ -287,6 +287,7 @@ static int read_settings(keel_server *s)
     rc = kl_log_configure(target, s->host.settings.log_level, err, sizeof err);
     if (rc != KEEL_OK)
         return config_error(rc, err);
+    kl_log_set_format(s->host.settings.log_format);
     return KEEL_OK;
 }
 

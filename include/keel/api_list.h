@@ -1455,4 +1455,18 @@ KEEL_VFN(tunnel_sent, (keel_conn * conn), (conn))
  * this call. Nothing on a connection that is not a tunnel, or is
  * closing. */
 KEEL_VFN(tunnel_eof, (keel_conn * conn), (conn))
+
+/* ---- Why an outbound connection failed, in words (ABI 1.8) ----------------
+ * Inside a keel_connect_options on_error, what the status stands for on
+ * this attempt: the resolver's reason ("resolving db.internal: unknown
+ * node or service (EAI_NONAME)", "... temporary failure (EAI_AGAIN)": a
+ * name server that did not answer in time, not a name that does not
+ * exist), the last address's error ("connecting to 10.0.0.5:6379:
+ * connection refused (ECONNREFUSED)"), the deadline, the graceful stop or
+ * the transport's refusal. For a module's own log line or its health
+ * page; the status stays what to act on. Never NULL: "" outside on_error
+ * and when there is nothing to add (out of memory). The string is the
+ * core's and valid until on_error returns: copy it to keep it. Worker
+ * thread of the on_error. */
+KEEL_FN(const char *, connect_error_detail, (keel_worker * worker), (worker))
 #endif /* KEEL__WANT(8) */

@@ -542,6 +542,13 @@ static void reopen_logs(keel_server *s)
     if (kl_log_reopen(err, sizeof err) != KEEL_OK)
         kl_log(KEEL_LOG_ERROR, "%s; still writing to the file opened before", err);
     kl_appenders_reopen(s);
+    /* Then the modules' own files (ABI 1.8), on this thread: see
+     * keel_module_desc.reopen. */
+    for (size_t i = 0; i < s->nmodules; i++) {
+        keel_module *m = s->modules[i];
+        if (m->loaded && m->desc.reopen != NULL)
+            KL_IN_MODULE(m->name, m->desc.reopen(m));
+    }
     kl_log(KEEL_LOG_INFO, "log files reopened");
 }
 #endif

@@ -193,6 +193,44 @@ Test(authors, worker_count_auto_is_resolved_before_load, .timeout = 30, .fini = 
     stop_cleanly(p);
 }
 
+/* ---- ABI 1.8: stopping and reopen hooks ------------------------------------- */
+
+Test(authors, stopping_hook_runs_on_each_worker_before_the_drain, .timeout = 30,
+     .fini = kh_cleanup_all)
+{
+    kh_proc *p = kh_start("[keel]\n"
+                          "listen = 127.0.0.1:0 authors\n"
+                          "workers = 2\n"
+                          "modules = authors\n" KH_MODULE_PATH,
+                          NULL, 1, 10000);
+    kh_assert(p, strstr(kh_stderr(p), "stopping on worker") == NULL, "stopping before the stop");
+    kh_signal(p, SIGTERM);
+    kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
+    for (unsigned w = 0; w < 2; w++) {
+        char hook[64], stopped[64];
+        snprintf(hook, sizeof hook, "authors: stopping on worker %u (1)\n", w);
+        snprintf(stopped, sizeof stopped, "worker %u stopped: ", w);
+        const char *at = strstr(kh_stderr(p), hook);
+        kh_assert(p, at != NULL, "no '%s'", hook);
+        kh_assert(p, strstr(at, stopped) != NULL, "worker %u stopped before its hook ran", w);
+        kh_assert(p, kh_count_log(p, hook) == 1, "'%s' more than once", hook);
+    }
+    kh_stop(p);
+}
+
+Test(authors, reopen_hook_runs_on_sigusr1, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = start_with("authors", "authors", NULL);
+    kh_signal(p, SIGUSR1);
+    kh_assert(p, kh_wait_log(p, "log files reopened", 10000), "no reopen");
+    const char *hook = strstr(kh_stderr(p), "authors: reopen\n");
+    kh_assert(p, hook != NULL, "the module's reopen did not run");
+    kh_assert(p, strstr(hook, "log files reopened") != NULL, "reopen ran after the line");
+    kh_signal(p, SIGUSR1);
+    kh_assert(p, kh_wait_log_count(p, "authors: reopen\n", 2, 10000), "once per SIGUSR1");
+    stop_cleanly(p);
+}
+
 /* ---- A module in C++ -------------------------------------------------------- */
 
 Test(authors, cpp_module_serves_http, .timeout = 30, .fini = kh_cleanup_all)

@@ -18,7 +18,8 @@
  * In load it logs "load sees N workers" (keel_module_worker_count), and
  * start fails on a worker whose keel_worker_count disagrees. It registers
  * the protocol "authors", which answers "strerror: TEXT" with
- * keel_strerror(KEEL_ERR_CLOSED) to any line. */
+ * keel_strerror(KEEL_ERR_CLOSED) to any line. Its ABI 1.8 hooks log
+ * "stopping on worker N (keel_worker_stopping's value)" and "reopen". */
 #include <keel/keel.h>
 
 #include <stdio.h>
@@ -129,4 +130,17 @@ static int authors_start(keel_module *module, keel_worker *worker, void *state)
     return KEEL_OK;
 }
 
-KEEL_MODULE(authors, .version = "1.0.0", .load = authors_load, .start = authors_start);
+static void authors_stopping(keel_module *module, keel_worker *worker, void *state)
+{
+    (void)state;
+    keel_log(module, KEEL_LOG_INFO, "stopping on worker %u (%d)", keel_worker_id(worker),
+             keel_worker_stopping(worker));
+}
+
+static void authors_reopen(keel_module *module)
+{
+    keel_log(module, KEEL_LOG_INFO, "reopen");
+}
+
+KEEL_MODULE(authors, .version = "1.0.0", .load = authors_load, .start = authors_start,
+            .stopping = authors_stopping, .reopen = authors_reopen);

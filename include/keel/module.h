@@ -155,7 +155,7 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
  * which g++ warns about). */
 #define KEEL_MODULE_API_DEFINITION_                                                                \
     extern "C" {                                                                                   \
-    KEEL_HIDDEN const struct keel_api *keel__api = 0;                                              \
+    KEEL_HIDDEN const struct keel_api *keel__api = nullptr;                                        \
     }
 #else
 #define KEEL_MODULE_API_DEFINITION_ KEEL_HIDDEN const struct keel_api *keel__api = 0;
@@ -173,15 +173,8 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
  * switched off around the definition, and only there. The pop comes after
  * the definition's closing brace, in front of a redeclaration that takes
  * the caller's semicolon. */
-#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
-#define KEEL_MODULE_DIAG_PUSH_                                                                     \
-    _Pragma("GCC diagnostic push")                                                                 \
-        _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")
-#define KEEL_MODULE_DIAG_POP_ _Pragma("GCC diagnostic pop")
-#else
-#define KEEL_MODULE_DIAG_PUSH_
-#define KEEL_MODULE_DIAG_POP_
-#endif
+#define KEEL_MODULE_DIAG_PUSH_ KEEL_DESIGNATED_BEGIN
+#define KEEL_MODULE_DIAG_POP_  KEEL_DESIGNATED_END
 
 /* clang-format off */
 /* Defines the module's descriptor. `ident` is the module's name as an

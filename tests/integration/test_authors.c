@@ -243,10 +243,19 @@ Test(authors, cpp_module_serves_http, .timeout = 30, .fini = kh_cleanup_all)
         char want[128];
         snprintf(want, sizeof want, "Hi, world, from C++ (request %d on worker 0)", i);
         kh_assert(p, r.status == 200, "status %d", r.status);
+        kh_assert(p, r.head && strstr(r.head, "\r\nX-Cpp: yes"), "the filter's header");
         kh_assert(p, r.body && strcmp(r.body, want) == 0, "body '%s', expected '%s'",
                   r.body ? r.body : "", want);
         ht_resp_free(&r);
     }
+    /* keel_connect_options from C++: to keel's own listener. */
+    char req[128];
+    snprintf(req, sizeof req, "GET /cppconnect/%u HTTP/1.1\r\nHost: x\r\n\r\n", kh_port(p, 0));
+    ht_resp r = {0};
+    ht_roundtrip(p, req, &r);
+    kh_assert(p, r.status == 202, "connect route: status %d", r.status);
+    ht_resp_free(&r);
+    kh_assert(p, kh_wait_log(p, "cpp: probe connected", 10000), "the probe did not connect");
     stop_cleanly(p);
 #else
     cr_skip_test("no C++ compiler: mod_cpp was not built");

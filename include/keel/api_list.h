@@ -334,7 +334,12 @@ KEEL_FN(keel_conn *, request_conn, (keel_request *req), (req))
 
 /* Reads the whole body, up to max bytes (0: the protocol's limit), then
  * calls cb. A larger body is answered 413 (cb gets KEEL_ERR_LIMIT). Call at
- * most once, and not together with keel_request_stream_body. */
+ * most once, and not together with keel_request_stream_body.
+ * max can only lower the limit: the protocol's own max_body ([http1] /
+ * [h2] max_body, 1m by default) is enforced first, whatever max says, so
+ * a module that accepts larger uploads says so in the docs and the
+ * operator raises max_body. keel_request_body_limit (ABI 1.8) gives the
+ * protocol's limit for this request. */
 KEEL_FN(int, request_read_body,
         (keel_request *req, uint64_t max, keel_body_cb cb, void *userdata),
         (req, max, cb, userdata))
@@ -1469,4 +1474,13 @@ KEEL_VFN(tunnel_eof, (keel_conn * conn), (conn))
  * core's and valid until on_error returns: copy it to keep it. Worker
  * thread of the on_error. */
 KEEL_FN(const char *, connect_error_detail, (keel_worker * worker), (worker))
+
+/* The most body bytes the request's protocol takes for it: its max_body
+ * ([http1] max_body, [h2] max_body), the cap on
+ * keel_request_read_body's max and on a streamed body. 0: the protocol
+ * sets no limit, or was built before ABI 1.8 (it still enforces its own).
+ * A handler that needs more tells the operator to raise max_body rather
+ * than passing a larger max. Nothing can fail. Worker thread of the
+ * request, from the first filter until it is released. */
+KEEL_FN(uint64_t, request_body_limit, (keel_request * req), (req))
 #endif /* KEEL__WANT(8) */

@@ -212,6 +212,11 @@ typedef struct keel_http_head {
      * twice; given NULL (or by a protocol built before 1.8), the core
      * classifies the names itself. */
     const uint16_t *tokens;
+    /* (ABI 1.8) The most body bytes the protocol takes for this request
+     * (its max_body as configured): what
+     * keel_request_body_limit tells a handler. 0: the protocol sets no
+     * limit, or was built before 1.8. */
+    uint64_t max_body;
 } keel_http_head;
 
 /* How the core hands a response back to the protocol module that owns the

@@ -588,6 +588,7 @@ void h2_stream_headers_done(h2_stream *s)
         .nheaders = s->head_nfields,
         .tokens = s->tokens,
         .content_length = s->ext_connect ? 0 : s->content_length,
+        .max_body = cfg->max_body,
     };
     c->nstreams++;
     h2_count(c, c->w->mod->m.streams);

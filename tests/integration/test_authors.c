@@ -39,14 +39,25 @@ static void stop_cleanly(kh_proc *p)
     kh_stop(p);
 }
 
-/* Starts keel expecting it to refuse its config; returns it exited. */
-static kh_proc *refused(const char *config)
+/* Starts keel with `args` expecting it to refuse its config; returns it
+ * exited. */
+static kh_proc *refused_with(const char *config, const char *const *args)
 {
-    kh_proc *p = kh_spawn(config, NULL);
+    kh_proc *p = kh_spawn(config, args);
     int status = kh_wait_exit(p, 10000);
     kh_assert(p, status == 1, "exit status %d, expected 1", status);
     return p;
 }
+
+static kh_proc *refused(const char *config)
+{
+    return refused_with(config, NULL);
+}
+
+#define AUTHORS_ONLY                                                                               \
+    "[keel]\n"                                                                                     \
+    "listen = 127.0.0.1:0 authors\n"                                                               \
+    "modules = authors\n" KH_MODULE_PATH
 
 /* ---- KEEL_TARGET_ABI_MINOR ------------------------------------------------ */
 
@@ -97,12 +108,7 @@ Test(authors, config_error_for_an_absent_key_names_the_section, .timeout = 30,
 Test(authors, config_error_for_a_set_value_says_so, .timeout = 30, .fini = kh_cleanup_all)
 {
     const char *args[] = {"--set", "authors.mode=slow", NULL};
-    kh_proc *p = kh_spawn("[keel]\n"
-                          "listen = 127.0.0.1:0 authors\n"
-                          "modules = authors\n" KH_MODULE_PATH,
-                          args);
-    int status = kh_wait_exit(p, 10000);
-    kh_assert(p, status == 1, "exit status %d", status);
+    kh_proc *p = refused_with(AUTHORS_ONLY, args);
     kh_assert(p, strstr(kh_stderr(p), "[error] --set: [authors] mode: expected fast or safe"),
               "the override is not named");
     kh_stop(p);
@@ -112,12 +118,7 @@ Test(authors, set_for_an_unknown_section_is_labelled_set, .timeout = 30, .fini =
 {
     /* A section only --set made has no line: "--set:", never "--set:0:". */
     const char *args[] = {"--set", "kvv.x=1", NULL};
-    kh_proc *p = kh_spawn("[keel]\n"
-                          "listen = 127.0.0.1:0 authors\n"
-                          "modules = authors\n" KH_MODULE_PATH,
-                          args);
-    int status = kh_wait_exit(p, 10000);
-    kh_assert(p, status == 1, "exit status %d", status);
+    kh_proc *p = refused_with(AUTHORS_ONLY, args);
     kh_assert(p,
               strstr(kh_stderr(p), "[error] --set: unknown section [kvv] (no module 'kvv' is "
                                    "loaded)") != NULL,

@@ -156,8 +156,8 @@ static void json_string(char *out, size_t cap, size_t *used, const char *s)
     if (u >= end)
         return;
     out[u++] = '"';
-    const unsigned char *p = (const unsigned char *)s;
-    while (*p != '\0') {
+    const unsigned char *p = (const unsigned char *)s, *stop = p + strlen(s);
+    while (p < stop) {
         char esc[8];
         size_t n = 0, take = 1;
         const char *from = esc;
@@ -170,7 +170,7 @@ static void json_string(char *out, size_t cap, size_t *used, const char *s)
             esc[4] = hex[*p >> 4], esc[5] = hex[*p & 15], n = 6;
         } else if (*p < 0x80) {
             from = (const char *)p, n = 1;
-        } else if ((take = utf8_length(p, strlen((const char *)p))) > 0) {
+        } else if ((take = utf8_length(p, (size_t)(stop - p))) > 0) {
             from = (const char *)p, n = take;
         } else {
             memcpy(esc, "\\ufffd", 6), n = 6, take = 1;

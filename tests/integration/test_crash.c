@@ -138,6 +138,11 @@ Test(crash, crash_in_load_is_on_the_main_thread, .timeout = 60, .fini = kh_clean
  * names the file being opened. */
 Test(crash, truncated_module_file_is_named, .timeout = 60, .fini = kh_cleanup_all)
 {
+#if !defined(__linux__)
+    /* Other loaders may check the file's size first (dyld refuses a
+     * truncated Mach-O with an error): nothing to crash on. */
+    cr_skip_test("a truncated module faults in the dynamic loader on Linux (ELF, glibc)");
+#else
     crash_env();
     char dir[256];
     snprintf(dir, sizeof dir, "%s/keel-trunc-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
@@ -170,6 +175,7 @@ Test(crash, truncated_module_file_is_named, .timeout = 60, .fini = kh_cleanup_al
     kh_stop(p);
     unlink(cut);
     rmdir(dir);
+#endif
 }
 
 Test(crash, the_line_goes_to_the_log_file_too, .timeout = 60, .fini = kh_cleanup_all)

@@ -6,6 +6,8 @@
 
 #include <keel/embed.h>
 
+#include "server/server.h"
+
 /* What `keel` runs without -c: HTTP on 127.0.0.1:8080 with the welcome
  * page and the docs from keel's shipped docroot (share/keel/www, found
  * beside the executable in a build tree or relative to an install's bin/:
@@ -100,9 +102,9 @@ int main(int argc, char **argv)
         } else if ((strcmp(arg, "-c") == 0 || strcmp(arg, "--config") == 0) && i + 1 < argc) {
             config_path = argv[++i];
         } else if (strcmp(arg, "--set") == 0 && i + 1 < argc) {
-            rc = keel_server_set(server, argv[++i]);
+            rc = kl_server_set_from(server, argv[++i], "--set");
         } else if (strncmp(arg, "--set=", 6) == 0) {
-            rc = keel_server_set(server, arg + 6);
+            rc = kl_server_set_from(server, arg + 6, "--set");
         } else {
             fprintf(stderr, "keel: unknown or incomplete option '%s'\n", arg);
             usage(stderr);

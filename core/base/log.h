@@ -24,14 +24,35 @@ int kl_log_configure(const char *target, int level, char *err, size_t errlen);
  * Any thread. */
 int kl_log_reopen(char *err, size_t errlen);
 
+/* [keel] log_format: text lines ("TIME [LEVEL] MODULE: MESSAGE") or JSON
+ * lines, one object per line with the keys time, level, worker (null off
+ * a worker thread), module (null for the core's own) and message, each
+ * string escaped (RFC 8259 7; bytes that are not UTF-8 become U+FFFD), so
+ * that a log shipper reads every line whatever a message holds. Main
+ * thread, while no worker runs. */
+enum kl_log_format { KL_LOG_TEXT = 0, KL_LOG_JSON };
+void kl_log_set_format(int format);
+
+/* Parses "text" or "json". Returns the format or -1. */
+int kl_log_format_parse(const char *name);
+
+/* Names the calling thread as worker `id` in the log's JSON lines; -1:
+ * none. Each worker's thread, as it starts. */
+void kl_log_thread_worker(int id);
+
 /* Parses "error", "warn", "info" or "debug". Returns the level or -1. */
 int kl_log_level_parse(const char *name);
 
 /* Logs on behalf of the core (no module prefix). */
 void kl_log(int level, const char *fmt, ...) KEEL_PRINTF(2, 3);
 
-/* Logs with an optional prefix (a module's name); prefix may be NULL. */
+/* Logs with an optional prefix (where in the config); prefix may be NULL.
+ * In JSON lines the prefix is part of the message. */
 void kl_log_prefixed(const char *prefix, int level, const char *fmt, va_list ap);
+
+/* Logs for module `module` (NULL: the core): "MODULE: " in text lines, the
+ * "module" key in JSON lines. */
+void kl_log_module(const char *module, int level, const char *fmt, va_list ap);
 
 int kl_log_enabled(int level);
 

@@ -91,6 +91,11 @@ static int start_body(keel_request *req, int mode, uint64_t max)
     return KEEL_OK;
 }
 
+uint64_t keel_request_body_limit(keel_request *req)
+{
+    return req->head.max_body;
+}
+
 int keel_request_read_body(keel_request *req, uint64_t max, keel_body_cb cb, void *userdata)
 {
     if (cb == NULL)

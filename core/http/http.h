@@ -42,8 +42,10 @@ void kl_http_free(kl_http *http);
 
 /* Registration while modules load (main thread): a route, or a filter for
  * the module `owner`. KEEL_OK, or a keel_status (the caller logs). */
-int kl_http_route_add(kl_http *http, const char *method, const char *pattern,
-                      keel_http_handler handler, void *userdata);
+/* A route of module `owner`: on KEEL_ERR_EXISTS, *taken_by is the module
+ * whose route (or whose :param name at that position) is in the way. */
+int kl_http_route_add(kl_http *http, keel_module *owner, const char *method, const char *pattern,
+                      keel_http_handler handler, void *userdata, keel_module **taken_by);
 int kl_http_filter_add(kl_http *http, keel_module *owner, const keel_http_filter *f);
 
 /* Once every module has loaded: orders the filters, and makes the HTTP
@@ -65,6 +67,10 @@ typedef struct kl_route_match {
 
 int kl_router_add(kl_route_node **root, const char *method, const char *pattern,
                   keel_http_handler handler, void *userdata);
+/* kl_router_add recording `owner` (opaque) with the route; on
+ * KEEL_ERR_EXISTS *taken_by (if not NULL) is the owner of what clashes. */
+int kl_router_add_owned(kl_route_node **root, const char *method, const char *pattern,
+                        keel_http_handler handler, void *userdata, void *owner, void **taken_by);
 /* 200: found; 405: path known, method not (allow filled); 404. */
 int kl_router_match(const kl_route_node *root, keel_str method, keel_str path,
                     kl_route_match *match);

@@ -16,10 +16,14 @@ kl_http *kl_http_new(void)
     return calloc(1, sizeof(kl_http));
 }
 
-int kl_http_route_add(kl_http *http, const char *method, const char *pattern,
-                      keel_http_handler handler, void *userdata)
+int kl_http_route_add(kl_http *http, keel_module *owner, const char *method, const char *pattern,
+                      keel_http_handler handler, void *userdata, keel_module **taken_by)
 {
-    return kl_router_add(&http->routes, method, pattern, handler, userdata);
+    void *other = NULL;
+    int rc = kl_router_add_owned(&http->routes, method, pattern, handler, userdata, owner, &other);
+    if (taken_by != NULL)
+        *taken_by = other;
+    return rc;
 }
 
 int kl_http_filter_add(kl_http *http, keel_module *owner, const keel_http_filter *f)

@@ -14,6 +14,7 @@ typedef struct kl_route_handler {
     char *method; /* "*" for any */
     keel_http_handler handler;
     void *userdata;
+    void *owner; /* who registered it, for the message naming a clash */
 } kl_route_handler;
 
 struct kl_route_node {
@@ -24,6 +25,7 @@ struct kl_route_node {
     kl_route_node *wildcard;
     kl_route_handler *handlers;
     size_t nhandlers, handlers_cap;
+    void *owner; /* a param node: whose route named the parameter first */
 };
 
 static kl_route_node *node_new(const char *segment, size_t len)
@@ -68,6 +70,14 @@ static int valid_method(const char *m)
 int kl_router_add(kl_route_node **root, const char *method, const char *pattern,
                   keel_http_handler handler, void *userdata)
 {
+    return kl_router_add_owned(root, method, pattern, handler, userdata, NULL, NULL);
+}
+
+int kl_router_add_owned(kl_route_node **root, const char *method, const char *pattern,
+                        keel_http_handler handler, void *userdata, void *owner, void **taken_by)
+{
+    if (taken_by != NULL)
+        *taken_by = NULL;
     if (method == NULL || pattern == NULL || handler == NULL || pattern[0] != '/' ||
         !valid_method(method))
         return KEEL_ERR_INVAL;
@@ -91,8 +101,11 @@ int kl_router_add(kl_route_node **root, const char *method, const char *pattern,
             if (len < 2 || ++nparams > KL_MAX_ROUTE_PARAMS - 1)
                 return KEEL_ERR_INVAL;
             if (n->param != NULL && (strlen(n->param->segment) != len - 1 ||
-                                     memcmp(n->param->segment, p + 1, len - 1) != 0))
+                                     memcmp(n->param->segment, p + 1, len - 1) != 0)) {
+                if (taken_by != NULL)
+                    *taken_by = n->param->owner;
                 return KEEL_ERR_EXISTS; /* one name per position */
+            }
             slot = &n->param;
             p++, len--;
         } else {
@@ -108,15 +121,21 @@ int kl_router_add(kl_route_node **root, const char *method, const char *pattern,
                 slot = &n->children[n->nchildren++];
             }
         }
-        if (*slot == NULL && (*slot = node_new(p, len)) == NULL)
-            return KEEL_ERR_NOMEM;
+        if (*slot == NULL) {
+            if ((*slot = node_new(p, len)) == NULL)
+                return KEEL_ERR_NOMEM;
+            (*slot)->owner = owner;
+        }
         n = *slot;
         has = end != NULL;
         p = has ? end + 1 : p + len;
     }
     for (size_t i = 0; i < n->nhandlers; i++)
-        if (strcmp(n->handlers[i].method, method) == 0)
+        if (strcmp(n->handlers[i].method, method) == 0) {
+            if (taken_by != NULL)
+                *taken_by = n->handlers[i].owner;
             return KEEL_ERR_EXISTS;
+        }
     if (kl_grow((void **)&n->handlers, &n->handlers_cap, n->nhandlers + 1, sizeof *n->handlers) !=
         KEEL_OK)
         return KEEL_ERR_NOMEM;
@@ -125,6 +144,7 @@ int kl_router_add(kl_route_node **root, const char *method, const char *pattern,
         return KEEL_ERR_NOMEM;
     h->handler = handler;
     h->userdata = userdata;
+    h->owner = owner;
     n->nhandlers++;
     return KEEL_OK;
 }

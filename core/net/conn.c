@@ -381,7 +381,11 @@ static void deferred_never_opened(keel_conn *c)
     if (d != NULL && d->on_error != NULL) {
         kl_log(KEEL_LOG_DEBUG, "connection %llu: closed before the transport opened its protocol",
                (unsigned long long)c->id);
-        d->on_error(kl_conn_worker(c), KEEL_ERR_IO, d->arg);
+        keel_worker *w = kl_conn_worker(c);
+        /* The TLS handshake failed, say: the transport logged why. */
+        w->connect_detail = "closed before the transport (a handshake) opened the protocol";
+        d->on_error(w, KEEL_ERR_IO, d->arg);
+        w->connect_detail = NULL;
     }
     if (d != NULL && d->attempt != NULL)
         kl_connect_answered(d->attempt);

@@ -48,6 +48,10 @@ struct keel_connect {
     struct addrinfo literal;              /* a numeric host's one address */
     struct sockaddr_storage literal_addr; /* what literal.ai_addr points to */
     const struct addrinfo *next_addr;     /* the next address to try */
+    const struct addrinfo *tried;         /* the one connecting now */
+    /* What the last failure was, in words, for keel_connect_error_detail:
+     * the resolver's reason or the last address's error. */
+    char detail[192];
 
     int failure;         /* how the addresses tried so far failed (0: none did) */
     int deferred_status; /* for the timer to report (0: the deadline passed) */
@@ -113,6 +117,27 @@ static void note_failure(keel_connect *a, int status)
     a->failure = (a->failure == 0 || a->failure == status) ? status : KEEL_ERR_IO;
 }
 
+/* Words for keel_connect_error_detail: libuv's text and the error's name
+ * (getaddrinfo's EAI_NONAME, EAI_AGAIN...; connect's ECONNREFUSED...),
+ * with the address that failed, if one did. Failures only: never on the
+ * path of a connection that succeeds. */
+static void note_detail(keel_connect *a, const struct sockaddr *sa, int uv_status)
+{
+    if (sa == NULL) {
+        snprintf(a->detail, sizeof a->detail, "resolving %s: %s (%s)", a->host,
+                 uv_strerror(uv_status), uv_err_name(uv_status));
+        return;
+    }
+    char ip[64] = "?";
+    if (sa->sa_family == AF_INET6)
+        uv_ip6_name((const struct sockaddr_in6 *)sa, ip, sizeof ip);
+    else
+        uv_ip4_name((const struct sockaddr_in *)sa, ip, sizeof ip);
+    int v6 = sa->sa_family == AF_INET6;
+    snprintf(a->detail, sizeof a->detail, "connecting to %s%s%s:%u: %s (%s)", v6 ? "[" : "", ip,
+             v6 ? "]" : "", a->port, uv_strerror(uv_status), uv_err_name(uv_status));
+}
+
 /* ---- the attempt's life -------------------------------------------------- */
 
 /* Frees the attempt once it has ended and libuv holds nothing of it. Only
@@ -163,9 +188,27 @@ static void end_attempt(keel_connect *a)
 
 static void fail(keel_connect *a, int status)
 {
-    kl_log(KEEL_LOG_DEBUG, "connect to %s port %u: %s", a->host, a->port, keel_strerror(status));
+    if (status == KEEL_ERR_TIMEOUT) {
+        /* The earlier failure goes after the deadline, cut if need be. */
+        char before[sizeof a->detail];
+        memcpy(before, a->detail, sizeof before);
+        snprintf(a->detail, sizeof a->detail, "no connection within the deadline%s%.*s",
+                 before[0] ? "; before it, " : "", (int)sizeof a->detail - 48, before);
+    } else if (status == KEEL_ERR_SHUTDOWN) {
+        snprintf(a->detail, sizeof a->detail, "the worker began a graceful stop");
+    }
+    kl_log(KEEL_LOG_DEBUG, "connect to %s port %u: %s: %s", a->host, a->port, keel_strerror(status),
+           a->detail);
     end_attempt(a);
-    a->on_error(a->worker, status, a->arg);
+    keel_worker *w = a->worker;
+    w->connect_detail = a->detail; /* the attempt is freed later, from the loop */
+    a->on_error(w, status, a->arg);
+    w->connect_detail = NULL;
+}
+
+const char *keel_connect_error_detail(keel_worker *w)
+{
+    return w->connect_detail != NULL ? w->connect_detail : "";
 }
 
 /* For a failure found inside keel_conn_connect, which must not call back:
@@ -222,8 +265,10 @@ static int try_next_address(keel_connect *a)
         if (rc == 0) {
             a->conn = c;
             a->connecting = true;
+            a->tried = ai;
             return KEEL_OK;
         }
+        note_detail(a, ai->ai_addr, rc);
         kl_conn_discard(c);
         note_failure(a, status_from_connect(rc));
     }
@@ -241,7 +286,10 @@ static void succeed(keel_connect *a, keel_conn *c)
      * answer. */
     if (!kl_conn_start(c, a->arg, a->on_error)) {
         kl_log(KEEL_LOG_DEBUG, "connect to %s port %u: the transport refused it", a->host, a->port);
-        a->on_error(a->worker, KEEL_ERR_IO, a->arg);
+        keel_worker *w = a->worker;
+        w->connect_detail = "the transport refused the connection in its on_open";
+        a->on_error(w, KEEL_ERR_IO, a->arg);
+        w->connect_detail = NULL;
         return;
     }
     /* A handshake goes on: the handle must stay valid, and cancellable,
@@ -270,8 +318,9 @@ static void on_connected(uv_connect_t *req, int uv_status)
         succeed(a, c);
         return;
     }
+    note_detail(a, a->tried->ai_addr, uv_status);
     kl_log(KEEL_LOG_DEBUG, "connect to %s port %u: one address failed: %s", a->host, a->port,
-           uv_strerror(uv_status));
+           a->detail);
     kl_conn_discard(c);
     note_failure(a, status_from_connect(uv_status));
     int status = try_next_address(a);
@@ -316,8 +365,10 @@ static int start_resolving(keel_connect *a)
     char service[8];
     snprintf(service, sizeof service, "%u", a->port);
     int rc = uv_getaddrinfo(&a->worker->loop, &a->resolver, on_resolved, a->host, service, &hints);
-    if (rc != 0) /* out of memory, or a name libuv's IDNA conversion rejects */
+    if (rc != 0) { /* out of memory, or a name libuv's IDNA conversion rejects */
+        note_detail(a, NULL, rc);
         return status_from_resolver(rc == UV_EINVAL ? UV_EAI_NONAME : rc);
+    }
     a->resolving = true;
     return KEEL_OK;
 }
@@ -332,6 +383,7 @@ static void on_resolved(uv_getaddrinfo_t *req, int uv_status, struct addrinfo *r
         return;
     }
     if (uv_status != 0) {
+        note_detail(a, NULL, uv_status);
         fail(a, status_from_resolver(uv_status));
         return;
     }

@@ -470,6 +470,14 @@ static void stop_accepting_now(keel_worker *w)
 static void begin_stop(keel_worker *w)
 {
     w->stopping = 1;
+    /* The modules hear it first (ABI 1.8), in load order, so that what
+     * they close or refuse now is not waited for by the drain. */
+    kl_host *h = w->host;
+    for (size_t i = 0; i < w->modules_started; i++) {
+        keel_module *m = h->modules[i];
+        if (m->desc.stopping != NULL)
+            KL_IN_MODULE(m->name, m->desc.stopping(m, w, w->module_state[i]));
+    }
     close_listeners(w);
     kl_connects_stop(w);
     kl_conn_each(w, shutdown_one, NULL);
@@ -541,6 +549,7 @@ static int start_modules(keel_worker *w)
 {
     kl_host *h = w->host;
     kl_crash_worker_thread(w->id);
+    kl_log_thread_worker((int)w->id);
     for (size_t i = 0; i < h->nmodules; i++) {
         keel_module *m = h->modules[i];
         if (m->desc.start != NULL) {

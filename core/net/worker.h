@@ -58,7 +58,8 @@ struct keel_worker {
     int closed;                /* no more posts accepted */
 
     /* Owned by the worker thread. */
-    void **module_state; /* indexed by keel_module.index */
+    const char *connect_detail; /* inside a connect's on_error: keel_connect_error_detail */
+    void **module_state;        /* indexed by keel_module.index */
     size_t modules_started;
     kl_worker_listener *listeners;
     size_t nlisteners;

@@ -611,6 +611,12 @@ int kl_config_parse_string(kl_config *cfg, const char *text, const char *name, c
 
 int kl_config_override(kl_config *cfg, const char *assignment, char *err, size_t errlen)
 {
+    return kl_config_override_from(cfg, assignment, SET_FILE, err, errlen);
+}
+
+int kl_config_override_from(kl_config *cfg, const char *assignment, const char *label, char *err,
+                            size_t errlen)
+{
     const char *a = assignment, *eq, *dot;
     char what[16];
 
@@ -619,7 +625,7 @@ int kl_config_override(kl_config *cfg, const char *assignment, char *err, size_t
     eq = strchr(a, '=');
     dot = eq ? memchr(a, '.', (size_t)(eq - a)) : NULL;
     if (!dot)
-        return fail(err, errlen, NULL, 0, "--set '%s': expected section.key=value", a);
+        return fail(err, errlen, NULL, 0, "%s '%s': expected section.key=value", label, a);
 
     const char *sname = a, *kname = dot + 1, *val = eq + 1;
     size_t slen = (size_t)(dot - a), klen = (size_t)(eq - kname), vlen = strlen(val);
@@ -627,26 +633,26 @@ int kl_config_override(kl_config *cfg, const char *assignment, char *err, size_t
     trim(&kname, &klen);
     trim(&val, &vlen);
     if (slen == 0 || klen == 0)
-        return fail(err, errlen, NULL, 0, "--set '%s': expected section.key=value", a);
+        return fail(err, errlen, NULL, 0, "%s '%s': expected section.key=value", label, a);
     const char *bad = first_bad(sname, slen, is_sect_char);
     if (bad)
         return fail(err, errlen, NULL, 0,
-                    "--set '%s': invalid section name '%.*s': %s not allowed (%s)", a, (int)slen,
-                    sname, describe(*bad, what), SECT_HELP);
+                    "%s '%s': invalid section name '%.*s': %s not allowed (%s)", label, a,
+                    (int)slen, sname, describe(*bad, what), SECT_HELP);
     bad = first_bad(kname, klen, is_key_char);
     if (bad)
-        return fail(err, errlen, NULL, 0, "--set '%s': invalid key '%.*s': %s not allowed (%s)", a,
-                    (int)klen, kname, describe(*bad, what), KEY_HELP);
+        return fail(err, errlen, NULL, 0, "%s '%s': invalid key '%.*s': %s not allowed (%s)", label,
+                    a, (int)klen, kname, describe(*bad, what), KEY_HELP);
 
     kl_config_section *s = section_lookup(cfg, sname, slen, NULL);
-    if (!s && !(s = section_add(cfg, sname, slen, SET_FILE, 0, cfg->sects.n)))
+    if (!s && !(s = section_add(cfg, sname, slen, label, 0, cfg->sects.n)))
         return nomem(err, errlen);
     kl_key *k = key_get_or_add(s, kname, klen);
     if (!k)
         return nomem(err, errlen);
     if (k->set_vals.n == 0)
         k->set_seq = ++cfg->set_seq;
-    if (add_value(&k->set_vals, val, vlen, SET_FILE, 0) != KEEL_OK)
+    if (add_value(&k->set_vals, val, vlen, label, 0) != KEEL_OK)
         return nomem(err, errlen);
     return KEEL_OK;
 }
@@ -701,6 +707,18 @@ const char *kl_config_section_file(const kl_config_section *sec)
 unsigned kl_config_section_line(const kl_config_section *sec)
 {
     return sec ? sec->line : 0;
+}
+
+const char *kl_config_section_where(const kl_config_section *sec, char *buf, size_t len)
+{
+    /* A section only an override made has no line: "--set", not "--set:0". */
+    if (sec == NULL)
+        snprintf(buf, len, "(no section)");
+    else if (sec->line == 0)
+        snprintf(buf, len, "%s", sec->file);
+    else
+        snprintf(buf, len, "%s:%u", sec->file, sec->line);
+    return buf;
 }
 
 /* Finds key and marks it used; NULL if sec or key is NULL or it is absent. */

@@ -42,6 +42,11 @@ int kl_config_parse_string(kl_config *cfg, const char *text, const char *name, c
  * assignment, with the reason in err. May be called before or after parsing:
  * overrides always win over the file. */
 int kl_config_override(kl_config *cfg, const char *assignment, char *err, size_t errlen);
+/* The same, with the values and their messages labelled `label` (a static
+ * string: "--set" on the command line, "keel_server_set" in an embedding
+ * program) instead of "--set". */
+int kl_config_override_from(kl_config *cfg, const char *assignment, const char *label, char *err,
+                            size_t errlen);
 
 /* Non-zero if v was read from a config file (so v->file is a path), zero
  * for a value from a config string or an override. */
@@ -64,6 +69,9 @@ kl_config_section *kl_config_section_find(kl_config *cfg, const char *name);
 const char *kl_config_section_name(const kl_config_section *sec);
 const char *kl_config_section_file(const kl_config_section *sec);
 unsigned kl_config_section_line(const kl_config_section *sec);
+/* Where the section was opened, for messages: "FILE:LINE", or the override's
+ * label ("--set") for a section only an override made. Returns buf. */
+const char *kl_config_section_where(const kl_config_section *sec, char *buf, size_t len);
 
 /* Number of values a key has in the section (0 if absent or sec is NULL).
  * Marks the key as used. */

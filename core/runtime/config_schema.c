@@ -380,9 +380,10 @@ int kl_schema_fill(const keel_config_schema *schema, const kl_config *cfg, kl_co
     for (size_t i = 0; i < schema->nkeys; i++) {
         keel_config_key key = key_at(schema, i);
         if ((key.flags & KEEL_CONFIG_REQUIRED) && kl_config_count(sec, key.name) == 0) {
+            char where[300];
             if (sec != NULL)
-                kl_log(KEEL_LOG_ERROR, "%s:%u: [%s] %s: required", kl_config_section_file(sec),
-                       kl_config_section_line(sec), section_name, key.name);
+                kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: required",
+                       kl_config_section_where(sec, where, sizeof where), section_name, key.name);
             else
                 kl_log(KEEL_LOG_ERROR, "[%s] %s: required (the config has no [%s] section)",
                        section_name, key.name, section_name);

@@ -34,7 +34,8 @@ static volatile uint64_t nmodules;
 static uv_once_t once = UV_ONCE_INIT;
 static uv_mutex_t lock; /* enable/disable and the table's writers */
 static unsigned enabled;
-static volatile uint64_t active; /* handlers installed: read by workers */
+static volatile uint64_t active;     /* handlers installed: read by workers */
+static const char *volatile opening; /* kl_crash_opening */
 
 static void init_once(void)
 {
@@ -257,6 +258,11 @@ static void put_module(out *o, const char *name)
     put(o, "'");
 }
 
+void kl_crash_opening(const char *path)
+{
+    opening = path;
+}
+
 size_t kl_crash_describe(char *buf, size_t cap, const char *what, const uintptr_t *addrs,
                          size_t naddrs, size_t npc)
 {
@@ -302,6 +308,11 @@ size_t kl_crash_describe(char *buf, size_t cap, const char *what, const uintptr_
             put_module(&o, running);
             put(&o, " was running");
         }
+    } else if (opening != NULL && kl_crash_self.role == KL_THREAD_MAIN) {
+        /* In the dynamic loader, before the module is recorded: the file
+         * is what to look at (a truncated copy faults with SIGBUS). */
+        put(&o, " while opening the module file ");
+        put(&o, opening);
     } else if (running != NULL) {
         /* Not in a module's shared object: keel's code or a library's,
          * called by the module (or the module's own, compiled into the

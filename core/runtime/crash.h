@@ -95,6 +95,14 @@ void kl_crash_worker_thread(unsigned id);
  * module `name` loaded from `path`. Main thread, while modules load. */
 void kl_crash_add_module(const char *name, const char *path, const void *addr);
 
+/* Names the module file the main thread is opening (the dynamic loader
+ * maps and relocates it, and runs its constructors), or NULL once that is
+ * over: a fault in there (a truncated file gives SIGBUS when the loader
+ * touches the part that is missing) is reported against the file, before
+ * any module is recorded. `path` stays valid until the NULL call. Main
+ * thread. */
+void kl_crash_opening(const char *path);
+
 /* For the platform's handler: writes the report line (timestamp to "\n")
  * into buf and returns its length. `what` names the signal ("SIGSEGV
  * (segmentation fault)"); addrs are code addresses, innermost first, of

@@ -81,7 +81,7 @@ static int valid_bounds(const keel_metric_desc *d)
 
 /* ---- registration -------------------------------------------------------- */
 
-static kl_metric_family *family_find(kl_metrics *m, const char *name)
+static kl_metric_family *family_find(const kl_metrics *m, const char *name)
 {
     for (size_t i = 0; i < m->nfamilies; i++)
         if (strcmp(m->families[i]->name, name) == 0)
@@ -142,6 +142,31 @@ static int same_family(const kl_metric_family *f, const keel_metric_desc *d)
     return f->nbounds == d->nbounds && memcmp(f->bounds, d->bounds, d->nbounds * 8) == 0;
 }
 
+const char *kl_metrics_refusal(const kl_metrics *m, const keel_metric_desc *d, int with_sample)
+{
+    if (d == NULL)
+        return "no description (NULL)";
+    if (d->size < offsetof(keel_metric_desc, nbounds) + sizeof d->nbounds)
+        return ".size is too small (set it to sizeof(keel_metric_desc))";
+    if (!valid_name(d->name, 1))
+        return "invalid name (a Prometheus metric name: [a-zA-Z_:][a-zA-Z0-9_:]*)";
+    if (d->type < KEEL_METRIC_COUNTER || d->type > KEEL_METRIC_HISTOGRAM)
+        return "unknown type";
+    if (!valid_labels(d->labels, d->type == KEEL_METRIC_HISTOGRAM))
+        return "invalid labels (name=\"value\",... with escaped values; not \"worker\", "
+               "\"__\" names, or \"le\" on a histogram)";
+    if (!valid_bounds(d))
+        return "invalid bounds (a histogram needs 1 to 64, strictly increasing)";
+    if (d->scale < 0)
+        return "negative scale";
+    if (with_sample && d->type == KEEL_METRIC_HISTOGRAM)
+        return "a histogram cannot be sampled";
+    const kl_metric_family *f = family_find(m, d->name);
+    if (f != NULL && !same_family(f, d))
+        return "another type, scale or bounds than the family registered under this name";
+    return NULL;
+}
+
 int kl_metrics_register(kl_metrics *m, const char *module, const keel_metric_desc *d,
                         kl_metric_sample_fn sample, int per_worker, keel_metric **out)
 {
@@ -149,18 +174,11 @@ int kl_metrics_register(kl_metrics *m, const char *module, const keel_metric_des
         *out = NULL;
     if (m->sealed)
         return KEEL_ERR_STATE;
-    if (d == NULL || d->size < offsetof(keel_metric_desc, nbounds) + sizeof d->nbounds ||
-        !valid_name(d->name, 1) || d->type < KEEL_METRIC_COUNTER ||
-        d->type > KEEL_METRIC_HISTOGRAM || !valid_labels(d->labels, d->type == 2) ||
-        !valid_bounds(d) || d->scale < 0)
-        return KEEL_ERR_INVAL;
-    if (sample != NULL && d->type == KEEL_METRIC_HISTOGRAM)
+    if (kl_metrics_refusal(m, d, sample != NULL) != NULL)
         return KEEL_ERR_INVAL;
     const char *labels = d->labels ? d->labels : "";
     kl_metric_family *f = family_find(m, d->name);
     if (f != NULL) {
-        if (!same_family(f, d))
-            return KEEL_ERR_INVAL;
         for (size_t i = 0; i < f->nseries; i++)
             if (strcmp(f->series[i]->labels, labels) == 0)
                 return KEEL_ERR_EXISTS;

@@ -82,6 +82,11 @@ typedef struct kl_core_metrics {
  * (per_worker: one per worker). KEEL_ERR_INVAL for a bad description or
  * one that disagrees with its family, KEEL_ERR_EXISTS, KEEL_ERR_STATE once
  * sealed. Main thread, before the workers exist. */
+/* Why kl_metrics_register refused `d` (with_sample: it was given a
+ * sample function): the one rule it broke, in words, or NULL if none. For
+ * the module's error line. Main thread. */
+const char *kl_metrics_refusal(const kl_metrics *m, const keel_metric_desc *d, int with_sample);
+
 int kl_metrics_register(kl_metrics *m, const char *module, const keel_metric_desc *d,
                         kl_metric_sample_fn sample, int per_worker, keel_metric **out);
 

@@ -84,8 +84,9 @@ static int scope_error(const kl_config_section *sec, const char *fmt, const char
 {
     char why[512];
     snprintf(why, sizeof why, fmt, a);
-    kl_log(KEEL_LOG_ERROR, "%s:%u: [%s] %s", kl_config_section_file(sec),
-           kl_config_section_line(sec), kl_config_section_name(sec), why);
+    char where[300];
+    kl_log(KEEL_LOG_ERROR, "%s: [%s] %s", kl_config_section_where(sec, where, sizeof where),
+           kl_config_section_name(sec), why);
     return KEEL_ERR_CONFIG;
 }
 

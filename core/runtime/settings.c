@@ -476,6 +476,11 @@ int kl_settings_load(kl_settings *s, kl_config *cfg, const char *exe_dir, char *
         if (s->log_level < 0)
             bad_value(&r, v, "log_level", "expected error, warn, info or debug");
     }
+    if ((v = read_key(&r, "log_format")) != NULL) {
+        s->log_format = kl_log_format_parse(v->text);
+        if (s->log_format < 0)
+            bad_value(&r, v, "log_format", "expected text or json");
+    }
 
     /* A Host no [site] names (docs/configuration.md): the implicit site,
      * 421 Misdirected Request (RFC 9110 15.5.20) or 404. */

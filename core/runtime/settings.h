@@ -76,6 +76,7 @@ typedef struct kl_settings {
     char *group;                       /* NULL: the user's own */
     const kl_config_value *user_where; /* the `user` line, for messages */
     int log_level;
+    int log_format;   /* enum kl_log_format */
     int crash_report; /* log one line naming the module when a fatal signal ends keel */
 } kl_settings;
 

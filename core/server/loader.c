@@ -94,7 +94,10 @@ static const keel_module_desc *open_file(keel_module *m)
 {
     if ((m->path = find_file(m->server, m->name)) == NULL)
         return NULL;
-    if (kl_lib_open(m->path, &m->lib) != 0) {
+    kl_crash_opening(m->path);
+    int failed = kl_lib_open(m->path, &m->lib) != 0;
+    kl_crash_opening(NULL);
+    if (failed) {
         /* Windows' messages end in a line break: one line per error. */
         char why[512];
         snprintf(why, sizeof why, "%s", uv_dlerror(&m->lib));
@@ -322,8 +325,9 @@ static int check_config(keel_server *s)
             continue;
         }
         if (strcmp(name, "keel") != 0 && find_loaded(s, name) == NULL) {
-            kl_log(KEEL_LOG_ERROR, "%s:%u: unknown section [%s] (no module '%s' is loaded)",
-                   kl_config_section_file(sec), kl_config_section_line(sec), name, name);
+            char where[300];
+            kl_log(KEEL_LOG_ERROR, "%s: unknown section [%s] (no module '%s' is loaded)",
+                   kl_config_section_where(sec, where, sizeof where), name, name);
             return KEEL_ERR_CONFIG;
         }
     }

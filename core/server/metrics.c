@@ -16,12 +16,13 @@ int keel_metric_register(keel_module *module, const keel_metric_desc *desc, keel
     keel_server *s = module->server;
     int rc = s->loading ? kl_metrics_register(&s->metrics, module->name, desc, NULL, 0, out)
                         : KEEL_ERR_STATE;
-    if (rc != KEEL_OK)
-        kl_log(KEEL_LOG_ERROR, "module '%s': metric '%s': %s", module->name,
-               desc && desc->name ? desc->name : "(null)",
-               rc == KEEL_ERR_INVAL ? "invalid (name, type, labels or bounds, or another "
-                                      "type than its family's)"
-                                    : keel_strerror(rc));
+    if (rc == KEEL_OK)
+        return rc;
+    const char *why = rc == KEEL_ERR_INVAL    ? kl_metrics_refusal(&s->metrics, desc, 0)
+                      : rc == KEEL_ERR_EXISTS ? "a series with these labels is already registered"
+                                              : keel_strerror(rc);
+    kl_log(KEEL_LOG_ERROR, "module '%s': metric '%s': %s", module->name,
+           desc && desc->name ? desc->name : "(null)", why ? why : keel_strerror(rc));
     return rc;
 }
 

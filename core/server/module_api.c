@@ -201,8 +201,8 @@ int keel_config_errorv(keel_module *m, const char *key, const char *fmt, va_list
         kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s", kl_config_where(v, where, sizeof where), m->name,
                key, why);
     else if (m->section != NULL)
-        kl_log(KEEL_LOG_ERROR, "%s:%u: [%s] %s: %s", kl_config_section_file(m->section),
-               kl_config_section_line(m->section), m->name, key, why);
+        kl_log(KEEL_LOG_ERROR, "%s: [%s] %s: %s",
+               kl_config_section_where(m->section, where, sizeof where), m->name, key, why);
     else
         kl_log(KEEL_LOG_ERROR, "[%s] %s: %s", m->name, key, why);
     return KEEL_ERR_CONFIG;
@@ -233,22 +233,60 @@ static int registering(keel_module *m, const char *what, const char *name)
     return KEEL_ERR_STATE;
 }
 
+/* Says why the registry refused a protocol, transport or service: the
+ * module that has the name already, or which rule the struct broke (the
+ * registry checks them in this order). `size` is the struct's .size and
+ * `least` the smallest the host takes (0 for a service: no struct). */
+static int refused(keel_module *m, int rc, const char *what, int given, const char *name,
+                   size_t size, size_t least, const keel_module *owner)
+{
+    if (rc == KEEL_ERR_EXISTS)
+        kl_log(KEEL_LOG_ERROR, "module '%s': %s '%s' is already registered by module '%s'", m->name,
+               what, name, owner != NULL ? owner->name : "?");
+    else if (rc == KEEL_ERR_INVAL && !given)
+        kl_log(KEEL_LOG_ERROR, "module '%s': %s '%s': the struct or table is NULL", m->name, what,
+               name ? name : "(null)");
+    else if (rc == KEEL_ERR_INVAL && size < least)
+        kl_log(KEEL_LOG_ERROR,
+               "module '%s': %s '%s': .size is %zu, at least %zu (set it to sizeof the struct)",
+               m->name, what, name ? name : "(null)", size, least);
+    else if (rc == KEEL_ERR_INVAL)
+        kl_log(KEEL_LOG_ERROR,
+               "module '%s': %s '%s': invalid name (1 to 64 of a-z, 0-9, '_', '-', '.')", m->name,
+               what, name ? name : "(null)");
+    return rc;
+}
+
 int keel_protocol_register(keel_module *m, const keel_protocol *p)
 {
+    kl_registry *r = &m->server->registry;
     int rc = registering(m, "registers protocol", p ? p->name : NULL);
-    return rc ? rc : kl_registry_add_protocol(&m->server->registry, m, p);
+    if (rc != KEEL_OK || (rc = kl_registry_add_protocol(r, m, p)) == KEEL_OK)
+        return rc;
+    const kl_protocol *taken = p && p->name ? kl_registry_protocol(r, p->name) : NULL;
+    return refused(m, rc, "protocol", p != NULL, p ? p->name : NULL, p ? p->size : 0,
+                   offsetof(keel_protocol, on_open), taken ? taken->owner : NULL);
 }
 
 int keel_transport_register(keel_module *m, const keel_transport *t)
 {
+    kl_registry *r = &m->server->registry;
     int rc = registering(m, "registers transport", t ? t->name : NULL);
-    return rc ? rc : kl_registry_add_transport(&m->server->registry, m, t);
+    if (rc != KEEL_OK || (rc = kl_registry_add_transport(r, m, t)) == KEEL_OK)
+        return rc;
+    const kl_transport *taken = t && t->name ? kl_registry_transport(r, t->name) : NULL;
+    return refused(m, rc, "transport", t != NULL, t ? t->name : NULL, t ? t->size : 0,
+                   offsetof(keel_transport, on_open), taken ? taken->owner : NULL);
 }
 
 int keel_service_publish(keel_module *m, const char *name, uint32_t version, const void *table)
 {
+    kl_registry *r = &m->server->registry;
     int rc = registering(m, "publishes service", name);
-    return rc ? rc : kl_registry_add_service(&m->server->registry, m, name, version, table);
+    if (rc != KEEL_OK || (rc = kl_registry_add_service(r, m, name, version, table)) == KEEL_OK)
+        return rc;
+    const kl_service *taken = name ? kl_registry_service(r, name) : NULL;
+    return refused(m, rc, "service", table != NULL, name, 0, 0, taken ? taken->owner : NULL);
 }
 
 int keel_service_lookup(keel_module *m, const char *name, uint32_t min_version, const void **table,
@@ -270,14 +308,14 @@ int keel_service_lookup(keel_module *m, const char *name, uint32_t min_version, 
 
 void keel_logv(keel_module *m, int level, const char *fmt, va_list ap)
 {
-    kl_log_prefixed(m ? m->name : NULL, level, fmt, ap);
+    kl_log_module(m ? m->name : NULL, level, fmt, ap);
 }
 
 void keel_log(keel_module *m, int level, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    kl_log_prefixed(m ? m->name : NULL, level, fmt, ap);
+    kl_log_module(m ? m->name : NULL, level, fmt, ap);
     va_end(ap);
 }
 

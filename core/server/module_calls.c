@@ -22,10 +22,14 @@ int keel_route_add(keel_module *m, const char *method, const char *pattern,
     int rc = loading(m, "adds a route");
     if (rc != KEEL_OK)
         return rc;
-    rc = kl_http_route_add(m->server->http, method, pattern, handler, userdata);
+    keel_module *owner = NULL;
+    rc = kl_http_route_add(m->server->http, m, method, pattern, handler, userdata, &owner);
     if (rc == KEEL_ERR_EXISTS)
-        kl_log(KEEL_LOG_ERROR, "module '%s': route %s %s is already taken", m->name,
-               method ? method : "?", pattern ? pattern : "?");
+        kl_log(KEEL_LOG_ERROR,
+               "module '%s': route %s %s clashes with a route of module '%s' (the same method "
+               "and path, or a :param named differently at the same place)",
+               m->name, method ? method : "?", pattern ? pattern : "?",
+               owner != NULL ? owner->name : "?");
     else if (rc == KEEL_ERR_INVAL)
         kl_log(KEEL_LOG_ERROR, "module '%s': invalid route %s %s", m->name, method ? method : "?",
                pattern ? pattern : "?");

@@ -156,11 +156,17 @@ int keel_server_load_config_string(keel_server *s, const char *text, const char 
     return rc == KEEL_OK ? rc : config_error(rc, err);
 }
 
-int keel_server_set(keel_server *s, const char *assignment)
+int kl_server_set_from(keel_server *s, const char *assignment, const char *label)
 {
     char err[512];
-    int rc = kl_config_override(s->config, assignment, err, sizeof err);
+    int rc = kl_config_override_from(s->config, assignment, label, err, sizeof err);
     return rc == KEEL_OK ? rc : config_error(rc, err);
+}
+
+int keel_server_set(keel_server *s, const char *assignment)
+{
+    /* An embedding program has no command line: its messages name the call. */
+    return kl_server_set_from(s, assignment, "keel_server_set");
 }
 
 int keel_server_add_module(keel_server *s, const keel_module_desc *desc)
@@ -281,6 +287,7 @@ static int read_settings(keel_server *s)
     rc = kl_log_configure(target, s->host.settings.log_level, err, sizeof err);
     if (rc != KEEL_OK)
         return config_error(rc, err);
+    kl_log_set_format(s->host.settings.log_format);
     return KEEL_OK;
 }
 
@@ -535,6 +542,13 @@ static void reopen_logs(keel_server *s)
     if (kl_log_reopen(err, sizeof err) != KEEL_OK)
         kl_log(KEEL_LOG_ERROR, "%s; still writing to the file opened before", err);
     kl_appenders_reopen(s);
+    /* Then the modules' own files (ABI 1.8), on this thread: see
+     * keel_module_desc.reopen. */
+    for (size_t i = 0; i < s->nmodules; i++) {
+        keel_module *m = s->modules[i];
+        if (m->loaded && m->desc.reopen != NULL)
+            KL_IN_MODULE(m->name, m->desc.reopen(m));
+    }
     kl_log(KEEL_LOG_INFO, "log files reopened");
 }
 #endif

@@ -76,6 +76,10 @@ struct keel_server {
 /* Loads every module (file or compiled in) in config order, runs load(),
  * and checks what only the loaded set can tell: unknown sections and keys,
  * listeners naming unknown protocols or transports. Logs the first error. */
+/* keel_server_set with the override labelled `label` in messages (a
+ * static string): main.c passes "--set", keel_server_set its own name. */
+int kl_server_set_from(keel_server *server, const char *assignment, const char *label);
+
 int kl_modules_load(keel_server *server);
 
 /* Calls unload() in reverse order. Shared objects stay mapped until the

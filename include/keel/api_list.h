@@ -168,7 +168,14 @@ KEEL_FN(int, worker_stopping, (keel_worker *worker), (worker))
 /* Calls cb after timeout_ms, then every repeat_ms if that is non-zero. The
  * timer belongs to the worker and runs on its thread; it is freed by
  * keel_timer_stop or when the worker stops. Returns NULL if out of memory.
- * Worker thread. */
+ * Worker thread.
+ *
+ * A graceful stop does not stop timers: the worker runs until its last
+ * connection is gone, and a repeating timer keeps firing all through that
+ * drain (a module's keepalive pinging an upstream, say). Stop what should
+ * not run then from the descriptor's `stopping` hook (ABI 1.8), or from
+ * stop(): keel_timer_stop is valid there, as stop runs before the worker
+ * frees the timers left, which it does without calling them again. */
 KEEL_FN(keel_timer *, timer_start,
         (keel_worker *worker, uint64_t timeout_ms, uint64_t repeat_ms, keel_timer_cb cb,
          void *userdata),
@@ -252,7 +259,16 @@ KEEL_FN(keel_worker *, conn_worker, (keel_conn *conn), (conn))
 KEEL_FN(uint64_t, conn_id, (keel_conn *conn), (conn))
 
 /* Writes the peer's address as "1.2.3.4:5678" or "[::1]:5678" into buf
- * (always NUL-terminated). Returns KEEL_ERR_INVAL if it does not fit. */
+ * (always NUL-terminated). Returns KEEL_ERR_INVAL if it does not fit, and
+ * KEEL_ERR_CLOSED with "" once the socket is closed: from an abort, or the
+ * end of an orderly close, on; in on_close always (but for the client
+ * address a PROXY protocol header gave, which the connection holds; and
+ * a tunnel asks its carrier). The address is read
+ * from the socket, not kept (keeping it would cost every idle connection
+ * its bytes, and a system call per close): a protocol that logs it at the
+ * close copies it in on_open. (A request keeps its own copy:
+ * keel_request_peer_name works until the request is released.) Worker
+ * thread of the connection. */
 KEEL_FN(int, conn_peer_name, (keel_conn *conn, char *buf, size_t size), (conn, buf, size))
 
 /* The value of a listener option written as key=value after the protocol in
@@ -292,7 +308,11 @@ KEEL_FN(keel_str, request_target, (keel_request *req), (req))
 
 /* The path, percent-decoded and with "." and ".." segments resolved; always
  * starts with "/". Requests whose path decodes to a NUL byte or climbs above
- * the root are refused with 400 before any handler runs. */
+ * the root are refused with 400 before any handler runs. The router
+ * matches this decoded path, so an encoded slash (%2F) splits segments
+ * like "/" and a ":param" never holds one: a route that must see it takes
+ * a wildcard (a pattern ending in "*") and splits keel_request_target
+ * itself. */
 KEEL_FN(keel_str, request_path, (keel_request *req), (req))
 
 /* The raw query after '?', without it; ptr is NULL if there is none. */
@@ -334,7 +354,12 @@ KEEL_FN(keel_conn *, request_conn, (keel_request *req), (req))
 
 /* Reads the whole body, up to max bytes (0: the protocol's limit), then
  * calls cb. A larger body is answered 413 (cb gets KEEL_ERR_LIMIT). Call at
- * most once, and not together with keel_request_stream_body. */
+ * most once, and not together with keel_request_stream_body.
+ * max can only lower the limit: the protocol's own max_body ([http1] /
+ * [h2] max_body, 1m by default) is enforced first, whatever max says, so
+ * a module that accepts larger uploads says so in the docs and the
+ * operator raises max_body. keel_request_body_limit (ABI 1.8) gives the
+ * protocol's limit for this request. */
 KEEL_FN(int, request_read_body,
         (keel_request *req, uint64_t max, keel_body_cb cb, void *userdata),
         (req, max, cb, userdata))
@@ -1519,4 +1544,27 @@ KEEL_FN(int, field_prepare,
 KEEL_FN(int, response_field_add,
         (keel_response * res, const keel_prepared_field *field, int replace),
         (res, field, replace))
+
+/* ---- Why an outbound connection failed, in words (ABI 1.8) ----------------
+ * Inside a keel_connect_options on_error, what the status stands for on
+ * this attempt: the resolver's reason ("resolving db.internal: unknown
+ * node or service (EAI_NONAME)", "... temporary failure (EAI_AGAIN)": a
+ * name server that did not answer in time, not a name that does not
+ * exist), the last address's error ("connecting to 10.0.0.5:6379:
+ * connection refused (ECONNREFUSED)"), the deadline, the graceful stop or
+ * the transport's refusal. For a module's own log line or its health
+ * page; the status stays what to act on. Never NULL: "" outside on_error
+ * and when there is nothing to add (out of memory). The string is the
+ * core's and valid until on_error returns: copy it to keep it. Worker
+ * thread of the on_error. */
+KEEL_FN(const char *, connect_error_detail, (keel_worker * worker), (worker))
+
+/* The most body bytes the request's protocol takes for it: its max_body
+ * ([http1] max_body, [h2] max_body), the cap on
+ * keel_request_read_body's max and on a streamed body. 0: the protocol
+ * sets no limit, or was built before ABI 1.8 (it still enforces its own).
+ * A handler that needs more tells the operator to raise max_body rather
+ * than passing a larger max. Nothing can fail. Worker thread of the
+ * request, from the first filter until it is released. */
+KEEL_FN(uint64_t, request_body_limit, (keel_request * req), (req))
 #endif /* KEEL__WANT(8) */

@@ -45,4 +45,30 @@
 #define KEEL_PRINTF(fmt, args)
 #endif
 
+/* Every sized struct a module fills (keel_protocol, keel_http_filter,
+ * keel_metric_desc, keel_connect_options...) names only the fields it
+ * uses: C leaves the rest zero without a word, and so does C++20, but g++
+ * and clang++ warn about each omitted field under -Wextra
+ * (-Wmissing-field-initializers), and -Werror makes that fatal. In C++,
+ * put such definitions between these two (no-ops in C):
+ *
+ *     KEEL_DESIGNATED_BEGIN
+ *     static const keel_protocol proto = {.size = sizeof(keel_protocol),
+ *                                         .name = "x", .on_data = on_data};
+ *     KEEL_DESIGNATED_END
+ *
+ * or value-initialise and assign (`keel_protocol proto{}; proto.size =
+ * ...`). Default member initialisers in the headers would silence the
+ * warning too, but they make the structs non-trivial in C++, and every
+ * memset of one would then trip -Wclass-memaccess instead. */
+#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
+#define KEEL_DESIGNATED_BEGIN                                                                      \
+    _Pragma("GCC diagnostic push")                                                                 \
+        _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")
+#define KEEL_DESIGNATED_END _Pragma("GCC diagnostic pop")
+#else
+#define KEEL_DESIGNATED_BEGIN
+#define KEEL_DESIGNATED_END
+#endif
+
 #endif

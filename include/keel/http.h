@@ -225,6 +225,11 @@ typedef struct keel_http_head {
      * one (the HTTP/2 stream id, RFC 9113 5.1.1), or 0. For the log phase
      * (keel_http_log_info.stream_id, the access log's $stream_id). */
     uint64_t stream_id;
+    /* (ABI 1.8) The most body bytes the protocol takes for this request
+     * (its max_body as configured): what
+     * keel_request_body_limit tells a handler. 0: the protocol sets no
+     * limit, or was built before 1.8. */
+    uint64_t max_body;
 } keel_http_head;
 
 /* How the core hands a response back to the protocol module that owns the

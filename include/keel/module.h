@@ -40,6 +40,29 @@ struct keel_api;
  *           came back (their done ran), and after the posts accepted.
  *   unload  once, on the main thread, after every worker has stopped; the
  *           shared object stays mapped until the process exits.
+ * and, outside that order (ABI 1.8; a module built for an older minor
+ * never has them):
+ *   stopping  on each worker's thread when that worker begins its
+ *           graceful stop (SIGTERM, keel_server_stop, or this process
+ *           draining after a reload handed over; keel_worker_stopping
+ *           says which): its listeners close and its connections get
+ *           on_shutdown right after. What a module used to poll
+ *           keel_worker_stopping() from a timer for: close idle outbound
+ *           connections, stop timers and subscriptions that would keep
+ *           the drain waiting, refuse new work. Once per worker, before
+ *           stop, and never for a worker whose start failed. The worker
+ *           still runs: timers fire and posts run until stop (stop them
+ *           here or in stop; see keel_timer_stop).
+ *   reopen  once on the main thread when keel is asked to reopen its log
+ *           files (SIGUSR1, `keel -s reopen`; POSIX only), after the
+ *           error log and the access logs were reopened: open again, by
+ *           name, the files the module writes (logrotate renamed them).
+ *           The main thread rather than each worker, because such files
+ *           are module-wide (opened in load, written under the module's
+ *           own lock or from its own thread) and the rotation is one
+ *           event; a module with per-worker files posts to its workers
+ *           from here (keel_worker_post). Workers serve meanwhile: the
+ *           module swaps the file under its own lock.
  * Any callback may be NULL. A negative status from load or start stops the
  * server's start-up with a message naming the module.
  *
@@ -85,12 +108,23 @@ typedef struct keel_module_desc {
     void (*stop)(keel_module *module, keel_worker *worker, void *worker_state);
     void (*unload)(keel_module *module);
 
+    /* The fields below exist only for the ABI minor a module targets
+     * (KEEL_TARGET_ABI_MINOR): setting one a host of that minor does not
+     * know is a compile error, never a hook an older host ignores. The
+     * descriptor's size says which the module has; a host reads the rest
+     * as NULL. */
+#if KEEL_TARGET_ABI_MINOR >= 7
     /* ABI 1.7: the module's configuration keys (keel/config.h). The core
      * validates the module's section against them before load and keeps
      * the parsed struct for keel_module_config(). NULL: the module reads
-     * its section with the keel_config_* getters. A host before 1.7 never
-     * reads this field (the descriptor's size says it is there). */
+     * its section with the keel_config_* getters. */
     const keel_config_schema *config;
+#endif
+#if KEEL_TARGET_ABI_MINOR >= 8
+    /* ABI 1.8: see the lifecycle above. */
+    void (*stopping)(keel_module *module, keel_worker *worker, void *worker_state);
+    void (*reopen)(keel_module *module);
+#endif
 } keel_module_desc;
 
 #define KEEL_MODULE_SYMBOL_PREFIX "keel_module_"
@@ -121,7 +155,7 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
  * which g++ warns about). */
 #define KEEL_MODULE_API_DEFINITION_                                                                \
     extern "C" {                                                                                   \
-    KEEL_HIDDEN const struct keel_api *keel__api = 0;                                              \
+    KEEL_HIDDEN const struct keel_api *keel__api = nullptr;                                        \
     }
 #else
 #define KEEL_MODULE_API_DEFINITION_ KEEL_HIDDEN const struct keel_api *keel__api = 0;
@@ -139,15 +173,8 @@ extern KEEL_HIDDEN const struct keel_api *keel__api;
  * switched off around the definition, and only there. The pop comes after
  * the definition's closing brace, in front of a redeclaration that takes
  * the caller's semicolon. */
-#if defined(__cplusplus) && (defined(__GNUC__) || defined(__clang__))
-#define KEEL_MODULE_DIAG_PUSH_                                                                     \
-    _Pragma("GCC diagnostic push")                                                                 \
-        _Pragma("GCC diagnostic ignored \"-Wmissing-field-initializers\"")
-#define KEEL_MODULE_DIAG_POP_ _Pragma("GCC diagnostic pop")
-#else
-#define KEEL_MODULE_DIAG_PUSH_
-#define KEEL_MODULE_DIAG_POP_
-#endif
+#define KEEL_MODULE_DIAG_PUSH_ KEEL_DESIGNATED_BEGIN
+#define KEEL_MODULE_DIAG_POP_  KEEL_DESIGNATED_END
 
 /* clang-format off */
 /* Defines the module's descriptor. `ident` is the module's name as an

@@ -476,6 +476,32 @@ static inline void keel_once_run(keel_once *o, void (*fn)(void))
 }
 #endif
 
+/* The system's initialisers spell null pointers 0 (glibc's
+ * PTHREAD_MUTEX_INITIALIZER, Windows' SRWLOCK_INIT), which C++ code built
+ * with -Wzero-as-null-pointer-constant -Werror rejects where the macro is
+ * expanded, in the module's file. In C++14 and later KEEL_MUTEX_INIT is a
+ * constexpr call that expands them here, with the warning off: still a
+ * constant, so the mutex is initialised before any code runs. */
+#if defined(__cplusplus) && __cplusplus >= 201402L && (defined(__GNUC__) || defined(__clang__))
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wzero-as-null-pointer-constant"
+static inline constexpr keel_mutex keel__mutex_init()
+{
+    keel_mutex m = KEEL_MUTEX_INIT;
+    return m;
+}
+static inline constexpr keel_once keel__once_init()
+{
+    keel_once o = KEEL_ONCE_INIT;
+    return o;
+}
+#pragma GCC diagnostic pop
+#undef KEEL_MUTEX_INIT
+#undef KEEL_ONCE_INIT
+#define KEEL_MUTEX_INIT keel__mutex_init()
+#define KEEL_ONCE_INIT  keel__once_init()
+#endif
+
 #ifdef __cplusplus
 }
 #endif

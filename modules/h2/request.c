@@ -581,6 +581,7 @@ void h2_stream_headers_done(h2_stream *s)
         .tokens = s->tokens,
         .content_length = s->ext_connect ? 0 : s->content_length,
         .stream_id = s->id,
+        .max_body = cfg->max_body,
     };
     c->nstreams++;
     h2_count(c, c->w->mod->m.streams);

@@ -1,6 +1,8 @@
 # Proves KEEL_TARGET_ABI_MINOR at compile time: a call to an ABI 1.3 function
 # from code that targets 1.2 must not compile, and the same call targeting
-# 1.3 must; likewise for 1.5's request trailers targeting 1.4. Run by ctest as
+# 1.3 must; likewise for 1.5's request trailers targeting 1.4, 1.8's
+# keel_connect_error_detail, and the descriptor fields of 1.7 and 1.8 (which
+# do not exist at all for an older target). Run by ctest as
 #
 #   cmake -DCOMPILER=<cc or c++> -DLANG=C|CXX -DINCLUDE_DIR=<include/>
 #         -DSOURCE=<target_minor.c> -DWORK_DIR=<scratch dir> -P check-target-minor.cmake
@@ -23,7 +25,8 @@ endif()
 set(failures "")
 # PROBE:MINOR, the minor that added the function the probe calls.
 foreach(entry STRERROR:3 WORKER_COUNT:3 CONFIG_ERROR:3 TIMER_RESTART:3 REQUEST_TRAILER:5
-              HTTP_REQUEST_TRAILERS:5)
+              HTTP_REQUEST_TRAILERS:5 DESC_CONFIG:7 DESC_STOPPING:8 DESC_REOPEN:8
+              CONNECT_ERROR_DETAIL:8)
     string(REPLACE ":" ";" entry "${entry}")
     list(GET entry 0 probe)
     list(GET entry 1 since)
@@ -40,7 +43,12 @@ foreach(entry STRERROR:3 WORKER_COUNT:3 CONFIG_ERROR:3 TIMER_RESTART:3 REQUEST_T
             string(APPEND failures "${probe} targeting 1.${minor} does not compile:\n${out}\n")
         elseif(minor EQUAL before AND rc EQUAL 0)
             string(APPEND failures "${probe} targeting 1.${minor} compiles: it must not\n")
-        elseif(minor EQUAL before AND NOT out MATCHES "newer than KEEL_TARGET_ABI_MINOR")
+        elseif(minor EQUAL before AND probe MATCHES "^DESC_"
+               AND NOT out MATCHES "(has no member named|no member named)")
+            # A descriptor field the target lacks does not exist at all.
+            string(APPEND failures "${probe} targeting 1.${minor} fails for another reason:\n${out}\n")
+        elseif(minor EQUAL before AND NOT probe MATCHES "^DESC_"
+               AND NOT out MATCHES "newer than KEEL_TARGET_ABI_MINOR")
             # It failed, but not because of the target.
             string(APPEND failures "${probe} targeting 1.${minor} fails for another reason:\n${out}\n")
         endif()

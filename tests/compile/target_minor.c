@@ -1,10 +1,14 @@
 /* Compiled, never run, by tests/compile/check-target-minor.cmake: each
- * PROBE_* calls one function of ABI 1.3 (or 1.5, the request trailers).
+ * PROBE_* calls one function of ABI 1.3 (or 1.5, the request trailers, or
+ * 1.8, keel_connect_error_detail), or sets a descriptor field of 1.7 or
+ * 1.8 (the fields exist only from the minor that added them).
  * Targeting the minor before the function's every probe must fail to
  * compile (the entry is declared unavailable); targeting its own minor
  * every probe must compile, which proves the failures come from the target
  * and not from a broken file. */
 #include <keel/keel.h>
+
+#include <string.h>
 
 int probe(keel_module *module);
 
@@ -26,6 +30,21 @@ int probe(keel_module *module)
 #elif defined(PROBE_HTTP_REQUEST_TRAILERS)
     (void)module;
     return keel_http_request_trailers((keel_request *)0, (const keel_header *)0, 0);
+#elif defined(PROBE_CONNECT_ERROR_DETAIL)
+    (void)module;
+    return keel_connect_error_detail((keel_worker *)0)[0];
+#elif defined(PROBE_DESC_CONFIG) || defined(PROBE_DESC_STOPPING) || defined(PROBE_DESC_REOPEN)
+    keel_module_desc desc;
+    (void)module;
+    memset(&desc, 0, sizeof desc);
+#if defined(PROBE_DESC_CONFIG)
+    desc.config = NULL;
+#elif defined(PROBE_DESC_STOPPING)
+    desc.stopping = NULL;
+#else
+    desc.reopen = NULL;
+#endif
+    return (int)desc.size;
 #else
 #error "define one PROBE_*"
 #endif

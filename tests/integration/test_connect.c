@@ -299,6 +299,42 @@ Test(connect, name_that_does_not_resolve, .timeout = 30, .fini = kh_cleanup_all)
     expect_answer(cmd, "ERR NOTFOUND");
 }
 
+/* keel_connect_error_detail (ABI 1.8): on_error learns the resolver's
+ * reason and the address that refused, not only the status. */
+static void expect_detail(const char *cmd, const char *want_answer, const char *want_detail)
+{
+    kh_proc *p = start("echo connect", NULL);
+    int fd = open_ctl(p);
+    const char *got = ask(p, fd, cmd);
+    kh_assert(p, strcmp(got, want_answer) == 0, "%s: got '%s'", cmd, got);
+    kh_assert(p, kh_wait_log(p, want_detail, 10000), "%s: no '%s'", cmd, want_detail);
+    close(fd);
+    stop_keel(p);
+    kh_stop(p);
+}
+
+Test(connect, error_detail_names_the_resolver_reason, .timeout = 30, .fini = kh_cleanup_all)
+{
+    /* The 64-octet label of name_that_does_not_resolve: no packet leaves. */
+    char label[65], cmd[160], want[200];
+    memset(label, 'a', 64);
+    label[64] = '\0';
+    snprintf(cmd, sizeof cmd, "CONNECT %s.invalid 80", label);
+    snprintf(want, sizeof want, "probe 1 detail: resolving %s.invalid: ", label);
+    expect_detail(cmd, "ERR NOTFOUND", want);
+}
+
+Test(connect, error_detail_names_the_refusing_address, .timeout = 30, .fini = kh_cleanup_all)
+{
+    unsigned port = kh_free_port();
+    char cmd[64], want[160];
+    snprintf(cmd, sizeof cmd, "CONNECT 127.0.0.1 %u", port);
+    snprintf(want, sizeof want,
+             "probe 1 detail: connecting to 127.0.0.1:%u: connection refused (ECONNREFUSED)\n",
+             port);
+    expect_detail(cmd, "ERR REFUSED", want);
+}
+
 Test(connect, timeout, .timeout = 60, .fini = kh_cleanup_all)
 {
     struct full_listener fl;

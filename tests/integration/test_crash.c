@@ -133,6 +133,51 @@ Test(crash, crash_in_load_is_on_the_main_thread, .timeout = 60, .fini = kh_clean
     kh_stop(p);
 }
 
+/* A module file cut short (a copy interrupted, a full disk) faults inside
+ * the dynamic loader with SIGBUS, before any module is recorded: the line
+ * names the file being opened. */
+Test(crash, truncated_module_file_is_named, .timeout = 60, .fini = kh_cleanup_all)
+{
+#if !defined(__linux__)
+    /* Other loaders may check the file's size first (dyld refuses a
+     * truncated Mach-O with an error): nothing to crash on. */
+    cr_skip_test("a truncated module faults in the dynamic loader on Linux (ELF, glibc)");
+#else
+    crash_env();
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/keel-trunc-XXXXXX", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
+    cr_assert(mkdtemp(dir) != NULL, "mkdtemp");
+    char whole[512], cut[512];
+    snprintf(whole, sizeof whole, "%s/mod_crash.so", KEEL_TEST_MODULE_DIR);
+    snprintf(cut, sizeof cut, "%s/mod_broken.so", dir);
+    FILE *in = fopen(whole, "rb"), *out = fopen(cut, "wb");
+    cr_assert(in != NULL && out != NULL, "copy %s", whole);
+    /* The first page: the ELF header and program headers are whole, the
+     * segments they map are past the end (debug sections make up the
+     * back of the file, so cutting it in half is not enough). */
+    char buf[4096];
+    cr_assert(fread(buf, 1, sizeof buf, in) == sizeof buf, "read");
+    cr_assert(fwrite(buf, 1, sizeof buf, out) == sizeof buf, "write");
+    fclose(in);
+    fclose(out);
+
+    char config[1024];
+    snprintf(config, sizeof config,
+             "[keel]\nlisten = 127.0.0.1:0 http1\nmodules = http1 broken\n"
+             "module_path = " KEEL_MODULE_DIR " %s\n",
+             dir);
+    kh_proc *p = kh_spawn(config, NULL);
+    expect_death_by(p, SIGBUS);
+    char names[600];
+    snprintf(names, sizeof names, "while opening the module file %s", cut);
+    const char *want[] = {"crash: SIGBUS", "on the main thread", names, NULL};
+    expect_report(p, want);
+    kh_stop(p);
+    unlink(cut);
+    rmdir(dir);
+#endif
+}
+
 Test(crash, the_line_goes_to_the_log_file_too, .timeout = 60, .fini = kh_cleanup_all)
 {
     char log[300];

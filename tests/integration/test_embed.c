@@ -57,6 +57,19 @@ Test(embed, http_server_with_a_route_table, .timeout = 30)
     kh_stop(p);
 }
 
+/* An embedding program has no command line: what it set through
+ * keel_server_set is named so, not "--set". */
+Test(embed, errors_name_keel_server_set, .timeout = 30, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"not-an-address", "1", NULL};
+    kh_proc *p = kh_spawn_program(KEEL_EXAMPLE_DIR "/embed_echo", NULL, args);
+    kh_assert(p, kh_wait_exit(p, 10000) != 0, "a bad address was taken");
+    kh_assert(p, strstr(kh_stderr(p), "keel_server_set: [keel] listen") != NULL,
+              "the call is not named");
+    kh_assert(p, strstr(kh_stderr(p), "--set") == NULL, "labelled --set");
+    kh_stop(p);
+}
+
 #else
 Test(embed, examples_not_built)
 {

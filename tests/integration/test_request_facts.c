@@ -244,3 +244,17 @@ Test(request_facts, h2_facts_outlive_the_connection, .timeout = 30, .fini = kh_c
     expect_local(p, "after abort /facts/hold", port);
     kh_assert(p, kh_count_log(p, "request_conn=null") == 1, "keel_request_conn after the abort");
 }
+
+/* keel_request_body_limit (ABI 1.8): the protocol's max_body, over HTTP/1.1
+ * (as configured) and HTTP/2 (its default, 1m). */
+Test(request_facts, body_limit_is_the_protocols_max_body, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = kh_start("[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n"
+                          "modules = http1 h2 facts\n" KH_MODULE_PATH "[http1]\nmax_body = 64k\n",
+                          NULL, 1, 10000);
+    unsigned port;
+    int fd = http1_open(p, &port);
+    http1_answered(p, fd, "/facts");
+    kh_assert(p, kh_wait_log(p, "facts body_limit=65536\n", 5000), "not http1's max_body");
+    close(fd);
+}

@@ -8,11 +8,18 @@
  *                            keel_config_error names the section's line
  *   file = NAME              logged as "file resolves to PATH" through
  *                            keel_config_path (ABI 1.4)
+ *   clash = WHAT             load makes one registration the host must
+ *                            refuse, naming the cause: protocol (http1's
+ *                            name), size (a protocol with .size 0), route
+ *                            (trailers' POST /trailers/read), param
+ *                            (upgrade's /upgrade/:protocol as :other),
+ *                            metric (a label named "worker")
  *
  * In load it logs "load sees N workers" (keel_module_worker_count), and
  * start fails on a worker whose keel_worker_count disagrees. It registers
  * the protocol "authors", which answers "strerror: TEXT" with
- * keel_strerror(KEEL_ERR_CLOSED) to any line. */
+ * keel_strerror(KEEL_ERR_CLOSED) to any line. Its ABI 1.8 hooks log
+ * "stopping on worker N (keel_worker_stopping's value)" and "reopen". */
 #include <keel/keel.h>
 
 #include <stdio.h>
@@ -40,6 +47,35 @@ static const keel_protocol authors_protocol = {
     .name = "authors",
     .on_data = authors_data,
 };
+
+static int noop_route(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)req, (void)userdata;
+    return keel_response_send_copy(res, "", 0);
+}
+
+/* One registration the host refuses; its status fails load. */
+static int clash(keel_module *module, const char *what)
+{
+    static const keel_protocol taken = {.size = sizeof(keel_protocol), .name = "http1"};
+    static const keel_protocol sizeless = {.size = 0, .name = "sizeless"};
+    static const keel_metric_desc metric = {.size = sizeof(keel_metric_desc),
+                                            .name = "authors_total",
+                                            .type = KEEL_METRIC_COUNTER,
+                                            .labels = "worker=\"1\""};
+    keel_metric *out;
+    if (strcmp(what, "protocol") == 0)
+        return keel_protocol_register(module, &taken);
+    if (strcmp(what, "size") == 0)
+        return keel_protocol_register(module, &sizeless);
+    if (strcmp(what, "route") == 0)
+        return keel_route_add(module, "POST", "/trailers/read", noop_route, NULL);
+    if (strcmp(what, "param") == 0)
+        return keel_route_add(module, "GET", "/upgrade/:other", noop_route, NULL);
+    if (strcmp(what, "metric") == 0)
+        return keel_metric_register(module, &metric, &out);
+    return keel_config_error(module, "clash", "unknown: %s", what);
+}
 
 static int authors_load(keel_module *module)
 {
@@ -71,6 +107,13 @@ static int authors_load(keel_module *module)
             return keel_config_error(module, "file", "keel_config_path's errors are wrong");
     }
 
+    if (keel_config_count(module, "clash") > 0) {
+        const char *what;
+        if ((rc = keel_config_string(module, "clash", "", &what)) != KEEL_OK ||
+            (rc = clash(module, what)) != KEEL_OK)
+            return rc;
+    }
+
     load_workers = keel_module_worker_count(module);
     keel_log(module, KEEL_LOG_INFO, "load sees %u workers", load_workers);
     return keel_protocol_register(module, &authors_protocol);
@@ -87,4 +130,17 @@ static int authors_start(keel_module *module, keel_worker *worker, void *state)
     return KEEL_OK;
 }
 
-KEEL_MODULE(authors, .version = "1.0.0", .load = authors_load, .start = authors_start);
+static void authors_stopping(keel_module *module, keel_worker *worker, void *state)
+{
+    (void)state;
+    keel_log(module, KEEL_LOG_INFO, "stopping on worker %u (%d)", keel_worker_id(worker),
+             keel_worker_stopping(worker));
+}
+
+static void authors_reopen(keel_module *module)
+{
+    keel_log(module, KEEL_LOG_INFO, "reopen");
+}
+
+KEEL_MODULE(authors, .version = "1.0.0", .load = authors_load, .start = authors_start,
+            .stopping = authors_stopping, .reopen = authors_reopen);

@@ -227,6 +227,7 @@ static void probe_error(keel_worker *w, int status, void *arg)
         return;
     }
     keel_log(self, KEEL_LOG_INFO, "probe %d error: %s%s", p->n, status_name(status), reentered());
+    keel_log(self, KEEL_LOG_INFO, "probe %d detail: %s", p->n, keel_connect_error_detail(w));
     answer(p->ctl, "%sERR %s%s", p->prefix, status_name(status), reentered());
     probe_free(p);
 }

@@ -60,6 +60,8 @@ static int facts_now(keel_request *req, keel_response *res, void *userdata)
 {
     (void)userdata;
     log_facts(req, "now");
+    keel_log(self, KEEL_LOG_INFO, "facts body_limit=%llu",
+             (unsigned long long)keel_request_body_limit(req));
     return keel_response_send(res, "ok", 2, NULL, NULL);
 }
 

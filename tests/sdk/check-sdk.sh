@@ -3,8 +3,12 @@
 #   1. cmake --install the build tree into a fresh prefix; its keel runs
 #      the embedded default config from there;
 #   2. build plugins/echo out of tree with find_package(keel) against that
-#      prefix, and again with nothing but `pkg-config --cflags keel`;
-#   3. build an embedding program with `pkg-config --cflags --libs libkeel`;
+#      prefix (at RelWithDebInfo when the project sets no build type), the
+#      installed copy of it (share/doc/keel/examples) with
+#      find_package(Keel), and again with nothing but
+#      `pkg-config --cflags keel`;
+#   3. build an embedding program with `pkg-config --cflags --libs libkeel`,
+#      and statically with libkeel-static;
 #   4. check that the installed keel finds and loads each module built so,
 #      and that the module exports nothing but its descriptor.
 # Usage: check-sdk.sh BUILD_DIR SOURCE_DIR   (ctest passes both)
@@ -56,6 +60,24 @@ cmake --build "$work/echo-build" >"$work/build.log" 2>&1 ||
     { cat "$work/build.log"; fail "build the out-of-tree echo"; }
 mod=$(find "$work/echo-build" -name 'mod_echo.*' -type f | head -n1)
 [ -n "$mod" ] || fail "no mod_echo built"
+# No build type given: the package's default, not CMake's empty one (-O0).
+grep -q '^CMAKE_BUILD_TYPE:STRING=RelWithDebInfo$' "$work/echo-build/CMakeCache.txt" ||
+    fail "the module's build type: $(grep '^CMAKE_BUILD_TYPE' "$work/echo-build/CMakeCache.txt")"
+
+# 2c. The guide and the examples are installed; the installed echo builds
+# with find_package(Keel), the capital spelling.
+docdir=$(dirname "$(find "$prefix" -path '*/doc/keel/README.md' | head -n1)")
+[ -f "$docdir/README.md" ] || fail "install lacks share/doc/keel/README.md"
+for f in examples/echo/echo.c examples/echo/CMakeLists.txt examples/hello/hello.c; do
+    [ -f "$docdir/$f" ] || fail "install lacks share/doc/keel/$f"
+done
+cp -r "$docdir/examples/echo" "$work/echo-capital"
+sed -i.orig 's/find_package(keel /find_package(Keel /' "$work/echo-capital/CMakeLists.txt"
+grep -q 'find_package(Keel ' "$work/echo-capital/CMakeLists.txt" || fail "no find_package(Keel)"
+cmake -S "$work/echo-capital" -B "$work/echo-capital-build" -DCMAKE_PREFIX_PATH="$prefix" \
+    >"$work/cfg-capital.log" 2>&1 || { cat "$work/cfg-capital.log"; fail "find_package(Keel)"; }
+cmake --build "$work/echo-capital-build" >"$work/build-capital.log" 2>&1 ||
+    { cat "$work/build-capital.log"; fail "build the echo found as Keel"; }
 
 # 2b. pkg-config only.
 mkdir -p "$work/pc"
@@ -81,6 +103,18 @@ cc -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
     "$src/examples/embed/embed_echo.c" "$src/plugins/echo/echo.c" -o "$work/embed" \
     $(PKG_CONFIG_PATH="$pcdir" pkg-config --libs libkeel) -Wl,-rpath,"$prefix/lib" ||
     fail "embedding program through pkg-config libkeel"
+# libkeel-static links the archive: the program needs no libkeel.so.
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror -D_POSIX_C_SOURCE=200809L \
+    $(PKG_CONFIG_PATH="$pcdir" pkg-config --cflags libkeel-static) \
+    "$src/examples/embed/embed_echo.c" "$src/plugins/echo/echo.c" -o "$work/embed-static" \
+    $(PKG_CONFIG_PATH="$pcdir" pkg-config --libs libkeel-static) ||
+    fail "embedding program through pkg-config libkeel-static"
+if command -v readelf >/dev/null 2>&1; then
+    if readelf -d "$work/embed-static" | grep -q 'NEEDED.*libkeel'; then
+        fail "libkeel-static linked libkeel.so: $(readelf -d "$work/embed-static" | grep NEEDED)"
+    fi
+fi
 
 # 4. the installed keel loads both modules.
 printf '[keel]\nlisten = 127.0.0.1:0 echo\nmodules = echo\n' >"$work/echo.conf"
@@ -93,5 +127,7 @@ done
 # bad address it must refuse to start, naming the listen value.
 if out=$("$work/embed" not-an-address 1 2>&1); then fail "embed accepted a bad address"; fi
 case $out in *"[keel] listen"*) ;; *) fail "embed said: $out" ;; esac
+if out=$("$work/embed-static" not-an-address 1 2>&1); then fail "embed-static accepted a bad address"; fi
+case $out in *"[keel] listen"*) ;; *) fail "embed-static said: $out" ;; esac
 
 echo "sdk: install, find_package, pkg-config (module and embedding) all work"

@@ -63,6 +63,11 @@ apt_install_missing() {
         printf '#!/bin/sh\n%s\nexit 101\n' "$_apt_policy_marker" | $_sudo tee "$_apt_policy" >/dev/null &&
             $_sudo chmod 755 "$_apt_policy" && _own_policy=1
     fi
+    # Only where systemctl was there before: an install that brings systemd
+    # itself (into a container) enables its own units, which are no test
+    # peer's business, and a container does not boot anyway.
+    _had_systemctl=""
+    command -v systemctl >/dev/null 2>&1 && _had_systemctl=1
     _enabled_before=$(_apt_enabled_services)
 
     _rc=0
@@ -72,7 +77,7 @@ apt_install_missing() {
             $_missing >/dev/null || _rc=1
 
     [ -z "$_own_policy" ] || $_sudo rm -f "$_apt_policy"
-    _newly=$(_apt_enabled_services | while read -r _unit; do
+    _newly=$([ -z "$_had_systemctl" ] || _apt_enabled_services | while read -r _unit; do
         case "
 $_enabled_before
 " in

@@ -71,11 +71,11 @@ build: deps
 	$(call configure,$(BUILD_DIR),)
 	$(CMAKE) --build $(BUILD_DIR) --parallel
 
-# keel, libkeel, the modules and plugins, without the tests (nor Criterion)
-# or the embedding examples: a directory of its own, so that build/ keeps
-# its tests.
+# keel, libkeel, the modules, plugins and examples (examples/chat's module
+# among them), without the tests (nor Criterion): a directory of its own,
+# so that build/ keeps its tests.
 build-run: deps-run
-	$(call configure,$(RUN_BUILD_DIR),-DKEEL_BUILD_TESTS=OFF -DKEEL_BUILD_EXAMPLES=OFF)
+	$(call configure,$(RUN_BUILD_DIR),-DKEEL_BUILD_TESTS=OFF)
 	$(CMAKE) --build $(RUN_BUILD_DIR) --parallel
 
 run: build-run

@@ -241,7 +241,7 @@ has() {
         [ -e "$f" ] || fail "$f is listed but not on disk"
     done
 }
-has keel /usr/bin/keel /usr/bin/keel-cert "$lib/libkeel.so.0.1" \
+has keel /usr/bin/keel /usr/bin/keel-cert \
     "$lib/keel/modules/mod_http1.so" "$lib/keel/modules/mod_static.so" \
     "$lib/keel/modules/mod_stats.so" "$lib/keel/modules/mod_tls.so" \
     "$lib/keel/modules/mod_deflate.so" "$lib/keel/modules/mod_websocket.so" \
@@ -252,6 +252,7 @@ has keel /usr/bin/keel /usr/bin/keel-cert "$lib/libkeel.so.0.1" \
     /lib/systemd/system/keel.service /lib/systemd/system/keel.socket \
     /usr/share/doc/keel/copyright /usr/share/doc/keel/changelog.Debian.gz \
     /usr/share/doc/keel/README.md
+grep -q "^$lib/libkeel\.so\.[0-9]" "$work/files" || fail "keel lacks $lib/libkeel.so.<version>"
 has keel-dev /usr/include/keel/keel.h /usr/include/keel/embed.h \
     "$lib/pkgconfig/keel.pc" "$lib/pkgconfig/libkeel.pc" \
     "$lib/cmake/keel/keelConfig.cmake" "$lib/cmake/keel/KeelModule.cmake" \

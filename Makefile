@@ -1,7 +1,10 @@
 # Thin wrapper over CMake; docs/building.md has the details.
 #
-#   make run [ARGS="-c keel.conf"]   install deps, build, run build/keel
-#   make test                        install deps, build, run every test
+#   make run [ARGS="-c keel.conf"]   install the build and run packages, build keel
+#                                    and its modules in build-run/ (no tests), run
+#                                    it and print the URLs it serves
+#   make test                        install the test packages too, build everything
+#                                    in build/, run every test
 #   make asan / make test-asan       the same in build-asan/ with ASan + UBSan
 #   make format / make format-check  clang-format the sources
 #   make win / make test-win         cross-build for Windows (mingw-w64) in
@@ -16,6 +19,7 @@
 # Extra CMake arguments: make build CMAKE_ARGS="-DKEEL_BUILD_PLUGINS=OFF"
 
 BUILD_DIR      ?= build
+RUN_BUILD_DIR  ?= build-run
 ASAN_BUILD_DIR ?= build-asan
 WIN_BUILD_DIR  ?= build-win
 CMAKE          ?= cmake
@@ -51,19 +55,31 @@ CTEST_FLAGS = --output-on-failure -j$(JOBS) --timeout $(TEST_TIMEOUT) --no-tests
 
 FORMAT_DIRS := core include modules plugins tests examples
 
-.PHONY: all deps build run test asan test-asan win test-win format format-check clean
+.PHONY: all deps deps-run build build-run run test asan test-asan win test-win format format-check clean
 
 all: build
 
+# The package lists are in cmake/packages.txt: `run` installs the build and
+# run lists, `test` adds the test and browser lists.
 deps:
-	@sh cmake/install-deps.sh
+	@sh cmake/install-deps.sh test
+
+deps-run:
+	@sh cmake/install-deps.sh run
 
 build: deps
 	$(call configure,$(BUILD_DIR),)
 	$(CMAKE) --build $(BUILD_DIR) --parallel
 
-run: build
-	./$(BUILD_DIR)/keel $(ARGS)
+# keel, libkeel, the modules, plugins and examples (examples/chat's module
+# among them), without the tests (nor Criterion): a directory of its own,
+# so that build/ keeps its tests.
+build-run: deps-run
+	$(call configure,$(RUN_BUILD_DIR),-DKEEL_BUILD_TESTS=OFF)
+	$(CMAKE) --build $(RUN_BUILD_DIR) --parallel
+
+run: build-run
+	@bash cmake/run-keel.sh $(if $(filter /%,$(RUN_BUILD_DIR)),,./)$(RUN_BUILD_DIR)/keel $(ARGS)
 
 test: build
 	cd $(BUILD_DIR) && $(CTEST) $(CTEST_FLAGS)
@@ -102,4 +118,4 @@ format-check:
 	$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_FILES)
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_BUILD_DIR) $(WIN_BUILD_DIR)
+	rm -rf $(BUILD_DIR) $(RUN_BUILD_DIR) $(ASAN_BUILD_DIR) $(WIN_BUILD_DIR)

@@ -43,14 +43,17 @@
 # Install: INSTALL_DESTINATION, else ${KEEL_MODULE_INSTALL_DIR} if set, else
 # the module is not installed. keel's installed package sets
 # KEEL_MODULE_INSTALL_DIR to <libdir>/keel/modules (relative to the consuming
-# project's install prefix) unless the project already set it.
+# project's install prefix) unless the project already set it. The install
+# component is ${KEEL_MODULE_INSTALL_COMPONENT} if set, else the default one
+# (keel's pubsub_redis sets it: its own Debian package).
 #
 # NO_SDK is for a module compiled against another copy of keel's headers
 # (tests/ keeps a frozen copy of the v1 ABI) given through
 # INCLUDE_DIRECTORIES.
 #
 # Variables read:
-#   KEEL_MODULE_OUTPUT_DIR, KEEL_MODULE_INSTALL_DIR  (see above)
+#   KEEL_MODULE_OUTPUT_DIR, KEEL_MODULE_INSTALL_DIR,
+#   KEEL_MODULE_INSTALL_COMPONENT  (see above)
 #   KEEL_MODULE_NO_UNDEFINED  default ON; OFF drops -Wl,--no-undefined
 #   KEEL_SANITIZE             when ON (keel's own sanitizer build),
 #                             -Wl,--no-undefined is not used (clang's
@@ -179,9 +182,13 @@ function(keel_add_module name)
         set(dest "")
     endif()
     if(dest)
+        set(component "")
+        if(KEEL_MODULE_INSTALL_COMPONENT)
+            set(component COMPONENT "${KEEL_MODULE_INSTALL_COMPONENT}")
+        endif()
         install(TARGETS ${target}
-            LIBRARY DESTINATION "${dest}"
-            RUNTIME DESTINATION "${dest}")
+            LIBRARY DESTINATION "${dest}" ${component}
+            RUNTIME DESTINATION "${dest}" ${component})
     endif()
 
     set_property(GLOBAL APPEND PROPERTY KEEL_MODULE_TARGETS ${target})

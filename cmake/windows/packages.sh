@@ -4,21 +4,14 @@
 # and calls apt-get only when one is missing (a second run costs well under
 # a second). Uses sudo when not root.
 #
-#   gcc-mingw-w64-x86-64-win32  the cross compiler (win32 threads: keel uses
-#                               libuv's threads, so no libwinpthread)
-#   libz-mingw-w64-dev          zlib built for Windows (static libz.a used)
-#   wine wine64                 runs the .exe tests
-#   cmake ninja-build           the build
-#   dpkg-dev                    `apt-get source` unpacks libuv1 and mbedtls
-#   node-llhttp                 llhttp's generated C, compiled for Windows too
-#   python3                     the black-box tests (standard library only)
-#   ccache                      optional: speeds up rebuilds when present
+#   The windows list of cmake/packages.txt says what each package is for.
 #
 # Environment: KEEL_WIN_PACKAGES_EXTRA="pkg ..." adds packages.
 set -eu
 
-PACKAGES="gcc-mingw-w64-x86-64-win32 libz-mingw-w64-dev wine wine64 cmake ninja-build \
-dpkg-dev node-llhttp python3 ccache ${KEEL_WIN_PACKAGES_EXTRA:-}"
+keel_cmake_dir=$(dirname "$0")/..
+. "$keel_cmake_dir/packages.sh"
+PACKAGES="$(keel_packages windows) ${KEEL_WIN_PACKAGES_EXTRA:-}"
 
 say() { printf 'windows/packages: %s\n' "$*"; }
 
@@ -28,6 +21,6 @@ if ! command -v dpkg-query >/dev/null 2>&1 || ! command -v apt-get >/dev/null 2>
     exit 0
 fi
 
-. "$(dirname "$0")/../apt-missing.sh"
+. "$keel_cmake_dir/apt-missing.sh"
 # shellcheck disable=SC2086
 apt_install_missing windows/packages $PACKAGES

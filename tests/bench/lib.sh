@@ -124,6 +124,17 @@ install_needed() {
     local pkgs
     read -r -a pkgs <<<"$(printf '%s\n' "${NEED_PKGS[@]}" | sort -u | paste -sd' ')"
     [[ -n ${NO_INSTALL:-} ]] && die "missing packages: ${pkgs[*]} (NO_INSTALL is set)"
+    # Every package the benchmarks may install is in cmake/packages.txt's
+    # bench list, so that the list the docs show is the whole truth.
+    local listed p
+    # shellcheck disable=SC2034  # read by cmake/packages.sh
+    keel_cmake_dir=$ROOT/cmake
+    # shellcheck source=../../cmake/packages.sh
+    . "$ROOT/cmake/packages.sh"
+    listed=" $(keel_packages bench) "
+    for p in "${pkgs[@]}"; do
+        [[ $listed == *" $p "* ]] || die "bench: $p is not in cmake/packages.txt's bench list: add it there"
+    done
     local sudo=()
     [[ $(id -u) -eq 0 ]] || sudo=(sudo)
     log "bench: installing ${pkgs[*]}"

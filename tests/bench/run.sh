@@ -65,7 +65,8 @@
 #   WS_CONNS, WS_SIZES, WS_MODES, WS_IDLE, KEEL_WS_OPTS, TLS_IDLE, H2_CONNS,
 #   H2_STREAMS, H2_IDLE, PROXY_CONNS_1M, CLUSTER_SUBS, CLUSTER_RATE, ...): see its file.
 #
-# Packages (installed with apt-get when missing): wrk curl python3, nginx-light
+# Packages (installed with apt-get when missing; cmake/packages.txt's bench
+# list holds them all): wrk curl python3, nginx-light
 # libnginx-mod-http-echo h2o nodejs npm valgrind gcc zlib1g-dev pkg-config
 # libwebsockets-dev openssl nghttp2-client redis-server as the selection needs
 # them (keel's own build needs libmbedtls-dev for the tls module and

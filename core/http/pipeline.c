@@ -249,6 +249,21 @@ const void *keel_request_config(keel_request *req, keel_module *module)
     return module->config.conf;
 }
 
+const void *keel_conn_site_config(keel_conn *conn, keel_module *module, const char *host,
+                                  size_t host_len)
+{
+    if (conn == NULL || module == NULL)
+        return NULL;
+    const kl_listen_spec *spec = conn->origin->spec;
+    const kl_host *h = kl_conn_worker(conn)->host;
+    if (spec == NULL || h->scopes == NULL)
+        return module->config.conf;
+    int status = 0;
+    const kl_site_scope *site = kl_scopes_site(h->scopes, (size_t)(spec - h->settings.listen),
+                                               (keel_str){host, host ? host_len : 0}, &status);
+    return site != NULL ? kl_scopes_site_own(site)->confs[module->index] : NULL;
+}
+
 /* The handler (or a filter) answers later (a body to read, an upstream,
  * a timer): the client may leave before it does, so the request keeps
  * what it may still ask of the connection. A file being sent needs

@@ -1455,4 +1455,39 @@ KEEL_VFN(tunnel_sent, (keel_conn * conn), (conn))
  * this call. Nothing on a connection that is not a tunnel, or is
  * closing. */
 KEEL_VFN(tunnel_eof, (keel_conn * conn), (conn))
+
+/* ---- Sites by name outside a request (ABI 1.8) ------------------------------
+ * For what is chosen per site before a request exists: the certificate a
+ * TLS handshake serves for the name its client asked for (SNI, RFC 6066
+ * 3), nginx's server block chosen by server_name for ssl_certificate. */
+
+/* The module's config struct for the site that conn's listener serves for
+ * host[0..host_len) (a name as SNI carries it, or a Host value: a port and
+ * a trailing dot are ignored), chosen as a request's site is: the exact
+ * name, then the longest wildcard, then the default site
+ * (docs/configuration.md, "Sites"); the site's own struct, merged over its
+ * listener's and the global one, never a path prefix's. NULL when no site
+ * takes the name and [keel] unknown_host answers a status instead. The
+ * module's global struct (keel_module_config) when the config has no scope
+ * section or conn was not accepted on a listener (an outbound connection,
+ * a tunnel). The struct lives until the module is unloaded; nothing is
+ * allocated. NULL for a NULL conn or module. Worker thread of the
+ * connection, from its transport's or protocol's callbacks. */
+KEEL_FN(const void *, conn_site_config,
+        (keel_conn *conn, keel_module *module, const char *host, size_t host_len),
+        (conn, module, host, host_len))
+
+/* Resolves `path`, a file name the module read from `value` (a string a
+ * struct of the module holds: a string key's field or a list item, from
+ * its own section or any scope), as keel_config_path does for its own
+ * section: relative to the folder of the config file holding the line
+ * that wrote value, unchanged if absolute or if the line came from --set
+ * or a config held in memory. Writes the result to buf (NUL-terminated).
+ * KEEL_OK; KEEL_ERR_NOTFOUND if value is not one of the config's values
+ * (path is then copied unchanged when it fits); KEEL_ERR_INVAL if buf is
+ * NULL or too small; KEEL_ERR_NOMEM. Main thread, from load or a
+ * keel_module_config_scopes call. */
+KEEL_FN(int, config_value_path,
+        (keel_module *module, const char *value, const char *path, char *buf, size_t size),
+        (module, value, path, buf, size))
 #endif /* KEEL__WANT(8) */

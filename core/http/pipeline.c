@@ -328,6 +328,23 @@ void keel_http_request_dispatch(keel_request *req)
     kl_request_unref(req);
 }
 
+int keel_http_request_refuse(keel_request *req, int status)
+{
+    if (req == NULL || status < 400 || status > 599)
+        return KEEL_ERR_INVAL;
+    kl_request_ref(req);
+    if (req->path.ptr == NULL)
+        req->path = (keel_str){"/", 1};
+    const kl_listen_spec *spec = req->conn->origin->spec;
+    const kl_host *h = req->worker->host;
+    if (spec != NULL && h->scopes != NULL)
+        req->scope = kl_scopes_listener(h->scopes, (size_t)(spec - h->settings.listen));
+    answer_error(req, status);
+    finish_dispatch(req);
+    kl_request_unref(req);
+    return KEEL_OK;
+}
+
 /* ---- internal redirects (ABI 1.8) -------------------------------------- */
 
 #define KL_MAX_REDIRECTS 8

@@ -503,6 +503,11 @@ const kl_scope *kl_scopes_path(const kl_site_scope *site, keel_str path)
     return &site->scope;
 }
 
+const kl_scope *kl_scopes_listener(const kl_scopes *s, size_t listener)
+{
+    return &s->listeners[listener].implicit.scope;
+}
+
 const kl_scope *kl_scopes_site_own(const kl_site_scope *site)
 {
     return &site->scope;

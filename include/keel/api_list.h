@@ -1490,4 +1490,32 @@ KEEL_FN(const void *, conn_site_config,
 KEEL_FN(int, config_value_path,
         (keel_module *module, const char *value, const char *path, char *buf, size_t size),
         (module, value, path, buf, size))
+
+/* ---- HTTP: a protocol's own errors through the exchange (ABI 1.8) ----------
+ * For the answers a protocol makes before a request exists (a malformed
+ * or oversized head, a head that came too slowly: HTTP/1.1's 400, 408,
+ * 414, 431, 413 on a declared length, 505; HTTP/2's 431 and 413), so that
+ * the configured response fields (the headers module with `always`) and
+ * error pages (the errors module) apply to them too, as nginx's
+ * add_header ... always and error_page do. */
+
+/* Answers req, which the protocol started (keel_http_request_start) for a
+ * message it refuses, with status (400..599) instead of dispatching it:
+ * no request filter, router or handler runs; the request's scope is its
+ * listener's (the global sections merged with its [listener]; not a site:
+ * a Host that came with a refused head is not to be trusted); the
+ * error-page handler (keel_http_error_handler_set) and the response head
+ * filters run as for any error the core answers, then the sink gets the
+ * response as for any exchange, done included, inside this call or later
+ * (a page read from a file). The head may be empty (no method, target or
+ * field: what the protocol could not read); the request's path is then
+ * "/", and keel_request_target stays empty (a request's never is: an
+ * access log tells a refused head by it, though an error page's internal
+ * redirect makes the method GET). Whether the connection stays is the protocol's (HTTP/1.1 closes
+ * it: where the next message starts is unknown). Once per request, in
+ * place of keel_http_request_dispatch. KEEL_OK; KEEL_ERR_INVAL for a NULL
+ * req or a status outside 400..599 (nothing was sent: the request is
+ * still the protocol's to dispatch or abort). Worker thread of the
+ * request. */
+KEEL_FN(int, http_request_refuse, (keel_request *req, int status), (req, status))
 #endif /* KEEL__WANT(8) */

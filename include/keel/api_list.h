@@ -1465,7 +1465,7 @@ KEEL_VFN(tunnel_eof, (keel_conn * conn), (conn))
  * host[0..host_len) (a name as SNI carries it, or a Host value: a port and
  * a trailing dot are ignored), chosen as a request's site is: the exact
  * name, then the longest wildcard, then the default site
- * (docs/configuration.md, "Sites"); the site's own struct, merged over its
+ * (docs/configuration.md, "Scopes"); the site's own struct, merged over its
  * listener's and the global one, never a path prefix's. NULL when no site
  * takes the name and [keel] unknown_host answers a status instead. The
  * module's global struct (keel_module_config) when the config has no scope

@@ -254,6 +254,21 @@ const void *keel_request_config(keel_request *req, keel_module *module)
     return module->config.conf;
 }
 
+const void *keel_conn_site_config(keel_conn *conn, keel_module *module, const char *host,
+                                  size_t host_len)
+{
+    if (conn == NULL || module == NULL)
+        return NULL;
+    const kl_listen_spec *spec = conn->origin->spec;
+    const kl_host *h = kl_conn_worker(conn)->host;
+    if (spec == NULL || h->scopes == NULL)
+        return module->config.conf;
+    int status = 0;
+    const kl_site_scope *site = kl_scopes_site(h->scopes, (size_t)(spec - h->settings.listen),
+                                               (keel_str){host, host ? host_len : 0}, &status);
+    return site != NULL ? kl_scopes_site_own(site)->confs[module->index] : NULL;
+}
+
 /* The handler (or a filter) answers later (a body to read, an upstream,
  * a timer): the client may leave before it does, so the request keeps
  * what it may still ask of the connection. A file being sent needs
@@ -316,6 +331,23 @@ void keel_http_request_dispatch(keel_request *req)
         run_filters_from(req, 0);
     }
     kl_request_unref(req);
+}
+
+int keel_http_request_refuse(keel_request *req, int status)
+{
+    if (req == NULL || status < 400 || status > 599)
+        return KEEL_ERR_INVAL;
+    kl_request_ref(req);
+    if (req->path.ptr == NULL)
+        req->path = (keel_str){"/", 1};
+    const kl_listen_spec *spec = req->conn->origin->spec;
+    const kl_host *h = req->worker->host;
+    if (spec != NULL && h->scopes != NULL)
+        req->scope = kl_scopes_listener(h->scopes, (size_t)(spec - h->settings.listen));
+    answer_error(req, status);
+    finish_dispatch(req);
+    kl_request_unref(req);
+    return KEEL_OK;
 }
 
 /* ---- internal redirects (ABI 1.8) -------------------------------------- */

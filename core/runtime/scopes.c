@@ -504,6 +504,16 @@ const kl_scope *kl_scopes_path(const kl_site_scope *site, keel_str path)
     return &site->scope;
 }
 
+const kl_scope *kl_scopes_listener(const kl_scopes *s, size_t listener)
+{
+    return &s->listeners[listener].implicit.scope;
+}
+
+const kl_scope *kl_scopes_site_own(const kl_site_scope *site)
+{
+    return &site->scope;
+}
+
 static int site_each(const site_scope *site, size_t index, int (*fn)(const void *, void *),
                      void *ud)
 {

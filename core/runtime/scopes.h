@@ -65,6 +65,13 @@ const kl_site_scope *kl_scopes_site(const kl_scopes *scopes, size_t listener, ke
  * prefix that matches, else the site's own. */
 const kl_scope *kl_scopes_path(const kl_site_scope *site, keel_str path);
 
+/* A listener's own scope (global merged with its [listener]), for what
+ * is answered before a site is known. */
+const kl_scope *kl_scopes_listener(const kl_scopes *scopes, size_t listener);
+
+/* The site's own scope, whatever the path (TLS chooses by site alone). */
+const kl_scope *kl_scopes_site_own(const kl_site_scope *site);
+
 /* Calls fn with module `index`'s struct in every scope (a struct may come
  * more than once); stops at the first error and returns it. */
 int kl_scopes_each(const kl_scopes *scopes, size_t index, int (*fn)(const void *conf, void *ud),

@@ -76,6 +76,36 @@ int keel_config_value_error(keel_module *m, const char *value, const char *messa
     return KEEL_ERR_CONFIG;
 }
 
+/* path resolved beside the file holding v, into buf. */
+static int resolve_into(keel_module *m, const kl_config_value *v, const char *path, char *buf,
+                        size_t size)
+{
+    char *resolved = kl_config_resolve(m->server->config, v, path);
+    if (resolved == NULL)
+        return KEEL_ERR_NOMEM;
+    int n = snprintf(buf, size, "%s", resolved);
+    free(resolved);
+    return n >= 0 && (size_t)n < size ? KEEL_OK : KEEL_ERR_INVAL;
+}
+
+int keel_config_value_path(keel_module *m, const char *value, const char *path, char *buf,
+                           size_t size)
+{
+    if (buf == NULL || size == 0 || path == NULL)
+        return KEEL_ERR_INVAL;
+    char name[256];
+    kl_config_section *sec = NULL;
+    const kl_config_value *v = m->desc.config == NULL || value == NULL
+                                   ? NULL
+                                   : kl_schema_find_value(m->desc.config, m->server->config,
+                                                          m->name, value, &sec, name, sizeof name);
+    if (v == NULL) {
+        int n = snprintf(buf, size, "%s", path);
+        return n >= 0 && (size_t)n < size ? KEEL_ERR_NOTFOUND : KEEL_ERR_INVAL;
+    }
+    return resolve_into(m, v, path, buf, size);
+}
+
 /* The single value of a key, or NULL; duplicates are reported. */
 static int single_value(keel_module *m, const char *key, const kl_config_value **v)
 {
@@ -183,12 +213,7 @@ int keel_config_path(keel_module *m, const char *key, size_t index, const char *
     const kl_config_value *v = m->section ? kl_config_get(m->section, key, index) : NULL;
     if (v == NULL || path == NULL)
         return KEEL_ERR_NOTFOUND;
-    char *resolved = kl_config_resolve(m->server->config, v, path);
-    if (resolved == NULL)
-        return KEEL_ERR_NOMEM;
-    int n = snprintf(buf, size, "%s", resolved);
-    free(resolved);
-    return n >= 0 && (size_t)n < size ? KEEL_OK : KEEL_ERR_INVAL;
+    return resolve_into(m, v, path, buf, size);
 }
 
 int keel_config_errorv(keel_module *m, const char *key, const char *fmt, va_list ap)

@@ -1567,4 +1567,67 @@ KEEL_FN(const char *, connect_error_detail, (keel_worker * worker), (worker))
  * than passing a larger max. Nothing can fail. Worker thread of the
  * request, from the first filter until it is released. */
 KEEL_FN(uint64_t, request_body_limit, (keel_request * req), (req))
+
+/* ---- Sites by name outside a request (ABI 1.8) ------------------------------
+ * For what is chosen per site before a request exists: the certificate a
+ * TLS handshake serves for the name its client asked for (SNI, RFC 6066
+ * 3), nginx's server block chosen by server_name for ssl_certificate. */
+
+/* The module's config struct for the site that conn's listener serves for
+ * host[0..host_len) (a name as SNI carries it, or a Host value: a port and
+ * a trailing dot are ignored), chosen as a request's site is: the exact
+ * name, then the longest wildcard, then the default site
+ * (docs/configuration.md, "Scopes"); the site's own struct, merged over its
+ * listener's and the global one, never a path prefix's. NULL when no site
+ * takes the name and [keel] unknown_host answers a status instead. The
+ * module's global struct (keel_module_config) when the config has no scope
+ * section or conn was not accepted on a listener (an outbound connection,
+ * a tunnel). The struct lives until the module is unloaded; nothing is
+ * allocated. NULL for a NULL conn or module. Worker thread of the
+ * connection, from its transport's or protocol's callbacks. */
+KEEL_FN(const void *, conn_site_config,
+        (keel_conn *conn, keel_module *module, const char *host, size_t host_len),
+        (conn, module, host, host_len))
+
+/* Resolves `path`, a file name the module read from `value` (a string a
+ * struct of the module holds: a string key's field or a list item, from
+ * its own section or any scope), as keel_config_path does for its own
+ * section: relative to the folder of the config file holding the line
+ * that wrote value, unchanged if absolute or if the line came from --set
+ * or a config held in memory. Writes the result to buf (NUL-terminated).
+ * KEEL_OK; KEEL_ERR_NOTFOUND if value is not one of the config's values
+ * (path is then copied unchanged when it fits); KEEL_ERR_INVAL if buf is
+ * NULL or too small; KEEL_ERR_NOMEM. Main thread, from load or a
+ * keel_module_config_scopes call. */
+KEEL_FN(int, config_value_path,
+        (keel_module *module, const char *value, const char *path, char *buf, size_t size),
+        (module, value, path, buf, size))
+
+/* ---- HTTP: a protocol's own errors through the exchange (ABI 1.8) ----------
+ * For the answers a protocol makes before a request exists (a malformed
+ * or oversized head, a head that came too slowly: HTTP/1.1's 400, 408,
+ * 414, 431, 413 on a declared length, 505; HTTP/2's 431 and 413), so that
+ * the configured response fields (the headers module with `always`) and
+ * error pages (the errors module) apply to them too, as nginx's
+ * add_header ... always and error_page do. */
+
+/* Answers req, which the protocol started (keel_http_request_start) for a
+ * message it refuses, with status (400..599) instead of dispatching it:
+ * no request filter, router or handler runs; the request's scope is its
+ * listener's (the global sections merged with its [listener]; not a site:
+ * a Host that came with a refused head is not to be trusted); the
+ * error-page handler (keel_http_error_handler_set) and the response head
+ * filters run as for any error the core answers, then the sink gets the
+ * response as for any exchange, done included, inside this call or later
+ * (a page read from a file). The head may be empty (no method, target or
+ * field: what the protocol could not read); the request's path is then
+ * "/", and keel_request_target stays empty (a request's never is: an
+ * access log tells a refused head by it, though an error page's internal
+ * redirect makes the method GET). Whether the connection stays is the protocol's (HTTP/1.1 closes
+ * it: where the next message starts is unknown). Once per request, in
+ * place of keel_http_request_dispatch. KEEL_OK; KEEL_ERR_INVAL for a NULL
+ * req or a status outside 400..599 (nothing was sent: the request is
+ * still the protocol's to dispatch or abort). Worker thread of the
+ * request. */
+KEEL_FN(int, http_request_refuse, (keel_request *req, int status), (req, status))
 #endif /* KEEL__WANT(8) */

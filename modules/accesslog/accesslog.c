@@ -258,11 +258,18 @@ static void put_var(line *l, enum var var, const char *name, keel_request *req, 
         keel_str method = keel_request_method(req), target = keel_request_target(req);
         if (l->json)
             put(l, "\"", 1);
-        put_escaped(l, method.ptr, method.len);
-        put(l, " ", 1);
-        put_escaped(l, target.ptr, target.len);
-        snprintf(text, sizeof text, " HTTP/%d.%d", version / 10, version % 10);
-        puts_(l, text);
+        if (target.len == 0) {
+            /* A head the protocol refused (keel_http_request_refuse:
+             * its target is empty, a request's never is; an error page
+             * made its method GET): nothing of it is trusted, "-". */
+            put(l, "-", 1);
+        } else {
+            put_escaped(l, method.ptr, method.len);
+            put(l, " ", 1);
+            put_escaped(l, target.ptr, target.len);
+            snprintf(text, sizeof text, " HTTP/%d.%d", version / 10, version % 10);
+            puts_(l, text);
+        }
         if (l->json)
             put(l, "\"", 1);
         break;

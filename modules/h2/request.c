@@ -489,13 +489,36 @@ void h2_stream_trailers_done(h2_stream *s)
     h2_stream_remote_end(s);
 }
 
+/* A head refused before its request exists (431 over max_header_list,
+ * 413 over max_body by its content-length) is answered through the core
+ * (keel_http_request_refuse), as http1's are, so that the listener's
+ * `always` fields and the error pages apply to it too; the stream ends,
+ * the connection stays. Nothing of the head is handed over (a head too
+ * large was not even kept), and its DATA is nobody's (bad). */
+static void stream_refuse(h2_stream *s, int status)
+{
+    s->method = (keel_str){"", 0}; /* HEAD or not: read by the sink */
+    s->head = (keel_http_head){
+        .size = sizeof(keel_http_head), .method = {"", 0}, .target = {"", 0}, .version = 20};
+    s->bad = 1;
+    s->req = keel_http_request_start(s->c->conn, &h2_sink, s, &s->head);
+    if (s->req == NULL) {
+        h2_stream_answer(s, status);
+        return;
+    }
+    s->exchange = 1;
+    s->busy++;
+    keel_http_request_refuse(s->req, status);
+    s->busy--;
+}
+
 void h2_stream_headers_done(h2_stream *s)
 {
     h2_conn *c = s->c;
     const h2_config *cfg = c->w->cfg;
     if (s->too_large) {
         count_limit(c, H2_LIMIT_HEADER_LIST);
-        h2_stream_answer(s, 431); /* RFC 9113 10.5.1 */
+        stream_refuse(s, 431); /* RFC 9113 10.5.1 */
         return;
     }
     for (size_t i = 0; i < s->nfields; i++) {
@@ -568,7 +591,7 @@ void h2_stream_headers_done(h2_stream *s)
     }
     if (s->content_length > 0 && (uint64_t)s->content_length > cfg->max_body) {
         count_limit(c, H2_LIMIT_BODY);
-        h2_stream_answer(s, 413);
+        stream_refuse(s, 413);
         return;
     }
     s->head = (keel_http_head){

@@ -1,5 +1,6 @@
-/* errors.c — the responses the module sends on its own: malformed or
- * oversized requests, timeouts, unsupported features.
+/* errors.c — the responses to malformed or oversized requests, timeouts,
+ * unsupported features: through the core when no request exists yet (its
+ * filters and error pages apply), else written here.
  *
  * Every one ends the connection (Connection: close): once a request is
  * refused at this level, the position of the next request in the stream is
@@ -42,9 +43,46 @@ static size_t error_response(h1_conn *c, int status, char *p0)
     return (size_t)(p - p0);
 }
 
+/* A head refused before a request existed (400, 408, 414, 431, 413 on a
+ * declared length, 505...) is answered through the core
+ * (keel_http_request_refuse), so that the listener's configured fields
+ * (the headers module's `always`) and error pages apply to it, as nginx's
+ * add_header ... always and error_page do to its own 400s. The request
+ * is started on an empty head: nothing of the refused one is trusted.
+ * Returns 0 once the core took the answer over; the connection closes
+ * after it (where the next message starts is unknown). -1: answer here. */
+static int refuse_through_core(h1_conn *c, int status)
+{
+    static const keel_http_head empty = {
+        .size = sizeof(keel_http_head), .method = {"", 0}, .target = {"", 0}, .version = 11};
+    if (c->exch == NULL || c->exch_state != H1_EXCH_NONE || c->head_sent || status < 400)
+        return -1;
+    c->close_after = 1;
+    c->read_state = H1_READ_DONE; /* nothing more is read */
+    c->is_head = c->version10 = 0;
+    c->expect_continue = c->continue_sent = 0;
+    c->exch_state = H1_EXCH_ACTIVE;
+    keel_request *req = keel_http_request_start(c->conn, &h1_sink, c, &empty);
+    if (req == NULL) {
+        c->exch_state = H1_EXCH_NONE;
+        return -1;
+    }
+    c->exch->req = req;
+    keel_log(c->w->module, KEEL_LOG_DEBUG, "connection %llu: %d through the core, closing",
+             (unsigned long long)keel_conn_id(c->conn), status);
+    keel_http_request_refuse(req, status);
+    /* Answered at once from inside h1_process: done came while the loop
+     * ran, which then leaves without closing (the head failed). */
+    if (c->exch_state != H1_EXCH_ACTIVE)
+        h1_close(c);
+    return 0;
+}
+
 void h1_fail(h1_conn *c, int status)
 {
     if (c->closing)
+        return;
+    if (refuse_through_core(c, status) == 0)
         return;
     /* The core must not call the sink any more: it is told first. */
     h1_exchange_abort(c);

@@ -51,8 +51,11 @@ int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng)
         kt_cert *c = &kt_cfg.certs.v[0];
         if (mbedtls_ssl_conf_own_cert(conf, &c->chain, &c->key) != 0)
             return KEEL_ERR_NOMEM;
-        mbedtls_ssl_conf_sni(conf, kt_certs_sni, &kt_cfg.certs);
     }
+    /* Sites' own certificates are chosen by SNI alone: a client that
+     * names no server gets [tls]'s default, or no handshake without one. */
+    if (kt_cfg.certs.n > 0 || kt_cfg.nsites > 0)
+        mbedtls_ssl_conf_sni(conf, kt_certs_sni, &kt_cfg.certs);
     kt_tickets_conf(kt_cfg.tickets, conf);
     if (kt_cfg.verify_client != KT_VERIFY_OFF) {
         mbedtls_ssl_conf_authmode(conf, kt_cfg.verify_client == KT_VERIFY_REQUIRED

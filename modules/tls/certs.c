@@ -12,6 +12,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -280,61 +281,73 @@ static size_t split_words(char *s, char **words, size_t max)
     return n;
 }
 
-static int load_one(keel_module *m, size_t index, kt_cert *c,
+/* Reports a bad `cert` value with the FILE:LINE that wrote it, in the
+ * [tls] section or a scope. */
+static int cert_error(keel_module *m, const char *value, const char *fmt, ...)
+{
+    char why[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return keel_config_value_error(m, value, why);
+}
+
+static int load_one(keel_module *m, const char *value, kt_cert *c,
                     int (*rng)(void *, unsigned char *, size_t), void *rng_ctx)
 {
-    const char *value = NULL;
-    if (keel_config_string_at(m, "cert", index, &value) != KEEL_OK || value == NULL)
-        return keel_config_error(m, "cert", "missing value");
+    if (value == NULL)
+        return cert_error(m, value, "cert: missing value");
     char copy[4096];
     if (strlen(value) >= sizeof copy)
-        return keel_config_error(m, "cert", "value too long");
+        return cert_error(m, value, "value too long");
     strcpy(copy, value);
     char *words[3];
     size_t n = split_words(copy, words, 3);
     const char *pass = NULL;
     if (n == 3) {
         if (strncmp(words[2], "passphrase=", 11) != 0)
-            return keel_config_error(
-                m, "cert", "expected CHAIN.pem KEY.pem [passphrase=...], got '%s'", words[2]);
+            return cert_error(m, value, "expected CHAIN.pem KEY.pem [passphrase=...], got '%s'",
+                              words[2]);
         pass = words[2] + 11;
     }
     if (n < 2 || n > 3)
-        return keel_config_error(m, "cert", "expected CHAIN.pem KEY.pem [passphrase=...]");
+        return cert_error(m, value, "expected CHAIN.pem KEY.pem [passphrase=...]");
 
+    /* Each file is relative to the config file that holds the line, in
+     * a scope as in [tls]. */
     char chain_path[1024], key_path[1024], why[160];
-    if (keel_config_path(m, "cert", index, words[0], chain_path, sizeof chain_path) != KEEL_OK ||
-        keel_config_path(m, "cert", index, words[1], key_path, sizeof key_path) != KEEL_OK)
-        return keel_config_error(m, "cert", "path too long");
+    if (keel_config_value_path(m, value, words[0], chain_path, sizeof chain_path) ==
+            KEEL_ERR_INVAL ||
+        keel_config_value_path(m, value, words[1], key_path, sizeof key_path) == KEEL_ERR_INVAL)
+        return cert_error(m, value, "path too long");
 
     int err = 0, rc;
     size_t len = 0;
     unsigned char *buf = read_file(chain_path, &len, &err);
     if (buf == NULL)
-        return keel_config_error(m, "cert", "cannot read %s: %s", chain_path, strerror(err));
+        return cert_error(m, value, "cannot read %s: %s", chain_path, strerror(err));
     rc = mbedtls_x509_crt_parse(&c->chain, buf, len);
     free_file(buf, len);
     if (rc != 0) {
         if (rc > 0)
-            return keel_config_error(m, "cert", "%s: %d certificate(s) do not parse", chain_path,
-                                     rc);
-        return keel_config_error(m, "cert", "%s: not a certificate chain (%s)", chain_path,
-                                 mbed_reason(rc, why, sizeof why));
+            return cert_error(m, value, "%s: %d certificate(s) do not parse", chain_path, rc);
+        return cert_error(m, value, "%s: not a certificate chain (%s)", chain_path,
+                          mbed_reason(rc, why, sizeof why));
     }
 
     buf = read_file(key_path, &len, &err);
     if (buf == NULL)
-        return keel_config_error(m, "cert", "cannot read %s: %s", key_path, strerror(err));
+        return cert_error(m, value, "cannot read %s: %s", key_path, strerror(err));
     rc = kt_pk_parse_key(&c->key, buf, len, pass, rng, rng_ctx);
     free_file(buf, len);
     if (rc != 0)
-        return keel_config_error(m, "cert", "%s: not a usable private key (%s)", key_path,
-                                 mbed_reason(rc, why, sizeof why));
+        return cert_error(m, value, "%s: not a usable private key (%s)", key_path,
+                          mbed_reason(rc, why, sizeof why));
     /* The leaf (the chain's first certificate) must carry this key. */
     rc = kt_pk_check_pair(&c->chain.pk, &c->key, rng, rng_ctx);
     if (rc != 0)
-        return keel_config_error(m, "cert", "%s does not match the key in %s", chain_path,
-                                 key_path);
+        return cert_error(m, value, "%s does not match the key in %s", chain_path, key_path);
     if ((rc = collect_names(c)) != KEEL_OK)
         return rc;
     if (c->nnames == 0)
@@ -346,10 +359,10 @@ static int load_one(keel_module *m, size_t index, kt_cert *c,
     return keel_module_worker_count(m) > 1 ? keylock_wrap(c) : KEEL_OK;
 }
 
-int kt_certs_load(keel_module *m, kt_certs *certs, int (*rng)(void *, unsigned char *, size_t),
-                  void *rng_ctx)
+int kt_certs_load(keel_module *m, const keel_config_list *lines, kt_certs *certs,
+                  int (*rng)(void *, unsigned char *, size_t), void *rng_ctx)
 {
-    size_t n = keel_config_count(m, "cert");
+    size_t n = lines->count;
     memset(certs, 0, sizeof *certs);
     if (n == 0)
         return KEEL_OK;
@@ -361,7 +374,7 @@ int kt_certs_load(keel_module *m, kt_certs *certs, int (*rng)(void *, unsigned c
         mbedtls_x509_crt_init(&c->chain);
         mbedtls_pk_init(&c->key);
         certs->n = i + 1;
-        int rc = load_one(m, i, c, rng, rng_ctx);
+        int rc = load_one(m, lines->items[i], c, rng, rng_ctx);
         if (rc != KEEL_OK) {
             kt_certs_free(certs);
             return rc;
@@ -409,6 +422,24 @@ int kt_ca_load(keel_module *m, const char *key, const char *path, mbedtls_x509_c
 
 /* ---- SNI ------------------------------------------------------------------------- */
 
+/* Installs every certificate of a list: mbedTLS picks among them by the
+ * suite negotiated (an RSA and an ECDSA one for the same names). */
+static int install(mbedtls_ssl_context *ssl, const kt_certs *certs, const char *name, size_t len)
+{
+    for (size_t i = 0; i < certs->n; i++) {
+        const kt_cert *c = &certs->v[i];
+        for (size_t k = 0; k < c->nnames || (name == NULL && k == 0); k++) {
+            if (name == NULL || kt_name_matches(c->names[k], name, len)) {
+                if (mbedtls_ssl_set_hs_own_cert(ssl, (mbedtls_x509_crt *)&c->chain,
+                                                (mbedtls_pk_context *)&c->key) != 0)
+                    return -1;
+                break;
+            }
+        }
+    }
+    return 0;
+}
+
 int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, size_t len)
 {
     const kt_certs *certs = p;
@@ -420,20 +451,17 @@ int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, s
             s->server_name[len] = '\0';
         }
     }
-    for (size_t i = 0; i < certs->n; i++) {
-        const kt_cert *c = &certs->v[i];
-        for (size_t k = 0; k < c->nnames; k++) {
-            if (kt_name_matches(c->names[k], (const char *)name, len)) {
-                /* Several certificates may carry the name (RSA and ECDSA):
-                 * mbedTLS picks among them by the suite negotiated. */
-                if (mbedtls_ssl_set_hs_own_cert(ssl, (mbedtls_x509_crt *)&c->chain,
-                                                (mbedtls_pk_context *)&c->key) != 0)
-                    return -1;
-                break;
-            }
-        }
-    }
-    /* No certificate carries it: the default serves (RFC 6066 3 lets the
-     * server continue without an unrecognized_name alert). */
-    return 0;
+    /* The site the name chooses, as a Host would choose it (exact, then
+     * wildcard, then the default site): its own `tls.cert` lines, all of
+     * them, whatever names they carry (nginx's ssl_certificate in the
+     * server block server_name chose). */
+    const kt_section *site = keel_conn_site_config(s->conn, kt_self, (const char *)name, len);
+    const kt_certs *own = site != NULL ? kt_site_certs(site) : NULL;
+    if (own != NULL)
+        return install(ssl, own, NULL, 0);
+    /* A site without its own: the [tls] list, each certificate that
+     * carries the name; none does: the default (the first) serves (RFC
+     * 6066 3 lets the server continue without an unrecognized_name
+     * alert). */
+    return install(ssl, certs, (const char *)name, len);
 }

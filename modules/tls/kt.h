@@ -45,18 +45,30 @@ typedef struct kt_certs {
     size_t n;
 } kt_certs;
 
-/* Reads every `cert` line; KEEL_ERR_CONFIG (logged, naming the file) on
- * any failure. rng is for mbedTLS 3.x's key checks (load thread only). */
-int kt_certs_load(keel_module *m, kt_certs *certs, int (*rng)(void *, unsigned char *, size_t),
-                  void *rng_ctx);
+/* The [tls] section and each scope's merged struct (keel/config.h). */
+typedef struct kt_section {
+    keel_config_list cert;
+    const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
+    const char *alpn, *client_alpn, *ca;
+    uint64_t handshake_timeout_ms, ticket_lifetime_ms;
+    int session_tickets, client_verify;
+} kt_section;
+
+/* Reads every `cert` line of a list ([tls]'s or a scope's);
+ * KEEL_ERR_CONFIG (logged with the line's FILE:LINE, naming the file) on
+ * any failure. rng is for mbedTLS 3.x's key checks (main thread only). */
+int kt_certs_load(keel_module *m, const keel_config_list *lines, kt_certs *certs,
+                  int (*rng)(void *, unsigned char *, size_t), void *rng_ctx);
 void kt_certs_free(kt_certs *certs);
 /* A CA bundle (PEM or DER, one file). KEEL_ERR_CONFIG naming key and file. */
 int kt_ca_load(keel_module *m, const char *key, const char *path, mbedtls_x509_crt *ca);
 /* 1 if `name` (from SNI) matches pattern (an exact name or "*.rest": one
  * label), case-insensitively. */
 int kt_name_matches(const char *pattern, const char *name, size_t len);
-/* The SNI callback (RFC 6066 3): installs the certificates carrying the
- * name; none match: the default (the first) stays. */
+/* The SNI callback (RFC 6066 3): the certificates of the site the name
+ * chooses (keel_conn_site_config) when it has its own `tls.cert` lines,
+ * else those of [tls] carrying the name; none: the default (the first of
+ * [tls]) stays. */
 int kt_certs_sni(void *certs, mbedtls_ssl_context *ssl, const unsigned char *name, size_t len);
 
 /* ---- rng.c ------------------------------------------------------------------ */
@@ -87,8 +99,17 @@ void kt_note_ticket_accepted(void);
 
 enum { KT_VERIFY_OFF = 0, KT_VERIFY_OPTIONAL = 1, KT_VERIFY_REQUIRED = 2 };
 
+/* A scope's own `tls.cert` list, loaded once (scopes that inherit it
+ * share its items pointer). */
+typedef struct kt_site_list {
+    const char *const *items;
+    kt_certs certs;
+} kt_site_list;
+
 typedef struct kt_settings {
     kt_certs certs;
+    kt_site_list *sites; /* sorted by items pointer */
+    size_t nsites;
     int min_version, max_version; /* 2 = TLS 1.2, 3 = TLS 1.3 */
     int *ciphers;                 /* 0-terminated; NULL: kt_default_ciphers */
     /* Key-exchange groups in order of preference (RFC 8446 4.2.7, RFC 8422
@@ -97,6 +118,7 @@ typedef struct kt_settings {
     uint16_t groups[8];             /* the same as TLS ids (3.x), 0-terminated */
     uint64_t handshake_timeout_ms;
     int tickets_on;
+    uint32_t ticket_lifetime_s;
     kt_tickets *tickets;
     int verify_client;
     mbedtls_x509_crt client_ca; /* verify_client != off */
@@ -132,6 +154,9 @@ typedef struct kt_worker {
 } kt_worker;
 
 extern keel_module *kt_self;
+/* The certificates a scope's struct carries of its own, or NULL when it
+ * inherits [tls]'s (any thread, read-only after load). */
+const kt_certs *kt_site_certs(const kt_section *scope);
 extern kt_settings kt_cfg;
 /* The cipher suites configured, 0-terminated (the defaults if none). */
 const int *kt_ciphers(void);

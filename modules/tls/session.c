@@ -298,8 +298,9 @@ static int on_open(keel_conn *conn)
     kt_worker *w = kt_worker_of(conn);
     const char *host = keel_conn_remote_host(conn);
     int client = host != NULL;
-    if (!client && kt_cfg.certs.n == 0) {
-        keel_log(kt_self, KEEL_LOG_ERROR, "a tls listener needs [tls] cert = CHAIN.pem KEY.pem");
+    if (!client && kt_cfg.certs.n == 0 && kt_cfg.nsites == 0) {
+        keel_log(kt_self, KEEL_LOG_ERROR,
+                 "a tls listener needs [tls] cert = CHAIN.pem KEY.pem (or a site's tls.cert)");
         return KEEL_ERR_CONFIG;
     }
     const char *offer = client ? kt_cfg.client_alpn : keel_conn_listener_option(conn, "alpn");

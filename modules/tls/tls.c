@@ -164,17 +164,12 @@ static int parse_curves(keel_module *m, const char *value)
  * cannot say, with its own messages: versions, suites and curves this
  * mbedTLS has, CA files; certs.c reads each `cert` line word by word, each
  * file relative to the config file that names it. */
-typedef struct kt_section {
-    keel_config_list cert;
-    const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
-    const char *alpn, *client_alpn, *ca;
-    uint64_t handshake_timeout_ms, ticket_lifetime_ms;
-    int session_tickets, client_verify;
-} kt_section;
 
 static const keel_config_key kt_keys[] = {
     KEEL_KEY(kt_section, cert, "cert", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
-             .doc = "CHAIN.pem KEY.pem [passphrase=...]: a certificate; several are chosen by SNI"),
+             .scopes = KEEL_SCOPE_GLOBAL | KEEL_SCOPE_LISTENER | KEEL_SCOPE_SITE,
+             .doc = "CHAIN.pem KEY.pem [passphrase=...]: a certificate; several are chosen by "
+                    "SNI; in a [site] the site's own, served to the names that choose it"),
     KEEL_KEY(kt_section, min_version, "min_version", KEEL_CONFIG_STRING, .def = "1.2",
              .doc = "lowest TLS version: 1.2 or 1.3"),
     KEEL_KEY(kt_section, max_version, "max_version", KEEL_CONFIG_STRING,
@@ -204,6 +199,17 @@ static const keel_config_key kt_keys[] = {
              .doc = "PEM file of the CAs outbound connections trust; empty: the system's; none"),
 };
 KEEL_CONFIG_SCHEMA(kt_schema, kt_section, kt_keys);
+
+/* Session tickets, once some certificate serves. */
+static int start_tickets(keel_module *m)
+{
+    if (!kt_cfg.tickets_on || kt_cfg.tickets != NULL)
+        return KEEL_OK;
+    kt_cfg.tickets = kt_tickets_new(kt_cfg.ticket_lifetime_s);
+    if (kt_cfg.tickets == NULL && KT_HAVE_TICKETS)
+        return keel_config_error(m, "session_tickets", "cannot set up ticket keys");
+    return KEEL_OK;
+}
 
 static int read_config(keel_module *m, kt_rng *rng)
 {
@@ -290,14 +296,63 @@ static int read_config(keel_module *m, kt_rng *rng)
     if (!kt_cfg.have_ca)
         mbedtls_x509_crt_free(&kt_cfg.ca);
 
-    if ((rc = kt_certs_load(m, &kt_cfg.certs, kt_rng_random, rng)) != KEEL_OK)
+    if ((rc = kt_certs_load(m, &sec->cert, &kt_cfg.certs, kt_rng_random, rng)) != KEEL_OK)
         return rc;
-    if (kt_cfg.tickets_on && kt_cfg.certs.n > 0) {
-        kt_cfg.tickets = kt_tickets_new((uint32_t)(lifetime / 1000));
-        if (kt_cfg.tickets == NULL && KT_HAVE_TICKETS)
-            return keel_config_error(m, "session_tickets", "cannot set up ticket keys");
+    kt_cfg.ticket_lifetime_s = (uint32_t)(lifetime / 1000);
+    return kt_cfg.certs.n > 0 ? start_tickets(m) : KEEL_OK;
+}
+
+/* ---- certificates per site ------------------------------------------------------ */
+
+static size_t site_at(const char *const *items)
+{
+    size_t lo = 0, hi = kt_cfg.nsites;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)kt_cfg.sites[mid].items < (uintptr_t)items)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    return KEEL_OK;
+    return lo;
+}
+
+const kt_certs *kt_site_certs(const kt_section *scope)
+{
+    size_t at = site_at(scope->cert.items);
+    return at < kt_cfg.nsites && kt_cfg.sites[at].items == scope->cert.items
+               ? &kt_cfg.sites[at].certs
+               : NULL;
+}
+
+/* keel_module_config_scopes: a scope that writes `tls.cert` has its own
+ * list (the scopes inheriting it share the items pointer): read once, its
+ * errors reported with the line that wrote them. */
+static int scope_add(keel_module *m, const void *confp, void *ud)
+{
+    (void)ud;
+    const kt_section *scope = confp;
+    const kt_section *global = keel_module_config(m);
+    if (scope->cert.count == 0 || scope->cert.items == global->cert.items ||
+        kt_site_certs(scope) != NULL)
+        return KEEL_OK;
+    kt_site_list *grown = realloc(kt_cfg.sites, (kt_cfg.nsites + 1) * sizeof *grown);
+    if (grown == NULL)
+        return KEEL_ERR_NOMEM;
+    kt_cfg.sites = grown;
+    kt_site_list list = {scope->cert.items, {NULL, 0}};
+    kt_rng rng;
+    if (kt_rng_init(&rng, "load", 0) != KEEL_OK)
+        return KEEL_ERR_IO;
+    int rc = kt_certs_load(m, &scope->cert, &list.certs, kt_rng_random, &rng);
+    kt_rng_free(&rng);
+    if (rc != KEEL_OK)
+        return rc;
+    size_t at = site_at(list.items);
+    memmove(&kt_cfg.sites[at + 1], &kt_cfg.sites[at], (kt_cfg.nsites - at) * sizeof *kt_cfg.sites);
+    kt_cfg.sites[at] = list;
+    kt_cfg.nsites++;
+    return kt_cfg.tickets == NULL ? start_tickets(m) : KEEL_OK;
 }
 
 /* ---- metrics ------------------------------------------------------------------- */
@@ -336,6 +391,9 @@ static int register_metrics(keel_module *m)
 static void release_all(void)
 {
     kt_certs_free(&kt_cfg.certs);
+    for (size_t i = 0; i < kt_cfg.nsites; i++)
+        kt_certs_free(&kt_cfg.sites[i].certs);
+    free(kt_cfg.sites);
     if (kt_cfg.have_client_ca)
         mbedtls_x509_crt_free(&kt_cfg.client_ca);
     if (kt_cfg.have_ca)
@@ -398,8 +456,9 @@ static int tls_load(keel_module *m)
     }
     kt_rng_free(&rng);
     if (rc == KEEL_OK && (rc = register_metrics(m)) == KEEL_OK &&
-        (rc = keel_transport_register(m, &kt_transport)) == KEEL_OK)
-        rc = kt_service_publish(m);
+        (rc = keel_transport_register(m, &kt_transport)) == KEEL_OK &&
+        (rc = kt_service_publish(m)) == KEEL_OK)
+        rc = keel_module_config_scopes(m, scope_add, NULL);
     if (rc != KEEL_OK) {
         release_all();
         return rc;

@@ -11,14 +11,16 @@ export const deadline = (ms, what) => setTimeout(() => fail("timed out: " + what
 
 // The system's Chromium ($CHROMIUM, else /usr/bin/chromium), headless,
 // driven by the playwright-core installed under modulesDir.
-export async function launch(modulesDir) {
+// extraArgs: more command-line switches (a host resolver rule, a key to
+// trust).
+export async function launch(modulesDir, extraArgs = []) {
   const require = createRequire(path.join(modulesDir || process.cwd(), "node_modules", "x.js"));
   const { chromium } = require("playwright-core");
   return chromium.launch({
     executablePath: process.env.CHROMIUM || "/usr/bin/chromium",
     headless: true,
     // Root (CI) cannot use Chromium's sandbox; /dev/shm is small in containers.
-    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu"],
+    args: ["--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", ...extraArgs],
   });
 }
 

@@ -14,6 +14,9 @@
 #   spa        spa.browser: examples/configs/spa.conf, a single-page app
 #   h2ws       h2.browser_websocket: a wss:// WebSocket over the page's HTTP/2
 #              connection (RFC 8441; tls, h2, websocket, hello, static, stats)
+#   web        web.browser: redirects (HTTP to HTTPS, 301 and 308 with a
+#              POST), the Basic authentication challenge, HSTS, a CORS
+#              preflight across host names (web.mjs)
 # Exits 77 (ctest: skipped) only when node, npm or chromium is missing,
 # saying which Debian package to install.
 set -euo pipefail
@@ -165,8 +168,69 @@ CONF
     scheme=https
     limit=60
     ;;
+web)
+    # What a browser decides about a site (web.mjs): redirects, the Basic
+    # authentication challenge, HSTS, a CORS preflight. Host names mapped
+    # to 127.0.0.1 by Chromium's resolver (HSTS is never noted for an IP
+    # address, RFC 6797 8.1), one certificate for all of them whose key
+    # Chromium is told to trust (--ignore-certificate-errors-spki-list:
+    # the connection then counts as secure, which HSTS requires).
+    for m in tls h2 rewrite headers auth_basic cors static hello accesslog; do
+        [ -e "$modules/mod_$m.so" ] || { echo "SKIP: mod_$m not built"; exit 77; }
+    done
+    "$(dirname "$keel")/keel-cert" "$work/cert.pem" "$work/key.pem" site.test redir.test \
+        api.test 127.0.0.1 >/dev/null
+    WEB_SPKI=$(openssl x509 -in "$work/cert.pem" -pubkey -noout | openssl pkey -pubin -outform der |
+        openssl dgst -sha256 -binary | base64)
+    free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+    port_p=$(free_port) port_s=$(free_port)
+    mkdir -p "$work/www" "$work/private"
+    printf '<!doctype html><html><head><title>web</title><link rel=icon href="data:,"></head><body><p>a page</p></body></html>\n' \
+        >"$work/www/index.html"
+    printf '<!doctype html><html><head><title>private</title><link rel=icon href="data:,"></head><body><p>for members</p></body></html>\n' \
+        >"$work/private/index.html"
+    cat >"$work/keel.conf" <<CONF
+[keel]
+listen = 127.0.0.1:$port_p http1 name=plain
+listen = 127.0.0.1:$port_s http1 tls name=secure
+workers = 1
+modules = tls http1 h2 rewrite headers cors auth_basic static hello accesslog
+module_path = $modules
+[tls]
+cert = $work/cert.pem $work/key.pem
+[static]
+mount = /www $work/www
+mount = /private $work/private
+[headers]
+hsts = max-age=600
+[auth_basic]
+file = members $here/../../examples/configs/api-auth-ratelimit.htpasswd
+realm = keel-members
+[accesslog]
+path = $work/access.log
+[listener plain]
+rewrite.return = 301 https://\$https_host\$request_uri
+rewrite.https_port = $port_s
+[/old301/]
+rewrite.return = 301 /echo
+[/old308/]
+rewrite.return = 308 /echo
+[/private/]
+auth_basic.users = members
+[site api.test]
+cors.origins = https://redir.test:$port_s
+cors.methods = POST
+cors.headers = Content-Type X-Token
+cors.max_age = 0
+CONF
+    start_keel -c "$work/keel.conf"
+    export WEB_SPKI WEB_PLAIN=$port_p WEB_SECURE=$port_s WEB_LOG="$work/access.log"
+    port=$port_s
+    scheme=https
+    limit=120
+    ;;
 *)
-    echo "usage: run.sh dashboard|dashboard-layout|chat|h2|h2ws|cors|spa KEEL_BIN MODULE_DIR OUT_DIR" >&2
+    echo "usage: run.sh dashboard|dashboard-layout|chat|h2|h2ws|cors|spa|web KEEL_BIN MODULE_DIR OUT_DIR" >&2
     exit 2
     ;;
 esac

@@ -4,8 +4,8 @@
 #      text of PATH, and the table's keel column counts PATH's lines;
 #   2. `keel -t` accepts every recipe (ports, the certificate and the
 #      upstream replaced, on loopback);
-#   3. the static site, the sites by Host, the API with auth and limits and
-#      the CORS API are started and asked, with curl, what the recipe
+#   3. the static site, the sites by Host, the HTTPS sites by SNI, the API
+#      with auth and limits and the CORS API are started and asked, with curl, what the recipe
 #      promises.
 # A recipe whose modules are not built (rewrite without PCRE2, auth_basic
 # without crypt_r) is skipped with the reason. Every server started here
@@ -143,6 +143,28 @@ if check "$work/configs/sites.conf" http1 static && start "$work/configs/sites.c
     done
     [ "$(curl -s -H 'Host: example.com' "http://127.0.0.1:$plain/downloads/")" != "" ] ||
         fail "sites: example.com's /downloads listing"
+    stop_last
+fi
+
+# ---- several HTTPS sites, a certificate each ----
+mkdir -p "$work/www/org"
+echo org >"$work/www/org/index.html"
+"$(dirname "$keel")/keel-cert" "$work/configs/example.com.pem" "$work/configs/example.com.key" \
+    example.com www.example.com >/dev/null
+"$(dirname "$keel")/keel-cert" "$work/configs/example.org.pem" "$work/configs/example.org.key" \
+    '*.example.org' >/dev/null
+if check "$work/configs/sites-https.conf" tls http1 h2 static &&
+    start "$work/configs/sites-https.conf" "$secure"; then
+    # NAME CERTIFICATE-THAT-MUST-VERIFY-IT BODY: curl checks the served
+    # certificate against that file alone, over HTTP/2.
+    for triple in example.com:example.com:example.com www.example.com:example.com:example.com \
+        a.example.org:example.org:org localhost:cert:default; do
+        IFS=: read -r name pem body <<<"$triple"
+        got=$(curl -s --http2 --cacert "$work/configs/$pem.pem" -w ' %{http_version}' \
+            --resolve "$name:$secure:127.0.0.1" "https://$name:$secure/") || true
+        [ "$got" = "$body
+ 2" ] || fail "sites-https: $name got '$got', not '$body' over h2 with $pem.pem"
+    done
     stop_last
 fi
 

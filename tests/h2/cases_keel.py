@@ -89,6 +89,26 @@ def body_over_max_while_streaming(env):
 
 
 @case("conformance")
+def refused_heads_carry_always_fields(env):
+    """A head h2 refuses before its request exists (431 over max_header_list,
+    413 over max_body by content-length) goes through the core: [headers]
+    always fields reach it, and the connection goes on."""
+    k = env.start("[h2]\nmax_body = 1k\n[headers]\nalways = on\nadd = X-Frame-Options: DENY\n",
+                  extra="headers")
+    try:
+        c = Conn(k.port())
+        for status, r in (
+                (431, c.get("/", fields=[("x-big", "a" * 40000)])),
+                (413, c.get("/echo", method="POST", fields=[("content-length", "5000")],
+                            end_stream=False))):
+            check(r.status == status, f"status {r.status} reset {r.reset}, want {status}")
+            check(("x-frame-options", "DENY") in r.headers, f"{status}: {r.headers}")
+        check(c.get("/").status == 200, "the connection did not go on")
+    finally:
+        k.stop()
+
+
+@case("conformance")
 def max_requests_goaway(env):
     """[h2] max_requests = 3: the third stream is the last (GOAWAY NO_ERROR
     naming it), all three are answered."""

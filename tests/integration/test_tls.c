@@ -94,12 +94,7 @@ Test(tls, sni_chooses_the_certificate, .timeout = 90, .fini = tt_cleanup)
 Test(tls, rsa_and_ecdsa_certificates_for_one_name, .timeout = 90, .fini = tt_cleanup)
 {
     setup_certs();
-    ht_run_result rr = tt_sh(30000,
-                             "openssl req -x509 -newkey rsa:2048 -nodes -keyout %s -out %s -days 2 "
-                             "-subj /CN=localhost -addext subjectAltName=DNS:localhost",
-                             tt_path("rsa.key"), tt_path("rsa.pem"));
-    cr_assert(rr.status == 0, "openssl req: %s", rr.out);
-    ht_run_free(&rr);
+    tt_make_rsa_cert("rsa", "localhost", "localhost");
     kh_proc *p =
         tt_start(1,
                  "listen = 127.0.0.1:0 http1 tls\nworkers = 2\nmodules = tls http1 hello\n"
@@ -112,20 +107,22 @@ Test(tls, rsa_and_ecdsa_certificates_for_one_name, .timeout = 90, .fini = tt_cle
         {"ECDHE-ECDSA-AES128-GCM-SHA256", "Server public key is 256 bit"},
     };
     for (int i = 0; i < 2; i++) {
-        rr = tt_sh(20000,
-                   "openssl s_client -connect 127.0.0.1:%u -servername localhost -tls1_2 "
-                   "-cipher %s </dev/null",
-                   kh_port(p, 0), cases[i].suite);
+        ht_run_result rr =
+            tt_sh(20000,
+                  "openssl s_client -connect 127.0.0.1:%u -servername localhost -tls1_2 "
+                  "-cipher %s </dev/null",
+                  kh_port(p, 0), cases[i].suite);
         kh_assert(p, strstr(rr.out, cases[i].key) && strstr(rr.out, cases[i].suite), "%s: %s",
                   cases[i].suite, rr.out);
         ht_run_free(&rr);
     }
     /* Many RSA handshakes at once on both workers. */
-    rr = tt_sh(60000,
-               "for i in $(seq 1 24); do curl -sS --max-time 20 --cacert %s --ciphers "
-               "ECDHE-RSA-AES128-GCM-SHA256 --tls-max 1.2 https://localhost:%u/ -o /dev/null "
-               "-w '%%{http_code}\\n' & done; wait",
-               tt_path("rsa.pem"), kh_port(p, 0));
+    ht_run_result rr =
+        tt_sh(60000,
+              "for i in $(seq 1 24); do curl -sS --max-time 20 --cacert %s --ciphers "
+              "ECDHE-RSA-AES128-GCM-SHA256 --tls-max 1.2 https://localhost:%u/ -o /dev/null "
+              "-w '%%{http_code}\\n' & done; wait",
+              tt_path("rsa.pem"), kh_port(p, 0));
     int ok = 0;
     for (const char *q = rr.out; (q = strstr(q, "200")) != NULL; q += 3)
         ok++;

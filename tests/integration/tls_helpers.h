@@ -73,6 +73,23 @@ HT_FN void tt_make_cert(const char *base, ...)
     ht_run_free(&rr);
 }
 
+/* An RSA 2048 certificate DIR/BASE.pem and key DIR/BASE.key with this
+ * CN and one DNS name, by openssl (keel-cert writes ECDSA only). */
+HT_FN void tt_make_rsa_cert(const char *base, const char *cn, const char *dns)
+{
+    char cert[400], key[400], subj[300], san[300];
+    snprintf(cert, sizeof cert, "%s/%s.pem", tt_dir, base);
+    snprintf(key, sizeof key, "%s/%s.key", tt_dir, base);
+    snprintf(subj, sizeof subj, "/CN=%s", cn);
+    snprintf(san, sizeof san, "subjectAltName=DNS:%s", dns);
+    const char *argv[] = {"openssl", "req", "-x509",   "-newkey", "rsa:2048", "-nodes",
+                          "-keyout", key,   "-out",    cert,      "-days",    "2",
+                          "-subj",   subj,  "-addext", san,       NULL};
+    ht_run_result rr = ht_run(argv, 30000);
+    cr_assert(rr.status == 0, "openssl req: %s%s", rr.out, rr.err);
+    ht_run_free(&rr);
+}
+
 /* Runs `sh -c cmd`, collecting stdout and stderr together. */
 HT_FN ht_run_result tt_sh(int timeout_ms, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

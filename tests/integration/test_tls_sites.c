@@ -1,0 +1,153 @@
+/* A site's own certificate (`tls.cert` in [site NAMES]): a handshake
+ * whose SNI names the site gets it, by the rules that choose a request's
+ * site (exact, then the longest wildcard, then [site default]); a site
+ * without one, and a handshake without SNI, get [tls]'s list chosen by
+ * the names its certificates carry, as before. Checked with openssl
+ * s_client's subject and curl --resolve (HTTP/1.1 and h2 by ALPN); keel -t names the scope's line
+ * for a bad file and reads a relative one beside the config. Every byte stays on 127.0.0.1. */
+#define _GNU_SOURCE
+#include "test_http.h"
+#include "tls_helpers.h"
+
+/* The subject's CN served for this SNI ("" = none sent), with openssl's
+ * options (a suite) added. */
+static char *served_cn(kh_proc *p, const char *sni, const char *extra)
+{
+    static char cn[256];
+    ht_run_result rr = tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u %s%s %s </dev/null",
+                             kh_port(p, 0), *sni ? "-servername " : "-noservername", sni, extra);
+    const char *s = strstr(rr.out, "subject=");
+    kh_assert(p, s != NULL, "no certificate for '%s': %s", sni, rr.out);
+    s = strstr(s, "CN");
+    kh_assert(p, s != NULL, "no CN for '%s': %s", sni, rr.out);
+    s += strspn(s, "CN =");
+    snprintf(cn, sizeof cn, "%.*s", (int)strcspn(s, "\n,/"), s);
+    ht_run_free(&rr);
+    return cn;
+}
+
+static void make_certs(void)
+{
+    tt_mkdir();
+    tt_make_cert("g", "global.test", NULL);
+    tt_make_cert("a", "a.test", "b.test", NULL);
+    tt_make_cert("w", "*.w.test", NULL);
+    tt_make_cert("d", "default.test", NULL);
+    tt_make_cert("other", "plain.test", NULL);
+}
+
+Test(tls_sites, sni_chooses_the_sites_certificate, .timeout = 120, .fini = tt_cleanup)
+{
+    make_certs();
+    kh_proc *p =
+        tt_start(1,
+                 "listen = 127.0.0.1:0 http1 tls\nworkers = 1\n"
+                 "modules = tls http1 h2 hello\n"
+                 "[tls]\ncert = %s/g.pem %s/g.key\ncert = %s/other.pem %s/other.key\n"
+                 "[site a.test b.test]\ntls.cert = %s/a.pem %s/a.key\n"
+                 "[site *.w.test]\ntls.cert = %s/w.pem %s/w.key\n"
+                 "[site plain.test]\n"
+                 "[site default]\ntls.cert = %s/d.pem %s/d.key\n",
+                 tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir);
+    static const struct {
+        const char *sni, *cn;
+    } cases[] = {
+        {"a.test", "a.test"},         {"B.TEST", "a.test"},       /* the site's other name */
+        {"x.w.test", "*.w.test"},     {"y.x.w.test", "*.w.test"}, /* the site's wildcard rule */
+        {"w.test", "default.test"},   {"unknown.test", "default.test"},
+        {"plain.test", "plain.test"}, /* a site of its own, [tls]'s list by name */
+        {"", "global.test"},          /* no SNI: [tls]'s first */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        const char *got = served_cn(p, cases[i].sni, "");
+        kh_assert(p, strcmp(got, cases[i].cn) == 0, "SNI '%s': got '%s', want '%s'", cases[i].sni,
+                  got, cases[i].cn);
+    }
+    /* curl verifies against the site's certificate, over h2 (ALPN) and
+     * HTTP/1.1. */
+    static const char *const versions[] = {"--http2", "--http1.1"};
+    static const char *const expect[] = {"2 200", "1.1 200"};
+    for (int v = 0; v < 2; v++) {
+        ht_run_result rr =
+            tt_sh(20000,
+                  "curl -sS --max-time 10 %s --cacert %s --resolve b.test:%u:127.0.0.1 "
+                  "-o /dev/null -w '%%{http_version} %%{http_code}' https://b.test:%u/",
+                  versions[v], tt_path("a.pem"), kh_port(p, 0), kh_port(p, 0));
+        kh_assert(p, rr.status == 0 && strcmp(rr.out, expect[v]) == 0, "curl %s: %d '%s'",
+                  versions[v], rr.status, rr.out);
+        ht_run_free(&rr);
+    }
+    tt_finish(p);
+}
+
+/* Two certificates in one site (RSA and ECDSA): the suite decides, as
+ * with [tls]'s list; a listener's own certificate serves its sites that
+ * have none; with unknown_host = 421 and no default site, an unknown name
+ * gets [tls]'s default. */
+Test(tls_sites, rsa_and_ecdsa_in_a_site_and_a_listeners_own, .timeout = 120, .fini = tt_cleanup)
+{
+    make_certs();
+    tt_make_rsa_cert("rsa", "rsa.a.test", "a.test");
+    kh_proc *p =
+        tt_start(2,
+                 "listen = 127.0.0.1:0 http1 tls\n"
+                 "listen = 127.0.0.1:0 http1 tls name=inner\n"
+                 "unknown_host = 421\nworkers = 2\nmodules = tls http1 hello\n"
+                 "[tls]\ncert = %s/g.pem %s/g.key\n"
+                 "[listener inner]\ntls.cert = %s/d.pem %s/d.key\n"
+                 "[site a.test]\ntls.cert = %s/a.pem %s/a.key\ntls.cert = %s/rsa.pem %s/rsa.key\n"
+                 "[site plain.test]\n",
+                 tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir);
+    const char *got = served_cn(p, "a.test", "-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256");
+    kh_assert(p, strcmp(got, "rsa.a.test") == 0, "RSA suite: %s", got);
+    got = served_cn(p, "a.test", "-tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256");
+    kh_assert(p, strcmp(got, "a.test") == 0, "ECDSA suite: %s", got);
+    got = served_cn(p, "unknown.test", "");
+    kh_assert(p, strcmp(got, "global.test") == 0, "unknown name, no default site: %s", got);
+    /* The second listener: its sites without a certificate of their own
+     * inherit the listener's. */
+    static const struct {
+        const char *sni, *cn;
+    } inner[] = {{"plain.test", "default.test"}, {"a.test", "a.test"}};
+    for (size_t i = 0; i < 2; i++) {
+        ht_run_result rr =
+            tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u -servername %s </dev/null",
+                  kh_port(p, 1), inner[i].sni);
+        kh_assert(p, strstr(rr.out, inner[i].cn) != NULL, "inner listener, %s: %s", inner[i].sni,
+                  rr.out);
+        ht_run_free(&rr);
+    }
+    tt_finish(p);
+}
+
+/* keel -t: a scope's line that names a missing file is reported with its
+ * file:line and scope; a relative file is read beside the config. */
+Test(tls_sites, keel_t_checks_a_sites_certificate, .timeout = 60, .fini = tt_cleanup)
+{
+    make_certs();
+    char conf[300];
+    snprintf(conf, sizeof conf, "%s/keel.conf", tt_dir);
+    for (int bad = 0; bad < 2; bad++) {
+        char body[1400];
+        snprintf(body, sizeof body,
+                 "[keel]\n" KH_MODULE_PATH "listen = 127.0.0.1:0 http1 tls\n"
+                 "modules = tls http1 hello\n"
+                 "[site a.test]\n"
+                 "tls.cert = %s a.key\n",
+                 bad ? "missing.pem" : "a.pem");
+        FILE *f = fopen(conf, "w");
+        cr_assert(f != NULL && fputs(body, f) >= 0 && fclose(f) == 0, "write %s", conf);
+        /* From another directory: relative names are the config's. */
+        ht_run_result rr = tt_sh(20000, "cd / && %s -t -c %s", KEEL_BIN, conf);
+        if (bad) {
+            char want[1200];
+            snprintf(want, sizeof want, "%s:6: [site a.test] tls.cert: cannot read %s/missing.pem",
+                     conf, tt_dir);
+            cr_assert(rr.status == 1 && strstr(rr.out, want) != NULL, "want '%s': %d %s", want,
+                      rr.status, rr.out);
+        } else {
+            cr_assert(rr.status == 0, "relative files beside the config: %d %s", rr.status, rr.out);
+        }
+        ht_run_free(&rr);
+    }
+}

@@ -234,6 +234,7 @@ void h1_head_build(h1_conn *c, const char *head)
     h->tokens = exch->tokens;
     h->nheaders = n;
     h->max_body = c->w->cfg->max_body;
+    h->stream_id = 0; /* HTTP/1.1 has no id for an exchange (the head is reused) */
     /* keep_alive and expect_continue are deprecated and left 0: both are
      * ours to act on (exchange.c), not the core's. */
     h->keep_alive = 0;

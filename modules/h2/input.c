@@ -65,6 +65,13 @@ static int discard_block(h2_conn *c, const uint8_t *block, size_t len)
     return decode(c, block, len, discard_field, &d);
 }
 
+/* Remembers a stream we never opened (refused, ignored) as closed, so
+ * that frames the client already sent on it are dropped. */
+static void closed_unopened(h2_conn *c, int32_t sid)
+{
+    c->closed_ids[c->closed_at++ % H2_CLOSED_RING] = (uint32_t)sid | H2_CLOSED_IGNORE;
+}
+
 /* A stream error (5.4.2) on sid from a malformed PRIORITY frame, which
  * may come on a stream in any state (5.1): the error is the frame's own,
  * so it is answered with RST_STREAM on an open or idle stream, and on one
@@ -77,23 +84,26 @@ static int discard_block(h2_conn *c, const uint8_t *block, size_t len)
 static void stream_error(h2_conn *c, int32_t sid, uint32_t code)
 {
     h2_stream *s = h2_stream_find(c, sid);
-    if (s != NULL)
+    if (s != NULL) {
         h2_stream_error(s, code);
-    else if (sid > c->last_sid || h2_closed_lookup(c, sid) == 0)
+    } else if (sid > c->last_sid) {
+        /* A stream never opened: reset once, and remembered as reset by
+         * us, so that a second malformed frame the client sent before it
+         * saw ours gets nothing (5.1). It may still be opened later: a
+         * HEADERS above last_sid opens a stream whatever the ring says. */
+        if (h2_closed_lookup(c, sid) != 1) {
+            h2_send_rst(c, (uint32_t)sid, code);
+            closed_unopened(c, sid);
+        }
+    } else if (h2_closed_lookup(c, sid) == 0) {
         h2_send_rst(c, (uint32_t)sid, code);
+    }
 }
 
 /* Streams the client opened after our GOAWAY: ignored (6.8). */
 static int after_goaway(const h2_conn *c, int32_t sid)
 {
     return c->goaway_sent && sid > c->goaway_sid;
-}
-
-/* Remembers a stream we never opened (refused, ignored) as closed, so
- * that frames the client already sent on it are dropped. */
-static void closed_unopened(h2_conn *c, int32_t sid)
-{
-    c->closed_ids[c->closed_at++ % H2_CLOSED_RING] = (uint32_t)sid | H2_CLOSED_IGNORE;
 }
 
 /* The trailers of an open stream (8.1), or a block on a stream that may

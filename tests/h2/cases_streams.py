@@ -8,8 +8,8 @@ suite, and a way to start others).
 import os
 import time
 
-from h2lib import (CANCEL, FLOW_CONTROL_ERROR, NO_ERROR, PROTOCOL_ERROR, REFUSED_STREAM,
-                   STREAM_CLOSED, Conn, DataFrame, Fail, PingFrame, PriorityFrame, RstStreamFrame,
+from h2lib import (CANCEL, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, NO_ERROR, PROTOCOL_ERROR,
+                   REFUSED_STREAM, STREAM_CLOSED, Conn, DataFrame, Fail, PingFrame, PriorityFrame, RstStreamFrame,
                    SettingsFrame, WindowUpdateFrame, check)
 from h2cases import (case, raw_frame, lit, GET_ROOT, metric, plain, req_fields, settled,
                      conn_error, stream_error, stream_or_conn_error, open_stream, quiesce)
@@ -329,6 +329,30 @@ def frames_after_an_early_answer(env):
         answered_open(c)
         c.send_raw(late)
         c.expect_goaway(STREAM_CLOSED)
+
+
+@case("conformance")
+def malformed_priority_on_an_idle_stream_reset_once(env):
+    """5.1, 6.3: a malformed PRIORITY on a stream never opened gets one
+    RST_STREAM; a second one there is sent before the client saw ours and
+    gets none (fuzz_h2 found two RST_STREAMs for stream 63); the stream can
+    still be opened after, and the connection goes on."""
+    c = settled(env)
+    sid = c.new_id() + 60
+    for _ in range(2):
+        c.send_raw(raw_frame(0x2, 0x0, sid, b""))
+    data = os.urandom(8)
+    c.send(PingFrame(0, opaque_data=data))
+    resets = []
+
+    def seen(f):
+        if isinstance(f, RstStreamFrame) and f.stream_id == sid:
+            resets.append(f)
+        return isinstance(f, PingFrame) and "ACK" in f.flags and f.opaque_data == data
+    c.wait_for(seen, what="the PING's ACK")
+    check(len(resets) == 1, f"{len(resets)} RST_STREAMs on stream {sid}, want 1")
+    check(resets[0].error_code == FRAME_SIZE_ERROR, f"RST_STREAM {resets[0].error_code:#x}")
+    check(c.goaway is None and c.get("/").status == 200, "the connection did not go on")
 
 
 @case("conformance")

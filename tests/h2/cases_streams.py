@@ -331,6 +331,21 @@ def frames_after_an_early_answer(env):
         c.expect_goaway(STREAM_CLOSED)
 
 
+def resets_before_ping_ack(c, sid):
+    """Sends a PING and returns the RST_STREAMs on sid that came before its
+    ACK: everything the server made of what was sent before the PING."""
+    data = os.urandom(8)
+    c.send(PingFrame(0, opaque_data=data))
+    resets = []
+
+    def seen(f):
+        if isinstance(f, RstStreamFrame) and f.stream_id == sid:
+            resets.append(f)
+        return isinstance(f, PingFrame) and "ACK" in f.flags and f.opaque_data == data
+    c.wait_for(seen, what="the PING's ACK")
+    return resets
+
+
 @case("conformance")
 def malformed_priority_on_an_idle_stream_reset_once(env):
     """5.1, 6.3: a malformed PRIORITY on a stream never opened gets one
@@ -341,15 +356,7 @@ def malformed_priority_on_an_idle_stream_reset_once(env):
     sid = c.new_id() + 60
     for _ in range(2):
         c.send_raw(raw_frame(0x2, 0x0, sid, b""))
-    data = os.urandom(8)
-    c.send(PingFrame(0, opaque_data=data))
-    resets = []
-
-    def seen(f):
-        if isinstance(f, RstStreamFrame) and f.stream_id == sid:
-            resets.append(f)
-        return isinstance(f, PingFrame) and "ACK" in f.flags and f.opaque_data == data
-    c.wait_for(seen, what="the PING's ACK")
+    resets = resets_before_ping_ack(c, sid)
     check(len(resets) == 1, f"{len(resets)} RST_STREAMs on stream {sid}, want 1")
     check(resets[0].error_code == FRAME_SIZE_ERROR, f"RST_STREAM {resets[0].error_code:#x}")
     check(c.goaway is None and c.get("/").status == 200, "the connection did not go on")
@@ -369,14 +376,6 @@ def frames_on_a_reset_stream_ignored(env):
                    what="the malformed request's RST_STREAM")
         payload = bad if bad is not None else sid.to_bytes(4, "big") + b"\x10"
         c.send_raw(raw_frame(0x2, 0x0, sid, payload))
-        data = os.urandom(8)
-        c.send(PingFrame(0, opaque_data=data))
-        again = []
-
-        def seen(f):
-            if isinstance(f, RstStreamFrame) and f.stream_id == sid:
-                again.append(f)
-            return isinstance(f, PingFrame) and "ACK" in f.flags and f.opaque_data == data
-        c.wait_for(seen, what="the PING's ACK")
+        again = resets_before_ping_ack(c, sid)
         check(not again, f"a second RST_STREAM on stream {sid}")
     check(c.goaway is None and c.get("/").status == 200, "the connection did not go on")

@@ -67,13 +67,9 @@ Test(log_format, json_strings_are_escaped, .timeout = 30, .fini = kh_cleanup_all
 
 Test(log_format, unknown_format_is_refused, .timeout = 30, .fini = kh_cleanup_all)
 {
-    kh_proc *p = kh_spawn("[keel]\n"
-                          "listen = 127.0.0.1:0 authors\n"
-                          "log_format = xml\n"
-                          "modules = authors\n" KH_MODULE_PATH,
-                          NULL);
-    kh_assert(p, kh_wait_exit(p, 10000) == 1, "log_format = xml was taken");
-    kh_assert(p, strstr(kh_stderr(p), "log_format: expected text or json") != NULL,
-              "the key is not named");
-    kh_stop(p);
+    kh_expect_refused("[keel]\n"
+                      "listen = 127.0.0.1:0 authors\n"
+                      "log_format = xml\n"
+                      "modules = authors\n" KH_MODULE_PATH,
+                      3, "log_format: expected text or json", "log_format = xml");
 }

@@ -1631,3 +1631,8 @@ KEEL_FN(int, config_value_path,
  * request. */
 KEEL_FN(int, http_request_refuse, (keel_request *req, int status), (req, status))
 #endif /* KEEL__WANT(8) */
+
+#if KEEL__WANT(9)
+/* ABI 1.9: entries are appended below this line, each with its section
+ * comment (what it is for, ownership, thread, errors). */
+#endif /* KEEL__WANT(9) */

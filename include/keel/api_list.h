@@ -1635,4 +1635,23 @@ KEEL_FN(int, http_request_refuse, (keel_request *req, int status), (req, status)
 #if KEEL__WANT(9)
 /* ABI 1.9: entries are appended below this line, each with its section
  * comment (what it is for, ownership, thread, errors). */
+
+/* ---- HTTP: body filters that pass pieces (ABI 1.9) ------------------------ */
+
+/* For on_response_pieces filters (keel_http_filter, ABI 1.9): passes
+ * pieces on to the next body filter, and finally to the protocol, in
+ * order after what was passed before; last ends the body (once). Bytes
+ * pieces need only live until the call returns (the core copies what it
+ * keeps); a file range's descriptor must stay open until the response has
+ * ended (the ranges the filter was given do; a filter that opens a file of
+ * its own closes it in on_log). KEEL_OK; KEEL_ERR_INVAL for pieces
+ * keel_conn_write_pieces would refuse; KEEL_ERR_UNSUPPORTED for a file
+ * range when a later filter of this response needs the bytes (only
+ * on_response_body) — a filter that passes on only the ranges it was given
+ * never sees it; KEEL_ERR_CLOSED once the client left; KEEL_ERR_NOMEM.
+ * Nothing is sent on an error. Worker thread of the request, from inside
+ * the filter's on_response_pieces (or on_response_body) only. */
+KEEL_FN(int, response_filter_emit_pieces,
+        (keel_response *res, const keel_piece *pieces, size_t npieces, int last),
+        (res, pieces, npieces, last))
 #endif /* KEEL__WANT(9) */

@@ -641,6 +641,14 @@ int keel_response_send(keel_response *res, const void *data, size_t len, keel_fr
     return rc;
 }
 
+int keel_response_send_file_bytes(keel_response *res, const void *data, size_t len,
+                                  keel_free_fn free_fn, void *userdata)
+{
+    if (!res->ended && !res->head_sent)
+        res->from_file = 1;
+    return keel_response_send(res, data, len, free_fn, userdata);
+}
+
 int keel_response_send_copy(keel_response *res, const void *data, size_t len)
 {
     if (res->ended || res->req->aborted)

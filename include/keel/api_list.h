@@ -1636,6 +1636,20 @@ KEEL_FN(int, http_request_refuse, (keel_request *req, int status), (req, status)
 /* ABI 1.9: entries are appended below this line, each with its section
  * comment (what it is for, ownership, thread, errors). */
 
+/* ---- HTTP: a file's bytes from memory (ABI 1.9) --------------------------- */
+
+/* As keel_response_send, for the bytes of a file that the module keeps in
+ * memory (static's content cache of small files): the same body, length
+ * and release (free_fn(data, userdata) once the bytes are no longer
+ * needed, at once on an error), but keel_response_body_from_file says 1,
+ * so that filters treat the body as a file's (deflate's compress_files).
+ * The caller sets the file's validators (ETag, Last-Modified) as for
+ * keel_response_send_file. Same returns as keel_response_send. Worker
+ * thread of the request. */
+KEEL_FN(int, response_send_file_bytes,
+        (keel_response *res, const void *data, size_t len, keel_free_fn free_fn, void *userdata),
+        (res, data, len, free_fn, userdata))
+
 /* ---- HTTP: body filters that pass pieces (ABI 1.9) ------------------------ */
 
 /* For on_response_pieces filters (keel_http_filter, ABI 1.9): passes

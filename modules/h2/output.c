@@ -354,7 +354,7 @@ void h2_piece_unref(h2_piece *p, int status)
     }
 }
 
-h2_piece *h2_piece_new(h2_conn *c)
+h2_piece *h2_piece_new(h2_conn *c, keel_write_cb cb, void *ud)
 {
     h2_worker *w = c->w;
     h2_piece *p = w->free_pieces;
@@ -364,6 +364,8 @@ h2_piece *h2_piece_new(h2_conn *c)
     } else if ((p = malloc(sizeof *p)) == NULL) {
         return NULL;
     }
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = w, .status = KEEL_OK, .fd = -1};
+    p->bufs = p->inline_bufs;
     return p;
 }
 

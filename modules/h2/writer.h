@@ -391,8 +391,10 @@ void h2_batch_pool_free(h2_worker *w);
  * the last). */
 void h2_piece_unref(h2_piece *p, int status);
 /* A piece from the worker's free list (a malloc per response body was
- * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
-h2_piece *h2_piece_new(h2_conn *c);
+ * ~250 instructions with its free, callgrind); h2_piece_unref returns it.
+ * It comes empty (no bytes, no file: fd -1, bufs the inline ones), for c,
+ * with cb(ud) to run when its last reference goes; NULL: out of memory. */
+h2_piece *h2_piece_new(h2_conn *c, keel_write_cb cb, void *ud);
 /* Frees the worker's list (stop). */
 void h2_piece_pool_free(h2_worker *w);
 /* One reference to a slab less (its last frees it). */

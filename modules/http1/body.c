@@ -234,6 +234,97 @@ void h1_body_end(h1_conn *c)
     keel_http_request_body(exch->req, NULL, 0, 1);
 }
 
+/* ---- chunk extensions -------------------------------------------------------
+ * chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ),
+ * chunk-ext-val = token / quoted-string (RFC 9112 7.1.1; RFC 9110 5.6.4
+ * for quoted-pair). After the size's digits the rest of the line is this
+ * grammar; each byte's class and the state pick the next state. */
+
+/* The classes of byte the grammar tells apart (disjoint). */
+enum {
+    X_TCHAR,  /* RFC 9110 5.6.2 tchar */
+    X_WS,     /* SP, HTAB */
+    X_SEMI,   /* ';' */
+    X_EQ,     /* '=' */
+    X_CR,     /* the end of the line */
+    X_DQUOTE, /* '"' */
+    X_BSLASH, /* '\\' */
+    X_TEXT,   /* any other qdtext (obs-text too) */
+    X_BAD,    /* the other controls and DEL: in no part of the line */
+    X_COUNT
+};
+
+static unsigned ext_class(unsigned char ch)
+{
+    switch (ch) {
+    case '\r':
+        return X_CR;
+    case ' ':
+    case '\t':
+        return X_WS;
+    case ';':
+        return X_SEMI;
+    case '=':
+        return X_EQ;
+    case '"':
+        return X_DQUOTE;
+    case '\\':
+        return X_BSLASH;
+    default:
+        return h1_is_tchar(ch) ? X_TCHAR : is_qdtext(ch) ? X_TEXT : X_BAD;
+    }
+}
+
+/* The next state by state (CS_SIZE, once its digits are read, to
+ * CS_EXT_QEND) and class; 0 (CS_SIZE0, never reached from these) refuses
+ * the byte with 400. */
+static const uint8_t ext_next[CS_EXT_QEND - CS_SIZE + 1][X_COUNT] = {
+    [CS_SIZE - CS_SIZE] = {[X_SEMI] = CS_EXT_NAME0, [X_CR] = CS_SIZE_LF, [X_WS] = CS_EXT_BWS},
+    /* whitespace must lead to ';' */
+    [CS_EXT_BWS - CS_SIZE] = {[X_SEMI] = CS_EXT_NAME0, [X_WS] = CS_EXT_BWS},
+    [CS_EXT_NAME0 - CS_SIZE] = {[X_TCHAR] = CS_EXT_NAME, [X_WS] = CS_EXT_NAME0},
+    [CS_EXT_NAME - CS_SIZE] = {[X_TCHAR] = CS_EXT_NAME,
+                               [X_EQ] = CS_EXT_VAL0,
+                               [X_SEMI] = CS_EXT_NAME0,
+                               [X_CR] = CS_SIZE_LF,
+                               [X_WS] = CS_EXT_AFTER},
+    [CS_EXT_AFTER -
+        CS_SIZE] = {[X_EQ] = CS_EXT_VAL0, [X_SEMI] = CS_EXT_NAME0, [X_WS] = CS_EXT_AFTER},
+    [CS_EXT_VAL0 -
+        CS_SIZE] = {[X_DQUOTE] = CS_EXT_QUOTED, [X_TCHAR] = CS_EXT_TOKEN, [X_WS] = CS_EXT_VAL0},
+    [CS_EXT_TOKEN - CS_SIZE] = {[X_TCHAR] = CS_EXT_TOKEN,
+                                [X_SEMI] = CS_EXT_NAME0,
+                                [X_CR] = CS_SIZE_LF,
+                                [X_WS] = CS_EXT_BWS},
+    /* qdtext stays, '"' ends it, '\\' escapes the next */
+    [CS_EXT_QUOTED - CS_SIZE] = {[X_TCHAR] = CS_EXT_QUOTED,
+                                 [X_WS] = CS_EXT_QUOTED,
+                                 [X_SEMI] = CS_EXT_QUOTED,
+                                 [X_EQ] = CS_EXT_QUOTED,
+                                 [X_TEXT] = CS_EXT_QUOTED,
+                                 [X_DQUOTE] = CS_EXT_QEND,
+                                 [X_BSLASH] = CS_EXT_QESC},
+    /* quoted-pair = "\\" ( HTAB / SP / VCHAR / obs-text ) */
+    [CS_EXT_QESC - CS_SIZE] = {[X_TCHAR] = CS_EXT_QUOTED,
+                               [X_WS] = CS_EXT_QUOTED,
+                               [X_SEMI] = CS_EXT_QUOTED,
+                               [X_EQ] = CS_EXT_QUOTED,
+                               [X_TEXT] = CS_EXT_QUOTED,
+                               [X_DQUOTE] = CS_EXT_QUOTED,
+                               [X_BSLASH] = CS_EXT_QUOTED},
+    [CS_EXT_QEND - CS_SIZE] = {[X_SEMI] = CS_EXT_NAME0, [X_CR] = CS_SIZE_LF, [X_WS] = CS_EXT_BWS},
+};
+
+/* One byte of a chunk-size line after the size: 0 or 400. */
+static int ext_byte(h1_exch *exch, unsigned char ch)
+{
+    uint8_t next = ext_next[exch->body_state - CS_SIZE][ext_class(ch)];
+    if (next == CS_SIZE0)
+        return 400;
+    exch->body_state = next;
+    return 0;
+}
+
 /* One framing byte of the chunked coding. Returns 0 to go on, 1 when the
  * message is complete, or an error status. */
 static int chunk_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, int keep)
@@ -266,94 +357,18 @@ static int chunk_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, int
          * before its data is read. */
         if (exch->body_left > max_body || exch->body_seen + exch->body_left > max_body)
             return 413;
-        if (ch == '\r')
-            exch->body_state = CS_SIZE_LF;
-        else if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (is_ws(ch))
-            exch->body_state = CS_EXT_BWS;
-        else
-            return 400;
-        return 0;
+        return ext_byte(exch, ch);
     }
-    /* chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) */
     case CS_EXT_BWS:
-        if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (!is_ws(ch))
-            return 400;
-        return 0;
     case CS_EXT_NAME0:
-        if (h1_is_tchar(ch))
-            exch->body_state = CS_EXT_NAME;
-        else if (!is_ws(ch))
-            return 400;
-        return 0;
     case CS_EXT_NAME:
-        if (h1_is_tchar(ch))
-            return 0;
-        if (ch == '=')
-            exch->body_state = CS_EXT_VAL0;
-        else if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (ch == '\r')
-            exch->body_state = CS_SIZE_LF;
-        else if (is_ws(ch))
-            exch->body_state = CS_EXT_AFTER;
-        else
-            return 400;
-        return 0;
     case CS_EXT_AFTER:
-        if (ch == '=')
-            exch->body_state = CS_EXT_VAL0;
-        else if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (!is_ws(ch))
-            return 400;
-        return 0;
     case CS_EXT_VAL0:
-        if (ch == '"')
-            exch->body_state = CS_EXT_QUOTED;
-        else if (h1_is_tchar(ch))
-            exch->body_state = CS_EXT_TOKEN;
-        else if (!is_ws(ch))
-            return 400;
-        return 0;
     case CS_EXT_TOKEN:
-        if (h1_is_tchar(ch))
-            return 0;
-        if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (ch == '\r')
-            exch->body_state = CS_SIZE_LF;
-        else if (is_ws(ch))
-            exch->body_state = CS_EXT_BWS;
-        else
-            return 400;
-        return 0;
     case CS_EXT_QUOTED:
-        if (ch == '"')
-            exch->body_state = CS_EXT_QEND;
-        else if (ch == '\\')
-            exch->body_state = CS_EXT_QESC;
-        else if (!is_qdtext(ch))
-            return 400;
-        return 0;
     case CS_EXT_QESC:
-        if (!(ch == '\t' || (ch >= 0x20 && ch != 0x7f)))
-            return 400;
-        exch->body_state = CS_EXT_QUOTED;
-        return 0;
     case CS_EXT_QEND:
-        if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (ch == '\r')
-            exch->body_state = CS_SIZE_LF;
-        else if (is_ws(ch))
-            exch->body_state = CS_EXT_BWS;
-        else
-            return 400;
-        return 0;
+        return ext_byte(exch, ch);
     case CS_SIZE_LF:
         if (ch != '\n')
             return 400;

@@ -1,5 +1,5 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
- * folding, HTTP list fields, IP addresses and CIDR blocks, words, a
+ * folding, field values, HTTP list fields, IP addresses and CIDR blocks, words, a
  * mutex and once for module-wide state, and (keel/header_tokens.h,
  * included at the end) the well-known field names as integers.
  *
@@ -119,6 +119,28 @@ static inline int keel_hex_value(int c)
         return c - '0';
     c = keel_ascii_lower(c);
     return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* ---- field values (RFC 9110 5.5) ----------------------------------------
+ * A field value is field-vchar (VCHAR and obs-text) with SP and HTAB
+ * between; NUL, CR, LF, the other controls and DEL may not stand in it (a
+ * CR or LF in a value a server writes would split the message). */
+
+/* 1 if the byte c may stand in a field value, else 0. */
+static inline int keel_field_value_char(int c)
+{
+    return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+/* The index of the first byte of s[0..len) that may not stand in a field
+ * value, or len if every one may: a configured Server string, say,
+ * checked once before it goes into every response. */
+static inline size_t keel_field_value_check(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && keel_field_value_char((unsigned char)s[i]))
+        i++;
+    return i;
 }
 
 /* ---- HTTP lists (RFC 9110 5.6.1) -----------------------------------------

@@ -81,17 +81,11 @@ static int is_ws(unsigned char ch)
     return ch == ' ' || ch == '\t';
 }
 
-/* RFC 9110 5.6.4 qdtext and quoted-pair's octets; 5.5 field-vchar with
- * SP/HTAB (obs-text allowed in both). */
+/* RFC 9110 5.6.4 qdtext (obs-text allowed). */
 static int is_qdtext(unsigned char ch)
 {
     return ch == '\t' || ch == ' ' || ch == 0x21 || (ch >= 0x23 && ch <= 0x5b) ||
            (ch >= 0x5d && ch <= 0x7e) || ch >= 0x80;
-}
-
-static int is_field_char(unsigned char ch)
-{
-    return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
 }
 
 /* ---- the trailer section ---------------------------------------------------- */
@@ -196,7 +190,7 @@ static int trailer_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, i
                 exch->ntr++;
             }
             exch->body_state = CS_TR_LF;
-        } else if (!is_field_char(ch)) {
+        } else if (!keel_field_value_char(ch)) {
             return 400; /* NUL, a bare LF, other controls (RFC 9110 5.5) */
         } else if (f != NULL && !(is_ws(ch) && exch->tr_len == f->value_off) &&
                    tr_put(exch, ch) != 0) {

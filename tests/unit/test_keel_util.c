@@ -50,6 +50,26 @@ Test(keel_util, hex_digits, .timeout = 10)
     cr_assert_eq(keel_hex_value(':'), -1);
 }
 
+/* ---- field values ---------------------------------------------------------- */
+
+Test(keel_util, field_value_bytes, .timeout = 10)
+{
+    cr_assert(keel_field_value_char('\t'));
+    cr_assert(keel_field_value_char(' '));
+    cr_assert(keel_field_value_char('~'));
+    cr_assert(keel_field_value_char(0x80)); /* obs-text */
+    cr_assert(keel_field_value_char(0xff));
+    cr_assert_not(keel_field_value_char(0));
+    cr_assert_not(keel_field_value_char('\r'));
+    cr_assert_not(keel_field_value_char('\n'));
+    cr_assert_not(keel_field_value_char(0x1f));
+    cr_assert_not(keel_field_value_char(0x7f));
+    cr_assert_eq(keel_field_value_check("keel/1.0 (x)", 12), 12);
+    cr_assert_eq(keel_field_value_check("keel\r\nX: y", 11), 4);
+    cr_assert_eq(keel_field_value_check("a\0b", 3), 1);
+    cr_assert_eq(keel_field_value_check(NULL, 0), 0);
+}
+
 /* ---- lists ---------------------------------------------------------------- */
 
 static size_t elements(const char *list, const char **out, size_t *lens, size_t max)

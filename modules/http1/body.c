@@ -88,6 +88,18 @@ static int is_qdtext(unsigned char ch)
            (ch >= 0x5d && ch <= 0x7e) || ch >= 0x80;
 }
 
+/* The LF that ends a line (its CR came before): 400 for any other byte;
+ * the next line, in state next, starts its own count against
+ * H1_CHUNK_LINE_MAX. */
+static int line_end(h1_exch *exch, unsigned char ch, uint8_t next)
+{
+    if (ch != '\n')
+        return 400;
+    exch->line_len = 0;
+    exch->body_state = next;
+    return 0;
+}
+
 /* ---- the trailer section ---------------------------------------------------- */
 
 void h1_body_trailers_free(h1_exch *exch)
@@ -198,11 +210,7 @@ static int trailer_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, i
         }
         return 0;
     case CS_TR_LF:
-        if (ch != '\n')
-            return 400;
-        exch->line_len = 0;
-        exch->body_state = CS_TRAILER;
-        return 0;
+        return line_end(exch, ch, CS_TRAILER);
     case CS_END_LF:
         return ch == '\n' ? 1 : 400;
     default:
@@ -234,16 +242,17 @@ void h1_body_end(h1_conn *c)
  * for quoted-pair). After the size's digits the rest of the line is this
  * grammar; each byte's class and the state pick the next state. */
 
-/* The classes of byte the grammar tells apart (disjoint). */
+/* The classes of byte the grammar tells apart (disjoint), in this order:
+ * the qdtext ones first, then the other bytes a quoted-pair may escape. */
 enum {
     X_TCHAR,  /* RFC 9110 5.6.2 tchar */
     X_WS,     /* SP, HTAB */
     X_SEMI,   /* ';' */
     X_EQ,     /* '=' */
-    X_CR,     /* the end of the line */
+    X_TEXT,   /* any other qdtext (obs-text too) */
     X_DQUOTE, /* '"' */
     X_BSLASH, /* '\\' */
-    X_TEXT,   /* any other qdtext (obs-text too) */
+    X_CR,     /* the end of the line */
     X_BAD,    /* the other controls and DEL: in no part of the line */
     X_COUNT
 };
@@ -269,50 +278,43 @@ static unsigned ext_class(unsigned char ch)
     }
 }
 
-/* The next state by state (CS_SIZE, once its digits are read, to
- * CS_EXT_QEND) and class; 0 (CS_SIZE0, never reached from these) refuses
- * the byte with 400. */
-static const uint8_t ext_next[CS_EXT_QEND - CS_SIZE + 1][X_COUNT] = {
-    [CS_SIZE - CS_SIZE] = {[X_SEMI] = CS_EXT_NAME0, [X_CR] = CS_SIZE_LF, [X_WS] = CS_EXT_BWS},
-    /* whitespace must lead to ';' */
-    [CS_EXT_BWS - CS_SIZE] = {[X_SEMI] = CS_EXT_NAME0, [X_WS] = CS_EXT_BWS},
-    [CS_EXT_NAME0 - CS_SIZE] = {[X_TCHAR] = CS_EXT_NAME, [X_WS] = CS_EXT_NAME0},
-    [CS_EXT_NAME - CS_SIZE] = {[X_TCHAR] = CS_EXT_NAME,
-                               [X_EQ] = CS_EXT_VAL0,
-                               [X_SEMI] = CS_EXT_NAME0,
-                               [X_CR] = CS_SIZE_LF,
-                               [X_WS] = CS_EXT_AFTER},
-    [CS_EXT_AFTER -
-        CS_SIZE] = {[X_EQ] = CS_EXT_VAL0, [X_SEMI] = CS_EXT_NAME0, [X_WS] = CS_EXT_AFTER},
-    [CS_EXT_VAL0 -
-        CS_SIZE] = {[X_DQUOTE] = CS_EXT_QUOTED, [X_TCHAR] = CS_EXT_TOKEN, [X_WS] = CS_EXT_VAL0},
-    [CS_EXT_TOKEN - CS_SIZE] = {[X_TCHAR] = CS_EXT_TOKEN,
-                                [X_SEMI] = CS_EXT_NAME0,
-                                [X_CR] = CS_SIZE_LF,
-                                [X_WS] = CS_EXT_BWS},
-    /* qdtext stays, '"' ends it, '\\' escapes the next */
-    [CS_EXT_QUOTED - CS_SIZE] = {[X_TCHAR] = CS_EXT_QUOTED,
-                                 [X_WS] = CS_EXT_QUOTED,
-                                 [X_SEMI] = CS_EXT_QUOTED,
-                                 [X_EQ] = CS_EXT_QUOTED,
-                                 [X_TEXT] = CS_EXT_QUOTED,
-                                 [X_DQUOTE] = CS_EXT_QEND,
-                                 [X_BSLASH] = CS_EXT_QESC},
+/* Every qdtext class to state s. */
+#define QDTEXT_TO(s) [X_TCHAR] = s, [X_WS] = s, [X_SEMI] = s, [X_EQ] = s, [X_TEXT] = s
+
+/* The next state by state (CS_SIZE once its digits are read, and the
+ * CS_EXT_ ones) and class; 0 (CS_SIZE0, never reached from these) refuses
+ * the byte with 400. Whitespace after a value leads to ';' or the end;
+ * after a name, to '=' too. */
+static const uint8_t ext_next[CS_EXT_QEND + 1][X_COUNT] = {
+    [CS_SIZE] = {[X_SEMI] = CS_EXT_NAME0, [X_CR] = CS_SIZE_LF, [X_WS] = CS_EXT_BWS},
+    [CS_EXT_BWS] = {[X_SEMI] = CS_EXT_NAME0, [X_WS] = CS_EXT_BWS},
+    [CS_EXT_NAME0] = {[X_TCHAR] = CS_EXT_NAME, [X_WS] = CS_EXT_NAME0},
+    [CS_EXT_NAME] = {[X_TCHAR] = CS_EXT_NAME,
+                     [X_EQ] = CS_EXT_VAL0,
+                     [X_SEMI] = CS_EXT_NAME0,
+                     [X_CR] = CS_SIZE_LF,
+                     [X_WS] = CS_EXT_AFTER},
+    [CS_EXT_AFTER] = {[X_EQ] = CS_EXT_VAL0, [X_SEMI] = CS_EXT_NAME0, [X_WS] = CS_EXT_AFTER},
+    [CS_EXT_VAL0] = {[X_DQUOTE] = CS_EXT_QUOTED, [X_TCHAR] = CS_EXT_TOKEN, [X_WS] = CS_EXT_VAL0},
+    [CS_EXT_TOKEN] = {[X_TCHAR] = CS_EXT_TOKEN,
+                      [X_SEMI] = CS_EXT_NAME0,
+                      [X_CR] = CS_SIZE_LF,
+                      [X_WS] = CS_EXT_BWS},
+    /* quoted-string = DQUOTE *( qdtext / quoted-pair ) DQUOTE */
+    [CS_EXT_QUOTED] =
+        {QDTEXT_TO(CS_EXT_QUOTED), [X_DQUOTE] = CS_EXT_QEND, [X_BSLASH] = CS_EXT_QESC},
     /* quoted-pair = "\\" ( HTAB / SP / VCHAR / obs-text ) */
-    [CS_EXT_QESC - CS_SIZE] = {[X_TCHAR] = CS_EXT_QUOTED,
-                               [X_WS] = CS_EXT_QUOTED,
-                               [X_SEMI] = CS_EXT_QUOTED,
-                               [X_EQ] = CS_EXT_QUOTED,
-                               [X_TEXT] = CS_EXT_QUOTED,
-                               [X_DQUOTE] = CS_EXT_QUOTED,
-                               [X_BSLASH] = CS_EXT_QUOTED},
-    [CS_EXT_QEND - CS_SIZE] = {[X_SEMI] = CS_EXT_NAME0, [X_CR] = CS_SIZE_LF, [X_WS] = CS_EXT_BWS},
+    [CS_EXT_QESC] =
+        {QDTEXT_TO(CS_EXT_QUOTED), [X_DQUOTE] = CS_EXT_QUOTED, [X_BSLASH] = CS_EXT_QUOTED},
+    [CS_EXT_QEND] = {[X_SEMI] = CS_EXT_NAME0, [X_CR] = CS_SIZE_LF, [X_WS] = CS_EXT_BWS},
 };
+
+#undef QDTEXT_TO
 
 /* One byte of a chunk-size line after the size: 0 or 400. */
 static int ext_byte(h1_exch *exch, unsigned char ch)
 {
-    uint8_t next = ext_next[exch->body_state - CS_SIZE][ext_class(ch)];
+    uint8_t next = ext_next[exch->body_state][ext_class(ch)];
     if (next == CS_SIZE0)
         return 400;
     exch->body_state = next;
@@ -364,11 +366,7 @@ static int chunk_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, int
     case CS_EXT_QEND:
         return ext_byte(exch, ch);
     case CS_SIZE_LF:
-        if (ch != '\n')
-            return 400;
-        exch->line_len = 0;
-        exch->body_state = exch->body_left == 0 ? CS_TRAILER : CS_DATA;
-        return 0;
+        return line_end(exch, ch, exch->body_left == 0 ? CS_TRAILER : CS_DATA);
     case CS_DATA_CR:
         /* Chunk data is followed by CRLF; anything else means the chunk
          * is longer than its size said. */
@@ -377,11 +375,7 @@ static int chunk_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, int
         exch->body_state = CS_DATA_LF;
         return 0;
     case CS_DATA_LF:
-        if (ch != '\n')
-            return 400;
-        exch->line_len = 0;
-        exch->body_state = CS_SIZE0;
-        return 0;
+        return line_end(exch, ch, CS_SIZE0);
     /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2):
      * checked like header fields and kept for the core (trailer_byte).
      * They count as framing (above). */

@@ -1,9 +1,10 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
- * folding, field values, HTTP list fields, IP addresses and CIDR blocks, words, a
- * mutex and once for module-wide state, and (keel/header_tokens.h,
- * included at the end) the well-known field names as integers.
+ * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
+ * words, intrusive lists, a mutex and once for module-wide state, and
+ * (keel/header_tokens.h, included at the end) the well-known field names
+ * as integers.
  *
- * Header-only: every function is static inline, so using them takes no
+ * Header-only: every function is static inline (the lists are macros), so using them takes no
  * slot in the host's table, works with any host version and adds nothing
  * to the ABI. Nothing here allocates, calls the host, or depends on a
  * library beyond the C library (and pthreads or Windows for the mutex and
@@ -405,6 +406,36 @@ static inline int keel_cidr_match(const keel_cidr *block, const keel_ip *ip)
     }
     return 1;
 }
+
+/* ---- Intrusive doubly linked lists -----------------------------------------
+ * Structs that carry their own `next` and `prev` pointers, on a list
+ * headed by a pointer to the first one (NULL: empty), with no sentinel:
+ * BSD <sys/queue.h>'s LIST_INSERT_HEAD and LIST_REMOVE. Removal is O(1),
+ * so a connection can keep what it must cancel (its streams, the jobs it
+ * has in flight) without a search. Macros, so that any struct will do;
+ * they evaluate their arguments more than once: pass plain lvalues. */
+
+/* Puts node first on the list at head. */
+#define KEEL_LIST_PUSH(head, node)                                                                 \
+    do {                                                                                           \
+        (node)->prev = NULL;                                                                       \
+        (node)->next = (head);                                                                     \
+        if ((head) != NULL)                                                                        \
+            (head)->prev = (node);                                                                 \
+        (head) = (node);                                                                           \
+    } while (0)
+
+/* Takes node, which is on the list at head, off it (its own pointers are
+ * left as they were). */
+#define KEEL_LIST_REMOVE(head, node)                                                               \
+    do {                                                                                           \
+        if ((node)->prev != NULL)                                                                  \
+            (node)->prev->next = (node)->next;                                                     \
+        else                                                                                       \
+            (head) = (node)->next;                                                                 \
+        if ((node)->next != NULL)                                                                  \
+            (node)->next->prev = (node)->prev;                                                     \
+    } while (0)
 
 /* ---- A mutex and a once for module-wide state ---------------------------
  * For what a module shares between its workers (a cache, a counter a

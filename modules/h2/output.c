@@ -192,26 +192,6 @@ static void batch_release(h2_batch *b, keel_conn *conn, int status)
     b->npieces = 0;
 }
 
-static void unlink_flying(h2_conn *c, h2_batch *b)
-{
-    if (b->prev != NULL)
-        b->prev->next = b->next;
-    else
-        c->flying = b->next;
-    if (b->next != NULL)
-        b->next->prev = b->prev;
-    b->next = b->prev = NULL;
-}
-
-static void link_flying(h2_conn *c, h2_batch *b)
-{
-    b->prev = NULL;
-    b->next = c->flying;
-    if (c->flying != NULL)
-        c->flying->prev = b;
-    c->flying = b;
-}
-
 void h2_out_orphan(h2_conn *c)
 {
     for (h2_batch *b = c->flying; b != NULL; b = b->next)
@@ -231,7 +211,8 @@ static void on_written(keel_conn *conn, int status, void *userdata)
         batch_free(b);
         return;
     }
-    unlink_flying(c, b);
+    KEEL_LIST_REMOVE(c->flying, b);
+    b->next = b->prev = NULL;
     c->inflight -= b->total;
     batch_release(b, conn, status);
     batch_put(c->w, b);
@@ -283,7 +264,7 @@ int h2_out_flush(h2_conn *c)
         return rc;
     }
     c->inflight += b->total;
-    link_flying(c, b);
+    KEEL_LIST_PUSH(c->flying, b);
     return KEEL_OK;
 }
 
@@ -315,7 +296,7 @@ int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t
         return rc;
     }
     c->inflight += b->total;
-    link_flying(c, b);
+    KEEL_LIST_PUSH(c->flying, b);
     return KEEL_OK;
 }
 

@@ -124,10 +124,7 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     uint32_t k = slot_of(c, id);
     s->hnext = c->table[k];
     c->table[k] = s;
-    s->next = c->streams;
-    if (c->streams != NULL)
-        c->streams->prev = s;
-    c->streams = s;
+    KEEL_LIST_PUSH(c->streams, s);
     c->ev->timer(c); /* stream_timeout */
     return s;
 }
@@ -214,12 +211,7 @@ void h2_stream_maybe_free(h2_stream *s)
     if (s->held || s->ready || s->queue != NULL)
         c->ev->release(s); /* the connection ended under it (h2.c) */
     h2_stream_drop_body(s);
-    if (s->prev != NULL)
-        s->prev->next = s->next;
-    else
-        c->streams = s->next;
-    if (s->next != NULL)
-        s->next->prev = s->prev;
+    KEEL_LIST_REMOVE(c->streams, s);
     if (s->fields != s->inline_fields)
         free(s->fields);
     free(s->tr_fields);

@@ -17,6 +17,7 @@
 #define KEEL_H2_WRITER_H
 
 #include <keel/keel.h>
+#include <keel/util.h>
 
 #include "frame.h"
 #include "hpack.h"

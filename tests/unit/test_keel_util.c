@@ -70,6 +70,44 @@ Test(keel_util, field_value_bytes, .timeout = 10)
     cr_assert_eq(keel_field_value_check(NULL, 0), 0);
 }
 
+/* ---- intrusive lists ------------------------------------------------------- */
+
+typedef struct item {
+    struct item *next, *prev;
+    int v;
+} item;
+
+static int list_values(const item *head, int *out)
+{
+    int n = 0;
+    for (const item *it = head; it != NULL; it = it->next) {
+        cr_assert(it->next == NULL || it->next->prev == it, "prev links back");
+        out[n++] = it->v;
+    }
+    return n;
+}
+
+Test(keel_util, intrusive_list_push_and_remove_anywhere, .timeout = 10)
+{
+    item a = {.v = 1, .prev = &a}, b = {.v = 2}, c = {.v = 3};
+    item *head = NULL;
+    int v[3];
+    KEEL_LIST_PUSH(head, &a);
+    cr_assert_null(a.prev, "a stale prev is cleared");
+    KEEL_LIST_PUSH(head, &b);
+    KEEL_LIST_PUSH(head, &c);
+    cr_assert_eq(list_values(head, v), 3);
+    cr_assert(v[0] == 3 && v[1] == 2 && v[2] == 1);
+    KEEL_LIST_REMOVE(head, &b); /* the middle */
+    cr_assert_eq(list_values(head, v), 2);
+    cr_assert(v[0] == 3 && v[1] == 1);
+    KEEL_LIST_REMOVE(head, &c); /* the first */
+    cr_assert_eq(head, &a);
+    cr_assert_null(a.prev);
+    KEEL_LIST_REMOVE(head, &a); /* the last one */
+    cr_assert_null(head);
+}
+
 /* ---- lists ---------------------------------------------------------------- */
 
 static size_t elements(const char *list, const char **out, size_t *lens, size_t max)

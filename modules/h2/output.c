@@ -335,21 +335,6 @@ void h2_piece_unref(h2_piece *p, int status)
     }
 }
 
-h2_piece *h2_piece_new(h2_conn *c, keel_write_cb cb, void *ud)
-{
-    h2_worker *w = c->w;
-    h2_piece *p = w->free_pieces;
-    if (p != NULL) {
-        w->free_pieces = p->next;
-        w->nfree_pieces--;
-    } else if ((p = malloc(sizeof *p)) == NULL) {
-        return NULL;
-    }
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = w, .status = KEEL_OK, .fd = -1};
-    p->bufs = p->inline_bufs;
-    return p;
-}
-
 void h2_piece_pool_free(h2_worker *w)
 {
     while (w->free_pieces != NULL) {

@@ -24,6 +24,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- configuration ([h2], read once in load) ---------------------------- */
@@ -394,8 +395,23 @@ void h2_piece_unref(h2_piece *p, int status);
 /* A piece from the worker's free list (a malloc per response body was
  * ~250 instructions with its free, callgrind); h2_piece_unref returns it.
  * It comes empty (no bytes, no file: fd -1, bufs the inline ones), for c,
- * with cb(ud) to run when its last reference goes; NULL: out of memory. */
-h2_piece *h2_piece_new(h2_conn *c, keel_write_cb cb, void *ud);
+ * with cb(ud) to run when its last reference goes; NULL: out of memory.
+ * Inline, so that each caller's compiler merges the clearing with the
+ * stores to the piece that follow it (a response's hot path). */
+static inline h2_piece *h2_piece_new(h2_conn *c, keel_write_cb cb, void *ud)
+{
+    h2_worker *w = c->w;
+    h2_piece *p = w->free_pieces;
+    if (p != NULL) {
+        w->free_pieces = p->next;
+        w->nfree_pieces--;
+    } else if ((p = malloc(sizeof *p)) == NULL) {
+        return NULL;
+    }
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = w, .status = KEEL_OK, .fd = -1};
+    p->bufs = p->inline_bufs;
+    return p;
+}
 /* Frees the worker's list (stop). */
 void h2_piece_pool_free(h2_worker *w);
 /* One reference to a slab less (its last frees it). */

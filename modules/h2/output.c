@@ -30,11 +30,9 @@
 static h2_batch *batch_get(h2_conn *c)
 {
     h2_worker *w = c->w;
-    h2_batch *b = w->free_batches;
-    if (b != NULL) {
-        w->free_batches = b->next;
-        w->nfree_batches--;
-    } else {
+    h2_batch *b;
+    H2_POOL_TAKE(b, w->free_batches, w->nfree_batches);
+    if (b == NULL) {
         b = calloc(1, sizeof *b);
         if (b == NULL)
             return NULL;
@@ -74,19 +72,12 @@ static void batch_put(h2_worker *w, h2_batch *b)
         batch_free(b);
         return;
     }
-    b->next = w->free_batches;
-    w->free_batches = b;
-    w->nfree_batches++;
+    H2_POOL_GIVE(b, w->free_batches, w->nfree_batches);
 }
 
 void h2_batch_pool_free(h2_worker *w)
 {
-    while (w->free_batches != NULL) {
-        h2_batch *b = w->free_batches;
-        w->free_batches = b->next;
-        batch_free(b);
-    }
-    w->nfree_batches = 0;
+    H2_POOL_DRAIN(w->free_batches, w->nfree_batches, batch_free);
 }
 
 static h2_batch *current(h2_conn *c)
@@ -326,23 +317,15 @@ void h2_piece_unref(h2_piece *p, int status)
         free(p->bufs);
     h2_slab_unref(p->slab);
     h2_worker *w = p->w;
-    if (w != NULL && w->nfree_pieces < H2_POOL_MAX) {
-        p->next = w->free_pieces;
-        w->free_pieces = p;
-        w->nfree_pieces++;
-    } else {
+    if (w != NULL && w->nfree_pieces < H2_POOL_MAX)
+        H2_POOL_GIVE(p, w->free_pieces, w->nfree_pieces);
+    else
         free(p);
-    }
 }
 
 void h2_piece_pool_free(h2_worker *w)
 {
-    while (w->free_pieces != NULL) {
-        h2_piece *p = w->free_pieces;
-        w->free_pieces = p->next;
-        free(p);
-    }
-    w->nfree_pieces = 0;
+    H2_POOL_DRAIN(w->free_pieces, w->nfree_pieces, free);
 }
 
 void h2_slab_unref(h2_slab *slab)

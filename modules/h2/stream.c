@@ -90,13 +90,11 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     h2_worker *w = c->w;
     if ((c->table == NULL || c->nopen + 1 > c->table_mask + 1) && table_grow(c) != 0)
         return NULL;
-    h2_stream *s = w->free_streams;
-    if (s != NULL) {
-        w->free_streams = s->next;
-        w->nfree_streams--;
-    } else if ((s = malloc(sizeof *s)) == NULL) {
-        return NULL;
-    } else {
+    h2_stream *s;
+    H2_POOL_TAKE(s, w->free_streams, w->nfree_streams);
+    if (s == NULL) {
+        if ((s = malloc(sizeof *s)) == NULL)
+            return NULL;
         s->hmem = NULL;
         s->hcap = 0;
     }
@@ -227,14 +225,16 @@ void h2_stream_maybe_free(h2_stream *s)
         s->hcap = 0;
     }
     h2_worker *w = c->w;
-    if (w->nfree_streams < H2_POOL_MAX) {
-        s->next = w->free_streams;
-        w->free_streams = s;
-        w->nfree_streams++;
-    } else {
-        free(s->hmem);
-        free(s);
-    }
+    if (w->nfree_streams < H2_POOL_MAX)
+        H2_POOL_GIVE(s, w->free_streams, w->nfree_streams);
+    else
+        h2_stream_free_pooled(s);
+}
+
+void h2_stream_free_pooled(h2_stream *s)
+{
+    free(s->hmem);
+    free(s);
 }
 
 /* ---- ending streams -------------------------------------------------------------- */

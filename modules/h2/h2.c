@@ -574,7 +574,7 @@ static void h2_stop(keel_module *m, keel_worker *worker, void *state)
     h2_worker *w = state;
     h2_batch_pool_free(w);
     h2_piece_pool_free(w);
-    H2_POOL_DRAIN(w->free_streams, w->nfree_streams, h2_stream_free_pooled);
+    h2_stream_pool_free(w);
     h2_scratch_free(&w->scratch);
 }
 

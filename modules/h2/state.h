@@ -134,8 +134,6 @@ int h2_closed_lookup(h2_conn *c, int32_t id);
 void h2_stream_close(h2_stream *s, uint32_t error_code, int ignore);
 /* Frees the stream once it is closed and the core let go of it. */
 void h2_stream_maybe_free(h2_stream *s);
-/* Frees a stream the worker's free list no longer keeps (full, or stop). */
-void h2_stream_free_pooled(h2_stream *s);
 /* Our END_STREAM was written: the stream closes (with RST_STREAM
  * NO_ERROR if the request was still coming, RFC 9113 8.1). */
 void h2_stream_local_end(h2_stream *s);

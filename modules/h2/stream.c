@@ -85,6 +85,13 @@ int h2_closed_lookup(h2_conn *c, int32_t id)
 
 /* ---- life cycle ------------------------------------------------------------ */
 
+/* A stream the worker's free list does not keep (full, or stop). */
+static void stream_free(h2_stream *s)
+{
+    free(s->hmem);
+    free(s);
+}
+
 h2_stream *h2_stream_new(h2_conn *c, int32_t id)
 {
     h2_worker *w = c->w;
@@ -228,13 +235,12 @@ void h2_stream_maybe_free(h2_stream *s)
     if (w->nfree_streams < H2_POOL_MAX)
         H2_POOL_GIVE(s, w->free_streams, w->nfree_streams);
     else
-        h2_stream_free_pooled(s);
+        stream_free(s);
 }
 
-void h2_stream_free_pooled(h2_stream *s)
+void h2_stream_pool_free(h2_worker *w)
 {
-    free(s->hmem);
-    free(s);
+    H2_POOL_DRAIN(w->free_streams, w->nfree_streams, stream_free);
 }
 
 /* ---- ending streams -------------------------------------------------------------- */

@@ -441,6 +441,8 @@ static inline h2_piece *h2_piece_new(h2_conn *c, keel_write_cb cb, void *ud)
 }
 /* Frees the worker's list (stop). */
 void h2_piece_pool_free(h2_worker *w);
+/* Frees the worker's list of streams (stop; stream.c). */
+void h2_stream_pool_free(h2_worker *w);
 /* One reference to a slab less (its last frees it). */
 void h2_slab_unref(h2_slab *slab);
 

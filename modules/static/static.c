@@ -489,16 +489,15 @@ static size_t expand_uri(const char *e, size_t elen, keel_str uri, char *out, si
  * answered as a request for it would be, or "=STATUS". */
 static int serve_try(const st_ctx *x, const char *list, keel_str uri)
 {
-    const char *s = list;
+    const char *at = list, *end = list + strlen(list), *s, *next;
+    size_t n, next_len;
     char buf[ST_PATH_MAX];
-    for (;;) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        size_t n = strcspn(s, " \t");
-        const char *next = s + n;
-        while (*next == ' ' || *next == '\t')
-            next++;
-        int last = *next == '\0';
+    int more = keel_word_next(&at, end, 0, &next, &next_len);
+    while (more) {
+        s = next;
+        n = next_len;
+        more = keel_word_next(&at, end, 0, &next, &next_len);
+        int last = !more;
         if (last && s[0] == '=')
             return answer(x->cfg, x->req, x->res, atoi(s + 1));
         size_t len = expand_uri(s, n, uri, buf, sizeof buf);
@@ -519,8 +518,8 @@ static int serve_try(const st_ctx *x, const char *list, keel_str uri)
             if (rc != ST_TRY_NEXT)
                 return rc;
         }
-        s = next;
     }
+    return answer(x->cfg, x->req, x->res, 404); /* an empty list (st_try_check lets "" by) */
 }
 
 static int handle(keel_request *req, keel_response *res, void *userdata)

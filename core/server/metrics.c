@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "net/worker.h"
+#include "runtime/crash.h"
 #include "server/server.h"
 
 /* ---- registration (main thread, while modules load) ---------------------- */
@@ -146,6 +147,11 @@ int keel_metrics_collect(keel_module *module, unsigned flags, keel_metric_visit_
         }
     }
     free(c);
+    /* The modules' own sources (ABI 1.9) after the registered families. */
+    for (size_t i = 0; i < s->registry.nsources; i++) {
+        const kl_metrics_source *src = &s->registry.sources[i];
+        KL_IN_MODULE(src->owner->name, src->fn(fn, ud, src->userdata));
+    }
     return KEEL_OK;
 }
 
@@ -276,6 +282,34 @@ int kl_metrics_register_core(keel_server *s)
     d.bounds = duration_bounds_us;
     d.nbounds = KL_ARRAY_SIZE(duration_bounds_us);
     REG(&cm->request_duration, NULL, 0);
+    d = (keel_metric_desc)CORE_SERIES(
+        "keel_udp_datagrams_received_total",
+        "Datagrams UDP listeners received and handed to their protocol", KEEL_METRIC_COUNTER);
+    REG(&cm->udp_in, NULL, 0);
+    d = (keel_metric_desc)CORE_SERIES("keel_udp_datagrams_sent_total",
+                                      "Datagrams UDP listeners' protocols sent",
+                                      KEEL_METRIC_COUNTER);
+    REG(&cm->udp_out, NULL, 0);
+    d = (keel_metric_desc)CORE_SERIES("keel_udp_bytes_received_total",
+                                      "Payload bytes of the datagrams received",
+                                      KEEL_METRIC_COUNTER);
+    REG(&cm->udp_bytes_in, NULL, 0);
+    d = (keel_metric_desc)CORE_SERIES("keel_udp_bytes_sent_total",
+                                      "Payload bytes of the datagrams sent", KEEL_METRIC_COUNTER);
+    REG(&cm->udp_bytes_out, NULL, 0);
+    static const char *const udp_drops[KL_UDP_DROP_NREASONS] = {
+        [KL_UDP_DROP_TRUNCATED] = "reason=\"truncated\"",
+        [KL_UDP_DROP_SEND_QUEUE] = "reason=\"send_queue\"",
+        [KL_UDP_DROP_ERROR] = "reason=\"error\"",
+    };
+    for (size_t i = 0; i < KL_UDP_DROP_NREASONS; i++) {
+        d = (keel_metric_desc)CORE_SERIES(
+            "keel_udp_dropped_total",
+            "Datagrams dropped: longer than 64 KiB, over a send queue, or refused by the system",
+            KEEL_METRIC_COUNTER);
+        d.labels = udp_drops[i];
+        REG(&cm->udp_dropped[i], NULL, 0);
+    }
     d = (keel_metric_desc)CORE_SERIES(
         "keel_worker_loop_idle_seconds_total",
         "Time each worker's loop waited for events; utilisation is 1 - its rate",

@@ -107,6 +107,38 @@ static void reset(collect *c)
     memset(c->cumulative, 0, sizeof c->cumulative);
 }
 
+/* What a source hands over passes here: a family a source names that is
+ * also registered would be exposed twice, which a scraper refuses, so its
+ * samples are dropped (the registered one stays). Decided once per run of
+ * samples of one name. */
+typedef struct source_filter {
+    keel_server *s;
+    keel_metric_visit_fn fn;
+    void *ud;
+    char last[256]; /* the name last decided ("" none), and whether it was taken */
+    int taken;
+} source_filter;
+
+static void filtered_visit(const keel_metric_sample *sample, void *userdata)
+{
+    source_filter *f = userdata;
+    if (sample == NULL || sample->name == NULL)
+        return;
+    if (f->last[0] == '\0' || strcmp(f->last, sample->name) != 0) {
+        f->taken = 0;
+        for (size_t i = 0; i < f->s->metrics.nfamilies && !f->taken; i++)
+            f->taken = strcmp(f->s->metrics.families[i]->name, sample->name) == 0;
+        size_t n = strlen(sample->name);
+        /* A name too long to keep is decided again at each sample. */
+        if (n < sizeof f->last)
+            memcpy(f->last, sample->name, n + 1);
+        else
+            f->last[0] = '\0';
+    }
+    if (!f->taken)
+        f->fn(sample, f->ud);
+}
+
 int keel_metrics_collect(keel_module *module, unsigned flags, keel_metric_visit_fn fn, void *ud)
 {
     keel_server *s = module->server;
@@ -148,9 +180,10 @@ int keel_metrics_collect(keel_module *module, unsigned flags, keel_metric_visit_
     }
     free(c);
     /* The modules' own sources (ABI 1.9) after the registered families. */
+    source_filter filter = {s, fn, ud, "", 0};
     for (size_t i = 0; i < s->registry.nsources; i++) {
         const kl_metrics_source *src = &s->registry.sources[i];
-        KL_IN_MODULE(src->owner->name, src->fn(fn, ud, src->userdata));
+        KL_IN_MODULE(src->owner->name, src->fn(filtered_visit, &filter, src->userdata));
     }
     return KEEL_OK;
 }

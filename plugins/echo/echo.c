@@ -27,6 +27,9 @@
  * kernel meanwhile, to be received in batches), and "flood N SIZE" sends N
  * datagrams of SIZE bytes and then "flooded ok=A limit=L inval=I other=O",
  * the results of keel_dgram_send.
+ *
+ * And `udp_discard`, for the benchmark (tests/bench/udp.sh): it counts the
+ * datagrams it receives and answers "?count" with the number.
  */
 #include <keel/keel.h>
 
@@ -305,6 +308,26 @@ static const keel_dgram_protocol udp_echo_protocol = {
     .on_close = udp_echo_close,
 };
 
+static void udp_discard_datagram(keel_dgram *dgram, const char *data, size_t len,
+                                 const keel_dgram_peer *peer)
+{
+    /* The count itself is the per-socket pointer: nothing to free. */
+    uintptr_t count = (uintptr_t)keel_dgram_data(dgram);
+    if (len == 6 && memcmp(data, "?count", 6) == 0) {
+        char line[32];
+        int n = snprintf(line, sizeof line, "%llu", (unsigned long long)count);
+        keel_dgram_send(dgram, peer, line, (size_t)n);
+        return;
+    }
+    keel_dgram_set_data(dgram, (void *)(count + 1));
+}
+
+static const keel_dgram_protocol udp_discard_protocol = {
+    .size = sizeof(keel_dgram_protocol),
+    .name = "udp_discard",
+    .on_datagram = udp_discard_datagram,
+};
+
 static int echo_load(keel_module *module)
 {
     struct echo_config *cfg = calloc(1, sizeof *cfg);
@@ -316,7 +339,8 @@ static int echo_load(keel_module *module)
         (rc = keel_config_size(module, "max_line", 8192, &cfg->max_line)) < 0 ||
         (rc = keel_config_duration_ms(module, "delay", 0, &cfg->delay_ms)) < 0 ||
         (rc = keel_protocol_register(module, &echo_protocol)) < 0 ||
-        (rc = keel_dgram_protocol_register(module, &udp_echo_protocol)) < 0) {
+        (rc = keel_dgram_protocol_register(module, &udp_echo_protocol)) < 0 ||
+        (rc = keel_dgram_protocol_register(module, &udp_discard_protocol)) < 0) {
         free(cfg); /* a bad value: the getter has logged FILE:LINE and why */
         return rc;
     }

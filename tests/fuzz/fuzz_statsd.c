@@ -3,7 +3,7 @@
  * datagram: it is split into lines (statsd_next_line) and each is parsed.
  *
  * Checked besides ASan/UBSan: every line lies inside the datagram, holds
- * no '\n', is not empty and does not end in '\r'; a parsed line's name is
+ * no '\n', is not empty and ends where the datagram or a (CR)LF does; a parsed line's name is
  * non-empty and follows Prometheus' rules ([a-zA-Z_:][a-zA-Z0-9_:]*), its
  * labels are printable ASCII within the bound and end with '"' when
  * present, its value is finite, its rate within [1e-6, 1], and counters
@@ -37,7 +37,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     size_t len;
     while (statsd_next_line(&cursor, end, &line, &len)) {
         CHECK(line >= start && line + len <= end, "line outside the datagram");
-        CHECK(len > 0 && memchr(line, '\n', len) == NULL && line[len - 1] != '\r',
+        /* A line ends at '\n' or the end, one '\r' before either dropped
+         * (a second one is the line's own). */
+        const char *after = line + len;
+        CHECK(len > 0 && memchr(line, '\n', len) == NULL &&
+                  (after == end || *after == '\n' ||
+                   (*after == '\r' && (after + 1 == end || after[1] == '\n'))),
               "bad line boundaries");
         statsd_metric m;
         int rc = statsd_parse_line(line, len, &m);

@@ -55,32 +55,6 @@ static double sd_value(kh_proc *p, const char *series)
     return v;
 }
 
-static void need_promtool(void)
-{
-    const char *argv[] = {"promtool", "--version", NULL};
-    ht_run_result rr = ht_run(argv, 10000);
-    int ok = rr.status == 0;
-    ht_run_free(&rr);
-    if (!ok)
-        cr_skip_test("promtool is not installed (Debian: apt-get install prometheus)");
-}
-
-static void promtool_check(kh_proc *p, const char *path)
-{
-    char *page = NULL;
-    cr_assert_eq(st_fetch(p, path, &page), 200);
-    char file[400];
-    snprintf(file, sizeof file, "%s/metrics.txt", p->dir);
-    FILE *f = fopen(file, "w");
-    cr_assert(f && fputs(page, f) >= 0 && fclose(f) == 0, "write %s", file);
-    const char *argv[] = {"sh", "-c", "promtool check metrics < \"$0\"", file, NULL};
-    ht_run_result rr = ht_run(argv, 30000);
-    cr_assert(rr.status == 0, "promtool check metrics on %s: exit %d\n%s%s\n---- page ----\n%s",
-              path, rr.status, rr.out, rr.err, page);
-    ht_run_free(&rr);
-    free(page);
-}
-
 #define EXPECT_VALUE(p, series, want)                                                              \
     do {                                                                                           \
         double got_ = sd_value(p, series);                                                         \
@@ -127,9 +101,9 @@ Test(statsd, lines_become_series_promtool_accepts, .timeout = 90, .fini = kh_cle
     EXPECT_VALUE(p, "statsd_lines_invalid_total{reason=\"rate\"}", 1);
     EXPECT_VALUE(p, "statsd_lines_invalid_total{reason=\"reserved\"}", 1);
     EXPECT_VALUE(p, "statsd_lines_invalid_total{reason=\"tags\"}", 1);
-    need_promtool();
-    promtool_check(p, "/metrics");
-    promtool_check(p, "/metrics?per_worker=1");
+    st_need_promtool();
+    st_promtool_check(p, "/metrics");
+    st_promtool_check(p, "/metrics?per_worker=1");
 }
 
 /* New names beyond max_metrics are dropped and counted; known ones still

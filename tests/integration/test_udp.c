@@ -184,6 +184,43 @@ Test(udp, send_refuses_oversized, .timeout = 30, .fini = kh_cleanup_all)
     kh_stop(p);
 }
 
+#ifdef KEEL_UDPFAULT_SO
+/* The send queue and its bound: the first datagram the socket cannot take
+ * (tests/udpfault makes sendmsg say EAGAIN once) is queued, the ones after
+ * it queue behind it (in order) up to send_queue bytes, the rest are
+ * refused with KEEL_ERR_LIMIT and counted; what was queued arrives. */
+Test(udp, send_queue_is_bounded, .timeout = 30, .fini = kh_cleanup_all)
+{
+    setenv("LD_PRELOAD", KEEL_UDPFAULT_SO, 1);
+    setenv("KEEL_UDPFAULT_EAGAIN", "1", 1);
+    /* Under ASan the interposer comes before libasan in the load order. */
+    setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 0);
+    kh_proc *p =
+        kh_start(UDP_CONFIG("127.0.0.1:0 udp_echo udp send_queue=10500", "1"), NULL, 1, 10000);
+    unsetenv("LD_PRELOAD");
+    int fd = udp_client(AF_INET, kh_port(p, 0));
+    kh_assert(p, fd >= 0, "udp client");
+    int rcvbuf = 1 << 20;
+    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof rcvbuf);
+    kh_assert(p, send(fd, "flood 100 1000", 14, 0) == 14, "send");
+    /* 10 x 1000 bytes fit in 10500; the result line (37 bytes) too. */
+    static char buf[2048];
+    int floods = 0;
+    for (;;) {
+        ssize_t n = recv_dgram(fd, buf, sizeof buf, 5000);
+        kh_assert(p, n >= 0, "missing datagrams: %d of 10 then the result", floods);
+        if (buf[0] != 'x')
+            break;
+        kh_assert(p, n == 1000, "a flood datagram of %zd bytes", n);
+        floods++;
+    }
+    kh_assert(p, strcmp(buf, "flooded ok=10 limit=90 inval=0 other=0") == 0, "result: '%s'", buf);
+    kh_assert(p, floods == 10, "%d queued datagrams arrived, expected 10", floods);
+    close(fd);
+    kh_stop(p);
+}
+#endif
+
 Test(udp, listen_line_errors, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_expect_refused(UDP_CONFIG("127.0.0.1:0 nosuch udp", "1"), 2,

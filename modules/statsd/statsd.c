@@ -41,7 +41,7 @@ static int check_prefix(const char *value, char *why, size_t whylen)
 
 static const keel_config_key statsd_keys[] = {
     KEEL_KEY(statsd_conf, max_metrics, "max_metrics", KEEL_CONFIG_INT, .def = "1000", .min = 1,
-             .max = 1000000,
+             .max = 100000,
              .doc = "series kept (name and tags); lines for new ones beyond it are dropped and "
                     "counted"),
     KEEL_KEY(statsd_conf, prefix, "prefix", KEEL_CONFIG_STRING, .def = "",

@@ -43,38 +43,58 @@ int statsd_table_init(statsd_table *t, size_t max, const char *module_name)
     for (t->cap = 16; t->cap < max * 2; t->cap *= 2)
         ;
     t->slots = calloc(t->cap, sizeof *t->slots);
-    return t->slots ? KEEL_OK : KEEL_ERR_NOMEM;
+    t->families = calloc(t->cap, sizeof *t->families);
+    return t->slots && t->families ? KEEL_OK : KEEL_ERR_NOMEM;
 }
 
 void statsd_table_free(statsd_table *t)
 {
     for (size_t i = 0; t->slots && i < t->cap; i++) {
-        free(t->slots[i].name);
-        free(t->slots[i].labels);
+        if (t->slots[i] != NULL) {
+            free(t->slots[i]->name);
+            free(t->slots[i]->labels);
+            free(t->slots[i]);
+        }
     }
     free(t->slots);
+    free(t->families);
     t->slots = NULL;
+    t->families = NULL;
 }
 
-/* The series of name and labels, or the free slot where it would go. */
-static statsd_series *find(statsd_table *t, const char *name, const char *labels, uint32_t h)
+/* The slot of the series of name and labels, or the free slot where it
+ * would go. */
+static statsd_series **find(statsd_table *t, const char *name, const char *labels, uint32_t h)
 {
     for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
-        statsd_series *s = &t->slots[i];
-        if (s->name == NULL ||
+        statsd_series *s = t->slots[i];
+        if (s == NULL ||
             (s->hash == h && strcmp(s->name, name) == 0 && strcmp(s->labels, labels) == 0))
-            return s;
+            return &t->slots[i];
     }
 }
 
-/* The type of another series of the same name, or -1. Only when a series
- * is made, so a scan is fine. */
-static int family_type(const statsd_table *t, const char *name)
+/* FNV-1a over a name alone. */
+static uint32_t hash_name(const char *name)
 {
-    for (size_t i = 0; i < t->cap; i++)
-        if (t->slots[i].name != NULL && strcmp(t->slots[i].name, name) == 0)
-            return t->slots[i].type;
-    return -1;
+    uint32_t h = 2166136261u;
+    for (const char *p = name; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    return h;
+}
+
+/* The family of that name (its first series' name, and its type), or the
+ * free slot where it would go: every series of a name has one type. */
+static statsd_family *family(statsd_table *t, const char *name)
+{
+    uint32_t h = hash_name(name);
+    for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        statsd_family *f = &t->families[i];
+        if (f->name == NULL || (f->hash == h && strcmp(f->name, name) == 0)) {
+            f->hash = h;
+            return f;
+        }
+    }
 }
 
 static char *dup_str(const char *s)
@@ -87,25 +107,32 @@ static char *dup_str(const char *s)
 int statsd_table_apply(statsd_table *t, const statsd_metric *m)
 {
     uint32_t h = hash_of(m->name, m->labels);
-    statsd_series *s = find(t, m->name, m->labels, h);
-    if (s->name == NULL) {
+    statsd_series **slot = find(t, m->name, m->labels, h);
+    statsd_series *s = *slot;
+    if (s == NULL) {
         if (t->count >= t->max)
             return STATSD_TABLE_FULL;
-        int type = family_type(t, m->name);
-        if (type >= 0 && type != m->type)
+        statsd_family *f = family(t, m->name);
+        if (f->name != NULL && f->type != m->type)
             return STATSD_TYPE_CONFLICT;
-        memset(s, 0, sizeof *s);
-        s->name = dup_str(m->name);
-        s->labels = dup_str(m->labels);
-        if (s->name == NULL || s->labels == NULL) {
-            free(s->name);
-            free(s->labels);
-            s->name = s->labels = NULL;
+        /* Made only when it is needed: a table of max_metrics costs a
+         * pointer per slot until then. */
+        s = calloc(1, sizeof *s);
+        if (s == NULL || (s->name = dup_str(m->name)) == NULL ||
+            (s->labels = dup_str(m->labels)) == NULL) {
+            if (s != NULL)
+                free(s->name);
+            free(s);
             return STATSD_TABLE_FULL;
         }
         s->hash = h;
         s->type = m->type;
+        *slot = s;
         t->count++;
+        if (f->name == NULL) {
+            f->name = s->name;
+            f->type = m->type;
+        }
     } else if (s->type != m->type) {
         return STATSD_TYPE_CONFLICT;
     }
@@ -207,9 +234,9 @@ void statsd_table_emit(keel_metric_visit_fn visit, void *visit_data, void *table
     size_t n = 0;
     keel_mutex_lock(&t->lock);
     for (size_t i = 0; i < t->cap && n < want; i++)
-        if (t->slots[i].name != NULL) {
-            copies[n].of = &t->slots[i];
-            copies[n].values = t->slots[i];
+        if (t->slots[i] != NULL) {
+            copies[n].of = t->slots[i];
+            copies[n].values = *t->slots[i];
             n++;
         }
     keel_mutex_unlock(&t->lock);

@@ -15,9 +15,17 @@
 
 typedef struct statsd_series statsd_series;
 
+/* A name's type: series of one name are one family, of one type. */
+typedef struct statsd_family {
+    const char *name; /* its first series' (NULL: the slot is free) */
+    uint32_t hash;
+    int type;
+} statsd_family;
+
 typedef struct statsd_table {
     keel_mutex lock;
-    statsd_series *slots; /* open addressing, `cap` slots (a power of two) */
+    statsd_series **slots;   /* open addressing, `cap` slots (a power of two) */
+    statsd_family *families; /* by name alone, `cap` slots too */
     size_t cap, count, max;
     const char *module_name;
 } statsd_table;

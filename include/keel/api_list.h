@@ -782,7 +782,10 @@ KEEL_VFN(metric_observe, (keel_worker *worker, keel_metric *metric, int64_t valu
  * each value (keel/metrics.h: order, flags). Values are read without
  * stopping the workers: each is exact, a collection is not a snapshot
  * taken at one instant. KEEL_ERR_STATE before the workers exist (in load).
- * Any thread; fn runs on the calling thread. */
+ * Any thread; fn runs on the calling thread. From ABI 1.9 the modules'
+ * metrics sources (keel_metrics_source_register) follow the registered
+ * families, once each, their samples with worker KEEL_METRIC_ALL_WORKERS
+ * in either flag's collection. */
 KEEL_FN(int, metrics_collect,
         (keel_module *module, unsigned flags, keel_metric_visit_fn fn, void *userdata),
         (module, flags, fn, userdata))

@@ -92,7 +92,6 @@ static void on_recv(uv_udp_t *handle, ssize_t nread, const uv_buf_t *buf,
                     const struct sockaddr *addr, unsigned flags)
 {
     keel_dgram *d = handle->data;
-    (void)buf;
     /* After the batch's datagrams (UV_UDP_MMSG_CHUNK each), libuv calls
      * once more to have the buffer freed: the batch's end. */
     if (flags & UV_UDP_MMSG_FREE) {

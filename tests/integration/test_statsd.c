@@ -124,6 +124,33 @@ Test(statsd, table_is_bounded, .timeout = 60, .fini = kh_cleanup_all)
     EXPECT_VALUE(p, "app_c_count", 1);
 }
 
+/* A client as applications have one: Python's socket module, the way the
+ * statsd and datadog client libraries send (one datagram per call). */
+Test(statsd, python_client, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = sd_start(NULL);
+    char port[16];
+    snprintf(port, sizeof port, "%u", kh_port(p, 1));
+    const char *argv[] = {"python3", "-c",
+                          "import socket, sys\n"
+                          "s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n"
+                          "for line in (b'py.hits:1|c|#lang:python', b'py.hits:2|c|#lang:python',"
+                          " b'py.temp:21.5|g', b'py.req:8|ms'):\n"
+                          "    s.sendto(line, ('127.0.0.1', int(sys.argv[1])))\n",
+                          port, NULL};
+    ht_run_result rr = ht_run(argv, 10000);
+    int status = rr.status;
+    ht_run_free(&rr);
+    if (status == 127)
+        cr_skip_test("python3 is not installed");
+    kh_assert(p, status == 0, "python3 exited %d", status);
+    kh_assert(p, KH_WAIT_UNTIL(sd_value(p, "statsd_lines_total") == 4, 5000),
+              "statsd_lines_total never reached 4: %g", sd_value(p, "statsd_lines_total"));
+    EXPECT_VALUE(p, "py_hits_total{lang=\"python\"}", 3);
+    EXPECT_VALUE(p, "py_temp", 21.5);
+    EXPECT_VALUE(p, "py_req_bucket{le=\"0.01\"}", 1);
+}
+
 Test(statsd, bad_prefix_refused, .timeout = 30, .fini = kh_cleanup_all)
 {
     kh_expect_refused("[keel]\nlisten = 127.0.0.1:0 statsd udp\nmodules = statsd\n" KH_MODULE_PATH

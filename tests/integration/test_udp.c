@@ -194,7 +194,11 @@ Test(udp, send_queue_is_bounded, .timeout = 30, .fini = kh_cleanup_all)
     setenv("LD_PRELOAD", KEEL_UDPFAULT_SO, 1);
     setenv("KEEL_UDPFAULT_EAGAIN", "1", 1);
     /* Under ASan the interposer comes before libasan in the load order. */
-    setenv("ASAN_OPTIONS", "verify_asan_link_order=0", 0);
+    const char *asan = getenv("ASAN_OPTIONS");
+    char opts[512];
+    snprintf(opts, sizeof opts, "%s%sverify_asan_link_order=0", asan ? asan : "",
+             asan && *asan ? ":" : "");
+    setenv("ASAN_OPTIONS", opts, 1);
     kh_proc *p =
         kh_start(UDP_CONFIG("127.0.0.1:0 udp_echo udp send_queue=10500", "1"), NULL, 1, 10000);
     unsetenv("LD_PRELOAD");

@@ -56,6 +56,12 @@ typedef struct kl_listener {
     int polling;
     unsigned next_worker;
     kl_origin origin; /* for its connections; set when bound */
+    /* A UDP listener (the `udp` word, net/udp.c): its datagram protocol,
+     * datagrams per receive and the send queue's bound in bytes. NULL for
+     * a stream listener. */
+    const kl_dgram_protocol *dgram;
+    uint32_t dgram_batch;
+    uint64_t dgram_send_queue;
 } kl_listener;
 
 /* Per-worker state of a subsystem above the network layer, the mechanism

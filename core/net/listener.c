@@ -81,11 +81,15 @@ int kl_listeners_bind(kl_host *h)
         if (l->sockets == NULL || l->given == NULL)
             return KEEL_ERR_NOMEM;
         struct sockaddr_storage addr = l->spec->addr;
-        adopt(h, l, cap, &addr);
+        /* UDP sockets are not handed down: a reload's successor binds its
+         * own beside them (SO_REUSEPORT) and the old ones close with their
+         * workers (docs/udp.md). */
+        if (l->dgram == NULL)
+            adopt(h, l, cap, &addr);
         /* SO_REUSEPORT would let this join another process's group on the
          * same port and silently split its traffic: a socket without it
          * must be able to bind first (a stale instance is an error). */
-        if (l->inherited == 0 && cfg->reuseport && port_of(&addr) != 0) {
+        if (l->inherited == 0 && l->dgram == NULL && cfg->reuseport && port_of(&addr) != 0) {
             kl_socket probe;
             int rc = kl_listen_socket((struct sockaddr *)&addr, 0, 1, &probe);
             if (rc != 0)
@@ -94,8 +98,10 @@ int kl_listeners_bind(kl_host *h)
         }
         while (l->nsockets < want) {
             kl_socket sock;
-            int rc =
-                kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog, &sock);
+            int rc = l->dgram != NULL
+                         ? kl_udp_socket((struct sockaddr *)&addr, cfg->reuseport, &sock)
+                         : kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
+                                            &sock);
             /* An inherited socket made without SO_REUSEPORT (a systemd
              * .socket unit without ReusePort=yes) admits no siblings: the
              * workers then share its one queue, each through a descriptor
@@ -264,6 +270,8 @@ int kl_listeners_start_acceptor(kl_host *h)
         return KEEL_OK;
     for (size_t i = 0; i < h->nlisteners; i++) {
         kl_listener *l = &h->listeners[i];
+        if (l->dgram != NULL)
+            continue; /* worker 0 receives on it (net/udp.c) */
         int rc = uv_poll_init_socket(h->loop, &l->poll, l->sockets[0]);
         if (rc == 0) {
             l->poll.data = l;

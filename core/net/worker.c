@@ -8,6 +8,7 @@
 #include "base/atomic.h"
 #include "net/conn.h"
 #include "net/output.h"
+#include "net/udp.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "runtime/crash.h"
@@ -233,6 +234,8 @@ static void on_acceptable(uv_poll_t *poll, int status, int events)
 static size_t sockets_of(const keel_worker *w, const kl_listener *l)
 {
     size_t n = w->host->nworkers;
+    if (l->dgram != NULL)
+        return 0; /* a UDP listener's: net/udp.c */
     return l->nsockets > w->id ? (l->nsockets - w->id + n - 1) / n : 0;
 }
 
@@ -259,7 +262,7 @@ static int open_listeners(keel_worker *w)
         return KEEL_OK;
     for (size_t i = 0; i < h->nlisteners; i++) {
         kl_listener *l = &h->listeners[i];
-        for (size_t k = w->id; k < l->nsockets; k += h->nworkers) {
+        for (size_t k = w->id; l->dgram == NULL && k < l->nsockets; k += h->nworkers) {
             kl_worker_listener *wl = &w->listeners[w->nlisteners];
             wl->listener = l;
             wl->worker = w;
@@ -450,6 +453,7 @@ static void close_listeners(keel_worker *w)
         kl_socket_close(wl->sock);
     }
     w->nlisteners = 0;
+    kl_udp_close(w);
     w->accepting_stopped = 1;
 }
 
@@ -579,7 +583,8 @@ static void worker_main(void *arg)
     uv_sem_wait(&w->go);
     if (rc == KEEL_OK)
         rc = w->go_status;
-    if (rc == KEEL_OK && (rc = open_listeners(w)) != KEEL_OK) {
+    if (rc == KEEL_OK &&
+        ((rc = open_listeners(w)) != KEEL_OK || (rc = kl_udp_open(w)) != KEEL_OK)) {
         /* Its listening sockets would take connections nobody accepts:
          * the whole server stops, and keel_server_run reports it. */
         w->start_status = rc;

@@ -63,6 +63,7 @@ struct keel_worker {
     size_t modules_started;
     kl_worker_listener *listeners;
     size_t nlisteners;
+    keel_dgram *dgrams; /* its sockets of UDP listeners (net/udp.c) */
     uint64_t nconns;
     keel_conn *idle_head, *idle_tail; /* the idle list (net/conn.c), oldest first */
     int64_t nidle; /* its length; read by the acceptor (relaxed) to pick a worker */

@@ -32,6 +32,11 @@ int kl_reuseport_balances(void);
  * negative libuv error code on failure. */
 int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out);
 
+/* Creates a non-blocking UDP socket bound to addr, `shared` as for
+ * kl_listen_socket (an IPv6 one takes IPv6 only). A negative libuv error
+ * code on failure. */
+int kl_udp_socket(const struct sockaddr *addr, int shared, kl_socket *out);
+
 /* Accepts one pending connection without blocking; the new socket is
  * non-blocking. Returns 0, UV_EAGAIN when none is pending, or a negative
  * libuv error code. */

@@ -61,6 +61,14 @@ enum {
     KL_ACCEPT_NREASONS
 };
 
+/* Why a datagram was dropped: keel_udp_dropped_total's `reason`. */
+enum {
+    KL_UDP_DROP_TRUNCATED,  /* longer than a receive slot (64 KiB) */
+    KL_UDP_DROP_SEND_QUEUE, /* the send queue was full */
+    KL_UDP_DROP_ERROR,      /* the system refused a send, or a receive failed */
+    KL_UDP_DROP_NREASONS
+};
+
 /* The core's own series (docs/metrics.md). */
 typedef struct kl_core_metrics {
     keel_metric *conns_open;
@@ -72,6 +80,9 @@ typedef struct kl_core_metrics {
     keel_metric *bytes_out;
     keel_metric *requests[5]; /* by status class, 1xx..5xx */
     keel_metric *request_duration;
+    /* UDP listeners (net/udp.c) */
+    keel_metric *udp_in, *udp_out, *udp_bytes_in, *udp_bytes_out;
+    keel_metric *udp_dropped[KL_UDP_DROP_NREASONS];
 } kl_core_metrics;
 
 /* A histogram's bounds: at most this many. */

@@ -63,6 +63,38 @@ int kl_registry_add_transport(kl_registry *r, keel_module *owner, const keel_tra
     return KEEL_OK;
 }
 
+int kl_registry_add_dgram_protocol(kl_registry *r, keel_module *owner, const keel_dgram_protocol *p)
+{
+    if (p == NULL || p->size < offsetof(keel_dgram_protocol, on_batch_end) ||
+        p->on_datagram == NULL || !valid_name(p->name))
+        return KEEL_ERR_INVAL;
+    if (kl_registry_dgram_protocol(r, p->name) != NULL)
+        return KEEL_ERR_EXISTS;
+    if (kl_grow((void **)&r->dgram_protocols, &r->dgram_protocols_cap, r->ndgram_protocols + 1,
+                sizeof *r->dgram_protocols) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    kl_dgram_protocol *entry = malloc(sizeof *entry);
+    if (entry == NULL)
+        return KEEL_ERR_NOMEM;
+    copy_sized(&entry->cb, sizeof entry->cb, p, p->size);
+    entry->cb.size = sizeof entry->cb;
+    entry->owner = owner;
+    r->dgram_protocols[r->ndgram_protocols++] = entry;
+    return KEEL_OK;
+}
+
+int kl_registry_add_source(kl_registry *r, keel_module *owner, keel_metrics_source_fn fn,
+                           void *userdata)
+{
+    if (fn == NULL)
+        return KEEL_ERR_INVAL;
+    if (kl_grow((void **)&r->sources, &r->sources_cap, r->nsources + 1, sizeof *r->sources) !=
+        KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    r->sources[r->nsources++] = (kl_metrics_source){fn, userdata, owner};
+    return KEEL_OK;
+}
+
 int kl_registry_add_service(kl_registry *r, keel_module *owner, const char *name, uint32_t version,
                             const void *table)
 {
@@ -99,6 +131,14 @@ const kl_transport *kl_registry_transport(const kl_registry *r, const char *name
     return NULL;
 }
 
+const kl_dgram_protocol *kl_registry_dgram_protocol(const kl_registry *r, const char *name)
+{
+    for (size_t i = 0; i < r->ndgram_protocols; i++)
+        if (strcmp(r->dgram_protocols[i]->cb.name, name) == 0)
+            return r->dgram_protocols[i];
+    return NULL;
+}
+
 const kl_service *kl_registry_service(const kl_registry *r, const char *name)
 {
     for (size_t i = 0; i < r->nservices; i++)
@@ -115,6 +155,10 @@ void kl_registry_free(kl_registry *r)
         free(r->transports[i]);
     for (size_t i = 0; i < r->nservices; i++)
         free(r->services[i].name);
+    for (size_t i = 0; i < r->ndgram_protocols; i++)
+        free(r->dgram_protocols[i]);
+    free(r->dgram_protocols);
+    free(r->sources);
     free(r->protocols);
     free(r->transports);
     free(r->services);

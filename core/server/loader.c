@@ -13,6 +13,7 @@
 #include "base/log.h"
 #include "platform/platform.h"
 #include "server/server.h"
+#include "net/udp.h"
 #include "base/util.h"
 
 /* Logs a module failure, prefixed with where the config's `modules` line
@@ -300,6 +301,55 @@ static int show_scopes(keel_server *s)
 }
 
 /* What only the full set of loaded modules can tell. */
+/* A listen line with the `udp` word (ABI 1.9, net/udp.c): its datagram
+ * protocol and options. `udp` takes the transport's place, so no other
+ * bare word may follow; a datagram has no PROXY protocol header. */
+static int resolve_udp_listener(keel_server *s, kl_listener *l)
+{
+    const kl_listen_spec *spec = l->spec;
+    char where[300], why[160];
+    const char *what = NULL, *bad = NULL; /* why, and the option it is about */
+    l->dgram = kl_registry_dgram_protocol(&s->registry, spec->protocol);
+    l->dgram_batch = KL_UDP_BATCH_DEFAULT;
+    l->dgram_send_queue = KL_UDP_SEND_QUEUE_DEFAULT;
+    if (l->dgram == NULL) {
+        snprintf(why, sizeof why, "unknown datagram protocol '%s'%s", spec->protocol,
+                 s->registry.ndgram_protocols ? "" : " (no loaded module registers one)");
+        what = why;
+    }
+    for (size_t k = 0; what == NULL && k < spec->noptions; k++) {
+        const kl_listen_option *o = &spec->options[k];
+        int64_t n = 0;
+        uint64_t size = 0;
+        if (strcmp(o->key, "udp") == 0 || strcmp(o->key, "name") == 0)
+            continue;
+        if (strcmp(o->key, "batch") == 0) {
+            if (kl_parse_int(o->value, 1, KL_UDP_BATCH_MAX, &n, why, sizeof why) != KEEL_OK) {
+                what = why;
+                bad = o->key;
+            }
+            l->dgram_batch = (uint32_t)n;
+        } else if (strcmp(o->key, "send_queue") == 0) {
+            if (kl_parse_size(o->value, &size, why, sizeof why) != KEEL_OK) {
+                what = why;
+                bad = o->key;
+            }
+            l->dgram_send_queue = size;
+        } else {
+            snprintf(why, sizeof why,
+                     "'%s' does not apply to a udp listener (it takes batch= and send_queue=)",
+                     o->key);
+            what = why;
+        }
+    }
+    if (what == NULL)
+        return KEEL_OK;
+    kl_log(KEEL_LOG_ERROR, "%s: [keel] listen: %s%s%s",
+           kl_config_where(spec->where, where, sizeof where), bad ? bad : "", bad ? ": " : "",
+           what);
+    return KEEL_ERR_CONFIG;
+}
+
 static int check_config(keel_server *s)
 {
     char err[512];
@@ -335,6 +385,12 @@ static int check_config(keel_server *s)
         kl_listener *l = &s->host.listeners[i];
         const kl_listen_spec *spec = l->spec;
         char where[300];
+        if (kl_listen_spec_option(spec, "udp") != NULL) {
+            int rc = resolve_udp_listener(s, l);
+            if (rc != KEEL_OK)
+                return rc;
+            continue;
+        }
         l->protocol = kl_registry_protocol(&s->registry, spec->protocol);
         if (l->protocol == NULL) {
             kl_log(KEEL_LOG_ERROR, "%s: [keel] listen: unknown protocol '%s'%s",

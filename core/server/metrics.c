@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/util.h"
 #include "net/worker.h"
+#include "runtime/crash.h"
 #include "server/server.h"
 
 /* ---- registration (main thread, while modules load) ---------------------- */
@@ -106,6 +107,38 @@ static void reset(collect *c)
     memset(c->cumulative, 0, sizeof c->cumulative);
 }
 
+/* What a source hands over passes here: a family a source names that is
+ * also registered would be exposed twice, which a scraper refuses, so its
+ * samples are dropped (the registered one stays). Decided once per run of
+ * samples of one name. */
+typedef struct source_filter {
+    keel_server *s;
+    keel_metric_visit_fn fn;
+    void *ud;
+    char last[256]; /* the name last decided ("" none), and whether it was taken */
+    int taken;
+} source_filter;
+
+static void filtered_visit(const keel_metric_sample *sample, void *userdata)
+{
+    source_filter *f = userdata;
+    if (sample == NULL || sample->name == NULL)
+        return;
+    if (f->last[0] == '\0' || strcmp(f->last, sample->name) != 0) {
+        f->taken = 0;
+        for (size_t i = 0; i < f->s->metrics.nfamilies && !f->taken; i++)
+            f->taken = strcmp(f->s->metrics.families[i]->name, sample->name) == 0;
+        size_t n = strlen(sample->name);
+        /* A name too long to keep is decided again at each sample. */
+        if (n < sizeof f->last)
+            memcpy(f->last, sample->name, n + 1);
+        else
+            f->last[0] = '\0';
+    }
+    if (!f->taken)
+        f->fn(sample, f->ud);
+}
+
 int keel_metrics_collect(keel_module *module, unsigned flags, keel_metric_visit_fn fn, void *ud)
 {
     keel_server *s = module->server;
@@ -146,6 +179,12 @@ int keel_metrics_collect(keel_module *module, unsigned flags, keel_metric_visit_
         }
     }
     free(c);
+    /* The modules' own sources (ABI 1.9) after the registered families. */
+    source_filter filter = {s, fn, ud, "", 0};
+    for (size_t i = 0; i < s->registry.nsources; i++) {
+        const kl_metrics_source *src = &s->registry.sources[i];
+        KL_IN_MODULE(src->owner->name, src->fn(filtered_visit, &filter, src->userdata));
+    }
     return KEEL_OK;
 }
 
@@ -276,6 +315,34 @@ int kl_metrics_register_core(keel_server *s)
     d.bounds = duration_bounds_us;
     d.nbounds = KL_ARRAY_SIZE(duration_bounds_us);
     REG(&cm->request_duration, NULL, 0);
+    d = (keel_metric_desc)CORE_SERIES(
+        "keel_udp_datagrams_received_total",
+        "Datagrams UDP listeners received and handed to their protocol", KEEL_METRIC_COUNTER);
+    REG(&cm->udp_in, NULL, 0);
+    d = (keel_metric_desc)CORE_SERIES("keel_udp_datagrams_sent_total",
+                                      "Datagrams UDP listeners' protocols sent",
+                                      KEEL_METRIC_COUNTER);
+    REG(&cm->udp_out, NULL, 0);
+    d = (keel_metric_desc)CORE_SERIES("keel_udp_bytes_received_total",
+                                      "Payload bytes of the datagrams received",
+                                      KEEL_METRIC_COUNTER);
+    REG(&cm->udp_bytes_in, NULL, 0);
+    d = (keel_metric_desc)CORE_SERIES("keel_udp_bytes_sent_total",
+                                      "Payload bytes of the datagrams sent", KEEL_METRIC_COUNTER);
+    REG(&cm->udp_bytes_out, NULL, 0);
+    static const char *const udp_drops[KL_UDP_DROP_NREASONS] = {
+        [KL_UDP_DROP_TRUNCATED] = "reason=\"truncated\"",
+        [KL_UDP_DROP_SEND_QUEUE] = "reason=\"send_queue\"",
+        [KL_UDP_DROP_ERROR] = "reason=\"error\"",
+    };
+    for (size_t i = 0; i < KL_UDP_DROP_NREASONS; i++) {
+        d = (keel_metric_desc)CORE_SERIES(
+            "keel_udp_dropped_total",
+            "Datagrams dropped: longer than 64 KiB, over a send queue, or refused by the system",
+            KEEL_METRIC_COUNTER);
+        d.labels = udp_drops[i];
+        REG(&cm->udp_dropped[i], NULL, 0);
+    }
     d = (keel_metric_desc)CORE_SERIES(
         "keel_worker_loop_idle_seconds_total",
         "Time each worker's loop waited for events; utilisation is 1 - its rate",

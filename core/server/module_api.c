@@ -304,6 +304,31 @@ int keel_transport_register(keel_module *m, const keel_transport *t)
                    offsetof(keel_transport, on_open), taken ? taken->owner : NULL);
 }
 
+int keel_dgram_protocol_register(keel_module *m, const keel_dgram_protocol *p)
+{
+    kl_registry *r = &m->server->registry;
+    int rc = registering(m, "registers datagram protocol", p ? p->name : NULL);
+    if (rc != KEEL_OK || (rc = kl_registry_add_dgram_protocol(r, m, p)) == KEEL_OK)
+        return rc;
+    size_t least = offsetof(keel_dgram_protocol, on_batch_end);
+    if (rc == KEEL_ERR_INVAL && p != NULL && p->size >= least && p->on_datagram == NULL) {
+        kl_log(KEEL_LOG_ERROR, "module '%s': datagram protocol '%s': on_datagram is NULL", m->name,
+               p->name ? p->name : "(null)");
+        return rc;
+    }
+    const kl_dgram_protocol *taken = p && p->name ? kl_registry_dgram_protocol(r, p->name) : NULL;
+    return refused(m, rc, "datagram protocol", p != NULL, p ? p->name : NULL, p ? p->size : 0,
+                   least, taken ? taken->owner : NULL);
+}
+
+int keel_metrics_source_register(keel_module *m, keel_metrics_source_fn fn, void *userdata)
+{
+    int rc = registering(m, "registers a metrics source", m->name);
+    if (rc == KEEL_OK)
+        rc = kl_registry_add_source(&m->server->registry, m, fn, userdata);
+    return rc;
+}
+
 int keel_service_publish(keel_module *m, const char *name, uint32_t version, const void *table)
 {
     kl_registry *r = &m->server->registry;

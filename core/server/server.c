@@ -629,9 +629,9 @@ static void log_listeners(keel_server *s)
         else
             uv_ip4_name((const struct sockaddr_in *)&spec->addr, host, sizeof host);
         int v6 = spec->addr.ss_family == AF_INET6;
+        const char *transport = l->dgram ? "udp" : l->transport ? l->transport->cb.name : "";
         kl_log(KEEL_LOG_INFO, "listening on %s%s%s:%u (%s%s%s)", v6 ? "[" : "", host, v6 ? "]" : "",
-               l->port, spec->protocol, l->transport ? ", " : "",
-               l->transport ? l->transport->cb.name : "");
+               l->port, spec->protocol, transport[0] ? ", " : "", transport);
     }
 }
 

@@ -782,7 +782,10 @@ KEEL_VFN(metric_observe, (keel_worker *worker, keel_metric *metric, int64_t valu
  * each value (keel/metrics.h: order, flags). Values are read without
  * stopping the workers: each is exact, a collection is not a snapshot
  * taken at one instant. KEEL_ERR_STATE before the workers exist (in load).
- * Any thread; fn runs on the calling thread. */
+ * Any thread; fn runs on the calling thread. From ABI 1.9 the modules'
+ * metrics sources (keel_metrics_source_register) follow the registered
+ * families, once each, their samples with worker KEEL_METRIC_ALL_WORKERS
+ * in either flag's collection. */
 KEEL_FN(int, metrics_collect,
         (keel_module *module, unsigned flags, keel_metric_visit_fn fn, void *userdata),
         (module, flags, fn, userdata))
@@ -1668,4 +1671,64 @@ KEEL_FN(int, response_send_file_bytes,
 KEEL_FN(int, response_filter_emit_pieces,
         (keel_response *res, const keel_piece *pieces, size_t npieces, int last),
         (res, pieces, npieces, last))
+
+/* ---- Datagram protocols (ABI 1.9) ------------------------------------------
+ * keel/types.h says what a datagram protocol is, and docs/udp.md how to
+ * write one: the listen line, per-worker sockets, batching, the send queue
+ * and the core's keel_udp_* series. */
+
+/* Registers a datagram protocol under protocol->name (its own namespace:
+ * a connection protocol may have the same name). The struct is copied.
+ * KEEL_OK; KEEL_ERR_INVAL (NULL, no on_datagram, a bad name or size),
+ * KEEL_ERR_EXISTS, KEEL_ERR_STATE (not loading), KEEL_ERR_NOMEM. Main
+ * thread, from load. */
+KEEL_FN(int, dgram_protocol_register,
+        (keel_module *module, const keel_dgram_protocol *protocol), (module, protocol))
+
+/* Sends len bytes to peer from dgram's socket. The bytes are copied (or
+ * sent before the call returns): the caller keeps its buffer. A datagram
+ * the socket cannot take at once waits in the socket's send queue, in
+ * order; when the queue holds the listener's send_queue bytes the datagram
+ * is dropped, counted (keel_udp_dropped_total{reason="send_queue"}), and
+ * KEEL_ERR_LIMIT returned: UDP promises no delivery, and a peer that does
+ * not read must not make the worker hold memory without bound.
+ * KEEL_OK (sent or queued); KEEL_ERR_LIMIT; KEEL_ERR_INVAL (NULL dgram or
+ * peer, len over KEEL_DGRAM_MAX, or an IPv4 peer on an IPv6 socket and
+ * the reverse); KEEL_ERR_CLOSED (from or after on_close); KEEL_ERR_IO
+ * (the system refused it: counted as dropped, reason="error");
+ * KEEL_ERR_NOMEM. Worker thread of dgram. */
+KEEL_FN(int, dgram_send,
+        (keel_dgram *dgram, const keel_dgram_peer *peer, const void *data, size_t len),
+        (dgram, peer, data, len))
+
+/* The protocol's per-socket pointer (NULL until set). Worker thread of
+ * dgram. */
+KEEL_VFN(dgram_set_data, (keel_dgram *dgram, void *data), (dgram, data))
+KEEL_FN(void *, dgram_data, (keel_dgram *dgram), (dgram))
+
+/* The worker whose thread serves dgram (for keel_worker_state and the
+ * metric updates). Never NULL for a valid dgram. Worker thread of dgram. */
+KEEL_FN(keel_worker *, dgram_worker, (keel_dgram *dgram), (dgram))
+
+/* The module that registered dgram's protocol: how a callback reaches its
+ * module's data. Worker thread of dgram. */
+KEEL_FN(keel_module *, dgram_module, (keel_dgram *dgram), (dgram))
+
+/* The value of the listen line's KEY=VALUE option, or NULL (a bare word
+ * gives ""). Valid until the server is freed. Worker thread of dgram. */
+KEEL_FN(const char *, dgram_listen_option, (keel_dgram *dgram, const char *key), (dgram, key))
+
+/* ---- Metrics sources (ABI 1.9) ---------------------------------------------
+ * Series a module cannot register at load because their names arrive at
+ * run time (statsd): the module keeps their values and hands them to every
+ * keel_metrics_collect through a source (keel/metrics.h,
+ * keel_metrics_source_fn), so that /metrics serves them beside the
+ * registered ones. */
+
+/* Adds fn (with userdata) to the sources keel_metrics_collect calls, after
+ * the registered families, in registration order. The module keeps
+ * userdata alive until unload. KEEL_OK; KEEL_ERR_INVAL (NULL fn);
+ * KEEL_ERR_STATE (not loading); KEEL_ERR_NOMEM. Main thread, from load. */
+KEEL_FN(int, metrics_source_register,
+        (keel_module *module, keel_metrics_source_fn fn, void *userdata), (module, fn, userdata))
 #endif /* KEEL__WANT(9) */

@@ -92,6 +92,18 @@ enum {
  * sample and what it points to are valid during the call only. */
 typedef void (*keel_metric_visit_fn)(const keel_metric_sample *sample, void *userdata);
 
+/* A source of samples the module keeps itself (ABI 1.9), for series whose
+ * names are not known at load (a statsd receiver's): keel_metrics_collect
+ * calls it after the registered families, with the collector's visit
+ * function and userdata, and it calls visit once per sample, every series
+ * of a family together, first_of_family set on a family's first, worker
+ * KEEL_METRIC_ALL_WORKERS (the source's own totals), module set to its
+ * module's name. Its names must not be those of registered families.
+ * Called on the collecting thread (any thread, concurrently with the
+ * workers): the source locks what it reads. */
+typedef void (*keel_metrics_source_fn)(keel_metric_visit_fn visit, void *visit_data,
+                                       void *userdata);
+
 #ifdef __cplusplus
 }
 #endif

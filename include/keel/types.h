@@ -63,6 +63,7 @@ typedef struct keel_conn keel_conn;         /* one accepted connection */
 typedef struct keel_timer keel_timer;       /* a one-shot or repeating timer */
 typedef struct keel_appender keel_appender; /* a file appended to off the loop */
 typedef struct keel_connect keel_connect;   /* an outbound connection being made (ABI 1.3) */
+typedef struct keel_dgram keel_dgram;       /* one worker's socket of a UDP listener (ABI 1.9) */
 
 /* A borrowed span of bytes, used for scatter-gather writes. Arrays of these
  * cross the boundary, so this struct never grows. A function taking an
@@ -214,6 +215,62 @@ typedef struct keel_protocol {
      * is not paused (an exchange in flight finishes first). */
     void (*on_eof)(keel_conn *conn);
 } keel_protocol;
+
+/* ---- Datagram protocols (ABI 1.9) ----------------------------------------
+ * A datagram protocol is registered by name like a connection protocol
+ * (keel_dgram_protocol_register) and named by a UDP listen line:
+ *
+ *     listen = 127.0.0.1:8125 statsd udp [batch=N] [send_queue=SIZE]
+ *
+ * Each worker has its own socket of such a listener where the system
+ * balances one port over several sockets (SO_REUSEPORT: Linux, the BSDs);
+ * elsewhere (Windows, macOS) one socket is served by worker 0. Either way a
+ * keel_dgram is one worker's socket: every callback of it runs on that
+ * worker's thread, and the keel_dgram is valid from on_open until on_close
+ * returns. There is no connection: each datagram comes with its peer's
+ * address, and replies go to an address (keel_dgram_send). */
+
+/* A datagram's peer: an IPv4 address is held IPv4-mapped (::ffff:a.b.c.d,
+ * as keel_ip in keel/util.h), an IPv6 one as itself. Passed by pointer and
+ * in arrays, so this struct never grows. */
+typedef struct keel_dgram_peer {
+    unsigned char addr[16]; /* network order */
+    uint16_t port;          /* host order */
+    uint16_t reserved;      /* 0 */
+    uint32_t scope_id;      /* IPv6 link-local zone; 0 otherwise */
+} keel_dgram_peer;
+
+/* The largest UDP payload (65,535 minus the IPv4 and UDP headers): a
+ * longer datagram is refused by keel_dgram_send. */
+#define KEEL_DGRAM_MAX 65507u
+
+typedef struct keel_dgram_protocol {
+    size_t size; /* sizeof(keel_dgram_protocol) as the module was built */
+    const char *name;
+
+    /* The worker opened its socket of a listener naming this protocol,
+     * before any datagram. Keep per-socket state with keel_dgram_set_data.
+     * A negative status stops the server's start (logged with the
+     * listener). May be NULL. */
+    int (*on_open)(keel_dgram *dgram);
+
+    /* One datagram of len bytes (0 allowed) from peer. data and peer are
+     * valid during the call only (they point into the worker's receive
+     * batch). Datagrams longer than the listener's receive slot (64 KiB)
+     * never get here: they are counted as dropped. Required. */
+    void (*on_datagram)(keel_dgram *dgram, const char *data, size_t len,
+                        const keel_dgram_peer *peer);
+
+    /* The batch of datagrams one receive brought (up to the listener's
+     * `batch`) has been handed over: a place to publish what was gathered
+     * under one lock rather than one per datagram. May be NULL. */
+    void (*on_batch_end)(keel_dgram *dgram);
+
+    /* Last call: the socket is closing (the worker stops, or a reload's
+     * successor took over). Free per-socket state here; no send may follow.
+     * May be NULL. */
+    void (*on_close)(keel_dgram *dgram);
+} keel_dgram_protocol;
 
 /* A transport's on_open defers the protocol (ABI 1.4): see
  * keel_transport_open_protocol. */

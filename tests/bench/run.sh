@@ -22,6 +22,7 @@
 #   h2.sh      h2small h2file h2idle                      (group "h2")
 #   proxy.sh   proxysmall proxy1m                         (group "proxy")
 #   cluster.sh clusterlat clusterrate                     (group "cluster")
+#   udp.sh     udprecv                                    (group "udp")
 # TESTS takes tests and groups, "all" for every one. SERVERS names the
 # servers; each scenario runs those it knows: keel everywhere, nginx in http,
 # static, tls, h2 and proxy (proxy_pass; proxy's upstream is nginx whatever
@@ -53,10 +54,10 @@
 # Environment (defaults in brackets):
 #   DURATION [10]  seconds per measurement       WARMUP [2]  seconds of warm-up before each
 #   ROUNDS [1]     measurements per server and test, in turns; the median is reported
-#   TESTS [all]    SERVERS ["keel nginx h2o caddy lws node"]
+#   TESTS [all]    SERVERS ["keel nginx h2o caddy lws node recvmmsg"] (recvmmsg: udp's plain loop)
 #   SERVER_CPU [0] CLIENT_CPU [1]
-#   BASE_PORT [19080] (http +0..3, static +10..13, ws +20..25, tls +30..31,
-#                  proxy +100..102, h2 +200..203, cluster +300..303)
+#   BASE_PORT [19080] (http +0..4, static +10..14, ws +20..25, tls +30..31,
+#                  proxy +100..103, h2 +200..203, cluster +300..303, udp +400..401)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
 #   INSTR_SECS [5] seconds of load for the counts (syscalls, instr, staticsyscalls, staticinstr)
 #   CONNS [64]     wrk connections (http, static4k, tlskeepalive, proxysmall)
@@ -78,7 +79,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-SERVERS=${SERVERS:-"keel nginx h2o caddy lws node"}
+SERVERS=${SERVERS:-"keel nginx h2o caddy lws node recvmmsg"}
 TESTS=${TESTS:-all}
 
 # shellcheck source=lib.sh
@@ -97,5 +98,7 @@ source "$HERE/h2.sh"
 source "$HERE/proxy.sh"
 # shellcheck source=cluster.sh
 source "$HERE/cluster.sh"
+# shellcheck source=udp.sh
+source "$HERE/udp.sh"
 
 bench_main run.sh

@@ -61,4 +61,33 @@ HT_FN double st_prom_value(kh_proc *p, const char *page, const char *series)
     return 0;
 }
 
+/* Skips the test, naming the package, where promtool is missing. */
+HT_FN void st_need_promtool(void)
+{
+    const char *argv[] = {"promtool", "--version", NULL};
+    ht_run_result rr = ht_run(argv, 10000);
+    int ok = rr.status == 0;
+    ht_run_free(&rr);
+    if (!ok)
+        cr_skip_test("promtool is not installed (Debian: apt-get install prometheus)");
+}
+
+/* `promtool check metrics` on the page at path (written to a file: it
+ * reads stdin); fails the test with promtool's words and the page. */
+HT_FN void st_promtool_check(kh_proc *p, const char *path)
+{
+    char *page = NULL;
+    cr_assert_eq(st_fetch(p, path, &page), 200);
+    char file[400];
+    snprintf(file, sizeof file, "%s/metrics.txt", p->dir);
+    FILE *f = fopen(file, "w");
+    cr_assert(f && fputs(page, f) >= 0 && fclose(f) == 0, "write %s", file);
+    const char *argv[] = {"sh", "-c", "promtool check metrics < \"$0\"", file, NULL};
+    ht_run_result rr = ht_run(argv, 30000);
+    cr_assert(rr.status == 0, "promtool check metrics on %s: exit %d\n%s%s\n---- page ----\n%s",
+              path, rr.status, rr.out, rr.err, page);
+    ht_run_free(&rr);
+    free(page);
+}
+
 #endif

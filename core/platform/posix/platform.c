@@ -60,11 +60,13 @@ static int set_nonblocking_cloexec(int fd)
     return 0;
 }
 
-int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out)
+/* A non-blocking socket of `type` bound to addr (SO_REUSEPORT with
+ * `shared`), for a TCP listener or a UDP one. */
+static int bound_socket(const struct sockaddr *addr, int type, int shared, int *out)
 {
     int family = addr->sa_family;
     socklen_t len = family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-    int fd = socket(family, SOCK_STREAM, 0);
+    int fd = socket(family, type, 0);
     if (fd < 0)
         return -errno;
     int rc = set_nonblocking_cloexec(fd);
@@ -88,8 +90,6 @@ int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_so
 #endif
     if (rc == 0 && bind(fd, addr, len) < 0)
         rc = -errno;
-    if (rc == 0 && listen(fd, backlog) < 0)
-        rc = -errno;
     if (rc != 0) {
         close(fd);
         return rc;
@@ -104,6 +104,26 @@ int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_so
 static int failed_io(void)
 {
     return errno == EAGAIN || errno == EWOULDBLOCK ? UV_EAGAIN : -errno;
+}
+
+int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out)
+{
+    int fd;
+    int rc = bound_socket(addr, SOCK_STREAM, shared, &fd);
+    if (rc != 0)
+        return rc;
+    if (listen(fd, backlog) < 0) {
+        rc = -errno;
+        close(fd);
+        return rc;
+    }
+    *out = fd;
+    return 0;
+}
+
+int kl_udp_socket(const struct sockaddr *addr, int shared, kl_socket *out)
+{
+    return bound_socket(addr, SOCK_DGRAM, shared, out);
 }
 
 int kl_accept(kl_socket listener, kl_socket *out)

@@ -27,13 +27,15 @@ static int wsa_error(void)
 
 /* A non-blocking socket bound to addr and listening; with `exclusive`,
  * bound with SO_EXCLUSIVEADDRUSE. */
+/* backlog < 0: a UDP socket (bound, no listen). */
 static int listen_socket(const struct sockaddr *addr, int exclusive, int backlog, SOCKET *out)
 {
     int family = addr->sa_family;
     int len =
         family == AF_INET6 ? (int)sizeof(struct sockaddr_in6) : (int)sizeof(struct sockaddr_in);
-    SOCKET s = WSASocketW(family, SOCK_STREAM, IPPROTO_TCP, NULL, 0,
-                          WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
+    int udp = backlog < 0;
+    SOCKET s = WSASocketW(family, udp ? SOCK_DGRAM : SOCK_STREAM, udp ? IPPROTO_UDP : IPPROTO_TCP,
+                          NULL, 0, WSA_FLAG_OVERLAPPED | WSA_FLAG_NO_HANDLE_INHERIT);
     if (s == INVALID_SOCKET)
         return wsa_error();
     int rc = 0;
@@ -49,7 +51,7 @@ static int listen_socket(const struct sockaddr *addr, int exclusive, int backlog
         rc = wsa_error();
     if (rc == 0 && bind(s, addr, len) != 0)
         rc = wsa_error();
-    if (rc == 0 && listen(s, backlog) != 0)
+    if (rc == 0 && !udp && listen(s, backlog) != 0)
         rc = wsa_error();
     if (rc != 0) {
         closesocket(s);
@@ -85,6 +87,16 @@ int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_so
         return rc;
     *out = s;
     return 0;
+}
+
+int kl_udp_socket(const struct sockaddr *addr, int shared, kl_socket *out)
+{
+    if (shared)
+        return UV_ENOTSUP;
+    /* Exclusive, as for TCP: no other program's socket may bind the port
+     * and take datagrams meant for keel. UDP leaves no TIME_WAIT, so no
+     * fallback is needed. */
+    return listen_socket(addr, 1, -1, out);
 }
 
 int kl_accept(kl_socket listener, kl_socket *out)

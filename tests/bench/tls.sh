@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# tests/bench/tls.sh — the HTTPS scenario of run.sh: keel's tls module
-# (mbedTLS) against nginx (OpenSSL). Sourced by run.sh; runnable alone (then
-# TESTS defaults to its group, "tls"):
+# tests/bench/tls.sh — the HTTPS scenario of run.sh: keel's tls module on
+# its two backends, "keel" (mbedTLS, mod_tls) and "keel-openssl" (OpenSSL 3,
+# mod_tls_openssl: [tls] backend = openssl), against nginx (OpenSSL).
+# Sourced by run.sh; runnable alone (then TESTS defaults to its group, "tls"):
 #
 #   DURATION=3 WARMUP=1 tests/bench/tls.sh
 #   SERVERS=keel TESTS=tlsidle tests/bench/tls.sh
 #
-# Both servers: one worker, pinned to SERVER_CPU; the clients on CLIENT_CPU.
+# Every server: one worker, pinned to SERVER_CPU; the clients on CLIENT_CPU.
 # The same ECDSA P-256 certificate (made by keel-cert), TLS 1.2, the same
 # suite (ECDHE-ECDSA-AES128-GCM-SHA256) and key exchange (X25519), the same
 # "Hello, World!" answer. Tests, every server in turn, ROUNDS times:
@@ -20,7 +21,7 @@
 #                 the first on fresh memory, the second once the allocator
 #                 reuses what the first freed
 # Settings (defaults in brackets): CONNS [64] TLS_IDLE [2000] IDLE_HOLD [3].
-# Ports BASE_PORT + 30..31.
+# Ports BASE_PORT + 30..32.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -29,7 +30,7 @@ IDLE_HOLD=${IDLE_HOLD:-3}
 SUITE_OPENSSL=ECDHE-ECDSA-AES128-GCM-SHA256
 SUITE_MBEDTLS=TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256
 
-bench_scenario tls "tlskeepalive tlshandshake tlsidle" "keel nginx" 30
+bench_scenario tls "tlskeepalive tlshandshake tlsidle" "keel keel-openssl nginx" 30
 
 TLS_DIR=$TMP/tls
 
@@ -42,15 +43,21 @@ tls_needs() {
     need openssl openssl
 }
 
-tls_start_keel() {
-    keel_conf "$TLS_DIR/keel.conf" "$1" "tls http1 hello" "[tls]
+# tls_keel NAME PORT BACKEND: the same [tls] for both backends (the suite
+# in mbedTLS's spelling, which both read).
+tls_keel() {
+    keel_conf "$TLS_DIR/$1.conf" "$2" "tls http1 hello" "[tls]
+backend = $3
 cert = $TLS_DIR/cert.pem $TLS_DIR/key.pem
 min_version = 1.2
 max_version = 1.2
 ciphers = $SUITE_MBEDTLS
 curves = x25519" "http1 tls"
-    spawn tls.keel "$TLS_DIR/keel.log" "$KEEL_BUILD/keel" -c "$TLS_DIR/keel.conf"
+    spawn "tls.$1" "$TLS_DIR/$1.log" "$KEEL_BUILD/keel" -c "$TLS_DIR/$1.conf"
 }
+
+tls_start_keel() { tls_keel keel "$1" mbedtls; }
+tls_start_keel-openssl() { tls_keel keel-openssl "$1" openssl; }
 
 tls_start_nginx() {
     nginx_conf "$TLS_DIR/nginx" "$1" "" "        ssl_certificate $TLS_DIR/cert.pem;
@@ -132,6 +139,9 @@ tls_run() {
     local s
     mkdir -p "$TLS_DIR"
     if [[ " $(servers_of tls) " == *" keel "* ]]; then ensure_keel tls http1 hello; fi
+    if [[ " $(servers_of tls) " == *" keel-openssl "* ]]; then
+        ensure_keel tls_openssl http1 hello
+    fi
     [[ -x $KEEL_BUILD/keel-cert ]] || die "no $KEEL_BUILD/keel-cert (build keel with its tls module)"
     "$KEEL_BUILD/keel-cert" "$TLS_DIR/cert.pem" "$TLS_DIR/key.pem" localhost 127.0.0.1 >/dev/null
     chmod 755 "$TMP" "$TLS_DIR" # nginx's worker runs as nobody
@@ -153,10 +163,23 @@ tls_report() {
         "tlshandshake|tlshandshake/val|%.0f|handshakes/s|1" "tlshandshake|tlshandshake/cpu|%.0f|handshakes/CPU-s|1" \
         "tlsidle|idle/bytes|%.0f|idle TLS conn bytes|1"
     wrk_notes tls tlskeepalive
+    # The OpenSSL backend against nginx, on the same library.
+    if [[ " ${UP[tls]} " == *" keel-openssl "* && " ${UP[tls]} " == *" nginx "* ]]; then
+        echo
+        local tk k row=(nginx) head=("keel-openssl ÷ peer")
+        for tk in tlskeepalive/tlskeepalive/cpu tlshandshake/tlshandshake/cpu tlsidle/idle/bytes; do
+            wants "${tk%%/*}" || continue
+            k=${tk#*/}
+            head+=("$k")
+            row+=("$(ratio "$(med "tls/keel-openssl/$k" %.2f)" "$(med "tls/nginx/$k" %.2f)")")
+        done
+        md_head "${head[@]}"
+        md_row "${row[@]}"
+    fi
     echo
     echo "Above 1.00× keel is ahead for requests and handshakes; below 1.00× keel uses less memory."
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-    bench_alone tls.sh tls "keel nginx"
+    bench_alone tls.sh tls "keel keel-openssl nginx"
 fi

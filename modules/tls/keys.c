@@ -4,6 +4,11 @@
  * each backend parses itself, from the same strings. */
 #include "keys.h"
 
+#include <keel/tls.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const keel_config_key kt_keys[] = {
@@ -132,6 +137,152 @@ int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *l
     out->ca = sec->ca;
     return KEEL_OK;
 }
+
+/* ---- `cert` lines ------------------------------------------------------------ */
+
+int kt_cert_error(keel_module *m, const char *value, const char *fmt, ...)
+{
+    char why[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return keel_config_value_error(m, value, why);
+}
+
+int kt_cert_line_parse(keel_module *m, const char *value, kt_cert_line *out)
+{
+    static const char usage[] = "expected CHAIN.pem KEY.pem [passphrase=...]";
+    out->passphrase = NULL;
+    if (value == NULL)
+        return kt_cert_error(m, value, "cert: missing value");
+    if (strlen(value) >= sizeof out->buf)
+        return kt_cert_error(m, value, "value too long");
+    strcpy(out->buf, value);
+    char *words[3];
+    size_t n = 0;
+    for (char *p = out->buf; *p;) {
+        p += strspn(p, " \t");
+        if (*p == '\0')
+            break;
+        if (n == 3)
+            return kt_cert_error(m, value, "%s", usage);
+        words[n++] = p;
+        p += strcspn(p, " \t");
+        if (*p)
+            *p++ = '\0';
+    }
+    if (n == 3) {
+        if (strncmp(words[2], "passphrase=", 11) != 0)
+            return kt_cert_error(m, value, "%s, got '%s'", usage, words[2]);
+        out->passphrase = words[2] + 11;
+    }
+    if (n < 2)
+        return kt_cert_error(m, value, "%s", usage);
+    if (keel_config_value_path(m, value, words[0], out->chain, sizeof out->chain) ==
+            KEEL_ERR_INVAL ||
+        keel_config_value_path(m, value, words[1], out->key, sizeof out->key) == KEEL_ERR_INVAL)
+        return kt_cert_error(m, value, "path too long");
+    return KEEL_OK;
+}
+
+/* ---- metrics --------------------------------------------------------------------- */
+
+int kt_metrics_register(keel_module *m, kt_metrics *out)
+{
+    static const char hs[] = "TLS handshakes by side and outcome";
+    const struct {
+        const char *name, *help, *labels;
+        keel_metric **out;
+    } all[] = {
+        {"tls_handshakes_total", hs, "side=\"server\",result=\"ok\"", &out->hs_ok},
+        {"tls_handshakes_total", hs, "side=\"server\",result=\"failed\"", &out->hs_failed},
+        {"tls_handshakes_total", hs, "side=\"client\",result=\"ok\"", &out->hs_client_ok},
+        {"tls_handshakes_total", hs, "side=\"client\",result=\"failed\"", &out->hs_client_failed},
+        {"tls_resumed_total", "TLS handshakes that resumed a session (tickets)", NULL,
+         &out->resumed},
+    };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        keel_metric_desc d = {.size = sizeof d,
+                              .name = all[i].name,
+                              .help = all[i].help,
+                              .type = KEEL_METRIC_COUNTER,
+                              .labels = all[i].labels};
+        int rc = keel_metric_register(m, &d, all[i].out);
+        if (rc != KEEL_OK)
+            return rc;
+    }
+    return KEEL_OK;
+}
+
+/* ---- the tls service ------------------------------------------------------------- */
+
+static int peer_subject(keel_conn *conn, char *buf, size_t size)
+{
+    const char *subject = kt_svc_peer_subject(conn);
+    if (buf != NULL && size > 0)
+        buf[0] = '\0';
+    if (subject == NULL)
+        return KEEL_ERR_NOTFOUND;
+    if (buf == NULL || size == 0)
+        return KEEL_ERR_INVAL;
+    size_t len = strlen(subject);
+    size_t n = len < size ? len : size - 1;
+    memcpy(buf, subject, n);
+    buf[n] = '\0';
+    return len < size ? KEEL_OK : KEEL_ERR_INVAL;
+}
+
+static const keel_tls_api api = {
+    .size = sizeof(keel_tls_api),
+    .is_tls = kt_svc_is_tls,
+    .version = kt_svc_version,
+    .cipher = kt_svc_cipher,
+    .alpn = kt_svc_alpn,
+    .server_name = kt_svc_server_name,
+    .peer_subject = peer_subject,
+    .resumed = kt_svc_resumed,
+};
+
+int kt_service_publish(keel_module *m)
+{
+    return keel_service_publish(m, KEEL_TLS_SERVICE, KEEL_TLS_API_VERSION, &api);
+}
+
+/* ---- per-worker buffers ------------------------------------------------------------ */
+
+/* A wipe the compiler may not drop (C11 has no memset_s everywhere). */
+static void wipe(void *p, size_t len)
+{
+    volatile unsigned char *v = p;
+    while (len--)
+        *v++ = 0;
+}
+
+int kt_buffers_alloc(unsigned char **a, unsigned char **b, size_t size)
+{
+    *a = malloc(size);
+    *b = malloc(size);
+    if (*a != NULL && *b != NULL)
+        return KEEL_OK;
+    free(*a);
+    free(*b);
+    *a = *b = NULL;
+    return KEEL_ERR_NOMEM;
+}
+
+void kt_buffers_free(unsigned char **a, unsigned char **b, size_t size)
+{
+    if (*a != NULL)
+        wipe(*a, size);
+    if (*b != NULL)
+        wipe(*b, size);
+    free(*a);
+    free(*b);
+    *a = *b = NULL;
+}
+
+/* ---- plain HTTP on a TLS port ------------------------------------------------------ */
 
 /* A method token (RFC 9110 9.1: upper-case letters in every registered
  * method) and a space. A TLS record starts with its content type (20 to

@@ -206,8 +206,4 @@ int kt_client_conf(mbedtls_ssl_config *conf);
 /* The depth-0 subject, captured during verification. */
 int kt_verify_cb(void *session, mbedtls_x509_crt *crt, int depth, uint32_t *flags);
 
-/* ---- service.c --------------------------------------------------------------- */
-
-int kt_service_publish(keel_module *m);
-
 #endif

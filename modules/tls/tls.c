@@ -278,35 +278,18 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     return kt_cfg.tickets == NULL ? start_tickets(m) : KEEL_OK;
 }
 
-/* ---- metrics ------------------------------------------------------------------- */
-
-static int metric(keel_module *m, const char *name, const char *help, const char *labels,
-                  keel_metric **out)
-{
-    keel_metric_desc d = {.size = sizeof d,
-                          .name = name,
-                          .help = help,
-                          .type = KEEL_METRIC_COUNTER,
-                          .labels = labels};
-    return keel_metric_register(m, &d, out);
-}
+/* ---- metrics (keys.c: the same on both backends) ----------------------------------- */
 
 static int register_metrics(keel_module *m)
 {
-    static const char hs[] = "TLS handshakes by side and outcome";
-    int rc;
-    if ((rc = metric(m, "tls_handshakes_total", hs, "side=\"server\",result=\"ok\"",
-                     &kt_cfg.hs_ok)) ||
-        (rc = metric(m, "tls_handshakes_total", hs, "side=\"server\",result=\"failed\"",
-                     &kt_cfg.hs_failed)) ||
-        (rc = metric(m, "tls_handshakes_total", hs, "side=\"client\",result=\"ok\"",
-                     &kt_cfg.hs_client_ok)) ||
-        (rc = metric(m, "tls_handshakes_total", hs, "side=\"client\",result=\"failed\"",
-                     &kt_cfg.hs_client_failed)) ||
-        (rc = metric(m, "tls_resumed_total", "TLS handshakes that resumed a session (tickets)",
-                     NULL, &kt_cfg.resumed)))
-        return rc;
-    return KEEL_OK;
+    kt_metrics mx;
+    int rc = kt_metrics_register(m, &mx);
+    kt_cfg.hs_ok = mx.hs_ok;
+    kt_cfg.hs_failed = mx.hs_failed;
+    kt_cfg.hs_client_ok = mx.hs_client_ok;
+    kt_cfg.hs_client_failed = mx.hs_client_failed;
+    kt_cfg.resumed = mx.resumed;
+    return rc;
 }
 
 /* ---- life cycle ----------------------------------------------------------------- */
@@ -401,11 +384,7 @@ static int tls_start(keel_module *m, keel_worker *worker, void *state)
     w->id = keel_worker_id(worker);
     if (kt_rng_init(&w->rng, "worker", w->id) != KEEL_OK)
         return KEEL_ERR_IO;
-    w->stage = malloc(KT_STAGE_SIZE);
-    w->plain = malloc(KT_STAGE_SIZE);
-    if (w->stage == NULL || w->plain == NULL) {
-        free(w->stage);
-        free(w->plain);
+    if (kt_buffers_alloc(&w->stage, &w->plain, KT_STAGE_SIZE) != KEEL_OK) {
         kt_rng_free(&w->rng);
         return KEEL_ERR_NOMEM;
     }
@@ -419,11 +398,7 @@ static void tls_stop(keel_module *m, keel_worker *worker, void *state)
     kt_worker *w = state;
     kt_confs_free(&w->server_confs);
     kt_confs_free(&w->client_confs);
-    /* Plaintext passed through these. */
-    mbedtls_platform_zeroize(w->stage, KT_STAGE_SIZE);
-    mbedtls_platform_zeroize(w->plain, KT_STAGE_SIZE);
-    free(w->stage);
-    free(w->plain);
+    kt_buffers_free(&w->stage, &w->plain, KT_STAGE_SIZE);
     kt_rng_free(&w->rng);
 }
 

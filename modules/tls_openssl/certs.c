@@ -15,7 +15,6 @@
 
 #include <ctype.h>
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,19 +185,6 @@ const ko_group *ko_list_pick(const ko_list *list, const char *name)
 
 /* ---- loading ---------------------------------------------------------------------- */
 
-static int cert_error(keel_module *m, const char *value, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int cert_error(keel_module *m, const char *value, const char *fmt, ...)
-{
-    char why[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    ERR_clear_error();
-    return keel_config_value_error(m, value, why);
-}
-
 /* A passphrase given on the line, never a terminal prompt. */
 static int passphrase_cb(char *buf, int size, int rwflag, void *u)
 {
@@ -319,60 +305,32 @@ static void group_add(ko_group *g, X509 *leaf, int type)
 
 static int load_one(keel_module *m, const char *value, ko_list *list, int any_names)
 {
-    if (value == NULL)
-        return cert_error(m, value, "cert: missing value");
-    char copy[4096];
-    if (strlen(value) >= sizeof copy)
-        return cert_error(m, value, "value too long");
-    strcpy(copy, value);
-    char *words[4];
-    size_t n = 0;
-    for (char *p = copy; *p;) {
-        p += strspn(p, " \t");
-        if (*p == '\0')
-            break;
-        if (n == 4)
-            break;
-        words[n++] = p;
-        p += strcspn(p, " \t");
-        if (*p)
-            *p++ = '\0';
-    }
-    const char *pass = NULL;
-    if (n == 3) {
-        if (strncmp(words[2], "passphrase=", 11) != 0)
-            return cert_error(m, value, "expected CHAIN.pem KEY.pem [passphrase=...], got '%s'",
-                              words[2]);
-        pass = words[2] + 11;
-    }
-    if (n < 2 || n > 3)
-        return cert_error(m, value, "expected CHAIN.pem KEY.pem [passphrase=...]");
-    char chain_path[1024], key_path[1024], why[200];
-    if (keel_config_value_path(m, value, words[0], chain_path, sizeof chain_path) ==
-            KEEL_ERR_INVAL ||
-        keel_config_value_path(m, value, words[1], key_path, sizeof key_path) == KEEL_ERR_INVAL)
-        return cert_error(m, value, "path too long");
-
-    int err = 0, rc = KEEL_OK;
+    kt_cert_line line;
+    int rc = kt_cert_line_parse(m, value, &line);
+    if (rc != KEEL_OK)
+        return rc;
+    const char *chain_path = line.chain, *key_path = line.key, *pass = line.passphrase;
+    char why[200];
+    int err = 0;
     STACK_OF(X509) *extra = NULL;
     EVP_PKEY *key = NULL;
     X509 *leaf = read_chain(chain_path, &extra, &err);
     if (leaf == NULL) {
-        rc = err ? cert_error(m, value, "cannot read %s: %s", chain_path, strerror(err))
-                 : cert_error(m, value, "%s: not a certificate chain (%s)", chain_path,
-                              ko_reason(why, sizeof why));
+        rc = err ? kt_cert_error(m, value, "cannot read %s: %s", chain_path, strerror(err))
+                 : kt_cert_error(m, value, "%s: not a certificate chain (%s)", chain_path,
+                                 ko_reason(why, sizeof why));
         goto out;
     }
     err = 0;
     if ((key = read_key(key_path, pass, &err)) == NULL) {
-        rc = err ? cert_error(m, value, "cannot read %s: %s", key_path, strerror(err))
-                 : cert_error(m, value, "%s: not a usable private key (%s)", key_path,
-                              ko_reason(why, sizeof why));
+        rc = err ? kt_cert_error(m, value, "cannot read %s: %s", key_path, strerror(err))
+                 : kt_cert_error(m, value, "%s: not a usable private key (%s)", key_path,
+                                 ko_reason(why, sizeof why));
         goto out;
     }
     /* The leaf (the chain's first certificate) must carry this key. */
     if (X509_check_private_key(leaf, key) != 1) {
-        rc = cert_error(m, value, "%s does not match the key in %s", chain_path, key_path);
+        rc = kt_cert_error(m, value, "%s does not match the key in %s", chain_path, key_path);
         goto out;
     }
     size_t nnames = 0;
@@ -390,11 +348,13 @@ static int load_one(keel_module *m, const char *value, ko_list *list, int any_na
     if (g == NULL)
         rc = KEEL_ERR_NOMEM;
     else if (SSL_CTX_use_cert_and_key(g->ctx, leaf, key, extra, 1) != 1)
-        rc = cert_error(m, value, "%s: OpenSSL refused the certificate (%s)", chain_path,
-                        ko_reason(why, sizeof why));
+        rc = kt_cert_error(m, value, "%s: OpenSSL refused the certificate (%s)", chain_path,
+                           ko_reason(why, sizeof why));
     else
         group_add(g, leaf, type);
 out:
+    ERR_clear_error();
+    OPENSSL_cleanse(&line, sizeof line); /* the passphrase */
     X509_free(leaf);
     EVP_PKEY_free(key); /* the context holds its own reference */
     sk_X509_pop_free(extra, X509_free);

@@ -94,7 +94,7 @@ typedef struct ko_settings {
     STACK_OF(X509_NAME) * client_ca_names;
     char *ciphers12, *ciphers13, *groups; /* OpenSSL's spellings */
     ko_tickets *tickets;
-    keel_metric *hs_ok, *hs_failed, *resumed, *hs_client_ok, *hs_client_failed;
+    kt_metrics metrics;
 } ko_settings;
 
 extern keel_module *ko_self;
@@ -173,9 +173,5 @@ int ko_client_ctx(keel_module *m);
 int ko_client_setup(ko_session *s, const char *host);
 /* The verified peer's subject ("CN=alice, O=Example"), or NULL. */
 char *ko_peer_subject(SSL *ssl);
-
-/* ---- service.c -------------------------------------------------------------------- */
-
-int ko_service_publish(keel_module *m);
 
 #endif

@@ -85,9 +85,9 @@ static int handshake_done(ko_session *s)
     keel_worker *worker = keel_conn_worker(s->conn);
     s->state = KO_OPEN;
     s->resumed = (unsigned char)SSL_session_reused(s->ssl);
-    keel_metric_add(worker, s->client ? ko_cfg.hs_client_ok : ko_cfg.hs_ok, 1);
+    keel_metric_add(worker, s->client ? ko_cfg.metrics.hs_client_ok : ko_cfg.metrics.hs_ok, 1);
     if (s->resumed)
-        keel_metric_add(worker, ko_cfg.resumed, 1);
+        keel_metric_add(worker, ko_cfg.metrics.resumed, 1);
     if (s->client && s->offer != NULL) {
         const unsigned char *p = NULL;
         unsigned len = 0;
@@ -114,7 +114,8 @@ static void handshake_failed(ko_session *s)
 {
     keel_worker *worker = keel_conn_worker(s->conn);
     s->state = KO_FAILED;
-    keel_metric_add(worker, s->client ? ko_cfg.hs_client_failed : ko_cfg.hs_failed, 1);
+    keel_metric_add(worker, s->client ? ko_cfg.metrics.hs_client_failed : ko_cfg.metrics.hs_failed,
+                    1);
     char why[200];
     long verify = SSL_get_verify_result(s->ssl);
     if (s->client && verify != X509_V_OK) {
@@ -263,7 +264,7 @@ static int on_open(keel_conn *conn)
 static void refuse_plain_http(ko_session *s)
 {
     s->state = KO_FAILED;
-    keel_metric_add(keel_conn_worker(s->conn), ko_cfg.hs_failed, 1);
+    keel_metric_add(keel_conn_worker(s->conn), ko_cfg.metrics.hs_failed, 1);
     if (keel_log_enabled(KEEL_LOG_DEBUG)) {
         char peer[80] = "?";
         keel_conn_peer_name(s->conn, peer, sizeof peer);

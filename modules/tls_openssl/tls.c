@@ -259,41 +259,6 @@ const char *ko_cipher_name(const SSL_CIPHER *cipher)
     return cipher != NULL ? SSL_CIPHER_standard_name(cipher) : NULL;
 }
 
-/* ---- metrics (the same names as mod_tls) ------------------------------------------ */
-
-static int metric(keel_module *m, const char *name, const char *help, const char *labels,
-                  keel_metric **out)
-{
-    keel_metric_desc d = {.size = sizeof d,
-                          .name = name,
-                          .help = help,
-                          .type = KEEL_METRIC_COUNTER,
-                          .labels = labels};
-    return keel_metric_register(m, &d, out);
-}
-
-static int register_metrics(keel_module *m)
-{
-    static const char hs[] = "TLS handshakes by side and outcome";
-    static const struct {
-        const char *name, *help, *labels;
-        keel_metric **out;
-    } all[] = {
-        {"tls_handshakes_total", hs, "side=\"server\",result=\"ok\"", &ko_cfg.hs_ok},
-        {"tls_handshakes_total", hs, "side=\"server\",result=\"failed\"", &ko_cfg.hs_failed},
-        {"tls_handshakes_total", hs, "side=\"client\",result=\"ok\"", &ko_cfg.hs_client_ok},
-        {"tls_handshakes_total", hs, "side=\"client\",result=\"failed\"", &ko_cfg.hs_client_failed},
-        {"tls_resumed_total", "TLS handshakes that resumed a session (tickets)", NULL,
-         &ko_cfg.resumed},
-    };
-    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
-        int rc = metric(m, all[i].name, all[i].help, all[i].labels, all[i].out);
-        if (rc != KEEL_OK)
-            return rc;
-    }
-    return KEEL_OK;
-}
-
 /* ---- life cycle -------------------------------------------------------------------- */
 
 static void release_all(void)
@@ -330,9 +295,9 @@ static int tls_load(keel_module *m)
     if (rc == KEEL_OK)
         rc = read_config(m);
     if (rc == KEEL_OK && (rc = build_cipher_names()) == KEEL_OK &&
-        (rc = register_metrics(m)) == KEEL_OK &&
+        (rc = kt_metrics_register(m, &ko_cfg.metrics)) == KEEL_OK &&
         (rc = keel_transport_register(m, &ko_transport)) == KEEL_OK &&
-        (rc = ko_service_publish(m)) == KEEL_OK)
+        (rc = kt_service_publish(m)) == KEEL_OK)
         rc = keel_module_config_scopes(m, scope_add, NULL);
     if (rc != KEEL_OK) {
         release_all();
@@ -349,14 +314,7 @@ static int tls_start(keel_module *m, keel_worker *worker, void *state)
     (void)m;
     ko_worker *w = state;
     w->worker = worker;
-    w->stage = malloc(KO_STAGE_SIZE);
-    w->plain = malloc(KO_STAGE_SIZE);
-    if (w->stage == NULL || w->plain == NULL) {
-        free(w->stage);
-        free(w->plain);
-        return KEEL_ERR_NOMEM;
-    }
-    return KEEL_OK;
+    return kt_buffers_alloc(&w->stage, &w->plain, KO_STAGE_SIZE);
 }
 
 static void tls_stop(keel_module *m, keel_worker *worker, void *state)
@@ -366,11 +324,7 @@ static void tls_stop(keel_module *m, keel_worker *worker, void *state)
     ko_worker *w = state;
     ko_offers_free(&w->server_offers);
     ko_offers_free(&w->client_offers);
-    /* Plaintext passed through these. */
-    OPENSSL_cleanse(w->stage, KO_STAGE_SIZE);
-    OPENSSL_cleanse(w->plain, KO_STAGE_SIZE);
-    free(w->stage);
-    free(w->plain);
+    kt_buffers_free(&w->stage, &w->plain, KO_STAGE_SIZE);
 }
 
 static void tls_unload(keel_module *m)

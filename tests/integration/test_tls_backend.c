@@ -26,13 +26,20 @@ static kh_proc *start_backend(const char *backend, const char *certs)
                     backend, certs);
 }
 
-Test(tls_backend, the_backend_line_chooses_the_module, .timeout = 60, .fini = tt_cleanup)
+/* A localhost certificate; returns its `cert` line. */
+static const char *localhost_cert(void)
 {
+    static char line[1000];
     need_openssl_backend();
     tt_mkdir();
     tt_make_cert("lh", "localhost", NULL);
-    char certs[1000];
-    snprintf(certs, sizeof certs, "cert = %s %s\n", tt_path("lh.pem"), tt_path("lh.key"));
+    snprintf(line, sizeof line, "cert = %s %s\n", tt_path("lh.pem"), tt_path("lh.key"));
+    return line;
+}
+
+Test(tls_backend, the_backend_line_chooses_the_module, .timeout = 60, .fini = tt_cleanup)
+{
+    const char *certs = localhost_cert();
     static const struct {
         const char *backend, *says;
     } cases[] = {{"mbedtls", "(mbedTLS "}, {"openssl", "(OpenSSL 3"}};
@@ -84,11 +91,7 @@ Test(tls_backend, missing_backend_stops_start_up, .timeout = 60, .fini = tt_clea
 
 Test(tls_backend, openssl_negotiates_tls13, .timeout = 60, .fini = tt_cleanup)
 {
-    need_openssl_backend();
-    tt_mkdir();
-    tt_make_cert("lh", "localhost", NULL);
-    char certs[1000];
-    snprintf(certs, sizeof certs, "cert = %s %s\n", tt_path("lh.pem"), tt_path("lh.key"));
+    const char *certs = localhost_cert();
     kh_proc *p = start_backend("openssl", certs);
     /* The versions offered are said at start-up. */
     kh_assert(p, strstr(kh_stderr(p), "tls listeners offer TLS 1.2-1.3") != NULL, "start-up line");
@@ -100,25 +103,6 @@ Test(tls_backend, openssl_negotiates_tls13, .timeout = 60, .fini = tt_cleanup)
               "TLS 1.3: %s", rr.out);
     ht_run_free(&rr);
     tt_finish(p);
-}
-
-/* The subject's CN served for this signature algorithm (TLS 1.3: the
- * certificate is chosen by signature_algorithms alone, RFC 8446 4.4.2.2). */
-static char *served_cn(kh_proc *p, const char *sigalg)
-{
-    static char cn[256];
-    ht_run_result rr = tt_sh(20000,
-                             "openssl s_client -connect 127.0.0.1:%u -tls1_3 -servername both.test "
-                             "-sigalgs %s </dev/null",
-                             kh_port(p, 0), sigalg);
-    const char *s = strstr(rr.out, "subject=");
-    kh_assert(p, s != NULL, "no certificate for %s: %s", sigalg, rr.out);
-    s = strstr(s, "CN");
-    kh_assert(p, s != NULL, "no CN for %s: %s", sigalg, rr.out);
-    s += strspn(s, "CN =");
-    snprintf(cn, sizeof cn, "%.*s", (int)strcspn(s, "\n,/"), s);
-    ht_run_free(&rr);
-    return cn;
 }
 
 Test(tls_backend, rsa_and_ecdsa_for_one_name_by_signature_algorithms, .timeout = 90,
@@ -134,9 +118,11 @@ Test(tls_backend, rsa_and_ecdsa_for_one_name_by_signature_algorithms, .timeout =
              tt_path("other.pem"), tt_path("other.key"), tt_path("ec.pem"), tt_path("ec.key"),
              tt_path("rsa.pem"), tt_path("rsa.key"));
     kh_proc *p = start_backend("openssl", certs);
-    const char *got = served_cn(p, "rsa_pss_rsae_sha256");
+    /* TLS 1.3: the certificate is chosen by signature_algorithms alone
+     * (RFC 8446 4.4.2.2). */
+    const char *got = tt_served_cn(p, 0, "both.test", "-tls1_3 -sigalgs rsa_pss_rsae_sha256");
     kh_assert(p, strcmp(got, "rsa.both.test") == 0, "RSA-PSS: %s", got);
-    got = served_cn(p, "ecdsa_secp256r1_sha256");
+    got = tt_served_cn(p, 0, "both.test", "-tls1_3 -sigalgs ecdsa_secp256r1_sha256");
     kh_assert(p, strcmp(got, "both.test") == 0, "ECDSA: %s", got);
     tt_finish(p);
 }

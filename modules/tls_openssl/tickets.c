@@ -27,6 +27,7 @@ typedef struct ko_ticket_key {
 
 struct ko_tickets {
     CRYPTO_RWLOCK *lock;
+    EVP_CIPHER *aes; /* fetched once: an implicit fetch per ticket costs a provider lookup */
     ko_ticket_key current, previous;
     uint32_t lifetime_s;
 };
@@ -59,8 +60,8 @@ static int rotate(ko_tickets *t)
     return 1;
 }
 
-static int set_keys(const ko_ticket_key *k, unsigned char *iv, EVP_CIPHER_CTX *cipher,
-                    EVP_MAC_CTX *mac, int enc)
+static int set_keys(const ko_tickets *t, const ko_ticket_key *k, unsigned char *iv,
+                    EVP_CIPHER_CTX *cipher, EVP_MAC_CTX *mac, int enc)
 {
     OSSL_PARAM params[3];
     params[0] =
@@ -69,8 +70,8 @@ static int set_keys(const ko_ticket_key *k, unsigned char *iv, EVP_CIPHER_CTX *c
     params[2] = OSSL_PARAM_construct_end();
     if (EVP_MAC_CTX_set_params(mac, params) != 1)
         return 0;
-    return enc ? EVP_EncryptInit_ex(cipher, EVP_aes_256_cbc(), NULL, k->aes, iv) == 1
-               : EVP_DecryptInit_ex(cipher, EVP_aes_256_cbc(), NULL, k->aes, iv) == 1;
+    return enc ? EVP_EncryptInit_ex(cipher, t->aes, NULL, k->aes, iv) == 1
+               : EVP_DecryptInit_ex(cipher, t->aes, NULL, k->aes, iv) == 1;
 }
 
 /* OpenSSL's contract: encrypting, 1 (or -1 on failure); decrypting, 0 for
@@ -110,7 +111,7 @@ static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char iv[16],
         }
         memcpy(key_name, k.name, 16);
     }
-    if (!set_keys(&k, iv, cipher, mac, enc))
+    if (!set_keys(t, &k, iv, cipher, mac, enc))
         rc = -1;
     OPENSSL_cleanse(&k, sizeof k);
     return rc;
@@ -122,7 +123,8 @@ ko_tickets *ko_tickets_new(uint32_t lifetime_s)
     if (t == NULL)
         return NULL;
     t->lifetime_s = lifetime_s;
-    if ((t->lock = CRYPTO_THREAD_lock_new()) == NULL || !rotate(t)) {
+    if ((t->lock = CRYPTO_THREAD_lock_new()) == NULL ||
+        (t->aes = EVP_CIPHER_fetch(NULL, "AES-256-CBC", NULL)) == NULL || !rotate(t)) {
         ko_tickets_free(t);
         return NULL;
     }
@@ -137,6 +139,7 @@ void ko_tickets_free(ko_tickets *t)
     if (the_tickets == t)
         the_tickets = NULL;
     CRYPTO_THREAD_lock_free(t->lock);
+    EVP_CIPHER_free(t->aes);
     OPENSSL_cleanse(t, sizeof *t);
     free(t);
 }

@@ -56,8 +56,7 @@ typedef struct kt_cert_line {
 } kt_cert_line;
 int kt_cert_line_parse(keel_module *m, const char *value, kt_cert_line *out);
 /* Reports a bad `cert` value with the FILE:LINE that wrote it. */
-int kt_cert_error(keel_module *m, const char *value, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int kt_cert_error(keel_module *m, const char *value, const char *fmt, ...) KEEL_PRINTF(3, 4);
 
 /* The same metric families on both backends. */
 typedef struct kt_metrics {

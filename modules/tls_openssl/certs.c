@@ -272,7 +272,7 @@ static ko_group *group_for(ko_list *list, const char *names, int any_names, int 
         char *merged = malloc(strlen(g->names) + strlen(names) + 2);
         if (merged == NULL)
             return NULL;
-        sprintf(merged, "%s %s", g->names, names);
+        snprintf(merged, strlen(g->names) + strlen(names) + 2, "%s %s", g->names, names);
         free(g->names);
         g->names = merged;
         return g;
@@ -283,10 +283,11 @@ static ko_group *group_for(ko_list *list, const char *names, int any_names, int 
     list->v = grown;
     ko_group *g = &list->v[list->n];
     memset(g, 0, sizeof *g);
-    if ((g->names = strdup(names)) == NULL || (g->ctx = ko_server_ctx()) == NULL) {
+    if ((g->names = malloc(strlen(names) + 1)) == NULL || (g->ctx = ko_server_ctx()) == NULL) {
         free(g->names);
         return NULL;
     }
+    memcpy(g->names, names, strlen(names) + 1);
     list->n++;
     return g;
 }

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 keel_module *ko_self;
 ko_settings ko_cfg;
@@ -127,7 +126,7 @@ static int parse_curves(keel_module *m, const char *value)
             break;
         const char *name = NULL;
         for (size_t i = 0; i < sizeof alias / sizeof *alias && name == NULL; i++)
-            if (strlen(alias[i][0]) == len && strncasecmp(alias[i][0], p, len) == 0)
+            if (strlen(alias[i][0]) == len && OPENSSL_strncasecmp(alias[i][0], p, len) == 0)
                 name = alias[i][1];
         if (name == NULL)
             return keel_config_error(m, "curves", "unknown or unsupported curve '%.*s'", (int)len,

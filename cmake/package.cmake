@@ -79,6 +79,8 @@ install(FILES ${_keel_pkg_docs}
     DESTINATION "${_keel_docdir}/keel-dev" COMPONENT dev_doc EXCLUDE_FROM_ALL)
 install(FILES ${_keel_pkg_docs}
     DESTINATION "${_keel_docdir}/keel-pubsub-redis" COMPONENT pubsub_redis_doc EXCLUDE_FROM_ALL)
+install(FILES ${_keel_pkg_docs}
+    DESTINATION "${_keel_docdir}/keel-tls-openssl" COMPONENT tls_openssl_doc EXCLUDE_FROM_ALL)
 # The lintian tags each package keeps, with why (cmake/debian/README.md).
 set(_keel_overrides "${CMAKE_INSTALL_DATAROOTDIR}/lintian/overrides")
 install(FILES "${KEEL_PKG_DIR}/lintian-overrides" RENAME keel
@@ -87,6 +89,8 @@ install(FILES "${KEEL_PKG_DIR}/lintian-overrides-dev" RENAME keel-dev
     DESTINATION "${_keel_overrides}" COMPONENT dev_doc EXCLUDE_FROM_ALL)
 install(FILES "${KEEL_PKG_DIR}/lintian-overrides-pubsub-redis" RENAME keel-pubsub-redis
     DESTINATION "${_keel_overrides}" COMPONENT pubsub_redis_doc EXCLUDE_FROM_ALL)
+install(FILES "${KEEL_PKG_DIR}/lintian-overrides-tls-openssl" RENAME keel-tls-openssl
+    DESTINATION "${_keel_overrides}" COMPONENT tls_openssl_doc EXCLUDE_FROM_ALL)
 
 # ---- CPack ----------------------------------------------------------------
 
@@ -146,6 +150,19 @@ if(TARGET mod_pubsub_redis)
     # A module is loaded by the keel of the same build (the ABI check
     # would refuse another one's anyway).
     set(CPACK_DEBIAN_PUBSUB_REDIS_PACKAGE_DEPENDS "keel (= ${KEEL_PKG_DEBIAN_VERSION})")
+endif()
+if(TARGET mod_tls_openssl)
+    list(APPEND CPACK_COMPONENTS_ALL tls_openssl tls_openssl_doc)
+    set(CPACK_COMPONENT_TLS_OPENSSL_GROUP tls_openssl)
+    set(CPACK_COMPONENT_TLS_OPENSSL_DOC_GROUP tls_openssl)
+    set(CPACK_DEBIAN_TLS_OPENSSL_PACKAGE_NAME keel-tls-openssl)
+    string(CONCAT CPACK_DEBIAN_TLS_OPENSSL_DESCRIPTION
+        "keel module: TLS on OpenSSL 3 ([tls] backend = openssl)\n"
+        "tls_openssl is the tls module's second backend: the same transport,\n"
+        "service and [tls] keys on OpenSSL 3, with TLS 1.3 and OpenSSL's\n"
+        "handshake speed. Its own package because it links libssl, which keel\n"
+        "itself (TLS on mbedTLS by default) does not need.")
+    set(CPACK_DEBIAN_TLS_OPENSSL_PACKAGE_DEPENDS "keel (= ${KEEL_PKG_DEBIAN_VERSION})")
 endif()
 
 # The library dependencies are read from the binaries by dpkg-shlibdeps, so

@@ -742,6 +742,13 @@ const kl_config_value *kl_config_get(kl_config_section *sec, const char *key, si
     return k && index < effective(k)->n ? effective(k)->v[index] : NULL;
 }
 
+const kl_config_value *kl_config_peek(kl_config_section *sec, const char *key)
+{
+    kl_key *k = sec && key ? key_lookup(sec, key, strlen(key)) : NULL;
+    const ptrvec *vals = k ? effective(k) : NULL;
+    return vals && vals->n > 0 ? vals->v[vals->n - 1] : NULL;
+}
+
 int kl_config_get_single(kl_config_section *sec, const char *key, const kl_config_value **out,
                          char *err, size_t errlen)
 {

@@ -81,6 +81,10 @@ size_t kl_config_count(kl_config_section *sec, const char *key);
  * Marks the key as used. sec may be NULL. */
 const kl_config_value *kl_config_get(kl_config_section *sec, const char *key, size_t index);
 
+/* The last value of key, or NULL, without marking it used: for the loader,
+ * which reads a module's section before the module declares its keys. */
+const kl_config_value *kl_config_peek(kl_config_section *sec, const char *key);
+
 /* The single value of a key that must not repeat: NULL if absent; if the key
  * has several values returns KEEL_ERR_CONFIG with
  * "FILE:LINE: [section] key: given more than once (first at line N)" in err.

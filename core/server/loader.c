@@ -67,17 +67,48 @@ static int file_exists(keel_server *s, const char *path)
     return rc == 0;
 }
 
-/* Looks for mod_<name><suffix> in each directory of module_path. */
-static char *find_file(keel_server *s, const char *name)
+/* mod_<file_name><suffix> in the first directory of module_path that has
+ * it; NULL (nothing logged) if none has, *file names the file looked for. */
+static char *find_on_path(keel_server *s, const char *file_name, char *file, size_t size,
+                          int *nomem)
 {
-    char file[128];
-    snprintf(file, sizeof file, "mod_%s%s", name, kl_module_suffix);
+    snprintf(file, size, "mod_%s%s", file_name, kl_module_suffix);
     for (size_t i = 0; i < s->host.settings.nmodule_path; i++) {
         char *path = kl_path_join(s->host.settings.module_path[i], file);
-        if (path == NULL || file_exists(s, path))
+        if (path == NULL) {
+            *nomem = 1;
+            return NULL;
+        }
+        if (file_exists(s, path))
             return path;
         free(path);
     }
+    return NULL;
+}
+
+/* Looks for mod_<name><suffix> in each directory of module_path. A module
+ * with several implementations of one name (tls: mbedTLS in mod_tls,
+ * OpenSSL in mod_tls_openssl) is chosen by its section's `backend = X`:
+ * mod_<name>_X first, then mod_<name>, whose load reports a backend it is
+ * not (libwebsockets' precedent: one API, a backend per library). The
+ * value is read raw, before the module declares the key. */
+static char *find_file(keel_server *s, const char *name)
+{
+    char file[128];
+    int nomem = 0;
+    const kl_config_value *backend =
+        kl_config_peek(kl_config_section_find(s->config, name), "backend");
+    if (backend != NULL && backend->text[0] != '\0' && strlen(backend->text) < 32 &&
+        strpbrk(backend->text, "/\\.") == NULL) {
+        char variant[96];
+        snprintf(variant, sizeof variant, "%s_%s", name, backend->text);
+        char *path = find_on_path(s, variant, file, sizeof file, &nomem);
+        if (path != NULL || nomem)
+            return path;
+    }
+    char *path = find_on_path(s, name, file, sizeof file, &nomem);
+    if (path != NULL || nomem)
+        return path;
     char dirs[1024] = "";
     size_t used = 0;
     for (size_t i = 0; i < s->host.settings.nmodule_path && used < sizeof dirs; i++) {

@@ -263,91 +263,41 @@ static int keylock_wrap(kt_cert *c)
 
 /* ---- loading ------------------------------------------------------------------ */
 
-/* Splits a `cert` value into its words (at most 3), in place. */
-static size_t split_words(char *s, char **words, size_t max)
-{
-    size_t n = 0;
-    while (*s != '\0') {
-        while (*s == ' ' || *s == '\t')
-            *s++ = '\0';
-        if (*s == '\0')
-            break;
-        if (n == max)
-            return max + 1;
-        words[n++] = s;
-        while (*s != '\0' && *s != ' ' && *s != '\t')
-            s++;
-    }
-    return n;
-}
-
-/* Reports a bad `cert` value with the FILE:LINE that wrote it, in the
- * [tls] section or a scope. */
-static int cert_error(keel_module *m, const char *value, const char *fmt, ...)
-{
-    char why[600];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    return keel_config_value_error(m, value, why);
-}
-
 static int load_one(keel_module *m, const char *value, kt_cert *c,
                     int (*rng)(void *, unsigned char *, size_t), void *rng_ctx)
 {
-    if (value == NULL)
-        return cert_error(m, value, "cert: missing value");
-    char copy[4096];
-    if (strlen(value) >= sizeof copy)
-        return cert_error(m, value, "value too long");
-    strcpy(copy, value);
-    char *words[3];
-    size_t n = split_words(copy, words, 3);
-    const char *pass = NULL;
-    if (n == 3) {
-        if (strncmp(words[2], "passphrase=", 11) != 0)
-            return cert_error(m, value, "expected CHAIN.pem KEY.pem [passphrase=...], got '%s'",
-                              words[2]);
-        pass = words[2] + 11;
-    }
-    if (n < 2 || n > 3)
-        return cert_error(m, value, "expected CHAIN.pem KEY.pem [passphrase=...]");
-
-    /* Each file is relative to the config file that holds the line, in
-     * a scope as in [tls]. */
-    char chain_path[1024], key_path[1024], why[160];
-    if (keel_config_value_path(m, value, words[0], chain_path, sizeof chain_path) ==
-            KEEL_ERR_INVAL ||
-        keel_config_value_path(m, value, words[1], key_path, sizeof key_path) == KEEL_ERR_INVAL)
-        return cert_error(m, value, "path too long");
-
-    int err = 0, rc;
+    kt_cert_line line;
+    int rc = kt_cert_line_parse(m, value, &line);
+    if (rc != KEEL_OK)
+        return rc;
+    const char *chain_path = line.chain, *key_path = line.key, *pass = line.passphrase;
+    char why[160];
+    int err = 0;
     size_t len = 0;
     unsigned char *buf = read_file(chain_path, &len, &err);
     if (buf == NULL)
-        return cert_error(m, value, "cannot read %s: %s", chain_path, strerror(err));
+        return kt_cert_error(m, value, "cannot read %s: %s", chain_path, strerror(err));
     rc = mbedtls_x509_crt_parse(&c->chain, buf, len);
     free_file(buf, len);
     if (rc != 0) {
         if (rc > 0)
-            return cert_error(m, value, "%s: %d certificate(s) do not parse", chain_path, rc);
-        return cert_error(m, value, "%s: not a certificate chain (%s)", chain_path,
-                          mbed_reason(rc, why, sizeof why));
+            return kt_cert_error(m, value, "%s: %d certificate(s) do not parse", chain_path, rc);
+        return kt_cert_error(m, value, "%s: not a certificate chain (%s)", chain_path,
+                             mbed_reason(rc, why, sizeof why));
     }
 
     buf = read_file(key_path, &len, &err);
     if (buf == NULL)
-        return cert_error(m, value, "cannot read %s: %s", key_path, strerror(err));
+        return kt_cert_error(m, value, "cannot read %s: %s", key_path, strerror(err));
     rc = kt_pk_parse_key(&c->key, buf, len, pass, rng, rng_ctx);
     free_file(buf, len);
     if (rc != 0)
-        return cert_error(m, value, "%s: not a usable private key (%s)", key_path,
-                          mbed_reason(rc, why, sizeof why));
+        return kt_cert_error(m, value, "%s: not a usable private key (%s)", key_path,
+                             mbed_reason(rc, why, sizeof why));
     /* The leaf (the chain's first certificate) must carry this key. */
     rc = kt_pk_check_pair(&c->chain.pk, &c->key, rng, rng_ctx);
     if (rc != 0)
-        return cert_error(m, value, "%s does not match the key in %s", chain_path, key_path);
+        return kt_cert_error(m, value, "%s does not match the key in %s", chain_path, key_path);
     if ((rc = collect_names(c)) != KEEL_OK)
         return rc;
     if (c->nnames == 0)

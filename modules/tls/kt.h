@@ -14,6 +14,7 @@
 #define KEEL_TLS_KT_H
 
 #include "compat.h"
+#include "keys.h"
 
 #include <keel/keel.h>
 #include <keel/metrics.h>
@@ -44,15 +45,6 @@ typedef struct kt_certs {
     kt_cert *v;
     size_t n;
 } kt_certs;
-
-/* The [tls] section and each scope's merged struct (keel/config.h). */
-typedef struct kt_section {
-    keel_config_list cert;
-    const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
-    const char *alpn, *client_alpn, *ca;
-    uint64_t handshake_timeout_ms, ticket_lifetime_ms;
-    int session_tickets, client_verify;
-} kt_section;
 
 /* Reads every `cert` line of a list ([tls]'s or a scope's);
  * KEEL_ERR_CONFIG (logged with the line's FILE:LINE, naming the file) on
@@ -96,8 +88,6 @@ void kt_tickets_conf(kt_tickets *t, mbedtls_ssl_config *conf);
 void kt_note_ticket_accepted(void);
 
 /* ---- settings (tls.c) ----------------------------------------------------- */
-
-enum { KT_VERIFY_OFF = 0, KT_VERIFY_OPTIONAL = 1, KT_VERIFY_REQUIRED = 2 };
 
 /* A scope's own `tls.cert` list, loaded once (scopes that inherit it
  * share its items pointer). */
@@ -215,9 +205,5 @@ int kt_client_setup(kt_session *s, const char *host);
 int kt_client_conf(mbedtls_ssl_config *conf);
 /* The depth-0 subject, captured during verification. */
 int kt_verify_cb(void *session, mbedtls_x509_crt *crt, int depth, uint32_t *flags);
-
-/* ---- service.c --------------------------------------------------------------- */
-
-int kt_service_publish(keel_module *m);
 
 #endif

@@ -242,31 +242,11 @@ static int drive_handshake(kt_session *s)
 
 /* ---- plain HTTP on a TLS port ----------------------------------------------------- */
 
-/* Whether a server connection's first bytes are an HTTP request line
- * rather than a TLS record: a method token (RFC 9110 9.1: upper-case
- * letters in every registered method) and a space. A TLS record starts
- * with its content type (20 to 24, RFC 8446 5.1), never a letter. */
-static int looks_like_http(const char *data, size_t len)
-{
-    size_t i = 0;
-    while (i < len && i < 16 && data[i] >= 'A' && data[i] <= 'Z')
-        i++;
-    return i > 0 && i < len && data[i] == ' ';
-}
-
-/* As nginx does (its 497 "The plain HTTP request was sent to HTTPS
- * port", answered as a 400): the client is told in its own protocol,
- * instead of a failed handshake it would show as an empty reply. The
- * answer goes out as it is, the connection closes behind it (the core
- * lingers, so the unread request does not reset it). */
+/* Plain HTTP on a TLS port gets a 400 (keys.c). The answer goes out as
+ * it is, the connection closes behind it (the core lingers, so the
+ * unread request does not reset it). */
 static void refuse_plain_http(kt_session *s)
 {
-    static const char answer[] = "HTTP/1.1 400 Bad Request\r\n"
-                                 "Content-Type: text/plain\r\n"
-                                 "Content-Length: 46\r\n"
-                                 "Connection: close\r\n"
-                                 "\r\n"
-                                 "The plain HTTP request was sent to HTTPS port\n";
     keel_worker *worker = keel_conn_worker(s->conn);
     s->state = KT_FAILED;
     keel_metric_add(worker, kt_cfg.hs_failed, 1);
@@ -277,7 +257,7 @@ static void refuse_plain_http(kt_session *s)
                  "connection %llu from %s: plain HTTP on a TLS port: answered 400",
                  (unsigned long long)keel_conn_id(s->conn), peer);
     }
-    keel_transport_send(s->conn, answer, sizeof answer - 1);
+    keel_transport_send(s->conn, kt_plain_http_answer, kt_plain_http_answer_len);
     drop_pending(s);
     keel_conn_close(s->conn);
 }
@@ -368,7 +348,7 @@ static int on_read(keel_conn *conn, const char *data, size_t len)
     int rc = KEEL_OK;
     if (s->state == KT_HANDSHAKE && !s->client && !s->first_read_seen) {
         s->first_read_seen = 1;
-        if (looks_like_http(data, len)) {
+        if (kt_looks_like_http(data, len)) {
             s->in = NULL;
             s->in_len = 0;
             refuse_plain_http(s);

@@ -53,24 +53,6 @@ kt_worker *kt_worker_of(keel_conn *conn)
 
 /* ---- config ------------------------------------------------------------------- */
 
-static int parse_version(keel_module *m, const char *key, const char *v, int *out)
-{
-    if (strcmp(v, "1.2") == 0 || strcmp(v, "TLSv1.2") == 0)
-        *out = 2;
-    else if (strcmp(v, "1.3") == 0 || strcmp(v, "TLSv1.3") == 0)
-        *out = 3;
-    else if (strcmp(v, "1.0") == 0 || strcmp(v, "1.1") == 0 || strcmp(v, "TLSv1") == 0 ||
-             strcmp(v, "TLSv1.1") == 0)
-        /* RFC 8996: TLS 1.0 and 1.1 are deprecated. */
-        return keel_config_error(m, key, "TLS %s is not supported (RFC 8996); use 1.2 or 1.3", v);
-    else
-        return keel_config_error(m, key, "expected 1.2 or 1.3, got '%s'", v);
-    if (*out == 3 && !KT_HAVE_TLS13)
-        return keel_config_error(m, key, "this mbedTLS (%s) has no TLS 1.3",
-                                 MBEDTLS_VERSION_STRING);
-    return KEEL_OK;
-}
-
 /* `ciphers = A, B C`: mbedTLS's names ("TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256")
  * or the IANA ones with underscores ("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
  * "TLS_AES_128_GCM_SHA256"). */
@@ -160,46 +142,6 @@ static int parse_curves(keel_module *m, const char *value)
     return KEEL_OK;
 }
 
-/* The [tls] section (keel/config.h). read_config checks what a table
- * cannot say, with its own messages: versions, suites and curves this
- * mbedTLS has, CA files; certs.c reads each `cert` line word by word, each
- * file relative to the config file that names it. */
-
-static const keel_config_key kt_keys[] = {
-    KEEL_KEY(kt_section, cert, "cert", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
-             .scopes = KEEL_SCOPE_GLOBAL | KEEL_SCOPE_LISTENER | KEEL_SCOPE_SITE,
-             .doc = "CHAIN.pem KEY.pem [passphrase=...]: a certificate; several are chosen by "
-                    "SNI; in a [site] the site's own, served to the names that choose it"),
-    KEEL_KEY(kt_section, min_version, "min_version", KEEL_CONFIG_STRING, .def = "1.2",
-             .doc = "lowest TLS version: 1.2 or 1.3"),
-    KEEL_KEY(kt_section, max_version, "max_version", KEEL_CONFIG_STRING,
-             .doc = "highest TLS version: 1.2 or 1.3 (default: the highest this mbedTLS has)"),
-    KEEL_KEY(kt_section, ciphers, "ciphers", KEEL_CONFIG_STRING, .def = "",
-             .doc = "cipher suites by IANA name, in order; empty: mbedTLS's modern default"),
-    KEEL_KEY(kt_section, curves, "curves", KEEL_CONFIG_STRING, .def = "x25519 secp256r1 secp384r1",
-             .doc = "key-exchange groups, in order"),
-    KEEL_KEY(kt_section, handshake_timeout_ms, "handshake_timeout", KEEL_CONFIG_DURATION,
-             .def = "10s", .doc = "time for a handshake to finish (no byte renews it)"),
-    KEEL_KEY(kt_section, session_tickets, "session_tickets", KEEL_CONFIG_BOOL, .def = "on",
-             .doc = "resume sessions with tickets (RFC 5077, RFC 8446 4.6.1)"),
-    KEEL_KEY(kt_section, ticket_lifetime_ms, "ticket_lifetime", KEEL_CONFIG_DURATION, .def = "1h",
-             .doc = "how long a ticket is honoured: 1s to 7d"),
-    KEEL_KEY(kt_section, verify_client, "verify_client", KEEL_CONFIG_STRING, .def = "off",
-             .doc = "client certificates: off, optional or required (needs client_ca)"),
-    KEEL_KEY(kt_section, client_ca, "client_ca", KEEL_CONFIG_STRING, .def = "",
-             .doc = "PEM file of the CAs client certificates must chain to"),
-    KEEL_KEY(kt_section, alpn, "alpn", KEEL_CONFIG_STRING, .def = "",
-             .doc = "protocols offered by ALPN on listeners, comma-separated (a listen line's "
-                    "alpn= wins)"),
-    KEEL_KEY(kt_section, client_alpn, "client_alpn", KEEL_CONFIG_STRING, .def = "",
-             .doc = "protocols asked for by ALPN on outbound connections"),
-    KEEL_KEY(kt_section, client_verify, "client_verify", KEEL_CONFIG_BOOL, .def = "on",
-             .doc = "verify the servers keel connects to (the proxy's HTTPS upstreams)"),
-    KEEL_KEY(kt_section, ca, "ca", KEEL_CONFIG_STRING, .def = "",
-             .doc = "PEM file of the CAs outbound connections trust; empty: the system's; none"),
-};
-KEEL_CONFIG_SCHEMA(kt_schema, kt_section, kt_keys);
-
 /* Session tickets, once some certificate serves. */
 static int start_tickets(keel_module *m)
 {
@@ -211,22 +153,24 @@ static int start_tickets(keel_module *m)
     return KEEL_OK;
 }
 
+/* The [tls] section: keys.c reads what means the same on every backend;
+ * here what mbedTLS spells its own way (suites, curves, CA files). certs.c
+ * reads each `cert` line word by word, each file relative to the config
+ * file that names it. */
 static int read_config(keel_module *m, kt_rng *rng)
 {
     const kt_section *sec = keel_module_config(m);
     const char *v = NULL;
-    int rc;
-    kt_cfg.min_version = 2;
-    kt_cfg.max_version = KT_HAVE_TLS13 ? 3 : 2;
-    if ((rc = parse_version(m, "min_version", sec->min_version, &kt_cfg.min_version)) != KEEL_OK)
+    kt_common common;
+    int rc = kt_keys_read(m, "mbedtls", KT_HAVE_TLS13 ? 3 : 2, "mbedTLS " MBEDTLS_VERSION_STRING,
+                          &common);
+    if (rc != KEEL_OK)
         return rc;
-    /* No default in the table: the highest this mbedTLS has, which the
-     * generated reference cannot know. */
-    v = sec->max_version ? sec->max_version : KT_HAVE_TLS13 ? "1.3" : "1.2";
-    if ((rc = parse_version(m, "max_version", v, &kt_cfg.max_version)) != KEEL_OK)
-        return rc;
-    if (kt_cfg.max_version < kt_cfg.min_version)
-        return keel_config_error(m, "max_version", "below min_version");
+    kt_cfg.min_version = common.min_version;
+    kt_cfg.max_version = common.max_version;
+    kt_cfg.handshake_timeout_ms = common.handshake_timeout_ms;
+    kt_cfg.tickets_on = common.tickets_on;
+    kt_cfg.verify_client = common.verify_client;
 
     v = sec->ciphers;
     if (*v != '\0' && (rc = parse_ciphers(m, v)) != KEEL_OK)
@@ -237,33 +181,12 @@ static int read_config(keel_module *m, kt_rng *rng)
     if ((rc = parse_curves(m, sec->curves)) != KEEL_OK)
         return rc;
 
-    kt_cfg.handshake_timeout_ms = sec->handshake_timeout_ms;
-    if (kt_cfg.handshake_timeout_ms == 0)
-        return keel_config_error(m, "handshake_timeout", "must be above 0");
-
-    uint64_t lifetime = sec->ticket_lifetime_ms;
-    kt_cfg.tickets_on = sec->session_tickets;
-    /* RFC 8446 4.6.1: a ticket lives at most 7 days. */
-    if (lifetime < 1000 || lifetime > 7ull * 86400 * 1000)
-        return keel_config_error(m, "ticket_lifetime", "must be between 1s and 7d");
-
-    v = sec->verify_client;
-    if (strcmp(v, "off") == 0)
-        kt_cfg.verify_client = KT_VERIFY_OFF;
-    else if (strcmp(v, "optional") == 0)
-        kt_cfg.verify_client = KT_VERIFY_OPTIONAL;
-    else if (strcmp(v, "required") == 0)
-        kt_cfg.verify_client = KT_VERIFY_REQUIRED;
-    else
-        return keel_config_error(m, "verify_client", "expected off, optional or required");
     v = sec->client_ca;
     if (*v != '\0') {
         mbedtls_x509_crt_init(&kt_cfg.client_ca);
         kt_cfg.have_client_ca = 1;
         if ((rc = kt_ca_load(m, "client_ca", v, &kt_cfg.client_ca)) != KEEL_OK)
             return rc;
-    } else if (kt_cfg.verify_client != KT_VERIFY_OFF) {
-        return keel_config_error(m, "verify_client", "needs client_ca = FILE");
     }
 
     kt_cfg.alpn = sec->alpn;
@@ -298,7 +221,7 @@ static int read_config(keel_module *m, kt_rng *rng)
 
     if ((rc = kt_certs_load(m, &sec->cert, &kt_cfg.certs, kt_rng_random, rng)) != KEEL_OK)
         return rc;
-    kt_cfg.ticket_lifetime_s = (uint32_t)(lifetime / 1000);
+    kt_cfg.ticket_lifetime_s = common.ticket_lifetime_s;
     return kt_cfg.certs.n > 0 ? start_tickets(m) : KEEL_OK;
 }
 
@@ -355,35 +278,18 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     return kt_cfg.tickets == NULL ? start_tickets(m) : KEEL_OK;
 }
 
-/* ---- metrics ------------------------------------------------------------------- */
-
-static int metric(keel_module *m, const char *name, const char *help, const char *labels,
-                  keel_metric **out)
-{
-    keel_metric_desc d = {.size = sizeof d,
-                          .name = name,
-                          .help = help,
-                          .type = KEEL_METRIC_COUNTER,
-                          .labels = labels};
-    return keel_metric_register(m, &d, out);
-}
+/* ---- metrics (keys.c: the same on both backends) ----------------------------------- */
 
 static int register_metrics(keel_module *m)
 {
-    static const char hs[] = "TLS handshakes by side and outcome";
-    int rc;
-    if ((rc = metric(m, "tls_handshakes_total", hs, "side=\"server\",result=\"ok\"",
-                     &kt_cfg.hs_ok)) ||
-        (rc = metric(m, "tls_handshakes_total", hs, "side=\"server\",result=\"failed\"",
-                     &kt_cfg.hs_failed)) ||
-        (rc = metric(m, "tls_handshakes_total", hs, "side=\"client\",result=\"ok\"",
-                     &kt_cfg.hs_client_ok)) ||
-        (rc = metric(m, "tls_handshakes_total", hs, "side=\"client\",result=\"failed\"",
-                     &kt_cfg.hs_client_failed)) ||
-        (rc = metric(m, "tls_resumed_total", "TLS handshakes that resumed a session (tickets)",
-                     NULL, &kt_cfg.resumed)))
-        return rc;
-    return KEEL_OK;
+    kt_metrics mx;
+    int rc = kt_metrics_register(m, &mx);
+    kt_cfg.hs_ok = mx.hs_ok;
+    kt_cfg.hs_failed = mx.hs_failed;
+    kt_cfg.hs_client_ok = mx.hs_client_ok;
+    kt_cfg.hs_client_failed = mx.hs_client_failed;
+    kt_cfg.resumed = mx.resumed;
+    return rc;
 }
 
 /* ---- life cycle ----------------------------------------------------------------- */
@@ -463,8 +369,10 @@ static int tls_load(keel_module *m)
         release_all();
         return rc;
     }
-    keel_log(m, KEEL_LOG_DEBUG, "mbedTLS %s, %zu certificate(s), TLS 1.%d-1.%d",
-             MBEDTLS_VERSION_STRING, kt_cfg.certs.n, kt_cfg.min_version, kt_cfg.max_version);
+    /* What a TLS-1.3-only client would otherwise learn from a failed
+     * handshake: the versions tls listeners offer. */
+    keel_log(m, KEEL_LOG_INFO, "tls listeners offer TLS 1.%d-1.%d (mbedTLS %s, %zu certificate(s))",
+             kt_cfg.min_version, kt_cfg.max_version, MBEDTLS_VERSION_STRING, kt_cfg.certs.n);
     return KEEL_OK;
 }
 
@@ -476,11 +384,7 @@ static int tls_start(keel_module *m, keel_worker *worker, void *state)
     w->id = keel_worker_id(worker);
     if (kt_rng_init(&w->rng, "worker", w->id) != KEEL_OK)
         return KEEL_ERR_IO;
-    w->stage = malloc(KT_STAGE_SIZE);
-    w->plain = malloc(KT_STAGE_SIZE);
-    if (w->stage == NULL || w->plain == NULL) {
-        free(w->stage);
-        free(w->plain);
+    if (kt_buffers_alloc(&w->stage, &w->plain, KT_STAGE_SIZE) != KEEL_OK) {
         kt_rng_free(&w->rng);
         return KEEL_ERR_NOMEM;
     }
@@ -494,11 +398,7 @@ static void tls_stop(keel_module *m, keel_worker *worker, void *state)
     kt_worker *w = state;
     kt_confs_free(&w->server_confs);
     kt_confs_free(&w->client_confs);
-    /* Plaintext passed through these. */
-    mbedtls_platform_zeroize(w->stage, KT_STAGE_SIZE);
-    mbedtls_platform_zeroize(w->plain, KT_STAGE_SIZE);
-    free(w->stage);
-    free(w->plain);
+    kt_buffers_free(&w->stage, &w->plain, KT_STAGE_SIZE);
     kt_rng_free(&w->rng);
 }
 

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
-# tests/bench/tls.sh — the HTTPS scenario of run.sh: keel's tls module
-# (mbedTLS) against nginx (OpenSSL). Sourced by run.sh; runnable alone (then
-# TESTS defaults to its group, "tls"):
+# tests/bench/tls.sh — the HTTPS scenario of run.sh: keel's tls module on
+# its two backends, "keel" (mbedTLS, mod_tls) and "keel-openssl" (OpenSSL 3,
+# mod_tls_openssl: [tls] backend = openssl), against nginx (OpenSSL).
+# Sourced by run.sh; runnable alone (then TESTS defaults to its group, "tls"):
 #
 #   DURATION=3 WARMUP=1 tests/bench/tls.sh
 #   SERVERS=keel TESTS=tlsidle tests/bench/tls.sh
 #
-# Both servers: one worker, pinned to SERVER_CPU; the clients on CLIENT_CPU.
+# Every server: one worker, pinned to SERVER_CPU; the clients on CLIENT_CPU.
 # The same ECDSA P-256 certificate (made by keel-cert), TLS 1.2, the same
 # suite (ECDHE-ECDSA-AES128-GCM-SHA256) and key exchange (X25519), the same
 # "Hello, World!" answer. Tests, every server in turn, ROUNDS times:
@@ -19,8 +20,10 @@
 #                 after one request; tls_idle.py), two rounds, the larger:
 #                 the first on fresh memory, the second once the allocator
 #                 reuses what the first freed
-# Settings (defaults in brackets): CONNS [64] TLS_IDLE [2000] IDLE_HOLD [3].
-# Ports BASE_PORT + 30..31.
+# Settings (defaults in brackets): CONNS [64] TLS_IDLE [2000] IDLE_HOLD [3]
+# TLS_VERSION [1.2] (1.3: every server offers TLS 1.3 only, the suite
+# TLS_AES_128_GCM_SHA256; mbedTLS 2.28 has none, so "keel" does not start).
+# Ports BASE_PORT + 30..32.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -28,13 +31,20 @@ TLS_IDLE=${TLS_IDLE:-2000}
 IDLE_HOLD=${IDLE_HOLD:-3}
 SUITE_OPENSSL=ECDHE-ECDSA-AES128-GCM-SHA256
 SUITE_MBEDTLS=TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256
+TLS_VERSION=${TLS_VERSION:-1.2}
+if [[ $TLS_VERSION == 1.3 ]]; then
+    SUITE_MBEDTLS=TLS_AES_128_GCM_SHA256
+    S_TIME_SUITE=(-tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256)
+else
+    S_TIME_SUITE=(-cipher "$SUITE_OPENSSL")
+fi
 
-bench_scenario tls "tlskeepalive tlshandshake tlsidle" "keel nginx" 30
+bench_scenario tls "tlskeepalive tlshandshake tlsidle" "keel keel-openssl nginx" 30
 
 TLS_DIR=$TMP/tls
 
 tls_settings() {
-    printf '%s\n' "CONNS=$CONNS" "TLS_IDLE=$TLS_IDLE"
+    printf '%s\n' "CONNS=$CONNS" "TLS_IDLE=$TLS_IDLE" "TLS_VERSION=$TLS_VERSION"
 }
 
 tls_needs() {
@@ -42,20 +52,26 @@ tls_needs() {
     need openssl openssl
 }
 
-tls_start_keel() {
-    keel_conf "$TLS_DIR/keel.conf" "$1" "tls http1 hello" "[tls]
+# tls_keel NAME PORT BACKEND: the same [tls] for both backends (the suite
+# in mbedTLS's spelling, which both read).
+tls_keel() {
+    keel_conf "$TLS_DIR/$1.conf" "$2" "tls http1 hello" "[tls]
+backend = $3
 cert = $TLS_DIR/cert.pem $TLS_DIR/key.pem
-min_version = 1.2
-max_version = 1.2
+min_version = $TLS_VERSION
+max_version = $TLS_VERSION
 ciphers = $SUITE_MBEDTLS
 curves = x25519" "http1 tls"
-    spawn tls.keel "$TLS_DIR/keel.log" "$KEEL_BUILD/keel" -c "$TLS_DIR/keel.conf"
+    spawn "tls.$1" "$TLS_DIR/$1.log" "$KEEL_BUILD/keel" -c "$TLS_DIR/$1.conf"
 }
+
+tls_start_keel() { tls_keel keel "$1" mbedtls; }
+tls_start_keel-openssl() { tls_keel keel-openssl "$1" openssl; }
 
 tls_start_nginx() {
     nginx_conf "$TLS_DIR/nginx" "$1" "" "        ssl_certificate $TLS_DIR/cert.pem;
         ssl_certificate_key $TLS_DIR/key.pem;
-        ssl_protocols TLSv1.2;
+        ssl_protocols TLSv$TLS_VERSION;
         ssl_ciphers $SUITE_OPENSSL;
         ssl_ecdh_curve X25519;
         location = / {
@@ -79,7 +95,7 @@ tls_handshake() {
     local name=$1 secs=$3 key=tls.$1 t0 ticks out n
     t0=$(cpu_ticks "${PID[$key]}")
     out=$(timeout $((secs + 30)) taskset -c "$CLIENT_CPU" openssl s_time -connect \
-        "127.0.0.1:$(port_of tls "$name")" -new -time "$secs" -cipher "$SUITE_OPENSSL" 2>&1 || true)
+        "127.0.0.1:$(port_of tls "$name")" -new -time "$secs" "${S_TIME_SUITE[@]}" 2>&1 || true)
     ticks=$(($(cpu_ticks "${PID[$key]}") - t0))
     (($4)) || return 0
     n=$(awk '/connections in [0-9]+ real seconds/ {print $1; exit}' <<<"$out")
@@ -132,6 +148,9 @@ tls_run() {
     local s
     mkdir -p "$TLS_DIR"
     if [[ " $(servers_of tls) " == *" keel "* ]]; then ensure_keel tls http1 hello; fi
+    if [[ " $(servers_of tls) " == *" keel-openssl "* ]]; then
+        ensure_keel tls_openssl http1 hello
+    fi
     [[ -x $KEEL_BUILD/keel-cert ]] || die "no $KEEL_BUILD/keel-cert (build keel with its tls module)"
     "$KEEL_BUILD/keel-cert" "$TLS_DIR/cert.pem" "$TLS_DIR/key.pem" localhost 127.0.0.1 >/dev/null
     chmod 755 "$TMP" "$TLS_DIR" # nginx's worker runs as nobody
@@ -147,16 +166,29 @@ tls_run() {
 
 tls_report() {
     echo
-    echo "### HTTPS (keel: tls + http1 + hello; TLS 1.2 $SUITE_OPENSSL, X25519, ECDSA P-256)"
+    echo "### HTTPS (keel: tls + http1 + hello; TLS $TLS_VERSION ${S_TIME_SUITE[*]}, X25519, ECDSA P-256)"
     report_tables tls "tlskeepalive|tlskeepalive/val|%.0f|keep-alive req/s|1" \
         "tlskeepalive|tlskeepalive/p99|%.2f|p99 ms|0" "tlskeepalive|tlskeepalive/cpu|%.0f|keep-alive req/CPU-s|1" \
         "tlshandshake|tlshandshake/val|%.0f|handshakes/s|1" "tlshandshake|tlshandshake/cpu|%.0f|handshakes/CPU-s|1" \
         "tlsidle|idle/bytes|%.0f|idle TLS conn bytes|1"
     wrk_notes tls tlskeepalive
+    # The OpenSSL backend against nginx, on the same library.
+    if [[ " ${UP[tls]} " == *" keel-openssl "* && " ${UP[tls]} " == *" nginx "* ]]; then
+        echo
+        local tk k row=(nginx) head=("keel-openssl ÷ peer")
+        for tk in tlskeepalive/tlskeepalive/cpu tlshandshake/tlshandshake/cpu tlsidle/idle/bytes; do
+            wants "${tk%%/*}" || continue
+            k=${tk#*/}
+            head+=("$k")
+            row+=("$(ratio "$(med "tls/keel-openssl/$k" %.2f)" "$(med "tls/nginx/$k" %.2f)")")
+        done
+        md_head "${head[@]}"
+        md_row "${row[@]}"
+    fi
     echo
     echo "Above 1.00× keel is ahead for requests and handshakes; below 1.00× keel uses less memory."
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-    bench_alone tls.sh tls "keel nginx"
+    bench_alone tls.sh tls "keel keel-openssl nginx"
 fi

@@ -123,6 +123,27 @@ kh_proc *kh_spawn(const char *config, const char *const *args)
     return kh_spawn_program(KEEL_BIN, config, args);
 }
 
+/* Whether the config's `modules` line loads tls. */
+static int kh_loads_tls(const char *config)
+{
+    for (const char *line = config; line != NULL && *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        line += strspn(line, " \t");
+        if (strncmp(line, "modules", 7) == 0 && strchr(" \t=", line[7]) != NULL) {
+            for (const char *p = line + 7; p < line + len;) {
+                p += strspn(p, " \t=,");
+                size_t n = strcspn(p, " \t,\n");
+                if (n == 3 && strncmp(p, "tls", 3) == 0)
+                    return 1;
+                p += n ? n : 1;
+            }
+        }
+        line = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
 kh_proc *kh_spawn_program(const char *program, const char *config, const char *const *args)
 {
     kh_proc *p = calloc(1, sizeof *p);
@@ -146,8 +167,17 @@ kh_proc *kh_spawn_program(const char *program, const char *config, const char *c
         argv[argc++] = p->conf;
     }
     for (; args && *args; args++) {
-        cr_assert(argc < 63, "too many arguments");
+        cr_assert(argc < 61, "too many arguments");
         argv[argc++] = *args;
+    }
+    /* KEEL_TEST_TLS_BACKEND=openssl: the same TLS tests against the other
+     * backend (tests/CMakeLists.txt registers them as NAME.openssl). */
+    static char backend_set[64];
+    const char *backend = getenv("KEEL_TEST_TLS_BACKEND");
+    if (backend != NULL && *backend != '\0' && config != NULL && kh_loads_tls(config)) {
+        snprintf(backend_set, sizeof backend_set, "tls.backend=%s", backend);
+        argv[argc++] = "--set";
+        argv[argc++] = backend_set;
     }
     argv[argc] = NULL;
 

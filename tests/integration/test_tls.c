@@ -475,9 +475,9 @@ Test(tls, sessions_resume_on_any_worker, .timeout = 120, .fini = tt_cleanup)
     setup_certs();
     kh_proc *p = start_https(2, "", "");
     const char *sess = tt_path("session.pem");
-    ht_run_result rr =
-        tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u -sess_out %s </dev/null",
-              kh_port(p, 0), sess);
+    /* A pause before s_client leaves: a TLS 1.3 ticket follows the handshake. */
+    ht_run_result rr = tt_sh(20000, "sleep 1 | openssl s_client -connect 127.0.0.1:%u -sess_out %s",
+                             kh_port(p, 0), sess);
     kh_assert(p, strstr(rr.out, "New, TLSv1."), "first handshake is new: %s", rr.out);
     ht_run_free(&rr);
     /* Each connection comes from a new port: SO_REUSEPORT spreads them
@@ -523,7 +523,14 @@ Test(tls, no_resumption_without_tickets, .timeout = 60, .fini = tt_cleanup)
     ht_run_result rr =
         tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u -tls1_2 -sess_out %s </dev/null",
               kh_port(p, 0), sess);
+    kh_assert(p, strstr(rr.out, "New, TLSv1.2"), "first handshake: %s", rr.out);
     ht_run_free(&rr);
+    /* A server that sends no session id either (OpenSSL's, without a
+     * cache) leaves the client nothing to keep, nor to resume. */
+    if (access(sess, R_OK) != 0) {
+        tt_finish(p);
+        return;
+    }
     rr = tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u -tls1_2 -sess_in %s </dev/null",
                kh_port(p, 0), sess);
     kh_assert(p, strstr(rr.out, "New, TLSv1.2") && !strstr(rr.out, "Reused"), "not resumed: %s",

@@ -9,23 +9,6 @@
 #include "test_http.h"
 #include "tls_helpers.h"
 
-/* The subject's CN served for this SNI ("" = none sent), with openssl's
- * options (a suite) added. */
-static char *served_cn(kh_proc *p, const char *sni, const char *extra)
-{
-    static char cn[256];
-    ht_run_result rr = tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u %s%s %s </dev/null",
-                             kh_port(p, 0), *sni ? "-servername " : "-noservername", sni, extra);
-    const char *s = strstr(rr.out, "subject=");
-    kh_assert(p, s != NULL, "no certificate for '%s': %s", sni, rr.out);
-    s = strstr(s, "CN");
-    kh_assert(p, s != NULL, "no CN for '%s': %s", sni, rr.out);
-    s += strspn(s, "CN =");
-    snprintf(cn, sizeof cn, "%.*s", (int)strcspn(s, "\n,/"), s);
-    ht_run_free(&rr);
-    return cn;
-}
-
 static void make_certs(void)
 {
     tt_mkdir();
@@ -59,7 +42,7 @@ Test(tls_sites, sni_chooses_the_sites_certificate, .timeout = 120, .fini = tt_cl
         {"", "global.test"},          /* no SNI: [tls]'s first */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-        const char *got = served_cn(p, cases[i].sni, "");
+        const char *got = tt_served_cn(p, 0, cases[i].sni, "");
         kh_assert(p, strcmp(got, cases[i].cn) == 0, "SNI '%s': got '%s', want '%s'", cases[i].sni,
                   got, cases[i].cn);
     }
@@ -98,11 +81,11 @@ Test(tls_sites, rsa_and_ecdsa_in_a_site_and_a_listeners_own, .timeout = 120, .fi
                  "[site a.test]\ntls.cert = %s/a.pem %s/a.key\ntls.cert = %s/rsa.pem %s/rsa.key\n"
                  "[site plain.test]\n",
                  tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir);
-    const char *got = served_cn(p, "a.test", "-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256");
+    const char *got = tt_served_cn(p, 0, "a.test", "-tls1_2 -cipher ECDHE-RSA-AES128-GCM-SHA256");
     kh_assert(p, strcmp(got, "rsa.a.test") == 0, "RSA suite: %s", got);
-    got = served_cn(p, "a.test", "-tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256");
+    got = tt_served_cn(p, 0, "a.test", "-tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256");
     kh_assert(p, strcmp(got, "a.test") == 0, "ECDSA suite: %s", got);
-    got = served_cn(p, "unknown.test", "");
+    got = tt_served_cn(p, 0, "unknown.test", "");
     kh_assert(p, strcmp(got, "global.test") == 0, "unknown name, no default site: %s", got);
     /* The second listener: its sites without a certificate of their own
      * inherit the listener's. */

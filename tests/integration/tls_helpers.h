@@ -119,6 +119,24 @@ HT_FN kh_proc *tt_start(int nlisteners, const char *fmt, ...)
     return kh_start(conf, NULL, nlisteners, 10000);
 }
 
+/* The subject's CN served on listener `index` for this SNI ("" = none
+ * sent), with openssl s_client's options (a suite, a version) added. */
+HT_FN char *tt_served_cn(kh_proc *p, int index, const char *sni, const char *extra)
+{
+    static char cn[256];
+    ht_run_result rr =
+        tt_sh(20000, "openssl s_client -connect 127.0.0.1:%u %s%s %s </dev/null", kh_port(p, index),
+              *sni ? "-servername " : "-noservername", sni, extra);
+    const char *s = strstr(rr.out, "subject=");
+    kh_assert(p, s != NULL, "no certificate for '%s': %s", sni, rr.out);
+    s = strstr(s, "CN");
+    kh_assert(p, s != NULL, "no CN for '%s': %s", sni, rr.out);
+    s += strspn(s, "CN =");
+    snprintf(cn, sizeof cn, "%.*s", (int)strcspn(s, "\n,/"), s);
+    ht_run_free(&rr);
+    return cn;
+}
+
 /* Stops keel gracefully: it must exit 0 (sanitizer builds: leaks make it
  * fail) and have reported no sanitizer finding. */
 HT_FN void tt_finish(kh_proc *p)

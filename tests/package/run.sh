@@ -1,7 +1,8 @@
 #!/bin/sh
 # The Debian packages, end to end, on the machine itself (issues 12, 26):
 #   1. build them with cpack in a fresh Release build directory: keel,
-#      keel-dev and keel-pubsub-redis; keel does not depend on libhiredis;
+#      keel-dev, keel-pubsub-redis and keel-tls-openssl; keel depends on
+#      neither libhiredis nor libssl;
 #      lintian (installed with the package list of cmake/packages.txt)
 #      reports nothing but what cmake/debian/lintian-overrides explains;
 #   2. install the three with their dependencies; postinst starts the
@@ -166,15 +167,20 @@ cmake --build "$build" -j2 >"$work/build.log" 2>&1 || {
 deb=$(ls "$build"/keel_*.deb)
 dev_deb=$(ls "$build"/keel-dev_*.deb)
 redis_deb=$(ls "$build"/keel-pubsub-redis_*.deb)
-say "built $(basename "$deb") $(basename "$dev_deb") $(basename "$redis_deb")"
+tls_deb=$(ls "$build"/keel-tls-openssl_*.deb)
+say "built $(basename "$deb") $(basename "$dev_deb") $(basename "$redis_deb") $(basename "$tls_deb")"
 depends=$(dpkg-deb -f "$deb" Depends)
 case "$depends" in *hiredis*) fail "keel depends on hiredis: $depends" ;; esac
 dpkg-deb -f "$redis_deb" Depends | grep -q libhiredis || fail "keel-pubsub-redis does not depend on libhiredis"
 dpkg-deb -c "$deb" | grep -q 'mod_pubsub_redis' && fail "keel holds mod_pubsub_redis"
+# The OpenSSL backend: libssl only in keel-tls-openssl.
+case "$depends" in *libssl*) fail "keel depends on libssl: $depends" ;; esac
+dpkg-deb -f "$tls_deb" Depends | grep -q libssl || fail "keel-tls-openssl does not depend on libssl"
+dpkg-deb -c "$deb" | grep -q 'mod_tls_openssl' && fail "keel holds mod_tls_openssl"
 dpkg-deb -c "$deb" | grep -q '/usr/include/' && fail "keel holds headers (keel-dev's)"
 # lintian: what it reports is fixed, or kept and explained in
 # cmake/debian/lintian-overrides (each package carries its overrides).
-lintian --fail-on error,warning "$deb" "$dev_deb" "$redis_deb" >"$work/lintian.log" 2>&1 || {
+lintian --fail-on error,warning "$deb" "$dev_deb" "$redis_deb" "$tls_deb" >"$work/lintian.log" 2>&1 || {
     cat "$work/lintian.log"
     fail "lintian"
 }

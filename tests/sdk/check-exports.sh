@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Every module in the given directories exports exactly one symbol, its
 # descriptor keel_module_<name> (mod_notmodule, the loader's "not a module"
-# case, exports none). keel_add_module() enforces it with hidden visibility
+# case, exports none; a backend mod_<name>_<backend>, chosen by the
+# loader for `[<name>] backend = <backend>`, exports keel_module_<name>).
+# keel_add_module() enforces it with hidden visibility
 # and a version script; this catches C++ template instances and static
 # libraries' symbols, which hidden visibility alone lets through.
 # Usage: check-exports.sh DIR...
@@ -16,6 +18,7 @@ for dir in "$@"; do
         name=${name#mod_}
         want="keel_module_$name"
         [ "$name" = notmodule ] && want=""
+        case $name in tls_openssl) want="keel_module_tls" ;; esac
         got=$(nm -D --defined-only "$mod" | awk '{print $3}' | sort | tr '\n' ' ')
         got=${got% }
         if [ "$got" != "$want" ]; then

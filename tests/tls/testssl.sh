@@ -5,7 +5,9 @@
 # about 30 s). Fails on any finding rated MEDIUM, HIGH or CRITICAL.
 # Exits 77 (ctest: skipped) only when testssl is missing (Debian:
 # testssl.sh). The full run, for people: testssl 127.0.0.1:PORT against
-# the same config (docs/tls.md).
+# the same config (docs/tls.md). KEEL_TEST_TLS_BACKEND=openssl runs it
+# against the OpenSSL backend (ctest: tls.testssl.openssl), which must
+# also offer TLS 1.3.
 set -euo pipefail
 keel=$1 build=$2
 command -v testssl >/dev/null || { echo "SKIP: testssl not found (Debian: apt-get install testssl.sh)"; exit 77; }
@@ -24,6 +26,7 @@ workers = 2
 modules = tls http1 hello
 module_path = $build/modules
 [tls]
+backend = ${KEEL_TEST_TLS_BACKEND:-mbedtls}
 cert = cert.pem key.pem
 CONF
 : >"$work/keel.log"
@@ -49,3 +52,11 @@ for f in bad:
     print("  %s %s: %s" % (f["severity"], f["id"], f["finding"]))
 sys.exit(1 if bad or not findings else 0)
 PY
+if [ "${KEEL_TEST_TLS_BACKEND:-}" = openssl ]; then
+    grep -Eq 'TLS 1\.3 +offered' "$work/testssl.out" || {
+        echo "FAIL: TLS 1.3 not offered"
+        grep -E 'TLS 1' "$work/testssl.out"
+        exit 1
+    }
+    echo "testssl: TLS 1.3 offered"
+fi

@@ -1,0 +1,307 @@
+/* keys.c — the [tls] keys both backends declare (keys.h), their values
+ * that mean the same on every library, and the plain-HTTP check. What a
+ * library spells its own way (suites, curves, certificate and CA files)
+ * each backend parses itself, from the same strings. */
+#include "keys.h"
+
+#include <keel/tls.h>
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const keel_config_key kt_keys[] = {
+    KEEL_KEY(kt_section, cert, "cert", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .scopes = KEEL_SCOPE_GLOBAL | KEEL_SCOPE_LISTENER | KEEL_SCOPE_SITE,
+             .doc = "CHAIN.pem KEY.pem [passphrase=...]: a certificate; several are chosen by "
+                    "SNI; in a [site] the site's own, served to the names that choose it"),
+    KEEL_KEY(kt_section, backend, "backend", KEEL_CONFIG_STRING, .def = "mbedtls",
+             .doc = "the TLS library: mbedtls (mod_tls) or openssl (mod_tls_openssl, package "
+                    "keel-tls-openssl); the loader picks the module"),
+    KEEL_KEY(kt_section, min_version, "min_version", KEEL_CONFIG_STRING, .def = "1.2",
+             .doc = "lowest TLS version: 1.2 or 1.3"),
+    KEEL_KEY(kt_section, max_version, "max_version", KEEL_CONFIG_STRING,
+             .doc = "highest TLS version: 1.2 or 1.3 (default: the highest the backend's "
+                    "library has)"),
+    KEEL_KEY(kt_section, ciphers, "ciphers", KEEL_CONFIG_STRING, .def = "",
+             .doc = "cipher suites by IANA name, in order; empty: the module's modern default"),
+    KEEL_KEY(kt_section, curves, "curves", KEEL_CONFIG_STRING, .def = "x25519 secp256r1 secp384r1",
+             .doc = "key-exchange groups, in order"),
+    KEEL_KEY(kt_section, handshake_timeout_ms, "handshake_timeout", KEEL_CONFIG_DURATION,
+             .def = "10s", .doc = "time for a handshake to finish (no byte renews it)"),
+    KEEL_KEY(kt_section, session_tickets, "session_tickets", KEEL_CONFIG_BOOL, .def = "on",
+             .doc = "resume sessions with tickets (RFC 5077, RFC 8446 4.6.1)"),
+    KEEL_KEY(kt_section, ticket_lifetime_ms, "ticket_lifetime", KEEL_CONFIG_DURATION, .def = "1h",
+             .doc = "how long a ticket is honoured: 1s to 7d"),
+    KEEL_KEY(kt_section, verify_client, "verify_client", KEEL_CONFIG_STRING, .def = "off",
+             .doc = "client certificates: off, optional or required (needs client_ca)"),
+    KEEL_KEY(kt_section, client_ca, "client_ca", KEEL_CONFIG_STRING, .def = "",
+             .doc = "PEM file of the CAs client certificates must chain to"),
+    KEEL_KEY(kt_section, alpn, "alpn", KEEL_CONFIG_STRING, .def = "",
+             .doc = "protocols offered by ALPN on listeners, comma-separated (a listen line's "
+                    "alpn= wins)"),
+    KEEL_KEY(kt_section, client_alpn, "client_alpn", KEEL_CONFIG_STRING, .def = "",
+             .doc = "protocols asked for by ALPN on outbound connections"),
+    KEEL_KEY(kt_section, client_verify, "client_verify", KEEL_CONFIG_BOOL, .def = "on",
+             .doc = "verify the servers keel connects to (the proxy's HTTPS upstreams)"),
+    KEEL_KEY(kt_section, ca, "ca", KEEL_CONFIG_STRING, .def = "",
+             .doc = "PEM file of the CAs outbound connections trust; empty: the system's; none"),
+};
+
+const keel_config_schema kt_schema = {sizeof(keel_config_schema), sizeof(keel_config_key), kt_keys,
+                                      sizeof kt_keys / sizeof kt_keys[0], sizeof(kt_section)};
+
+static int parse_version(keel_module *m, const char *key, const char *v, int max_tls,
+                         const char *library, int *out)
+{
+    if (strcmp(v, "1.2") == 0 || strcmp(v, "TLSv1.2") == 0)
+        *out = 2;
+    else if (strcmp(v, "1.3") == 0 || strcmp(v, "TLSv1.3") == 0)
+        *out = 3;
+    else if (strcmp(v, "1.0") == 0 || strcmp(v, "1.1") == 0 || strcmp(v, "TLSv1") == 0 ||
+             strcmp(v, "TLSv1.1") == 0)
+        /* RFC 8996: TLS 1.0 and 1.1 are deprecated. */
+        return keel_config_error(m, key, "TLS %s is not supported (RFC 8996); use 1.2 or 1.3", v);
+    else
+        return keel_config_error(m, key, "expected 1.2 or 1.3, got '%s'", v);
+    if (*out > max_tls)
+        return keel_config_error(m, key, "this %s has no TLS 1.3", library);
+    return KEEL_OK;
+}
+
+/* The loader loads mod_tls_BACKEND when it exists, else mod_tls: a
+ * backend that finds itself named for another was chosen because that
+ * one is not installed. */
+static int check_backend(keel_module *m, const char *wanted, const char *backend)
+{
+    if (strcmp(wanted, backend) == 0)
+        return KEEL_OK;
+    if (strcmp(wanted, "mbedtls") != 0 && strcmp(wanted, "openssl") != 0)
+        return keel_config_error(m, "backend", "expected mbedtls or openssl, got '%s'", wanted);
+    return keel_config_error(m, "backend",
+                             "the %s backend is not installed (mod_tls_%s, package keel-tls-%s); "
+                             "this is mod_tls on %s",
+                             strcmp(wanted, "openssl") == 0 ? "OpenSSL" : "mbedTLS", wanted, wanted,
+                             backend);
+}
+
+int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *library,
+                 kt_common *out)
+{
+    const kt_section *sec = keel_module_config(m);
+    int rc;
+    memset(out, 0, sizeof *out);
+    if ((rc = check_backend(m, sec->backend, backend)) != KEEL_OK)
+        return rc;
+    out->min_version = 2;
+    out->max_version = max_tls;
+    if ((rc = parse_version(m, "min_version", sec->min_version, max_tls, library,
+                            &out->min_version)) != KEEL_OK)
+        return rc;
+    /* No default in the table: the highest the library has, which the
+     * generated reference cannot know. */
+    if (sec->max_version != NULL && (rc = parse_version(m, "max_version", sec->max_version, max_tls,
+                                                        library, &out->max_version)) != KEEL_OK)
+        return rc;
+    if (out->max_version < out->min_version)
+        return keel_config_error(m, "max_version", "below min_version");
+
+    out->handshake_timeout_ms = sec->handshake_timeout_ms;
+    if (out->handshake_timeout_ms == 0)
+        return keel_config_error(m, "handshake_timeout", "must be above 0");
+
+    uint64_t lifetime = sec->ticket_lifetime_ms;
+    out->tickets_on = sec->session_tickets;
+    /* RFC 8446 4.6.1: a ticket lives at most 7 days. */
+    if (lifetime < 1000 || lifetime > 7ull * 86400 * 1000)
+        return keel_config_error(m, "ticket_lifetime", "must be between 1s and 7d");
+    out->ticket_lifetime_s = (uint32_t)(lifetime / 1000);
+
+    const char *v = sec->verify_client;
+    if (strcmp(v, "off") == 0)
+        out->verify_client = KT_VERIFY_OFF;
+    else if (strcmp(v, "optional") == 0)
+        out->verify_client = KT_VERIFY_OPTIONAL;
+    else if (strcmp(v, "required") == 0)
+        out->verify_client = KT_VERIFY_REQUIRED;
+    else
+        return keel_config_error(m, "verify_client", "expected off, optional or required");
+    out->client_ca = sec->client_ca;
+    if (*out->client_ca == '\0' && out->verify_client != KT_VERIFY_OFF)
+        return keel_config_error(m, "verify_client", "needs client_ca = FILE");
+
+    out->alpn = sec->alpn;
+    out->client_alpn = sec->client_alpn;
+    out->client_verify = sec->client_verify;
+    out->ca = sec->ca;
+    return KEEL_OK;
+}
+
+/* ---- `cert` lines ------------------------------------------------------------ */
+
+int kt_cert_error(keel_module *m, const char *value, const char *fmt, ...)
+{
+    char why[600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    return keel_config_value_error(m, value, why);
+}
+
+int kt_cert_line_parse(keel_module *m, const char *value, kt_cert_line *out)
+{
+    static const char usage[] = "expected CHAIN.pem KEY.pem [passphrase=...]";
+    out->passphrase = NULL;
+    if (value == NULL)
+        return kt_cert_error(m, value, "cert: missing value");
+    if (strlen(value) >= sizeof out->buf)
+        return kt_cert_error(m, value, "value too long");
+    strcpy(out->buf, value);
+    char *words[3];
+    size_t n = 0;
+    for (char *p = out->buf; *p;) {
+        p += strspn(p, " \t");
+        if (*p == '\0')
+            break;
+        if (n == 3)
+            return kt_cert_error(m, value, "%s", usage);
+        words[n++] = p;
+        p += strcspn(p, " \t");
+        if (*p)
+            *p++ = '\0';
+    }
+    if (n == 3) {
+        if (strncmp(words[2], "passphrase=", 11) != 0)
+            return kt_cert_error(m, value, "%s, got '%s'", usage, words[2]);
+        out->passphrase = words[2] + 11;
+    }
+    if (n < 2)
+        return kt_cert_error(m, value, "%s", usage);
+    if (keel_config_value_path(m, value, words[0], out->chain, sizeof out->chain) ==
+            KEEL_ERR_INVAL ||
+        keel_config_value_path(m, value, words[1], out->key, sizeof out->key) == KEEL_ERR_INVAL)
+        return kt_cert_error(m, value, "path too long");
+    return KEEL_OK;
+}
+
+/* ---- metrics --------------------------------------------------------------------- */
+
+int kt_metrics_register(keel_module *m, kt_metrics *out)
+{
+    static const char hs[] = "TLS handshakes by side and outcome";
+    const struct {
+        const char *name, *help, *labels;
+        keel_metric **out;
+    } all[] = {
+        {"tls_handshakes_total", hs, "side=\"server\",result=\"ok\"", &out->hs_ok},
+        {"tls_handshakes_total", hs, "side=\"server\",result=\"failed\"", &out->hs_failed},
+        {"tls_handshakes_total", hs, "side=\"client\",result=\"ok\"", &out->hs_client_ok},
+        {"tls_handshakes_total", hs, "side=\"client\",result=\"failed\"", &out->hs_client_failed},
+        {"tls_resumed_total", "TLS handshakes that resumed a session (tickets)", NULL,
+         &out->resumed},
+    };
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
+        keel_metric_desc d = {.size = sizeof d,
+                              .name = all[i].name,
+                              .help = all[i].help,
+                              .type = KEEL_METRIC_COUNTER,
+                              .labels = all[i].labels};
+        int rc = keel_metric_register(m, &d, all[i].out);
+        if (rc != KEEL_OK)
+            return rc;
+    }
+    return KEEL_OK;
+}
+
+/* ---- the tls service ------------------------------------------------------------- */
+
+static int peer_subject(keel_conn *conn, char *buf, size_t size)
+{
+    const char *subject = kt_svc_peer_subject(conn);
+    if (buf != NULL && size > 0)
+        buf[0] = '\0';
+    if (subject == NULL)
+        return KEEL_ERR_NOTFOUND;
+    if (buf == NULL || size == 0)
+        return KEEL_ERR_INVAL;
+    size_t len = strlen(subject);
+    size_t n = len < size ? len : size - 1;
+    memcpy(buf, subject, n);
+    buf[n] = '\0';
+    return len < size ? KEEL_OK : KEEL_ERR_INVAL;
+}
+
+static const keel_tls_api api = {
+    .size = sizeof(keel_tls_api),
+    .is_tls = kt_svc_is_tls,
+    .version = kt_svc_version,
+    .cipher = kt_svc_cipher,
+    .alpn = kt_svc_alpn,
+    .server_name = kt_svc_server_name,
+    .peer_subject = peer_subject,
+    .resumed = kt_svc_resumed,
+};
+
+int kt_service_publish(keel_module *m)
+{
+    return keel_service_publish(m, KEEL_TLS_SERVICE, KEEL_TLS_API_VERSION, &api);
+}
+
+/* ---- per-worker buffers ------------------------------------------------------------ */
+
+/* A wipe the compiler may not drop (C11 has no memset_s everywhere). */
+static void wipe(void *p, size_t len)
+{
+    volatile unsigned char *v = p;
+    while (len--)
+        *v++ = 0;
+}
+
+int kt_buffers_alloc(unsigned char **a, unsigned char **b, size_t size)
+{
+    *a = malloc(size);
+    *b = malloc(size);
+    if (*a != NULL && *b != NULL)
+        return KEEL_OK;
+    free(*a);
+    free(*b);
+    *a = *b = NULL;
+    return KEEL_ERR_NOMEM;
+}
+
+void kt_buffers_free(unsigned char **a, unsigned char **b, size_t size)
+{
+    if (*a != NULL)
+        wipe(*a, size);
+    if (*b != NULL)
+        wipe(*b, size);
+    free(*a);
+    free(*b);
+    *a = *b = NULL;
+}
+
+/* ---- plain HTTP on a TLS port ------------------------------------------------------ */
+
+/* A method token (RFC 9110 9.1: upper-case letters in every registered
+ * method) and a space. A TLS record starts with its content type (20 to
+ * 24, RFC 8446 5.1), never a letter. */
+int kt_looks_like_http(const char *data, size_t len)
+{
+    size_t i = 0;
+    while (i < len && i < 16 && data[i] >= 'A' && data[i] <= 'Z')
+        i++;
+    return i > 0 && i < len && data[i] == ' ';
+}
+
+/* As nginx does (its 497 "The plain HTTP request was sent to HTTPS
+ * port", answered as a 400): the client is told in its own protocol,
+ * instead of a failed handshake it would show as an empty reply. */
+const char kt_plain_http_answer[] = "HTTP/1.1 400 Bad Request\r\n"
+                                    "Content-Type: text/plain\r\n"
+                                    "Content-Length: 46\r\n"
+                                    "Connection: close\r\n"
+                                    "\r\n"
+                                    "The plain HTTP request was sent to HTTPS port\n";
+const size_t kt_plain_http_answer_len = sizeof kt_plain_http_answer - 1;

@@ -1,0 +1,89 @@
+/* keys.h — what both TLS backends (mod_tls on mbedTLS, mod_tls_openssl on
+ * OpenSSL 3) share: the [tls] key table, so that both accept the same
+ * config and docs/reference/tls.md is generated once, the values whose
+ * meaning does not depend on the library, a `cert` line's words, the
+ * metrics, the `tls` service's table, the per-worker buffers and the
+ * plain-HTTP check of a server connection's first bytes. No library type
+ * appears here: keys.c is compiled into both modules. */
+#ifndef KEEL_TLS_KEYS_H
+#define KEEL_TLS_KEYS_H
+
+#include <keel/keel.h>
+#include <keel/metrics.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The [tls] section and each scope's merged struct (keel/config.h). */
+typedef struct kt_section {
+    keel_config_list cert;
+    const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
+    const char *alpn, *client_alpn, *ca, *backend;
+    uint64_t handshake_timeout_ms, ticket_lifetime_ms;
+    int session_tickets, client_verify;
+} kt_section;
+
+extern const keel_config_schema kt_schema;
+
+enum { KT_VERIFY_OFF = 0, KT_VERIFY_OPTIONAL = 1, KT_VERIFY_REQUIRED = 2 };
+
+/* The values every backend reads the same way. */
+typedef struct kt_common {
+    int min_version, max_version; /* 2 = TLS 1.2, 3 = TLS 1.3 */
+    uint64_t handshake_timeout_ms;
+    int tickets_on;
+    uint32_t ticket_lifetime_s;
+    int verify_client; /* KT_VERIFY_* */
+    int client_verify;
+    const char *alpn, *client_alpn, *client_ca, *ca; /* "" = none */
+} kt_common;
+
+/* The backend this module is ("mbedtls", "openssl"), the highest version
+ * its library speaks (2 or 3) and the library's name and version for
+ * messages. Checks `backend` names this module (the loader chose it:
+ * core/server/loader.c), then reads the rest; KEEL_ERR_CONFIG, reported
+ * with the key's FILE:LINE, on any bad value. */
+int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *library,
+                 kt_common *out);
+
+/* A `cert = CHAIN KEY [passphrase=...]` line: the two paths (relative to
+ * the config file holding the line, in a scope as in [tls]) and the
+ * passphrase (in buf) or NULL. KEEL_ERR_CONFIG reported with the line. */
+typedef struct kt_cert_line {
+    char chain[1024], key[1024];
+    const char *passphrase;
+    char buf[4096];
+} kt_cert_line;
+int kt_cert_line_parse(keel_module *m, const char *value, kt_cert_line *out);
+/* Reports a bad `cert` value with the FILE:LINE that wrote it. */
+int kt_cert_error(keel_module *m, const char *value, const char *fmt, ...) KEEL_PRINTF(3, 4);
+
+/* The same metric families on both backends. */
+typedef struct kt_metrics {
+    keel_metric *hs_ok, *hs_failed, *hs_client_ok, *hs_client_failed, *resumed;
+} kt_metrics;
+int kt_metrics_register(keel_module *m, kt_metrics *out);
+
+/* The `tls` service (include/keel/tls.h): keys.c publishes the table,
+ * each backend answers through these (its service.c). */
+int kt_svc_is_tls(keel_conn *conn);
+const char *kt_svc_version(keel_conn *conn);
+const char *kt_svc_cipher(keel_conn *conn);
+const char *kt_svc_alpn(keel_conn *conn);
+const char *kt_svc_server_name(keel_conn *conn);
+const char *kt_svc_peer_subject(keel_conn *conn); /* verified, or NULL */
+int kt_svc_resumed(keel_conn *conn);
+int kt_service_publish(keel_module *m);
+
+/* A worker's two staging buffers of size bytes (writes gathered, reads
+ * decrypted); freed wiped (plaintext passed through them). */
+int kt_buffers_alloc(unsigned char **a, unsigned char **b, size_t size);
+void kt_buffers_free(unsigned char **a, unsigned char **b, size_t size);
+
+/* Whether a server connection's first bytes are an HTTP request line
+ * rather than a TLS record, and the 400 a TLS port answers it with. */
+int kt_looks_like_http(const char *data, size_t len);
+extern const char kt_plain_http_answer[];
+extern const size_t kt_plain_http_answer_len;
+
+#endif

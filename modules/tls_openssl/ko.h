@@ -1,0 +1,177 @@
+/* ko.h — the tls_openssl module's internal interfaces (nothing here is
+ * public: include/keel/tls.h is).
+ *
+ * Who owns what:
+ *   - load builds everything shared, read-only afterwards: one SSL_CTX per
+ *     group of certificates that carry the same names (an RSA and an ECDSA
+ *     one share it: OpenSSL picks by the client's signature algorithms),
+ *     the outbound SSL_CTX, the suite names; SSL_CTX is thread-safe once
+ *     set up, so every worker uses the same ones;
+ *   - the session-ticket keys are the only shared state that changes,
+ *     rotated under a lock (tickets.c);
+ *   - each worker owns its ALPN offers (parsed on first use) and two
+ *     16 KiB buffers (writes gathered, reads decrypted);
+ *   - each connection owns one ko_session (its SSL and BIO).
+ */
+#ifndef KEEL_TLS_OPENSSL_KO_H
+#define KEEL_TLS_OPENSSL_KO_H
+
+#include "keys.h"
+
+#include <keel/keel.h>
+#include <keel/metrics.h>
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if OPENSSL_VERSION_NUMBER < 0x30000000L
+#error "the tls_openssl module needs OpenSSL 3.0 or newer"
+#endif
+#ifndef KEEL_TRANSPORT_DEFER
+#error "the tls_openssl module needs a keel whose transports may defer the protocol (ABI 1.4)"
+#endif
+
+/* ---- certs.c -------------------------------------------------------------------- */
+
+/* Certificates served together, one SSL_CTX for them all: at most one
+ * per key type (RSA, ECDSA, Ed25519...), OpenSSL choosing among them by
+ * the client's signature algorithms. */
+#define KO_GROUP_MAX 4
+typedef struct ko_group {
+    SSL_CTX *ctx;
+    X509 *leaf[KO_GROUP_MAX]; /* SNI is matched against each */
+    int key_types[KO_GROUP_MAX];
+    char *names; /* all their names, lowercase, space-separated */
+} ko_group;
+
+/* One `cert` list: [tls]'s, or a scope's own `tls.cert`. */
+typedef struct ko_list {
+    const char *const *items; /* the config's list (scopes that inherit share it) */
+    ko_group *v;
+    size_t n;
+} ko_list;
+
+/* A server SSL_CTX with everything but certificates (versions, suites,
+ * groups, tickets, ALPN, SNI, client verification). NULL if refused. */
+SSL_CTX *ko_server_ctx(void);
+/* Reads every `cert` line of a list; KEEL_ERR_CONFIG logged with the
+ * line's FILE:LINE on any failure. In [tls]'s list a certificate joins
+ * a group it shares a name with; in a site's (site = 1), any group: the
+ * site's certificates are all served to the names choosing it. */
+int ko_list_load(keel_module *m, const keel_config_list *lines, ko_list *list, int site);
+void ko_list_free(ko_list *list);
+/* The group of a list serving `name` (NULL: no SNI): the first whose
+ * certificate carries it, else the first (RFC 6066 3). */
+const ko_group *ko_list_pick(const ko_list *list, const char *name);
+/* Loads a CA file (relative to the config file) into store; KEEL_ERR_CONFIG
+ * naming key and file. */
+int ko_ca_load(keel_module *m, const char *key, const char *path, X509_STORE *store,
+               STACK_OF(X509_NAME) * *names);
+/* The last OpenSSL error as text (for messages). */
+const char *ko_reason(char *buf, size_t size);
+
+/* ---- tickets.c ------------------------------------------------------------------ */
+
+typedef struct ko_tickets ko_tickets;
+ko_tickets *ko_tickets_new(uint32_t lifetime_s);
+void ko_tickets_free(ko_tickets *t); /* wipes the keys */
+void ko_tickets_conf(ko_tickets *t, SSL_CTX *ctx);
+
+/* ---- settings (tls.c) -------------------------------------------------------------- */
+
+typedef struct ko_settings {
+    kt_common c;
+    ko_list certs;  /* [tls] cert */
+    ko_list *sites; /* scopes' own lists */
+    size_t nsites;
+    SSL_CTX *bare;   /* no certificate: the default when only sites have some */
+    SSL_CTX *client; /* outbound */
+    X509_STORE *client_ca;
+    STACK_OF(X509_NAME) * client_ca_names;
+    char *ciphers12, *ciphers13, *groups; /* OpenSSL's spellings */
+    ko_tickets *tickets;
+    kt_metrics metrics;
+} ko_settings;
+
+extern keel_module *ko_self;
+extern ko_settings ko_cfg;
+
+/* The list a scope's struct carries of its own, or NULL. */
+const ko_list *ko_site_list(const kt_section *scope);
+/* A suite's name in the spelling keel/tls.h documents (mbedTLS's:
+ * "TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256"). */
+const char *ko_cipher_name(const SSL_CIPHER *cipher);
+
+/* ---- per worker ------------------------------------------------------------------- */
+
+#define KO_STAGE_SIZE 16384 /* one full record of plaintext (RFC 8446 5.1) */
+
+/* An ALPN offer: RFC 7301 3.1's wire form and the ids, NUL-terminated. */
+typedef struct ko_offer {
+    char *key;
+    unsigned char *wire;
+    unsigned wire_len;
+    char *ids; /* id\0id\0...\0 */
+    struct ko_offer *next;
+} ko_offer;
+
+typedef struct ko_worker {
+    keel_worker *worker;
+    ko_offer *server_offers, *client_offers;
+    unsigned char *stage;
+    unsigned char *plain;
+} ko_worker;
+
+ko_worker *ko_worker_of(keel_conn *conn);
+
+/* ---- alpn.c ---------------------------------------------------------------------- */
+
+/* This worker's parsed offer (server: only the ids whose protocol is
+ * loaded). NULL if out of memory. */
+const ko_offer *ko_offer_get(ko_worker *w, int client, const char *offer);
+void ko_offers_free(ko_offer **list);
+/* The NUL-terminated id of the offer matching (p, len), or NULL. */
+const char *ko_offer_id(const ko_offer *o, const unsigned char *p, size_t len);
+/* SSL_CTX_set_alpn_select_cb's callback. */
+int ko_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                   const unsigned char *in, unsigned inlen, void *arg);
+/* Opens the protocol the ALPN id names (RFC 7301 3.2), or the connection's own. */
+int ko_open_protocol(keel_conn *conn, const char *alpn_id);
+
+/* ---- session.c -------------------------------------------------------------------- */
+
+extern const keel_transport ko_transport;
+
+enum { KO_HANDSHAKE = 0, KO_OPEN = 1, KO_FAILED = 2, KO_CLOSED = 3 };
+
+typedef struct ko_session {
+    SSL *ssl;
+    keel_conn *conn;
+    ko_worker *w;
+    const unsigned char *in; /* raw bytes being fed during on_read */
+    size_t in_len;
+    const ko_offer *offer;
+    const char *alpn; /* the id chosen, in offer's storage */
+    unsigned char state, client, peer_done, first_read_seen, resumed;
+    char *server_name; /* outbound: the name sent */
+    char *peer_subject;
+} ko_session;
+
+ko_session *ko_session_of(keel_conn *conn); /* NULL if not ours */
+int ko_bio_init(void);
+void ko_bio_free(void);
+
+/* ---- client.c --------------------------------------------------------------------- */
+
+/* The outbound SSL_CTX ([tls] ca, client_verify). */
+int ko_client_ctx(keel_module *m);
+/* SNI and the name the certificate must carry (RFC 6125 6). */
+int ko_client_setup(ko_session *s, const char *host);
+/* The verified peer's subject ("CN=alice, O=Example"), or NULL. */
+char *ko_peer_subject(SSL *ssl);
+
+#endif

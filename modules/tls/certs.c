@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mbedtls/ecdsa.h>
 #include <mbedtls/oid.h>
 
 /* ---- files ------------------------------------------------------------------- */
@@ -150,7 +151,7 @@ int kt_name_matches(const char *pattern, const char *name, size_t len)
  * (mbedtls_rsa_private); mbedTLS guards them with the key's mutex only
  * when built with MBEDTLS_THREADING_C. Without it, a key shared by several
  * workers goes behind an RSA_ALT wrapper that takes our lock. (EC keys
- * keep no such state: ECDSA signing reads the key only.) */
+ * keep no such state once their generator table is built: warm_ec_key.) */
 
 #if !defined(MBEDTLS_THREADING_C) && defined(MBEDTLS_PK_RSA_ALT_SUPPORT) && defined(MBEDTLS_RSA_C)
 #define KT_KEYLOCK 1
@@ -261,6 +262,54 @@ static int keylock_wrap(kt_cert *c)
 }
 #endif
 
+/* ---- EC keys: the generator's table built once -------------------------------- *
+ * ECDSA signing multiplies the group's generator by a fresh nonce;
+ * mbedTLS's comb method keeps the generator's precomputed table in the
+ * group (grp->T), built on the first multiplication (MBEDTLS_ECP_FIXED_POINT_OPTIM,
+ * on by default) and reused by every later one. Two things keep a server
+ * from it:
+ *   - in 2.x, a key parsed as MBEDTLS_PK_ECKEY (every PEM EC key) signs
+ *     through a copy of itself (pk_wrap.c's eckey_sign_wrap:
+ *     mbedtls_ecdsa_from_keypair, whose group copy reloads the curve
+ *     without the table): the table is rebuilt for every handshake, about
+ *     as costly as the multiplication itself. The same key as an
+ *     MBEDTLS_PK_ECDSA context signs in place and keeps its table;
+ *   - the first signature writes grp->T, which workers signing at once
+ *     would race on: one signature here, on the main thread before any
+ *     worker runs, builds it; afterwards signing only reads the group. */
+
+static int warm_ec_key(kt_cert *c, int (*rng)(void *, unsigned char *, size_t), void *rng_ctx)
+{
+#if defined(MBEDTLS_ECDSA_C)
+    if (!mbedtls_pk_can_do(&c->key, MBEDTLS_PK_ECDSA))
+        return KEEL_OK;
+#if !KT_MBEDTLS3
+    if (mbedtls_pk_get_type(&c->key) == MBEDTLS_PK_ECKEY) {
+        mbedtls_pk_context ecdsa;
+        mbedtls_pk_init(&ecdsa);
+        if (mbedtls_pk_setup(&ecdsa, mbedtls_pk_info_from_type(MBEDTLS_PK_ECDSA)) != 0 ||
+            mbedtls_ecdsa_from_keypair(mbedtls_pk_ec(ecdsa), mbedtls_pk_ec(c->key)) != 0) {
+            mbedtls_pk_free(&ecdsa);
+            return KEEL_ERR_NOMEM;
+        }
+        mbedtls_pk_free(&c->key); /* zeroises the parsed copy */
+        c->key = ecdsa;           /* the struct moves; what it points to stays */
+    }
+#endif
+    unsigned char hash[32] = {0}, sig[MBEDTLS_ECDSA_MAX_LEN];
+    size_t len = 0;
+    return kt_pk_sign(&c->key, MBEDTLS_MD_SHA256, hash, sizeof hash, sig, sizeof sig, &len, rng,
+                      rng_ctx) == 0
+               ? KEEL_OK
+               : KEEL_ERR_CONFIG;
+#else
+    (void)c;
+    (void)rng;
+    (void)rng_ctx;
+    return KEEL_OK;
+#endif
+}
+
 /* ---- loading ------------------------------------------------------------------ */
 
 /* Splits a `cert` value into its words (at most 3), in place. */
@@ -350,6 +399,8 @@ static int load_one(keel_module *m, const char *value, kt_cert *c,
         return cert_error(m, value, "%s does not match the key in %s", chain_path, key_path);
     if ((rc = collect_names(c)) != KEEL_OK)
         return rc;
+    if (warm_ec_key(c, rng, rng_ctx) != KEEL_OK)
+        return cert_error(m, value, "%s: the key cannot sign", key_path);
     if (c->nnames == 0)
         keel_log(m, KEEL_LOG_WARN, "%s carries no DNS name: served only as the default",
                  chain_path);

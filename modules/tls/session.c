@@ -375,7 +375,8 @@ static int on_read(keel_conn *conn, const char *data, size_t len)
             return KEEL_OK;
         }
     }
-    if (s->state == KT_HANDSHAKE)
+    int handshaking = s->state == KT_HANDSHAKE;
+    if (handshaking)
         rc = drive_handshake(s);
     unsigned char *plain = s->w->plain;
     while (rc == KEEL_OK && s->state == KT_OPEN) {
@@ -410,8 +411,11 @@ static int on_read(keel_conn *conn, const char *data, size_t len)
     if (len > 2048)
         s->in_dirty = 1;
     /* The end of a burst (a read shorter than a full record's worth):
-     * give the buffers' pages back until the next one. */
-    if (rc == KEEL_OK && (s->in_dirty || s->out_dirty) && len < KT_STAGE_SIZE)
+     * give the buffers' pages back until the next one. Not in the read
+     * that ended the handshake: the request follows at once (or the
+     * connection closes), and the madvise with its TLB shootdown cost
+     * about 6% of a full handshake (docs/tls.md); the next read trims. */
+    if (rc == KEEL_OK && !handshaking && (s->in_dirty || s->out_dirty) && len < KT_STAGE_SIZE)
         kt_trim(s, s->in_dirty, s->out_dirty);
     return rc;
 }

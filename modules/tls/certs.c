@@ -473,10 +473,13 @@ int kt_ca_load(keel_module *m, const char *key, const char *path, mbedtls_x509_c
 
 /* ---- SNI ------------------------------------------------------------------------- */
 
-/* Installs every certificate of a list: mbedTLS picks among them by the
- * suite negotiated (an RSA and an ECDSA one for the same names). */
+/* Installs the certificates of a list that carry the name (all of them
+ * for name NULL): mbedTLS picks among them by the suite negotiated (an
+ * RSA and an ECDSA one for the same names). How many were installed, or
+ * -1. */
 static int install(mbedtls_ssl_context *ssl, const kt_certs *certs, const char *name, size_t len)
 {
+    int n = 0;
     for (size_t i = 0; i < certs->n; i++) {
         const kt_cert *c = &certs->v[i];
         for (size_t k = 0; k < c->nnames || (name == NULL && k == 0); k++) {
@@ -484,17 +487,19 @@ static int install(mbedtls_ssl_context *ssl, const kt_certs *certs, const char *
                 if (mbedtls_ssl_set_hs_own_cert(ssl, (mbedtls_x509_crt *)&c->chain,
                                                 (mbedtls_pk_context *)&c->key) != 0)
                     return -1;
+                n++;
                 break;
             }
         }
     }
-    return 0;
+    return n;
 }
 
 int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, size_t len)
 {
     const kt_certs *certs = p;
     kt_session *s = (kt_session *)((char *)ssl - offsetof(kt_session, ssl));
+    s->sni_seen = 1;
     if (s->server_name == NULL && len > 0 && len <= 253 && memchr(name, '\0', len) == NULL) {
         s->server_name = malloc(len + 1);
         if (s->server_name != NULL) {
@@ -507,12 +512,52 @@ int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, s
      * them, whatever names they carry (nginx's ssl_certificate in the
      * server block server_name chose). */
     const kt_section *site = keel_conn_site_config(s->conn, kt_self, (const char *)name, len);
-    const kt_certs *own = site != NULL ? kt_site_certs(site) : NULL;
-    if (own != NULL)
-        return install(ssl, own, NULL, 0);
+    const kt_site_list *own = site != NULL ? kt_site_of(site) : NULL;
+    if (own != NULL) {
+        s->site = own;
+        return install(ssl, &own->certs, NULL, 0) < 0 ? -1 : 0;
+    }
     /* A site without its own: the [tls] list, each certificate that
-     * carries the name; none does: the default (the first) serves (RFC
-     * 6066 3 lets the server continue without an unrecognized_name
-     * alert). */
-    return install(ssl, certs, (const char *)name, len);
+     * carries the name; none does: [tls]'s first (RFC 6066 3 lets the
+     * server continue without an unrecognized_name alert). [tls] has
+     * none: the connection's default (the default site's) stays. */
+    if (certs->n == 0)
+        return 0;
+    s->site = NULL;
+    int n = install(ssl, certs, (const char *)name, len);
+    if (n == 0)
+        n = mbedtls_ssl_set_hs_own_cert(ssl, &certs->v[0].chain, &certs->v[0].key) == 0 ? 1 : -1;
+    return n < 0 ? -1 : 0;
 }
+
+/* ---- a request for another site's certificate: 421 -------------------------------- *
+ * The handshake authenticated the server with the certificates of the
+ * site its SNI chose (or, without SNI, the default's). A request on the
+ * same connection whose Host chooses a site with certificates of its own
+ * other than those was never authenticated for: a client that reuses a
+ * connection for another origin (HTTP/2 coalescing, RFC 9113 9.1.1; a
+ * Host that differs from SNI) is told 421 Misdirected Request (RFC 9110
+ * 15.5.20) and retries on a connection of its own. Sites that serve
+ * [tls]'s certificates share them and stay reachable from one another's
+ * connections, as before. */
+
+static int misdirected_on_request(keel_request *req, keel_response *res, void *ud)
+{
+    (void)ud;
+    kt_session *s = kt_session_of(keel_request_conn(req));
+    if (s == NULL || s->client)
+        return KEEL_HTTP_NEXT;
+    const kt_site_list *wanted = kt_site_of(keel_request_config(req, kt_self));
+    if (wanted == NULL || wanted == s->site)
+        return KEEL_HTTP_NEXT;
+    int rc = keel_response_send_status(res, 421);
+    return rc < 0 && rc != KEEL_ERR_CLOSED ? rc : KEEL_HTTP_DONE;
+}
+
+const keel_http_filter kt_misdirected_filter = {
+    .size = sizeof(keel_http_filter),
+    .name = "tls",
+    /* First: nothing of the site runs for a request it does not take. */
+    .order = KEEL_ORDER_FIRST,
+    .on_request = misdirected_on_request,
+};

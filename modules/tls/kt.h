@@ -174,6 +174,8 @@ extern keel_module *kt_self;
  * after load). */
 const kt_site_list *kt_site_of(const kt_section *scope);
 extern kt_settings kt_cfg;
+/* The versions offered, for a listener's start-up line. */
+void kt_describe(char *buf, size_t size);
 /* The cipher suites configured, 0-terminated (the defaults if none). */
 const int *kt_ciphers(void);
 

@@ -481,4 +481,5 @@ const keel_transport kt_transport = {
     .on_write = on_write,
     .on_shutdown = on_shutdown,
     .on_close = on_close,
+    .describe = kt_describe,
 };

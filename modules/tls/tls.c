@@ -66,9 +66,23 @@ static int parse_version(keel_module *m, const char *key, const char *v, int *ou
     else
         return keel_config_error(m, key, "expected 1.2 or 1.3, got '%s'", v);
     if (*out == 3 && !KT_HAVE_TLS13)
-        return keel_config_error(m, key, "this mbedTLS (%s) has no TLS 1.3",
+        return keel_config_error(m, key,
+                                 "this mbedTLS (%s) has no TLS 1.3 (mbedTLS 3.x with "
+                                 "MBEDTLS_SSL_PROTO_TLS1_3 has)",
                                  MBEDTLS_VERSION_STRING);
     return KEEL_OK;
+}
+
+/* The versions a listener offers, for its start-up line (keel_transport
+ * describe): which ones, and why not 1.3 when the library lacks it, so
+ * that a TLS-1.3-only client's failure has its reason in the log. */
+void kt_describe(char *buf, size_t size)
+{
+    const char *why = KT_HAVE_TLS13 ? "" : ", no 1.3 in mbedTLS " MBEDTLS_VERSION_STRING;
+    if (kt_cfg.min_version == kt_cfg.max_version)
+        snprintf(buf, size, "TLS 1.%d%s", kt_cfg.max_version, why);
+    else
+        snprintf(buf, size, "TLS 1.%d-1.%d%s", kt_cfg.min_version, kt_cfg.max_version, why);
 }
 
 /* `ciphers = A, B C`: mbedTLS's names ("TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256")
@@ -221,8 +235,16 @@ static int read_config(keel_module *m, kt_rng *rng)
     if ((rc = parse_version(m, "min_version", sec->min_version, &kt_cfg.min_version)) != KEEL_OK)
         return rc;
     /* No default in the table: the highest this mbedTLS has, which the
-     * generated reference cannot know. */
+     * generated reference cannot know. Asking for 1.3 from one without it
+     * is not fatal (1.2 is still within what was asked), but said. */
     v = sec->max_version ? sec->max_version : KT_HAVE_TLS13 ? "1.3" : "1.2";
+    if (!KT_HAVE_TLS13 && (strcmp(v, "1.3") == 0 || strcmp(v, "TLSv1.3") == 0)) {
+        keel_log(m, KEEL_LOG_WARN,
+                 "[tls] max_version = %s: this mbedTLS (%s) has no TLS 1.3 (mbedTLS 3.x with "
+                 "MBEDTLS_SSL_PROTO_TLS1_3 has): TLS 1.2 only, TLS-1.3-only clients fail",
+                 v, MBEDTLS_VERSION_STRING);
+        v = "1.2";
+    }
     if ((rc = parse_version(m, "max_version", v, &kt_cfg.max_version)) != KEEL_OK)
         return rc;
     if (kt_cfg.max_version < kt_cfg.min_version)

@@ -158,6 +158,25 @@ Test(tls_sites, keel_t_checks_a_sites_certificate, .timeout = 60, .fini = tt_cle
     }
 }
 
+/* Sites a.test and *.w.test with certificates of their own, plain.test
+ * and global.test with [tls]'s, and (with_default) a default site with
+ * its own. */
+static kh_proc *start_sites(int workers, const char *modules, int with_default)
+{
+    make_certs();
+    char dflt[700] = "";
+    if (with_default)
+        snprintf(dflt, sizeof dflt, "[site default]\ntls.cert = %s/d.pem %s/d.key\n", tt_dir,
+                 tt_dir);
+    return tt_start(1,
+                    "listen = 127.0.0.1:0 http1 tls\nworkers = %d\nmodules = %s\n"
+                    "[tls]\ncert = %s/g.pem %s/g.key\n"
+                    "[site a.test]\ntls.cert = %s/a.pem %s/a.key\n"
+                    "[site *.w.test]\ntls.cert = %s/w.pem %s/w.key\n"
+                    "[site plain.test global.test]\n%s",
+                    workers, modules, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, dflt);
+}
+
 /* The status and HTTP version curl gets for Host `host` on a connection
  * whose SNI is `sni` ("" = none: the address itself is the URL). */
 static char *status_for(kh_proc *p, const char *version, const char *sni, const char *host)
@@ -186,16 +205,7 @@ static char *status_for(kh_proc *p, const char *version, const char *sni, const 
  * that share [tls]'s certificates answer one another's Host as before. */
 Test(tls_sites, another_sites_host_is_misdirected, .timeout = 120, .fini = tt_cleanup)
 {
-    make_certs();
-    kh_proc *p = tt_start(1,
-                          "listen = 127.0.0.1:0 http1 tls\nworkers = 1\n"
-                          "modules = tls http1 h2 hello\n"
-                          "[tls]\ncert = %s/g.pem %s/g.key\n"
-                          "[site a.test]\ntls.cert = %s/a.pem %s/a.key\n"
-                          "[site *.w.test]\ntls.cert = %s/w.pem %s/w.key\n"
-                          "[site plain.test global.test]\n"
-                          "[site default]\ntls.cert = %s/d.pem %s/d.key\n",
-                          tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir);
+    kh_proc *p = start_sites(1, "tls http1 h2 hello", 1);
     static const struct {
         const char *sni, *host, *status;
     } cases[] = {
@@ -250,15 +260,7 @@ static int resumes(kh_proc *p, const char *from, const char *to)
  * own site, and sites sharing [tls]'s certificates share their tickets. */
 Test(tls_sites, tickets_resume_only_their_sites_certificate, .timeout = 120, .fini = tt_cleanup)
 {
-    make_certs();
-    kh_proc *p = tt_start(1,
-                          "listen = 127.0.0.1:0 http1 tls\nworkers = 2\n"
-                          "modules = tls http1 hello\n"
-                          "[tls]\ncert = %s/g.pem %s/g.key\n"
-                          "[site a.test]\ntls.cert = %s/a.pem %s/a.key\n"
-                          "[site *.w.test]\ntls.cert = %s/w.pem %s/w.key\n"
-                          "[site plain.test global.test]\n",
-                          tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir);
+    kh_proc *p = start_sites(2, "tls http1 hello", 0);
     kh_assert(p, resumes(p, "a.test", "a.test"), "a.test's ticket on a.test");
     kh_assert(p, !resumes(p, "a.test", "x.w.test"), "a.test's ticket on x.w.test");
     kh_assert(p, !resumes(p, "x.w.test", "a.test"), "x.w.test's ticket on a.test");

@@ -325,7 +325,7 @@ static int on_open(keel_conn *conn)
         offer = "h2,http/1.1";
     /* Without SNI, the handshake serves what a request without Host
      * would choose: the default site's own certificates, if it has some. */
-    const kt_section *dflt_site = client ? NULL : keel_conn_site_config(conn, kt_self, NULL, 0);
+    const kt_section *dflt_site = client ? NULL : keel_conn_site_config(conn, kt_self, "", 0);
     const kt_site_list *dflt = dflt_site != NULL ? kt_site_of(dflt_site) : NULL;
     kt_conf *cf = kt_conf_get(w, client, offer, dflt);
     kt_session *s = calloc(1, sizeof *s);

@@ -630,8 +630,14 @@ static void log_listeners(keel_server *s)
             uv_ip4_name((const struct sockaddr_in *)&spec->addr, host, sizeof host);
         int v6 = spec->addr.ss_family == AF_INET6;
         const char *transport = l->dgram ? "udp" : l->transport ? l->transport->cb.name : "";
-        kl_log(KEEL_LOG_INFO, "listening on %s%s%s:%u (%s%s%s)", v6 ? "[" : "", host, v6 ? "]" : "",
-               l->port, spec->protocol, transport[0] ? ", " : "", transport);
+        /* What the transport offers (a TLS module: its versions). */
+        char offers[128] = "";
+        if (l->transport != NULL && l->transport->cb.describe != NULL)
+            l->transport->cb.describe(offers, sizeof offers);
+        offers[sizeof offers - 1] = '\0';
+        kl_log(KEEL_LOG_INFO, "listening on %s%s%s:%u (%s%s%s%s%s)", v6 ? "[" : "", host,
+               v6 ? "]" : "", l->port, spec->protocol, transport[0] ? ", " : "", transport,
+               offers[0] ? ": " : "", offers);
     }
 }
 

@@ -322,6 +322,14 @@ typedef struct keel_transport {
      * it changes, starting with 1 once the protocol is open. NULL:
      * ignored. */
     void (*on_read_wanted)(keel_conn *conn, int wanted);
+
+    /* (ABI 1.9) What the transport offers its listeners, added to each
+     * listener's start-up line: "listening on 0.0.0.0:443 (http1, tls:
+     * TLS 1.2)". Writes a short text to buf (NUL-terminated, at most size
+     * bytes; an empty one adds nothing). Main thread, once per listener,
+     * after every module's load and before any worker runs. NULL: the
+     * line names the transport only. */
+    void (*describe)(char *buf, size_t size);
 } keel_transport;
 
 #ifdef __cplusplus

@@ -5,7 +5,8 @@
  * connection, and a config is not thread-safe to share with an RNG in it:
  * so each worker builds its own, one per distinct ALPN offer (a listener's
  * `alpn=` option, [tls] alpn, or client_alpn), on first use. There are as
- * many as there are distinct offers in the config: a handful. Everything
+ * many as there are distinct offers in the config (times the listeners
+ * whose default site has certificates of its own): a handful. Everything
  * they point to (certificates, keys, CAs, ticket keys, suites) is the
  * module's shared, read-only state. */
 #include "kt.h"
@@ -22,7 +23,7 @@ const char *kt_alpn_protocol(const char *id)
     return id;
 }
 
-int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng)
+int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng, const kt_site_list *dflt)
 {
     int rc =
         mbedtls_ssl_config_defaults(conf, client ? MBEDTLS_SSL_IS_CLIENT : MBEDTLS_SSL_IS_SERVER,
@@ -46,17 +47,24 @@ int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng)
     if (client)
         return kt_client_conf(conf);
 
-    if (kt_cfg.certs.n > 0) {
-        /* The first certificate is the default; SNI may choose others. */
+    /* What a handshake without SNI gets: the certificates of the site a
+     * request without Host would get ([site default]'s, or whichever the
+     * listener's rules make the default), when it has its own, all of
+     * them (the suite chooses between RSA and ECDSA); else [tls]'s first.
+     * SNI chooses others. */
+    if (dflt != NULL) {
+        for (size_t i = 0; i < dflt->certs.n; i++)
+            if (mbedtls_ssl_conf_own_cert(conf, &dflt->certs.v[i].chain, &dflt->certs.v[i].key) !=
+                0)
+                return KEEL_ERR_NOMEM;
+    } else if (kt_cfg.certs.n > 0) {
         kt_cert *c = &kt_cfg.certs.v[0];
         if (mbedtls_ssl_conf_own_cert(conf, &c->chain, &c->key) != 0)
             return KEEL_ERR_NOMEM;
     }
-    /* Sites' own certificates are chosen by SNI alone: a client that
-     * names no server gets [tls]'s default, or no handshake without one. */
     if (kt_cfg.certs.n > 0 || kt_cfg.nsites > 0)
         mbedtls_ssl_conf_sni(conf, kt_certs_sni, &kt_cfg.certs);
-    kt_tickets_conf(kt_cfg.tickets, conf);
+    kt_tickets_conf(conf);
     if (kt_cfg.verify_client != KT_VERIFY_OFF) {
         mbedtls_ssl_conf_authmode(conf, kt_cfg.verify_client == KT_VERIFY_REQUIRED
                                             ? MBEDTLS_SSL_VERIFY_REQUIRED
@@ -121,13 +129,13 @@ static void conf_free(kt_conf *cf)
     free(cf);
 }
 
-kt_conf *kt_conf_get(kt_worker *w, int client, const char *offer)
+kt_conf *kt_conf_get(kt_worker *w, int client, const char *offer, const kt_site_list *dflt)
 {
     kt_conf **list = client ? &w->client_confs : &w->server_confs;
     if (offer == NULL)
         offer = "";
     for (kt_conf *cf = *list; cf != NULL; cf = cf->next)
-        if (strcmp(cf->key, offer) == 0)
+        if (cf->dflt == dflt && strcmp(cf->key, offer) == 0)
             return cf;
     kt_conf *cf = calloc(1, sizeof *cf);
     if (cf == NULL)
@@ -135,12 +143,13 @@ kt_conf *kt_conf_get(kt_worker *w, int client, const char *offer)
     mbedtls_ssl_config_init(&cf->ssl);
     size_t len = strlen(offer);
     if ((cf->key = malloc(len + 1)) == NULL ||
-        kt_conf_setup(&cf->ssl, client, &w->rng) != KEEL_OK ||
+        kt_conf_setup(&cf->ssl, client, &w->rng, dflt) != KEEL_OK ||
         parse_offer(cf, client, offer) != KEEL_OK) {
         conf_free(cf);
         return NULL;
     }
     memcpy(cf->key, offer, len + 1);
+    cf->dflt = dflt;
     if (cf->alpn != NULL && mbedtls_ssl_conf_alpn_protocols(&cf->ssl, cf->alpn) != 0) {
         conf_free(cf);
         return NULL;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mbedtls/ecdsa.h>
 #include <mbedtls/oid.h>
 
 /* ---- files ------------------------------------------------------------------- */
@@ -150,7 +151,7 @@ int kt_name_matches(const char *pattern, const char *name, size_t len)
  * (mbedtls_rsa_private); mbedTLS guards them with the key's mutex only
  * when built with MBEDTLS_THREADING_C. Without it, a key shared by several
  * workers goes behind an RSA_ALT wrapper that takes our lock. (EC keys
- * keep no such state: ECDSA signing reads the key only.) */
+ * keep no such state once their generator table is built: warm_ec_key.) */
 
 #if !defined(MBEDTLS_THREADING_C) && defined(MBEDTLS_PK_RSA_ALT_SUPPORT) && defined(MBEDTLS_RSA_C)
 #define KT_KEYLOCK 1
@@ -261,6 +262,54 @@ static int keylock_wrap(kt_cert *c)
 }
 #endif
 
+/* ---- EC keys: the generator's table built once -------------------------------- *
+ * ECDSA signing multiplies the group's generator by a fresh nonce;
+ * mbedTLS's comb method keeps the generator's precomputed table in the
+ * group (grp->T), built on the first multiplication (MBEDTLS_ECP_FIXED_POINT_OPTIM,
+ * on by default) and reused by every later one. Two things keep a server
+ * from it:
+ *   - in 2.x, a key parsed as MBEDTLS_PK_ECKEY (every PEM EC key) signs
+ *     through a copy of itself (pk_wrap.c's eckey_sign_wrap:
+ *     mbedtls_ecdsa_from_keypair, whose group copy reloads the curve
+ *     without the table): the table is rebuilt for every handshake, about
+ *     as costly as the multiplication itself. The same key as an
+ *     MBEDTLS_PK_ECDSA context signs in place and keeps its table;
+ *   - the first signature writes grp->T, which workers signing at once
+ *     would race on: one signature here, on the main thread before any
+ *     worker runs, builds it; afterwards signing only reads the group. */
+
+static int warm_ec_key(kt_cert *c, int (*rng)(void *, unsigned char *, size_t), void *rng_ctx)
+{
+#if defined(MBEDTLS_ECDSA_C)
+    if (!mbedtls_pk_can_do(&c->key, MBEDTLS_PK_ECDSA))
+        return KEEL_OK;
+#if !KT_MBEDTLS3
+    if (mbedtls_pk_get_type(&c->key) == MBEDTLS_PK_ECKEY) {
+        mbedtls_pk_context ecdsa;
+        mbedtls_pk_init(&ecdsa);
+        if (mbedtls_pk_setup(&ecdsa, mbedtls_pk_info_from_type(MBEDTLS_PK_ECDSA)) != 0 ||
+            mbedtls_ecdsa_from_keypair(mbedtls_pk_ec(ecdsa), mbedtls_pk_ec(c->key)) != 0) {
+            mbedtls_pk_free(&ecdsa);
+            return KEEL_ERR_NOMEM;
+        }
+        mbedtls_pk_free(&c->key); /* zeroises the parsed copy */
+        c->key = ecdsa;           /* the struct moves; what it points to stays */
+    }
+#endif
+    unsigned char hash[32] = {0}, sig[MBEDTLS_ECDSA_MAX_LEN];
+    size_t len = 0;
+    return kt_pk_sign(&c->key, MBEDTLS_MD_SHA256, hash, sizeof hash, sig, sizeof sig, &len, rng,
+                      rng_ctx) == 0
+               ? KEEL_OK
+               : KEEL_ERR_CONFIG;
+#else
+    (void)c;
+    (void)rng;
+    (void)rng_ctx;
+    return KEEL_OK;
+#endif
+}
+
 /* ---- loading ------------------------------------------------------------------ */
 
 static int load_one(keel_module *m, const char *value, kt_cert *c,
@@ -300,6 +349,8 @@ static int load_one(keel_module *m, const char *value, kt_cert *c,
         return kt_cert_error(m, value, "%s does not match the key in %s", chain_path, key_path);
     if ((rc = collect_names(c)) != KEEL_OK)
         return rc;
+    if (warm_ec_key(c, rng, rng_ctx) != KEEL_OK)
+        return kt_cert_error(m, value, "%s: the key cannot sign", key_path);
     if (c->nnames == 0)
         keel_log(m, KEEL_LOG_WARN, "%s carries no DNS name: served only as the default",
                  chain_path);
@@ -372,10 +423,13 @@ int kt_ca_load(keel_module *m, const char *key, const char *path, mbedtls_x509_c
 
 /* ---- SNI ------------------------------------------------------------------------- */
 
-/* Installs every certificate of a list: mbedTLS picks among them by the
- * suite negotiated (an RSA and an ECDSA one for the same names). */
+/* Installs the certificates of a list that carry the name (all of them
+ * for name NULL): mbedTLS picks among them by the suite negotiated (an
+ * RSA and an ECDSA one for the same names). How many were installed, or
+ * -1. */
 static int install(mbedtls_ssl_context *ssl, const kt_certs *certs, const char *name, size_t len)
 {
+    int n = 0;
     for (size_t i = 0; i < certs->n; i++) {
         const kt_cert *c = &certs->v[i];
         for (size_t k = 0; k < c->nnames || (name == NULL && k == 0); k++) {
@@ -383,17 +437,19 @@ static int install(mbedtls_ssl_context *ssl, const kt_certs *certs, const char *
                 if (mbedtls_ssl_set_hs_own_cert(ssl, (mbedtls_x509_crt *)&c->chain,
                                                 (mbedtls_pk_context *)&c->key) != 0)
                     return -1;
+                n++;
                 break;
             }
         }
     }
-    return 0;
+    return n;
 }
 
 int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, size_t len)
 {
     const kt_certs *certs = p;
     kt_session *s = (kt_session *)((char *)ssl - offsetof(kt_session, ssl));
+    s->sni_seen = 1;
     if (s->server_name == NULL && len > 0 && len <= 253 && memchr(name, '\0', len) == NULL) {
         s->server_name = malloc(len + 1);
         if (s->server_name != NULL) {
@@ -406,12 +462,52 @@ int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, s
      * them, whatever names they carry (nginx's ssl_certificate in the
      * server block server_name chose). */
     const kt_section *site = keel_conn_site_config(s->conn, kt_self, (const char *)name, len);
-    const kt_certs *own = site != NULL ? kt_site_certs(site) : NULL;
-    if (own != NULL)
-        return install(ssl, own, NULL, 0);
+    const kt_site_list *own = site != NULL ? kt_site_of(site) : NULL;
+    if (own != NULL) {
+        s->site = own;
+        return install(ssl, &own->certs, NULL, 0) < 0 ? -1 : 0;
+    }
     /* A site without its own: the [tls] list, each certificate that
-     * carries the name; none does: the default (the first) serves (RFC
-     * 6066 3 lets the server continue without an unrecognized_name
-     * alert). */
-    return install(ssl, certs, (const char *)name, len);
+     * carries the name; none does: [tls]'s first (RFC 6066 3 lets the
+     * server continue without an unrecognized_name alert). [tls] has
+     * none: the connection's default (the default site's) stays. */
+    if (certs->n == 0)
+        return 0;
+    s->site = NULL;
+    int n = install(ssl, certs, (const char *)name, len);
+    if (n == 0)
+        n = mbedtls_ssl_set_hs_own_cert(ssl, &certs->v[0].chain, &certs->v[0].key) == 0 ? 1 : -1;
+    return n < 0 ? -1 : 0;
 }
+
+/* ---- a request for another site's certificate: 421 -------------------------------- *
+ * The handshake authenticated the server with the certificates of the
+ * site its SNI chose (or, without SNI, the default's). A request on the
+ * same connection whose Host chooses a site with certificates of its own
+ * other than those was never authenticated for: a client that reuses a
+ * connection for another origin (HTTP/2 coalescing, RFC 9113 9.1.1; a
+ * Host that differs from SNI) is told 421 Misdirected Request (RFC 9110
+ * 15.5.20) and retries on a connection of its own. Sites that serve
+ * [tls]'s certificates share them and stay reachable from one another's
+ * connections, as before. */
+
+static int misdirected_on_request(keel_request *req, keel_response *res, void *ud)
+{
+    (void)ud;
+    kt_session *s = kt_session_of(keel_request_conn(req));
+    if (s == NULL || s->client)
+        return KEEL_HTTP_NEXT;
+    const kt_site_list *wanted = kt_site_of(keel_request_config(req, kt_self));
+    if (wanted == NULL || wanted == s->site)
+        return KEEL_HTTP_NEXT;
+    int rc = keel_response_send_status(res, 421);
+    return rc < 0 && rc != KEEL_ERR_CLOSED ? rc : KEEL_HTTP_DONE;
+}
+
+const keel_http_filter kt_misdirected_filter = {
+    .size = sizeof(keel_http_filter),
+    .name = "tls",
+    /* First: nothing of the site runs for a request it does not take. */
+    .order = KEEL_ORDER_FIRST,
+    .on_request = misdirected_on_request,
+};

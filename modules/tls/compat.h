@@ -106,6 +106,19 @@ static inline int kt_pk_check_pair(const mbedtls_pk_context *pub, const mbedtls_
 #endif
 }
 
+static inline int kt_pk_sign(mbedtls_pk_context *pk, mbedtls_md_type_t md,
+                             const unsigned char *hash, size_t hash_len, unsigned char *sig,
+                             size_t sig_size, size_t *sig_len,
+                             int (*rng)(void *, unsigned char *, size_t), void *rng_ctx)
+{
+#if KT_MBEDTLS3
+    return mbedtls_pk_sign(pk, md, hash, hash_len, sig, sig_size, sig_len, rng, rng_ctx);
+#else
+    (void)sig_size; /* 2.x writes at most MBEDTLS_PK_SIGNATURE_MAX_SIZE */
+    return mbedtls_pk_sign(pk, md, hash, hash_len, sig, sig_len, rng, rng_ctx);
+#endif
+}
+
 /* The subject and SAN list of a parsed certificate (public in both). */
 #define KT_CRT_SUBJECT(crt) (&(crt)->subject)
 #define KT_CRT_SAN(crt)     (&(crt)->subject_alt_names)

@@ -100,9 +100,19 @@ int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *l
                             &out->min_version)) != KEEL_OK)
         return rc;
     /* No default in the table: the highest the library has, which the
-     * generated reference cannot know. */
-    if (sec->max_version != NULL && (rc = parse_version(m, "max_version", sec->max_version, max_tls,
-                                                        library, &out->max_version)) != KEEL_OK)
+     * generated reference cannot know. Asking for 1.3 from a library
+     * without it is not fatal (1.2 is still within what was asked), but
+     * said: a TLS-1.3-only client will fail. */
+    const char *max = sec->max_version;
+    if (max != NULL && max_tls < 3 && (strcmp(max, "1.3") == 0 || strcmp(max, "TLSv1.3") == 0)) {
+        keel_log(m, KEEL_LOG_WARN,
+                 "[tls] max_version = %s: this %s has no TLS 1.3: TLS 1.2 only, TLS-1.3-only "
+                 "clients fail",
+                 max, library);
+        max = NULL;
+    }
+    if (max != NULL &&
+        (rc = parse_version(m, "max_version", max, max_tls, library, &out->max_version)) != KEEL_OK)
         return rc;
     if (out->max_version < out->min_version)
         return keel_config_error(m, "max_version", "below min_version");
@@ -305,3 +315,15 @@ const char kt_plain_http_answer[] = "HTTP/1.1 400 Bad Request\r\n"
                                     "\r\n"
                                     "The plain HTTP request was sent to HTTPS port\n";
 const size_t kt_plain_http_answer_len = sizeof kt_plain_http_answer - 1;
+
+void kt_describe_versions(char *buf, size_t size, int min, int max, int max_tls,
+                          const char *library)
+{
+    char why[96] = "";
+    if (max_tls < 3)
+        snprintf(why, sizeof why, ", no 1.3 in %s", library);
+    if (min == max)
+        snprintf(buf, size, "TLS 1.%d%s", max, why);
+    else
+        snprintf(buf, size, "TLS 1.%d-1.%d%s", min, max, why);
+}

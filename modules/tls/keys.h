@@ -68,6 +68,13 @@ int kt_metrics_register(keel_module *m, kt_metrics *out);
  * each backend answers through these (its service.c). */
 int kt_svc_is_tls(keel_conn *conn);
 const char *kt_svc_version(keel_conn *conn);
+
+/* The versions a listener offers, for its start-up line (keel_transport
+ * describe, ABI 1.9): "TLS 1.2-1.3", or "TLS 1.2, no 1.3 in LIBRARY"
+ * when the library lacks it, so that a TLS-1.3-only client's failure has
+ * its reason in the log. */
+void kt_describe_versions(char *buf, size_t size, int min, int max, int max_tls,
+                          const char *library);
 const char *kt_svc_cipher(keel_conn *conn);
 const char *kt_svc_alpn(keel_conn *conn);
 const char *kt_svc_server_name(keel_conn *conn);

@@ -16,6 +16,7 @@
 #include "compat.h"
 #include "keys.h"
 
+#include <keel/http.h>
 #include <keel/keel.h>
 #include <keel/metrics.h>
 
@@ -59,9 +60,16 @@ int kt_ca_load(keel_module *m, const char *key, const char *path, mbedtls_x509_c
 int kt_name_matches(const char *pattern, const char *name, size_t len);
 /* The SNI callback (RFC 6066 3): the certificates of the site the name
  * chooses (keel_conn_site_config) when it has its own `tls.cert` lines,
- * else those of [tls] carrying the name; none: the default (the first of
- * [tls]) stays. */
+ * else those of [tls] carrying the name, else [tls]'s first; [tls] has
+ * none: the connection's default (kt_conf's) stays. Records the list
+ * served in the session (kt_session.site). */
 int kt_certs_sni(void *certs, mbedtls_ssl_context *ssl, const unsigned char *name, size_t len);
+
+/* A request filter (only when some scope has its own `tls.cert`): a
+ * request whose Host chooses a site with certificates of its own other
+ * than those the connection's handshake served is answered 421
+ * (RFC 9110 15.5.20, RFC 9113 9.1.1). */
+extern const keel_http_filter kt_misdirected_filter;
 
 /* ---- rng.c ------------------------------------------------------------------ */
 
@@ -80,20 +88,26 @@ int kt_rng_random(void *rng, unsigned char *out, size_t len); /* mbedTLS f_rng *
 /* ---- tickets.c -------------------------------------------------------------- */
 
 typedef struct kt_tickets kt_tickets;
-/* Ticket keys shared by every worker, rotated every lifetime_s. */
+/* Ticket keys shared by every worker, rotated every lifetime_s: one set
+ * for [tls]'s certificates, one per site list (kt_site_list), so that a
+ * ticket resumes only under the certificates it was issued under. */
 kt_tickets *kt_tickets_new(uint32_t lifetime_s);
 void kt_tickets_free(kt_tickets *t);
-void kt_tickets_conf(kt_tickets *t, mbedtls_ssl_config *conf);
+/* Installs the ticket callbacks when any key set exists; they pick the
+ * handshaking session's set (kt_handshaking). */
+void kt_tickets_conf(mbedtls_ssl_config *conf);
 /* Called on the handshake's thread when a ticket was accepted (session.c). */
 void kt_note_ticket_accepted(void);
 
 /* ---- settings (tls.c) ----------------------------------------------------- */
 
 /* A scope's own `tls.cert` list, loaded once (scopes that inherit it
- * share its items pointer). */
+ * share its items pointer), and the ticket keys of the sessions its
+ * certificates authenticated. */
 typedef struct kt_site_list {
     const char *const *items;
     kt_certs certs;
+    kt_tickets *tickets; /* NULL: session_tickets off */
 } kt_site_list;
 
 typedef struct kt_settings {
@@ -128,9 +142,10 @@ typedef struct kt_settings {
 
 typedef struct kt_conf {
     mbedtls_ssl_config ssl;
-    char *key;          /* the ALPN offer it was built for ("" = none) */
-    const char **alpn;  /* NULL-terminated ids, or NULL */
-    char *alpn_storage; /* the ids' characters */
+    char *key;                /* the ALPN offer it was built for ("" = none) */
+    const kt_site_list *dflt; /* whose certificates serve without SNI (NULL: [tls]'s first) */
+    const char **alpn;        /* NULL-terminated ids, or NULL */
+    char *alpn_storage;       /* the ids' characters */
     struct kt_conf *next;
 } kt_conf;
 
@@ -144,10 +159,13 @@ typedef struct kt_worker {
 } kt_worker;
 
 extern keel_module *kt_self;
-/* The certificates a scope's struct carries of its own, or NULL when it
- * inherits [tls]'s (any thread, read-only after load). */
-const kt_certs *kt_site_certs(const kt_section *scope);
+/* The certificate list a scope's struct carries of its own (a site's or
+ * a listener's), or NULL when it inherits [tls]'s (any thread, read-only
+ * after load). */
+const kt_site_list *kt_site_of(const kt_section *scope);
 extern kt_settings kt_cfg;
+/* The versions offered, for a listener's start-up line. */
+void kt_describe(char *buf, size_t size);
 /* The cipher suites configured, 0-terminated (the defaults if none). */
 const int *kt_ciphers(void);
 
@@ -155,14 +173,15 @@ kt_worker *kt_worker_of(keel_conn *conn);
 
 /* ---- alpn.c --------------------------------------------------------------------- */
 
-/* The mbedtls_ssl_config for this worker and ALPN offer (built on first
- * use; the offer is a listener's `alpn=` option, [tls] alpn or
- * client_alpn). NULL if out of memory. */
-kt_conf *kt_conf_get(kt_worker *w, int client, const char *offer);
+/* The mbedtls_ssl_config for this worker, ALPN offer and default
+ * certificates (built on first use; the offer is a listener's `alpn=`
+ * option, [tls] alpn or client_alpn; dflt the default site's own list, a
+ * handshake without SNI's, NULL for [tls]'s). NULL if out of memory. */
+kt_conf *kt_conf_get(kt_worker *w, int client, const char *offer, const kt_site_list *dflt);
 void kt_confs_free(kt_conf **list);
 /* Builds the shared part of a config (versions, suites, certs, tickets,
  * client verification). Used in load to check everything once. */
-int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng);
+int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng, const kt_site_list *dflt);
 /* The handshake is over: opens the protocol the ALPN id names (RFC 7301
  * 3.2), or the connection's own. */
 int kt_open_protocol(keel_conn *conn, const char *alpn_id);
@@ -190,10 +209,15 @@ typedef struct kt_session {
     unsigned char in_dirty, out_dirty; /* record buffers touched past a page (trim.c) */
     char *pending;                     /* plaintext written before the handshake ended */
     size_t pending_len, pending_cap;
-    char *server_name; /* SNI as received (server) or sent (client) */
+    unsigned char sni_seen;   /* the ClientHello's server_name was read */
+    char *server_name;        /* SNI as received (server) or sent (client) */
+    const kt_site_list *site; /* whose certificates the handshake served (NULL: [tls]'s) */
     char *peer_subject;
 } kt_session;
 
+/* The server session whose handshake step runs on this thread, or NULL
+ * (for the ticket callbacks, which mbedTLS gives no context). */
+kt_session *kt_handshaking(void);
 /* Releases the idle record buffers' pages (trim.c). */
 void kt_trim(kt_session *s, int in, int out);
 kt_session *kt_session_of(keel_conn *conn); /* NULL if not ours */

@@ -29,10 +29,18 @@
 /* Set by the ticket parser on this thread when a ticket was accepted:
  * how a handshake learns it resumed (mbedTLS 2.28 has no accessor). */
 static _Thread_local int ticket_accepted;
+/* The server session whose handshake runs on this thread: the ticket
+ * callbacks (tickets.c) take the keys of the certificates it serves. */
+static _Thread_local kt_session *handshaking;
 
 void kt_note_ticket_accepted(void)
 {
     ticket_accepted = 1;
+}
+
+kt_session *kt_handshaking(void)
+{
+    return handshaking;
 }
 
 #define KT_ERR_SEND (-0x0050) /* MBEDTLS_ERR_NET_CONN_RESET */
@@ -223,7 +231,9 @@ static int drive_handshake(kt_session *s)
 {
     while (s->state == KT_HANDSHAKE) {
         ticket_accepted = 0;
+        handshaking = s->client ? NULL : s;
         int rc = mbedtls_ssl_handshake(&s->ssl);
+        handshaking = NULL;
         if (ticket_accepted)
             s->resumed = 1;
         if (rc == 0)
@@ -293,7 +303,11 @@ static int on_open(keel_conn *conn)
     if (!client && (offer == NULL || offer[0] == '\0') &&
         strcmp(keel_conn_protocol_name(conn), "http1") == 0)
         offer = "h2,http/1.1";
-    kt_conf *cf = kt_conf_get(w, client, offer);
+    /* Without SNI, the handshake serves what a request without Host
+     * would choose: the default site's own certificates, if it has some. */
+    const kt_section *dflt_site = client ? NULL : keel_conn_site_config(conn, kt_self, "", 0);
+    const kt_site_list *dflt = dflt_site != NULL ? kt_site_of(dflt_site) : NULL;
+    kt_conf *cf = kt_conf_get(w, client, offer, dflt);
     kt_session *s = calloc(1, sizeof *s);
     if (cf == NULL || s == NULL) {
         free(s);
@@ -302,6 +316,7 @@ static int on_open(keel_conn *conn)
     s->conn = conn;
     s->w = w;
     s->client = (unsigned char)client;
+    s->site = dflt;
     s->in_dirty = s->out_dirty = 1; /* calloc may have zeroed reused pages */
     mbedtls_ssl_init(&s->ssl);
     if (mbedtls_ssl_setup(&s->ssl, &cf->ssl) != 0) {
@@ -355,7 +370,8 @@ static int on_read(keel_conn *conn, const char *data, size_t len)
             return KEEL_OK;
         }
     }
-    if (s->state == KT_HANDSHAKE)
+    int handshaking = s->state == KT_HANDSHAKE;
+    if (handshaking)
         rc = drive_handshake(s);
     unsigned char *plain = s->w->plain;
     while (rc == KEEL_OK && s->state == KT_OPEN) {
@@ -390,8 +406,11 @@ static int on_read(keel_conn *conn, const char *data, size_t len)
     if (len > 2048)
         s->in_dirty = 1;
     /* The end of a burst (a read shorter than a full record's worth):
-     * give the buffers' pages back until the next one. */
-    if (rc == KEEL_OK && (s->in_dirty || s->out_dirty) && len < KT_STAGE_SIZE)
+     * give the buffers' pages back until the next one. Not in the read
+     * that ended the handshake: the request follows at once (or the
+     * connection closes), and the madvise with its TLB shootdown cost
+     * about 6% of a full handshake (docs/tls.md); the next read trims. */
+    if (rc == KEEL_OK && !handshaking && (s->in_dirty || s->out_dirty) && len < KT_STAGE_SIZE)
         kt_trim(s, s->in_dirty, s->out_dirty);
     return rc;
 }
@@ -442,4 +461,5 @@ const keel_transport kt_transport = {
     .on_write = on_write,
     .on_shutdown = on_shutdown,
     .on_close = on_close,
+    .describe = kt_describe,
 };

@@ -23,10 +23,20 @@ struct kt_tickets {
     kt_lock *lock;
 };
 
+/* The keys of the certificates the handshaking session serves: the
+ * site list's own, else [tls]'s. */
+static kt_tickets *keys_of(const kt_session *s)
+{
+    return s != NULL && s->site != NULL ? s->site->tickets : kt_cfg.tickets;
+}
+
 static int ticket_write(void *p, const mbedtls_ssl_session *session, unsigned char *start,
                         const unsigned char *end, size_t *tlen, uint32_t *lifetime)
 {
-    kt_tickets *t = p;
+    (void)p;
+    kt_tickets *t = keys_of(kt_handshaking());
+    if (t == NULL)
+        return MBEDTLS_ERR_SSL_INTERNAL_ERROR; /* no ticket is sent; the handshake goes on */
     kt_lock_acquire(t->lock);
     int rc = mbedtls_ssl_ticket_write(&t->ctx, session, start, end, tlen, lifetime);
     kt_lock_release(t->lock);
@@ -35,7 +45,19 @@ static int ticket_write(void *p, const mbedtls_ssl_session *session, unsigned ch
 
 static int ticket_parse(void *p, mbedtls_ssl_session *session, unsigned char *buf, size_t len)
 {
-    kt_tickets *t = p;
+    (void)p;
+    const kt_session *s = kt_handshaking();
+    /* The keys follow the site SNI chose; a ClientHello may carry its
+     * ticket before its server_name (mbedTLS reads the extensions in the
+     * client's order; Chrome shuffles them), and the site is then not
+     * known yet: with sites of their own in play the ticket is not taken
+     * (a full handshake) rather than resumed under keys the name might
+     * not choose. TLS 1.3 puts pre_shared_key last (RFC 8446 4.2.11). */
+    if (kt_cfg.nsites > 0 && s != NULL && !s->sni_seen)
+        return MBEDTLS_ERR_SSL_INVALID_MAC;
+    kt_tickets *t = keys_of(s);
+    if (t == NULL)
+        return MBEDTLS_ERR_SSL_INVALID_MAC;
     kt_lock_acquire(t->lock);
     int rc = mbedtls_ssl_ticket_parse(&t->ctx, session, buf, len);
     kt_lock_release(t->lock);
@@ -74,10 +96,10 @@ void kt_tickets_free(kt_tickets *t)
     free(t);
 }
 
-void kt_tickets_conf(kt_tickets *t, mbedtls_ssl_config *conf)
+void kt_tickets_conf(mbedtls_ssl_config *conf)
 {
-    if (t != NULL)
-        mbedtls_ssl_conf_session_tickets_cb(conf, ticket_write, ticket_parse, t);
+    if (kt_cfg.tickets_on && (kt_cfg.tickets != NULL || kt_cfg.nsites > 0))
+        mbedtls_ssl_conf_session_tickets_cb(conf, ticket_write, ticket_parse, NULL);
 }
 
 #else /* no ticket support in this mbedTLS */
@@ -91,9 +113,8 @@ void kt_tickets_free(kt_tickets *t)
 {
     (void)t;
 }
-void kt_tickets_conf(kt_tickets *t, mbedtls_ssl_config *conf)
+void kt_tickets_conf(mbedtls_ssl_config *conf)
 {
-    (void)t;
     (void)conf;
 }
 

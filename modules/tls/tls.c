@@ -53,6 +53,14 @@ kt_worker *kt_worker_of(keel_conn *conn)
 
 /* ---- config ------------------------------------------------------------------- */
 
+/* The versions a listener offers, for its start-up line (keel_transport
+ * describe). */
+void kt_describe(char *buf, size_t size)
+{
+    kt_describe_versions(buf, size, kt_cfg.min_version, kt_cfg.max_version, KT_HAVE_TLS13 ? 3 : 2,
+                         "mbedTLS " MBEDTLS_VERSION_STRING);
+}
+
 /* `ciphers = A, B C`: mbedTLS's names ("TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256")
  * or the IANA ones with underscores ("TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
  * "TLS_AES_128_GCM_SHA256"). */
@@ -240,12 +248,11 @@ static size_t site_at(const char *const *items)
     return lo;
 }
 
-const kt_certs *kt_site_certs(const kt_section *scope)
+const kt_site_list *kt_site_of(const kt_section *scope)
 {
     size_t at = site_at(scope->cert.items);
-    return at < kt_cfg.nsites && kt_cfg.sites[at].items == scope->cert.items
-               ? &kt_cfg.sites[at].certs
-               : NULL;
+    return at < kt_cfg.nsites && kt_cfg.sites[at].items == scope->cert.items ? &kt_cfg.sites[at]
+                                                                             : NULL;
 }
 
 /* keel_module_config_scopes: a scope that writes `tls.cert` has its own
@@ -257,13 +264,13 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     const kt_section *scope = confp;
     const kt_section *global = keel_module_config(m);
     if (scope->cert.count == 0 || scope->cert.items == global->cert.items ||
-        kt_site_certs(scope) != NULL)
+        kt_site_of(scope) != NULL)
         return KEEL_OK;
     kt_site_list *grown = realloc(kt_cfg.sites, (kt_cfg.nsites + 1) * sizeof *grown);
     if (grown == NULL)
         return KEEL_ERR_NOMEM;
     kt_cfg.sites = grown;
-    kt_site_list list = {scope->cert.items, {NULL, 0}};
+    kt_site_list list = {scope->cert.items, {NULL, 0}, NULL};
     kt_rng rng;
     if (kt_rng_init(&rng, "load", 0) != KEEL_OK)
         return KEEL_ERR_IO;
@@ -271,10 +278,21 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     kt_rng_free(&rng);
     if (rc != KEEL_OK)
         return rc;
+    /* Its own ticket keys: a ticket issued under another list's
+     * certificates does not decrypt here (RFC 8446 4.6.1: resume only
+     * where the original certificate would be valid). */
+    if (kt_cfg.tickets_on && KT_HAVE_TICKETS &&
+        (list.tickets = kt_tickets_new(kt_cfg.ticket_lifetime_s)) == NULL) {
+        kt_certs_free(&list.certs);
+        return keel_config_error(m, "session_tickets", "cannot set up ticket keys");
+    }
     size_t at = site_at(list.items);
     memmove(&kt_cfg.sites[at + 1], &kt_cfg.sites[at], (kt_cfg.nsites - at) * sizeof *kt_cfg.sites);
     kt_cfg.sites[at] = list;
-    kt_cfg.nsites++;
+    /* The first list of a scope's own: requests may now ask for another
+     * site's certificate than their connection's. */
+    if (kt_cfg.nsites++ == 0 && (rc = keel_http_filter_add(m, &kt_misdirected_filter)) != KEEL_OK)
+        return rc;
     return kt_cfg.tickets == NULL ? start_tickets(m) : KEEL_OK;
 }
 
@@ -297,8 +315,10 @@ static int register_metrics(keel_module *m)
 static void release_all(void)
 {
     kt_certs_free(&kt_cfg.certs);
-    for (size_t i = 0; i < kt_cfg.nsites; i++)
+    for (size_t i = 0; i < kt_cfg.nsites; i++) {
         kt_certs_free(&kt_cfg.sites[i].certs);
+        kt_tickets_free(kt_cfg.sites[i].tickets);
+    }
     free(kt_cfg.sites);
     if (kt_cfg.have_client_ca)
         mbedtls_x509_crt_free(&kt_cfg.client_ca);
@@ -356,7 +376,7 @@ static int tls_load(keel_module *m)
     for (int client = 0; client <= 1 && rc == KEEL_OK; client++) {
         mbedtls_ssl_config conf;
         mbedtls_ssl_config_init(&conf);
-        if (kt_conf_setup(&conf, client, &rng) != KEEL_OK)
+        if (kt_conf_setup(&conf, client, &rng, NULL) != KEEL_OK)
             rc = keel_config_error(m, client ? "ca" : "cert", "mbedTLS refused the settings");
         mbedtls_ssl_config_free(&conf);
     }

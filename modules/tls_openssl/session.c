@@ -360,6 +360,12 @@ static void on_close(keel_conn *conn)
     session_free(s);
 }
 
+/* The versions a listener offers, for its start-up line. */
+static void describe(char *buf, size_t size)
+{
+    kt_describe_versions(buf, size, ko_cfg.c.min_version, ko_cfg.c.max_version, 3, "OpenSSL");
+}
+
 const keel_transport ko_transport = {
     .size = sizeof(keel_transport),
     .name = "tls",
@@ -368,4 +374,5 @@ const keel_transport ko_transport = {
     .on_write = on_write,
     .on_shutdown = on_shutdown,
     .on_close = on_close,
+    .describe = describe,
 };

@@ -16,6 +16,8 @@
 #                 requests per server CPU-second
 #   tlshandshake  openssl s_time -new: full handshakes (no resumption) per
 #                 second and per server CPU-second
+#   tlsresume     openssl s_time -reuse: resumed handshakes (the session
+#                 ticket of the first), the same counts
 #   tlsidle       RSS growth per idle TLS connection (TLS_IDLE of them, each
 #                 after one request; tls_idle.py), two rounds, the larger:
 #                 the first on fresh memory, the second once the allocator
@@ -39,7 +41,7 @@ else
     S_TIME_SUITE=(-cipher "$SUITE_OPENSSL")
 fi
 
-bench_scenario tls "tlskeepalive tlshandshake tlsidle" "keel keel-openssl nginx" 30
+bench_scenario tls "tlskeepalive tlshandshake tlsresume tlsidle" "keel keel-openssl nginx" 30
 
 TLS_DIR=$TMP/tls
 
@@ -90,23 +92,24 @@ tls_wrk() {
     wrk_record tls "$1" "$2" "$3" "$4" "https://127.0.0.1:$(port_of tls "$1")/" "$CONNS" plain 0 1 req
 }
 
-# tls_handshake NAME TEST SECONDS RECORD
+# tls_handshake NAME TEST SECONDS RECORD (TEST tlshandshake: full, tlsresume: resumed)
 tls_handshake() {
-    local name=$1 secs=$3 key=tls.$1 t0 ticks out n
+    local name=$1 test=$2 secs=$3 key=tls.$1 t0 ticks out n mode=-new
+    [[ $test == tlsresume ]] && mode=-reuse
     t0=$(cpu_ticks "${PID[$key]}")
     out=$(timeout $((secs + 30)) taskset -c "$CLIENT_CPU" openssl s_time -connect \
-        "127.0.0.1:$(port_of tls "$name")" -new -time "$secs" "${S_TIME_SUITE[@]}" 2>&1 || true)
+        "127.0.0.1:$(port_of tls "$name")" $mode -time "$secs" "${S_TIME_SUITE[@]}" 2>&1 || true)
     ticks=$(($(cpu_ticks "${PID[$key]}") - t0))
     (($4)) || return 0
     n=$(awk '/connections in [0-9]+ real seconds/ {print $1; exit}' <<<"$out")
     if [[ -z $n ]]; then
         log "bench: $name s_time: $out"
-        record "tls/$name/tlshandshake/fail" 1
+        record "tls/$name/$test/fail" 1
         return 0
     fi
-    record "tls/$name/tlshandshake/val" "$(awk -v n="$n" -v d="$secs" 'BEGIN {printf "%.0f", n / d}')"
-    record "tls/$name/tlshandshake/cpu" "$(per_cpu_s "$n" "$ticks")"
-    log "bench: $name tlshandshake: $n handshakes in $secs s, $(per_cpu_s "$n" "$ticks") per CPU-s"
+    record "tls/$name/$test/val" "$(awk -v n="$n" -v d="$secs" 'BEGIN {printf "%.0f", n / d}')"
+    record "tls/$name/$test/cpu" "$(per_cpu_s "$n" "$ticks")"
+    log "bench: $name $test: $n handshakes in $secs s, $(per_cpu_s "$n" "$ticks") per CPU-s"
 }
 
 # One round of TLS_IDLE idle connections; prints the RSS while they are held.
@@ -158,6 +161,7 @@ tls_run() {
     start_all tls
     if wants tlskeepalive; then take_turns tls tlskeepalive tls_wrk; fi
     if wants tlshandshake; then take_turns tls tlshandshake tls_handshake; fi
+    if wants tlsresume; then take_turns tls tlsresume tls_handshake; fi
     if wants tlsidle; then
         for s in ${UP[tls]}; do tls_idle "$s"; done
     fi
@@ -170,6 +174,7 @@ tls_report() {
     report_tables tls "tlskeepalive|tlskeepalive/val|%.0f|keep-alive req/s|1" \
         "tlskeepalive|tlskeepalive/p99|%.2f|p99 ms|0" "tlskeepalive|tlskeepalive/cpu|%.0f|keep-alive req/CPU-s|1" \
         "tlshandshake|tlshandshake/val|%.0f|handshakes/s|1" "tlshandshake|tlshandshake/cpu|%.0f|handshakes/CPU-s|1" \
+        "tlsresume|tlsresume/val|%.0f|resumed/s|1" "tlsresume|tlsresume/cpu|%.0f|resumed/CPU-s|1" \
         "tlsidle|idle/bytes|%.0f|idle TLS conn bytes|1"
     wrk_notes tls tlskeepalive
     # The OpenSSL backend against nginx, on the same library.

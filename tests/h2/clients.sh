@@ -137,10 +137,10 @@ EOF
     "$KEEL" -c "$DIR/tls.conf" >"$DIR/tls.log" 2>&1 &
     TPID=$!
     for _ in $(seq 100); do
-        grep -q "(http1, tls)" "$DIR/tls.log" 2>/dev/null && break
+        grep -q "(http1, tls" "$DIR/tls.log" 2>/dev/null && break
         sleep 0.05
     done
-    TP=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) (http1, tls).*/\1/p' "$DIR/tls.log")
+    TP=$(sed -n 's/.*listening on 127.0.0.1:\([0-9]*\) (http1, tls[:)].*/\1/p' "$DIR/tls.log")
     TCURL=(timeout 20 curl -sSk --http2 --max-time 15)
     expect "TLS ALPN h2: GET /" "Hello, World! 2" "${TCURL[@]}" -w ' %{http_version}' "https://127.0.0.1:$TP/"
     expect "TLS ALPN http/1.1 still" "Hello, World! 1.1" timeout 20 curl -sSk --http1.1 -w ' %{http_version}' "https://127.0.0.1:$TP/"

@@ -29,7 +29,8 @@ Test(tls, curl_gets_a_page_over_https, .timeout = 60, .fini = tt_cleanup)
 {
     setup_certs();
     kh_proc *p = start_https(2, "", "");
-    kh_assert(p, strstr(kh_stderr(p), "(http1, tls)") != NULL, "listener names its transport");
+    kh_assert(p, strstr(kh_stderr(p), "(http1, tls: TLS 1.") != NULL,
+              "listener names its transport and its versions");
     for (int i = 0; i < 2; i++) {
         const char *host = i == 0 ? "localhost" : "127.0.0.1";
         ht_run_result rr = tt_sh(20000, "curl -sS --max-time 10 --cacert %s https://%s:%u/",
@@ -48,6 +49,45 @@ Test(tls, curl_gets_a_page_over_https, .timeout = 60, .fini = tt_cleanup)
     ht_run_free(&rr);
     kh_signal(p, SIGTERM);
     kh_assert(p, kh_wait_exit(p, 10000) == 0, "clean exit");
+}
+
+/* Each listener's start-up line says which versions it offers; a config
+ * that asks for TLS 1.3 from an mbedTLS without it (2.28) starts with a
+ * warning naming the library, offers 1.2, and a TLS-1.3-only client
+ * fails; min_version = 1.3 there stops start-up. With an mbedTLS that has
+ * 1.3 (3.x, one worker), the line says 1.2-1.3 and the client succeeds. */
+Test(tls, versions_in_the_start_up_line, .timeout = 60, .fini = tt_cleanup)
+{
+    setup_certs();
+    kh_proc *p = start_https(1, "", "max_version = 1.3\n");
+    const char *err = kh_stderr(p);
+    int has13 = strstr(err, "(http1, tls: TLS 1.2-1.3)") != NULL;
+    kh_assert(p,
+              has13 || (strstr(err, "(http1, tls: TLS 1.2, no 1.3 in mbedTLS ") != NULL &&
+                        strstr(err, "[tls] max_version = 1.3: this mbedTLS ") != NULL),
+              "versions offered, or the warning: %s", err);
+    ht_run_result rr = tt_sh(
+        20000, "openssl s_client -connect 127.0.0.1:%u -tls1_3 -brief </dev/null", kh_port(p, 0));
+    int ok = strstr(rr.out, "Protocol version: TLSv1.3") != NULL;
+    kh_assert(p, ok == has13, "a TLS-1.3-only client %s: %s", has13 ? "connects" : "fails", rr.out);
+    ht_run_free(&rr);
+    tt_finish(p);
+    if (!has13) {
+        char conf[300];
+        snprintf(conf, sizeof conf, "%s/min13.conf", tt_dir);
+        FILE *f = fopen(conf, "w");
+        cr_assert(f != NULL &&
+                  fprintf(f,
+                          "[keel]\n" KH_MODULE_PATH "listen = 127.0.0.1:0 http1 tls\n"
+                          "modules = tls http1 hello\n[tls]\ncert = %s %s\n"
+                          "min_version = 1.3\n",
+                          tt_path("lh.pem"), tt_path("lh.key")) > 0 &&
+                  fclose(f) == 0);
+        rr = tt_sh(20000, "%s -t -c %s", KEEL_BIN, conf);
+        cr_assert(rr.status == 1 && strstr(rr.out, "min_version: this mbedTLS") != NULL,
+                  "min_version = 1.3 refused: %d %s", rr.status, rr.out);
+        ht_run_free(&rr);
+    }
 }
 
 /* The subject of the certificate served for this SNI ("" = none sent). */

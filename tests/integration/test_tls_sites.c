@@ -1,8 +1,12 @@
 /* A site's own certificate (`tls.cert` in [site NAMES]): a handshake
  * whose SNI names the site gets it, by the rules that choose a request's
- * site (exact, then the longest wildcard, then [site default]); a site
- * without one, and a handshake without SNI, get [tls]'s list chosen by
- * the names its certificates carry, as before. Checked with openssl
+ * site (exact, then the longest wildcard, then [site default]); a
+ * handshake without SNI gets the default site's when it has its own; a
+ * site without one gets [tls]'s list chosen by the names its certificates
+ * carry, as before. A request whose Host chooses a site with other
+ * certificates of its own than the handshake served is answered 421, and
+ * a session ticket resumes only under the certificates it was issued
+ * under. Checked with openssl
  * s_client's subject and curl --resolve (HTTP/1.1 and h2 by ALPN); keel -t names the scope's line
  * for a bad file and reads a relative one beside the config. Every byte stays on 127.0.0.1. */
 #define _GNU_SOURCE
@@ -39,7 +43,7 @@ Test(tls_sites, sni_chooses_the_sites_certificate, .timeout = 120, .fini = tt_cl
         {"x.w.test", "*.w.test"},     {"y.x.w.test", "*.w.test"}, /* the site's wildcard rule */
         {"w.test", "default.test"},   {"unknown.test", "default.test"},
         {"plain.test", "plain.test"}, /* a site of its own, [tls]'s list by name */
-        {"", "global.test"},          /* no SNI: [tls]'s first */
+        {"", "default.test"},         /* no SNI: the default site's own */
     };
     for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
         const char *got = tt_served_cn(p, 0, cases[i].sni, "");
@@ -87,6 +91,8 @@ Test(tls_sites, rsa_and_ecdsa_in_a_site_and_a_listeners_own, .timeout = 120, .fi
     kh_assert(p, strcmp(got, "a.test") == 0, "ECDSA suite: %s", got);
     got = tt_served_cn(p, 0, "unknown.test", "");
     kh_assert(p, strcmp(got, "global.test") == 0, "unknown name, no default site: %s", got);
+    got = tt_served_cn(p, 0, "", "");
+    kh_assert(p, strcmp(got, "global.test") == 0, "no SNI, no default site: %s", got);
     /* The second listener: its sites without a certificate of their own
      * inherit the listener's. */
     static const struct {
@@ -133,4 +139,116 @@ Test(tls_sites, keel_t_checks_a_sites_certificate, .timeout = 60, .fini = tt_cle
         }
         ht_run_free(&rr);
     }
+}
+
+/* Sites a.test and *.w.test with certificates of their own, plain.test
+ * and global.test with [tls]'s, and (with_default) a default site with
+ * its own. */
+static kh_proc *start_sites(int workers, const char *modules, int with_default)
+{
+    make_certs();
+    char dflt[700] = "";
+    if (with_default)
+        snprintf(dflt, sizeof dflt, "[site default]\ntls.cert = %s/d.pem %s/d.key\n", tt_dir,
+                 tt_dir);
+    return tt_start(1,
+                    "listen = 127.0.0.1:0 http1 tls\nworkers = %d\nmodules = %s\n"
+                    "[tls]\ncert = %s/g.pem %s/g.key\n"
+                    "[site a.test]\ntls.cert = %s/a.pem %s/a.key\n"
+                    "[site *.w.test]\ntls.cert = %s/w.pem %s/w.key\n"
+                    "[site plain.test global.test]\n%s",
+                    workers, modules, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, tt_dir, dflt);
+}
+
+/* The status and HTTP version curl gets for Host `host` on a connection
+ * whose SNI is `sni` ("" = none: the address itself is the URL). */
+static char *status_for(kh_proc *p, const char *version, const char *sni, const char *host)
+{
+    static char got[64];
+    char url[300];
+    if (*sni)
+        snprintf(url, sizeof url, "--resolve %s:%u:127.0.0.1 https://%s:%u/", sni, kh_port(p, 0),
+                 sni, kh_port(p, 0));
+    else
+        snprintf(url, sizeof url, "https://127.0.0.1:%u/", kh_port(p, 0));
+    ht_run_result rr = tt_sh(20000,
+                             "curl -sS -k --max-time 10 %s -H 'Host: %s' -o /dev/null "
+                             "-w '%%{http_version} %%{http_code}' %s",
+                             version, host, url);
+    kh_assert(p, rr.status == 0, "curl %s sni=%s host=%s: %d %s", version, sni, host, rr.status,
+              rr.out);
+    snprintf(got, sizeof got, "%s", rr.out);
+    ht_run_free(&rr);
+    return got;
+}
+
+/* RFC 9110 15.5.20, RFC 9113 9.1.1: a request for a site whose own
+ * certificate the connection's handshake did not serve is 421 (the
+ * client retries on a connection of its own), over HTTP/1.1 and h2; sites
+ * that share [tls]'s certificates answer one another's Host as before. */
+Test(tls_sites, another_sites_host_is_misdirected, .timeout = 120, .fini = tt_cleanup)
+{
+    kh_proc *p = start_sites(1, "tls http1 h2 hello", 1);
+    static const struct {
+        const char *sni, *host, *status;
+    } cases[] = {
+        {"a.test", "a.test", "200"},
+        {"a.test", "x.w.test", "421"},
+        {"x.w.test", "y.w.test", "200"},      /* the same site */
+        {"a.test", "unknown.test", "421"},    /* the default site's own */
+        {"plain.test", "global.test", "200"}, /* [tls]'s, shared */
+        {"plain.test", "a.test", "421"},
+        {"", "unknown.test", "200"}, /* no SNI: default */
+        {"", "a.test", "421"},
+    };
+    static const char *const versions[] = {"--http1.1", "--http2"};
+    static const char *const prefix[] = {"1.1 ", "2 "};
+    for (int v = 0; v < 2; v++) {
+        for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+            char want[32];
+            snprintf(want, sizeof want, "%s%s", prefix[v], cases[i].status);
+            const char *got = status_for(p, versions[v], cases[i].sni, cases[i].host);
+            kh_assert(p, strcmp(got, want) == 0, "%s SNI '%s', Host %s: got '%s', want '%s'",
+                      versions[v], cases[i].sni, cases[i].host, got, want);
+        }
+    }
+    tt_finish(p);
+}
+
+/* Whether `openssl s_client -sess_in` resumed the session saved from a
+ * handshake with SNI `from`, on one with SNI `to`. */
+static int resumes(kh_proc *p, const char *from, const char *to)
+{
+    char sess[300];
+    snprintf(sess, sizeof sess, "%s/sess-%s", tt_dir, from);
+    ht_run_result rr = tt_sh(20000,
+                             "openssl s_client -connect 127.0.0.1:%u -tls1_2 -servername %s "
+                             "-sess_out %s </dev/null",
+                             kh_port(p, 0), from, sess);
+    kh_assert(p, strstr(rr.out, "New, ") != NULL, "first handshake %s: %s", from, rr.out);
+    ht_run_free(&rr);
+    rr = tt_sh(20000,
+               "openssl s_client -connect 127.0.0.1:%u -tls1_2 -servername %s -sess_in %s "
+               "</dev/null",
+               kh_port(p, 0), to, sess);
+    int reused = strstr(rr.out, "Reused, ") != NULL;
+    kh_assert(p, reused || strstr(rr.out, "New, ") != NULL, "second handshake %s: %s", to, rr.out);
+    ht_run_free(&rr);
+    return reused;
+}
+
+/* RFC 8446 4.6.1, RFC 5077: a ticket issued under one site's certificate
+ * does not resume a handshake whose SNI chooses another site (a full
+ * handshake instead, with that site's certificate); it does resume its
+ * own site, and sites sharing [tls]'s certificates share their tickets. */
+Test(tls_sites, tickets_resume_only_their_sites_certificate, .timeout = 120, .fini = tt_cleanup)
+{
+    kh_proc *p = start_sites(2, "tls http1 hello", 0);
+    kh_assert(p, resumes(p, "a.test", "a.test"), "a.test's ticket on a.test");
+    kh_assert(p, !resumes(p, "a.test", "x.w.test"), "a.test's ticket on x.w.test");
+    kh_assert(p, !resumes(p, "x.w.test", "a.test"), "x.w.test's ticket on a.test");
+    kh_assert(p, !resumes(p, "plain.test", "a.test"), "[tls]'s ticket on a.test");
+    kh_assert(p, resumes(p, "x.w.test", "y.w.test"), "a wildcard site's ticket on the same site");
+    kh_assert(p, resumes(p, "plain.test", "global.test"), "[tls]'s ticket on [tls]'s");
+    tt_finish(p);
 }

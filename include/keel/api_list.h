@@ -1654,4 +1654,24 @@ KEEL_FN(int, http_request_refuse, (keel_request *req, int status), (req, status)
 KEEL_FN(int, response_filter_emit_pieces,
         (keel_response *res, const keel_piece *pieces, size_t npieces, int last),
         (res, pieces, npieces, last))
+
+/* ---- HTTP: the credentials of a client on a Unix socket (ABI 1.9) ---------
+ * A request that came on a `listen = unix:PATH` listener has no client
+ * address (keel_request_peer_name and _peer_ip write "unix:", as nginx's
+ * $remote_addr; keel_request_peer_ip_bytes says KEEL_ERR_NOTFOUND), but
+ * the kernel recorded who connected: for handlers that authorise local
+ * callers by user (docs/http.md, "Clients on a Unix socket"). */
+
+/* The user, group and process id of the process that connected, as the
+ * kernel recorded them at connect(2) (Linux SO_PEERCRED; getpeereid(3)
+ * on the BSDs and macOS, which give no pid: *pid is then -1). The values
+ * are copied: the process may have changed user or exited since. Any of
+ * uid, gid and pid may be NULL. KEEL_OK; KEEL_ERR_NOTFOUND when the
+ * request did not come on a Unix socket (TCP: nothing is written);
+ * KEEL_ERR_UNSUPPORTED when the system could not tell (Windows has no Unix
+ * listeners); KEEL_ERR_CLOSED as keel_request_peer_name; KEEL_ERR_INVAL
+ * for a NULL req. Nothing is allocated; worker thread of the request,
+ * from the first filter until the request is released. */
+KEEL_FN(int, request_peer_cred, (keel_request *req, uint32_t *uid, uint32_t *gid, int64_t *pid),
+        (req, uid, gid, pid))
 #endif /* KEEL__WANT(9) */

@@ -661,6 +661,16 @@ KEEL_FN(int, conn_consume, (keel_conn *conn, size_t len), (conn, len))
  * unless the attempt is cancelled first. (An on_open that fails has
  * answered too: the connection then closes without on_close.)
  *
+ * Since 1.9 a host "unix:PATH" (or "unix:@NAME", Linux's abstract
+ * namespace) is a Unix domain socket: the port is ignored (0 allowed),
+ * nothing is resolved, and the socket connects at once or fails
+ * (KEEL_ERR_REFUSED when nobody listens or there is no such path,
+ * KEEL_ERR_IO for a listener whose queue is full, as nginx; still never
+ * from inside this call); KEEL_ERR_UNSUPPORTED on Windows, KEEL_ERR_INVAL
+ * for a name too long for sun_path (both through on_error). A keel
+ * older than 1.9 tries to resolve such a name and answers
+ * KEEL_ERR_NOTFOUND.
+ *
  * The options and the strings they point to are copied; a module built
  * against a smaller keel_connect_options gets zero for the fields it
  * lacks. *out (may be NULL) receives a handle valid until on_open or

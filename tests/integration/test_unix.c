@@ -444,8 +444,11 @@ static const char upstream_py[] =
     "    protocol_version = 'HTTP/1.1'\n"
     "    def address_string(self): return 'unix'\n"
     "    def log_message(self, *a): pass\n"
+    "    checks = 0\n"
     "    def do_GET(self):\n"
-    "        body = ('host=%s path=%s' % (self.headers.get('Host'), self.path)).encode()\n"
+    "        if self.path == '/health': H.checks += 1\n"
+    "        body = ('host=%s path=%s checks=%d' % (self.headers.get('Host'), self.path,\n"
+    "                H.checks)).encode()\n"
     "        self.send_response(200)\n"
     "        self.send_header('Content-Length', str(len(body)))\n"
     "        self.end_headers()\n"
@@ -461,11 +464,13 @@ Test(unix, the_proxy_passes_to_a_unix_upstream, .timeout = 30, .init = unix_init
     kh_proc *py = kh_spawn_program("/usr/bin/python3", NULL, args);
     cr_assert(KH_WAIT_UNTIL(is_socket(up), 10000), "the Python upstream did not start: %s",
               kh_stderr(py));
-    kh_proc *p = kh_start(config("listen = 127.0.0.1:0 http1\nmodules = http1 proxy\n"
-                                 "[proxy]\nupstream = app unix:%s\npass = / app\n"
-                                 "pass = /upstream-host/ app host=upstream\n",
-                                 up),
-                          NULL, 1, 10000);
+    kh_proc *p =
+        kh_start(config("listen = 127.0.0.1:0 http1\nmodules = http1 proxy\n"
+                        "[proxy]\nupstream = app unix:%s check=/health check_interval=200ms\n"
+                        "pass = / app\n"
+                        "pass = /upstream-host/ app host=upstream\n",
+                        up),
+                 NULL, 1, 10000);
     unsigned port = kh_port(p, 0);
     char buf[4096];
     for (int i = 0; i < 3; i++) {
@@ -487,6 +492,14 @@ Test(unix, the_proxy_passes_to_a_unix_upstream, .timeout = 30, .init = unix_init
     kh_assert(p, strstr(buf, "host=localhost path=/upstream-host/") != NULL, "host=upstream: %s",
               buf);
 
+    /* The active health check reaches it too (and finds it up). */
+    kh_assert(
+        p,
+        KH_WAIT_UNTIL(unix_get(up, 0, "/x", buf, sizeof buf) > 0 && strstr(buf, "checks=0") == NULL,
+                      5000),
+        "no health check reached the upstream: %s", buf);
+    kh_assert(p, kh_count_log(p, "health check of") == 0, "a health check failed");
+
     /* The upstream gone (its file too): a 502, not a hang. */
     kh_stop(py);
     unlink(up);
@@ -496,6 +509,10 @@ Test(unix, the_proxy_passes_to_a_unix_upstream, .timeout = 30, .init = unix_init
     buf[n] = '\0';
     close(fd);
     kh_assert(p, strncmp(buf, "HTTP/1.1 502", 12) == 0, "with the upstream gone: %.80s", buf);
+    /* ... and the health check sees it go. */
+    char line[200];
+    snprintf(line, sizeof line, "health check of unix:%s: down", up);
+    kh_assert(p, kh_wait_log(p, line, 5000), "no '%s'", line);
 }
 
 Test(unix, pubsub_redis_over_a_unix_socket, .timeout = 30, .init = unix_init, .fini = unix_fini)

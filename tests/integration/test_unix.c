@@ -7,29 +7,27 @@
  * the proxy to a Python upstream on a Unix socket, pubsub_redis to
  * redis-server on one (docs/configuration.md, "Unix domain sockets"). */
 #define _GNU_SOURCE
-#include "harness.h"
+#include "test_http.h"
+
+#include "tls_helpers.h" /* tt_mkdir, tt_path: a private folder for the socket files */
 
 #include <errno.h>
-#include <stdarg.h>
-#include <stddef.h>
 #include <pthread.h>
 #include <pwd.h>
+#include <stdarg.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <sys/wait.h>
 
-/* ---- a private folder for the socket files -------------------------------- */
-
-static char dir[64];
 static pid_t successors[8];
 static int nsuccessors;
 
 static void unix_init(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/keel-unix-XXXXXX");
-    cr_assert(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+    /* Room left in sun_path (108 bytes) for the file names below. */
+    cr_assert(strlen(tt_mkdir()) < 80, "TMPDIR is too long for socket paths: %s", tt_dir);
 }
 
 static void unix_fini(void)
@@ -37,20 +35,10 @@ static void unix_fini(void)
     for (int i = 0; i < nsuccessors; i++)
         kill(successors[i], SIGKILL);
     nsuccessors = 0;
-    kh_cleanup_all();
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    (void)!system(cmd);
+    tt_cleanup();
 }
 
-static const char *in_dir(const char *name)
-{
-    static char paths[4][128];
-    static int next;
-    char *p = paths[next++ % 4];
-    snprintf(p, sizeof paths[0], "%s/%s", dir, name);
-    return p;
-}
+#define in_dir tt_path
 
 static int is_socket(const char *path)
 {
@@ -179,22 +167,24 @@ Test(unix, an_abstract_name, .timeout = 30, .init = unix_init, .fini = unix_fini
                       "applies to a unix:PATH listener's socket file only", "mode on @name");
 }
 
-/* A socket file nobody listens on: what a keel that was killed leaves. */
-static void make_stale_socket(const char *path)
+/* A socket bound to path, listening or not (a socket file nobody listens
+ * on is what a keel that was killed leaves). */
+static int bound_socket(const char *path, int listening)
 {
+    /* Not close-on-exec: the activation test passes it to keel. */
     int fd = socket(AF_UNIX, SOCK_STREAM, 0);
     struct sockaddr_un a = {.sun_family = AF_UNIX};
     snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0, "bind %s: %s", path,
-              strerror(errno));
-    close(fd);
-    cr_assert(is_socket(path));
+    cr_assert(fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+                  (!listening || listen(fd, 16) == 0),
+              "socket at %s: %s", path, strerror(errno));
+    return fd;
 }
 
 Test(unix, a_stale_socket_file_is_replaced, .timeout = 30, .init = unix_init, .fini = unix_fini)
 {
     const char *path = in_dir("stale.sock");
-    make_stale_socket(path);
+    close(bound_socket(path, 0));
     cr_assert(unix_connect(path, 0) < 0 && errno == ECONNREFUSED, "the stale socket is not dead");
     kh_proc *p =
         kh_start(config("listen = unix:%s http1\nmodules = http1 hello\n", path), NULL, 1, 10000);
@@ -208,10 +198,7 @@ Test(unix, a_socket_in_use_is_refused_and_left_alone, .timeout = 30, .init = uni
      .fini = unix_fini)
 {
     const char *path = in_dir("busy.sock");
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-    cr_assert(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 8) == 0);
+    int fd = bound_socket(path, 1);
     kh_proc *p = kh_spawn(config("listen = unix:%s http1\nmodules = http1 hello\n", path), NULL);
     int status = kh_wait_exit(p, 10000);
     kh_assert(p, status == 1, "keel exited with %d", status);
@@ -405,10 +392,7 @@ Test(unix, adopts_a_unix_socket_from_a_service_manager, .timeout = 30, .init = u
      .fini = unix_fini)
 {
     const char *path = in_dir("activated.sock");
-    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-    struct sockaddr_un a = {.sun_family = AF_UNIX};
-    snprintf(a.sun_path, sizeof a.sun_path, "%s", path);
-    cr_assert(bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && listen(fd, 16) == 0);
+    int fd = bound_socket(path, 1);
     const char *conf = in_dir("keel.conf");
     FILE *f = fopen(conf, "w");
     cr_assert(f != NULL);

@@ -113,15 +113,11 @@ static int new_socket(int *out)
  * or a negative error (the probe could not tell: EACCES, say). */
 static int someone_listens(const struct sockaddr_storage *addr)
 {
-    int fd;
-    int rc = new_socket(&fd);
-    if (rc != 0)
-        return rc;
-    do
-        rc = connect(fd, (const struct sockaddr *)addr, kl_sockaddr_len(addr)) == 0 ? 0 : -errno;
-    while (rc == -EINTR);
-    close(fd);
-    if (rc == 0 || rc == -EAGAIN || rc == -EINPROGRESS)
+    kl_socket fd;
+    int rc = kl_unix_connect(addr, &fd);
+    if (rc == 0)
+        close(fd);
+    if (rc == 0 || rc == UV_EAGAIN)
         return 1;
     if (rc == -ECONNREFUSED)
         return 0;
@@ -164,37 +160,36 @@ static int free_path(const struct sockaddr_storage *addr, char *err, size_t errl
     return 0;
 }
 
-/* A user or group by name or number. */
-static int find_ids(const kl_unix_perms *p, uid_t *uid, gid_t *gid, char *err, size_t errlen)
+/* A user or group by name or number: 0, or UV_EINVAL with the reason. */
+static int find_id(const char *key, const char *name, int is_group, unsigned long *out, char *err,
+                   size_t errlen)
 {
-    *uid = (uid_t)-1;
-    *gid = (gid_t)-1;
     char *end;
-    if (p->owner != NULL) {
-        struct passwd *pw = getpwnam(p->owner);
-        unsigned long n = strtoul(p->owner, &end, 10);
-        if (pw != NULL)
-            *uid = pw->pw_uid;
-        else if (p->owner[0] != '\0' && *end == '\0')
-            *uid = (uid_t)n;
-        else {
-            snprintf(err, errlen, "owner=%s: no such user", p->owner);
-            return UV_EINVAL;
-        }
-    }
-    if (p->group != NULL) {
-        struct group *gr = getgrnam(p->group);
-        unsigned long n = strtoul(p->group, &end, 10);
-        if (gr != NULL)
-            *gid = gr->gr_gid;
-        else if (p->group[0] != '\0' && *end == '\0')
-            *gid = (gid_t)n;
-        else {
-            snprintf(err, errlen, "group=%s: no such group", p->group);
-            return UV_EINVAL;
-        }
+    unsigned long n = strtoul(name, &end, 10);
+    struct passwd *pw = is_group ? NULL : getpwnam(name);
+    struct group *gr = is_group ? getgrnam(name) : NULL;
+    if (pw != NULL || gr != NULL)
+        *out = pw != NULL ? (unsigned long)pw->pw_uid : (unsigned long)gr->gr_gid;
+    else if (name[0] != '\0' && *end == '\0')
+        *out = n;
+    else {
+        snprintf(err, errlen, "%s=%s: no such %s", key, name, is_group ? "group" : "user");
+        return UV_EINVAL;
     }
     return 0;
+}
+
+static int find_ids(const kl_unix_perms *p, uid_t *uid, gid_t *gid, char *err, size_t errlen)
+{
+    unsigned long u = (unsigned long)(uid_t)-1, g = (unsigned long)(gid_t)-1;
+    int rc = 0;
+    if (p->owner != NULL)
+        rc = find_id("owner", p->owner, 0, &u, err, errlen);
+    if (rc == 0 && p->group != NULL)
+        rc = find_id("group", p->group, 1, &g, err, errlen);
+    *uid = (uid_t)u;
+    *gid = (gid_t)g;
+    return rc;
 }
 
 int kl_unix_listen(const struct sockaddr_storage *addr, int backlog, const kl_unix_perms *perms,

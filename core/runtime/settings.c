@@ -354,17 +354,29 @@ static void read_listen_preamble(key_reader *r, kl_listen_spec *l, char **from, 
     char **words = from;
     size_t n = nfrom;
     int failed = 0;
-    if (line_from != NULL && (words = kl_split_words(line_from, &n)) == NULL) {
+    /* On a unix: listener the socket file's permissions say who may
+     * connect, and so who may send the header (nginx's set_real_ip_from
+     * unix:): no address list applies, the global one included. */
+    int is_unix = l->addr.ss_family == AF_UNIX;
+    if (is_unix && line_from != NULL) {
+        snprintf(why, sizeof why,
+                 "proxy_from does not apply to a unix: listener: its file's mode= and group= say "
+                 "who may connect and send the header");
+        goto bad;
+    }
+    if (is_unix)
+        n = 0;
+    else if (line_from != NULL && (words = kl_split_words(line_from, &n)) == NULL) {
         r->rc = KEEL_ERR_NOMEM;
         return;
     }
-    if (n == 0) {
+    if (n == 0 && !is_unix) {
         snprintf(why, sizeof why,
                  "proxy_protocol=on needs the balancers' addresses: proxy_from=ADDR[/BITS],... "
                  "on the line or proxy_from in [keel]");
         failed = 1;
     } else if ((l->preamble = calloc(1, sizeof *l->preamble)) == NULL ||
-               (l->preamble->from = calloc(n, sizeof *l->preamble->from)) == NULL) {
+               (l->preamble->from = calloc(n ? n : 1, sizeof *l->preamble->from)) == NULL) {
         r->rc = KEEL_ERR_NOMEM;
     } else {
         l->preamble->timeout_ms = timeout_ms;

@@ -297,6 +297,32 @@ Test(unix, peer_credentials_in_a_handler_and_the_access_log, .timeout = 30, .ini
         "the access log lacks '%s' or the TCP line", want);
 }
 
+/* A balancer in front on the same host (HAProxy's `server ... send-proxy`
+ * to a unix@ address): the PROXY header is trusted from whoever may
+ * connect, which the file's mode decides; no proxy_from applies. */
+Test(unix, proxy_protocol_on_a_unix_listener, .timeout = 30, .init = unix_init, .fini = unix_fini)
+{
+    const char *path = in_dir("lb.sock");
+    kh_proc *p = kh_start(config("listen = unix:%s http1 proxy_protocol=on mode=0600\n"
+                                 "modules = http1 facts\n",
+                                 path),
+                          NULL, 1, 10000);
+    int fd = unix_connect(path, 0);
+    kh_assert(p, fd >= 0, "connect: %s", strerror(errno));
+    kh_send_str(fd, "PROXY TCP4 192.0.2.1 192.0.2.2 5555 80\r\n"
+                    "GET /facts/cred HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n");
+    char buf[2048];
+    size_t n = kh_recv_n(fd, buf, sizeof buf - 1, sizeof buf - 1, 5000);
+    buf[n] = '\0';
+    close(fd);
+    kh_assert(p, strstr(buf, "cred=not found peer=192.0.2.1:5555 ip=192.0.2.1") != NULL,
+              "behind the balancer: %s", buf);
+    kh_expect_refused(config("listen = unix:%s http1 proxy_protocol=on proxy_from=127.0.0.1\n"
+                             "modules = http1\n",
+                             path),
+                      4, "proxy_from does not apply to a unix: listener", "proxy_from on unix:");
+}
+
 /* ---- reloads ------------------------------------------------------------------------- */
 
 typedef struct load {

@@ -86,13 +86,14 @@ static size_t unix_get(const char *path, int abstract, const char *target, char 
     return n;
 }
 
-/* curl's answer (body, then "|CODE") over a Unix socket, or "" if curl
+/* curl's answer (body, then "|CODE|HTTP-VERSION") over a Unix socket, or "" if curl
  * could not run. */
 static char *curl_unix(const char *option, const char *path, const char *target)
 {
     static char out[4096];
     char cmd[512];
-    snprintf(cmd, sizeof cmd, "curl -s -m 5 %s '%s' -w '|%%{http_code}' 'http://localhost%s'",
+    snprintf(cmd, sizeof cmd,
+             "curl -s -m 5 %s '%s' -w '|%%{http_code}|%%{http_version}' 'http://localhost%s'",
              option, path, target);
     FILE *f = popen(cmd, "r");
     out[0] = '\0';
@@ -144,6 +145,21 @@ Test(unix, curl_over_a_unix_socket_and_the_file_removed_on_stop, .timeout = 30, 
     int status = kh_wait_exit(p, 10000);
     kh_assert(p, status == 0, "keel exited with %d", status);
     kh_assert(p, access(path, F_OK) != 0, "the socket file outlived a clean stop");
+}
+
+Test(unix, h2_with_prior_knowledge_over_a_unix_socket, .timeout = 30, .init = unix_init,
+     .fini = unix_fini)
+{
+    char mod[512];
+    snprintf(mod, sizeof mod, "%s/mod_h2.so", KEEL_MODULE_DIR);
+    if (!have_curl() || access(mod, R_OK) != 0)
+        cr_skip_test("curl or the h2 module is missing");
+    const char *path = in_dir("h2.sock");
+    kh_proc *p =
+        kh_start(config("listen = unix:%s h2\nmodules = http1 h2 hello\n", path), NULL, 1, 10000);
+    const char *got = curl_unix("--http2-prior-knowledge --unix-socket", path, "/");
+    kh_assert(p, strstr(got, "|200|2") != NULL && strstr(got, "Hello") != NULL,
+              "curl over h2 got: %s", got);
 }
 
 Test(unix, an_abstract_name, .timeout = 30, .init = unix_init, .fini = unix_fini)

@@ -318,6 +318,27 @@ int keel_request_peer_ip_bytes(keel_request *req, unsigned char *out)
     return KEEL_ERR_NOTFOUND;
 }
 
+int keel_request_peer_cred(keel_request *req, uint32_t *uid, uint32_t *gid, int64_t *pid)
+{
+    if (req == NULL)
+        return KEEL_ERR_INVAL;
+    int rc = keep_peer(req);
+    if (rc != KEEL_OK)
+        return rc;
+    const kl_peer_addr *a = &req->facts.peer;
+    if (a->sa.sa_family != AF_UNIX)
+        return KEEL_ERR_NOTFOUND;
+    if (a->un.uid == KL_PEER_NO_CRED)
+        return KEEL_ERR_UNSUPPORTED;
+    if (uid != NULL)
+        *uid = a->un.uid;
+    if (gid != NULL)
+        *gid = a->un.gid;
+    if (pid != NULL)
+        *pid = a->un.pid;
+    return KEEL_OK;
+}
+
 uint64_t keel_request_conn_id(keel_request *req)
 {
     return (req->facts_kept & KL_KEPT_CONN) ? req->facts.conn_id : keel_conn_id(req->conn);

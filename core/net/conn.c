@@ -755,6 +755,21 @@ uint64_t keel_conn_id(keel_conn *c)
     return c->id;
 }
 
+/* A Unix socket's peer: its credentials, read once per connection (the
+ * request layer keeps them with the address, http/request.c). */
+static int unix_peer(keel_conn *c, kl_peer_addr *out)
+{
+    memset(out, 0, sizeof *out);
+    out->sa.sa_family = AF_UNIX;
+    uv_os_fd_t fd;
+    if (uv_fileno((uv_handle_t *)&c->tcp, &fd) != 0 ||
+        kl_socket_peer_cred((kl_socket)fd, &out->un.uid, &out->un.gid, &out->un.pid) != 0) {
+        out->un.uid = out->un.gid = KL_PEER_NO_CRED;
+        out->un.pid = -1;
+    }
+    return KEEL_OK;
+}
+
 int kl_conn_peer_addr(keel_conn *c, kl_peer_addr *out)
 {
     if (kl_conn_is_tunnel(c))
@@ -770,8 +785,11 @@ int kl_conn_peer_addr(keel_conn *c, kl_peer_addr *out)
     struct sockaddr_storage addr;
     int len = sizeof addr;
     if (kl_conn_handle_closed(c) ||
-        uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0 ||
-        (addr.ss_family != AF_INET && addr.ss_family != AF_INET6))
+        uv_tcp_getpeername(&c->tcp, (struct sockaddr *)&addr, &len) != 0)
+        return KEEL_ERR_CLOSED;
+    if (addr.ss_family == AF_UNIX)
+        return unix_peer(c, out);
+    if (addr.ss_family != AF_INET && addr.ss_family != AF_INET6)
         return KEEL_ERR_CLOSED;
     memcpy(out, &addr,
            addr.ss_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
@@ -798,7 +816,9 @@ int kl_peer_addr_name(const kl_peer_addr *a, int with_port, char *buf, size_t si
     int n;
     if (size == 0)
         return KEEL_ERR_INVAL;
-    if (a->sa.sa_family == AF_INET6) {
+    if (a->sa.sa_family == AF_UNIX) {
+        n = snprintf(buf, size, "unix:");
+    } else if (a->sa.sa_family == AF_INET6) {
         uv_ip6_name(&a->in6, ip, sizeof ip);
         n = with_port ? snprintf(buf, size, "[%s]:%u", ip, (unsigned)ntohs(a->in6.sin6_port))
                       : snprintf(buf, size, "%s", ip);

@@ -41,7 +41,8 @@ int kl_conn_preamble_start(keel_conn *c)
     }
     /* Section 1 of the spec: the header is trusted only from the
      * balancers, or any client could claim any address. */
-    if (!kl_preamble_allowed((struct sockaddr *)&addr, pc->from, pc->nfrom)) {
+    if (addr.ss_family != AF_UNIX &&
+        !kl_preamble_allowed((struct sockaddr *)&addr, pc->from, pc->nfrom)) {
         char peer[80];
         keel_conn_peer_name(c, peer, sizeof peer);
         kl_log(KEEL_LOG_DEBUG, "connection %llu: %s is not in proxy_from: closed",

@@ -53,6 +53,9 @@ struct keel_connect {
      * the resolver's reason or the last address's error. */
     char detail[192];
 
+    struct sockaddr_storage unix_addr; /* a unix: host's address */
+    bool unix_connected; /* a unix: host's socket connected at once: the timer answers */
+
     int failure;         /* how the addresses tried so far failed (0: none did) */
     int deferred_status; /* for the timer to report (0: the deadline passed) */
 
@@ -125,6 +128,11 @@ static void note_detail(keel_connect *a, const struct sockaddr *sa, int uv_statu
 {
     if (sa == NULL) {
         snprintf(a->detail, sizeof a->detail, "resolving %s: %s (%s)", a->host,
+                 uv_strerror(uv_status), uv_err_name(uv_status));
+        return;
+    }
+    if (sa->sa_family == AF_UNIX) {
+        snprintf(a->detail, sizeof a->detail, "connecting to %s: %s (%s)", a->host,
                  uv_strerror(uv_status), uv_err_name(uv_status));
         return;
     }
@@ -220,9 +228,17 @@ static void fail_later(keel_connect *a, int status)
     uv_timer_start(&a->timer, on_timer, 0, 0);
 }
 
+static void succeed(keel_connect *a, keel_conn *c);
+
 static void on_timer(uv_timer_t *timer)
 {
     keel_connect *a = KL_CONTAINER_OF(timer, keel_connect, timer);
+    if (a->unix_connected) {
+        keel_conn *c = a->conn;
+        a->conn = NULL;
+        succeed(a, c);
+        return;
+    }
     fail(a, a->deferred_status != 0 ? a->deferred_status : KEEL_ERR_TIMEOUT);
 }
 
@@ -328,6 +344,37 @@ static void on_connected(uv_connect_t *req, int uv_status)
         fail(a, status);
 }
 
+/* A unix: host (platform.h kl_unix_connect): the socket connects at once
+ * or fails, so there is nothing to wait for; the caller is still answered
+ * from the loop (the timer, due now), never from inside keel_conn_connect.
+ * KEEL_OK, or what the caller is to be told. */
+static int connect_unix(keel_connect *a)
+{
+    int rc = kl_unix_addr(a->host + 5, &a->unix_addr);
+    if (rc != 0) {
+        snprintf(a->detail, sizeof a->detail, "%s: %s", a->host,
+                 rc == UV_ENOTSUP ? "Unix domain sockets are not supported here"
+                                  : "not a Unix socket address (unix:PATH, unix:@NAME)");
+        return rc == UV_ENOTSUP ? KEEL_ERR_UNSUPPORTED : KEEL_ERR_INVAL;
+    }
+    keel_conn *c = new_conn(a);
+    if (c == NULL)
+        return KEEL_ERR_NOMEM;
+    kl_socket sock;
+    rc = kl_unix_connect(&a->unix_addr, &sock);
+    if (rc == 0 && (rc = uv_tcp_open(&c->tcp, sock)) != 0)
+        kl_socket_close(sock);
+    if (rc != 0) {
+        note_detail(a, (const struct sockaddr *)&a->unix_addr, rc);
+        kl_conn_discard(c);
+        /* No such file is nobody listening there, as a refusal is. */
+        return rc == UV_ENOENT ? KEEL_ERR_REFUSED : status_from_connect(rc);
+    }
+    a->conn = c;
+    a->unix_connected = true;
+    return KEEL_OK;
+}
+
 /* ---- resolving ----------------------------------------------------------- */
 
 /* A numeric host needs no resolver. uv_ip4_addr and uv_ip6_addr accept
@@ -405,7 +452,9 @@ static int read_options(keel_worker *w, const keel_connect_options *in, keel_con
         return KEEL_ERR_INVAL;
     memset(o, 0, sizeof *o);
     memcpy(o, in, in->size < sizeof *o ? in->size : sizeof *o);
-    if (o->host == NULL || o->host[0] == '\0' || o->port == 0 || o->port > 65535 ||
+    /* A unix: host has no port: any is ignored. */
+    int is_unix = o->host != NULL && strncmp(o->host, "unix:", 5) == 0;
+    if (o->host == NULL || o->host[0] == '\0' || (!is_unix && (o->port == 0 || o->port > 65535)) ||
         o->protocol == NULL || o->on_error == NULL)
         return KEEL_ERR_INVAL;
     const kl_registry *r = w->host->registry;
@@ -450,10 +499,15 @@ int keel_conn_connect(keel_worker *w, const keel_connect_options *options, keel_
     w->connects = a;
 
     /* From here every failure reaches the caller through on_error. */
-    int status = take_literal(a) ? try_next_address(a) : start_resolving(a);
+    int is_unix = strncmp(a->host, "unix:", 5) == 0;
+    int status = is_unix           ? connect_unix(a)
+                 : take_literal(a) ? try_next_address(a)
+                                   : start_resolving(a);
     uint64_t timeout = o.timeout_ms ? o.timeout_ms : w->host->settings.connect_timeout_ms;
     if (status != KEEL_OK)
         fail_later(a, status);
+    else if (is_unix)
+        uv_timer_start(&a->timer, on_timer, 0, 0);
     else if (timeout > 0)
         uv_timer_start(&a->timer, on_timer, timeout, 0);
     if (out != NULL)

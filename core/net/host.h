@@ -62,6 +62,12 @@ typedef struct kl_listener {
     const kl_dgram_protocol *dgram;
     uint32_t dgram_batch;
     uint64_t dgram_send_queue;
+
+    /* A unix:PATH listener's socket file, removed when keel stops (not when
+     * a reload's successor takes the socket over) if this process or the
+     * keel it replaced made it; one a service manager passed is its own. */
+    kl_unix_file file;
+    enum { KL_FILE_NOT_OURS, KL_FILE_BOUND_HERE, KL_FILE_HANDED_DOWN } file_owner;
 } kl_listener;
 
 /* Per-worker state of a subsystem above the network layer, the mechanism
@@ -136,5 +142,10 @@ int kl_listeners_bind(kl_host *host);
 int kl_listeners_start_acceptor(kl_host *host);
 void kl_listeners_stop_acceptor(kl_host *host);
 void kl_listeners_close(kl_host *host);
+/* Removes the unix:PATH listeners' socket files this process may remove:
+ * those it bound, and, once it has served (`served`), those handed down by
+ * the keel it replaced. Not after a reload's hand-over: the successor
+ * serves on them. */
+void kl_listeners_remove_files(kl_host *host, int served);
 
 #endif

@@ -9,8 +9,8 @@
 /* sd_listen_fds(3): the first passed descriptor is 3. */
 enum { KL_FIRST_INHERITED = 3, KL_MAX_INHERITED = 4096 };
 
-static const char *const inherit_vars[] = {"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES",
-                                           "KEEL_LISTEN_FDS", "KEEL_READY_FD"};
+static const char *const inherit_vars[] = {"LISTEN_PID",      "LISTEN_FDS",    "LISTEN_FDNAMES",
+                                           "KEEL_LISTEN_FDS", "KEEL_READY_FD", "KEEL_LISTEN_OWNED"};
 
 /* An environment variable as a non-negative number, or -1. */
 static long env_number(const char *name)
@@ -28,7 +28,9 @@ static void describe(const struct sockaddr_storage *addr, char *out, size_t size
 {
     char host[64] = "?";
     unsigned port = 0;
-    if (addr->ss_family == AF_INET6) {
+    if (addr->ss_family == AF_UNIX) {
+        kl_unix_name(addr, out, size);
+    } else if (addr->ss_family == AF_INET6) {
         const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)addr;
         uv_ip6_name(a, host, sizeof host);
         port = ntohs(a->sin6_port);
@@ -49,6 +51,12 @@ int kl_inherit_read(kl_inheritance *inh)
     long ready = env_number("KEEL_READY_FD");
     long pid = env_number("LISTEN_PID");
     long systemd_fds = env_number("LISTEN_FDS");
+    /* Which of a reload's sockets are Unix sockets whose file the old
+     * process made: '1' per such descriptor (server/reload.c). */
+    char owned[KL_MAX_INHERITED + 1] = "";
+    size_t owned_len = sizeof owned;
+    if (uv_os_getenv("KEEL_LISTEN_OWNED", owned, &owned_len) != 0)
+        owned[0] = '\0';
     for (size_t i = 0; i < KL_ARRAY_SIZE(inherit_vars); i++)
         uv_os_unsetenv(inherit_vars[i]);
 
@@ -82,11 +90,12 @@ int kl_inherit_read(kl_inheritance *inh)
         int rc = kl_socket_listening_addr(sock, &in->addr);
         if (rc != 0) {
             /* Not ours to close: whoever passed it meant something else. */
-            kl_log(KEEL_LOG_WARN, "inherited descriptor %ld is not a listening TCP socket (%s)",
+            kl_log(KEEL_LOG_WARN, "inherited descriptor %ld is not a listening stream socket (%s)",
                    (long)sock, uv_strerror(rc));
             continue;
         }
         in->sock = sock;
+        in->owned = inh->from_keel && (size_t)i < strlen(owned) && owned[i] == '1';
         inh->count++;
     }
     kl_log(KEEL_LOG_DEBUG, "%zu listening sockets inherited from %s", inh->count,
@@ -99,6 +108,8 @@ static int same_host(const struct sockaddr_storage *a, const struct sockaddr_sto
 {
     if (a->ss_family != b->ss_family)
         return 0;
+    if (a->ss_family == AF_UNIX)
+        return kl_unix_same(a, b);
     if (a->ss_family == AF_INET6) {
         const struct sockaddr_in6 *x = (const struct sockaddr_in6 *)a;
         const struct sockaddr_in6 *y = (const struct sockaddr_in6 *)b;
@@ -114,11 +125,13 @@ static unsigned port_of(const struct sockaddr_storage *addr)
 {
     if (addr->ss_family == AF_INET6)
         return ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
-    return ntohs(((const struct sockaddr_in *)addr)->sin_port);
+    if (addr->ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)addr)->sin_port);
+    return 0;
 }
 
 size_t kl_inherit_take(kl_inheritance *inh, const struct sockaddr_storage *addr, kl_socket *out,
-                       size_t max)
+                       size_t max, int *owned)
 {
     unsigned port = port_of(addr);
     size_t n = 0;
@@ -131,6 +144,7 @@ size_t kl_inherit_take(kl_inheritance *inh, const struct sockaddr_storage *addr,
         if (port_of(&in->addr) != port)
             continue;
         in->taken = 1;
+        *owned |= in->owned;
         out[n++] = in->sock;
     }
     return n;

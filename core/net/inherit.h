@@ -14,6 +14,7 @@ typedef struct kl_inherited {
     kl_socket sock;
     struct sockaddr_storage addr; /* what it is bound to */
     int taken;                    /* a listener adopted it */
+    int owned;                    /* a Unix socket whose file the keel that handed it down made */
 } kl_inherited;
 
 typedef struct kl_inheritance {
@@ -23,19 +24,21 @@ typedef struct kl_inheritance {
     int from_keel; /* handed down by a reload, not a service manager */
 } kl_inheritance;
 
-/* Reads the variables above, checks each descriptor is a listening TCP
- * socket (others are left alone, with a warning), and removes the
- * variables so that programs keel or a module starts do not see them.
- * Once per process: a second call finds nothing. Main thread, before
- * anything binds. KEEL_OK or KEEL_ERR_NOMEM. */
+/* Reads the variables above (and KEEL_LISTEN_OWNED), checks each
+ * descriptor is a listening TCP or Unix stream socket (others are left
+ * alone, with a warning), and removes the variables so that programs keel
+ * or a module starts do not see them. Once per process: a second call
+ * finds nothing. Main thread, before anything binds. KEEL_OK or
+ * KEEL_ERR_NOMEM. */
 int kl_inherit_read(kl_inheritance *inh);
 
 /* Adopts the not yet taken sockets bound to addr, up to max, into out,
- * and returns how many. A port of 0 in addr stands for any port on the
- * same host: the first such socket's port, then every other one on it
- * (the reuseport group of a listener that asked for an ephemeral port). */
+ * and returns how many; sets *owned if one of them is `owned`. A port of
+ * 0 in addr stands for any port on the same host: the first such socket's
+ * port, then every other one on it (the reuseport group of a listener
+ * that asked for an ephemeral port). A Unix address matches its own name. */
 size_t kl_inherit_take(kl_inheritance *inh, const struct sockaddr_storage *addr, kl_socket *out,
-                       size_t max);
+                       size_t max, int *owned);
 
 /* Closes the sockets no listener adopted (their listen line is gone from
  * the config, or the service manager passes one keel has no line for),

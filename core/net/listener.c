@@ -11,18 +11,21 @@
 #include "net/host.h"
 #include "net/worker.h"
 
+/* 0 for a Unix socket, which has none. */
 static unsigned port_of(const struct sockaddr_storage *addr)
 {
     if (addr->ss_family == AF_INET6)
         return ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
-    return ntohs(((const struct sockaddr_in *)addr)->sin_port);
+    if (addr->ss_family == AF_INET)
+        return ntohs(((const struct sockaddr_in *)addr)->sin_port);
+    return 0;
 }
 
 static void set_port(struct sockaddr_storage *addr, unsigned port)
 {
     if (addr->ss_family == AF_INET6)
         ((struct sockaddr_in6 *)addr)->sin6_port = htons((uint16_t)port);
-    else
+    else if (addr->ss_family == AF_INET)
         ((struct sockaddr_in *)addr)->sin_port = htons((uint16_t)port);
 }
 
@@ -51,10 +54,13 @@ static int cannot_listen(const kl_listener *l, int uv_error)
  * connections queued that nobody accepts. */
 static void adopt(kl_host *h, kl_listener *l, size_t cap, struct sockaddr_storage *addr)
 {
-    l->nsockets = kl_inherit_take(&h->inherited, addr, l->sockets, cap);
+    int owned = 0;
+    l->nsockets = kl_inherit_take(&h->inherited, addr, l->sockets, cap, &owned);
     if (l->nsockets == 0)
         return;
     l->inherited = l->nsockets;
+    if (addr->ss_family == AF_UNIX && owned && kl_unix_file_of(l->sockets[0], addr, &l->file) == 0)
+        l->file_owner = KL_FILE_HANDED_DOWN;
     l->port = bound_port(l->sockets[0]);
     set_port(addr, l->port);
     if (!h->settings.reuseport && l->nsockets > 1) {
@@ -64,6 +70,22 @@ static void adopt(kl_host *h, kl_listener *l, size_t cap, struct sockaddr_storag
             kl_socket_close(l->sockets[k]);
         l->nsockets = l->inherited = 1;
     }
+}
+
+/* A unix: listener's one socket (platform.h kl_unix_listen: the stale
+ * file rule, mode and owner). Logs its reason on failure. */
+static int listen_unix(kl_listener *l, const struct sockaddr_storage *addr, int backlog,
+                       kl_socket *out)
+{
+    char err[512], where[300];
+    int rc = kl_unix_listen(addr, backlog, &l->spec->perms, out, &l->file, err, sizeof err);
+    if (rc != 0) {
+        kl_log(KEEL_LOG_ERROR, "%s: cannot listen on %s: %s",
+               kl_config_where(l->spec->where, where, sizeof where), l->spec->text, err);
+        return rc;
+    }
+    l->file_owner = KL_FILE_BOUND_HERE;
+    return 0;
 }
 
 int kl_listeners_bind(kl_host *h)
@@ -98,10 +120,24 @@ int kl_listeners_bind(kl_host *h)
         }
         while (l->nsockets < want) {
             kl_socket sock;
-            int rc = l->dgram != NULL
-                         ? kl_udp_socket((struct sockaddr *)&addr, cfg->reuseport, &sock)
-                         : kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
-                                            &sock);
+            int rc;
+            if (addr.ss_family == AF_UNIX) {
+                /* No SO_REUSEPORT for Unix sockets (Linux balances TCP and
+                 * UDP only): one socket, each worker accepting from its
+                 * queue through a descriptor of its own. */
+                if (l->nsockets > 0)
+                    rc = kl_socket_dup(l->sockets[0], &sock);
+                else if ((rc = listen_unix(l, &addr, cfg->backlog, &sock)) != 0)
+                    return KEEL_ERR_IO;
+                if (rc != 0)
+                    return cannot_listen(l, rc);
+                l->sockets[l->nsockets++] = sock;
+                continue;
+            }
+            rc = l->dgram != NULL
+                     ? kl_udp_socket((struct sockaddr *)&addr, cfg->reuseport, &sock)
+                     : kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
+                                        &sock);
             /* An inherited socket made without SO_REUSEPORT (a systemd
              * .socket unit without ReusePort=yes) admits no siblings: the
              * workers then share its one queue, each through a descriptor
@@ -315,5 +351,19 @@ void kl_listeners_close(kl_host *h)
         l->sockets = NULL;
         l->given = NULL;
         l->nsockets = 0;
+    }
+}
+
+void kl_listeners_remove_files(kl_host *h, int served)
+{
+    for (size_t i = 0; i < h->nlisteners; i++) {
+        kl_listener *l = &h->listeners[i];
+        if (l->file_owner == KL_FILE_NOT_OURS || (l->file_owner == KL_FILE_HANDED_DOWN && !served))
+            continue;
+        int rc = kl_unix_remove(&l->spec->addr, &l->file);
+        if (rc != 0)
+            kl_log(KEEL_LOG_WARN, "cannot remove the socket file of %s: %s", l->spec->text,
+                   uv_strerror(rc));
+        l->file_owner = KL_FILE_NOT_OURS;
     }
 }

@@ -76,6 +76,76 @@ int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sen
  * libuv instead (Windows), or another negative libuv error. */
 int kl_send_more(kl_socket sock, const void *data, size_t len, int more, size_t *sent);
 
+/* ---- Unix domain sockets (platform/posix/unix.c) -------------------------
+ * `unix:PATH` and `unix:@NAME` (Linux's abstract namespace) addresses, for
+ * listeners and outbound connections. Windows has none of it (every call
+ * returns UV_ENOTSUP): libuv's named pipes are not sockets, and keel's
+ * connections are. */
+
+/* Fills out with the address `name` (what follows "unix:") names: a path,
+ * or "@NAME" in the abstract namespace. 0; UV_EINVAL for an empty name;
+ * UV_ENAMETOOLONG past sun_path's room (107 bytes on Linux, 103 on macOS
+ * and the BSDs); UV_ENOTSUP for an abstract name off Linux, and on
+ * Windows. */
+int kl_unix_addr(const char *name, struct sockaddr_storage *out);
+
+/* The length to give bind(2) or connect(2) for addr (any family): an
+ * abstract name's is exact, its bytes being the whole name. */
+socklen_t kl_sockaddr_len(const struct sockaddr_storage *addr);
+
+/* "unix:/run/keel.sock" or "unix:@name" for a Unix address, NUL-terminated,
+ * cut to size. */
+void kl_unix_name(const struct sockaddr_storage *addr, char *buf, size_t size);
+
+/* Whether a and b are the same Unix address. */
+int kl_unix_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b);
+
+/* A listening socket's file, to remove it when keel stops and only if it
+ * is still the one bound (known == 0: an abstract name, no file). */
+typedef struct kl_unix_file {
+    uint64_t dev, ino;
+    int known;
+} kl_unix_file;
+
+/* What a listener's socket file is given: mode (-1: the umask's), owner
+ * and group (NULL: unchanged; a name or a number). */
+typedef struct kl_unix_perms {
+    int mode;
+    const char *owner;
+    const char *group;
+} kl_unix_perms;
+
+/* Binds and listens on the Unix address addr, non-blocking and
+ * close-on-exec. A socket file already at the path is removed only if it
+ * is a socket and nobody listens on it (a connect is refused); a socket in
+ * use (UV_EADDRINUSE), any other kind of file (UV_EEXIST) or one that
+ * cannot be probed is refused and left alone. The mode and owner are set
+ * before listen(2), so no client connects under other permissions. On
+ * failure err holds the reason and nothing is left at the path. Main
+ * thread (the user and group are looked up with getpwnam/getgrnam). */
+int kl_unix_listen(const struct sockaddr_storage *addr, int backlog, const kl_unix_perms *perms,
+                   kl_socket *out, kl_unix_file *file, char *err, size_t errlen);
+
+/* The file of an inherited listening socket bound to addr, as
+ * kl_unix_listen records it. 0 or a negative libuv error. */
+int kl_unix_file_of(kl_socket sock, const struct sockaddr_storage *addr, kl_unix_file *file);
+
+/* Removes the socket file at addr if it is still `file`. 0 or a negative
+ * libuv error. */
+int kl_unix_remove(const struct sockaddr_storage *addr, const kl_unix_file *file);
+
+/* Connects a new non-blocking socket to the Unix address addr. A Unix
+ * socket connects at once or fails: 0; UV_ECONNREFUSED (nobody listens),
+ * UV_ENOENT (no such path), UV_EAGAIN (the listener's queue is full), or
+ * another negative libuv error. */
+int kl_unix_connect(const struct sockaddr_storage *addr, kl_socket *out);
+
+/* The credentials of the process at the other end of a connected Unix
+ * socket, as the kernel recorded them when it connected: SO_PEERCRED on
+ * Linux (uid, gid, pid), getpeereid(3) elsewhere (*pid = -1). 0 or a
+ * negative libuv error (UV_ENOTSUP on Windows). */
+int kl_socket_peer_cred(kl_socket sock, uint32_t *uid, uint32_t *gid, int32_t *pid);
+
 /* ---- Descriptors ------------------------------------------------------- */
 
 /* Raises the soft limit on open descriptors (RLIMIT_NOFILE) to the hard

@@ -69,9 +69,34 @@ void kl_free_words(char **words, size_t count)
     free(words);
 }
 
-/* "127.0.0.1:80", "[::1]:0", "*:80", "localhost:80". */
+/* "unix:/run/keel.sock", "unix:@name" (platform.h kl_unix_addr). */
+static int parse_unix_address(const char *text, struct sockaddr_storage *out, char *err,
+                              size_t errlen)
+{
+    int rc = kl_unix_addr(text + 5, out);
+    if (rc == 0)
+        return KEEL_OK;
+    if (rc == UV_ENOTSUP)
+#ifdef _WIN32
+        snprintf(err, errlen,
+                 "'%s': Unix domain sockets are not supported on Windows (keel's connections "
+                 "are sockets; libuv's named pipes are not): listen on TCP",
+                 text);
+#else
+        snprintf(err, errlen, "'%s': abstract socket names (unix:@NAME) are Linux's only", text);
+#endif
+    else if (rc == UV_ENAMETOOLONG)
+        snprintf(err, errlen, "'%s': the path is too long for a Unix socket (sun_path)", text);
+    else
+        snprintf(err, errlen, "expected unix:PATH or unix:@NAME, got '%s'", text);
+    return KEEL_ERR_CONFIG;
+}
+
+/* "127.0.0.1:80", "[::1]:0", "*:80", "localhost:80", "unix:PATH". */
 static int parse_address(const char *text, struct sockaddr_storage *out, char *err, size_t errlen)
 {
+    if (strncmp(text, "unix:", 5) == 0)
+        return parse_unix_address(text, out, err, errlen);
     char host[64];
     const char *colon;
     const char *host_start = text;
@@ -160,6 +185,38 @@ static void listen_spec_free(kl_listen_spec *l)
     free(l->options);
 }
 
+/* mode=, owner= and group= of a unix: listener: its socket file's
+ * permissions (who may connect is who may write the file). */
+static int read_unix_options(kl_listen_spec *l, char *why, size_t size)
+{
+    const char *mode = kl_listen_spec_option(l, "mode");
+    l->perms =
+        (kl_unix_perms){-1, kl_listen_spec_option(l, "owner"), kl_listen_spec_option(l, "group")};
+    if (mode == NULL && l->perms.owner == NULL && l->perms.group == NULL)
+        return KEEL_OK;
+    const char *key = mode ? "mode" : l->perms.owner ? "owner" : "group";
+    int is_unix = l->addr.ss_family == AF_UNIX;
+    if (!is_unix || l->text[5] == '@') {
+        snprintf(why, size, "%s= applies to a unix:PATH listener's socket file only", key);
+        return KEEL_ERR_CONFIG;
+    }
+    if ((l->perms.owner && l->perms.owner[0] == '\0') ||
+        (l->perms.group && l->perms.group[0] == '\0')) {
+        snprintf(why, size, "owner= and group= need a name or a number");
+        return KEEL_ERR_CONFIG;
+    }
+    if (mode != NULL) {
+        char *end;
+        unsigned long m = strtoul(mode, &end, 8);
+        if (mode[0] == '\0' || *end != '\0' || m > 07777 || strspn(mode, "01234567") == 0) {
+            snprintf(why, size, "mode=%s: expected octal permissions such as 0660", mode);
+            return KEEL_ERR_CONFIG;
+        }
+        l->perms.mode = (int)m;
+    }
+    return KEEL_OK;
+}
+
 static int parse_listen(kl_listen_spec *l, const kl_config_value *v, char *err, size_t errlen)
 {
     size_t n;
@@ -194,6 +251,8 @@ static int parse_listen(kl_listen_spec *l, const kl_config_value *v, char *err, 
             rc = KEEL_ERR_NOMEM;
     }
     kl_free_words(words, n);
+    if (rc == KEEL_OK)
+        rc = read_unix_options(l, why, sizeof why);
     char where[300];
     if (rc == KEEL_ERR_CONFIG)
         snprintf(err, errlen, "%s: [keel] listen: %s", kl_config_where(v, where, sizeof where),
@@ -295,17 +354,29 @@ static void read_listen_preamble(key_reader *r, kl_listen_spec *l, char **from, 
     char **words = from;
     size_t n = nfrom;
     int failed = 0;
-    if (line_from != NULL && (words = kl_split_words(line_from, &n)) == NULL) {
+    /* On a unix: listener the socket file's permissions say who may
+     * connect, and so who may send the header (nginx's set_real_ip_from
+     * unix:): no address list applies, the global one included. */
+    int is_unix = l->addr.ss_family == AF_UNIX;
+    if (is_unix && line_from != NULL) {
+        snprintf(why, sizeof why,
+                 "proxy_from does not apply to a unix: listener: its file's mode= and group= say "
+                 "who may connect and send the header");
+        goto bad;
+    }
+    if (is_unix)
+        n = 0;
+    else if (line_from != NULL && (words = kl_split_words(line_from, &n)) == NULL) {
         r->rc = KEEL_ERR_NOMEM;
         return;
     }
-    if (n == 0) {
+    if (n == 0 && !is_unix) {
         snprintf(why, sizeof why,
                  "proxy_protocol=on needs the balancers' addresses: proxy_from=ADDR[/BITS],... "
                  "on the line or proxy_from in [keel]");
         failed = 1;
     } else if ((l->preamble = calloc(1, sizeof *l->preamble)) == NULL ||
-               (l->preamble->from = calloc(n, sizeof *l->preamble->from)) == NULL) {
+               (l->preamble->from = calloc(n ? n : 1, sizeof *l->preamble->from)) == NULL) {
         r->rc = KEEL_ERR_NOMEM;
     } else {
         l->preamble->timeout_ms = timeout_ms;

@@ -8,6 +8,7 @@
 #include <keel/util.h>
 #include <uv.h>
 
+#include "platform/platform.h"
 #include "runtime/config.h"
 
 typedef struct kl_listen_option {
@@ -43,6 +44,9 @@ typedef struct kl_listen_spec {
     size_t noptions;
     const kl_config_value *where; /* the config line, for messages */
     kl_preamble_conf *preamble;   /* proxy_protocol=on; NULL otherwise */
+    /* A unix: listener's socket file: mode=0660 owner=NAME group=NAME
+     * (owner and group point into options). */
+    kl_unix_perms perms;
 } kl_listen_spec;
 
 /* The value of a listen line's KEY=VALUE option, or NULL. */

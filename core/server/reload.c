@@ -219,19 +219,19 @@ static void on_ready(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
 
 /* The environment for the successor: this one, less what described the
  * sockets this process inherited, plus what describes those it hands down. */
-static char **successor_env(size_t nfds)
+static char **successor_env(keel_server *s, size_t nfds)
 {
     uv_env_item_t *items = NULL;
     int count = 0;
     if (uv_os_environ(&items, &count) != 0)
         return NULL;
-    char **env = calloc((size_t)count + 3, sizeof *env);
+    char **env = calloc((size_t)count + 4, sizeof *env);
     size_t n = 0;
     for (int i = 0; env != NULL && i < count; i++) {
         const char *name = items[i].name;
         if (strcmp(name, "LISTEN_PID") == 0 || strcmp(name, "LISTEN_FDS") == 0 ||
             strcmp(name, "LISTEN_FDNAMES") == 0 || strcmp(name, "KEEL_LISTEN_FDS") == 0 ||
-            strcmp(name, "KEEL_READY_FD") == 0)
+            strcmp(name, "KEEL_READY_FD") == 0 || strcmp(name, "KEEL_LISTEN_OWNED") == 0)
             continue;
         size_t size = strlen(name) + strlen(items[i].value) + 2;
         if ((env[n] = malloc(size)) == NULL) {
@@ -245,6 +245,27 @@ static char **successor_env(size_t nfds)
     char fds[48], ready[48];
     snprintf(fds, sizeof fds, "KEEL_LISTEN_FDS=%zu", nfds);
     snprintf(ready, sizeof ready, "KEEL_READY_FD=%zu", 3 + nfds);
+    /* Whose socket files the successor may remove when it stops: '1' for
+     * each descriptor of a Unix listener whose file this process made or
+     * was handed as its own (net/inherit.c); not one systemd passed. */
+    char *owned = malloc(nfds + sizeof "KEEL_LISTEN_OWNED=");
+    if (owned != NULL) {
+        size_t k =
+            (size_t)snprintf(owned, nfds + sizeof "KEEL_LISTEN_OWNED=", "KEEL_LISTEN_OWNED=");
+        for (size_t i = 0; i < s->host.nlisteners; i++)
+            for (size_t j = 0; j < s->host.listeners[i].nsockets; j++)
+                owned[k++] = s->host.listeners[i].file_owner != KL_FILE_NOT_OURS ? '1' : '0';
+        owned[k] = '\0';
+    }
+    if (env != NULL && owned == NULL) {
+        free_words(env);
+        env = NULL;
+    }
+    if (env != NULL) {
+        env[n++] = owned;
+        owned = NULL;
+    }
+    free(owned);
     if (env != NULL &&
         ((env[n++] = kl_strdup(fds)) == NULL || (env[n++] = kl_strdup(ready)) == NULL)) {
         free_words(env);
@@ -263,7 +284,7 @@ static int spawn(kl_reload *r)
         if (s->host.listeners[i].dgram == NULL)
             nfds += s->host.listeners[i].nsockets;
     uv_stdio_container_t *stdio = calloc(nfds + 4, sizeof *stdio);
-    char **env = successor_env(nfds);
+    char **env = successor_env(s, nfds);
     int rc = UV_ENOMEM;
     if (stdio != NULL && env != NULL) {
         for (int fd = 0; fd < 3; fd++)

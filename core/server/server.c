@@ -343,6 +343,8 @@ static int prepare(keel_server *s)
 
 static void release(keel_server *s)
 {
+    if (!s->reloaded)
+        kl_listeners_remove_files(&s->host, s->served);
     kl_listeners_close(&s->host);
     /* Modules unload before the workers are freed: a module's own thread
      * may still call keel_worker_post until its unload joins it (and gets
@@ -623,7 +625,13 @@ static void log_listeners(keel_server *s)
     for (size_t i = 0; i < s->host.nlisteners; i++) {
         const kl_listener *l = &s->host.listeners[i];
         const kl_listen_spec *spec = l->spec;
-        char host[64] = "?";
+        char host[120] = "?";
+        if (spec->addr.ss_family == AF_UNIX) {
+            kl_unix_name(&spec->addr, host, sizeof host);
+            kl_log(KEEL_LOG_INFO, "listening on %s (%s%s%s)", host, spec->protocol,
+                   l->transport ? ", " : "", l->transport ? l->transport->cb.name : "");
+            continue;
+        }
         if (spec->addr.ss_family == AF_INET6)
             uv_ip6_name((const struct sockaddr_in6 *)&spec->addr, host, sizeof host);
         else
@@ -761,6 +769,7 @@ int keel_server_run(keel_server *s)
            s->nworkers == 1 ? "" : "s",
            s->host.settings.reuseport ? "one listening socket per worker" : "one acceptor");
     log_listeners(s);
+    s->served = 1;
     int run_rc = kl_reload_announce(s);
     if (run_rc != KEEL_OK)
         keel_server_stop(s);

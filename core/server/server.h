@@ -62,6 +62,7 @@ struct keel_server {
     int drain_timer_ready;
     int workers_stopping;     /* the workers were asked to stop */
     struct kl_reload *reload; /* keel_server_enable_reload (server/reload.c); NULL: off */
+    int served;               /* started serving: listeners logged (their files removable) */
     int reloaded;             /* stopping because a successor serves: no delay, no STOPPING=1 */
     int signal_after_reload;  /* a stop signal came while draining after the hand-over */
     int pid_file_written;

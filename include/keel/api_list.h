@@ -661,6 +661,16 @@ KEEL_FN(int, conn_consume, (keel_conn *conn, size_t len), (conn, len))
  * unless the attempt is cancelled first. (An on_open that fails has
  * answered too: the connection then closes without on_close.)
  *
+ * Since 1.9 a host "unix:PATH" (or "unix:@NAME", Linux's abstract
+ * namespace) is a Unix domain socket: the port is ignored (0 allowed),
+ * nothing is resolved, and the socket connects at once or fails
+ * (KEEL_ERR_REFUSED when nobody listens or there is no such path,
+ * KEEL_ERR_IO for a listener whose queue is full, as nginx; still never
+ * from inside this call); KEEL_ERR_UNSUPPORTED on Windows, KEEL_ERR_INVAL
+ * for a name too long for sun_path (both through on_error). A keel
+ * older than 1.9 tries to resolve such a name and answers
+ * KEEL_ERR_NOTFOUND.
+ *
  * The options and the strings they point to are copied; a module built
  * against a smaller keel_connect_options gets zero for the fields it
  * lacks. *out (may be NULL) receives a handle valid until on_open or
@@ -1731,4 +1741,24 @@ KEEL_FN(const char *, dgram_listen_option, (keel_dgram *dgram, const char *key),
  * KEEL_ERR_STATE (not loading); KEEL_ERR_NOMEM. Main thread, from load. */
 KEEL_FN(int, metrics_source_register,
         (keel_module *module, keel_metrics_source_fn fn, void *userdata), (module, fn, userdata))
+
+/* ---- HTTP: the credentials of a client on a Unix socket (ABI 1.9) ---------
+ * A request that came on a `listen = unix:PATH` listener has no client
+ * address (keel_request_peer_name and _peer_ip write "unix:", as nginx's
+ * $remote_addr; keel_request_peer_ip_bytes says KEEL_ERR_NOTFOUND), but
+ * the kernel recorded who connected: for handlers that authorise local
+ * callers by user (docs/http.md, "Clients on a Unix socket"). */
+
+/* The user, group and process id of the process that connected, as the
+ * kernel recorded them at connect(2) (Linux SO_PEERCRED; getpeereid(3)
+ * on the BSDs and macOS, which give no pid: *pid is then -1). The values
+ * are copied: the process may have changed user or exited since. Any of
+ * uid, gid and pid may be NULL. KEEL_OK; KEEL_ERR_NOTFOUND when the
+ * request did not come on a Unix socket (TCP: nothing is written);
+ * KEEL_ERR_UNSUPPORTED when the system could not tell (Windows has no Unix
+ * listeners); KEEL_ERR_CLOSED as keel_request_peer_name; KEEL_ERR_INVAL
+ * for a NULL req. Nothing is allocated; worker thread of the request,
+ * from the first filter until the request is released. */
+KEEL_FN(int, request_peer_cred, (keel_request *req, uint32_t *uid, uint32_t *gid, int64_t *pid),
+        (req, uid, gid, pid))
 #endif /* KEEL__WANT(9) */

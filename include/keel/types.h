@@ -142,8 +142,9 @@ typedef void (*keel_connect_error_fn)(keel_worker *worker, int status, void *arg
  * sizeof(keel_connect_options); grows at the end. */
 typedef struct keel_connect_options {
     size_t size;
-    const char *host;               /* a name, or an IPv4 / IPv6 literal (no brackets) */
-    unsigned port;                  /* 1..65535 */
+    const char *host;               /* a name, an IPv4 / IPv6 literal (no brackets), or
+                                       (ABI 1.9) unix:PATH / unix:@NAME */
+    unsigned port;                  /* 1..65535; ignored for unix: */
     const char *protocol;           /* the registered protocol that drives the connection */
     void *arg;                      /* to the protocol's on_open(conn, arg), or to on_error */
     uint64_t timeout_ms;            /* resolution plus connect; 0: the server's connect_timeout */

@@ -52,6 +52,9 @@ enum var {
     V_SSL_CIPHER,
     V_COMPLETED,
     V_STREAM_ID, /* the HTTP/2 stream's id, "-" (JSON null) elsewhere */
+    V_PEER_UID,  /* a Unix socket client's credentials, "-" (JSON null) elsewhere */
+    V_PEER_GID,
+    V_PEER_PID,
     V_HTTP,      /* $http_NAME: a request header */
     V_SENT_HTTP, /* $sent_http_NAME: a response header */
     V_FIELD,     /* $field_NAME and $upstream_*: a module's log field */
@@ -85,6 +88,9 @@ static const struct {
     {"tls_cipher", V_SSL_CIPHER},
     {"completed", V_COMPLETED},
     {"stream_id", V_STREAM_ID},
+    {"peer_uid", V_PEER_UID},
+    {"peer_gid", V_PEER_GID},
+    {"peer_pid", V_PEER_PID},
 };
 
 typedef struct piece {
@@ -229,6 +235,21 @@ static keel_conn *tls_conn(keel_request *req)
     return keel_tls_available() ? keel_request_conn(req) : NULL;
 }
 
+/* $peer_uid, $peer_gid, $peer_pid: numbers for a client on a Unix
+ * socket, "-" (JSON null) for one on TCP or a pid the system does not
+ * give (the BSDs). */
+static void put_peer_cred(line *l, enum var var, keel_request *req)
+{
+    uint32_t uid, gid;
+    int64_t pid;
+    if (keel_request_peer_cred(req, &uid, &gid, &pid) == KEEL_OK &&
+        (var != V_PEER_PID || pid >= 0)) {
+        put_u64(l, var == V_PEER_UID ? uid : var == V_PEER_GID ? gid : (uint64_t)pid);
+        return;
+    }
+    puts_(l, l->json ? "null" : "-");
+}
+
 /* One variable's value. Strings come quoted in JSON (numbers do not);
  * in a template, the template's own quotes are around them. */
 static void put_var(line *l, enum var var, const char *name, keel_request *req, keel_response *res,
@@ -347,6 +368,11 @@ static void put_var(line *l, enum var var, const char *name, keel_request *req, 
             put_u64(l, info->stream_id);
         else
             puts_(l, l->json ? "null" : "-");
+        break;
+    case V_PEER_UID:
+    case V_PEER_GID:
+    case V_PEER_PID:
+        put_peer_cred(l, var, req);
         break;
     }
 }

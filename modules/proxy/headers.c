@@ -426,7 +426,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     else if (r->host_mode == PX_HOST_CLIENT && host.len > 0)
         sb_ks(&b, host);
     else
-        sb_str(&b, ex->peer->srv->authority);
+        sb_str(&b, ex->peer->srv->host_field);
     sb_str(&b, "\r\n");
 
     /* The client's fields, less the hop-by-hop ones and those we write;
@@ -591,7 +591,7 @@ static int rewrite_location(px_ex *ex, keel_str v, sb *out)
         skip = 8;
     else
         return 0;
-    const char *names[2] = {ex->peer->srv->authority,
+    const char *names[2] = {ex->peer->srv->host_field,
                             ex->route->host_mode == PX_HOST_FIXED ? ex->route->host_value : NULL};
     for (int k = 0; k < 2; k++) {
         if (names[k] == NULL)

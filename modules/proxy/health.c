@@ -60,7 +60,7 @@ static int check_open(keel_conn *conn, void *arg)
     int n = snprintf(req, sizeof req,
                      "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: keel-health-check\r\n"
                      "Connection: close\r\n\r\n",
-                     g && g->check_path ? g->check_path : "/", c->srv->authority);
+                     g && g->check_path ? g->check_path : "/", c->srv->host_field);
     int rc = n > 0 && (size_t)n < sizeof req ? keel_conn_write_copy(conn, req, (size_t)n)
                                              : KEEL_ERR_INVAL;
     if (rc != KEEL_OK) {

@@ -95,9 +95,19 @@ static size_t split_words(char *s, char **words, size_t max)
     return n;
 }
 
-/* "host:port", "[v6]:port": fills host (no brackets) and port. */
+/* "host:port", "[v6]:port": fills host (no brackets) and port;
+ * "unix:PATH", "unix:@NAME": a Unix socket (keel_conn_connect, ABI 1.9). */
 static int parse_address(const char *w, px_server *srv)
 {
+    if (strncmp(w, "unix:", 5) == 0) {
+        if (w[5] == '\0' || (w[5] == '@' && w[6] == '\0'))
+            return -1;
+        srv->port = 0;
+        srv->host = dup_n(w, strlen(w));
+        srv->authority = dup_n(w, strlen(w));
+        srv->host_field = "localhost";
+        return srv->host && srv->authority ? 0 : -1;
+    }
     const char *colon;
     const char *host = w;
     size_t host_len;
@@ -118,6 +128,7 @@ static int parse_address(const char *w, px_server *srv)
         return -1;
     srv->host = dup_n(host, host_len);
     srv->authority = dup_n(w, strlen(w));
+    srv->host_field = srv->authority;
     return srv->host && srv->authority ? 0 : -1;
 }
 

@@ -33,8 +33,12 @@ enum { PX_HOST_CLIENT = 0, PX_HOST_UPSTREAM, PX_HOST_FIXED };
 
 typedef struct px_server {
     char *host;      /* name or address literal, without brackets */
-    unsigned port;   /* 1..65535 */
-    char *authority; /* "host:port" / "[v6]:port" as written: Host, Location */
+    unsigned port;   /* 1..65535; 0 for unix: */
+    char *authority; /* "host:port" / "[v6]:port" / "unix:PATH" as written: logs */
+    /* What Host says for host=upstream, and what a Location naming the
+     * upstream is recognised by: authority, or "localhost" for a unix:
+     * server (nginx's $proxy_host there). */
+    const char *host_field;
     unsigned weight; /* >= 1 */
     int backup;      /* only used when every primary server is down */
     unsigned max_fails;

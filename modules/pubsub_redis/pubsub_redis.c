@@ -87,6 +87,7 @@ enum drop_reason { DROP_LINK_DOWN, DROP_QUEUE_FULL, DROP_NOMEM, DROP_REASONS };
 static struct {
     keel_module *module;
     char host[256];
+    char name[272]; /* "host:port", "[v6]:port" or "unix:PATH": for messages */
     unsigned port;
     const char *username;
     const char *password;
@@ -272,8 +273,8 @@ static void on_connect_error(keel_worker *worker, int status, void *arg)
      * TLS a refused certificate is KEEL_ERR_IO here, and the tls module
      * has logged why. */
     keel_log(pr.module, l->warned++ ? KEEL_LOG_DEBUG : KEEL_LOG_WARN,
-             "redis %s:%u (%s): cannot connect%s: %s", pr.host, pr.port, link_name(l),
-             pr.tls ? " (tls)" : "", keel_strerror(status));
+             "redis %s (%s): cannot connect%s: %s", pr.name, link_name(l), pr.tls ? " (tls)" : "",
+             keel_strerror(status));
     schedule_retry(l);
 }
 
@@ -311,8 +312,8 @@ static void link_ready(link *l)
         keel_metric_add(pr.owner, pr.reconnects, 1);
     l->ever_up = 1;
     keel_metric_add(pr.owner, pr.up, 1);
-    keel_log(pr.module, KEEL_LOG_INFO, "redis %s:%u (%s): connected%s", pr.host, pr.port,
-             link_name(l), pr.tls ? " (tls)" : "");
+    keel_log(pr.module, KEEL_LOG_INFO, "redis %s (%s): connected%s", pr.name, link_name(l),
+             pr.tls ? " (tls)" : "");
     /* Resubscribe: every topic with local subscribers now. */
     if (l->subscriber)
         for (size_t i = 0; i < pr.nbuckets; i++)
@@ -391,7 +392,7 @@ static int handshake_reply(link *l, const redisReply *r)
     if (r->type == REDIS_REPLY_ERROR) {
         keel_metric_add(pr.owner, pr.auth_failures, 1);
         keel_log(pr.module, l->warned++ ? KEEL_LOG_DEBUG : KEEL_LOG_WARN,
-                 "redis %s:%u (%s): refused %s: %s; retrying", pr.host, pr.port, link_name(l),
+                 "redis %s (%s): refused %s: %s; retrying", pr.name, link_name(l),
                  l->handshake_replies == 1 && pr.database != 0 ? "SELECT" : "AUTH", r->str);
         return KEEL_ERR_PROTOCOL;
     }
@@ -441,9 +442,8 @@ static void link_timeout(keel_conn *conn)
     link *l = keel_conn_data(conn);
     if (!l->ready || l->ping_unanswered) {
         if (!l->warned++)
-            keel_log(pr.module, KEEL_LOG_WARN,
-                     "redis %s:%u (%s): no answer in %llums, reconnecting", pr.host, pr.port,
-                     link_name(l), (unsigned long long)pr.ping_interval_ms);
+            keel_log(pr.module, KEEL_LOG_WARN, "redis %s (%s): no answer in %llums, reconnecting",
+                     pr.name, link_name(l), (unsigned long long)pr.ping_interval_ms);
         keel_conn_abort(conn);
         return;
     }
@@ -491,9 +491,8 @@ static void link_close(keel_conn *conn, int status)
     if (!l->subscriber)
         keel_metric_set(pr.owner, pr.queued, 0);
     if (!pr.stopping && !keel_worker_stopping(pr.owner) && !l->warned++)
-        keel_log(pr.module, KEEL_LOG_WARN, "redis %s:%u (%s): connection lost (%s), retrying",
-                 pr.host, pr.port, link_name(l),
-                 status == KEEL_OK ? "closed by Redis" : keel_strerror(status));
+        keel_log(pr.module, KEEL_LOG_WARN, "redis %s (%s): connection lost (%s), retrying", pr.name,
+                 link_name(l), status == KEEL_OK ? "closed by Redis" : keel_strerror(status));
     schedule_retry(l);
 }
 
@@ -671,6 +670,16 @@ static const keel_ws_observer observer = {
 
 static int parse_address(keel_module *m, const char *text)
 {
+    if (strncmp(text, "unix:", 5) == 0) {
+        /* A Unix socket (keel_conn_connect, ABI 1.9): redis.conf's
+         * unixsocket. */
+        if (text[5] == '\0' || strlen(text) >= sizeof pr.host)
+            return keel_config_error(m, "address", "expected unix:PATH, got '%s'", text);
+        snprintf(pr.host, sizeof pr.host, "%s", text);
+        snprintf(pr.name, sizeof pr.name, "%s", text);
+        pr.port = 0;
+        return KEEL_OK;
+    }
     const char *colon = strrchr(text, ':');
     const char *host = text, *end = colon;
     if (text[0] == '[') {
@@ -690,6 +699,7 @@ static int parse_address(keel_module *m, const char *text)
     memcpy(pr.host, host, (size_t)(end - host));
     pr.host[end - host] = '\0';
     pr.port = (unsigned)port;
+    snprintf(pr.name, sizeof pr.name, "%s", text);
     return KEEL_OK;
 }
 

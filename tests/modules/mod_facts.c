@@ -23,6 +23,10 @@
  *                     (=acme2, replacing), and tries the refused ones;
  *                     answers what each call returned and what the
  *                     getters see, one "name=value" a line
+ *   GET /facts/cred   answers the peer's credentials (ABI 1.9,
+ *                     keel_request_peer_cred) and address:
+ *                     "uid=U gid=G pid=P peer=NAME ip=IP", or
+ *                     "cred=ERROR peer=NAME ip=IP" when the call failed
  */
 #define _POSIX_C_SOURCE 200809L /* nanosleep */
 #include <keel/keel.h>
@@ -63,6 +67,22 @@ static int facts_now(keel_request *req, keel_response *res, void *userdata)
     keel_log(self, KEEL_LOG_INFO, "facts body_limit=%llu",
              (unsigned long long)keel_request_body_limit(req));
     return keel_response_send(res, "ok", 2, NULL, NULL);
+}
+
+static int facts_cred(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)userdata;
+    uint32_t uid = 0, gid = 0;
+    int64_t pid = 0;
+    char name[64] = "", ip[64] = "", out[256];
+    keel_request_peer_name(req, name, sizeof name);
+    keel_request_peer_ip(req, ip, sizeof ip);
+    int rc = keel_request_peer_cred(req, &uid, &gid, &pid);
+    int n = rc == KEEL_OK
+                ? snprintf(out, sizeof out, "uid=%lu gid=%lu pid=%lld peer=%s ip=%s",
+                           (unsigned long)uid, (unsigned long)gid, (long long)pid, name, ip)
+                : snprintf(out, sizeof out, "cred=%s peer=%s ip=%s", keel_strerror(rc), name, ip);
+    return keel_response_send(res, out, (size_t)n, NULL, NULL);
 }
 
 static void on_abort(keel_request *req, void *userdata)
@@ -147,6 +167,7 @@ static int facts_load(keel_module *module)
     self = module;
     int rc;
     if ((rc = keel_route_add(module, "GET", "/facts", facts_now, NULL)) < 0 ||
+        (rc = keel_route_add(module, "GET", "/facts/cred", facts_cred, NULL)) < 0 ||
         (rc = keel_route_add(module, "GET", "/facts/hold", facts_hold, NULL)) < 0 ||
         (rc = keel_route_add(module, "GET", "/facts/later", facts_later, NULL)) < 0 ||
         (rc = keel_route_add(module, "GET", "/facts/fields", facts_fields, NULL)) < 0)

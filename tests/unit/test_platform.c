@@ -166,3 +166,53 @@ Test(platform, listener_is_exclusive)
     kl_socket_close(l);
 }
 #endif
+
+/* ---- Unix socket addresses (platform.h kl_unix_addr) ------------------------ */
+
+#ifdef _WIN32
+Test(platform, unix_addresses_are_unsupported)
+{
+    struct sockaddr_storage a;
+    cr_assert_eq(kl_unix_addr("/run/keel.sock", &a), UV_ENOTSUP);
+}
+#else
+#include <stddef.h>
+#include <sys/un.h>
+
+Test(platform, unix_addresses_paths_and_abstract_names)
+{
+    struct sockaddr_storage a, b;
+    cr_assert_eq(kl_unix_addr("/run/keel.sock", &a), 0);
+    cr_assert_eq(a.ss_family, AF_UNIX);
+    /* A path's length counts its NUL, as bind(2) wants. */
+    cr_assert_eq(kl_sockaddr_len(&a), offsetof(struct sockaddr_un, sun_path) + 15);
+    char name[128];
+    kl_unix_name(&a, name, sizeof name);
+    cr_assert_str_eq(name, "unix:/run/keel.sock");
+
+    cr_assert_eq(kl_unix_addr("", &a), UV_EINVAL);
+    cr_assert_eq(kl_unix_addr("@", &a), UV_EINVAL);
+    char path[sizeof((struct sockaddr_un *)0)->sun_path + 1];
+    memset(path, 'x', sizeof path - 1);
+    path[sizeof path - 1] = '\0';
+    cr_assert_eq(kl_unix_addr(path, &a), UV_ENAMETOOLONG, "a path needs room for its NUL");
+    path[sizeof path - 2] = '\0';
+    cr_assert_eq(kl_unix_addr(path, &a), 0, "the longest path that fits");
+
+#ifdef __linux__
+    /* An abstract name is exactly its bytes: "@ab" and "@abc" differ. */
+    cr_assert_eq(kl_unix_addr("@abc", &a), 0);
+    cr_assert_eq(kl_sockaddr_len(&a), offsetof(struct sockaddr_un, sun_path) + 4);
+    kl_unix_name(&a, name, sizeof name);
+    cr_assert_str_eq(name, "unix:@abc");
+    cr_assert_eq(kl_unix_addr("@ab", &b), 0);
+    cr_assert(!kl_unix_same(&a, &b));
+    cr_assert_eq(kl_unix_addr("@abc", &b), 0);
+    cr_assert(kl_unix_same(&a, &b));
+    cr_assert_eq(kl_unix_addr("/abc", &b), 0);
+    cr_assert(!kl_unix_same(&a, &b), "a path is not the abstract name");
+#else
+    cr_assert_eq(kl_unix_addr("@abc", &a), UV_ENOTSUP);
+#endif
+}
+#endif

@@ -28,8 +28,8 @@ int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr)
     len = sizeof *addr;
     if (getsockname(sock, (struct sockaddr *)addr, &len) != 0)
         return -errno;
-    if (addr->ss_family != AF_INET && addr->ss_family != AF_INET6)
-        return UV_EINVAL; /* a Unix socket: keel listens on TCP only */
+    if (addr->ss_family != AF_INET && addr->ss_family != AF_INET6 && addr->ss_family != AF_UNIX)
+        return UV_EINVAL;
     int flags = fcntl(sock, F_GETFL);
     if (flags < 0 || fcntl(sock, F_SETFL, flags | O_NONBLOCK) < 0)
         return -errno;

@@ -233,3 +233,74 @@ int kl_privileges_drop(const char *user, const char *group, char *err, size_t er
 {
     return kl_privileges_check(user, group, err, errlen);
 }
+
+/* ---- Unix domain sockets: none on Windows (platform.h) ------------------ */
+
+int kl_unix_addr(const char *name, struct sockaddr_storage *out)
+{
+    (void)name;
+    (void)out;
+    return UV_ENOTSUP;
+}
+
+socklen_t kl_sockaddr_len(const struct sockaddr_storage *addr)
+{
+    return addr->ss_family == AF_INET6 ? (socklen_t)sizeof(struct sockaddr_in6)
+                                       : (socklen_t)sizeof(struct sockaddr_in);
+}
+
+void kl_unix_name(const struct sockaddr_storage *addr, char *buf, size_t size)
+{
+    (void)addr;
+    snprintf(buf, size, "unix:");
+}
+
+int kl_unix_same(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+    (void)a;
+    (void)b;
+    return 0;
+}
+
+int kl_unix_listen(const struct sockaddr_storage *addr, int backlog, const kl_unix_perms *perms,
+                   kl_socket *out, kl_unix_file *file, char *err, size_t errlen)
+{
+    (void)addr;
+    (void)backlog;
+    (void)perms;
+    (void)out;
+    (void)file;
+    snprintf(err, errlen, "Unix domain sockets are not supported on Windows");
+    return UV_ENOTSUP;
+}
+
+int kl_unix_file_of(kl_socket sock, const struct sockaddr_storage *addr, kl_unix_file *file)
+{
+    (void)sock;
+    (void)addr;
+    (void)file;
+    return UV_ENOTSUP;
+}
+
+int kl_unix_remove(const struct sockaddr_storage *addr, const kl_unix_file *file)
+{
+    (void)addr;
+    (void)file;
+    return 0;
+}
+
+int kl_unix_connect(const struct sockaddr_storage *addr, kl_socket *out)
+{
+    (void)addr;
+    (void)out;
+    return UV_ENOTSUP;
+}
+
+int kl_socket_peer_cred(kl_socket sock, uint32_t *uid, uint32_t *gid, int32_t *pid)
+{
+    (void)sock;
+    (void)uid;
+    (void)gid;
+    (void)pid;
+    return UV_ENOTSUP;
+}

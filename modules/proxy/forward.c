@@ -564,12 +564,8 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     /* What FastCGI's parameters name of the connection, asked now: the
      * request may be sent after the handler returned, when the core no
      * longer answers (keel_request_local_name). */
-    if (r->group->fastcgi) {
-        if (keel_request_peer_name(req, ex->peer_name, sizeof ex->peer_name) != KEEL_OK)
-            ex->peer_name[0] = '\0';
-        if (keel_request_local_name(req, ex->local_name, sizeof ex->local_name) != KEEL_OK)
-            ex->local_name[0] = '\0';
-    }
+    if (r->group->fastcgi)
+        px_fcgi_names(ex, req);
     /* An HTTP/2 connection's streams share one budget (share.c). */
     if (keel_request_version(req) == 20)
         ex->share = px_client_join(ex->pw, keel_request_conn_id(req));

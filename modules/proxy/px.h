@@ -165,6 +165,7 @@ typedef struct px_worker {
     size_t nbuckets, nclients;
     /* FastCGI stderr lines logged this second, and those dropped */
     uint64_t stderr_window_ms, stderr_lines, stderr_dropped;
+    struct px_conn_names *conn_names; /* fastcgi.c: the connections' addresses, cached */
 } px_worker;
 
 /* ---- an upstream connection ------------------------------------------------- */
@@ -333,6 +334,8 @@ void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps);
 void px_response_client_gone(px_ex *ex);
 
 /* fastcgi.c: FastCGI towards a group's servers */
+void px_fcgi_names(px_ex *ex, keel_request *req);
+void px_fcgi_worker_free(px_worker *pw);
 char *px_fcgi_request_head(px_ex *ex, size_t *len);
 void px_fcgi_body(px_ex *ex, const char *data, size_t len, int last);
 int px_fcgi_response_data(px_up *up, const char *data, size_t len, size_t *consumed);

@@ -21,11 +21,12 @@
 #   tls.sh     tlskeepalive tlshandshake tlsidle          (group "tls")
 #   h2.sh      h2small h2file h2idle                      (group "h2")
 #   proxy.sh   proxysmall proxy1m                         (group "proxy")
+#   fastcgi.sh fcgismall                                  (group "fastcgi")
 #   cluster.sh clusterlat clusterrate                     (group "cluster")
 # TESTS takes tests and groups, "all" for every one. SERVERS names the
 # servers; each scenario runs those it knows: keel everywhere, nginx in http,
-# static, tls, h2 and proxy (proxy_pass; proxy's upstream is nginx whatever
-# SERVERS says), h2o in http, static and h2, node in http, ws and h2, lws in
+# static, tls, h2, proxy (proxy_pass; proxy's upstream is nginx whatever
+# SERVERS says) and fastcgi (fastcgi_pass to the same PHP-FPM), h2o in http, static and h2, node in http, ws and h2, lws in
 # ws, keel_nocache (keel without its open-file cache) in static.
 #
 # Method, in every scenario: each server gets one worker / thread / process,
@@ -55,7 +56,7 @@
 #   TESTS [all]    SERVERS ["keel nginx h2o lws node"]
 #   SERVER_CPU [0] CLIENT_CPU [1]
 #   BASE_PORT [19080] (http +0..3, static +10..13, ws +20..25, tls +30..31,
-#                  proxy +100..102, h2 +200..203, cluster +300..303)
+#                  proxy +100..102, h2 +200..203, cluster +300..303, fastcgi +400..402)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
 #   INSTR_SECS [5] seconds of load for the counts (syscalls, instr, staticsyscalls, staticinstr)
 #   CONNS [64]     wrk connections (http, static4k, tlskeepalive, proxysmall)
@@ -94,6 +95,8 @@ source "$HERE/tls.sh"
 source "$HERE/h2.sh"
 # shellcheck source=proxy.sh
 source "$HERE/proxy.sh"
+# shellcheck source=fastcgi.sh
+source "$HERE/fastcgi.sh"
 # shellcheck source=cluster.sh
 source "$HERE/cluster.sh"
 

@@ -321,9 +321,9 @@ static int parse_upstream(px_config *cfg, keel_module *m, const char *value, px_
     }
     if (g->nservers == 0)
         rc = keel_config_error(m, "upstream", "group %s has no server", g->name);
-    else if (g->fastcgi && (g->check_path != NULL || g->transport != NULL))
-        rc = keel_config_error(
-            m, "upstream", "group %s: check= and tls are for HTTP upstreams, not fastcgi", g->name);
+    else if (g->fastcgi && g->transport != NULL)
+        rc = keel_config_error(m, "upstream", "group %s: tls is for HTTP upstreams, not fastcgi",
+                               g->name);
     (void)cfg;
 out:
     free(copy);

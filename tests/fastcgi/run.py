@@ -82,7 +82,7 @@ class Fpm:
         user = ""
         if os.geteuid() == 0:
             user = "user = root\ngroup = root\n"
-        pool = ("pm = static\npm.max_children = 4\n"
+        pool = ("pm = static\npm.max_children = 4\nping.path = /ping\n"
                 "php_admin_value[output_buffering] = 0\n"
                 "php_admin_value[upload_max_filesize] = 16M\n"
                 "php_admin_value[post_max_size] = 16M\n"
@@ -333,6 +333,8 @@ def main():
     hostile.start()
     relay = Relay(fpm.port)
     relay.start()
+    relay_checked = Relay(fpm.port)  # its own address, for the health checks' log lines
+    relay_checked.start()
     keel = None
     try:
         fpm.start()
@@ -347,6 +349,8 @@ max_body = 8m
 upstream = php fastcgi 127.0.0.1:{fpm.port} max_fails=0
 upstream = phpunix fastcgi unix:{fpm.sock}
 upstream = relayed fastcgi 127.0.0.1:{relay.port}
+upstream = pinged fastcgi 127.0.0.1:{fpm.port} 127.0.0.1:{hostile.port} check=/ping check_interval=200ms
+upstream = missing fastcgi 127.0.0.1:{relay_checked.port} 127.0.0.1:{hostile.port} check=/missing.php check_interval=200ms
 upstream = hostile fastcgi 127.0.0.1:{hostile.port} max_fails=0
 fastcgi_param = KEEL_TEST from-config
 pass = /unix phpunix root={www}
@@ -473,6 +477,17 @@ pass = / php root={www}
         check(keel.proc.poll() is None, "hostile: keel still running")
         check(wait_for(lambda: "a warning" in keel.log(), 5), "hostile: stderr record logged")
 
+        # -- active health checks: PHP-FPM's ping.path answers (in), the
+        # hostile server does not (out), a script that is not there (404) is out
+        log_of = lambda: keel.log()
+        check(wait_for(lambda: f"health check of 127.0.0.1:{hostile.port}: down" in log_of(), 5),
+              "checks: a server answering garbage is out")
+        check(wait_for(lambda: f"health check of 127.0.0.1:{relay_checked.port}: down" in log_of(),
+                       5), "checks: a 404 from PHP-FPM is out")
+        time.sleep(0.5)  # two more rounds: php-fpm's pong must keep it in
+        check(f"health check of 127.0.0.1:{fpm.port}: down" not in log_of(),
+              "checks: PHP-FPM's ping.path keeps it in")
+
         # -- php-fpm restarted mid-test: the next requests succeed
         fpm.stop()
         r, body = request(port, "GET", "/small.php")
@@ -502,6 +517,7 @@ pass = / php root={www}
         fpm.stop()
         hostile.srv.close()
         relay.srv.close()
+        relay_checked.srv.close()
         if failures:
             print("keel log:\n" + (keel.log() if keel else ""))
         shutil.rmtree(tmp, ignore_errors=True)

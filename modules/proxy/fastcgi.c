@@ -452,41 +452,19 @@ static int stdout_bytes(px_ex *ex, px_up *up, const char *data, size_t len)
     }
     /* the head, gathered: it may come in many records (nginx's
      * fastcgi_buffer_size bounds it as max_header does here) */
-    if (ex->hlen + len > ex->route->cfg->max_header)
-        return -1;
-    if (ex->hlen + len > ex->hcap) {
-        size_t cap = ex->hcap ? ex->hcap : 1024;
-        while (cap < ex->hlen + len)
-            cap *= 2;
-        char *grown = realloc(ex->hbuf, cap);
-        if (grown == NULL)
-            return -1;
-        ex->hbuf = grown;
-        ex->hcap = cap;
-    }
     size_t from = ex->hlen;
-    memcpy(ex->hbuf + ex->hlen, data, len);
-    ex->hlen += len;
+    if (px_head_append(ex, data, len) != 0)
+        return -1;
     size_t end = fcgi_head_end(ex->hbuf, ex->hlen, from);
     if (end == 0)
         return 0;
     return head_done(ex, up, end);
 }
 
-int px_fcgi_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
+/* One read of the application's records (response.c reserved room for
+ * its body bytes and holds a reference to the exchange). */
+void px_fcgi_records(px_ex *ex, px_up *up, const char *data, size_t len)
 {
-    px_ex *ex = up->ex;
-    *consumed = len;
-    px_ex_ref(ex);
-    if (px_body_reserve(ex, len) != 0) {
-        if (ex->req != NULL) {
-            px_ex_unref(ex);
-            return KEEL_ERR_NOMEM;
-        }
-        px_response_client_gone(ex);
-        px_ex_unref(ex);
-        return KEEL_OK;
-    }
     size_t at = 0;
     int ev = FCGI_EV_MORE, invalid = 0;
     const char *why = NULL;
@@ -529,6 +507,4 @@ int px_fcgi_response_data(px_up *up, const char *data, size_t len, size_t *consu
         px_body_flush_soon(ex);
         px_upstream_hold(ex);
     }
-    px_ex_unref(ex);
-    return KEEL_OK;
 }

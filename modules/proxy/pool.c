@@ -193,8 +193,6 @@ static int up_data(keel_conn *conn, const char *data, size_t len, size_t *consum
         keel_conn_close(conn);
         return KEEL_OK;
     }
-    if (up->ex->route->group->fastcgi)
-        return px_fcgi_response_data(up, data, len, consumed);
     return px_response_data(up, data, len, consumed);
 }
 

@@ -326,6 +326,7 @@ void px_continue(px_ex *ex);
 /* what fastcgi.c relays as an HTTP response's is relayed */
 int px_bodiless(const px_ex *ex, int status);
 int px_response_head(px_ex *ex, int status);
+int px_head_append(px_ex *ex, const char *at, size_t len);
 int px_body_reserve(px_ex *ex, size_t len);
 int px_body_add(px_ex *ex, const char *at, size_t len);
 void px_body_flush_soon(px_ex *ex);
@@ -338,7 +339,7 @@ void px_fcgi_names(px_ex *ex, keel_request *req);
 void px_fcgi_worker_free(px_worker *pw);
 char *px_fcgi_request_head(px_ex *ex, size_t *len);
 void px_fcgi_body(px_ex *ex, const char *data, size_t len, int last);
-int px_fcgi_response_data(px_up *up, const char *data, size_t len, size_t *consumed);
+void px_fcgi_records(px_ex *ex, px_up *up, const char *data, size_t len);
 
 /* headers.c */
 /* name's token is keel_header_token's (the caller classified it). */

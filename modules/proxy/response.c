@@ -30,7 +30,9 @@ static px_ex *ex_of(llhttp_t *p)
 
 /* ---- the head's fields ---------------------------------------------------------- */
 
-static int append(px_ex *ex, const char *at, size_t len)
+/* The head's bytes copied to ex->hbuf, at most max_header in all (nginx's
+ * proxy_buffer_size and fastcgi_buffer_size: a larger head is a 502). */
+int px_head_append(px_ex *ex, const char *at, size_t len)
 {
     size_t max = ex->route->cfg->max_header;
     if (ex->hlen + len > max)
@@ -75,7 +77,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
         ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
         ex->in_value = 0;
     }
-    if (append(ex, at, len) != 0)
+    if (px_head_append(ex, at, len) != 0)
         return -1;
     ex->fields[ex->nfields - 1].name_len += (uint32_t)len;
     ex->fields[ex->nfields - 1].value = (uint32_t)ex->hlen;
@@ -91,7 +93,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
         ex->in_value = 1;
         ex->fields[ex->nfields - 1].value = (uint32_t)ex->hlen;
     }
-    if (append(ex, at, len) != 0)
+    if (px_head_append(ex, at, len) != 0)
         return -1;
     ex->fields[ex->nfields - 1].value_len += (uint32_t)len;
     return 0;
@@ -505,20 +507,9 @@ static void switch_protocols(px_ex *ex, px_up *up)
 
 /* ---- on_data ------------------------------------------------------------------------------ */
 
-int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
+/* One read of an HTTP upstream's response, parsed by llhttp. */
+static void http_data(px_ex *ex, px_up *up, const char *data, size_t len, size_t *consumed)
 {
-    px_ex *ex = up->ex;
-    *consumed = len;
-    px_ex_ref(ex);
-    if (px_body_reserve(ex, len) != 0) {
-        if (ex->req != NULL) {
-            px_ex_unref(ex);
-            return KEEL_ERR_NOMEM;
-        }
-        px_response_client_gone(ex);
-        px_ex_unref(ex);
-        return KEEL_OK;
-    }
     llhttp_errno_t err = llhttp_execute(&up->parser, data, len);
     if (err == HPE_PAUSED && ex->response_done) {
         const char *pos = llhttp_get_error_pos(&up->parser);
@@ -527,9 +518,7 @@ int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
     } else if (err == HPE_PAUSED_UPGRADE && ex->status == 101) {
         const char *pos = llhttp_get_error_pos(&up->parser);
         *consumed = pos != NULL ? (size_t)(pos - data) : len;
-        free(ex->pend);
-        ex->pend = NULL;
-        ex->plen = ex->pcap = 0;
+        px_body_drop(ex);
         switch_protocols(ex, up);
     } else if (err != HPE_OK) {
         keel_log(ex->route->cfg->module, KEEL_LOG_INFO, "upstream %s: invalid response: %s",
@@ -543,6 +532,26 @@ int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
         px_body_flush_soon(ex);
         px_upstream_hold(ex); /* before libuv reads this socket again */
     }
+}
+
+/* One read of the upstream: room for its body bytes first (they are
+ * gathered into one piece), then HTTP or FastCGI (fastcgi.c). */
+int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
+{
+    px_ex *ex = up->ex;
+    int rc = KEEL_OK;
+    *consumed = len;
+    px_ex_ref(ex);
+    if (px_body_reserve(ex, len) != 0) {
+        if (ex->req != NULL)
+            rc = KEEL_ERR_NOMEM;
+        else
+            px_response_client_gone(ex);
+    } else if (ex->route->group->fastcgi) {
+        px_fcgi_records(ex, up, data, len);
+    } else {
+        http_data(ex, up, data, len, consumed);
+    }
     px_ex_unref(ex);
-    return KEEL_OK;
+    return rc;
 }

@@ -328,6 +328,10 @@ def main():
     tmp = tempfile.mkdtemp(prefix="keel-fcgi-")
     www = os.path.join(tmp, "www")
     shutil.copytree(os.path.join(HERE, "www"), www)
+    # the same scripts under the prefixes of the routes to other pools
+    for sub, script in (("unix", "info.php"), ("relayed", "small.php")):
+        os.makedirs(os.path.join(www, sub))
+        shutil.copy(os.path.join(www, script), os.path.join(www, sub, script))
     fpm = Fpm(tmp, www)
     hostile = Hostile()
     hostile.start()

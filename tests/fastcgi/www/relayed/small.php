@@ -1,2 +1,0 @@
-<?php
-echo "hello from php\n";

@@ -52,6 +52,16 @@ static char *put3(char *p, const char *s)
     return p + 3;
 }
 
+/* The time of day, sod seconds after midnight, as hh:mm:ss. */
+static char *put_hms(char *p, unsigned sod)
+{
+    p = put2(p, sod / 3600);
+    *p++ = ':';
+    p = put2(p, sod / 60 % 60);
+    *p++ = ':';
+    return put2(p, sod % 60);
+}
+
 /* Written digit by digit rather than with snprintf: dates go on every
  * static response (Last-Modified) and access-log line, where snprintf
  * and gmtime cost some 3,500 instructions a call (callgrind). */
@@ -74,7 +84,6 @@ size_t keel_time_format(int64_t seconds, int style, char *buf, size_t size)
             buf[0] = '\0';
         return 0;
     }
-    unsigned h = sod / 3600, mi = sod / 60 % 60, se = sod % 60;
     switch (style) {
     case KEEL_TIME_HTTP: /* Sun, 06 Nov 1994 08:49:37 GMT */
         p = put3(p, days[((daynum % 7) + 7) % 7]);
@@ -86,11 +95,7 @@ size_t keel_time_format(int64_t seconds, int style, char *buf, size_t size)
         *p++ = ' ';
         p = put4(p, (unsigned)year);
         *p++ = ' ';
-        p = put2(p, h);
-        *p++ = ':';
-        p = put2(p, mi);
-        *p++ = ':';
-        p = put2(p, se);
+        p = put_hms(p, sod);
         p = put3(p, " GM");
         *p++ = 'T';
         break;
@@ -101,11 +106,7 @@ size_t keel_time_format(int64_t seconds, int style, char *buf, size_t size)
         *p++ = '/';
         p = put4(p, (unsigned)year);
         *p++ = ':';
-        p = put2(p, h);
-        *p++ = ':';
-        p = put2(p, mi);
-        *p++ = ':';
-        p = put2(p, se);
+        p = put_hms(p, sod);
         p = put3(p, " +0");
         p = put3(p, "000");
         break;
@@ -116,11 +117,7 @@ size_t keel_time_format(int64_t seconds, int style, char *buf, size_t size)
         *p++ = '-';
         p = put2(p, day);
         *p++ = 'T';
-        p = put2(p, h);
-        *p++ = ':';
-        p = put2(p, mi);
-        *p++ = ':';
-        p = put2(p, se);
+        p = put_hms(p, sod);
         *p++ = 'Z';
         break;
     default:

@@ -29,7 +29,8 @@ typedef struct kl_http {
     kl_filter *filters; /* sorted into run order by kl_http_prepare */
     size_t nfilters, filters_cap;
     int has_body_filters;
-    uint64_t body_filter_mask;   /* filters (by index < 64) with on_response_body */
+    uint64_t body_filter_mask;   /* filters (by index < 64) with a body hook */
+    uint64_t bytes_filter_mask;  /* those of them without on_response_pieces */
     keel_http_error_fn error_fn; /* keel_http_error_handler_set (ABI 1.8), or NULL */
     void *error_ud;
     keel_module *error_owner;
@@ -145,8 +146,11 @@ struct keel_response {
     void *held_data, *held_userdata;
     int64_t head_length; /* the length send_head was given, for keel_response_body_length */
     int from_file;       /* the body comes from keel_response_send_file */
-    int cut;             /* ended by keel_response_abort: incomplete on purpose */
-    int in_status;       /* inside kl_response_send_status (its body's copy may fail) */
+    /* What the pieces filters emitted that waits behind a read (the end
+     * of the chain keeps their order): see response_pieces.c. */
+    struct kl_body_pieces *chain_head, *chain_tail;
+    int cut;       /* ended by keel_response_abort: incomplete on purpose */
+    int in_status; /* inside kl_response_send_status (its body's copy may fail) */
     /* Error pages (ABI 1.8): the status the error handler was asked about
      * (an error after that gets this status's short text), the status a
      * 2xx of an internal redirect goes out with, and how many there were. */
@@ -411,5 +415,23 @@ int kl_response_refuse(keel_response *res, const void *data, keel_free_fn free_f
 int kl_response_send_piece(keel_response *res, const void *data, size_t len, int last,
                            keel_free_fn free_fn, void *userdata);
 void kl_response_release_if_aborted(keel_response *res);
+/* Body filters that take pieces (ABI 1.9): whether this body goes through
+ * them as pieces (every filter it has takes pieces, and so does the
+ * protocol); one piece straight to the protocol, past the filters; the
+ * filters from position `from`; the end of their chain. */
+int kl_response_pieces_filtered(const keel_response *res);
+int kl_response_send_direct(keel_response *res, const void *data, size_t len, int last,
+                            keel_free_fn free_fn, void *userdata);
+int kl_response_run_piece_filters(keel_response *res, size_t from, const keel_piece *pieces,
+                                  size_t npieces, int last);
+int kl_response_pieces_to_sink(keel_response *res, const keel_piece *pieces, size_t npieces,
+                               int last);
+/* A piece handed to the protocol has left: the accounting that paces a
+ * streamer and a file read behind the filters. */
+void kl_response_piece_left(keel_request *req);
+/* The body of keel_response_send_pieces once the head went: total bytes,
+ * release as that function's. */
+int kl_response_send_pieces_body(keel_response *res, const keel_piece *pieces, size_t npieces,
+                                 uint64_t total, keel_free_fn release, void *userdata);
 
 #endif

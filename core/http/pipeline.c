@@ -39,7 +39,7 @@ int kl_http_filter_add(kl_http *http, keel_module *owner, const keel_http_filter
     entry->cb.size = sizeof entry->cb;
     entry->owner = owner;
     entry->module_index = owner->index;
-    if (entry->cb.on_response_body != NULL)
+    if (entry->cb.on_response_body != NULL || entry->cb.on_response_pieces != NULL)
         http->has_body_filters = 1;
     return KEEL_OK;
 }
@@ -98,9 +98,14 @@ int kl_http_prepare(kl_http *http, kl_host *host)
             /* Which filters want bodies, in their final order; past the
              * 64th, all of them count (keel_response_filter_skip_body
              * then has no effect on them). */
-            for (size_t i = 0; i < n; i++)
-                if (f[i].cb.on_response_body != NULL || i >= 64)
-                    http->body_filter_mask |= i < 64 ? (uint64_t)1 << i : ~(uint64_t)0;
+            for (size_t i = 0; i < n; i++) {
+                int body = f[i].cb.on_response_body != NULL || f[i].cb.on_response_pieces != NULL;
+                uint64_t bit = i < 64 ? (uint64_t)1 << i : ~(uint64_t)0;
+                if (body || i >= 64)
+                    http->body_filter_mask |= bit;
+                if ((body && f[i].cb.on_response_pieces == NULL) || i >= 64)
+                    http->bytes_filter_mask |= bit;
+            }
             return KEEL_OK;
         }
     }

@@ -244,6 +244,15 @@ int kl_response_body_filtered(const keel_response *res)
     return http->has_body_filters && (http->body_filter_mask & ~res->body_skipped) != 0;
 }
 
+int kl_response_pieces_filtered(const keel_response *res)
+{
+    const kl_http *http = http_of(res->req);
+    const keel_http_sink *sink = res->req->sink;
+    return kl_response_body_filtered(res) && (http->bytes_filter_mask & ~res->body_skipped) == 0 &&
+           sink->size >= offsetof(keel_http_sink, send_pieces) + sizeof sink->send_pieces &&
+           sink->send_pieces != NULL;
+}
+
 int kl_views_make(kl_views *v, const keel_response *res, size_t room)
 {
     size_t n = res->nheaders;
@@ -338,25 +347,30 @@ static void release_held(keel_response *res)
     fn(res->held_data, res->held_userdata);
 }
 
-static void on_piece_written(keel_conn *conn, int status, void *userdata)
+void kl_response_piece_left(keel_request *req)
 {
-    kl_body_piece *piece = userdata;
-    keel_request *req = piece->req;
-    (void)conn;
-    (void)status;
     req->res.pieces_in_flight--;
-    if (piece->free_fn != NULL)
-        piece->free_fn(piece->data, piece->userdata);
-    if (piece == &req->res.piece)
-        req->res.piece_busy = 0;
-    else
-        free(piece);
     if (req->res.pieces_in_flight == 0)
         release_held(&req->res);
     if (req->res.file_paused && req->res.pieces_in_flight == 0) {
         req->res.file_paused = 0;
         on_chunk_sent(NULL, &req->res);
     }
+}
+
+static void on_piece_written(keel_conn *conn, int status, void *userdata)
+{
+    kl_body_piece *piece = userdata;
+    keel_request *req = piece->req;
+    (void)conn;
+    (void)status;
+    if (piece->free_fn != NULL)
+        piece->free_fn(piece->data, piece->userdata);
+    if (piece == &req->res.piece)
+        req->res.piece_busy = 0;
+    else
+        free(piece);
+    kl_response_piece_left(req);
     kl_request_unref(req);
 }
 
@@ -415,30 +429,114 @@ static int to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int l
     return rc;
 }
 
-/* Runs the body filters from position `from`. */
+/* The next filter from position `from` that takes this body, or nfilters. */
+static size_t next_body_filter(const keel_response *res, size_t from)
+{
+    const kl_http *http = http_of(res->req);
+    for (size_t i = from; i < http->nfilters; i++) {
+        const keel_http_filter *f = &http->filters[i].cb;
+        if ((f->on_response_body != NULL || f->on_response_pieces != NULL) &&
+            !(i < 64 && (res->body_skipped >> i) & 1))
+            return i;
+    }
+    return http->nfilters;
+}
+
+/* Calls filter i's pieces hook with filter_pos set for its emits. */
+static int call_pieces_filter(keel_response *res, size_t i, const keel_piece *pieces, size_t n,
+                              int last)
+{
+    const keel_http_filter *f = &http_of(res->req)->filters[i].cb;
+    size_t saved = res->filter_pos;
+    res->filter_pos = i + 1;
+    int rc = f->on_response_pieces(res->req, res, pieces, n, last, f->userdata);
+    res->filter_pos = saved;
+    return rc;
+}
+
+/* Bytes handed on as bytes pieces: to filter `at` alone, or to the
+ * pieces chain from position `at`. */
+static int bufs_as_pieces(keel_response *res, size_t at, const keel_buf *bufs, size_t nbufs,
+                          int last, int chain)
+{
+    keel_piece stack[16];
+    keel_piece *p = nbufs <= 16 ? stack : malloc(nbufs * sizeof *p);
+    if (p == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t k = 0; k < nbufs; k++)
+        p[k] = keel_piece_bytes(bufs[k].base, bufs[k].len);
+    int rc = chain ? kl_response_run_piece_filters(res, at, p, nbufs, last)
+                   : call_pieces_filter(res, at, p, nbufs, last);
+    if (p != stack)
+        free(p);
+    return rc;
+}
+
+/* Runs the body filters from position `from`, on bytes: the chain of a
+ * body some filter needs the bytes of. A pieces-only filter gets them as
+ * bytes pieces. */
 static int run_body_filters(keel_response *res, size_t from, const keel_buf *bufs, size_t nbufs,
                             int last)
 {
     const kl_http *http = http_of(res->req);
-    for (size_t i = from; i < http->nfilters; i++) {
-        if (http->filters[i].cb.on_response_body == NULL ||
-            (i < 64 && (res->body_skipped >> i) & 1))
-            continue;
-        size_t saved = res->filter_pos;
-        res->filter_pos = i + 1;
-        int rc = http->filters[i].cb.on_response_body(res->req, res, bufs, nbufs, last,
-                                                      http->filters[i].cb.userdata);
-        res->filter_pos = saved;
-        return rc;
-    }
-    return to_sink(res, bufs, nbufs, last, NULL);
+    size_t i = next_body_filter(res, from);
+    if (i == http->nfilters)
+        return to_sink(res, bufs, nbufs, last, NULL);
+    const keel_http_filter *f = &http->filters[i].cb;
+    if (f->on_response_body == NULL)
+        return bufs_as_pieces(res, i, bufs, nbufs, last, 0);
+    size_t saved = res->filter_pos;
+    res->filter_pos = i + 1;
+    int rc = f->on_response_body(res->req, res, bufs, nbufs, last, f->userdata);
+    res->filter_pos = saved;
+    return rc;
+}
+
+/* Runs the body filters from position `from` on pieces: the chain of a
+ * body whose filters all take pieces (kl_response_pieces_filtered). */
+int kl_response_run_piece_filters(keel_response *res, size_t from, const keel_piece *pieces,
+                                  size_t npieces, int last)
+{
+    const kl_http *http = http_of(res->req);
+    size_t i = next_body_filter(res, from);
+    if (i == http->nfilters)
+        return kl_response_pieces_to_sink(res, pieces, npieces, last);
+    return call_pieces_filter(res, i, pieces, npieces, last);
 }
 
 int keel_response_filter_emit(keel_response *res, const keel_buf *bufs, size_t nbufs, int last)
 {
     if (res->req->aborted)
         return KEEL_ERR_CLOSED;
-    return run_body_filters(res, res->filter_pos, bufs, nbufs, last);
+    if (!kl_response_pieces_filtered(res))
+        return run_body_filters(res, res->filter_pos, bufs, nbufs, last);
+    return bufs_as_pieces(res, res->filter_pos, bufs, nbufs, last, 1);
+}
+
+int keel_response_filter_emit_pieces(keel_response *res, const keel_piece *pieces, size_t npieces,
+                                     int last)
+{
+    uint64_t total;
+    int files;
+    int rc = kl_pieces_check(pieces, npieces, &total, &files);
+    if (rc != KEEL_OK)
+        return rc;
+    if (res->req->aborted)
+        return KEEL_ERR_CLOSED;
+    if (kl_response_pieces_filtered(res))
+        return kl_response_run_piece_filters(res, res->filter_pos, pieces, npieces, last);
+    if (files)
+        return KEEL_ERR_UNSUPPORTED; /* a later filter needs the bytes */
+    keel_buf stack[16];
+    keel_buf *b = npieces <= 16 ? stack : malloc(npieces * sizeof *b);
+    if (b == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t k = 0; k < npieces; k++)
+        b[k] = (keel_buf){pieces[k].base, (size_t)pieces[k].len};
+    rc = run_body_filters(res, res->filter_pos, b, npieces, last);
+    if (b != stack)
+        free(b);
+    return rc;
 }
 
 /* Sends one body piece: straight to the protocol without copying when no
@@ -446,10 +544,12 @@ int keel_response_filter_emit(keel_response *res, const keel_buf *bufs, size_t n
 int kl_response_send_piece(keel_response *res, const void *data, size_t len, int last,
                            keel_free_fn free_fn, void *userdata)
 {
-    keel_request *req = res->req;
     keel_buf buf = {data, len};
     if (kl_response_body_filtered(res)) {
-        int rc = run_body_filters(res, 0, &buf, len ? 1 : 0, last);
+        keel_piece one = keel_piece_bytes(data, len);
+        int rc = kl_response_pieces_filtered(res)
+                     ? kl_response_run_piece_filters(res, 0, &one, len ? 1 : 0, last)
+                     : run_body_filters(res, 0, &buf, len ? 1 : 0, last);
         if (free_fn == NULL)
             return rc;
         /* The filters copied the bytes, but a streamer paces itself by
@@ -466,6 +566,15 @@ int kl_response_send_piece(keel_response *res, const void *data, size_t len, int
         }
         return rc;
     }
+    return kl_response_send_direct(res, data, len, last, free_fn, userdata);
+}
+
+/* One piece to the protocol without copying, released once it is done. */
+int kl_response_send_direct(keel_response *res, const void *data, size_t len, int last,
+                            keel_free_fn free_fn, void *userdata)
+{
+    keel_request *req = res->req;
+    keel_buf buf = {data, len};
     kl_body_piece *piece = NULL;
     if (free_fn != NULL || len > 0) {
         if ((piece = piece_new(req)) == NULL) {
@@ -530,6 +639,14 @@ int keel_response_send(keel_response *res, const void *data, size_t len, keel_fr
         free_fn((void *)data, userdata);
     kl_response_end(res);
     return rc;
+}
+
+int keel_response_send_file_bytes(keel_response *res, const void *data, size_t len,
+                                  keel_free_fn free_fn, void *userdata)
+{
+    if (!res->ended && !res->head_sent)
+        res->from_file = 1;
+    return keel_response_send(res, data, len, free_fn, userdata);
 }
 
 int keel_response_send_copy(keel_response *res, const void *data, size_t len)
@@ -661,6 +778,13 @@ static void file_done(keel_response *res)
     res->file_fd = -1;
 }
 
+/* keel_response_send_file's range went through filters as a piece. */
+static void file_released(void *data, void *userdata)
+{
+    (void)data;
+    file_done(userdata);
+}
+
 static void on_chunk_sent(void *data, void *userdata)
 {
     keel_response *res = userdata;
@@ -733,6 +857,8 @@ static void on_file_sent(keel_conn *conn, int status, void *userdata)
      * kept, so the connection must not carry another response. */
     if (status != KEEL_OK)
         res->close_connection = 1;
+    else if (res->ntrailers > 0 && !req->aborted && !res->ended)
+        kl_response_send_direct(res, NULL, 0, 1, NULL, NULL); /* the trailer section */
     file_done(res);
     if (!res->ended)
         kl_response_end(res);
@@ -751,9 +877,10 @@ static int send_file_whole(keel_response *res, uint64_t offset, uint64_t length)
      * the response then ends inside send_file. */
     kl_request_ref(req);
     kl_request_ref(req);
-    res->body_bytes += length; /* counted before the log phase can run */
+    res->body_bytes += length;      /* counted before the log phase can run */
+    int last = res->ntrailers == 0; /* else the trailer section follows, from on_file_sent */
     int rc =
-        req->sink->send_file(req->exchange, res->file_fd, offset, length, 1, on_file_sent, res);
+        req->sink->send_file(req->exchange, res->file_fd, offset, length, last, on_file_sent, res);
     if (rc != KEEL_OK) {
         res->body_bytes -= length;
         kl_request_unref(req); /* no callback will come */
@@ -793,6 +920,11 @@ int keel_response_send_file(keel_response *res, int fd, uint64_t offset, uint64_
             kl_response_end(res);
         }
         return rc;
+    }
+    if (kl_response_pieces_filtered(res)) {
+        /* Every filter takes pieces: the range goes through them unread. */
+        keel_piece range = keel_piece_file(fd, offset, length);
+        return kl_response_send_pieces_body(res, &range, 1, length, file_released, res);
     }
     /* Filters need the bytes, or the protocol frames them: read the file
      * in pieces, each after the previous one has gone. */

@@ -32,9 +32,24 @@ typedef struct kl_body_pieces {
     int reading;      /* `reader` is on the range before `at` */
     int read_busy;    /* a read, or the piece it gave, is on its way */
     int busy, again;  /* inside pieces_pump */
+    /* At the end of the body filters' chain (ABI 1.9): the pieces the
+     * last filter emitted, whose bytes are copied after pieces[]; they go
+     * straight to the protocol, after the chain's earlier ones (`next`),
+     * and `last` says whether they end the body. */
+    int direct, last, trailers_due;
+    uint64_t total;
+    struct kl_body_pieces *next;
     kl_file_reader reader;
     keel_piece pieces[];
 } kl_body_pieces;
+
+/* A piece of bytes on its way: through the filters, or past them. */
+static int send_bytes(kl_body_pieces *bp, const void *data, size_t len, int last, keel_free_fn done)
+{
+    if (bp->direct)
+        return kl_response_send_direct(bp->res, data, len, last, done, bp);
+    return kl_response_send_piece(bp->res, data, len, last, done, bp);
+}
 
 static void pieces_pump(kl_body_pieces *bp);
 
@@ -75,10 +90,10 @@ static void on_range_read(kl_file_reader *r, int status, char *data, size_t len)
         pieces_pump(bp);
         return;
     }
-    int last = r->left == 0 && bp->at == bp->end;
+    int last = r->left == 0 && bp->at == bp->end && bp->last;
     bp->pending++;
     bp->last_sent |= last;
-    if (kl_response_send_piece(res, data, len, last, on_read_taken, bp) != KEEL_OK)
+    if (send_bytes(bp, data, len, last, on_read_taken) != KEEL_OK)
         bp->failed = 1; /* on_read_taken has come or will */
 }
 
@@ -103,7 +118,7 @@ static void pieces_step(kl_body_pieces *bp)
         if (bp->at == bp->end)
             return;
         const keel_piece *p = &bp->pieces[bp->at];
-        int last = bp->at + 1 == bp->end;
+        int last = bp->at + 1 == bp->end && bp->last;
         if (p->len == 0) {
             bp->at++;
             continue;
@@ -113,8 +128,8 @@ static void pieces_step(kl_body_pieces *bp)
             bp->at++;
             bp->pending++;
             bp->last_sent |= last;
-            rc = kl_response_send_piece(res, p->base, (size_t)p->len, last, on_bytes_taken, bp);
-        } else if (!bp->no_send_file && !kl_response_body_filtered(res) &&
+            rc = send_bytes(bp, p->base, (size_t)p->len, last, on_bytes_taken);
+        } else if (!bp->no_send_file && (bp->direct || !kl_response_body_filtered(res)) &&
                    req->sink->send_file != NULL) {
             bp->pending++;
             res->body_bytes += p->len;
@@ -145,12 +160,36 @@ static void pieces_step(kl_body_pieces *bp)
     }
 }
 
+static void chain_start(kl_body_pieces *bp);
+
+/* The end of the chain's pieces: what waited behind them goes on. */
+static void chain_finish(kl_body_pieces *bp)
+{
+    keel_response *res = bp->res;
+    keel_request *req = res->req;
+    if (bp->failed)
+        res->close_connection = 1; /* a range could not be sent whole */
+    kl_file_reader_free(&bp->reader);
+    res->chain_head = bp->next;
+    if (res->chain_head == NULL)
+        res->chain_tail = NULL;
+    else
+        chain_start(res->chain_head);
+    free(bp);
+    kl_response_piece_left(req);
+    kl_request_unref(req); /* the chain piece's */
+}
+
 /* Everything is handed over and called back (or cannot be): the caller's
  * pieces are released and the response ends, after its last byte. */
 static void pieces_finish(kl_body_pieces *bp)
 {
     keel_response *res = bp->res;
     keel_request *req = res->req;
+    if (bp->direct) {
+        chain_finish(bp);
+        return;
+    }
     if (bp->failed || req->aborted)
         res->close_connection = 1; /* the promised length was not kept */
     kl_file_reader_free(&bp->reader);
@@ -180,8 +219,163 @@ static void pieces_pump(kl_body_pieces *bp)
     } while (bp->again);
     bp->busy = 0;
     int handed = bp->failed || bp->res->req->aborted || (bp->at == bp->end && !bp->reading);
+    if (handed && bp->trailers_due && !bp->failed && !bp->res->req->aborted) {
+        /* The trailer section follows the last byte (send_pieces has no
+         * room for it). */
+        bp->trailers_due = 0;
+        bp->last_sent = 1;
+        if (kl_response_send_direct(bp->res, NULL, 0, 1, NULL, NULL) != KEEL_OK)
+            bp->failed = 1;
+    }
     if (handed && bp->pending == 0 && !bp->read_busy)
         pieces_finish(bp);
+}
+
+/* The protocol takes the pieces all at once (HTTP/1.1 hands them to its
+ * connection's queue): one callback for them; else (KEEL_ERR_UNSUPPORTED)
+ * they go one by one from pieces_step. */
+static void hand_whole(kl_body_pieces *bp)
+{
+    keel_response *res = bp->res;
+    keel_request *req = res->req;
+    bp->pending++;
+    bp->busy = 1; /* cb may come inside the call: it only asks for a turn */
+    int rc =
+        req->sink->send_pieces(req->exchange, bp->pieces, bp->end, bp->last, on_range_sent, bp);
+    bp->busy = 0;
+    if (rc == KEEL_OK) {
+        bp->at = bp->end;
+        bp->last_sent = bp->last;
+        res->body_bytes += bp->total;
+    } else {
+        bp->pending--;
+        bp->failed = rc != KEEL_ERR_UNSUPPORTED;
+    }
+}
+
+/* The chain's pieces go to the protocol: all at once where it takes them
+ * (HTTP/1.1 and HTTP/2 do), else one by one (ranges it cannot send are
+ * read here). */
+static void chain_start(kl_body_pieces *bp)
+{
+    keel_response *res = bp->res;
+    keel_request *req = res->req;
+    if (bp->end > 0 && !req->aborted) {
+        hand_whole(bp);
+    } else if (bp->last && !bp->trailers_due && !req->aborted) {
+        if (kl_response_send_direct(res, NULL, 0, 1, NULL, NULL) != KEEL_OK)
+            bp->failed = 1;
+    }
+    pieces_pump(bp);
+}
+
+int kl_response_pieces_to_sink(keel_response *res, const keel_piece *pieces, size_t npieces,
+                               int last)
+{
+    keel_request *req = res->req;
+    if (req->aborted)
+        return KEEL_ERR_CLOSED;
+    /* The bytes are the filter's until it returns: copied, behind the
+     * pieces, with the ranges in place. */
+    size_t bytes = 0;
+    for (size_t i = 0; i < npieces; i++)
+        if (pieces[i].kind == KEEL_PIECE_BYTES)
+            bytes += (size_t)pieces[i].len;
+    kl_body_pieces *bp = malloc(sizeof *bp + npieces * sizeof *pieces + bytes);
+    if (bp == NULL)
+        return KEEL_ERR_NOMEM;
+    *bp = (kl_body_pieces){.res = res, .n = npieces, .direct = 1};
+    char *copy = (char *)(bp->pieces + npieces);
+    for (size_t i = 0; i < npieces; i++) {
+        bp->pieces[i] = pieces[i];
+        if (pieces[i].kind == KEEL_PIECE_BYTES && pieces[i].len > 0) {
+            memcpy(copy, pieces[i].base, (size_t)pieces[i].len);
+            bp->pieces[i].base = copy;
+            copy += pieces[i].len;
+        }
+        if (pieces[i].len > 0)
+            bp->end = i + 1;
+        bp->total += pieces[i].len;
+    }
+    bp->trailers_due = last && res->ntrailers > 0;
+    bp->last = last && !bp->trailers_due;
+    /* Counted as a piece in flight: a streamer's release and a file read
+     * behind the filters wait for it, as for bytes. */
+    res->pieces_in_flight++;
+    kl_request_ref(req);
+    if (res->chain_tail != NULL) {
+        res->chain_tail->next = bp; /* behind a range being read */
+        res->chain_tail = bp;
+        return KEEL_OK;
+    }
+    res->chain_head = res->chain_tail = bp;
+    chain_start(bp);
+    return KEEL_OK;
+}
+
+/* The pieces went into the filters, which take pieces: what they made of
+ * them is on its way (counted in pieces_in_flight); the caller's pieces
+ * are borrowed until it has left. */
+static void on_filtered_left(void *data, void *userdata)
+{
+    kl_body_pieces *bp = userdata;
+    (void)data;
+    bp->pending--;
+    pieces_pump(bp);
+}
+
+static void filter_pieces(kl_body_pieces *bp)
+{
+    keel_response *res = bp->res;
+    bp->pending++;
+    bp->busy = 1;
+    if (kl_response_run_piece_filters(res, 0, bp->pieces, bp->end, 1) != KEEL_OK)
+        bp->failed = 1;
+    bp->busy = 0;
+    bp->at = bp->end;
+    bp->last_sent = 1; /* the filters had last: the body's end is theirs */
+    if (res->pieces_in_flight > 0 && res->held_free == NULL) {
+        res->held_free = on_filtered_left;
+        res->held_data = NULL;
+        res->held_userdata = bp;
+    } else {
+        bp->pending--;
+    }
+    pieces_pump(bp);
+}
+
+int kl_response_send_pieces_body(keel_response *res, const keel_piece *pieces, size_t npieces,
+                                 uint64_t total, keel_free_fn release, void *userdata)
+{
+    keel_request *req = res->req;
+    kl_body_pieces *bp = malloc(sizeof *bp + npieces * sizeof *pieces);
+    if (bp == NULL) {
+        res->close_connection = 1; /* the head has gone without its body */
+        if (release != NULL)
+            release(NULL, userdata);
+        kl_response_end(res);
+        return KEEL_ERR_NOMEM;
+    }
+    *bp = (kl_body_pieces){
+        .res = res, .release = release, .userdata = userdata, .n = npieces, .last = 1};
+    if (!kl_response_body_filtered(res) && res->ntrailers > 0) {
+        bp->last = 0; /* the trailer section follows the pieces */
+        bp->trailers_due = 1;
+    }
+    memcpy(bp->pieces, pieces, npieces * sizeof *pieces);
+    for (size_t i = 0; i < npieces; i++)
+        if (pieces[i].len > 0)
+            bp->end = i + 1;
+    kl_request_ref(req); /* the transfer's, until pieces_finish */
+    if (kl_response_pieces_filtered(res)) {
+        filter_pieces(bp);
+        return KEEL_OK;
+    }
+    bp->total = total;
+    if (!kl_response_body_filtered(res) && req->sink->send_pieces != NULL)
+        hand_whole(bp);
+    pieces_pump(bp);
+    return KEEL_OK;
 }
 
 int keel_response_send_pieces(keel_response *res, const keel_piece *pieces, size_t npieces,
@@ -201,46 +395,16 @@ int keel_response_send_pieces(keel_response *res, const keel_piece *pieces, size
     rc = kl_response_send_head(res, (int64_t)total);
     keel_str method = req->head.method;
     int head_only = method.len == 4 && memcmp(method.ptr, "HEAD", 4) == 0;
-    kl_body_pieces *bp = NULL;
-    if (rc == KEEL_OK && total > 0 && !head_only) {
-        bp = malloc(sizeof *bp + npieces * sizeof *pieces);
-        rc = bp != NULL ? KEEL_OK : KEEL_ERR_NOMEM;
-    }
-    if (bp == NULL) {
-        /* Refused, no body to send, or no memory for it (the head may
-         * have gone: the connection must close). */
-        if (rc == KEEL_OK)
-            rc = kl_response_send_piece(res, NULL, 0, 1, NULL, NULL);
-        else
-            res->close_connection = 1;
-        if (release != NULL)
-            release(NULL, userdata);
-        kl_response_end(res);
-        return rc;
-    }
-    *bp = (kl_body_pieces){.res = res, .release = release, .userdata = userdata, .n = npieces};
-    memcpy(bp->pieces, pieces, npieces * sizeof *pieces);
-    for (size_t i = 0; i < npieces; i++)
-        if (pieces[i].len > 0)
-            bp->end = i + 1;
-    kl_request_ref(req); /* the transfer's, until pieces_finish */
-    if (!kl_response_body_filtered(res) && req->sink->send_pieces != NULL) {
-        /* The protocol takes them all at once (HTTP/1.1 hands them to its
-         * connection's queue): one callback for the body. */
-        bp->pending++;
-        res->body_bytes += total;
-        bp->busy = 1; /* cb may come inside the call: it only asks for a turn */
-        rc = req->sink->send_pieces(req->exchange, bp->pieces, bp->end, 1, on_range_sent, bp);
-        bp->busy = 0;
-        if (rc == KEEL_OK) {
-            bp->at = bp->end;
-            bp->last_sent = 1;
-        } else {
-            bp->pending--;
-            res->body_bytes -= total;
-            bp->failed = rc != KEEL_ERR_UNSUPPORTED; /* else one by one, below */
-        }
-    }
-    pieces_pump(bp);
-    return KEEL_OK;
+    if (rc == KEEL_OK && total > 0 && !head_only)
+        return kl_response_send_pieces_body(res, pieces, npieces, total, release, userdata);
+    /* Refused, or no body to send (the head may have gone: the connection
+     * must close). */
+    if (rc == KEEL_OK)
+        rc = kl_response_send_piece(res, NULL, 0, 1, NULL, NULL);
+    else
+        res->close_connection = 1;
+    if (release != NULL)
+        release(NULL, userdata);
+    kl_response_end(res);
+    return rc;
 }

@@ -1635,4 +1635,37 @@ KEEL_FN(int, http_request_refuse, (keel_request *req, int status), (req, status)
 #if KEEL__WANT(9)
 /* ABI 1.9: entries are appended below this line, each with its section
  * comment (what it is for, ownership, thread, errors). */
+
+/* ---- HTTP: a file's bytes from memory (ABI 1.9) --------------------------- */
+
+/* As keel_response_send, for the bytes of a file that the module keeps in
+ * memory (static's content cache of small files): the same body, length
+ * and release (free_fn(data, userdata) once the bytes are no longer
+ * needed, at once on an error), but keel_response_body_from_file says 1,
+ * so that filters treat the body as a file's (deflate's compress_files).
+ * The caller sets the file's validators (ETag, Last-Modified) as for
+ * keel_response_send_file. Same returns as keel_response_send. Worker
+ * thread of the request. */
+KEEL_FN(int, response_send_file_bytes,
+        (keel_response *res, const void *data, size_t len, keel_free_fn free_fn, void *userdata),
+        (res, data, len, free_fn, userdata))
+
+/* ---- HTTP: body filters that pass pieces (ABI 1.9) ------------------------ */
+
+/* For on_response_pieces filters (keel_http_filter, ABI 1.9): passes
+ * pieces on to the next body filter, and finally to the protocol, in
+ * order after what was passed before; last ends the body (once). Bytes
+ * pieces need only live until the call returns (the core copies what it
+ * keeps); a file range's descriptor must stay open until the response has
+ * ended (the ranges the filter was given do; a filter that opens a file of
+ * its own closes it in on_log). KEEL_OK; KEEL_ERR_INVAL for pieces
+ * keel_conn_write_pieces would refuse; KEEL_ERR_UNSUPPORTED for a file
+ * range when a later filter of this response needs the bytes (only
+ * on_response_body) — a filter that passes on only the ranges it was given
+ * never sees it; KEEL_ERR_CLOSED once the client left; KEEL_ERR_NOMEM.
+ * Nothing is sent on an error. Worker thread of the request, from inside
+ * the filter's on_response_pieces (or on_response_body) only. */
+KEEL_FN(int, response_filter_emit_pieces,
+        (keel_response *res, const keel_piece *pieces, size_t npieces, int last),
+        (res, pieces, npieces, last))
 #endif /* KEEL__WANT(9) */

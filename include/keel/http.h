@@ -192,6 +192,24 @@ typedef struct keel_http_filter {
     /* After the exchange is finished (also when it failed). */
     void (*on_log)(keel_request *req, keel_response *res, const keel_http_log_info *info,
                    void *userdata);
+
+    /* (ABI 1.9, optional.) The response body as pieces (keel_piece: bytes
+     * and file ranges), for a filter that can pass a file range on without
+     * its bytes: one that frames, prefixes or counts a body, as nginx's
+     * output filters pass in-file buffers along. Pass the pieces on (the
+     * same, others, or new ones) with keel_response_filter_emit_pieces
+     * before returning; last is set on the final call. When every body
+     * filter of a response has this hook (and the protocol can take
+     * pieces: http1, h2), file ranges reach the filters unread and leave
+     * by sendfile where the transport allows; if any filter of the
+     * response has only on_response_body, everything arrives here as bytes
+     * pieces instead (the core reads the files for that filter). A filter
+     * that sets both hooks gets this one whenever pieces go through the
+     * chain, else on_response_body. The pieces are borrowed for the call:
+     * bytes until it returns, a file range's descriptor until the
+     * response has ended. */
+    int (*on_response_pieces)(keel_request *req, keel_response *res, const keel_piece *pieces,
+                              size_t npieces, int last, void *userdata);
 } keel_http_filter;
 
 /* ---- For HTTP protocol modules (http1, h2) -------------------------------- */
@@ -358,8 +376,11 @@ typedef struct keel_http_sink {
      * returns KEEL_OK: once everything has left, or with an error status
      * when it cannot (a file shorter than its range, a lost connection:
      * the connection is then closing). last != 0 ends the body as in
-     * send_body (without trailers); the core always passes 1 today, and
-     * ends the exchange (done) only after cb. A protocol that cannot send
+     * send_body (without trailers, which follow in a send_body of no
+     * bytes); the core ends the exchange (done) only after cb. Since ABI
+     * 1.9 the core may pass a part of the body with last = 0, and a body
+     * of unknown length (chunked in HTTP/1.1): what a body filter that
+     * takes pieces emitted. A protocol that cannot send
      * them as they are (it frames the body in chunks, say) returns
      * KEEL_ERR_UNSUPPORTED without side effects, and the core hands them
      * over one by one through send_body and send_file instead, reading

@@ -1,9 +1,10 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
- * folding, HTTP list fields, IP addresses and CIDR blocks, words, a
- * mutex and once for module-wide state, and (keel/header_tokens.h,
- * included at the end) the well-known field names as integers.
+ * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
+ * words, intrusive lists, a mutex and once for module-wide state, and
+ * (keel/header_tokens.h, included at the end) the well-known field names
+ * as integers.
  *
- * Header-only: every function is static inline, so using them takes no
+ * Header-only: every function is static inline (the lists are macros), so using them takes no
  * slot in the host's table, works with any host version and adds nothing
  * to the ABI. Nothing here allocates, calls the host, or depends on a
  * library beyond the C library (and pthreads or Windows for the mutex and
@@ -119,6 +120,28 @@ static inline int keel_hex_value(int c)
         return c - '0';
     c = keel_ascii_lower(c);
     return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* ---- field values (RFC 9110 5.5) ----------------------------------------
+ * A field value is field-vchar (VCHAR and obs-text) with SP and HTAB
+ * between; NUL, CR, LF, the other controls and DEL may not stand in it (a
+ * CR or LF in a value a server writes would split the message). */
+
+/* 1 if the byte c may stand in a field value, else 0. */
+static inline int keel_field_value_char(int c)
+{
+    return c == '\t' || (c >= 0x20 && c != 0x7f);
+}
+
+/* The index of the first byte of s[0..len) that may not stand in a field
+ * value, or len if every one may: a configured Server string, say,
+ * checked once before it goes into every response. */
+static inline size_t keel_field_value_check(const char *s, size_t len)
+{
+    size_t i = 0;
+    while (i < len && keel_field_value_char((unsigned char)s[i]))
+        i++;
+    return i;
 }
 
 /* ---- HTTP lists (RFC 9110 5.6.1) -----------------------------------------
@@ -383,6 +406,36 @@ static inline int keel_cidr_match(const keel_cidr *block, const keel_ip *ip)
     }
     return 1;
 }
+
+/* ---- Intrusive doubly linked lists -----------------------------------------
+ * Structs that carry their own `next` and `prev` pointers, on a list
+ * headed by a pointer to the first one (NULL: empty), with no sentinel:
+ * BSD <sys/queue.h>'s LIST_INSERT_HEAD and LIST_REMOVE. Removal is O(1),
+ * so a connection can keep what it must cancel (its streams, the jobs it
+ * has in flight) without a search. Macros, so that any struct will do;
+ * they evaluate their arguments more than once: pass plain lvalues. */
+
+/* Puts node first on the list at head. */
+#define KEEL_LIST_PUSH(head, node)                                                                 \
+    do {                                                                                           \
+        (node)->prev = NULL;                                                                       \
+        (node)->next = (head);                                                                     \
+        if ((head) != NULL)                                                                        \
+            (head)->prev = (node);                                                                 \
+        (head) = (node);                                                                           \
+    } while (0)
+
+/* Takes node, which is on the list at head, off it (its own pointers are
+ * left as they were). */
+#define KEEL_LIST_REMOVE(head, node)                                                               \
+    do {                                                                                           \
+        if ((node)->prev != NULL)                                                                  \
+            (node)->prev->next = (node)->next;                                                     \
+        else                                                                                       \
+            (head) = (node)->next;                                                                 \
+        if ((node)->next != NULL)                                                                  \
+            (node)->next->prev = (node)->prev;                                                     \
+    } while (0)
 
 /* ---- A mutex and a once for module-wide state ---------------------------
  * For what a module shares between its workers (a cache, a counter a

@@ -34,6 +34,24 @@
 /* uInt is 32 bits: larger inputs are fed in slices. */
 #define KD_SLICE (1u << 30)
 
+/* What is left of a call's input. */
+typedef struct kd_input {
+    const unsigned char *next;
+    size_t left;
+} kd_input;
+
+/* Once zlib has taken all it was given, gives it the next slice. */
+static void feed(z_stream *z, kd_input *src)
+{
+    if (z->avail_in == 0 && src->left > 0) {
+        uInt take = src->left > KD_SLICE ? KD_SLICE : (uInt)src->left;
+        z->next_in = (Bytef *)src->next; /* zlib's API is not const-clean */
+        z->avail_in = take;
+        src->next += take;
+        src->left -= take;
+    }
+}
+
 enum { KD_COMPRESS = 0, KD_DECOMPRESS = 1 };
 
 enum {
@@ -214,22 +232,15 @@ int kd_compress(keel_deflate *s, const void *in, size_t len, int flush, keel_def
         return rc;
 
     z_stream *z = s->z;
-    const unsigned char *next = in;
-    size_t left = len;
+    kd_input src = {in, len};
     unsigned char buf[KD_CHUNK];
     for (;;) {
-        if (z->avail_in == 0 && left > 0) {
-            uInt take = left > KD_SLICE ? KD_SLICE : (uInt)left;
-            z->next_in = (Bytef *)next; /* zlib's API is not const-clean */
-            z->avail_in = take;
-            next += take;
-            left -= take;
-        }
+        feed(z, &src);
         z->next_out = buf;
         z->avail_out = sizeof buf;
         /* Flush only with the last slice: a flush per slice would cut the
          * deflate blocks short for nothing. */
-        int zrc = deflate(z, left > 0 ? Z_NO_FLUSH : zflush);
+        int zrc = deflate(z, src.left > 0 ? Z_NO_FLUSH : zflush);
         if (zrc == Z_STREAM_ERROR) {
             s->state = KD_BROKEN;
             return KEEL_ERR_STATE;
@@ -247,7 +258,7 @@ int kd_compress(keel_deflate *s, const void *in, size_t len, int flush, keel_def
         /* With room left in buf, zlib has taken all the input it was given
          * and flushed as asked (zlib.h, deflate()); Z_BUF_ERROR only says
          * there was nothing to do, as for a second SYNC in a row. */
-        if (z->avail_out != 0 && z->avail_in == 0 && left == 0)
+        if (z->avail_out != 0 && z->avail_in == 0 && src.left == 0)
             return KEEL_OK;
     }
 }
@@ -286,19 +297,12 @@ int kd_decompress(keel_deflate *s, const void *in, size_t len, uint64_t max_out,
         return rc;
 
     z_stream *z = s->z;
-    const unsigned char *next = in;
-    size_t left = len;
+    kd_input src = {in, len};
     uint64_t total = 0;
     int pending = 0; /* the last call filled buf: inflate may have more without input */
     unsigned char buf[KD_CHUNK];
     for (;;) {
-        if (z->avail_in == 0 && left > 0) {
-            uInt take = left > KD_SLICE ? KD_SLICE : (uInt)left;
-            z->next_in = (Bytef *)next;
-            z->avail_in = take;
-            next += take;
-            left -= take;
-        }
+        feed(z, &src);
         if (z->avail_in == 0 && !pending)
             return KEEL_OK;
         if (s->state == KD_ENDED) {

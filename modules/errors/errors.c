@@ -19,6 +19,7 @@
  * alone, as nginx leaves them without proxy_intercept_errors.
  */
 #include <keel/keel.h>
+#include <keel/util.h>
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -41,13 +42,9 @@ typedef struct page_line {
 static int parse_line(const char *v, page_line *out, char *why, size_t whylen)
 {
     memset(out, 0, sizeof *out);
-    const char *s = v;
-    for (;;) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        if (*s == '\0')
-            break;
-        size_t n = strcspn(s, " \t");
+    const char *at = v, *s;
+    size_t n;
+    while (keel_word_next(&at, v + strlen(v), 0, &s, &n)) {
         if (*s == '/') {
             if (s[n] != '\0') {
                 snprintf(why, whylen, "the path must come last: '%s'", v);
@@ -57,9 +54,9 @@ static int parse_line(const char *v, page_line *out, char *why, size_t whylen)
             break;
         }
         int eq = *s == '=';
-        char *end;
-        long code = strtol(s + eq, &end, 10);
-        if (end != s + n || n - (size_t)eq != 3 || (eq && out->answer != 0)) {
+        char *stop;
+        long code = strtol(s + eq, &stop, 10);
+        if (stop != s + n || n - (size_t)eq != 3 || (eq && out->answer != 0)) {
             snprintf(why, whylen, "expected STATUS... [=STATUS] /PATH, not '%s'", v);
             return -1;
         }
@@ -90,7 +87,6 @@ static int parse_line(const char *v, page_line *out, char *why, size_t whylen)
             }
             out->codes[out->ncodes++] = (int)code;
         }
-        s += n;
     }
     if (out->ncodes == 0 || out->path == NULL) {
         snprintf(why, whylen, "expected STATUS... [=STATUS] /PATH, not '%s'", v);

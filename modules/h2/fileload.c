@@ -119,12 +119,7 @@ static void load_done(keel_worker *worker, int status, void *userdata)
     h2_load *job = userdata;
     h2_conn *c = job->c;
     if (c != NULL) {
-        if (job->prev != NULL)
-            job->prev->next = job->next;
-        else
-            c->loads = job->next;
-        if (job->next != NULL)
-            job->next->prev = job->prev;
+        KEEL_LIST_REMOVE(c->loads, job);
     }
     for (size_t i = 0; i < job->n; i++) {
         h2_load_item *it = &job->items[i];
@@ -201,8 +196,6 @@ void h2_load_submit(h2_conn *c)
         }
         job->n = n;
         job->c = c;
-        job->prev = NULL;
-        job->next = c->loads;
         rc = keel_worker_offload(c->w->worker, load_work, load_done, job);
     }
     if (rc != KEEL_OK) {
@@ -219,9 +212,7 @@ void h2_load_submit(h2_conn *c)
         free(job);
         return;
     }
-    if (c->loads != NULL)
-        c->loads->prev = job;
-    c->loads = job;
+    KEEL_LIST_PUSH(c->loads, job);
 }
 
 void h2_load_orphan(h2_conn *c)

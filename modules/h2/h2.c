@@ -17,6 +17,8 @@
  */
 #include "h2.h"
 
+#include <keel/util.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -512,11 +514,10 @@ static int read_config(keel_module *m, h2_config *cfg)
     size_t len = strlen(server);
     if (len >= sizeof cfg->server)
         return keel_config_error(m, "server", "longer than %zu characters", sizeof cfg->server - 1);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)server[i];
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-            return keel_config_error(m, "server", "control character 0x%02x at %zu", ch, i);
-    }
+    size_t bad = keel_field_value_check(server, len);
+    if (bad < len)
+        return keel_config_error(m, "server", "control character 0x%02x at %zu",
+                                 (unsigned char)server[bad], bad);
     memcpy(cfg->server, server, len);
     cfg->server_len = len;
     return KEEL_OK;
@@ -573,13 +574,7 @@ static void h2_stop(keel_module *m, keel_worker *worker, void *state)
     h2_worker *w = state;
     h2_batch_pool_free(w);
     h2_piece_pool_free(w);
-    while (w->free_streams != NULL) {
-        h2_stream *s = w->free_streams;
-        w->free_streams = s->next;
-        free(s->hmem);
-        free(s);
-    }
-    w->nfree_streams = 0;
+    h2_stream_pool_free(w);
     h2_scratch_free(&w->scratch);
 }
 

@@ -30,11 +30,9 @@
 static h2_batch *batch_get(h2_conn *c)
 {
     h2_worker *w = c->w;
-    h2_batch *b = w->free_batches;
-    if (b != NULL) {
-        w->free_batches = b->next;
-        w->nfree_batches--;
-    } else {
+    h2_batch *b;
+    H2_POOL_TAKE(b, w->free_batches, w->nfree_batches);
+    if (b == NULL) {
         b = calloc(1, sizeof *b);
         if (b == NULL)
             return NULL;
@@ -74,19 +72,12 @@ static void batch_put(h2_worker *w, h2_batch *b)
         batch_free(b);
         return;
     }
-    b->next = w->free_batches;
-    w->free_batches = b;
-    w->nfree_batches++;
+    H2_POOL_GIVE(b, w->free_batches, w->nfree_batches);
 }
 
 void h2_batch_pool_free(h2_worker *w)
 {
-    while (w->free_batches != NULL) {
-        h2_batch *b = w->free_batches;
-        w->free_batches = b->next;
-        batch_free(b);
-    }
-    w->nfree_batches = 0;
+    H2_POOL_DRAIN(w->free_batches, w->nfree_batches, batch_free);
 }
 
 static h2_batch *current(h2_conn *c)
@@ -192,26 +183,6 @@ static void batch_release(h2_batch *b, keel_conn *conn, int status)
     b->npieces = 0;
 }
 
-static void unlink_flying(h2_conn *c, h2_batch *b)
-{
-    if (b->prev != NULL)
-        b->prev->next = b->next;
-    else
-        c->flying = b->next;
-    if (b->next != NULL)
-        b->next->prev = b->prev;
-    b->next = b->prev = NULL;
-}
-
-static void link_flying(h2_conn *c, h2_batch *b)
-{
-    b->prev = NULL;
-    b->next = c->flying;
-    if (c->flying != NULL)
-        c->flying->prev = b;
-    c->flying = b;
-}
-
 void h2_out_orphan(h2_conn *c)
 {
     for (h2_batch *b = c->flying; b != NULL; b = b->next)
@@ -231,7 +202,8 @@ static void on_written(keel_conn *conn, int status, void *userdata)
         batch_free(b);
         return;
     }
-    unlink_flying(c, b);
+    KEEL_LIST_REMOVE(c->flying, b);
+    b->next = b->prev = NULL;
     c->inflight -= b->total;
     batch_release(b, conn, status);
     batch_put(c->w, b);
@@ -283,7 +255,7 @@ int h2_out_flush(h2_conn *c)
         return rc;
     }
     c->inflight += b->total;
-    link_flying(c, b);
+    KEEL_LIST_PUSH(c->flying, b);
     return KEEL_OK;
 }
 
@@ -315,7 +287,7 @@ int h2_out_file(h2_conn *c, const uint8_t *hd, size_t hdlen, h2_piece *p, size_t
         return rc;
     }
     c->inflight += b->total;
-    link_flying(c, b);
+    KEEL_LIST_PUSH(c->flying, b);
     return KEEL_OK;
 }
 
@@ -345,36 +317,15 @@ void h2_piece_unref(h2_piece *p, int status)
         free(p->bufs);
     h2_slab_unref(p->slab);
     h2_worker *w = p->w;
-    if (w != NULL && w->nfree_pieces < H2_POOL_MAX) {
-        p->next = w->free_pieces;
-        w->free_pieces = p;
-        w->nfree_pieces++;
-    } else {
+    if (w != NULL && w->nfree_pieces < H2_POOL_MAX)
+        H2_POOL_GIVE(p, w->free_pieces, w->nfree_pieces);
+    else
         free(p);
-    }
-}
-
-h2_piece *h2_piece_new(h2_conn *c)
-{
-    h2_worker *w = c->w;
-    h2_piece *p = w->free_pieces;
-    if (p != NULL) {
-        w->free_pieces = p->next;
-        w->nfree_pieces--;
-    } else if ((p = malloc(sizeof *p)) == NULL) {
-        return NULL;
-    }
-    return p;
 }
 
 void h2_piece_pool_free(h2_worker *w)
 {
-    while (w->free_pieces != NULL) {
-        h2_piece *p = w->free_pieces;
-        w->free_pieces = p->next;
-        free(p);
-    }
-    w->nfree_pieces = 0;
+    H2_POOL_DRAIN(w->free_pieces, w->nfree_pieces, free);
 }
 
 void h2_slab_unref(h2_slab *slab)

@@ -259,6 +259,17 @@ static int body_state(const h2_stream *s)
     return KEEL_OK;
 }
 
+/* body_state for send_file and send_pieces, which take the whole declared
+ * body (`total` bytes) or nothing: KEEL_ERR_UNSUPPORTED otherwise, and the
+ * core hands the body over piece by piece (its read loop copes). */
+static int whole_body_state(const h2_stream *s, uint64_t total)
+{
+    int rc = body_state(s);
+    if (rc == KEEL_OK && s->has_data && s->resp_left >= 0 && total != (uint64_t)s->resp_left)
+        rc = KEEL_ERR_UNSUPPORTED;
+    return rc;
+}
+
 static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, int last,
                           const keel_header *trailers, size_t ntrailers, keel_write_cb cb, void *ud)
 {
@@ -290,11 +301,9 @@ static int sink_send_body(void *exchange, const keel_buf *bufs, size_t nbufs, in
         if (ntrailers > 0 && s->has_data && keep_trailers(s, trailers, ntrailers) != KEEL_OK)
             ntrailers = 0;
     }
-    h2_piece *p = h2_piece_new(c);
+    h2_piece *p = h2_piece_new(c, cb, ud);
     if (p == NULL)
         return KEEL_ERR_NOMEM;
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK, .fd = -1};
-    p->bufs = p->inline_bufs;
     if (!s->has_data || total == 0) {
         /* Nothing to send (HEAD, 204, 304, an empty piece): released by
          * the next write, in order with what came before, never inside
@@ -347,11 +356,9 @@ static inline void queue_file(h2_stream *s, h2_piece *p, int fd, uint64_t offset
  * (a streaming handler writes its next piece from it). */
 static int hold_empty(h2_conn *c, keel_write_cb cb, void *ud)
 {
-    h2_piece *p = h2_piece_new(c);
+    h2_piece *p = h2_piece_new(c, cb, ud);
     if (p == NULL)
         return KEEL_ERR_NOMEM;
-    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK, .fd = -1};
-    p->bufs = p->inline_bufs;
     if (h2_out_hold(c, p) != KEEL_OK) {
         free(p);
         return KEEL_ERR_NOMEM;
@@ -370,11 +377,9 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
 {
     h2_stream *s = exchange;
     h2_conn *c = s->c;
-    int rc = body_state(s);
+    int rc = whole_body_state(s, length);
     if (rc != KEEL_OK)
         return rc;
-    if (s->has_data && s->resp_left >= 0 && length != (uint64_t)s->resp_left)
-        return KEEL_ERR_UNSUPPORTED; /* not the whole declared body: the read loop copes */
     if (!s->has_data || length == 0) {
         rc = hold_empty(c, cb, ud);
         if (rc != KEEL_OK)
@@ -382,11 +387,9 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
         if (last)
             s->resp_ended = 1;
     } else {
-        h2_piece *p = h2_piece_new(c);
+        h2_piece *p = h2_piece_new(c, cb, ud);
         if (p == NULL)
             return KEEL_ERR_NOMEM;
-        *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = c->w, .status = KEEL_OK};
-        p->bufs = p->inline_bufs;
         if (last)
             s->resp_ended = 1;
         if (s->resp_left >= 0)
@@ -433,16 +436,16 @@ static int sink_send_pieces(void *exchange, const keel_piece *pieces, size_t npi
 {
     h2_stream *s = exchange;
     h2_conn *c = s->c;
-    int rc = body_state(s);
-    if (rc != KEEL_OK)
-        return rc;
     uint64_t total = 0;
     size_t n = 0;
     for (size_t i = 0; i < npieces; i++) {
         total += pieces[i].len;
         n += pieces[i].len > 0;
     }
-    if (!last || (s->has_data && s->resp_left >= 0 && total != (uint64_t)s->resp_left))
+    int rc = whole_body_state(s, total);
+    if (rc != KEEL_OK)
+        return rc;
+    if (!last)
         return KEEL_ERR_UNSUPPORTED; /* nothing done: the core sends them one by one */
     if (!s->has_data || n == 0) {
         rc = hold_empty(c, cb, ud);
@@ -457,12 +460,9 @@ static int sink_send_pieces(void *exchange, const keel_piece *pieces, size_t npi
     h2_piece *first = NULL, **link = &first;
     size_t made = 0;
     while (g != NULL && made < n) {
-        h2_piece *p = h2_piece_new(c);
+        h2_piece *p = h2_piece_new(c, group_piece_done, g);
         if (p == NULL)
             break;
-        *p = (h2_piece){
-            .cb = group_piece_done, .ud = g, .conn = c->conn, .w = c->w, .status = KEEL_OK};
-        p->bufs = p->inline_bufs;
         *link = p;
         link = &p->next;
         made++;
@@ -490,7 +490,6 @@ static int sink_send_pieces(void *exchange, const keel_piece *pieces, size_t npi
         if (kp->kind == KEEL_PIECE_FILE) {
             queue_file(s, p, kp->fd, kp->offset, kp->len, ahead);
         } else {
-            p->fd = -1;
             p->bufs[0] = (keel_buf){kp->base, (size_t)kp->len};
             p->nbufs = 1;
             h2_stream_queue(s, p, (size_t)kp->len);

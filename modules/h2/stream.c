@@ -85,18 +85,23 @@ int h2_closed_lookup(h2_conn *c, int32_t id)
 
 /* ---- life cycle ------------------------------------------------------------ */
 
+/* A stream the worker's free list does not keep (full, or stop). */
+static void stream_free(h2_stream *s)
+{
+    free(s->hmem);
+    free(s);
+}
+
 h2_stream *h2_stream_new(h2_conn *c, int32_t id)
 {
     h2_worker *w = c->w;
     if ((c->table == NULL || c->nopen + 1 > c->table_mask + 1) && table_grow(c) != 0)
         return NULL;
-    h2_stream *s = w->free_streams;
-    if (s != NULL) {
-        w->free_streams = s->next;
-        w->nfree_streams--;
-    } else if ((s = malloc(sizeof *s)) == NULL) {
-        return NULL;
-    } else {
+    h2_stream *s;
+    H2_POOL_TAKE(s, w->free_streams, w->nfree_streams);
+    if (s == NULL) {
+        if ((s = malloc(sizeof *s)) == NULL)
+            return NULL;
         s->hmem = NULL;
         s->hcap = 0;
     }
@@ -124,10 +129,7 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     uint32_t k = slot_of(c, id);
     s->hnext = c->table[k];
     c->table[k] = s;
-    s->next = c->streams;
-    if (c->streams != NULL)
-        c->streams->prev = s;
-    c->streams = s;
+    KEEL_LIST_PUSH(c->streams, s);
     c->ev->timer(c); /* stream_timeout */
     return s;
 }
@@ -214,12 +216,7 @@ void h2_stream_maybe_free(h2_stream *s)
     if (s->held || s->ready || s->queue != NULL)
         c->ev->release(s); /* the connection ended under it (h2.c) */
     h2_stream_drop_body(s);
-    if (s->prev != NULL)
-        s->prev->next = s->next;
-    else
-        c->streams = s->next;
-    if (s->next != NULL)
-        s->next->prev = s->prev;
+    KEEL_LIST_REMOVE(c->streams, s);
     if (s->fields != s->inline_fields)
         free(s->fields);
     free(s->tr_fields);
@@ -235,14 +232,15 @@ void h2_stream_maybe_free(h2_stream *s)
         s->hcap = 0;
     }
     h2_worker *w = c->w;
-    if (w->nfree_streams < H2_POOL_MAX) {
-        s->next = w->free_streams;
-        w->free_streams = s;
-        w->nfree_streams++;
-    } else {
-        free(s->hmem);
-        free(s);
-    }
+    if (w->nfree_streams < H2_POOL_MAX)
+        H2_POOL_GIVE(s, w->free_streams, w->nfree_streams);
+    else
+        stream_free(s);
+}
+
+void h2_stream_pool_free(h2_worker *w)
+{
+    H2_POOL_DRAIN(w->free_streams, w->nfree_streams, stream_free);
 }
 
 /* ---- ending streams -------------------------------------------------------------- */

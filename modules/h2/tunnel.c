@@ -109,7 +109,7 @@ static int t_write(keel_conn *conn, const keel_buf *bufs, size_t nbufs)
     /* Copied: the protocol's buffers are released when this returns (the
      * transport contract); the piece borrows the copy until written. */
     tunnel_chunk *ch = malloc(sizeof *ch + total);
-    h2_piece *p = ch != NULL ? h2_piece_new(c) : NULL;
+    h2_piece *p = ch != NULL ? h2_piece_new(c, chunk_written, ch) : NULL;
     if (p == NULL) {
         free(ch);
         return KEEL_ERR_NOMEM;
@@ -122,8 +122,6 @@ static int t_write(keel_conn *conn, const keel_buf *bufs, size_t nbufs)
             memcpy(ch->data + at, bufs[i].base, bufs[i].len);
         at += bufs[i].len;
     }
-    *p = (h2_piece){.cb = chunk_written, .ud = ch, .conn = c->conn, .w = c->w, .fd = -1};
-    p->bufs = p->inline_bufs;
     p->bufs[0] = (keel_buf){ch->data, total};
     p->nbufs = 1;
     h2_stream_queue(s, p, total);

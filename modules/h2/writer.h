@@ -17,12 +17,14 @@
 #define KEEL_H2_WRITER_H
 
 #include <keel/keel.h>
+#include <keel/util.h>
 
 #include "frame.h"
 #include "hpack.h"
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- configuration ([h2], read once in load) ---------------------------- */
@@ -226,6 +228,36 @@ typedef struct h2_worker {
 
 #define H2_POOL_MAX 256
 
+/* The worker's free lists (free_batches, free_streams, free_pieces, with
+ * their counts): what a connection is done with waits there, linked
+ * through its own `next`, for the next one to take without a malloc; a
+ * list holds at most H2_POOL_MAX (the caller checks, and frees the rest).
+ * Macros, for the three types alike. */
+#define H2_POOL_TAKE(item, list, count)                                                            \
+    do {                                                                                           \
+        (item) = (list);                                                                           \
+        if ((item) != NULL) {                                                                      \
+            (list) = (item)->next;                                                                 \
+            (count)--;                                                                             \
+        }                                                                                          \
+    } while (0)
+#define H2_POOL_GIVE(item, list, count)                                                            \
+    do {                                                                                           \
+        (item)->next = (list);                                                                     \
+        (list) = (item);                                                                           \
+        (count)++;                                                                                 \
+    } while (0)
+/* Empties the list, free_fn on each (stop). */
+#define H2_POOL_DRAIN(list, count, free_fn)                                                        \
+    do {                                                                                           \
+        while ((list) != NULL) {                                                                   \
+            void *h2_pool_item_ = (list);                                                          \
+            (list) = (list)->next;                                                                 \
+            free_fn(h2_pool_item_);                                                                \
+        }                                                                                          \
+        (count) = 0;                                                                               \
+    } while (0)
+
 /* ---- per-connection state ----------------------------------------------- */
 
 /* A token bucket: `tokens` events allowed now, refilled at cap/10 per
@@ -391,10 +423,26 @@ void h2_batch_pool_free(h2_worker *w);
  * the last). */
 void h2_piece_unref(h2_piece *p, int status);
 /* A piece from the worker's free list (a malloc per response body was
- * ~250 instructions with its free, callgrind); h2_piece_unref returns it. */
-h2_piece *h2_piece_new(h2_conn *c);
+ * ~250 instructions with its free, callgrind); h2_piece_unref returns it.
+ * It comes empty (no bytes, no file: fd -1, bufs the inline ones), for c,
+ * with cb(ud) to run when its last reference goes; NULL: out of memory.
+ * Inline, so that each caller's compiler merges the clearing with the
+ * stores to the piece that follow it (a response's hot path). */
+static inline h2_piece *h2_piece_new(h2_conn *c, keel_write_cb cb, void *ud)
+{
+    h2_worker *w = c->w;
+    h2_piece *p;
+    H2_POOL_TAKE(p, w->free_pieces, w->nfree_pieces);
+    if (p == NULL && (p = malloc(sizeof *p)) == NULL)
+        return NULL;
+    *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = w, .status = KEEL_OK, .fd = -1};
+    p->bufs = p->inline_bufs;
+    return p;
+}
 /* Frees the worker's list (stop). */
 void h2_piece_pool_free(h2_worker *w);
+/* Frees the worker's list of streams (stop; stream.c). */
+void h2_stream_pool_free(h2_worker *w);
 /* One reference to a slab less (its last frees it). */
 void h2_slab_unref(h2_slab *slab);
 

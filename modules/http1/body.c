@@ -81,17 +81,23 @@ static int is_ws(unsigned char ch)
     return ch == ' ' || ch == '\t';
 }
 
-/* RFC 9110 5.6.4 qdtext and quoted-pair's octets; 5.5 field-vchar with
- * SP/HTAB (obs-text allowed in both). */
+/* RFC 9110 5.6.4 qdtext (obs-text allowed). */
 static int is_qdtext(unsigned char ch)
 {
     return ch == '\t' || ch == ' ' || ch == 0x21 || (ch >= 0x23 && ch <= 0x5b) ||
            (ch >= 0x5d && ch <= 0x7e) || ch >= 0x80;
 }
 
-static int is_field_char(unsigned char ch)
+/* The LF that ends a line (its CR came before): 400 for any other byte;
+ * the next line, in state next, starts its own count against
+ * H1_CHUNK_LINE_MAX. */
+static int line_end(h1_exch *exch, unsigned char ch, uint8_t next)
 {
-    return ch == '\t' || (ch >= 0x20 && ch != 0x7f);
+    if (ch != '\n')
+        return 400;
+    exch->line_len = 0;
+    exch->body_state = next;
+    return 0;
 }
 
 /* ---- the trailer section ---------------------------------------------------- */
@@ -196,7 +202,7 @@ static int trailer_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, i
                 exch->ntr++;
             }
             exch->body_state = CS_TR_LF;
-        } else if (!is_field_char(ch)) {
+        } else if (!keel_field_value_char(ch)) {
             return 400; /* NUL, a bare LF, other controls (RFC 9110 5.5) */
         } else if (f != NULL && !(is_ws(ch) && exch->tr_len == f->value_off) &&
                    tr_put(exch, ch) != 0) {
@@ -204,11 +210,7 @@ static int trailer_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, i
         }
         return 0;
     case CS_TR_LF:
-        if (ch != '\n')
-            return 400;
-        exch->line_len = 0;
-        exch->body_state = CS_TRAILER;
-        return 0;
+        return line_end(exch, ch, CS_TRAILER);
     case CS_END_LF:
         return ch == '\n' ? 1 : 400;
     default:
@@ -232,6 +234,91 @@ void h1_body_end(h1_conn *c)
             return;
     }
     keel_http_request_body(exch->req, NULL, 0, 1);
+}
+
+/* ---- chunk extensions -------------------------------------------------------
+ * chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ),
+ * chunk-ext-val = token / quoted-string (RFC 9112 7.1.1; RFC 9110 5.6.4
+ * for quoted-pair). After the size's digits the rest of the line is this
+ * grammar; each byte's class and the state pick the next state. */
+
+/* The classes of byte the grammar tells apart (disjoint), in this order:
+ * the qdtext ones first, then the other bytes a quoted-pair may escape. */
+enum {
+    X_TCHAR,  /* RFC 9110 5.6.2 tchar */
+    X_WS,     /* SP, HTAB */
+    X_SEMI,   /* ';' */
+    X_EQ,     /* '=' */
+    X_TEXT,   /* any other qdtext (obs-text too) */
+    X_DQUOTE, /* '"' */
+    X_BSLASH, /* '\\' */
+    X_CR,     /* the end of the line */
+    X_BAD,    /* the other controls and DEL: in no part of the line */
+    X_COUNT
+};
+
+static unsigned ext_class(unsigned char ch)
+{
+    switch (ch) {
+    case '\r':
+        return X_CR;
+    case ' ':
+    case '\t':
+        return X_WS;
+    case ';':
+        return X_SEMI;
+    case '=':
+        return X_EQ;
+    case '"':
+        return X_DQUOTE;
+    case '\\':
+        return X_BSLASH;
+    default:
+        return h1_is_tchar(ch) ? X_TCHAR : is_qdtext(ch) ? X_TEXT : X_BAD;
+    }
+}
+
+/* Every qdtext class to state s. */
+#define QDTEXT_TO(s) [X_TCHAR] = s, [X_WS] = s, [X_SEMI] = s, [X_EQ] = s, [X_TEXT] = s
+
+/* The next state by state (CS_SIZE once its digits are read, and the
+ * CS_EXT_ ones) and class; 0 (CS_SIZE0, never reached from these) refuses
+ * the byte with 400. Whitespace after a value leads to ';' or the end;
+ * after a name, to '=' too. */
+static const uint8_t ext_next[CS_EXT_QEND + 1][X_COUNT] = {
+    [CS_SIZE] = {[X_SEMI] = CS_EXT_NAME0, [X_CR] = CS_SIZE_LF, [X_WS] = CS_EXT_BWS},
+    [CS_EXT_BWS] = {[X_SEMI] = CS_EXT_NAME0, [X_WS] = CS_EXT_BWS},
+    [CS_EXT_NAME0] = {[X_TCHAR] = CS_EXT_NAME, [X_WS] = CS_EXT_NAME0},
+    [CS_EXT_NAME] = {[X_TCHAR] = CS_EXT_NAME,
+                     [X_EQ] = CS_EXT_VAL0,
+                     [X_SEMI] = CS_EXT_NAME0,
+                     [X_CR] = CS_SIZE_LF,
+                     [X_WS] = CS_EXT_AFTER},
+    [CS_EXT_AFTER] = {[X_EQ] = CS_EXT_VAL0, [X_SEMI] = CS_EXT_NAME0, [X_WS] = CS_EXT_AFTER},
+    [CS_EXT_VAL0] = {[X_DQUOTE] = CS_EXT_QUOTED, [X_TCHAR] = CS_EXT_TOKEN, [X_WS] = CS_EXT_VAL0},
+    [CS_EXT_TOKEN] = {[X_TCHAR] = CS_EXT_TOKEN,
+                      [X_SEMI] = CS_EXT_NAME0,
+                      [X_CR] = CS_SIZE_LF,
+                      [X_WS] = CS_EXT_BWS},
+    /* quoted-string = DQUOTE *( qdtext / quoted-pair ) DQUOTE */
+    [CS_EXT_QUOTED] =
+        {QDTEXT_TO(CS_EXT_QUOTED), [X_DQUOTE] = CS_EXT_QEND, [X_BSLASH] = CS_EXT_QESC},
+    /* quoted-pair = "\\" ( HTAB / SP / VCHAR / obs-text ) */
+    [CS_EXT_QESC] =
+        {QDTEXT_TO(CS_EXT_QUOTED), [X_DQUOTE] = CS_EXT_QUOTED, [X_BSLASH] = CS_EXT_QUOTED},
+    [CS_EXT_QEND] = {[X_SEMI] = CS_EXT_NAME0, [X_CR] = CS_SIZE_LF, [X_WS] = CS_EXT_BWS},
+};
+
+#undef QDTEXT_TO
+
+/* One byte of a chunk-size line after the size: 0 or 400. */
+static int ext_byte(h1_exch *exch, unsigned char ch)
+{
+    uint8_t next = ext_next[exch->body_state][ext_class(ch)];
+    if (next == CS_SIZE0)
+        return 400;
+    exch->body_state = next;
+    return 0;
 }
 
 /* One framing byte of the chunked coding. Returns 0 to go on, 1 when the
@@ -266,100 +353,20 @@ static int chunk_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, int
          * before its data is read. */
         if (exch->body_left > max_body || exch->body_seen + exch->body_left > max_body)
             return 413;
-        if (ch == '\r')
-            exch->body_state = CS_SIZE_LF;
-        else if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (is_ws(ch))
-            exch->body_state = CS_EXT_BWS;
-        else
-            return 400;
-        return 0;
+        return ext_byte(exch, ch);
     }
-    /* chunk-ext = *( BWS ";" BWS chunk-ext-name [ BWS "=" BWS chunk-ext-val ] ) */
     case CS_EXT_BWS:
-        if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (!is_ws(ch))
-            return 400;
-        return 0;
     case CS_EXT_NAME0:
-        if (h1_is_tchar(ch))
-            exch->body_state = CS_EXT_NAME;
-        else if (!is_ws(ch))
-            return 400;
-        return 0;
     case CS_EXT_NAME:
-        if (h1_is_tchar(ch))
-            return 0;
-        if (ch == '=')
-            exch->body_state = CS_EXT_VAL0;
-        else if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (ch == '\r')
-            exch->body_state = CS_SIZE_LF;
-        else if (is_ws(ch))
-            exch->body_state = CS_EXT_AFTER;
-        else
-            return 400;
-        return 0;
     case CS_EXT_AFTER:
-        if (ch == '=')
-            exch->body_state = CS_EXT_VAL0;
-        else if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (!is_ws(ch))
-            return 400;
-        return 0;
     case CS_EXT_VAL0:
-        if (ch == '"')
-            exch->body_state = CS_EXT_QUOTED;
-        else if (h1_is_tchar(ch))
-            exch->body_state = CS_EXT_TOKEN;
-        else if (!is_ws(ch))
-            return 400;
-        return 0;
     case CS_EXT_TOKEN:
-        if (h1_is_tchar(ch))
-            return 0;
-        if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (ch == '\r')
-            exch->body_state = CS_SIZE_LF;
-        else if (is_ws(ch))
-            exch->body_state = CS_EXT_BWS;
-        else
-            return 400;
-        return 0;
     case CS_EXT_QUOTED:
-        if (ch == '"')
-            exch->body_state = CS_EXT_QEND;
-        else if (ch == '\\')
-            exch->body_state = CS_EXT_QESC;
-        else if (!is_qdtext(ch))
-            return 400;
-        return 0;
     case CS_EXT_QESC:
-        if (!(ch == '\t' || (ch >= 0x20 && ch != 0x7f)))
-            return 400;
-        exch->body_state = CS_EXT_QUOTED;
-        return 0;
     case CS_EXT_QEND:
-        if (ch == ';')
-            exch->body_state = CS_EXT_NAME0;
-        else if (ch == '\r')
-            exch->body_state = CS_SIZE_LF;
-        else if (is_ws(ch))
-            exch->body_state = CS_EXT_BWS;
-        else
-            return 400;
-        return 0;
+        return ext_byte(exch, ch);
     case CS_SIZE_LF:
-        if (ch != '\n')
-            return 400;
-        exch->line_len = 0;
-        exch->body_state = exch->body_left == 0 ? CS_TRAILER : CS_DATA;
-        return 0;
+        return line_end(exch, ch, exch->body_left == 0 ? CS_TRAILER : CS_DATA);
     case CS_DATA_CR:
         /* Chunk data is followed by CRLF; anything else means the chunk
          * is longer than its size said. */
@@ -368,11 +375,7 @@ static int chunk_byte(h1_exch *exch, const h1_config *cfg, unsigned char ch, int
         exch->body_state = CS_DATA_LF;
         return 0;
     case CS_DATA_LF:
-        if (ch != '\n')
-            return 400;
-        exch->line_len = 0;
-        exch->body_state = CS_SIZE0;
-        return 0;
+        return line_end(exch, ch, CS_SIZE0);
     /* trailer-section = *( field-line CRLF ), then CRLF (RFC 9112 7.1.2):
      * checked like header fields and kept for the core (trailer_byte).
      * They count as framing (above). */

@@ -253,12 +253,12 @@ out:
     return rc;
 }
 
-/* What a body handed to the connection's queue whole (send_file,
- * send_pieces) must pass, and its length accounted: 1 when its `length`
- * bytes are to be written now; 0 when *rc says what happened instead (a
- * refusal, or a body that sends nothing: released). Only for a known
- * length: chunked framing would need size lines around a file's bytes, so
- * that case is left to the core's read loop. */
+/* What a body handed to the connection's queue (send_file, send_pieces)
+ * must pass, and its length accounted: 1 when its `length` bytes are to be
+ * written now (chunked: after the size line this puts in the output
+ * buffer; the caller adds the chunk's end, as nginx's chunked filter
+ * frames in-file buffers); 0 when *rc says what happened instead (a
+ * refusal, or a body that sends nothing: released). */
 static int take_queued_body(h1_conn *c, uint64_t length, int last, keel_write_cb cb, void *ud,
                             int *rc)
 {
@@ -267,8 +267,6 @@ static int take_queued_body(h1_conn *c, uint64_t length, int last, keel_write_cb
         *rc = KEEL_ERR_STATE;
     else if (c->closing)
         *rc = KEEL_ERR_CLOSED;
-    else if (c->framing == H1_BODY_CHUNKED)
-        *rc = KEEL_ERR_UNSUPPORTED;
     else if (c->framing == H1_BODY_LENGTH && length > c->exch->resp_left) {
         /* As in send_body: the excess would be read as the next response. */
         c->close_after = 1;
@@ -279,6 +277,19 @@ static int take_queued_body(h1_conn *c, uint64_t length, int last, keel_write_cb
         return 0;
     if (last)
         c->resp_ended = 1;
+    int chunked = c->framing == H1_BODY_CHUNKED;
+    if (chunked && (length > 0 || last)) {
+        /* The size line, or the last chunk alone (RFC 9112 7.1). */
+        char line[24] = "0\r\n\r\n";
+        size_t n = 5;
+        if (length > 0) {
+            n = h1_u64_hex(line, length);
+            line[n++] = '\r';
+            line[n++] = '\n';
+        }
+        if ((*rc = h1_out_append(c, line, n)) != KEEL_OK)
+            return 0;
+    }
     if (c->framing == H1_BODY_NONE || length == 0) {
         /* HEAD, 204, 304: the head alone (RFC 9110 6.4.1). */
         *rc = release_later(c, last, cb, ud);
@@ -297,10 +308,17 @@ static int take_queued_body(h1_conn *c, uint64_t length, int last, keel_write_cb
 /* The body from a file: whatever output is batched (this head, earlier
  * pipelined responses) leaves first, then the file goes to the connection
  * (sendfile on plain TCP). */
+static int send_body_pieces(h1_conn *c, const keel_piece *pieces, size_t npieces, int last,
+                            keel_write_cb cb, void *ud);
+
 static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t length, int last,
                           keel_write_cb cb, void *ud)
 {
     h1_conn *c = exchange;
+    if (c->framing == H1_BODY_CHUNKED) {
+        keel_piece range = keel_piece_file(fd, offset, length);
+        return send_body_pieces(c, &range, 1, last, cb, ud);
+    }
     int rc;
     if (!take_queued_body(c, length, last, cb, ud, &rc))
         return rc;
@@ -321,20 +339,43 @@ static int sink_send_file(void *exchange, int fd, uint64_t offset, uint64_t leng
 
 /* The body as pieces (ABI 1.8): what is batched, then the pieces, in one
  * write of the connection's ordered queue. */
-static int sink_send_pieces(void *exchange, const keel_piece *pieces, size_t npieces, int last,
+static int send_body_pieces(h1_conn *c, const keel_piece *pieces, size_t npieces, int last,
                             keel_write_cb cb, void *ud)
 {
-    h1_conn *c = exchange;
     uint64_t total = 0;
     for (size_t i = 0; i < npieces; i++)
         total += pieces[i].len;
     int rc;
     if (!take_queued_body(c, total, last, cb, ud, &rc))
         return rc;
-    rc = h1_out_write_pieces(c, pieces, npieces, cb, ud);
+    if (c->framing != H1_BODY_CHUNKED) {
+        rc = h1_out_write_pieces(c, pieces, npieces, cb, ud);
+    } else {
+        /* The chunk's size line is in the output buffer; its end (and the
+         * last chunk) follows the pieces. */
+        static const char end[] = "\r\n", end_last[] = "\r\n0\r\n\r\n";
+        keel_piece stack[16];
+        keel_piece *all = npieces + 1 <= 16 ? stack : malloc((npieces + 1) * sizeof *all);
+        if (all == NULL) {
+            rc = KEEL_ERR_NOMEM;
+        } else {
+            memcpy(all, pieces, npieces * sizeof *pieces);
+            all[npieces] = last ? keel_piece_bytes(end_last, sizeof end_last - 1)
+                                : keel_piece_bytes(end, sizeof end - 1);
+            rc = h1_out_write_pieces(c, all, npieces + 1, cb, ud);
+            if (all != stack)
+                free(all);
+        }
+    }
     if (rc != KEEL_OK)
         c->close_after = 1; /* the head may be out without its body */
     return rc;
+}
+
+static int sink_send_pieces(void *exchange, const keel_piece *pieces, size_t npieces, int last,
+                            keel_write_cb cb, void *ud)
+{
+    return send_body_pieces(exchange, pieces, npieces, last, cb, ud);
 }
 
 static void sink_want_body(void *exchange)

@@ -555,11 +555,10 @@ static int finish_config(keel_module *m, h1_config *cfg)
     size_t len = strlen(server);
     if (len > 200)
         return keel_config_error(m, "server", "longer than 200 characters (%zu)", len);
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)server[i];
-        if ((ch < 0x20 && ch != '\t') || ch == 0x7f)
-            return keel_config_error(m, "server", "control character 0x%02x at %zu", ch, i);
-    }
+    size_t bad = keel_field_value_check(server, len);
+    if (bad < len)
+        return keel_config_error(m, "server", "control character 0x%02x at %zu",
+                                 (unsigned char)server[bad], bad);
     if (len > 0) {
         memcpy(cfg->server_line, "Server: ", 8);
         memcpy(cfg->server_line + 8, server, len);

@@ -52,13 +52,16 @@ static uint32_t hash_of(const st_mount *m, const char *s, size_t n)
     return h;
 }
 
-int st_cache_init(st_cache *c, keel_worker *worker, uint64_t valid_ms, size_t max)
+int st_cache_init(st_cache *c, keel_worker *worker, uint64_t valid_ms, size_t max,
+                  size_t content_max, size_t content_budget)
 {
     memset(c, 0, sizeof *c);
     c->worker = worker;
     c->turn = 1; /* entries start at 0: not read in this turn */
     c->valid_ms = valid_ms;
     c->max = max;
+    c->content_max = content_max;
+    c->content_budget = content_budget;
     size_t n = 64;
     while (n < max * 2 && n < (1u << 20))
         n *= 2;
@@ -69,12 +72,32 @@ int st_cache_init(st_cache *c, keel_worker *worker, uint64_t valid_ms, size_t ma
     return KEEL_OK;
 }
 
+void st_content_release(void *data, void *content)
+{
+    (void)data;
+    st_content *k = content;
+    if (--k->refs == 0)
+        free(k);
+}
+
 void st_file_release(st_file *f)
 {
     if (f != NULL && --f->refs == 0) {
+        if (f->content != NULL)
+            st_content_release(NULL, f->content);
         st_close(f->fd);
         free(f);
     }
+}
+
+/* The cache gives up f's bytes (responses sending them keep theirs). */
+static void content_drop(st_cache *c, st_file *f)
+{
+    if (f == NULL || f->content == NULL)
+        return;
+    c->content_bytes -= f->content->size;
+    st_content_release(NULL, f->content);
+    f->content = NULL;
 }
 
 static void lru_unlink(st_cache *c, st_centry *e)
@@ -108,6 +131,7 @@ static void entry_free(st_cache *c, st_centry *e)
         pp = &(*pp)->next;
     *pp = e->next;
     lru_unlink(c, e);
+    content_drop(c, e->file);
     st_file_release(e->file);
     free(e->key);
     free(e);
@@ -141,9 +165,7 @@ static int open_new(const st_mount *m, const char *rel, st_file **out)
         st_close(fd);
         return 500;
     }
-    f->fd = fd;
-    f->info = info;
-    f->refs = 1;
+    *f = (st_file){.fd = fd, .info = info, .refs = 1};
     *out = f;
     return 0;
 }
@@ -167,7 +189,7 @@ static void fresh_this_turn(st_cache *c, st_centry *e)
 
 /* Re-opens the entry's name and keeps what was cached if it is the same
  * file; 0 if the entry now holds a usable answer. */
-static void refresh(st_centry *e, uint64_t now)
+static void refresh(st_cache *c, st_centry *e, uint64_t now)
 {
     st_file *f = NULL;
     int rc = open_new(e->m, e->key, &f);
@@ -176,6 +198,7 @@ static void refresh(st_centry *e, uint64_t now)
         st_file_release(f); /* unchanged: keep the descriptor we have */
         return;
     }
+    content_drop(c, e->file);
     st_file_release(e->file);
     e->file = rc == 0 ? f : NULL;
     e->status = rc;
@@ -191,13 +214,18 @@ int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel,
     if (e != NULL) {
         c->hits++;
         if (now - e->checked_ms >= c->valid_ms) {
-            refresh(e, now);
+            refresh(c, e, now);
         } else if (e->status == 0 && !(c->turn_posted && e->fstat_turn == c->turn)) {
             st_info now_info;
-            if (st_fstat(e->file->fd, &now_info) != 0 || now_info.gone)
-                refresh(e, now);
-            else
-                e->file->info = now_info; /* rewritten in place: its new size and mtime */
+            if (st_fstat(e->file->fd, &now_info) != 0 || now_info.gone) {
+                refresh(c, e, now);
+            } else {
+                /* Rewritten in place: its new size and mtime, and the
+                 * bytes read under the old ones are stale. */
+                if (!same_file(&now_info, &e->file->info))
+                    content_drop(c, e->file);
+                e->file->info = now_info;
+            }
             fresh_this_turn(c, e);
         }
         lru_unlink(c, e);
@@ -247,4 +275,45 @@ int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel,
     f->refs++;
     *file = f;
     return 0;
+}
+
+/* ---- the content cache ---------------------------------------------------- */
+
+/* Room for `need` more bytes: the least recently used entries give theirs
+ * up first (their descriptors stay). */
+static int content_room(st_cache *c, const st_file *keep, size_t need)
+{
+    if (need > c->content_budget)
+        return 0;
+    for (st_centry *e = c->lru_tail; e != NULL && c->content_bytes + need > c->content_budget;
+         e = e->prev_lru)
+        if (e->file != keep)
+            content_drop(c, e->file);
+    return c->content_bytes + need <= c->content_budget;
+}
+
+st_content *st_cache_content(st_cache *c, st_file *f)
+{
+    if (f->content == NULL) {
+        /* Read on the loop, as sendfile would have read it there: a
+         * small file, mostly in the page cache already. An empty file
+         * has nothing worth keeping. */
+        uint64_t size = f->info.size;
+        if (f->info.kind != ST_KIND_FILE || size == 0 || size > c->content_max ||
+            !content_room(c, f, (size_t)size))
+            return NULL;
+        st_content *k = malloc(sizeof *k + (size_t)size);
+        if (k == NULL)
+            return NULL;
+        if (st_pread_all(f->fd, k->bytes, (size_t)size, 0) != 0) {
+            free(k); /* shorter than its fstat said: let sendfile's checks answer */
+            return NULL;
+        }
+        k->refs = 1;
+        k->size = (size_t)size;
+        f->content = k;
+        c->content_bytes += k->size;
+    }
+    f->content->refs++;
+    return f->content;
 }

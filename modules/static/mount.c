@@ -268,30 +268,29 @@ void st_mount_free(st_mount *m)
     m->root_fd = -1;
 }
 
+static int refuse_status(const char *s, size_t n, char *why, size_t whylen)
+{
+    snprintf(why, whylen, "'%.*s': =STATUS (300..599) may only end the list", (int)n, s);
+    return -1;
+}
+
 /* `try = ELEMENT...`: every element a path ("/...", "$uri..."), the last
  * one a path or =STATUS (300..599, as nginx's try_files allows codes). */
 int st_try_check(const char *value, char *why, size_t whylen)
 {
-    const char *s = value;
+    const char *at = value, *s, *status = NULL;
+    size_t n;
     int count = 0;
-    for (;;) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        if (*s == '\0')
-            break;
-        size_t n = strcspn(s, " \t");
-        const char *next = s + n;
-        while (*next == ' ' || *next == '\t')
-            next++;
+    while (keel_word_next(&at, value + strlen(value), 0, &s, &n)) {
+        if (status != NULL)
+            return refuse_status(status, 4, why, whylen); /* a word follows it */
         count++;
         if (s[0] == '=') {
-            char *end;
-            long code = strtol(s + 1, &end, 10);
-            if (*next != '\0' || end != s + n || n != 4 || code < 300 || code > 599) {
-                snprintf(why, whylen, "'%.*s': =STATUS (300..599) may only end the list", (int)n,
-                         s);
-                return -1;
-            }
+            char *stop;
+            long code = strtol(s + 1, &stop, 10);
+            if (stop != s + n || n != 4 || code < 300 || code > 599)
+                return refuse_status(s, n, why, whylen);
+            status = s;
         } else if (s[0] != '/' && !(n >= 4 && memcmp(s, "$uri", 4) == 0)) {
             snprintf(why, whylen, "'%.*s': expected a path (/...), $uri, $uri/ or =STATUS", (int)n,
                      s);
@@ -302,7 +301,6 @@ int st_try_check(const char *value, char *why, size_t whylen)
                 snprintf(why, whylen, "'%.*s': $uri is the only variable", (int)n, s);
                 return -1;
             }
-        s = next;
     }
     if (count == 0 && value[0] != '\0') {
         snprintf(why, whylen, "expected $uri, $uri/, /PATH or =STATUS");

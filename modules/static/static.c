@@ -233,6 +233,15 @@ static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t 
     if (of->shared == NULL)
         return keel_response_send_file(x->res, of->fd, off, len, 1);
     keel_request_set_data(x->req, x->cfg->module, of->shared);
+    /* A small file from memory: the head and the bytes in one write,
+     * where sendfile needs a second system call (and TLS a read on the
+     * thread pool). */
+    st_content *k = st_cache_content(&x->ws->cache, of->shared);
+    if (k != NULL && off + len <= k->size)
+        return keel_response_send_file_bytes(x->res, k->bytes + off, (size_t)len,
+                                             st_content_release, k);
+    if (k != NULL)
+        st_content_release(NULL, k);
     return keel_response_send_file(x->res, of->fd, off, len, 0);
 }
 
@@ -480,16 +489,15 @@ static size_t expand_uri(const char *e, size_t elen, keel_str uri, char *out, si
  * answered as a request for it would be, or "=STATUS". */
 static int serve_try(const st_ctx *x, const char *list, keel_str uri)
 {
-    const char *s = list;
+    const char *at = list, *end = list + strlen(list), *s, *next;
+    size_t n, next_len;
     char buf[ST_PATH_MAX];
-    for (;;) {
-        while (*s == ' ' || *s == '\t')
-            s++;
-        size_t n = strcspn(s, " \t");
-        const char *next = s + n;
-        while (*next == ' ' || *next == '\t')
-            next++;
-        int last = *next == '\0';
+    int more = keel_word_next(&at, end, 0, &next, &next_len);
+    while (more) {
+        s = next;
+        n = next_len;
+        more = keel_word_next(&at, end, 0, &next, &next_len);
+        int last = !more;
         if (last && s[0] == '=')
             return answer(x->cfg, x->req, x->res, atoi(s + 1));
         size_t len = expand_uri(s, n, uri, buf, sizeof buf);
@@ -510,8 +518,8 @@ static int serve_try(const st_ctx *x, const char *list, keel_str uri)
             if (rc != ST_TRY_NEXT)
                 return rc;
         }
-        s = next;
     }
+    return answer(x->cfg, x->req, x->res, 404); /* an empty list (st_try_check lets "" by) */
 }
 
 static int handle(keel_request *req, keel_response *res, void *userdata)
@@ -769,6 +777,14 @@ static const keel_config_key st_keys[] = {
              .doc = "how long a file's looked-up metadata is trusted; 0: no cache"),
     KEEL_KEY(st_settings, cache_entries, "cache_entries", KEEL_CONFIG_INT, .def = "1024", .min = 0,
              .max = 1 << 20, .doc = "metadata cache entries per worker; 0: no cache"),
+    KEEL_KEY(st_settings, cache_content, "cache_content", KEEL_CONFIG_SIZE, .def = "16k",
+             .max = 1 << 20,
+             .doc = "files up to this size are read once and answered from memory (with the "
+                    "open-file cache); 0: always sendfile"),
+    KEEL_KEY(st_settings, cache_content_max, "cache_content_max", KEEL_CONFIG_SIZE, .def = "8m",
+             .max = (int64_t)1 << 32,
+             .doc = "memory the cached files' bytes may take per worker (least recently used "
+                    "out first)"),
     KEEL_KEY(st_settings, try_files, "try", KEEL_CONFIG_STRING, .scopes = KEEL_SCOPE_ANY,
              .doc = "ELEMENT... as nginx's try_files: files ($uri, /x.html), directories "
                     "($uri/), then a fallback path or =STATUS (docs/web.md)",
@@ -791,6 +807,8 @@ static int static_load(keel_module *module)
     cfg->max_ranges = (uint64_t)set->max_ranges;
     cfg->cache_valid_ms = set->cache_valid_ms;
     cfg->cache_entries = (uint64_t)set->cache_entries;
+    cfg->cache_content = set->cache_content;
+    cfg->cache_content_max = set->cache_content_max;
     int rc = KEEL_OK;
     cfg->cache_on = cfg->cache_valid_ms > 0 && cfg->cache_entries > 0;
     if (rc == KEEL_OK)
@@ -827,7 +845,8 @@ static int static_start(keel_module *module, keel_worker *worker, void *state)
     st_worker *ws = state;
     if (!sm->cfg.cache_on)
         return KEEL_OK;
-    return st_cache_init(&ws->cache, worker, sm->cfg.cache_valid_ms, (size_t)sm->cfg.cache_entries);
+    return st_cache_init(&ws->cache, worker, sm->cfg.cache_valid_ms, (size_t)sm->cfg.cache_entries,
+                         (size_t)sm->cfg.cache_content, (size_t)sm->cfg.cache_content_max);
 }
 
 /* Every request is over by now (the worker stopped its connections): the

@@ -78,8 +78,9 @@ typedef struct st_config {
     st_type *types; /* from the config, looked up before the built-in table */
     size_t ntypes;
     uint64_t max_ranges;
-    uint64_t cache_valid_ms; /* open-file cache validity; 0: off */
-    uint64_t cache_entries;  /* per worker */
+    uint64_t cache_valid_ms;                   /* open-file cache validity; 0: off */
+    uint64_t cache_entries;                    /* per worker */
+    uint64_t cache_content, cache_content_max; /* largest file in memory; per worker */
     int cache_on;
     keel_metric *m_status[6];        /* 2xx/3xx/4xx by class: static_responses_total */
     keel_metric *m_bytes;            /* static_bytes_sent_total (bodies promised) */
@@ -93,6 +94,7 @@ typedef struct st_settings {
     keel_config_list mount, type;
     int64_t max_ranges, cache_entries;
     uint64_t cache_valid_ms;
+    uint64_t cache_content, cache_content_max;
     const char *try_files; /* `try`: NULL or "" for none */
 } st_settings;
 
@@ -158,6 +160,9 @@ int st_dup(int fd);
 /* Fills info for an open descriptor: 0, or -1. */
 int st_fstat(int fd, st_info *info);
 void st_close(int fd);
+/* Reads len bytes at off (the file position is not used): 0 once all
+ * came, -1 on an error or a file shorter than that. */
+int st_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
 /* Directory entries for a listing: fn(name, info, arg) for each entry but
  * "." and ".."; the walk stops on a non-zero return. 0, or -1 if the
@@ -250,11 +255,22 @@ int st_mime_table_sorted(void);
 
 /* ---- cache.c ------------------------------------------------------------------------ */
 
+/* A small file's bytes kept in memory (cache.c), shared by the cache and
+ * the responses sending them: freed with the last reference. */
+typedef struct st_content {
+    unsigned refs;
+    size_t size;
+    char bytes[];
+} st_content;
+
+void st_content_release(void *data, void *content);
+
 /* An open file shared by the cache and the requests sending it. */
 typedef struct st_file {
     int fd;
     st_info info;
     unsigned refs;
+    st_content *content; /* its bytes, read under `info`; NULL: not kept */
 } st_file;
 
 typedef struct st_centry st_centry;
@@ -268,13 +284,25 @@ typedef struct st_cache {
     uint64_t valid_ms;
     size_t max;
     uint64_t hits, misses; /* for the log at stop, and the benchmark */
+    /* The content cache: files up to content_max bytes are read once and
+     * answered from memory, content_bytes of them at most content_budget
+     * (the least recently used give theirs up first). */
+    size_t content_max, content_budget, content_bytes;
     keel_worker *worker;
     uint64_t turn;        /* moves once the requests of one moment are served */
     unsigned turn_posted; /* a post will move it */
 } st_cache;
 
-int st_cache_init(st_cache *c, keel_worker *worker, uint64_t valid_ms, size_t max);
+int st_cache_init(st_cache *c, keel_worker *worker, uint64_t valid_ms, size_t max,
+                  size_t content_max, size_t content_budget);
 void st_cache_free(st_cache *c);
+
+/* f's bytes from memory (a reference the caller releases with
+ * st_content_release), read now if f is small enough and the budget
+ * allows; NULL to send the file itself. f came from st_cache_open in this
+ * turn, so its metadata is current: bytes read under other metadata were
+ * dropped by that fstat. */
+st_content *st_cache_content(st_cache *c, st_file *f);
 
 /* st_open through the cache: 0 and *file (one reference, the caller's) or
  * a status. An entry younger than valid_ms is used after an fstat of its

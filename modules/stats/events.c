@@ -235,10 +235,7 @@ int stats_events_handler(keel_request *req, keel_response *res, void *userdata)
     s->ws = ws;
     s->req = req;
     s->res = res;
-    s->next = ws->streams;
-    if (ws->streams)
-        ws->streams->prev = s;
-    ws->streams = s;
+    KEEL_LIST_PUSH(ws->streams, s);
     ws->nstreams++;
 
     if (ws->timer == NULL) {

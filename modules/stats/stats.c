@@ -42,6 +42,20 @@ int stats_admit(const stats *st, keel_request *req, keel_response *res)
     return 0;
 }
 
+/* Hands b (rendered) over as the body without a copy, never cached; a
+ * rendering that ran out of memory is KEEL_ERR_NOMEM (the core answers
+ * 500). */
+static int send_buf(keel_response *res, stats_buf *b, const char *type)
+{
+    if (b->failed) {
+        stats_buf_free(b);
+        return KEEL_ERR_NOMEM;
+    }
+    keel_response_header_set(res, "Content-Type", type);
+    keel_response_header_set(res, "Cache-Control", "no-store");
+    return keel_response_send(res, b->data, b->len, free_body, NULL);
+}
+
 enum page { PAGE_TEXT, PAGE_JSON, PAGE_PROM };
 
 /* Collects, renders into one buffer and hands it over without a copy. */
@@ -68,15 +82,9 @@ static int send_page(keel_request *req, keel_response *res, const stats *st, enu
                          v.ptr[0] == '1';
         stats_render_prom(&b, &snap, per_worker);
     }
-    int failed = snap.failed || b.failed;
+    b.failed |= snap.failed;
     stats_snap_free(&snap);
-    if (failed) {
-        stats_buf_free(&b);
-        return KEEL_ERR_NOMEM; /* the core answers 500 */
-    }
-    keel_response_header_set(res, "Content-Type", types[page]);
-    keel_response_header_set(res, "Cache-Control", "no-store");
-    return keel_response_send(res, b.data, b.len, free_body, NULL);
+    return send_buf(res, &b, types[page]);
 }
 
 static int text_handler(keel_request *req, keel_response *res, void *userdata)
@@ -97,13 +105,7 @@ static int json_handler(keel_request *req, keel_response *res, void *userdata)
     stats_buf b;
     stats_buf_init(&b);
     stats_history_render(&b, st->history, st->interval_ms);
-    if (b.failed) {
-        stats_buf_free(&b);
-        return KEEL_ERR_NOMEM;
-    }
-    keel_response_header_set(res, "Content-Type", "application/json");
-    keel_response_header_set(res, "Cache-Control", "no-store");
-    return keel_response_send(res, b.data, b.len, free_body, NULL);
+    return send_buf(res, &b, "application/json");
 }
 
 static int prom_handler(keel_request *req, keel_response *res, void *userdata)

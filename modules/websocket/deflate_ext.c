@@ -127,7 +127,7 @@ static int try_offer(const char *s, const char *e, struct negotiation *n)
     if (!parse_offer(s, e, &o))
         return 0;
     const ws_config *c = n->cfg;
-    int tx_bits = c->window_bits;
+    int tx_bits = (int)c->window_bits;
     if (o.smwb >= 0) {
         if (o.smwb < 9)
             return 0; /* cannot honour 8: try the next offer */
@@ -136,7 +136,7 @@ static int try_offer(const char *s, const char *e, struct negotiation *n)
     }
     int rx_bits = 15, answer_cmwb = -1;
     if (o.cmwb >= 0) {
-        answer_cmwb = c->client_window_bits;
+        answer_cmwb = (int)c->client_window_bits;
         if (o.cmwb > 0 && o.cmwb < answer_cmwb)
             answer_cmwb = o.cmwb;
         rx_bits = answer_cmwb;
@@ -210,9 +210,9 @@ static keel_deflate_params params(int bits)
 {
     keel_deflate_params p = {.size = sizeof p,
                              .format = KEEL_DEFLATE_RAW,
-                             .level = ws_g->cfg.level,
+                             .level = (int)ws_g->cfg.level,
                              .window_bits = bits,
-                             .mem_level = ws_g->cfg.mem_level};
+                             .mem_level = (int)ws_g->cfg.mem_level};
     return p;
 }
 

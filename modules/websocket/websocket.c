@@ -202,76 +202,52 @@ static const keel_ws_api ws_api = {
 
 /* ---- Configuration -------------------------------------------------------------------- */
 
-/* The [websocket] section as declared (keel/config.h); read_config turns it
- * into the ws_config the connections use. Compression defaults to level 1
+/* The [websocket] section as declared (keel/config.h), read straight into
+ * the ws_config the connections use; read_config checks what the keys'
+ * ranges cannot (one against another). Compression defaults to level 1
  * with the full window: messages are small and latency-bound, and a small
  * window slides and rehashes twice per 4 KiB message, so level 6 with a
  * 2 KiB window costs far more instructions (docs/websocket.md).
  * Without context takeover the compressor is released after each message,
  * so the window costs no idle memory. */
-typedef struct ws_settings {
-    uint64_t max_frame, max_message;
-    uint64_t idle_timeout_ms, ping_interval_ms, close_timeout_ms;
-    uint64_t send_queue_limit, send_high_water, send_low_water;
-    int compression, context_takeover;
-    uint64_t threshold;
-    int64_t window_bits, client_window_bits, mem_level, level;
-} ws_settings;
-
 static const keel_config_key ws_keys[] = {
-    KEEL_KEY(ws_settings, max_frame, "max_frame", KEEL_CONFIG_SIZE, .def = "1m", .min = 1,
+    KEEL_KEY(ws_config, max_frame, "max_frame", KEEL_CONFIG_SIZE, .def = "1m", .min = 1,
              .max = (int64_t)1 << 40, .doc = "largest frame payload accepted; 1009 above it"),
-    KEEL_KEY(ws_settings, max_message, "max_message", KEEL_CONFIG_SIZE, .def = "1m", .min = 1,
+    KEEL_KEY(ws_config, max_message, "max_message", KEEL_CONFIG_SIZE, .def = "1m", .min = 1,
              .max = (int64_t)1 << 40, .doc = "largest message (its frames together); 1009"),
-    KEEL_KEY(ws_settings, idle_timeout_ms, "idle_timeout", KEEL_CONFIG_DURATION, .def = "2m",
+    KEEL_KEY(ws_config, idle_timeout_ms, "idle_timeout", KEEL_CONFIG_DURATION, .def = "2m",
              .min = 1, .max = 86400000, .doc = "a connection that sends nothing this long closes"),
-    KEEL_KEY(ws_settings, ping_interval_ms, "ping_interval", KEEL_CONFIG_DURATION, .def = "30s",
+    KEEL_KEY(ws_config, ping_interval_ms, "ping_interval", KEEL_CONFIG_DURATION, .def = "30s",
              .doc = "a ping after this much silence; 0: never"),
-    KEEL_KEY(ws_settings, close_timeout_ms, "close_timeout", KEEL_CONFIG_DURATION, .def = "5s",
+    KEEL_KEY(ws_config, close_timeout_ms, "close_timeout", KEEL_CONFIG_DURATION, .def = "5s",
              .min = 1, .max = 3600000, .doc = "how long a close handshake waits for the peer's"),
-    KEEL_KEY(ws_settings, send_queue_limit, "send_queue_limit", KEEL_CONFIG_SIZE, .def = "4m",
+    KEEL_KEY(ws_config, send_queue_limit, "send_queue_limit", KEEL_CONFIG_SIZE, .def = "4m",
              .min = 1024, .max = (int64_t)1 << 40,
              .doc = "bytes queued to a peer before it is closed as too slow (1008)"),
-    KEEL_KEY(ws_settings, send_high_water, "send_high_water", KEEL_CONFIG_SIZE, .def = "64k",
+    KEEL_KEY(ws_config, send_high_water, "send_high_water", KEEL_CONFIG_SIZE, .def = "64k",
              .doc = "queued bytes above which the peer counts as slow (on_drain later)"),
-    KEEL_KEY(ws_settings, send_low_water, "send_low_water", KEEL_CONFIG_SIZE, .def = "16k",
+    KEEL_KEY(ws_config, send_low_water, "send_low_water", KEEL_CONFIG_SIZE, .def = "16k",
              .doc = "queued bytes below which a slow peer's on_drain runs"),
-    KEEL_KEY(ws_settings, compression, "compression", KEEL_CONFIG_BOOL, .def = "on",
+    KEEL_KEY(ws_config, compression, "compression", KEEL_CONFIG_BOOL, .def = "on",
              .doc = "offer permessage-deflate (RFC 7692) when deflate is loaded"),
-    KEEL_KEY(ws_settings, context_takeover, "compression_context_takeover", KEEL_CONFIG_BOOL,
+    KEEL_KEY(ws_config, context_takeover, "compression_context_takeover", KEEL_CONFIG_BOOL,
              .def = "off", .doc = "keep the compression window between messages"),
-    KEEL_KEY(ws_settings, threshold, "compression_threshold", KEEL_CONFIG_SIZE, .def = "64",
+    KEEL_KEY(ws_config, threshold, "compression_threshold", KEEL_CONFIG_SIZE, .def = "64",
              .doc = "messages shorter than this go uncompressed"),
-    KEEL_KEY(ws_settings, window_bits, "compression_window_bits", KEEL_CONFIG_INT, .def = "15",
+    KEEL_KEY(ws_config, window_bits, "compression_window_bits", KEEL_CONFIG_INT, .def = "15",
              .min = 9, .max = 15, .doc = "our compressor's window, 2^N bytes"),
-    KEEL_KEY(ws_settings, client_window_bits, "compression_client_window_bits", KEEL_CONFIG_INT,
+    KEEL_KEY(ws_config, client_window_bits, "compression_client_window_bits", KEEL_CONFIG_INT,
              .def = "12", .min = 8, .max = 15, .doc = "the window asked of the client's"),
-    KEEL_KEY(ws_settings, mem_level, "compression_mem_level", KEEL_CONFIG_INT, .def = "4", .min = 1,
+    KEEL_KEY(ws_config, mem_level, "compression_mem_level", KEEL_CONFIG_INT, .def = "4", .min = 1,
              .max = 9, .doc = "zlib memLevel of our compressor"),
-    KEEL_KEY(ws_settings, level, "compression_level", KEEL_CONFIG_INT, .def = "1", .min = 0,
-             .max = 9, .doc = "zlib level of our compressor; 0: [deflate] level"),
+    KEEL_KEY(ws_config, level, "compression_level", KEEL_CONFIG_INT, .def = "1", .min = 0, .max = 9,
+             .doc = "zlib level of our compressor; 0: [deflate] level"),
 };
-KEEL_CONFIG_SCHEMA(ws_schema, ws_settings, ws_keys);
+KEEL_CONFIG_SCHEMA(ws_schema, ws_config, ws_keys);
 
 static int read_config(keel_module *m, ws_config *c)
 {
-    const ws_settings *s = keel_module_config(m);
-    c->max_frame = s->max_frame;
-    c->max_message = s->max_message;
-    c->idle_timeout_ms = s->idle_timeout_ms;
-    c->ping_interval_ms = s->ping_interval_ms;
-    c->close_timeout_ms = s->close_timeout_ms;
-    c->send_queue_limit = s->send_queue_limit;
-    c->send_high_water = s->send_high_water;
-    c->send_low_water = s->send_low_water;
-    c->compression = s->compression;
-    c->context_takeover = s->context_takeover;
-    c->threshold = s->threshold;
-    c->window_bits = (int)s->window_bits;
-    c->client_window_bits = (int)s->client_window_bits;
-    c->mem_level = (int)s->mem_level;
-    c->level = (int)s->level;
-
+    *c = *(const ws_config *)keel_module_config(m);
     if (c->max_message > SIZE_MAX / 2)
         return keel_config_error(m, "max_message", "must fit in memory");
     if (c->send_low_water > c->send_high_water)

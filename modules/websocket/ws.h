@@ -37,12 +37,12 @@ typedef struct ws_config {
     /* permessage-deflate (RFC 7692), offered only if a deflate module is
      * loaded (keel_deflate_bind succeeded) and compression is on. */
     int compression;
-    int window_bits;        /* our compressor's window, 9..15 */
-    int client_window_bits; /* what we ask of the client's, 8..15 */
-    int mem_level;          /* zlib memLevel for our compressor, 1..9 */
-    int level;              /* 1..9, 0: [deflate] level */
-    int context_takeover;   /* 0: ask for no context takeover both ways */
-    uint64_t threshold;     /* messages shorter than this go uncompressed */
+    int context_takeover;       /* 0: ask for no context takeover both ways */
+    uint64_t threshold;         /* messages shorter than this go uncompressed */
+    int64_t window_bits;        /* our compressor's window, 9..15 */
+    int64_t client_window_bits; /* what we ask of the client's, 8..15 */
+    int64_t mem_level;          /* zlib memLevel for our compressor, 1..9 */
+    int64_t level;              /* 1..9, 0: [deflate] level */
 } ws_config;
 
 /* A registered endpoint: the author's struct (borrowed) and its module. */

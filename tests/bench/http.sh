@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # tests/bench/http.sh — the HTTP/1.1 scenario of run.sh: keel (http1 +
-# hello) against nginx, h2o and Node.js. Sourced by run.sh; runnable alone
+# hello) against nginx, h2o, Caddy and Node.js. Sourced by run.sh; runnable alone
 # (then TESTS defaults to its group, "http"):
 #
 #   DURATION=3 WARMUP=1 tests/bench/http.sh
@@ -16,12 +16,19 @@
 #             without perf)
 #   instr     user-space instructions per plaintext request, counted by
 #             valgrind's callgrind over INSTR_SECS (keel, nginx, h2o; not
-#             node, whose JIT makes the count meaningless): repeatable where
-#             the machine's noise makes req/CPU-s wobble. Kernel time is not
-#             in it.
+#             node, whose JIT makes the count meaningless, nor Caddy, whose
+#             Go runtime valgrind cannot follow): repeatable where the
+#             machine's noise makes req/CPU-s wobble. Kernel time is not in
+#             it.
+#   latency   GET / at a fixed rate (LAT_RATE requests per second over
+#             LAT_CONNS connections, rate_load.c): p50, p99 and p99.9 in
+#             microseconds from each request's planned start (corrected for
+#             coordinated omission, as wrk2 does), and the server's CPU
+#             share at that rate.
 # Settings (defaults in brackets): CONNS [64] DEPTH [16] BODY [4096]
 # IDLE [10000] IDLE_HOLD [3] INSTR_SECS [5] H2O_MODE [file] (h2o answers GET /
-# from a static file, or "mruby"). Ports BASE_PORT + 0..3.
+# from a static file, or "mruby") LAT_RATE [10000] LAT_CONNS [32]. Ports
+# BASE_PORT + 0..4.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -30,13 +37,16 @@ BODY=${BODY:-4096}
 IDLE=${IDLE:-10000}
 IDLE_HOLD=${IDLE_HOLD:-3}
 H2O_MODE=${H2O_MODE:-file}
+LAT_RATE=${LAT_RATE:-10000}
+LAT_CONNS=${LAT_CONNS:-32}
 
-bench_scenario http "plain pipeline post idle syscalls instr" "keel nginx h2o node" 0
+bench_scenario http "plain pipeline post idle syscalls instr latency" "keel nginx h2o node caddy" 0
 
 HTTP_DIR=$TMP/http
 
 http_settings() {
     printf '%s\n' "CONNS=$CONNS" "DEPTH=$DEPTH" "BODY=$BODY" "IDLE=$IDLE" "H2O_MODE=$H2O_MODE"
+    if wants latency; then printf '%s\n' "LAT_RATE=$LAT_RATE" "LAT_CONNS=$LAT_CONNS"; fi
 }
 
 http_needs() {
@@ -45,6 +55,7 @@ http_needs() {
         need_file /usr/lib/nginx/modules/ngx_http_echo_module.so libnginx-mod-http-echo
     fi
     if wants instr; then need callgrind_control valgrind; fi
+    if wants latency; then need cc gcc; fi
     return 0
 }
 
@@ -95,6 +106,12 @@ $root_handler
     spawn_h2o http.h2o "$HTTP_DIR/h2o"
 }
 
+http_start_caddy() {
+    caddy_conf "$HTTP_DIR/caddy" "$1" '	respond / "Hello, World!" 200
+	respond /echo "{http.request.body}" 200'
+    spawn_caddy http.caddy "$HTTP_DIR/caddy"
+}
+
 http_start_node() {
     spawn http.node "$HTTP_DIR/node.log" node "$BENCH_DIR/node_hello.js" "$1"
 }
@@ -124,6 +141,30 @@ http_wrk() {
     post) arg=$BODY ;;
     esac
     wrk_record http "$1" "$2" "$3" "$4" "http://127.0.0.1:$(port_of http "$1")/" "$CONNS" "$2" "$arg" 1 req
+}
+
+# http_latency NAME TEST SECONDS RECORD: rate_load at LAT_RATE.
+http_latency() {
+    local name=$1 key=http.$1 t0 out ticks kv k v
+    t0=$(cpu_ticks "${PID[$key]}")
+    if ! out=$(timeout $(($3 + 30)) taskset -c "$CLIENT_CPU" "$HTTP_DIR/rate_load" 127.0.0.1 \
+        "$(port_of http "$name")" / "$LAT_CONNS" "$LAT_RATE" 0.5 "$3" 2>&1); then
+        log "bench: rate_load failed against $name: $out"
+        (($4)) && record "http/$name/latency/fail" 1
+        return 0
+    fi
+    ticks=$(($(cpu_ticks "${PID[$key]}") - t0))
+    (($4)) || return 0
+    for kv in $out; do
+        k=${kv%%=*} v=${kv#*=}
+        case $k in
+        achieved | p50_us | p99_us | p999_us) record "http/$name/latency/$k" "$v" ;;
+        errors) record "http/$name/latency/errs" "$v" ;;
+        esac
+    done
+    record "http/$name/latency/cpu" "$(awk -v t="$ticks" -v hz="$CLK_TCK" -v s="$3" \
+        'BEGIN{printf "%.1f", t * 100 / hz / (s + 0.5)}')"
+    log "bench: $name latency: $out, server CPU $((ticks * 100 / CLK_TCK / $3))%"
 }
 
 http_idle() {
@@ -164,10 +205,14 @@ http_run() {
         IDLE=$(($(ulimit -n) - 200))
         log "bench: the open-file limit is $(ulimit -n): IDLE=$IDLE"
     fi
+    if wants latency; then
+        cc -O2 "$BENCH_DIR/rate_load.c" -o "$HTTP_DIR/rate_load" || die "cannot build rate_load.c"
+    fi
     start_all http
     for t in plain pipeline post; do
         if wants "$t"; then take_turns http "$t" http_wrk; fi
     done
+    if wants latency; then take_turns http latency http_latency; fi
     if wants idle; then
         for s in ${UP[http]}; do http_idle "$s"; done
     fi
@@ -182,7 +227,7 @@ http_run() {
     if wants instr; then
         # One server at a time under valgrind.
         for s in ${UP[http]}; do
-            [[ $s == node ]] || count_instr http "$s" /
+            [[ $s == node || $s == caddy ]] || count_instr http "$s" /
         done
     fi
 }
@@ -200,10 +245,18 @@ http_report() {
     report_tables http "${cols[@]}" "idle|idle/bytes|%.0f|idle conn bytes|1" \
         "syscalls|syscalls/n|%.2f|syscalls/req|1" "instr|instr/n|%.0f|user instr/req|1"
     wrk_notes http plain pipeline post
+    if wants latency; then
+        echo
+        echo "#### Latency at $LAT_RATE req/s over $LAT_CONNS connections (µs from each request's planned start)"
+        report_tables http "latency|latency/achieved|%.0f|req/s done|0" \
+            "latency|latency/p50_us|%.1f|p50 µs|1" "latency|latency/p99_us|%.1f|p99 µs|1" \
+            "latency|latency/p999_us|%.1f|p99.9 µs|1" "latency|latency/cpu|%.1f|server CPU %|1"
+        load_notes http rate_load latency
+    fi
     echo
-    echo "Above 1.00× keel is ahead for req/s and req/CPU-s; below 1.00× keel uses less memory, system calls and instructions."
+    echo "Above 1.00× keel is ahead for req/s and req/CPU-s; below 1.00× keel uses less memory, system calls, instructions, latency and CPU."
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-    bench_alone http.sh http "keel nginx h2o node"
+    bench_alone http.sh http "keel nginx h2o node caddy"
 fi

@@ -109,6 +109,7 @@ need_servers() {
         case $s in
         nginx) need nginx nginx-light ;;
         h2o) need h2o h2o ;;
+        caddy) need caddy caddy ;;
         node) need node nodejs ;;
         lws)
             need cc gcc
@@ -406,6 +407,32 @@ spawn_h2o() { # KEY DIR
     spawn "$1" "$2/h2o.log" h2o -c "$2/h2o.conf"
 }
 
+# caddy_conf DIR PORT SITE_LINES [GLOBAL_LINES] [SITE_ADDRESS]: one site,
+# no admin endpoint, no automatic HTTPS, no logs (as the others: access
+# logs off). Caddy is one Go process: GOMAXPROCS=1 (spawn_caddy) keeps it
+# to one thread running Go code, as the others get one worker.
+caddy_conf() {
+    mkdir -p "$1"
+    cat >"$1/Caddyfile" <<EOF
+{
+	admin off
+	auto_https off
+	log {
+		output discard
+	}
+${4:-}
+}
+${5:-http://127.0.0.1:$2} {
+$3
+}
+EOF
+}
+
+spawn_caddy() { # KEY DIR
+    XDG_DATA_HOME=$2 XDG_CONFIG_HOME=$2 GOMAXPROCS=1 spawn "$1" "$2/caddy.log" \
+        caddy run --config "$2/Caddyfile" --adapter caddyfile
+}
+
 is_hello() { [[ $1 == "Hello, World!" ]]; }
 
 # check_up KEY URL PREDICATE DESCRIPTION LOGDIR [CURL_OPTION...]: waits (10 s
@@ -621,6 +648,7 @@ versions() {
     echo "keel $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')$(git -C "$ROOT" diff --quiet HEAD -- core modules 2>/dev/null || echo '+changes') ($(basename "$KEEL_BUILD"))"
     [[ " $SERVERS " == *" nginx "* ]] && command -v nginx >/dev/null && nginx -v 2>&1 | sed 's/.*version: //'
     [[ " $SERVERS " == *" h2o "* ]] && command -v h2o >/dev/null && h2o --version 2>/dev/null | head -1
+    [[ " $SERVERS " == *" caddy "* ]] && command -v caddy >/dev/null && echo "caddy $(caddy version | cut -d' ' -f1)"
     [[ " $SERVERS " == *" node "* ]] && command -v node >/dev/null && echo "node $(node --version)"
     [[ " $SERVERS " == *" lws "* ]] && pkg-config --exists libwebsockets 2>/dev/null &&
         echo "libwebsockets $(pkg-config --modversion libwebsockets)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # tests/bench/proxy.sh — the reverse-proxy scenario of run.sh: keel's proxy
-# module against nginx's proxy_pass, both in front of the same upstream.
+# module against nginx's proxy_pass and Caddy's reverse_proxy, all in front
+# of the same upstream.
 # Sourced by run.sh; runnable alone (then TESTS defaults to its group,
 # "proxy"):
 #
@@ -18,6 +19,8 @@
 #   nginx  proxy_pass http://up; upstream up { keepalive 64; }
 #          proxy_http_version 1.1; Connection ""; X-Forwarded-For/-Proto
 #          and Host set as a typical deployment does
+#   caddy  reverse_proxy 127.0.0.1:UP (its defaults: keep-alive, X-Forwarded-*
+#          added)
 # Tests, every proxy in turn, ROUNDS times:
 #   proxysmall  wrk -t1 -c CONNS GET /    (keep-alive)
 #   proxy1m     wrk -t1 -c PROXY_CONNS_1M GET /1m
@@ -26,13 +29,13 @@
 # proxy's own cost, which wrk and the upstream sharing a core cannot blur);
 # keel's ratio to nginx is on that last number.
 # Settings (defaults in brackets): CONNS [64] PROXY_CONNS_1M [16].
-# Ports BASE_PORT + 100 (the upstream), + 101..102 (the proxies): 19180..19182.
+# Ports BASE_PORT + 100 (the upstream), + 101..103 (the proxies): 19180..19183.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PROXY_CONNS_1M=${PROXY_CONNS_1M:-16}
 
-bench_scenario proxy "proxysmall proxy1m" "keel nginx" 101
+bench_scenario proxy "proxysmall proxy1m" "keel nginx caddy" 101
 
 PROXY_DIR=$TMP/proxy
 PROXY_UP_PORT=$((BASE_PORT + 100))
@@ -95,6 +98,11 @@ proxy_start_nginx() {
     spawn_nginx proxy.nginx "$PROXY_DIR/nginx"
 }
 
+proxy_start_caddy() {
+    caddy_conf "$PROXY_DIR/caddy" "$1" "	reverse_proxy 127.0.0.1:$PROXY_UP_PORT"
+    spawn_caddy proxy.caddy "$PROXY_DIR/caddy"
+}
+
 # Answers / with "Hello, World!" and /1m with the upstream's bytes?
 proxy_check() {
     local url
@@ -140,5 +148,5 @@ proxy_report() {
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-    bench_alone proxy.sh proxy "keel nginx"
+    bench_alone proxy.sh proxy "keel nginx caddy"
 fi

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # tests/bench/run.sh — keel against its peers, every scenario in one run, on
-# loopback: HTTP/1.1 (nginx, h2o, Node.js), static files (nginx, h2o),
-# WebSocket echo (libwebsockets, Node.js `ws`), HTTPS (nginx), HTTP/2 (nginx,
-# h2o, Node.js), reverse proxying (nginx) and pub/sub across instances
-# through Redis. A benchmark, not a test: never part of ctest.
+# loopback: HTTP/1.1 (nginx, h2o, Caddy, Node.js), static files (nginx,
+# h2o, Caddy), WebSocket echo (libwebsockets, Node.js `ws`), HTTPS (nginx),
+# HTTP/2 (nginx, h2o, Node.js), reverse proxying (nginx, Caddy) and pub/sub
+# across instances through Redis. A benchmark, not a test: never part of ctest.
 #
 #   tests/bench/run.sh                                 everything (about 15 min)
 #   DURATION=3 WARMUP=1 tests/bench/run.sh             quick run (about 9 min)
@@ -15,7 +15,7 @@
 #
 # The scenarios (each in its own file, with its tests and settings in the
 # file's header; lib.sh holds what they share):
-#   http.sh    plain pipeline post idle syscalls instr   (group "http")
+#   http.sh    plain pipeline post idle syscalls instr latency  (group "http")
 #   static.sh  static4k static1m staticsyscalls staticinstr  (group "static")
 #   ws.sh      wsecho wsidle                              (group "ws")
 #   tls.sh     tlskeepalive tlshandshake tlsidle          (group "tls")
@@ -26,8 +26,10 @@
 # TESTS takes tests and groups, "all" for every one. SERVERS names the
 # servers; each scenario runs those it knows: keel everywhere, nginx in http,
 # static, tls, h2, proxy (proxy_pass; proxy's upstream is nginx whatever
-# SERVERS says) and fastcgi (fastcgi_pass to the same PHP-FPM), h2o in http, static and h2, node in http, ws and h2, lws in
-# ws, keel_nocache (keel without its open-file cache) in static.
+# SERVERS says) and fastcgi (fastcgi_pass to the same PHP-FPM), h2o in
+# http, static and h2, caddy in http, static and proxy, node in http, ws
+# and h2, lws in ws, keel_nocache (keel without its open-file cache) in
+# static.
 #
 # Method, in every scenario: each server gets one worker / thread / process,
 # pinned to SERVER_CPU; the load (wrk -t1, h2load -t1, ws_load, the idle
@@ -53,7 +55,7 @@
 # Environment (defaults in brackets):
 #   DURATION [10]  seconds per measurement       WARMUP [2]  seconds of warm-up before each
 #   ROUNDS [1]     measurements per server and test, in turns; the median is reported
-#   TESTS [all]    SERVERS ["keel nginx h2o lws node"]
+#   TESTS [all]    SERVERS ["keel nginx h2o caddy lws node"]
 #   SERVER_CPU [0] CLIENT_CPU [1]
 #   BASE_PORT [19080] (http +0..3, static +10..13, ws +20..25, tls +30..31,
 #                  proxy +100..102, h2 +200..203, cluster +300..303, fastcgi +400..402)
@@ -68,7 +70,7 @@
 #
 # Packages (installed with apt-get when missing; cmake/packages.txt's bench
 # list holds them all): wrk curl python3, nginx-light
-# libnginx-mod-http-echo h2o nodejs npm valgrind gcc zlib1g-dev pkg-config
+# libnginx-mod-http-echo h2o caddy nodejs npm php-fpm valgrind gcc zlib1g-dev pkg-config
 # libwebsockets-dev openssl nghttp2-client redis-server as the selection needs
 # them (keel's own build needs libmbedtls-dev for the tls module and
 # keel-cert, libhiredis-dev for pubsub_redis); the `ws` package with npm;
@@ -78,7 +80,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-SERVERS=${SERVERS:-"keel nginx h2o lws node"}
+SERVERS=${SERVERS:-"keel nginx h2o caddy lws node"}
 TESTS=${TESTS:-all}
 
 # shellcheck source=lib.sh

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # shellcheck source-path=SCRIPTDIR
 # tests/bench/static.sh — the static-file scenario of run.sh: keel's static
-# module against nginx and h2o serving the same files. Sourced by run.sh;
+# module against nginx, h2o and Caddy serving the same files. Sourced by run.sh;
 # runnable alone (then TESTS defaults to its group, "static"):
 #
 #   DURATION=4 WARMUP=1 ROUNDS=3 tests/bench/static.sh
@@ -18,18 +18,19 @@
 # nginx runs with sendfile on, tcp_nopush on and open_file_cache, keel with
 # sendfile (plain TCP, the core's default for keel_response_send_file) and
 # its open-file cache, h2o with its defaults (it keeps open files cached
-# too). keel_nocache (only when named in SERVERS) is keel with cache_valid =
+# too), Caddy's file_server with its defaults (sendfile on plain TCP, no
+# open-file cache). keel_nocache (only when named in SERVERS) is keel with cache_valid =
 # 0, to measure the cache.
 # Settings (defaults in brackets): CONNS [64] STATIC_CONNS_LARGE [16]
 # KEEL_STATIC_OPTS [""] (extra words for keel's mount line).
-# Ports BASE_PORT + 10..13.
+# Ports BASE_PORT + 10..14.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 STATIC_CONNS_LARGE=${STATIC_CONNS_LARGE:-16}
 KEEL_STATIC_OPTS=${KEEL_STATIC_OPTS:-}
 
-bench_scenario static "static4k static1m staticsyscalls staticinstr" "keel nginx h2o keel_nocache" 10
+bench_scenario static "static4k static1m staticsyscalls staticinstr" "keel nginx h2o keel_nocache caddy" 10
 
 STATIC_DIR=$TMP/static
 WWW=$STATIC_DIR/www
@@ -71,6 +72,12 @@ static_start_h2o() {
     h2o_conf "$STATIC_DIR/h2o" "$1" "      \"/\":
         file.dir: $WWW"
     spawn_h2o static.h2o "$STATIC_DIR/h2o"
+}
+
+static_start_caddy() {
+    caddy_conf "$STATIC_DIR/caddy" "$1" "	root * $WWW
+	file_server"
+    spawn_caddy static.caddy "$STATIC_DIR/caddy"
 }
 
 is_4k() { [[ ${#1} -eq 4096 ]]; }
@@ -115,7 +122,7 @@ static_run() {
     fi
     stop_all static
     if wants staticinstr; then
-        for s in ${UP[static]}; do count_instr static "$s" /4k.bin; done
+        for s in ${UP[static]}; do [[ $s == caddy ]] || count_instr static "$s" /4k.bin; done
     fi
 }
 
@@ -138,5 +145,5 @@ static_report() {
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then
-    bench_alone static.sh static "keel nginx h2o"
+    bench_alone static.sh static "keel nginx h2o caddy"
 fi

@@ -335,7 +335,19 @@ static void expect_parts(kh_proc *p, const char *body, size_t len,
 /* pieces and static on one keel, over `transport` ("" or "tls") and
  * `protocol` (http1, or h2 spoken from the first byte): the mixed body and
  * multipart/byteranges responses, fetched by curl. */
-static void curl_both(const char *protocol, const char *transport)
+/* With the files module's wrap filter (a pieces filter, ABI 1.9) on every
+ * response: the body is "<<" BODY ">>"; BODY is moved to the front. */
+static void unwrap(kh_proc *p, char *got, size_t *len, int wrap)
+{
+    if (!wrap)
+        return;
+    kh_assert(p, *len >= 4 && memcmp(got, "<<", 2) == 0 && memcmp(got + *len - 2, ">>", 2) == 0,
+              "not wrapped: %zu bytes", *len);
+    memmove(got, got + 2, *len - 4);
+    *len -= 4;
+}
+
+static void curl_both(const char *protocol, const char *transport, int wrap)
 {
     int h2 = strcmp(protocol, "h2") == 0;
     int tls = transport[0] != '\0';
@@ -359,15 +371,16 @@ static void curl_both(const char *protocol, const char *transport)
     if (tls)
         snprintf(tls_section, sizeof tls_section, "[tls]\ncert = %s %s\n", tt_path("lh.pem"),
                  tt_path("lh.key"));
-    kh_proc *p =
-        kh_start(ht_fmt("[keel]\n"
-                        "listen = 127.0.0.1:0 %s %s\n"
-                        "workers = 1\n"
-                        "modules = %s%shttp1 pieces static\n" KH_MODULE_PATH "[pieces]\npath = %s\n"
-                        "[static]\nmount = /s %s\n%s",
-                        protocol, transport, tls ? "tls " : "", h2 ? "h2 " : "", g_path, tt_dir,
-                        tls_section),
-                 NULL, 1, 10000);
+    kh_proc *p = kh_start(
+        ht_fmt("[keel]\n"
+               "listen = 127.0.0.1:0 %s %s\n"
+               "workers = 1\n"
+               "modules = %s%shttp1 pieces static%s\n" KH_MODULE_PATH "[pieces]\npath = %s\n"
+               "[static]\nmount = /s %s\n%s%s%s%s",
+               protocol, transport, tls ? "tls " : "", h2 ? "h2 " : "", wrap ? " files" : "",
+               g_path, tt_dir, tls_section, wrap ? "[files]\npath = " : "", wrap ? g_path : "",
+               wrap ? "\nbody_filter = wrap\n" : ""),
+        NULL, 1, 10000);
     const char *base = ht_fmt("%s://127.0.0.1:%u", tls ? "https" : "http", kh_port(p, 0));
     const char *ca = tls  ? ht_fmt("--cacert %s", tt_path("lh.pem"))
                      : h2 ? "--http2-prior-knowledge"
@@ -378,6 +391,7 @@ static void curl_both(const char *protocol, const char *transport)
 
     size_t len;
     char *got = curl_get(p, ht_fmt("%s %s/mixed", ca_copy, base_copy), &len);
+    unwrap(p, got, &len, wrap);
     char *want = malloc(MIXED_LEN);
     cr_assert(want, "out of memory");
     mixed_body(want);
@@ -390,31 +404,59 @@ static void curl_both(const char *protocol, const char *transport)
      * through TLS, sendfile calls on plain TCP). */
     static const unsigned long long small[][2] = {{0, 9}, {20, 29}};
     got = curl_get(p, ht_fmt("%s -r 0-9,20-29 %s/s/data.bin", ca_copy, base_copy), &len);
+    unwrap(p, got, &len, wrap);
     expect_parts(p, got, len, small, 2);
     free(got);
     static const unsigned long long large[][2] = {{3000000, 4194303}, {5, 5}, {100000, 1100000}};
     got = curl_get(p, ht_fmt("%s -r 3000000-,5-5,100000-1100000 %s/s/data.bin", ca_copy, base_copy),
                    &len);
+    unwrap(p, got, &len, wrap);
     expect_parts(p, got, len, large, 3);
     free(got);
+    if (wrap) {
+        /* The parts' ranges reached the filter unread. */
+        char line[96];
+        snprintf(line, sizeof line, "files: wrap passed %u file bytes",
+                 (unsigned)(4194303 - 3000000 + 1 + 1 + 1100000 - 100000 + 1));
+        kh_assert(p, kh_wait_log(p, line, 10000), "no '%s' in the log", line);
+    }
     expect_clean_exit(p);
 }
 
 Test(pieces, curl_over_tcp, .timeout = 120, .fini = cleanup)
 {
-    curl_both("http1", "");
+    curl_both("http1", "", 0);
 }
 
 Test(pieces, curl_over_tls, .timeout = 120, .fini = cleanup)
 {
-    curl_both("http1", "tls");
+    curl_both("http1", "tls", 0);
 }
 
 /* HTTP/2 takes the pieces as its stream's (send_pieces): bytes as DATA,
  * file ranges with sendfile or read with the turn's small files. */
 Test(pieces, curl_over_h2c, .timeout = 120, .fini = cleanup)
 {
-    curl_both("h2", "");
+    curl_both("h2", "", 0);
+}
+
+/* A body filter that takes pieces (ABI 1.9) on every response: the ranges
+ * go through it unread and the bodies are the same inside its framing,
+ * whether the protocol frames them in chunks (HTTP/1.1), in DATA frames
+ * (HTTP/2), or a transport reads them (TLS). */
+Test(pieces, pieces_filter_over_tcp, .timeout = 120, .fini = cleanup)
+{
+    curl_both("http1", "", 1);
+}
+
+Test(pieces, pieces_filter_over_tls, .timeout = 120, .fini = cleanup)
+{
+    curl_both("http1", "tls", 1);
+}
+
+Test(pieces, pieces_filter_over_h2c, .timeout = 120, .fini = cleanup)
+{
+    curl_both("h2", "", 1);
 }
 
 /* ---- multipart parts leave as file ranges ------------------------------------------ */

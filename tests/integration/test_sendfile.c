@@ -463,29 +463,51 @@ Test(sendfile, body_filter_that_skips_leaves_the_file_alone, .timeout = 60, .fin
     expect_clean_exit(p);
 }
 
-Test(sendfile, body_filter_reads_at_the_peers_pace, .timeout = 120, .fini = cleanup)
+static void expect_wrapped(kh_proc *p, const ht_resp *r, const char *inner_head, size_t offset,
+                           size_t length, const char *inner_tail);
+
+/* The client reads nothing: the filter's copies (or the ranges a pieces
+ * filter passed on) must wait for the socket, not pull the whole file
+ * into keel's memory. */
+static void filter_at_the_peers_pace(const char *files_section, int wrapped)
 {
     g_file_size = 32u * 1024 * 1024;
-    kh_proc *p = start("", "", NULL, "body_filter = on\n");
+    kh_proc *p = start("", "", NULL, files_section);
     ht_resp r;
     ht_roundtrip(p, GET("/small"), &r);
     ht_resp_free(&r);
     long long before = bytes_read(p);
     ht_conn *c = wrap(connect_small_window(kh_port(p, 0)));
     ht_send_str(c, GET("/file"));
-    /* The client reads nothing: the filter's copies must wait for the
-     * socket, not pull the whole file into keel's memory. */
     expect_reading_stalls(p, before);
     expect_response(p, c, &r, 0);
-    kh_assert(p,
-              r.status == 200 && r.body_len == FILE_SIZE && memcmp(r.body, g_data, FILE_SIZE) == 0,
-              "status %d, %zu bytes", r.status, r.body_len);
+    kh_assert(p, r.status == 200, "status %d", r.status);
+    if (wrapped)
+        expect_wrapped(p, &r, "", 0, FILE_SIZE, "");
+    else
+        kh_assert(p, r.body_len == FILE_SIZE && memcmp(r.body, g_data, FILE_SIZE) == 0,
+                  "%zu bytes, or they differ from the file", r.body_len);
     ht_resp_free(&r);
     ht_close(c);
     expect_clean_exit(p);
 }
 
-Test(sendfile, chunked_response_reads_the_file_instead, .timeout = 60, .fini = cleanup)
+Test(sendfile, body_filter_reads_at_the_peers_pace, .timeout = 120, .fini = cleanup)
+{
+    filter_at_the_peers_pace("body_filter = on\n", 0);
+}
+
+/* The ranges a pieces filter passed on wait for the socket like any file
+ * body. */
+Test(sendfile, pieces_filter_sends_at_the_peers_pace, .timeout = 120, .fini = cleanup)
+{
+    filter_at_the_peers_pace("body_filter = wrap\n", 1);
+}
+
+/* Chunked framing (a trailer asks for it) no longer makes the core read
+ * the file: HTTP/1.1 puts the size line before the range and the chunk's
+ * end after it, as nginx's chunked filter frames in-file buffers. */
+Test(sendfile, chunked_response_frames_the_file, .timeout = 60, .fini = cleanup)
 {
     kh_proc *p = start("", "", NULL, NULL);
     ht_conn *c = ht_connect(kh_port(p, 0));
@@ -500,6 +522,92 @@ Test(sendfile, chunked_response_reads_the_file_instead, .timeout = 60, .fini = c
     ht_resp_free(&r);
     expect_response(p, c, &r, 0);
     kh_assert(p, strcmp(r.body, "small\n") == 0, "then '%.40s'", r.body);
+    ht_resp_free(&r);
+    ht_close(c);
+    expect_clean_exit(p);
+}
+
+/* ---- body filters that take pieces (ABI 1.9) ---------------------------------- */
+
+/* The body of r is "<<" + the file's [offset, offset + length) + ">>",
+ * with `inner_head`/`inner_tail` around the file's bytes. */
+static void expect_wrapped(kh_proc *p, const ht_resp *r, const char *inner_head, size_t offset,
+                           size_t length, const char *inner_tail)
+{
+    size_t h = 2 + strlen(inner_head), t = strlen(inner_tail) + 2;
+    kh_assert(p, r->body_len == h + length + t, "body of %zu bytes, expected %zu", r->body_len,
+              h + length + t);
+    kh_assert(p,
+              memcmp(r->body, "<<", 2) == 0 && memcmp(r->body + 2, inner_head, h - 2) == 0 &&
+                  memcmp(r->body + h + length, inner_tail, t - 2) == 0 &&
+                  memcmp(r->body + h + length + t - 2, ">>", 2) == 0,
+              "not wrapped: '%.8s' ... '%.8s'", r->body, r->body + r->body_len - 8);
+    kh_assert(p, memcmp(r->body + h, g_data + offset, length) == 0,
+              "the file's bytes differ inside the wrapping");
+}
+
+static void expect_wrap_log(kh_proc *p, unsigned long long file_bytes, unsigned long long bytes)
+{
+    char line[128];
+    snprintf(line, sizeof line, "files: wrap passed %llu file bytes and %llu bytes", file_bytes,
+             bytes);
+    kh_assert(p, kh_wait_log(p, line, 10000), "no '%s' in the log", line);
+}
+
+/* Every body filter takes pieces: the file ranges of send_file, a 206 and
+ * send_pieces reach the filter unread and leave framed in chunks (the
+ * length changed), in order with the filter's own bytes; a trailer
+ * follows; bytes from memory arrive as bytes pieces. */
+Test(sendfile, pieces_filter_passes_file_ranges_unread, .timeout = 120, .fini = cleanup)
+{
+    kh_proc *p = start("", "", NULL, "body_filter = wrap\n");
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    ht_send_str(c, GET("/file") GET("/range?offset=777&length=70000") GET("/pieces") GET("/trailer")
+                       GET("/small"));
+    ht_resp r;
+    expect_response(p, c, &r, 0);
+    kh_assert(p, r.status == 200 && r.chunked, "status %d, not chunked:\n%s", r.status, r.head);
+    expect_wrapped(p, &r, "", 0, FILE_SIZE, "");
+    expect_wrap_log(p, FILE_SIZE, 0);
+    ht_resp_free(&r);
+    expect_response(p, c, &r, 0);
+    kh_assert(p, r.status == 206, "range: status %d", r.status);
+    expect_wrapped(p, &r, "", 777, 70000, "");
+    expect_wrap_log(p, 70000, 0);
+    ht_resp_free(&r);
+    expect_response(p, c, &r, 0);
+    expect_wrapped(p, &r, "A\n", 0, FILE_SIZE, "B\n");
+    expect_wrap_log(p, FILE_SIZE, 4);
+    ht_resp_free(&r);
+    expect_response(p, c, &r, 0);
+    expect_wrapped(p, &r, "", 0, FILE_SIZE, "");
+    const char *done = ht_trailer(&r, "X-Done");
+    kh_assert(p, done && strcmp(done, "yes") == 0, "trailer X-Done '%s'", done ? done : "");
+    ht_resp_free(&r);
+    expect_response(p, c, &r, 0);
+    kh_assert(p, r.body_len == 10 && memcmp(r.body, "<<small\n>>", 10) == 0, "then '%.40s'",
+              r.body);
+    expect_wrap_log(p, 0, 6);
+    ht_resp_free(&r);
+    ht_close(c);
+    expect_clean_exit(p);
+}
+
+/* With a bytes filter after it, the pieces filter gets the file's bytes
+ * (the core reads them first), and the body is the same. */
+Test(sendfile, pieces_filter_gets_bytes_when_a_filter_needs_them, .timeout = 120, .fini = cleanup)
+{
+    kh_proc *p = start("", "", NULL, "body_filter = wrap+bytes\n");
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    ht_send_str(c, GET("/file") GET("/pieces"));
+    ht_resp r;
+    expect_response(p, c, &r, 0);
+    expect_wrapped(p, &r, "", 0, FILE_SIZE, "");
+    expect_wrap_log(p, 0, FILE_SIZE);
+    ht_resp_free(&r);
+    expect_response(p, c, &r, 0);
+    expect_wrapped(p, &r, "A\n", 0, FILE_SIZE, "B\n");
+    expect_wrap_log(p, 0, FILE_SIZE + 4);
     ht_resp_free(&r);
     ht_close(c);
     expect_clean_exit(p);

@@ -8,7 +8,15 @@
  *                                ; skip: the filter skips every body
  *                                ; (keel_response_filter_skip_body, ABI 1.4)
  *                                ; and logs "files: filter saw a body" if its
- *                                ; body hook runs all the same
+ *                                ; body hook runs all the same;
+ *                                ; wrap: a pieces filter (ABI 1.9) puts "<<"
+ *                                ; before and ">>" after every body, passing
+ *                                ; file ranges on unread, and logs at each
+ *                                ; body's end "files: wrap passed F file bytes
+ *                                ; and B bytes";
+ *                                ; wrap+bytes: the same, followed by the
+ *                                ; pass-through bytes filter (so the wrap
+ *                                ; filter gets bytes, F is 0)
  *
  * HTTP routes (behind http1):
  *     GET /file                     the whole file
@@ -17,6 +25,8 @@
  *     GET /notmodified              304 answered through send_file: no body
  *     GET /trailer                  the whole file with a trailer field (chunked)
  *     GET /small                    "small\n" from memory
+ *     GET /pieces                   "A\n", the file, "B\n" in one
+ *                                   keel_response_send_pieces (ABI 1.8)
  *     GET /cut?length=N             announces N bytes (or chunked without
  *                                   length), writes 100, then
  *                                   keel_response_abort (ABI 1.4)
@@ -31,6 +41,7 @@
 #include <keel/keel.h>
 
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,8 +61,14 @@ struct files {
     const char *path;
     int body_filter;
     int skip_body;
-    keel_http_filter filter;
+    int wrap;
+    keel_http_filter filter, wrap_filter;
 };
+
+/* What the wrap filter saw of the body under way (one request at a time
+ * in the tests; one worker). */
+static uint64_t wrap_file_bytes, wrap_bytes;
+static int wrap_started;
 
 static int open_file(const struct files *f, uint64_t *size)
 {
@@ -168,6 +185,24 @@ static int get_cut(keel_request *req, keel_response *res, void *userdata)
     return KEEL_OK;
 }
 
+static void close_fd(void *data, void *userdata)
+{
+    (void)data;
+    close((int)(intptr_t)userdata);
+}
+
+static int get_pieces(keel_request *req, keel_response *res, void *userdata)
+{
+    (void)req;
+    uint64_t size;
+    int fd = open_file(userdata, &size);
+    if (fd < 0)
+        return keel_response_send_status(res, 404);
+    keel_piece pieces[] = {keel_piece_bytes("A\n", 2), keel_piece_file(fd, 0, size),
+                           keel_piece_bytes("B\n", 2)};
+    return keel_response_send_pieces(res, pieces, 3, close_fd, (void *)(intptr_t)fd);
+}
+
 static int get_small(keel_request *req, keel_response *res, void *userdata)
 {
     (void)req;
@@ -185,6 +220,37 @@ static int pass_body(keel_request *req, keel_response *res, const keel_buf *bufs
     if (f->skip_body)
         keel_log(f->module, KEEL_LOG_INFO, "files: filter saw a body");
     return keel_response_filter_emit(res, bufs, nbufs, last);
+}
+
+/* A pieces filter (ABI 1.9): frames the body without reading its files. */
+static int wrap_pieces(keel_request *req, keel_response *res, const keel_piece *pieces,
+                       size_t npieces, int last, void *userdata)
+{
+    (void)req;
+    struct files *f = userdata;
+    keel_piece out[18];
+    size_t n = 0;
+    if (npieces > 16)
+        return KEEL_ERR_INVAL;
+    if (!wrap_started) {
+        wrap_started = 1;
+        wrap_file_bytes = wrap_bytes = 0;
+        out[n++] = keel_piece_bytes("<<", 2);
+    }
+    for (size_t i = 0; i < npieces; i++) {
+        if (pieces[i].kind == KEEL_PIECE_FILE)
+            wrap_file_bytes += pieces[i].len;
+        else
+            wrap_bytes += pieces[i].len;
+        out[n++] = pieces[i];
+    }
+    if (last) {
+        out[n++] = keel_piece_bytes(">>", 2);
+        wrap_started = 0;
+        keel_log(f->module, KEEL_LOG_INFO, "files: wrap passed %llu file bytes and %llu bytes",
+                 (unsigned long long)wrap_file_bytes, (unsigned long long)wrap_bytes);
+    }
+    return keel_response_filter_emit_pieces(res, out, n, last);
 }
 
 static void skip_head(keel_request *req, keel_response *res, void *userdata)
@@ -298,7 +364,8 @@ static int files_load(keel_module *module)
     if (rc == KEEL_OK)
         rc = keel_config_string(module, "body_filter", "off", &filter);
     f->skip_body = strcmp(filter, "skip") == 0;
-    f->body_filter = f->skip_body || strcmp(filter, "on") == 0;
+    f->wrap = strncmp(filter, "wrap", 4) == 0;
+    f->body_filter = f->skip_body || strcmp(filter, "on") == 0 || strcmp(filter, "wrap+bytes") == 0;
     if (rc == KEEL_OK && f->path[0] == '\0') {
         keel_log(module, KEEL_LOG_ERROR, "[files] path is required");
         rc = KEEL_ERR_CONFIG;
@@ -315,10 +382,19 @@ static int files_load(keel_module *module)
         {"/file", get_file},       {"/range", get_range},
         {"/short", get_short},     {"/notmodified", get_notmodified},
         {"/trailer", get_trailer}, {"/small", get_small},
-        {"/cut", get_cut},
+        {"/cut", get_cut},         {"/pieces", get_pieces},
     };
     for (size_t i = 0; rc == KEEL_OK && i < sizeof routes / sizeof routes[0]; i++)
         rc = keel_route_add(module, "GET", routes[i].path, routes[i].handler, f);
+    if (rc == KEEL_OK && f->wrap) {
+        f->wrap_filter = (keel_http_filter){
+            .size = sizeof(keel_http_filter),
+            .name = "files-wrap",
+            .userdata = f,
+            .on_response_pieces = wrap_pieces,
+        };
+        rc = keel_http_filter_add(module, &f->wrap_filter);
+    }
     if (rc == KEEL_OK && f->body_filter) {
         f->filter = (keel_http_filter){
             .size = sizeof(keel_http_filter),

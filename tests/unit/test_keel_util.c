@@ -50,6 +50,64 @@ Test(keel_util, hex_digits, .timeout = 10)
     cr_assert_eq(keel_hex_value(':'), -1);
 }
 
+/* ---- field values ---------------------------------------------------------- */
+
+Test(keel_util, field_value_bytes, .timeout = 10)
+{
+    cr_assert(keel_field_value_char('\t'));
+    cr_assert(keel_field_value_char(' '));
+    cr_assert(keel_field_value_char('~'));
+    cr_assert(keel_field_value_char(0x80)); /* obs-text */
+    cr_assert(keel_field_value_char(0xff));
+    cr_assert_not(keel_field_value_char(0));
+    cr_assert_not(keel_field_value_char('\r'));
+    cr_assert_not(keel_field_value_char('\n'));
+    cr_assert_not(keel_field_value_char(0x1f));
+    cr_assert_not(keel_field_value_char(0x7f));
+    cr_assert_eq(keel_field_value_check("keel/1.0 (x)", 12), 12);
+    cr_assert_eq(keel_field_value_check("keel\r\nX: y", 11), 4);
+    cr_assert_eq(keel_field_value_check("a\0b", 3), 1);
+    cr_assert_eq(keel_field_value_check(NULL, 0), 0);
+}
+
+/* ---- intrusive lists ------------------------------------------------------- */
+
+typedef struct item {
+    struct item *next, *prev;
+    int v;
+} item;
+
+static int list_values(const item *head, int *out)
+{
+    int n = 0;
+    for (const item *it = head; it != NULL; it = it->next) {
+        cr_assert(it->next == NULL || it->next->prev == it, "prev links back");
+        out[n++] = it->v;
+    }
+    return n;
+}
+
+Test(keel_util, intrusive_list_push_and_remove_anywhere, .timeout = 10)
+{
+    item a = {.v = 1, .prev = &a}, b = {.v = 2}, c = {.v = 3};
+    item *head = NULL;
+    int v[3];
+    KEEL_LIST_PUSH(head, &a);
+    cr_assert_null(a.prev, "a stale prev is cleared");
+    KEEL_LIST_PUSH(head, &b);
+    KEEL_LIST_PUSH(head, &c);
+    cr_assert_eq(list_values(head, v), 3);
+    cr_assert(v[0] == 3 && v[1] == 2 && v[2] == 1);
+    KEEL_LIST_REMOVE(head, &b); /* the middle */
+    cr_assert_eq(list_values(head, v), 2);
+    cr_assert(v[0] == 3 && v[1] == 1);
+    KEEL_LIST_REMOVE(head, &c); /* the first */
+    cr_assert_eq(head, &a);
+    cr_assert_null(a.prev);
+    KEEL_LIST_REMOVE(head, &a); /* the last one */
+    cr_assert_null(head);
+}
+
 /* ---- lists ---------------------------------------------------------------- */
 
 static size_t elements(const char *list, const char **out, size_t *lens, size_t max)

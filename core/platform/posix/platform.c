@@ -98,6 +98,14 @@ int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_so
     return 0;
 }
 
+/* What a socket call that failed with errno (other than EINTR, which the
+ * callers retry) returns: UV_EAGAIN when it would block, as libuv says
+ * it, else -errno. */
+static int failed_io(void)
+{
+    return errno == EAGAIN || errno == EWOULDBLOCK ? UV_EAGAIN : -errno;
+}
+
 int kl_accept(kl_socket listener, kl_socket *out)
 {
     for (;;) {
@@ -121,9 +129,7 @@ int kl_accept(kl_socket listener, kl_socket *out)
         }
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return UV_EAGAIN;
-        return -errno;
+        return failed_io();
     }
 }
 
@@ -167,9 +173,7 @@ int kl_send_more(kl_socket sock, const void *data, size_t len, int more, size_t 
         }
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return UV_EAGAIN;
-        return -errno;
+        return failed_io();
     }
 }
 
@@ -190,12 +194,10 @@ int kl_sendfile(kl_socket sock, int fd, uint64_t offset, size_t len, size_t *sen
         }
         if (errno == EINTR)
             continue;
-        if (errno == EAGAIN || errno == EWOULDBLOCK)
-            return UV_EAGAIN;
         /* EINVAL: a file that cannot be mapped (some file systems, pipes). */
         if (errno == EINVAL || errno == ENOSYS || errno == EOPNOTSUPP)
             return UV_ENOSYS;
-        return -errno;
+        return failed_io();
     }
 #elif defined(KL_BSD_SENDFILE)
     for (;;) {

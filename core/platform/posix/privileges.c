@@ -26,27 +26,30 @@
 
 #include <keel/types.h>
 
+/* [keel] user or group (`key`) names no entry: getpwnam and getgrnam
+ * leave errno 0 for "not found", set it when the lookup itself failed. */
+static int not_found(const char *key, const char *name, char *err, size_t errlen)
+{
+    snprintf(err, errlen, "[keel] %s: no %s '%s'%s%s", key, key, name, errno ? ": " : "",
+             errno ? strerror(errno) : "");
+    return KEEL_ERR_CONFIG;
+}
+
 /* The ids `user` and `group` (NULL: the user's own group) name. */
 static int lookup(const char *user, const char *group, uid_t *uid, gid_t *gid, char *err,
                   size_t errlen)
 {
     errno = 0;
     struct passwd *pw = getpwnam(user);
-    if (pw == NULL) {
-        snprintf(err, errlen, "[keel] user: no user '%s'%s%s", user, errno ? ": " : "",
-                 errno ? strerror(errno) : "");
-        return KEEL_ERR_CONFIG;
-    }
+    if (pw == NULL)
+        return not_found("user", user, err, errlen);
     *uid = pw->pw_uid;
     *gid = pw->pw_gid;
     if (group != NULL) {
         errno = 0;
         struct group *gr = getgrnam(group);
-        if (gr == NULL) {
-            snprintf(err, errlen, "[keel] group: no group '%s'%s%s", group, errno ? ": " : "",
-                     errno ? strerror(errno) : "");
-            return KEEL_ERR_CONFIG;
-        }
+        if (gr == NULL)
+            return not_found("group", group, err, errlen);
         *gid = gr->gr_gid;
     }
     return KEEL_OK;

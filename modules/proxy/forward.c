@@ -205,7 +205,9 @@ void px_body_chunk(keel_request *req, const char *data, size_t len, int last, vo
     if (ex->up == NULL || ex->up->conn == NULL)
         return; /* the attempt failed: the rest is dropped (the client gets the error) */
     px_config *c = ex->route->cfg;
-    if (ex->body_kind == PX_BODY_CHUNKED) {
+    if (ex->route->group->fastcgi) {
+        px_fcgi_body(ex, data, len, last);
+    } else if (ex->body_kind == PX_BODY_CHUNKED) {
         /* Re-framed, one chunk per piece (RFC 9112 7.1). */
         char size[24];
         int n = len ? snprintf(size, sizeof size, "%zx\r\n", len) : 0;
@@ -332,7 +334,8 @@ void px_up_ready(px_ex *ex, px_up *up)
     /* A pooled connection keeps the size its last exchange set. */
     keel_conn_set_read_size(up->conn, px_ex_read_size(ex));
     size_t len = 0;
-    char *head = px_build_request_head(ex, &len);
+    char *head = ex->route->group->fastcgi ? px_fcgi_request_head(ex, &len)
+                                           : px_build_request_head(ex, &len);
     if (head == NULL) {
         up->ex = NULL;
         ex->up = NULL;
@@ -537,6 +540,16 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
         keel_response_send_status(res, refusal);
         return KEEL_OK;
     }
+    if (r->group->fastcgi && keel_request_header(req, "Content-Length").ptr == NULL &&
+        (keel_request_header(req, "Transfer-Encoding").ptr != NULL ||
+         keel_request_body_length(req) < 0)) {
+        /* CONTENT_LENGTH is how a CGI application knows its body's size
+         * (RFC 3875 4.1.2; PHP reads none without it), and keel streams
+         * the body rather than store it to count it first, as nginx
+         * does: a body of unknown length is refused (RFC 9110 15.5.12). */
+        keel_response_send_status(res, 411);
+        return KEEL_OK;
+    }
     px_ex *ex = calloc(1, sizeof *ex);
     if (ex == NULL)
         return KEEL_ERR_NOMEM;
@@ -548,6 +561,11 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     ex->start_ms = keel_worker_now_ms(ex->pw->worker);
     if (keel_request_peer_ip(req, ex->client_ip, sizeof ex->client_ip) != KEEL_OK)
         snprintf(ex->client_ip, sizeof ex->client_ip, "unknown");
+    /* What FastCGI's parameters name of the connection, asked now: the
+     * request may be sent after the handler returned, when the core no
+     * longer answers (keel_request_local_name). */
+    if (r->group->fastcgi)
+        px_fcgi_names(ex, req);
     /* An HTTP/2 connection's streams share one budget (share.c). */
     if (keel_request_version(req) == 20)
         ex->share = px_client_join(ex->pw, keel_request_conn_id(req));
@@ -574,7 +592,12 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     keel_str expect = keel_request_header(req, "Expect");
     ex->expect_continue = expect.ptr != NULL && px_token_in_list(expect, "100-continue") &&
                           ex->body_kind != PX_BODY_NONE && !ex->body_done;
-    ex->upgrade = ex->body_kind == PX_BODY_NONE && px_upgrade_requested(r, req);
+    ex->upgrade =
+        ex->body_kind == PX_BODY_NONE && !r->group->fastcgi && px_upgrade_requested(r, req);
+    /* A FastCGI application sends no 100: the body goes at once (http1
+     * answers the client's Expect when the body is asked for). */
+    if (r->group->fastcgi)
+        ex->expect_continue = 0;
     px_ex_start(ex);
     return KEEL_OK;
 }

@@ -653,7 +653,9 @@ void px_response_headers(px_ex *ex)
         }
         add_field(res, name, value.ptr, value.len);
     }
-    if (c->via) {
+    /* A FastCGI response came from no HTTP hop: nothing to say in Via
+     * (nginx's fastcgi_pass adds none either). */
+    if (c->via && !ex->route->group->fastcgi) {
         sb_str(&via, via.len ? ", 1.1 keel" : "1.1 keel");
         if (!via.failed)
             keel_response_header_add(res, "Via", via.p);

@@ -5,7 +5,8 @@
  *     Host: <the server's address>
  *     Connection: close
  *
- * to each server of the group on a new connection; a 2xx or 3xx status
+ * (for a FastCGI group, the path as the script of a FastCGI request: PHP-FPM's
+ * ping.path) to each server of the group on a new connection; a 2xx or 3xx status
  * line within the interval keeps the server in, anything else (refused,
  * reset, timeout, 4xx, 5xx) takes it out until a check passes again (the
  * rule of nginx Plus's health_check and HAProxy's httpchk, with fall and
@@ -30,6 +31,11 @@ typedef struct px_check {
     px_worker *pw;
     px_server *srv;
     int answered;
+    /* a FastCGI group's check: the records read, the CGI head gathered */
+    int fastcgi;
+    fcgi_reader reader;
+    char head[1024];
+    size_t hlen;
 } px_check;
 
 static void verdict(px_check *c, int ok)
@@ -42,6 +48,66 @@ static void verdict(px_check *c, int ok)
     if (was_down != !ok)
         keel_log(c->pw->cfg->module, ok ? KEEL_LOG_INFO : KEEL_LOG_WARN, "health check of %s: %s",
                  c->srv->authority, ok ? "up" : "down");
+}
+
+/* A FastCGI group's check asks for the path as its script, as PHP-FPM's
+ * ping.path expects ("pong", 200): SCRIPT_NAME and SCRIPT_FILENAME both
+ * the path, no body, the connection not kept. */
+static int check_fcgi_request(const char *path, keel_conn *conn)
+{
+    static const char *const names[] = {"SCRIPT_NAME",     "SCRIPT_FILENAME",   "REQUEST_URI",
+                                        "DOCUMENT_URI",    "REQUEST_METHOD",    "QUERY_STRING",
+                                        "SERVER_SOFTWARE", "GATEWAY_INTERFACE", NULL};
+    const char *values[] = {path, path, path, path, "GET", "", "keel-health-check", "CGI/1.1"};
+    unsigned char req[16 + 8 + 1024 + 16];
+    size_t at = 16 + FCGI_HEADER_LEN;
+    fcgi_begin_request(req, 0);
+    for (size_t i = 0; names[i] != NULL; i++) {
+        size_t nlen = strlen(names[i]), vlen = strlen(values[i]);
+        if (at + fcgi_pair_size(nlen, vlen) > sizeof req - 16)
+            return KEEL_ERR_INVAL; /* a check path near 1 KiB */
+        at += fcgi_pair_put(req + at, names[i], nlen, values[i], vlen);
+    }
+    fcgi_header(req + 16, FCGI_PARAMS, at - 16 - FCGI_HEADER_LEN);
+    fcgi_header(req + at, FCGI_PARAMS, 0);
+    fcgi_header(req + at + FCGI_HEADER_LEN, FCGI_STDIN, 0);
+    return keel_conn_write_copy(conn, req, at + 2 * FCGI_HEADER_LEN);
+}
+
+/* The answer's CGI head says: a Status of 2xx or 3xx (or none) keeps the
+ * server in; an invalid answer, or the end before a head, takes it out. */
+static int check_fcgi_data(px_check *c, keel_conn *conn, const char *data, size_t len,
+                           size_t *consumed)
+{
+    *consumed = len;
+    size_t at = 0;
+    while (at < len && !c->answered) {
+        size_t used, span_len;
+        const char *span;
+        int ev = fcgi_read(&c->reader, data + at, len - at, &used, &span, &span_len);
+        at += used;
+        if (ev == FCGI_EV_STDOUT) {
+            size_t from = c->hlen, take = span_len;
+            if (take > sizeof c->head - c->hlen)
+                take = sizeof c->head - c->hlen;
+            memcpy(c->head + c->hlen, span, take);
+            c->hlen += take;
+            size_t end = fcgi_head_end(c->head, c->hlen, from), n;
+            int status = 0;
+            if (end > 0)
+                verdict(c,
+                        fcgi_head_parse(c->head, end, NULL, 0, &n, &status) == 0 && status < 400);
+            else if (c->hlen == sizeof c->head)
+                verdict(c, 0);
+        } else if (ev == FCGI_EV_END || ev == FCGI_EV_ERROR) {
+            verdict(c, 0);
+        } else if (ev == FCGI_EV_MORE) {
+            break;
+        }
+    }
+    if (c->answered)
+        keel_conn_close(conn);
+    return KEEL_OK;
 }
 
 static int check_open(keel_conn *conn, void *arg)
@@ -57,6 +123,14 @@ static int check_open(keel_conn *conn, void *arg)
     }
     keel_conn_set_timeout(conn, g ? g->check_interval_ms : 5000);
     char req[1024];
+    if (c->fastcgi) {
+        int rc = check_fcgi_request(g && g->check_path ? g->check_path : "/", conn);
+        if (rc != KEEL_OK) {
+            verdict(c, 0);
+            free(c);
+        }
+        return rc;
+    }
     int n = snprintf(req, sizeof req,
                      "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: keel-health-check\r\n"
                      "Connection: close\r\n\r\n",
@@ -74,6 +148,8 @@ static int check_open(keel_conn *conn, void *arg)
 static int check_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
 {
     px_check *c = keel_conn_data(conn);
+    if (c->fastcgi)
+        return check_fcgi_data(c, conn, data, len, consumed);
     const char *nl = memchr(data, '\n', len);
     if (nl == NULL && len < 256) {
         *consumed = 0; /* the status line is not complete yet */
@@ -142,6 +218,7 @@ static void run_checks(keel_timer *t, void *userdata)
                 return;
             c->pw = pw;
             c->srv = &g->servers[j];
+            c->fastcgi = g->fastcgi;
             keel_connect_options o = {
                 .size = sizeof o,
                 .host = c->srv->host,

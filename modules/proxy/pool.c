@@ -137,6 +137,9 @@ static void up_error(keel_worker *w, int status, void *arg)
     (void)w;
     px_ex *ex = up->ex;
     up->attempt = NULL;
+    if (up->peer != NULL)
+        keel_log(up->pw->cfg->module, KEEL_LOG_INFO, "connect to %s: %s", up->peer->srv->authority,
+                 keel_strerror(status));
     free(up);
     if (ex != NULL) {
         ex->up = NULL;
@@ -169,6 +172,8 @@ int px_up_connect(px_worker *pw, px_peer *p, px_ex *ex, uint64_t timeout_ms)
     };
     int rc = keel_conn_connect(pw->worker, &o, &up->attempt);
     if (rc != KEEL_OK) {
+        keel_log(pw->cfg->module, KEEL_LOG_INFO, "connect to %s: %s", p->srv->authority,
+                 keel_strerror(rc));
         ex->up = NULL;
         free(up);
         return rc;

@@ -260,7 +260,13 @@ static int parse_upstream(px_config *cfg, keel_module *m, const char *value, px_
         const char *v = eq ? eq + 1 : NULL;
         size_t klen = eq ? (size_t)(eq - w[i]) : strlen(w[i]);
 #define KEY(lit) (klen == sizeof(lit) - 1 && memcmp(w[i], lit, klen) == 0)
-        if (eq == NULL && strchr(w[i], ':') != NULL) {
+        if (KEY("fastcgi") && v == NULL) {
+            g->fastcgi = 1;
+        } else if (KEY("protocol") && v != NULL) {
+            if (strcmp(v, "fastcgi") != 0 && strcmp(v, "http") != 0)
+                goto bad;
+            g->fastcgi = strcmp(v, "fastcgi") == 0;
+        } else if (eq == NULL && strchr(w[i], ':') != NULL) {
             if (g->nservers == PX_MAX_SERVERS) {
                 rc = keel_config_error(m, "upstream", "group %s: more than %d servers", g->name,
                                        PX_MAX_SERVERS);
@@ -317,6 +323,9 @@ static int parse_upstream(px_config *cfg, keel_module *m, const char *value, px_
     }
     if (g->nservers == 0)
         rc = keel_config_error(m, "upstream", "group %s has no server", g->name);
+    else if (g->fastcgi && g->transport != NULL)
+        rc = keel_config_error(m, "upstream", "group %s: tls is for HTTP upstreams, not fastcgi",
+                               g->name);
     (void)cfg;
 out:
     free(copy);
@@ -351,6 +360,16 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
     r->send_timeout_ms = cfg->send_timeout_ms;
     r->tries = cfg->tries;
     r->rewrite_location = 1;
+    if (r->group->fastcgi) {
+        /* nginx's usual PHP location: fastcgi_split_path_info
+         * ^(.+\.php)(/.*)$ and fastcgi_index index.php */
+        r->fcgi_split = dup_n(".php", 4);
+        r->fcgi_index = dup_n("index.php", 9);
+        if (r->fcgi_split == NULL || r->fcgi_index == NULL) {
+            rc = KEEL_ERR_NOMEM;
+            goto out;
+        }
+    }
     if (names_copy(cfg->upgrades, cfg->nupgrades, &r->upgrades, &r->nupgrades) != KEEL_OK) {
         rc = KEEL_ERR_NOMEM;
         goto out;
@@ -403,6 +422,21 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
             else if ((rc = names_add(m, "pass", &r->upgrades, &r->nupgrades, "websocket")) !=
                      KEEL_OK)
                 goto out;
+        } else if (r->group->fastcgi && (strcmp(k, "root") == 0 || strcmp(k, "script") == 0 ||
+                                         strcmp(k, "index") == 0 || strcmp(k, "split") == 0)) {
+            char **slot = k[0] == 'r'   ? &r->fcgi_root
+                          : k[1] == 'c' ? &r->fcgi_script
+                          : k[0] == 'i' ? &r->fcgi_index
+                                        : &r->fcgi_split;
+            /* root is a directory (no trailing '/': the script name brings
+             * its own); script a path under it */
+            if ((k[0] == 'r' && v[0] != '/') || (k[1] == 'c' && v[0] != '/') || v[0] == '\0')
+                goto bad;
+            free(*slot);
+            *slot = strcmp(v, "off") == 0 && k[0] != 'r' ? NULL : dup_n(v, strlen(v));
+            if (k[0] == 'r')
+                while (strlen(*slot) > 1 && (*slot)[strlen(*slot) - 1] == '/')
+                    (*slot)[strlen(*slot) - 1] = '\0';
         } else if (strcmp(k, "location") == 0) {
             if (strcmp(v, "rewrite") == 0)
                 r->rewrite_location = 1;
@@ -418,9 +452,45 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
         rc = keel_config_error(m, "pass", "bad option '%s'", w[i]);
         goto out;
     }
+    if (r->group->fastcgi && r->fcgi_root == NULL)
+        rc = keel_config_error(m, "pass", "%s: a fastcgi group needs root=DIR", r->prefix);
 out:
     free(copy);
     return rc;
+}
+
+/* ---- fastcgi_param = NAME VALUE ---------------------------------------------------- */
+
+static int parse_fcgi_params(px_config *c, keel_module *m, const keel_config_list *list)
+{
+    if (list->count == 0)
+        return KEEL_OK;
+    c->fcgi_params = calloc(list->count, sizeof *c->fcgi_params);
+    if (c->fcgi_params == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < list->count; i++) {
+        const char *v = list->items[i];
+        size_t n = strcspn(v, " \t");
+        const char *value = v + n;
+        while (*value == ' ' || *value == '\t')
+            value++;
+        int ok = n > 0;
+        for (size_t j = 0; j < n && ok; j++)
+            ok = (v[j] >= 'A' && v[j] <= 'Z') || (v[j] >= 'a' && v[j] <= 'z') ||
+                 (v[j] >= '0' && v[j] <= '9') || v[j] == '_';
+        if (!ok)
+            return keel_config_error(m, "fastcgi_param", "expected NAME VALUE, got '%s'", v);
+        /* name and value in one allocation: "NAME\0VALUE\0" */
+        size_t vlen = strlen(value);
+        char *both = malloc(n + 1 + vlen + 1);
+        if (both == NULL)
+            return KEEL_ERR_NOMEM;
+        memcpy(both, v, n);
+        both[n] = '\0';
+        memcpy(both + n + 1, value, vlen + 1);
+        c->fcgi_params[c->nfcgi_params++] = (px_fcgi_param){both, both + n + 1};
+    }
+    return KEEL_OK;
 }
 
 /* ---- routes ------------------------------------------------------------------------- */
@@ -487,9 +557,16 @@ static void config_free(px_config *c)
     for (size_t i = 0; i < c->nroutes; i++) {
         free(c->routes[i].prefix);
         free(c->routes[i].host_value);
+        free(c->routes[i].fcgi_root);
+        free(c->routes[i].fcgi_script);
+        free(c->routes[i].fcgi_index);
+        free(c->routes[i].fcgi_split);
         names_free(c->routes[i].upgrades, c->routes[i].nupgrades);
     }
     names_free(c->upgrades, c->nupgrades);
+    for (size_t i = 0; i < c->nfcgi_params; i++)
+        free(c->fcgi_params[i].name); /* the value shares its allocation */
+    free(c->fcgi_params);
     for (size_t i = 0; i < c->nconnect_hosts; i++)
         free(c->connect_hosts[i]);
     free(c->connect_hosts);
@@ -506,7 +583,7 @@ static void config_free(px_config *c)
  * documents them. Upstream reads larger than the server's 16 KiB: a 1 MiB
  * body then costs a quarter of the reads and wake-ups (docs/proxy.md). */
 typedef struct px_settings {
-    keel_config_list upstream, pass;
+    keel_config_list upstream, pass, fastcgi_param;
     const char *upgrade;
     int64_t keepalive, tries;
     uint64_t keepalive_timeout_ms, connect_timeout_ms, read_timeout_ms, send_timeout_ms;
@@ -521,13 +598,18 @@ static const char *const keep_replace[] = {"replace", "keep", NULL};
 
 static const keel_config_key px_keys[] = {
     KEEL_KEY(px_settings, upstream, "upstream", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
-             .doc = "a group: NAME ADDRESS:PORT [weight=N max_fails=N fail_timeout=T backup] "
-                    "... [balance=round_robin|least_conn|hash] [tls] [check=/path "
-                    "check_interval=T] (docs/proxy.md)"),
+             .doc = "a group: NAME ADDRESS:PORT|unix:PATH [weight=N max_fails=N fail_timeout=T "
+                    "backup] ... [balance=round_robin|least_conn|hash] [tls] [check=/path "
+                    "check_interval=T] [fastcgi] (docs/proxy.md)"),
     KEEL_KEY(px_settings, pass, "pass", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
              .doc = "a route: /PREFIX GROUP [host=client|upstream] [connect_timeout=T] "
                     "[read_timeout=T] [send_timeout=T] [tries=N] [upgrade=NAME] [websocket=on|off] "
-                    "[location=rewrite|off] (docs/proxy.md)"),
+                    "[location=rewrite|off] [root=DIR script=/PATH index=FILE split=EXT|off for "
+                    "fastcgi] (docs/proxy.md)"),
+    KEEL_KEY(px_settings, fastcgi_param, "fastcgi_param", KEEL_CONFIG_STRING,
+             .flags = KEEL_CONFIG_LIST,
+             .doc = "NAME VALUE: a parameter every FastCGI request carries, after (and over) "
+                    "keel's own (docs/proxy.md)"),
     KEEL_KEY(px_settings, upgrade, "upgrade", KEEL_CONFIG_STRING, .def = "websocket",
              .doc = "protocols an Upgrade may ask for (never h2c); off: none"),
     KEEL_KEY(px_settings, keepalive, "keepalive", KEEL_CONFIG_INT, .def = "32", .min = 0,
@@ -636,6 +718,8 @@ static int proxy_load(keel_module *m)
         c->nroutes++;
     }
     if (rc == KEEL_OK)
+        rc = parse_fcgi_params(c, m, &s->fastcgi_param);
+    if (rc == KEEL_OK)
         rc = px_connect_config(c, m, &s->connect);
     if (rc == KEEL_OK)
         rc = register_metrics(c, m);
@@ -684,6 +768,7 @@ static void proxy_stop(keel_module *m, keel_worker *w, void *state)
     px_pool_close_all(pw);
     px_peers_free(pw);
     px_clients_free(pw);
+    px_fcgi_worker_free(pw);
 }
 
 KEEL_MODULE(proxy, .version = "1.0.0", .worker_state_size = sizeof(px_worker), .load = proxy_load,

@@ -19,6 +19,8 @@
 
 #include <llhttp.h>
 
+#include "fcgi.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -57,6 +59,7 @@ typedef struct px_group {
     char *check_path;      /* active health check: GET this path (NULL: none) */
     uint64_t check_interval_ms;
     size_t index; /* in px_config.groups */
+    int fastcgi;  /* its servers speak FastCGI (fastcgi.c), not HTTP */
 } px_group;
 
 typedef struct px_config px_config;
@@ -75,7 +78,16 @@ typedef struct px_route {
     char **upgrades;
     size_t nupgrades;
     int rewrite_location;
+    /* FastCGI routes (pass's root=, script=, index=, split=): fastcgi.c */
+    char *fcgi_root;   /* DOCUMENT_ROOT; SCRIPT_FILENAME is root + SCRIPT_NAME */
+    char *fcgi_script; /* a fixed SCRIPT_NAME (a front controller), or NULL */
+    char *fcgi_index;  /* appended to a SCRIPT_NAME ending in '/' (fastcgi_index) */
+    char *fcgi_split;  /* the script's extension for PATH_INFO splitting, or NULL */
 } px_route;
+
+typedef struct px_fcgi_param {
+    char *name, *value;
+} px_fcgi_param;
 
 typedef keel_cidr px_cidr; /* keel/util.h: IPv4 as ::ffff:a.b.c.d */
 
@@ -112,6 +124,8 @@ struct px_config {
     int connect_private;
     uint64_t connect_header_timeout_ms; /* the CONNECT head, from the connection's start */
     keel_appender *log;
+    px_fcgi_param *fcgi_params; /* fastcgi_param NAME VALUE, in order */
+    size_t nfcgi_params;
     /* metrics */
     keel_metric *m_requests, *m_failures, *m_retries, *m_connects, *m_reused, *m_tunnels;
     keel_metric *m_buffered; /* gauge: body bytes held in flight, both ways */
@@ -153,6 +167,9 @@ typedef struct px_worker {
     uint64_t *check_next; /* per group: when its next round of checks is due */
     px_client **buckets;  /* HTTP/2 clients by connection id (share.c) */
     size_t nbuckets, nclients;
+    /* FastCGI stderr lines logged this second, and those dropped */
+    uint64_t stderr_window_ms, stderr_lines, stderr_dropped;
+    struct px_conn_names *conn_names; /* fastcgi.c: the connections' addresses, cached */
 } px_worker;
 
 /* ---- an upstream connection ------------------------------------------------- */
@@ -167,13 +184,13 @@ struct px_up {
     int idle;
     int reused;
     llhttp_t parser;
+    fcgi_reader fcgi;  /* a FastCGI group's records (fastcgi.c) */
+    int cgi_head_done; /* its CGI head was relayed */
 };
 
 /* ---- one proxied exchange ---------------------------------------------------- */
 
-typedef struct px_field {
-    uint32_t name, name_len, value, value_len; /* offsets into px_ex.hbuf */
-} px_field;
+typedef fcgi_field px_field; /* offsets into px_ex.hbuf */
 
 enum { PX_BODY_NONE = 0, PX_BODY_LENGTH, PX_BODY_CHUNKED };
 
@@ -236,6 +253,8 @@ struct px_ex {
      * gone when they are needed (keel_request_on_abort). */
     const char *scheme; /* "https" or "http": how the client reached us */
     char client_ip[64];
+    /* FastCGI's REMOTE_PORT, SERVER_ADDR and SERVER_PORT: "" if unknown */
+    char peer_name[64], local_name[64];
 };
 
 /* A body piece copied once, handed to a connection or a response, and
@@ -308,6 +327,23 @@ void px_response_init(px_up *up);
 int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed);
 void px_response_eof(px_up *up);
 void px_continue(px_ex *ex);
+/* what fastcgi.c relays as an HTTP response's is relayed */
+int px_bodiless(const px_ex *ex, int status);
+int px_response_head(px_ex *ex, int status);
+int px_head_append(px_ex *ex, const char *at, size_t len);
+int px_body_reserve(px_ex *ex, size_t len);
+int px_body_add(px_ex *ex, const char *at, size_t len);
+void px_body_flush_soon(px_ex *ex);
+void px_body_drop(px_ex *ex);
+void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps);
+void px_response_client_gone(px_ex *ex);
+
+/* fastcgi.c: FastCGI towards a group's servers */
+void px_fcgi_names(px_ex *ex, keel_request *req);
+void px_fcgi_worker_free(px_worker *pw);
+char *px_fcgi_request_head(px_ex *ex, size_t *len);
+void px_fcgi_body(px_ex *ex, const char *data, size_t len, int last);
+void px_fcgi_records(px_ex *ex, px_up *up, const char *data, size_t len);
 
 /* headers.c */
 /* name's token is keel_header_token's (the caller classified it). */

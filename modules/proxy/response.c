@@ -30,7 +30,9 @@ static px_ex *ex_of(llhttp_t *p)
 
 /* ---- the head's fields ---------------------------------------------------------- */
 
-static int append(px_ex *ex, const char *at, size_t len)
+/* The head's bytes copied to ex->hbuf, at most max_header in all (nginx's
+ * proxy_buffer_size and fastcgi_buffer_size: a larger head is a 502). */
+int px_head_append(px_ex *ex, const char *at, size_t len)
 {
     size_t max = ex->route->cfg->max_header;
     if (ex->hlen + len > max)
@@ -75,7 +77,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
         ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
         ex->in_value = 0;
     }
-    if (append(ex, at, len) != 0)
+    if (px_head_append(ex, at, len) != 0)
         return -1;
     ex->fields[ex->nfields - 1].name_len += (uint32_t)len;
     ex->fields[ex->nfields - 1].value = (uint32_t)ex->hlen;
@@ -91,7 +93,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
         ex->in_value = 1;
         ex->fields[ex->nfields - 1].value = (uint32_t)ex->hlen;
     }
-    if (append(ex, at, len) != 0)
+    if (px_head_append(ex, at, len) != 0)
         return -1;
     ex->fields[ex->nfields - 1].value_len += (uint32_t)len;
     return 0;
@@ -103,7 +105,7 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
  * on a 204 or 304 (and an interim response's) unless on_headers_complete
  * returns 1: keel then waited for bytes that never came, until
  * read_timeout, or took the next response's head for a body. */
-static int bodiless(const px_ex *ex, int status)
+int px_bodiless(const px_ex *ex, int status)
 {
     return status < 200 || status == 204 || status == 304 || ex->is_head;
 }
@@ -157,9 +159,16 @@ static int on_headers_complete(llhttp_t *p)
      * else is an invalid response (502), not something to relay. */
     if (status > 599 || !transfer_coding_ok(ex))
         return -1;
+    return px_response_head(ex, status);
+}
+
+/* The final head (fields in ex->fields) to the client. Whether no body
+ * follows. */
+int px_response_head(px_ex *ex, int status)
+{
     ex->status = status;
     if (ex->req == NULL)
-        return bodiless(ex, status); /* the client left: read it out, drop it */
+        return px_bodiless(ex, status); /* the client left: read it out, drop it */
     px_peer_ok(ex->peer);
     keel_response_set_status(ex->res, status);
     px_response_headers(ex);
@@ -174,18 +183,22 @@ static int on_headers_complete(llhttp_t *p)
     ex->fields = NULL;
     ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = 0;
     ex->trailer_from = 0;
-    return bodiless(ex, status);
+    return px_bodiless(ex, status);
 }
 
-static int on_body(llhttp_t *p, const char *at, size_t len)
+int px_body_add(px_ex *ex, const char *at, size_t len)
 {
-    px_ex *ex = ex_of(p);
     px_block *b = ex->pend;
     if (b == NULL || ex->plen + len > ex->pcap)
         return -1; /* cannot happen: the block holds the whole read */
     memcpy(b->data + ex->plen, at, len);
     ex->plen += len;
     return 0;
+}
+
+static int on_body(llhttp_t *p, const char *at, size_t len)
+{
+    return px_body_add(ex_of(p), at, len);
 }
 
 static int on_message_complete(llhttp_t *p)
@@ -214,6 +227,8 @@ void px_response_init(px_up *up)
 {
     llhttp_init(&up->parser, HTTP_RESPONSE, &settings);
     up->parser.data = up;
+    memset(&up->fcgi, 0, sizeof up->fcgi);
+    up->cgi_head_done = 0;
 }
 
 /* ---- relaying the body ---------------------------------------------------------------- */
@@ -234,7 +249,7 @@ static void piece_taken(void *data, void *userdata)
 
 /* The client left (a response call said so): nothing more goes to it,
  * and the upstream connection, mid-response, cannot be reused. */
-static void client_gone(px_ex *ex)
+void px_response_client_gone(px_ex *ex)
 {
     px_up *up = ex->up;
     if (up != NULL) {
@@ -301,14 +316,14 @@ static void flush_due(keel_timer *t, void *userdata)
     (void)t;
     px_ex_ref(ex);
     if (ex->plen > 0 && flush(ex) != 0)
-        client_gone(ex);
+        px_response_client_gone(ex);
     px_ex_unref(ex);
 }
 
 /* Room for len more body bytes in the gathering block. 0, or -1 if the
  * client is gone (a full block could not be handed over) or out of
  * memory. */
-static int reserve(px_ex *ex, size_t len)
+int px_body_reserve(px_ex *ex, size_t len)
 {
     if (ex->pend != NULL && ex->plen + len <= ex->pcap)
         return 0;
@@ -326,11 +341,11 @@ static int reserve(px_ex *ex, size_t len)
     return 0;
 }
 
-static void flush_soon(px_ex *ex)
+void px_body_flush_soon(px_ex *ex)
 {
     if (ex->plen >= PX_GATHER * 3 / 4) {
         if (flush(ex) != 0)
-            client_gone(ex);
+            px_response_client_gone(ex);
         return;
     }
     if (ex->plen == 0)
@@ -340,7 +355,7 @@ static void flush_soon(px_ex *ex)
     else
         keel_timer_restart(ex->flush_timer, 0, 0);
     if (ex->flush_timer == NULL && flush(ex) != 0)
-        client_gone(ex);
+        px_response_client_gone(ex);
 }
 
 static int forbidden_trailer(keel_str name)
@@ -361,12 +376,13 @@ static int forbidden_trailer(keel_str name)
     }
 }
 
-/* The response is complete: end the client's, give the connection back. */
-static void complete(px_ex *ex, px_up *up, int extra_bytes)
+/* The response is complete: end the client's, give the connection back
+ * (to the pool if the upstream keeps it and the request went whole). */
+void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps)
 {
     int ok = ex->req != NULL;
     if (ok && flush(ex) != 0) {
-        client_gone(ex);
+        px_response_client_gone(ex);
         return;
     }
     if (ok) {
@@ -398,8 +414,8 @@ static void complete(px_ex *ex, px_up *up, int extra_bytes)
         (void)rc; /* KEEL_ERR_CLOSED: the client left at the last moment */
         px_ex_client_gone(ex);
     }
-    int reusable = !extra_bytes && llhttp_should_keep_alive(&up->parser) &&
-                   (ex->body_kind == PX_BODY_NONE || ex->body_done) && ex->up_out == 0;
+    int reusable =
+        upstream_keeps && (ex->body_kind == PX_BODY_NONE || ex->body_done) && ex->up_out == 0;
     px_upstream_unhold(ex); /* it goes back to the pool reading */
     up->ex = NULL;
     ex->up = NULL;
@@ -411,7 +427,7 @@ void px_response_eof(px_up *up)
 {
     px_ex *ex = up->ex;
     px_ex_ref(ex);
-    if (reserve(ex, 0) != 0) {
+    if (px_body_reserve(ex, 0) != 0) {
         up->ex = NULL;
         ex->up = NULL;
         px_attempt_failed(ex, PX_FAIL_CLIENT);
@@ -420,7 +436,7 @@ void px_response_eof(px_up *up)
     }
     llhttp_errno_t err = llhttp_finish(&up->parser);
     if (ex->response_done) {
-        complete(ex, up, 1); /* a body that ended with the connection */
+        px_response_complete(ex, up, 0); /* a body that ended with the connection */
     } else {
         up->ex = NULL;
         ex->up = NULL;
@@ -428,6 +444,13 @@ void px_response_eof(px_up *up)
         px_attempt_failed(ex, ex->status ? PX_FAIL_RESET : PX_FAIL_RESET);
     }
     px_ex_unref(ex);
+}
+
+void px_body_drop(px_ex *ex)
+{
+    free(ex->pend);
+    ex->pend = NULL;
+    ex->plen = ex->pcap = 0;
 }
 
 /* ---- 101: the tunnel ------------------------------------------------------------------- */
@@ -484,45 +507,51 @@ static void switch_protocols(px_ex *ex, px_up *up)
 
 /* ---- on_data ------------------------------------------------------------------------------ */
 
-int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
+/* One read of an HTTP upstream's response, parsed by llhttp. */
+static void http_data(px_ex *ex, px_up *up, const char *data, size_t len, size_t *consumed)
 {
-    px_ex *ex = up->ex;
-    *consumed = len;
-    px_ex_ref(ex);
-    if (reserve(ex, len) != 0) {
-        if (ex->req != NULL) {
-            px_ex_unref(ex);
-            return KEEL_ERR_NOMEM;
-        }
-        client_gone(ex);
-        px_ex_unref(ex);
-        return KEEL_OK;
-    }
     llhttp_errno_t err = llhttp_execute(&up->parser, data, len);
     if (err == HPE_PAUSED && ex->response_done) {
         const char *pos = llhttp_get_error_pos(&up->parser);
-        complete(ex, up, pos != NULL && pos != data + len);
+        px_response_complete(
+            ex, up, (pos == NULL || pos == data + len) && llhttp_should_keep_alive(&up->parser));
     } else if (err == HPE_PAUSED_UPGRADE && ex->status == 101) {
         const char *pos = llhttp_get_error_pos(&up->parser);
         *consumed = pos != NULL ? (size_t)(pos - data) : len;
-        free(ex->pend);
-        ex->pend = NULL;
-        ex->plen = ex->pcap = 0;
+        px_body_drop(ex);
         switch_protocols(ex, up);
     } else if (err != HPE_OK) {
         keel_log(ex->route->cfg->module, KEEL_LOG_INFO, "upstream %s: invalid response: %s",
                  ex->peer ? ex->peer->srv->authority : "-", llhttp_errno_name(err));
-        free(ex->pend);
-        ex->pend = NULL;
-        ex->plen = ex->pcap = 0;
+        px_body_drop(ex);
         up->ex = NULL;
         ex->up = NULL;
         keel_conn_abort(up->conn);
         px_attempt_failed(ex, PX_FAIL_INVALID);
     } else {
-        flush_soon(ex);
+        px_body_flush_soon(ex);
         px_upstream_hold(ex); /* before libuv reads this socket again */
     }
+}
+
+/* One read of the upstream: room for its body bytes first (they are
+ * gathered into one piece), then HTTP or FastCGI (fastcgi.c). */
+int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
+{
+    px_ex *ex = up->ex;
+    int rc = KEEL_OK;
+    *consumed = len;
+    px_ex_ref(ex);
+    if (px_body_reserve(ex, len) != 0) {
+        if (ex->req != NULL)
+            rc = KEEL_ERR_NOMEM;
+        else
+            px_response_client_gone(ex);
+    } else if (ex->route->group->fastcgi) {
+        px_fcgi_records(ex, up, data, len);
+    } else {
+        http_data(ex, up, data, len, consumed);
+    }
     px_ex_unref(ex);
-    return KEEL_OK;
+    return rc;
 }

@@ -21,14 +21,16 @@
 #   tls.sh     tlskeepalive tlshandshake tlsresume tlsidle (group "tls")
 #   h2.sh      h2small h2file h2idle                      (group "h2")
 #   proxy.sh   proxysmall proxy1m                         (group "proxy")
+#   fastcgi.sh fcgismall                                  (group "fastcgi")
 #   cluster.sh clusterlat clusterrate                     (group "cluster")
 #   udp.sh     udprecv                                    (group "udp")
 # TESTS takes tests and groups, "all" for every one. SERVERS names the
 # servers; each scenario runs those it knows: keel everywhere, nginx in http,
-# static, tls, h2 and proxy (proxy_pass; proxy's upstream is nginx whatever
-# SERVERS says), h2o in http, static and h2, caddy in http, static and
-# proxy, node in http, ws and h2, lws in ws, keel_nocache (keel without its
-# open-file cache) in static.
+# static, tls, h2, proxy (proxy_pass; proxy's upstream is nginx whatever
+# SERVERS says) and fastcgi (fastcgi_pass to the same PHP-FPM), h2o in
+# http, static and h2, caddy in http, static and proxy, node in http, ws
+# and h2, lws in ws, keel_nocache (keel without its open-file cache) in
+# static.
 #
 # Method, in every scenario: each server gets one worker / thread / process,
 # pinned to SERVER_CPU; the load (wrk -t1, h2load -t1, ws_load, the idle
@@ -56,8 +58,9 @@
 #   ROUNDS [1]     measurements per server and test, in turns; the median is reported
 #   TESTS [all]    SERVERS ["keel nginx h2o caddy lws node recvmmsg"] (recvmmsg: udp's plain loop)
 #   SERVER_CPU [0] CLIENT_CPU [1]
-#   BASE_PORT [19080] (http +0..4, static +10..14, ws +20..25, tls +30..31,
-#                  proxy +100..103, h2 +200..203, cluster +300..303, udp +400..401)
+#   BASE_PORT [19080] (http +0..4, static +10..14, ws +20..25, tls +30..32,
+#                  proxy +100..103, h2 +200..203, cluster +300..303, udp +400..401,
+#                  fastcgi +500..502)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
 #   INSTR_SECS [5] seconds of load for the counts (syscalls, instr, staticsyscalls, staticinstr)
 #   CONNS [64]     wrk connections (http, static4k, tlskeepalive, proxysmall)
@@ -69,7 +72,7 @@
 #
 # Packages (installed with apt-get when missing; cmake/packages.txt's bench
 # list holds them all): wrk curl python3, nginx-light
-# libnginx-mod-http-echo h2o caddy nodejs npm valgrind gcc zlib1g-dev pkg-config
+# libnginx-mod-http-echo h2o caddy nodejs npm php-fpm valgrind gcc zlib1g-dev pkg-config
 # libwebsockets-dev openssl nghttp2-client redis-server as the selection needs
 # them (keel's own build needs libmbedtls-dev for the tls module and
 # keel-cert, libhiredis-dev for pubsub_redis); the `ws` package with npm;
@@ -96,6 +99,8 @@ source "$HERE/tls.sh"
 source "$HERE/h2.sh"
 # shellcheck source=proxy.sh
 source "$HERE/proxy.sh"
+# shellcheck source=fastcgi.sh
+source "$HERE/fastcgi.sh"
 # shellcheck source=cluster.sh
 source "$HERE/cluster.sh"
 # shellcheck source=udp.sh

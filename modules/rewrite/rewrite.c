@@ -491,16 +491,7 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
         for (size_t i = 0; i < p->nrules && !restart; i++) {
             const rw_rule *r = &p->rules[i];
             keel_str path = keel_request_path(req);
-            if (r->prefix_len > 0 &&
-                (path.len < r->prefix_len || memcmp(path.ptr, r->prefix, r->prefix_len) != 0))
-                continue;
-            /* pcre2_jit_match skips pcre2_match's checks of the pattern
-             * and options (a third of a short match's cost); it honours
-             * the match limit the same way. */
-            int rc =
-                r->jit
-                    ? pcre2_jit_match(r->re, (PCRE2_SPTR)path.ptr, path.len, 0, 0, w->md, st->mctx)
-                    : pcre2_match(r->re, (PCRE2_SPTR)path.ptr, path.len, 0, 0, w->md, st->mctx);
+            int rc = rw_rule_match(r, path.ptr, path.len, w->md, st->mctx, &caps);
             if (rc == PCRE2_ERROR_NOMATCH)
                 continue;
             if (rc < 0) {
@@ -512,13 +503,6 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
                          path.len, msg);
                 return answer(res, 500);
             }
-            const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(w->md);
-            uint32_t pairs = pcre2_get_ovector_count(w->md);
-            caps.subject = path.ptr;
-            caps.n = rc == 0 || (uint32_t)rc > pairs ? (int)pairs : rc;
-            if (caps.n > 10)
-                caps.n = 10;
-            memcpy(caps.ovector, ov, (size_t)caps.n * 2 * sizeof *ov);
             rc = apply(req, res, c, r, &vs, &caps);
             if (rc != KEEL_HTTP_NEXT || r->external)
                 return KEEL_HTTP_DONE;

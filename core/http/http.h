@@ -29,7 +29,12 @@ typedef struct kl_http {
     kl_filter *filters; /* sorted into run order by kl_http_prepare */
     size_t nfilters, filters_cap;
     int has_body_filters;
-    uint64_t body_filter_mask;   /* filters (by index < 64) with on_response_body */
+    uint64_t body_filter_mask; /* filters (by index < 64) with on_response_body */
+    /* The indexes of the filters with a response head hook and with a log
+     * hook, in run order (kl_http_prepare): a response runs past no filter
+     * that has nothing to do there. */
+    size_t *head_filters, *log_filters;
+    size_t nhead_filters, nlog_filters;
     keel_http_error_fn error_fn; /* keel_http_error_handler_set (ABI 1.8), or NULL */
     void *error_ud;
     keel_module *error_owner;

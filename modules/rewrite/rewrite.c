@@ -446,9 +446,18 @@ static int apply(keel_request *req, keel_response *res, const rw_conf *c, const 
             memmove(q.ptr, q.ptr + 1, q.len--);
         flags |= KEEL_PATH_QUERY;
     }
-    int set = b.failed || q.failed ? KEEL_ERR_NOMEM
-                                   : keel_request_set_path(req, b.ptr, b.len,
-                                                           q.len > 0 ? q.ptr : NULL, q.len, flags);
+    /* The path as it is (a rule that only stops the rewriting, "^/api/(.*)$
+     * /api/$1 break"): the core's path is normalised already, so setting
+     * it again would change nothing but cost a copy and a normalisation.
+     * Not for `last`, whose scope is chosen again: an earlier rule without
+     * a flag may have changed the path without it. */
+    keel_str now = keel_request_path(req);
+    int same = flags == 0 && !b.failed && b.len == now.len && memcmp(b.ptr, now.ptr, b.len) == 0;
+    int set =
+        same ? KEEL_OK
+        : b.failed || q.failed
+            ? KEEL_ERR_NOMEM
+            : keel_request_set_path(req, b.ptr, b.len, q.len > 0 ? q.ptr : NULL, q.len, flags);
     if (set == KEEL_ERR_INVAL) {
         /* Above "/", a NUL, not a path, or a query with a byte no target
          * may hold: what the core answers a client whose own path is that. */

@@ -31,6 +31,11 @@ typedef struct kl_http {
     int has_body_filters;
     uint64_t body_filter_mask;   /* filters (by index < 64) with a body hook */
     uint64_t bytes_filter_mask;  /* those of them without on_response_pieces */
+    /* The indexes of the filters with a response head hook and with a log
+     * hook, in run order (kl_http_prepare): a response runs past no filter
+     * that has nothing to do there. */
+    size_t *head_filters, *log_filters;
+    size_t nhead_filters, nlog_filters;
     keel_http_error_fn error_fn; /* keel_http_error_handler_set (ABI 1.8), or NULL */
     void *error_ud;
     keel_module *error_owner;

@@ -44,6 +44,26 @@ int kl_http_filter_add(kl_http *http, keel_module *owner, const keel_http_filter
     return KEEL_OK;
 }
 
+/* Lists the filters that have a head and a log hook, in run order. */
+static int index_hooks(kl_http *http)
+{
+    free(http->head_filters);
+    free(http->log_filters);
+    http->nhead_filters = http->nlog_filters = 0;
+    size_t n = http->nfilters ? http->nfilters : 1;
+    http->head_filters = malloc(n * sizeof *http->head_filters);
+    http->log_filters = malloc(n * sizeof *http->log_filters);
+    if (http->head_filters == NULL || http->log_filters == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < http->nfilters; i++) {
+        if (http->filters[i].cb.on_response_head != NULL)
+            http->head_filters[http->nhead_filters++] = i;
+        if (http->filters[i].cb.on_log != NULL)
+            http->log_filters[http->nlog_filters++] = i;
+    }
+    return KEEL_OK;
+}
+
 static int order_of(const kl_filter *f)
 {
     return f->cb.order < 0 ? -1 : f->cb.order > 0 ? 1 : 0;
@@ -106,7 +126,7 @@ int kl_http_prepare(kl_http *http, kl_host *host)
                 if ((body && f[i].cb.on_response_pieces == NULL) || i >= 64)
                     http->bytes_filter_mask |= bit;
             }
-            return KEEL_OK;
+            return index_hooks(http);
         }
     }
     kl_log(KEEL_LOG_ERROR, "HTTP filters: contradictory before/after constraints");
@@ -119,6 +139,8 @@ void kl_http_free(kl_http *http)
         return;
     kl_router_free(http->routes);
     free(http->filters);
+    free(http->head_filters);
+    free(http->log_filters);
     free(http);
 }
 
@@ -153,9 +175,10 @@ void kl_request_finish(keel_request *req)
         req->head.stream_id,
     };
     count_exchange(req, &info);
-    for (size_t i = 0; i < http->nfilters; i++)
-        if (http->filters[i].cb.on_log != NULL)
-            http->filters[i].cb.on_log(req, &req->res, &info, http->filters[i].cb.userdata);
+    for (size_t k = 0; k < http->nlog_filters; k++) {
+        const kl_filter *f = &http->filters[http->log_filters[k]];
+        f->cb.on_log(req, &req->res, &info, f->cb.userdata);
+    }
     if (!req->exchange_done) {
         kl_request_body_pause_end(req);
         req->exchange_done = 1;

@@ -478,7 +478,8 @@ static long remove_dot_segments(char *path, size_t len)
             if (end == len)
                 path[out++] = '/';
         } else {
-            memmove(path + out, path + i, end - i);
+            if (out != i) /* a segment was dropped before: move this one down */
+                memmove(path + out, path + i, end - i);
             out += end - i;
         }
         i = end;

@@ -181,16 +181,16 @@ int64_t kl_response_take_framing(keel_response *res)
     int seen_length = 0;
     size_t out = 0;
     for (size_t i = 0; i < res->nheaders; i++) {
-        kl_field f = res->headers[i];
-        switch (f.known ? f.known - 1 : keel_header_token(f.name.ptr, f.name.len)) {
+        const kl_field *f = &res->headers[i];
+        switch (f->known ? f->known - 1 : keel_header_token(f->name.ptr, f->name.len)) {
         case KEEL_HDR_CONTENT_LENGTH:
             if (seen_length++)
                 continue; /* the first one counts */
             int64_t v = 0;
-            int ok = f.value.len > 0 && f.value.len < 19;
-            for (size_t j = 0; ok && j < f.value.len; j++) {
-                ok = f.value.ptr[j] >= '0' && f.value.ptr[j] <= '9';
-                v = v * 10 + (f.value.ptr[j] - '0');
+            int ok = f->value.len > 0 && f->value.len < 19;
+            for (size_t j = 0; ok && j < f->value.len; j++) {
+                ok = f->value.ptr[j] >= '0' && f->value.ptr[j] <= '9';
+                v = v * 10 + (f->value.ptr[j] - '0');
             }
             if (ok)
                 length = v;
@@ -198,7 +198,7 @@ int64_t kl_response_take_framing(keel_response *res)
         case KEEL_HDR_CONNECTION:
             /* A handler's "Connection: close" still means what it says:
              * it becomes the flag the protocol asks for. */
-            if (keel_list_has(f.value.ptr, f.value.len, "close"))
+            if (keel_list_has(f->value.ptr, f->value.len, "close"))
                 res->close_connection = 1;
             continue;
         case KEEL_HDR_KEEP_ALIVE:
@@ -206,7 +206,10 @@ int64_t kl_response_take_framing(keel_response *res)
         case KEEL_HDR_TRANSFER_ENCODING:
             continue;
         default:
-            res->headers[out++] = f;
+            /* Kept: moved down only after a field was taken out. */
+            if (out != i)
+                res->headers[out] = *f;
+            out++;
             break;
         }
     }
@@ -218,11 +221,11 @@ void kl_response_head_filters(keel_response *res)
 {
     keel_request *req = res->req;
     const kl_http *http = http_of(req);
-    for (size_t i = 0; i < http->nfilters; i++)
-        if (http->filters[i].cb.on_response_head != NULL) {
-            res->head_filter = i + 1;
-            http->filters[i].cb.on_response_head(req, res, http->filters[i].cb.userdata);
-        }
+    for (size_t k = 0; k < http->nhead_filters; k++) {
+        size_t i = http->head_filters[k];
+        res->head_filter = i + 1;
+        http->filters[i].cb.on_response_head(req, res, http->filters[i].cb.userdata);
+    }
     res->head_filter = 0;
 }
 

@@ -12,7 +12,7 @@
  * Passwords are checked with the system's crypt_r (libxcrypt) on the
  * thread pool: a bcrypt costs milliseconds, which the event loop must not
  * spend. A success is remembered per worker for cache_ttl under a keyed
- * digest of the credentials (SipHash-2-4-128, never the password), so a
+ * digest of the credentials (SipHash-1-3-128, never the password), so a
  * page and its 50 assets cost one bcrypt. README.md lists the files and why.
  */
 #define _GNU_SOURCE

@@ -1,4 +1,4 @@
-/* auth_basic/siphash.h — SipHash-2-4 with a 128-bit output (Aumasson and
+/* auth_basic/siphash.h — SipHash-1-3 with a 128-bit output (Aumasson and
  * Bernstein, "SipHash: a fast short-input PRF", 2012), the keyed digest
  * the credential cache stores instead of passwords. No keel calls: the
  * unit test compiles siphash.c as it is. */

@@ -83,7 +83,8 @@ static const keel_config_key rl_keys[] = {
 KEEL_CONFIG_SCHEMA(rl_schema, rl_conf, rl_keys);
 
 typedef struct rl_module {
-    keel_http_filter before_auth, after_auth;
+    keel_http_filter before_auth, after_auth, release;
+    int added_before, added_after, added_release; /* the filters added so far */
     keel_module *module;
     rl_table requests, conns;
     const auth_basic_service *auth; /* NULL: auth_basic not loaded before this module */
@@ -269,6 +270,29 @@ static void rl_on_log(keel_request *req, keel_response *res, const keel_http_log
     }
 }
 
+/* The filters a scope's limits need, each added once (from load for the
+ * module's section, then for every scope): a request runs no ratelimit
+ * call before auth_basic where every limit is by user, none after it
+ * where none is, and no log hook where no scope limits connections. */
+static int add_filters(keel_module *module, const void *conf, void *ud)
+{
+    rl_module *rm = ud;
+    const rl_conf *c = conf;
+    int rc = KEEL_OK;
+    if (c->rate == 0 && c->connections == 0)
+        return KEEL_OK;
+    if (c->key != KEY_USER && !rm->added_before &&
+        (rc = keel_http_filter_add(module, &rm->before_auth)) == KEEL_OK)
+        rm->added_before = 1;
+    if (rc == KEEL_OK && c->key == KEY_USER && !rm->added_after &&
+        (rc = keel_http_filter_add(module, &rm->after_auth)) == KEEL_OK)
+        rm->added_after = 1;
+    if (rc == KEEL_OK && c->connections > 0 && !rm->added_release &&
+        (rc = keel_http_filter_add(module, &rm->release)) == KEEL_OK)
+        rm->added_release = 1;
+    return rc;
+}
+
 /* The table keeps 29 bits of a key's hash at the default size (the
  * bucket and a 16-bit tag), not the key: two keys that agree on them share
  * a limit. With a known hash anyone could compute, offline, an API key or
@@ -338,7 +362,6 @@ static int ratelimit_load(keel_module *module)
             .after = "rewrite", /* the limits of the scope a rewrite chose */
             .userdata = rm,
             .on_request = rl_before_auth,
-            .on_log = rl_on_log,
         };
         rm->after_auth = (keel_http_filter){
             .size = sizeof(keel_http_filter),
@@ -347,10 +370,16 @@ static int ratelimit_load(keel_module *module)
             .userdata = rm,
             .on_request = rl_after_auth,
         };
+        rm->release = (keel_http_filter){
+            .size = sizeof(keel_http_filter),
+            .name = "ratelimit-connections",
+            .userdata = rm,
+            .on_log = rl_on_log,
+        };
         keel_module_set_data(module, rm);
-        rc = keel_http_filter_add(module, &rm->before_auth);
+        rc = add_filters(module, c, rm);
         if (rc == KEEL_OK)
-            rc = keel_http_filter_add(module, &rm->after_auth);
+            rc = keel_module_config_scopes(module, add_filters, rm);
         if (rc != KEEL_OK)
             keel_module_set_data(module, NULL);
     }

@@ -446,9 +446,18 @@ static int apply(keel_request *req, keel_response *res, const rw_conf *c, const 
             memmove(q.ptr, q.ptr + 1, q.len--);
         flags |= KEEL_PATH_QUERY;
     }
-    int set = b.failed || q.failed ? KEEL_ERR_NOMEM
-                                   : keel_request_set_path(req, b.ptr, b.len,
-                                                           q.len > 0 ? q.ptr : NULL, q.len, flags);
+    /* The path as it is (a rule that only stops the rewriting, "^/api/(.*)$
+     * /api/$1 break"): the core's path is normalised already, so setting
+     * it again would change nothing but cost a copy and a normalisation.
+     * Not for `last`, whose scope is chosen again: an earlier rule without
+     * a flag may have changed the path without it. */
+    keel_str now = keel_request_path(req);
+    int same = flags == 0 && !b.failed && b.len == now.len && memcmp(b.ptr, now.ptr, b.len) == 0;
+    int set =
+        same ? KEEL_OK
+        : b.failed || q.failed
+            ? KEEL_ERR_NOMEM
+            : keel_request_set_path(req, b.ptr, b.len, q.len > 0 ? q.ptr : NULL, q.len, flags);
     if (set == KEEL_ERR_INVAL) {
         /* Above "/", a NUL, not a path, or a query with a byte no target
          * may hold: what the core answers a client whose own path is that. */
@@ -491,16 +500,7 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
         for (size_t i = 0; i < p->nrules && !restart; i++) {
             const rw_rule *r = &p->rules[i];
             keel_str path = keel_request_path(req);
-            if (r->prefix_len > 0 &&
-                (path.len < r->prefix_len || memcmp(path.ptr, r->prefix, r->prefix_len) != 0))
-                continue;
-            /* pcre2_jit_match skips pcre2_match's checks of the pattern
-             * and options (a third of a short match's cost); it honours
-             * the match limit the same way. */
-            int rc =
-                r->jit
-                    ? pcre2_jit_match(r->re, (PCRE2_SPTR)path.ptr, path.len, 0, 0, w->md, st->mctx)
-                    : pcre2_match(r->re, (PCRE2_SPTR)path.ptr, path.len, 0, 0, w->md, st->mctx);
+            int rc = rw_rule_match(r, path.ptr, path.len, w->md, st->mctx, &caps);
             if (rc == PCRE2_ERROR_NOMATCH)
                 continue;
             if (rc < 0) {
@@ -512,13 +512,6 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
                          path.len, msg);
                 return answer(res, 500);
             }
-            const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(w->md);
-            uint32_t pairs = pcre2_get_ovector_count(w->md);
-            caps.subject = path.ptr;
-            caps.n = rc == 0 || (uint32_t)rc > pairs ? (int)pairs : rc;
-            if (caps.n > 10)
-                caps.n = 10;
-            memcpy(caps.ovector, ov, (size_t)caps.n * 2 * sizeof *ov);
             rc = apply(req, res, c, r, &vs, &caps);
             if (rc != KEEL_HTTP_NEXT || r->external)
                 return KEEL_HTTP_DONE;

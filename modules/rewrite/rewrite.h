@@ -102,6 +102,9 @@ typedef struct rw_rule {
      * that does not is no match without a call to PCRE2. */
     const char *prefix;
     size_t prefix_len;
+    /* The expression is "^PREFIX(.*)$" and nothing else (the usual
+     * "^/old/(.*)$"): rw_rule_match gives PCRE2's answer without it. */
+    int rest_capture;
 } rw_rule;
 
 /* The `return` of a scope. */
@@ -126,6 +129,12 @@ typedef struct rw_program {
  * 0, or -1 with the reason in why (PCRE2's message and offset for a bad
  * expression). */
 int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen);
+
+/* Matches path against the rule: > 0 with caps set (at most 10 pairs),
+ * PCRE2_ERROR_NOMATCH, or another PCRE2 error (the match limit). md
+ * holds 10 pairs. */
+int rw_rule_match(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
+                  pcre2_match_context *mctx, rw_captures *caps);
 void rw_rule_free(rw_rule *r);
 
 /* Parses "STATUS [TARGET or TEXT]" or "URL" (a 302). 0 or -1 with why. */

@@ -127,9 +127,59 @@ int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
     }
     r->prefix = regex + 1;
     r->prefix_len = literal_prefix(regex, rn);
+    /* "(.*)$" right after the literal prefix, under the default newline
+     * (LF) the expression was compiled with: the rest of the path up to
+     * a final LF, or no match if an LF comes before that. */
+    uint32_t newline = 0;
+    r->rest_capture =
+        rn == 1 + r->prefix_len + 5 && memcmp(regex + 1 + r->prefix_len, "(.*)$", 5) == 0 &&
+        pcre2_pattern_info(r->re, PCRE2_INFO_NEWLINE, &newline) == 0 && newline == PCRE2_NEWLINE_LF;
     r->external =
         r->flag == RW_FLAG_REDIRECT || r->flag == RW_FLAG_PERMANENT || starts_with_scheme(text);
     return 0;
+}
+
+int rw_rule_match(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
+                  pcre2_match_context *mctx, rw_captures *caps)
+{
+    /* A path that does not start with the prefix is no match without a
+     * call to PCRE2. */
+    if (r->prefix_len > 0 && (len < r->prefix_len || memcmp(path, r->prefix, r->prefix_len) != 0))
+        return PCRE2_ERROR_NOMATCH;
+    if (r->rest_capture) {
+        /* '.' stops at LF; '$' holds at the end or before a final LF
+         * (PCRE2's defaults, pcre2pattern "Circumflex and dollar"). */
+        const char *rest = path + r->prefix_len;
+        size_t n = len - r->prefix_len;
+        const char *lf = memchr(rest, '\n', n);
+        if (lf != NULL) {
+            if ((size_t)(lf - rest) != n - 1)
+                return PCRE2_ERROR_NOMATCH;
+            n--;
+        }
+        caps->subject = path;
+        caps->n = 2;
+        caps->ovector[0] = 0;
+        caps->ovector[1] = r->prefix_len + n;
+        caps->ovector[2] = r->prefix_len;
+        caps->ovector[3] = r->prefix_len + n;
+        return 2;
+    }
+    /* pcre2_jit_match skips pcre2_match's checks of the pattern and
+     * options (a third of a short match's cost); it honours the match
+     * limit the same way. */
+    int rc = r->jit ? pcre2_jit_match(r->re, (PCRE2_SPTR)path, len, 0, 0, md, mctx)
+                    : pcre2_match(r->re, (PCRE2_SPTR)path, len, 0, 0, md, mctx);
+    if (rc < 0)
+        return rc;
+    const PCRE2_SIZE *ov = pcre2_get_ovector_pointer(md);
+    uint32_t pairs = pcre2_get_ovector_count(md);
+    caps->subject = path;
+    caps->n = rc == 0 || (uint32_t)rc > pairs ? (int)pairs : rc;
+    if (caps->n > 10)
+        caps->n = 10;
+    memcpy(caps->ovector, ov, (size_t)caps->n * 2 * sizeof *ov);
+    return rc == 0 ? caps->n : rc;
 }
 
 void rw_rule_free(rw_rule *r)

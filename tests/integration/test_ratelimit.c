@@ -176,6 +176,44 @@ Test(ratelimit, keys_by_user, .fini = kh_cleanup_all, .timeout = 60)
     cr_expect_eq(at_get(port, "/", "Authorization: Basic Ym9iOmJvYi1wdw==\r\n", &r), 200);
 }
 
+/* Limits written only in scopes, the module's section without any: each
+ * kind (by client before auth_basic, by user after it, in-progress
+ * requests released in the log phase) is set up from the scope that
+ * needs it. */
+Test(ratelimit, limits_written_only_in_scopes, .fini = kh_cleanup_all, .timeout = 60)
+{
+    kh_proc *p = start_with_auth("[/c/]\nratelimit.rate = 1\nratelimit.period = 1m\n"
+                                 "ratelimit.nodelay = on\n"
+                                 "[/u/]\nratelimit.rate = 1\nratelimit.period = 1m\n"
+                                 "ratelimit.nodelay = on\nratelimit.key = user\n"
+                                 "[/slow]\nratelimit.connections = 1\n");
+    unsigned port = kh_port(p, 0);
+    const char *alice = "Authorization: Basic YWxpY2U6YWxpY2UtcHc=\r\n";
+    const char *bob = "Authorization: Basic Ym9iOmJvYi1wdw==\r\n";
+    at_reply r;
+    cr_expect_eq(at_get(port, "/c/x", alice, &r), 404, "first by client: %d", r.status);
+    cr_expect_eq(at_get(port, "/c/x", bob, &r), 429, "second by client: %d", r.status);
+    cr_expect_eq(at_get(port, "/u/x", alice, &r), 404, "alice's first: %d", r.status);
+    cr_expect_eq(at_get(port, "/u/x", alice, &r), 429, "alice's second: %d", r.status);
+    cr_expect_eq(at_get(port, "/u/x", bob, &r), 404, "bob's first: %d", r.status);
+    /* One slow request holds the client's one slot of /slow... */
+    int slow = kh_connect("127.0.0.1", port);
+    cr_assert(slow >= 0);
+    char req[256];
+    snprintf(req, sizeof req,
+             "GET /slow?ms=1000 HTTP/1.1\r\nHost: t\r\n%sConnection: close\r\n\r\n", alice);
+    cr_assert_eq(kh_send_str(slow, req), 0);
+    kh_assert(p, KH_WAIT_UNTIL(at_get(port, "/slow?ms=1", alice, &r) == 429, 1000),
+              "a second request in progress was not refused: %d", r.status);
+    char buf[1024];
+    size_t got = kh_recv_n(slow, buf, sizeof buf, sizeof buf - 1, 10000);
+    close(slow);
+    cr_assert(got > 12 && strncmp(buf, "HTTP/1.1 200", 12) == 0, "the slow request failed");
+    /* ...and its log phase gives it back. */
+    kh_assert(p, KH_WAIT_UNTIL(at_get(port, "/slow?ms=1", alice, &r) == 200, 5000),
+              "the slot stays taken after the request ended: %d", r.status);
+}
+
 /* A limit by client runs before auth_basic (nginx: limit_req's preaccess
  * phase before auth_basic's access phase): wrong passwords are limited
  * too, and cost no bcrypt once refused. */

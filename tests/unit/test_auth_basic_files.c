@@ -1,7 +1,6 @@
 /* auth_basic's parts that call neither keel nor crypt (compiled in): the
  * htpasswd parser's verdicts and lookup, the constant-time comparison,
- * SipHash-2-4-128 against the reference vectors (which OpenSSL's SIPHASH
- * MAC also gives). */
+ * SipHash-1-3-128 against the reference code's output. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
@@ -74,13 +73,16 @@ Test(auth_basic_files, equal_in_constant_time)
 
 Test(auth_basic_files, siphash_vectors)
 {
-    /* Key 00..0f; messages 00..(len-1): the reference's vectors_sip128. */
+    /* Key 00..0f; messages 00..(len-1), as the reference's vectors_sip128
+     * for 2-4; these are the reference code's output with cROUNDS 1 and
+     * dROUNDS 3 (one to three whole words, with and without a tail). */
     static const struct {
         size_t len;
         const char *out;
     } v[] = {
-        {0, "a3817f04ba25a8e66df67214c7550293"},
-        {15, "5493e99933b0a8117e08ec0f97cfc3d9"},
+        {0, "e77ebcb22788a5befd62db6add303001"},  {7, "1084b923f2aae0c3a62f2ec80848ab77"},
+        {8, "aa12fee1d5e3dab4724f16ab35f9c799"},  {15, "c17e5505b2bd526c2921cdec1e7e0109"},
+        {20, "3c2c2f11bb90cf0be335ca9b2e91e9b7"},
     };
     unsigned char key[AB_SIPHASH_KEY], msg[64];
     for (int i = 0; i < 16; i++)

@@ -29,8 +29,8 @@ typedef struct kl_http {
     kl_filter *filters; /* sorted into run order by kl_http_prepare */
     size_t nfilters, filters_cap;
     int has_body_filters;
-    uint64_t body_filter_mask;   /* filters (by index < 64) with a body hook */
-    uint64_t bytes_filter_mask;  /* those of them without on_response_pieces */
+    uint64_t body_filter_mask;  /* filters (by index < 64) with a body hook */
+    uint64_t bytes_filter_mask; /* those of them without on_response_pieces */
     /* The indexes of the filters with a response head hook and with a log
      * hook, in run order (kl_http_prepare): a response runs past no filter
      * that has nothing to do there. */

@@ -134,10 +134,9 @@ int kl_listeners_bind(kl_host *h)
                 l->sockets[l->nsockets++] = sock;
                 continue;
             }
-            rc = l->dgram != NULL
-                     ? kl_udp_socket((struct sockaddr *)&addr, cfg->reuseport, &sock)
-                     : kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport, cfg->backlog,
-                                        &sock);
+            rc = l->dgram != NULL ? kl_udp_socket((struct sockaddr *)&addr, cfg->reuseport, &sock)
+                                  : kl_listen_socket((struct sockaddr *)&addr, cfg->reuseport,
+                                                     cfg->backlog, &sock);
             /* An inherited socket made without SO_REUSEPORT (a systemd
              * .socket unit without ReusePort=yes) admits no siblings: the
              * workers then share its one queue, each through a descriptor

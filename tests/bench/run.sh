@@ -28,7 +28,7 @@
 # servers; each scenario runs those it knows: keel everywhere, nginx in http,
 # static, tls, h2, proxy (proxy_pass; proxy's upstream is nginx whatever
 # SERVERS says) and fastcgi (fastcgi_pass to the same PHP-FPM), h2o in
-# http, static and h2, caddy in http, static and proxy, node in http, ws
+# http, static and h2, caddy in http, static, tls and proxy, node in http, ws
 # and h2, lws in ws, keel_nocache (keel without its open-file cache) in
 # static.
 #
@@ -58,7 +58,7 @@
 #   ROUNDS [1]     measurements per server and test, in turns; the median is reported
 #   TESTS [all]    SERVERS ["keel nginx h2o caddy lws node recvmmsg"] (recvmmsg: udp's plain loop)
 #   SERVER_CPU [0] CLIENT_CPU [1]
-#   BASE_PORT [19080] (http +0..4, static +10..14, ws +20..25, tls +30..32,
+#   BASE_PORT [19080] (http +0..4, static +10..14, ws +20..25, tls +30..33,
 #                  proxy +100..103, h2 +200..203, cluster +300..303, udp +400..401,
 #                  fastcgi +500..502)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing

@@ -2,7 +2,8 @@
 # shellcheck source-path=SCRIPTDIR
 # tests/bench/tls.sh — the HTTPS scenario of run.sh: keel's tls module on
 # its two backends, "keel" (mbedTLS, mod_tls) and "keel-openssl" (OpenSSL 3,
-# mod_tls_openssl: [tls] backend = openssl), against nginx (OpenSSL).
+# mod_tls_openssl: [tls] backend = openssl), against nginx (OpenSSL) and
+# Caddy (Go's crypto/tls).
 # Sourced by run.sh; runnable alone (then TESTS defaults to its group, "tls"):
 #
 #   DURATION=3 WARMUP=1 tests/bench/tls.sh
@@ -25,7 +26,7 @@
 # Settings (defaults in brackets): CONNS [64] TLS_IDLE [2000] IDLE_HOLD [3]
 # TLS_VERSION [1.2] (1.3: every server offers TLS 1.3 only, the suite
 # TLS_AES_128_GCM_SHA256; mbedTLS 2.28 has none, so "keel" does not start).
-# Ports BASE_PORT + 30..32.
+# Ports BASE_PORT + 30..33.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
@@ -41,7 +42,7 @@ else
     S_TIME_SUITE=(-cipher "$SUITE_OPENSSL")
 fi
 
-bench_scenario tls "tlskeepalive tlshandshake tlsresume tlsidle" "keel keel-openssl nginx" 30
+bench_scenario tls "tlskeepalive tlshandshake tlsresume tlsidle" "keel keel-openssl nginx caddy" 30
 
 TLS_DIR=$TMP/tls
 
@@ -81,6 +82,19 @@ tls_start_nginx() {
             return 200 \"Hello, World!\";
         }" "" ssl
     spawn_nginx tls.nginx "$TLS_DIR/nginx"
+}
+
+# Caddy: the same certificate, version, suite and curve (Go's names).
+tls_start_caddy() {
+    local protos="tls$TLS_VERSION tls$TLS_VERSION" ciphers=""
+    [[ $TLS_VERSION == 1.2 ]] && ciphers="
+		ciphers TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"
+    caddy_conf "$TLS_DIR/caddy" "$1" "	tls $TLS_DIR/cert.pem $TLS_DIR/key.pem {
+		protocols $protos$ciphers
+		curves x25519
+	}
+	respond / \"Hello, World!\" 200" "" "https://127.0.0.1:$1"
+    spawn_caddy tls.caddy "$TLS_DIR/caddy"
 }
 
 tls_check() {

@@ -1,9 +1,11 @@
 /* keys.c — the [tls] keys both backends declare (keys.h), their values
  * that mean the same on every library, and the plain-HTTP check. What a
  * library spells its own way (suites, curves, certificate and CA files)
- * each backend parses itself, from the same strings. */
+ * each backend parses itself, from the same strings; the 421 filter for a
+ * request whose Host chooses another site's certificates. */
 #include "keys.h"
 
+#include <keel/http.h>
 #include <keel/tls.h>
 
 #include <stdarg.h>
@@ -290,6 +292,58 @@ void kt_buffers_free(unsigned char **a, unsigned char **b, size_t size)
     free(*a);
     free(*b);
     *a = *b = NULL;
+}
+
+/* ---- a request for another site's certificates: 421 -------------------------------- *
+ * The handshake authenticated the server with the certificates of the
+ * site its SNI chose (or, without SNI, the default site's). A request on
+ * the same connection whose Host chooses a site with certificates of its
+ * own other than those was never authenticated for: a client that reuses
+ * a connection for another origin (HTTP/2 coalescing, RFC 9113 9.1.1; a
+ * Host that differs from SNI) is told 421 Misdirected Request (RFC 9110
+ * 15.5.20) and retries on a connection of its own. Sites that serve
+ * [tls]'s certificates share them and stay reachable from one another's
+ * connections. Which list a connection served is the backend's answer
+ * (kt_conn_served_certs); the decision is the same on both. */
+
+const char *const *kt_scope_certs(const kt_section *global, const kt_section *scope)
+{
+    return scope != NULL && scope->cert.count > 0 && scope->cert.items != global->cert.items
+               ? scope->cert.items
+               : NULL;
+}
+
+/* keys.c is compiled into each backend: this is that module's. */
+static keel_module *misdirected_module;
+static const kt_section *misdirected_global;
+
+static int misdirected_on_request(keel_request *req, keel_response *res, void *ud)
+{
+    (void)ud;
+    const char *const *served;
+    if (!kt_conn_served_certs(keel_request_conn(req), &served))
+        return KEEL_HTTP_NEXT;
+    const char *const *wanted =
+        kt_scope_certs(misdirected_global, keel_request_config(req, misdirected_module));
+    if (wanted == NULL || wanted == served)
+        return KEEL_HTTP_NEXT;
+    int rc = keel_response_send_status(res, 421);
+    return rc < 0 && rc != KEEL_ERR_CLOSED ? rc : KEEL_HTTP_DONE;
+}
+
+static const keel_http_filter misdirected_filter = {
+    .size = sizeof(keel_http_filter),
+    .name = "tls",
+    /* First: nothing of the site runs for a request it does not take. */
+    .order = KEEL_ORDER_FIRST,
+    .on_request = misdirected_on_request,
+};
+
+int kt_misdirected_filter_add(keel_module *m)
+{
+    misdirected_module = m;
+    misdirected_global = keel_module_config(m);
+    return keel_http_filter_add(m, &misdirected_filter);
 }
 
 /* ---- plain HTTP on a TLS port ------------------------------------------------------ */

@@ -313,37 +313,40 @@ const char *const *kt_scope_certs(const kt_section *global, const kt_section *sc
                : NULL;
 }
 
-/* keys.c is compiled into each backend: this is that module's. */
-static keel_module *misdirected_module;
-static const kt_section *misdirected_global;
+/* What the filter needs of the module it is added for (keys.c is
+ * compiled into each backend: this is that one's). */
+typedef struct misdirected_ctx {
+    keel_module *module;
+    const kt_section *global;
+} misdirected_ctx;
 
 static int misdirected_on_request(keel_request *req, keel_response *res, void *ud)
 {
-    (void)ud;
+    const misdirected_ctx *ctx = ud;
     const char *const *served;
     if (!kt_conn_served_certs(keel_request_conn(req), &served))
         return KEEL_HTTP_NEXT;
-    const char *const *wanted =
-        kt_scope_certs(misdirected_global, keel_request_config(req, misdirected_module));
+    const char *const *wanted = kt_scope_certs(ctx->global, keel_request_config(req, ctx->module));
     if (wanted == NULL || wanted == served)
         return KEEL_HTTP_NEXT;
     int rc = keel_response_send_status(res, 421);
     return rc < 0 && rc != KEEL_ERR_CLOSED ? rc : KEEL_HTTP_DONE;
 }
 
-static const keel_http_filter misdirected_filter = {
-    .size = sizeof(keel_http_filter),
-    .name = "tls",
-    /* First: nothing of the site runs for a request it does not take. */
-    .order = KEEL_ORDER_FIRST,
-    .on_request = misdirected_on_request,
-};
-
 int kt_misdirected_filter_add(keel_module *m)
 {
-    misdirected_module = m;
-    misdirected_global = keel_module_config(m);
-    return keel_http_filter_add(m, &misdirected_filter);
+    static misdirected_ctx ctx;
+    static const keel_http_filter filter = {
+        .size = sizeof(keel_http_filter),
+        .name = "tls",
+        /* First: nothing of the site runs for a request it does not take. */
+        .order = KEEL_ORDER_FIRST,
+        .userdata = &ctx,
+        .on_request = misdirected_on_request,
+    };
+    ctx.module = m;
+    ctx.global = keel_module_config(m);
+    return keel_http_filter_add(m, &filter);
 }
 
 /* ---- plain HTTP on a TLS port ------------------------------------------------------ */

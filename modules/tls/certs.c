@@ -480,34 +480,13 @@ int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, s
     return n < 0 ? -1 : 0;
 }
 
-/* ---- a request for another site's certificate: 421 -------------------------------- *
- * The handshake authenticated the server with the certificates of the
- * site its SNI chose (or, without SNI, the default's). A request on the
- * same connection whose Host chooses a site with certificates of its own
- * other than those was never authenticated for: a client that reuses a
- * connection for another origin (HTTP/2 coalescing, RFC 9113 9.1.1; a
- * Host that differs from SNI) is told 421 Misdirected Request (RFC 9110
- * 15.5.20) and retries on a connection of its own. Sites that serve
- * [tls]'s certificates share them and stay reachable from one another's
- * connections, as before. */
+/* ---- the 421 filter's question (keys.c) ------------------------------------------ */
 
-static int misdirected_on_request(keel_request *req, keel_response *res, void *ud)
+int kt_conn_served_certs(keel_conn *conn, const char *const **served)
 {
-    (void)ud;
-    kt_session *s = kt_session_of(keel_request_conn(req));
+    const kt_session *s = kt_session_of(conn);
     if (s == NULL || s->client)
-        return KEEL_HTTP_NEXT;
-    const kt_site_list *wanted = kt_site_of(keel_request_config(req, kt_self));
-    if (wanted == NULL || wanted == s->site)
-        return KEEL_HTTP_NEXT;
-    int rc = keel_response_send_status(res, 421);
-    return rc < 0 && rc != KEEL_ERR_CLOSED ? rc : KEEL_HTTP_DONE;
+        return 0;
+    *served = s->site != NULL ? s->site->items : NULL;
+    return 1;
 }
-
-const keel_http_filter kt_misdirected_filter = {
-    .size = sizeof(keel_http_filter),
-    .name = "tls",
-    /* First: nothing of the site runs for a request it does not take. */
-    .order = KEEL_ORDER_FIRST,
-    .on_request = misdirected_on_request,
-};

@@ -1,9 +1,11 @@
 /* keys.c — the [tls] keys both backends declare (keys.h), their values
  * that mean the same on every library, and the plain-HTTP check. What a
  * library spells its own way (suites, curves, certificate and CA files)
- * each backend parses itself, from the same strings. */
+ * each backend parses itself, from the same strings; the 421 filter for a
+ * request whose Host chooses another site's certificates. */
 #include "keys.h"
 
+#include <keel/http.h>
 #include <keel/tls.h>
 
 #include <stdarg.h>
@@ -290,6 +292,61 @@ void kt_buffers_free(unsigned char **a, unsigned char **b, size_t size)
     free(*a);
     free(*b);
     *a = *b = NULL;
+}
+
+/* ---- a request for another site's certificates: 421 -------------------------------- *
+ * The handshake authenticated the server with the certificates of the
+ * site its SNI chose (or, without SNI, the default site's). A request on
+ * the same connection whose Host chooses a site with certificates of its
+ * own other than those was never authenticated for: a client that reuses
+ * a connection for another origin (HTTP/2 coalescing, RFC 9113 9.1.1; a
+ * Host that differs from SNI) is told 421 Misdirected Request (RFC 9110
+ * 15.5.20) and retries on a connection of its own. Sites that serve
+ * [tls]'s certificates share them and stay reachable from one another's
+ * connections. Which list a connection served is the backend's answer
+ * (kt_conn_served_certs); the decision is the same on both. */
+
+const char *const *kt_scope_certs(const kt_section *global, const kt_section *scope)
+{
+    return scope != NULL && scope->cert.count > 0 && scope->cert.items != global->cert.items
+               ? scope->cert.items
+               : NULL;
+}
+
+/* What the filter needs of the module it is added for (keys.c is
+ * compiled into each backend: this is that one's). */
+typedef struct misdirected_ctx {
+    keel_module *module;
+    const kt_section *global;
+} misdirected_ctx;
+
+static int misdirected_on_request(keel_request *req, keel_response *res, void *ud)
+{
+    const misdirected_ctx *ctx = ud;
+    const char *const *served;
+    if (!kt_conn_served_certs(keel_request_conn(req), &served))
+        return KEEL_HTTP_NEXT;
+    const char *const *wanted = kt_scope_certs(ctx->global, keel_request_config(req, ctx->module));
+    if (wanted == NULL || wanted == served)
+        return KEEL_HTTP_NEXT;
+    int rc = keel_response_send_status(res, 421);
+    return rc < 0 && rc != KEEL_ERR_CLOSED ? rc : KEEL_HTTP_DONE;
+}
+
+int kt_misdirected_filter_add(keel_module *m)
+{
+    static misdirected_ctx ctx;
+    static const keel_http_filter filter = {
+        .size = sizeof(keel_http_filter),
+        .name = "tls",
+        /* First: nothing of the site runs for a request it does not take. */
+        .order = KEEL_ORDER_FIRST,
+        .userdata = &ctx,
+        .on_request = misdirected_on_request,
+    };
+    ctx.module = m;
+    ctx.global = keel_module_config(m);
+    return keel_http_filter_add(m, &filter);
 }
 
 /* ---- plain HTTP on a TLS port ------------------------------------------------------ */

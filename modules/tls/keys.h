@@ -2,8 +2,9 @@
  * OpenSSL 3) share: the [tls] key table, so that both accept the same
  * config and docs/reference/tls.md is generated once, the values whose
  * meaning does not depend on the library, a `cert` line's words, the
- * metrics, the `tls` service's table, the per-worker buffers and the
- * plain-HTTP check of a server connection's first bytes. No library type
+ * metrics, the `tls` service's table, the per-worker buffers, the 421
+ * filter for another site's Host and the plain-HTTP check of a server
+ * connection's first bytes. No library type
  * appears here: keys.c is compiled into both modules. */
 #ifndef KEEL_TLS_KEYS_H
 #define KEEL_TLS_KEYS_H
@@ -86,6 +87,24 @@ int kt_service_publish(keel_module *m);
  * decrypted); freed wiped (plaintext passed through them). */
 int kt_buffers_alloc(unsigned char **a, unsigned char **b, size_t size);
 void kt_buffers_free(unsigned char **a, unsigned char **b, size_t size);
+
+/* ---- sites with certificates of their own ---------------------------------------- *
+ * A scope (a [site] or a [listener]) writing `tls.cert` serves a list of
+ * its own; scopes inheriting it share its items pointer, which is what
+ * both backends key their loaded lists by, and what names a list here. */
+
+/* The `tls.cert` items a scope serves of its own, or NULL when it
+ * inherits global's ([tls]'s). */
+const char *const *kt_scope_certs(const kt_section *global, const kt_section *scope);
+/* Each backend's answer for the 421 filter: 1 and the list the handshake
+ * of a server connection of this module served (kt_scope_certs' items;
+ * NULL: [tls]'s), 0 for any other connection. */
+int kt_conn_served_certs(keel_conn *conn, const char *const **served);
+/* Adds the request filter (once some scope has its own list) that
+ * answers 421 Misdirected Request (RFC 9110 15.5.20, RFC 9113 9.1.1) to
+ * a request whose Host chooses a site with certificates of its own other
+ * than those its connection's handshake served. */
+int kt_misdirected_filter_add(keel_module *m);
 
 /* Whether a server connection's first bytes are an HTTP request line
  * rather than a TLS record, and the 400 a TLS port answers it with. */

@@ -16,7 +16,6 @@
 #include "compat.h"
 #include "keys.h"
 
-#include <keel/http.h>
 #include <keel/keel.h>
 #include <keel/metrics.h>
 
@@ -64,12 +63,6 @@ int kt_name_matches(const char *pattern, const char *name, size_t len);
  * none: the connection's default (kt_conf's) stays. Records the list
  * served in the session (kt_session.site). */
 int kt_certs_sni(void *certs, mbedtls_ssl_context *ssl, const unsigned char *name, size_t len);
-
-/* A request filter (only when some scope has its own `tls.cert`): a
- * request whose Host chooses a site with certificates of its own other
- * than those the connection's handshake served is answered 421
- * (RFC 9110 15.5.20, RFC 9113 9.1.1). */
-extern const keel_http_filter kt_misdirected_filter;
 
 /* ---- rng.c ------------------------------------------------------------------ */
 

@@ -263,8 +263,7 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     (void)ud;
     const kt_section *scope = confp;
     const kt_section *global = keel_module_config(m);
-    if (scope->cert.count == 0 || scope->cert.items == global->cert.items ||
-        kt_site_of(scope) != NULL)
+    if (kt_scope_certs(global, scope) == NULL || kt_site_of(scope) != NULL)
         return KEEL_OK;
     kt_site_list *grown = realloc(kt_cfg.sites, (kt_cfg.nsites + 1) * sizeof *grown);
     if (grown == NULL)
@@ -291,7 +290,7 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     kt_cfg.sites[at] = list;
     /* The first list of a scope's own: requests may now ask for another
      * site's certificate than their connection's. */
-    if (kt_cfg.nsites++ == 0 && (rc = keel_http_filter_add(m, &kt_misdirected_filter)) != KEEL_OK)
+    if (kt_cfg.nsites++ == 0 && (rc = kt_misdirected_filter_add(m)) != KEEL_OK)
         return rc;
     return kt_cfg.tickets == NULL ? start_tickets(m) : KEEL_OK;
 }

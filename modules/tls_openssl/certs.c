@@ -41,18 +41,41 @@ static int verify_client_cb(int ok, X509_STORE_CTX *store)
     return ko_cfg.c.verify_client == KT_VERIFY_REQUIRED ? ok : 1;
 }
 
+/* The ClientHello's host_name (RFC 6066 3: the first entry of the
+ * server_name list; OpenSSL, too, reads only the first), NUL-terminated
+ * into name[256]; 0 when there is none or it is malformed (OpenSSL then
+ * refuses the extension itself). */
+static int client_hello_name(SSL *ssl, char name[256])
+{
+    const unsigned char *p;
+    size_t len;
+    if (SSL_client_hello_get0_ext(ssl, TLSEXT_TYPE_server_name, &p, &len) != 1 || len < 5)
+        return 0;
+    size_t list = (size_t)p[0] << 8 | p[1];
+    size_t n = (size_t)p[3] << 8 | p[4];
+    if (list != len - 2 || p[2] != TLSEXT_NAMETYPE_host_name || n == 0 || n > list - 3 || n > 255 ||
+        memchr(p + 5, '\0', n) != NULL)
+        return 0;
+    memcpy(name, p + 5, n);
+    name[n] = '\0';
+    return 1;
+}
+
 /* SNI (RFC 6066 3): the site the name chooses, as a Host would choose it,
  * with its own `tls.cert` list, else [tls]'s; within the list the group
- * carrying the name, else the list's first. Only the initial context's
- * callback runs; the others carry it so that they are complete. */
-static int on_servername(SSL *ssl, int *alert, void *arg)
+ * carrying the name, else the list's first; [tls] has none: the
+ * connection's default (the default site's, session.c) stays. The
+ * ClientHello callback runs before OpenSSL opens a ticket (TLS 1.2 looks
+ * for the session before the servername callback runs), so the ticket
+ * keys (tickets.c) are already the chosen list's. It runs on the
+ * SSL's current context: every one carries it. */
+static int on_client_hello(SSL *ssl, int *alert, void *arg)
 {
-    (void)alert;
     (void)arg;
-    const char *name = SSL_get_servername(ssl, TLSEXT_NAMETYPE_host_name);
-    const ko_session *s = SSL_get_app_data(ssl);
-    if (name == NULL || s == NULL)
-        return SSL_TLSEXT_ERR_OK;
+    ko_session *s = SSL_get_app_data(ssl);
+    char name[256];
+    if (s == NULL || !client_hello_name(ssl, name))
+        return SSL_CLIENT_HELLO_SUCCESS;
     const ko_list *list = &ko_cfg.certs;
     if (ko_cfg.nsites > 0) {
         const kt_section *site = keel_conn_site_config(s->conn, ko_self, name, strlen(name));
@@ -61,9 +84,24 @@ static int on_servername(SSL *ssl, int *alert, void *arg)
             list = own;
     }
     const ko_group *g = ko_list_pick(list, name);
-    if (g != NULL && g->ctx != SSL_get_SSL_CTX(ssl))
-        SSL_set_SSL_CTX(ssl, g->ctx);
-    return SSL_TLSEXT_ERR_OK;
+    if (g == NULL)
+        return SSL_CLIENT_HELLO_SUCCESS;
+    s->served = list;
+    if (g->ctx != SSL_get_SSL_CTX(ssl) && SSL_set_SSL_CTX(ssl, g->ctx) == NULL) {
+        *alert = SSL_AD_INTERNAL_ERROR;
+        return SSL_CLIENT_HELLO_ERROR;
+    }
+    return SSL_CLIENT_HELLO_SUCCESS;
+}
+
+/* The 421 filter's question (keys.c): which list the handshake served. */
+int kt_conn_served_certs(keel_conn *conn, const char *const **served)
+{
+    const ko_session *s = ko_session_of(conn);
+    if (s == NULL || s->client || s->served == NULL)
+        return 0;
+    *served = s->served->items;
+    return 1;
 }
 
 SSL_CTX *ko_server_ctx(void)
@@ -93,8 +131,8 @@ SSL_CTX *ko_server_ctx(void)
         SSL_CTX_free(ctx);
         return NULL;
     }
-    if (ko_cfg.tickets != NULL) {
-        ko_tickets_conf(ko_cfg.tickets, ctx);
+    if (ko_cfg.c.tickets_on) {
+        ko_tickets_conf(ctx);
         /* One ticket per handshake, as mod_tls (OpenSSL's default is two). */
         SSL_CTX_set_num_tickets(ctx, 1);
         SSL_CTX_set_timeout(ctx, (long)ko_cfg.c.ticket_lifetime_s);
@@ -116,7 +154,7 @@ SSL_CTX *ko_server_ctx(void)
         }
     }
     SSL_CTX_set_alpn_select_cb(ctx, ko_alpn_select, NULL);
-    SSL_CTX_set_tlsext_servername_callback(ctx, on_servername);
+    SSL_CTX_set_client_hello_cb(ctx, on_client_hello, NULL);
     return ctx;
 }
 
@@ -384,6 +422,7 @@ void ko_list_free(ko_list *list)
         free(list->v[i].names);
     }
     free(list->v);
+    ko_tickets_free(list->tickets);
     memset(list, 0, sizeof *list);
 }
 

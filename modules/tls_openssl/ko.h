@@ -8,7 +8,9 @@
  *     the outbound SSL_CTX, the suite names; SSL_CTX is thread-safe once
  *     set up, so every worker uses the same ones;
  *   - the session-ticket keys are the only shared state that changes,
- *     rotated under a lock (tickets.c);
+ *     rotated under a lock (tickets.c): one set per certificate list
+ *     ([tls]'s, each scope's own), so a ticket resumes only under the
+ *     certificates it was issued under;
  *   - each worker owns its ALPN offers (parsed on first use) and two
  *     16 KiB buffers (writes gathered, reads decrypted);
  *   - each connection owns one ko_session (its SSL and BIO).
@@ -48,22 +50,29 @@ typedef struct ko_group {
     char *names; /* all their names, lowercase, space-separated */
 } ko_group;
 
-/* One `cert` list: [tls]'s, or a scope's own `tls.cert`. */
+typedef struct ko_tickets ko_tickets;
+
+/* One `cert` list: [tls]'s, or a scope's own `tls.cert`, and the ticket
+ * keys of the sessions its certificates authenticated. */
 typedef struct ko_list {
-    const char *const *items; /* the config's list (scopes that inherit share it) */
+    const char *const *items; /* the config's list (scopes that inherit share it); [tls]'s: NULL */
     ko_group *v;
     size_t n;
+    ko_tickets *tickets; /* NULL: session_tickets off */
 } ko_list;
 
 /* A server SSL_CTX with everything but certificates (versions, suites,
- * groups, tickets, ALPN, SNI, client verification). NULL if refused. */
+ * groups, tickets, ALPN, SNI, client verification). NULL if refused.
+ * SNI is read by the ClientHello callback, before OpenSSL looks at a
+ * ticket: it switches the SSL to the chosen group's SSL_CTX and records
+ * the list served (ko_session.served). */
 SSL_CTX *ko_server_ctx(void);
 /* Reads every `cert` line of a list; KEEL_ERR_CONFIG logged with the
  * line's FILE:LINE on any failure. In [tls]'s list a certificate joins
  * a group it shares a name with; in a site's (site = 1), any group: the
  * site's certificates are all served to the names choosing it. */
 int ko_list_load(keel_module *m, const keel_config_list *lines, ko_list *list, int site);
-void ko_list_free(ko_list *list);
+void ko_list_free(ko_list *list); /* and its ticket keys */
 /* The group of a list serving `name` (NULL: no SNI): the first whose
  * certificate carries it, else the first (RFC 6066 3). */
 const ko_group *ko_list_pick(const ko_list *list, const char *name);
@@ -76,16 +85,21 @@ const char *ko_reason(char *buf, size_t size);
 
 /* ---- tickets.c ------------------------------------------------------------------ */
 
-typedef struct ko_tickets ko_tickets;
+/* Ticket keys shared by every worker, rotated every lifetime_s (one set
+ * per ko_list). */
 ko_tickets *ko_tickets_new(uint32_t lifetime_s);
 void ko_tickets_free(ko_tickets *t); /* wipes the keys */
-void ko_tickets_conf(ko_tickets *t, SSL_CTX *ctx);
+/* Installs the ticket key callback: it seals and opens tickets with the
+ * keys of the list the handshaking session serves (ko_session.served).
+ * OpenSSL calls the callback of the SSL_CTX the SSL was created with
+ * (session_ctx), not of the one SNI switched to. */
+void ko_tickets_conf(SSL_CTX *ctx);
 
 /* ---- settings (tls.c) -------------------------------------------------------------- */
 
 typedef struct ko_settings {
     kt_common c;
-    ko_list certs;  /* [tls] cert */
+    ko_list certs;  /* [tls] cert, and [tls]'s ticket keys */
     ko_list *sites; /* scopes' own lists */
     size_t nsites;
     SSL_CTX *bare;   /* no certificate: the default when only sites have some */
@@ -93,7 +107,6 @@ typedef struct ko_settings {
     X509_STORE *client_ca;
     STACK_OF(X509_NAME) * client_ca_names;
     char *ciphers12, *ciphers13, *groups; /* OpenSSL's spellings */
-    ko_tickets *tickets;
     kt_metrics metrics;
 } ko_settings;
 
@@ -157,7 +170,8 @@ typedef struct ko_session {
     const ko_offer *offer;
     const char *alpn; /* the id chosen, in offer's storage */
     unsigned char state, client, peer_done, first_read_seen, resumed;
-    char *server_name; /* outbound: the name sent */
+    const ko_list *served; /* server: whose certificates the handshake serves */
+    char *server_name;     /* outbound: the name sent */
     char *peer_subject;
 } ko_session;
 

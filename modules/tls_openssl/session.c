@@ -217,9 +217,18 @@ static int on_open(keel_conn *conn)
     if (!client && (offer == NULL || offer[0] == '\0') &&
         strcmp(keel_conn_protocol_name(conn), "http1") == 0)
         offer = "h2,http/1.1";
-    SSL_CTX *ctx = client               ? ko_cfg.client
-                   : ko_cfg.certs.n > 0 ? ko_cfg.certs.v[0].ctx
-                                        : ko_cfg.bare;
+    /* Without SNI, the handshake serves what a request without Host
+     * would choose: the default site's own certificates, if it has some
+     * ([site default]'s, or whichever the listener's rules make the
+     * default), else [tls]'s first group. SNI chooses others (certs.c). */
+    const ko_list *served = &ko_cfg.certs;
+    if (!client && ko_cfg.nsites > 0) {
+        const kt_section *site = keel_conn_site_config(conn, ko_self, "", 0);
+        const ko_list *own = site != NULL ? ko_site_list(site) : NULL;
+        if (own != NULL && own->n > 0)
+            served = own;
+    }
+    SSL_CTX *ctx = client ? ko_cfg.client : served->n > 0 ? served->v[0].ctx : ko_cfg.bare;
     ko_session *s = calloc(1, sizeof *s);
     BIO *bio = bio_method != NULL ? BIO_new(bio_method) : NULL;
     if (s == NULL || bio == NULL || (s->ssl = SSL_new(ctx)) == NULL ||
@@ -232,6 +241,7 @@ static int on_open(keel_conn *conn)
     s->conn = conn;
     s->w = w;
     s->client = (unsigned char)client;
+    s->served = client ? NULL : served;
     BIO_set_data(bio, s);
     BIO_set_init(bio, 1);
     SSL_set_bio(s->ssl, bio, bio);

@@ -9,7 +9,16 @@
  * SSL_CTX_set_tlsext_ticket_key_evp_cb: OpenSSL seals the ticket with
  * AES-256-CBC and authenticates it with HMAC-SHA256 (RFC 5077 4's
  * recommended construction). The key pair is read and rotated under one
- * lock: one uncontended lock per full handshake or resumption. */
+ * lock: one uncontended lock per full handshake or resumption.
+ *
+ * Each certificate list has its own keys ([tls]'s, each scope's own
+ * `tls.cert`): a ticket issued under one site's certificates does not
+ * open under another's, whose handshake is then a full one (RFC 8446
+ * 4.6.1: resume only where the original certificate would be valid).
+ * OpenSSL calls the callback of the SSL's first SSL_CTX whatever SNI
+ * switched it to, so the callback takes the keys of the list the
+ * session serves (ko_session.served, set by the ClientHello callback
+ * before any ticket is opened). */
 #include "ko.h"
 
 #include <openssl/core_names.h>
@@ -31,9 +40,6 @@ struct ko_tickets {
     ko_ticket_key current, previous;
     uint32_t lifetime_s;
 };
-
-/* The module's one instance (the callback has no user pointer). */
-static ko_tickets *the_tickets;
 
 static int fresh_key(ko_ticket_key *k)
 {
@@ -74,16 +80,19 @@ static int set_keys(const ko_tickets *t, const ko_ticket_key *k, unsigned char *
                : EVP_DecryptInit_ex(cipher, t->aes, NULL, k->aes, iv) == 1;
 }
 
-/* OpenSSL's contract: encrypting, 1 (or -1 on failure); decrypting, 0 for
- * an unknown key (full handshake), 1 valid, 2 valid but renew it. */
+/* OpenSSL's contract: encrypting, 1 (0: no ticket, -1 on failure);
+ * decrypting, 0 for an unknown key (full handshake), 1 valid, 2 valid but
+ * renew it. */
 static int ticket_cb(SSL *ssl, unsigned char key_name[16], unsigned char iv[16],
                      EVP_CIPHER_CTX *cipher, EVP_MAC_CTX *mac, int enc)
 {
-    (void)ssl;
-    ko_tickets *t = the_tickets;
+    const ko_session *s = SSL_get_app_data(ssl);
+    ko_tickets *t = s != NULL && s->served != NULL ? s->served->tickets : NULL;
     ko_ticket_key k;
     int rc = -1;
-    if (t == NULL || !CRYPTO_THREAD_write_lock(t->lock))
+    if (t == NULL)
+        return 0;
+    if (!CRYPTO_THREAD_write_lock(t->lock))
         return -1;
     if (!rotate(t)) {
         CRYPTO_THREAD_unlock(t->lock);
@@ -128,7 +137,6 @@ ko_tickets *ko_tickets_new(uint32_t lifetime_s)
         ko_tickets_free(t);
         return NULL;
     }
-    the_tickets = t;
     return t;
 }
 
@@ -136,16 +144,13 @@ void ko_tickets_free(ko_tickets *t)
 {
     if (t == NULL)
         return;
-    if (the_tickets == t)
-        the_tickets = NULL;
     CRYPTO_THREAD_lock_free(t->lock);
     EVP_CIPHER_free(t->aes);
     OPENSSL_cleanse(t, sizeof *t);
     free(t);
 }
 
-void ko_tickets_conf(ko_tickets *t, SSL_CTX *ctx)
+void ko_tickets_conf(SSL_CTX *ctx)
 {
-    if (t != NULL)
-        SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb);
+    SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, ticket_cb);
 }

@@ -139,6 +139,15 @@ static int parse_curves(keel_module *m, const char *value)
     return n > 0 ? KEEL_OK : keel_config_error(m, "curves", "empty list");
 }
 
+/* A list's own ticket keys: a ticket issued under another list's
+ * certificates does not open here (tickets.c). */
+static int list_tickets(keel_module *m, ko_list *list)
+{
+    if (ko_cfg.c.tickets_on && (list->tickets = ko_tickets_new(ko_cfg.c.ticket_lifetime_s)) == NULL)
+        return keel_config_error(m, "session_tickets", "cannot set up ticket keys");
+    return KEEL_OK;
+}
+
 static int read_config(keel_module *m)
 {
     const kt_section *sec = keel_module_config(m);
@@ -165,9 +174,6 @@ static int read_config(keel_module *m)
                              &ko_cfg.client_ca_names)) != KEEL_OK)
             return rc;
     }
-    if (ko_cfg.c.tickets_on &&
-        (ko_cfg.tickets = ko_tickets_new(ko_cfg.c.ticket_lifetime_s)) == NULL)
-        return keel_config_error(m, "session_tickets", "cannot set up ticket keys");
     /* A context without certificates, built now so that what OpenSSL
      * refuses (a suite or group list) stops start-up, under keel -t too. */
     if ((ko_cfg.bare = ko_server_ctx()) == NULL) {
@@ -175,7 +181,8 @@ static int read_config(keel_module *m)
         return keel_config_error(m, "ciphers", "OpenSSL refused the settings (%s)",
                                  ko_reason(why, sizeof why));
     }
-    if ((rc = ko_list_load(m, &sec->cert, &ko_cfg.certs, 0)) != KEEL_OK)
+    if ((rc = ko_list_load(m, &sec->cert, &ko_cfg.certs, 0)) != KEEL_OK ||
+        (rc = list_tickets(m, &ko_cfg.certs)) != KEEL_OK)
         return rc;
     return ko_client_ctx(m);
 }
@@ -199,8 +206,7 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     (void)ud;
     const kt_section *scope = confp;
     const kt_section *global = keel_module_config(m);
-    if (scope->cert.count == 0 || scope->cert.items == global->cert.items ||
-        ko_site_list(scope) != NULL)
+    if (kt_scope_certs(global, scope) == NULL || ko_site_list(scope) != NULL)
         return KEEL_OK;
     ko_list *grown = realloc(ko_cfg.sites, (ko_cfg.nsites + 1) * sizeof *grown);
     if (grown == NULL)
@@ -210,8 +216,15 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     int rc = ko_list_load(m, &scope->cert, list, 1);
     if (rc != KEEL_OK)
         return rc;
+    if ((rc = list_tickets(m, list)) != KEEL_OK) {
+        ko_list_free(list);
+        return rc;
+    }
     list->items = scope->cert.items;
-    ko_cfg.nsites++;
+    /* The first list of a scope's own: requests may now ask for another
+     * site's certificates than their connection's (keys.c, 421). */
+    if (ko_cfg.nsites++ == 0)
+        return kt_misdirected_filter_add(m);
     return KEEL_OK;
 }
 
@@ -270,7 +283,6 @@ static void release_all(void)
     SSL_CTX_free(ko_cfg.client);
     X509_STORE_free(ko_cfg.client_ca);
     sk_X509_NAME_pop_free(ko_cfg.client_ca_names, X509_NAME_free);
-    ko_tickets_free(ko_cfg.tickets);
     free(ko_cfg.ciphers12);
     free(ko_cfg.ciphers13);
     free(ko_cfg.groups);

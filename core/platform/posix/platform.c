@@ -108,7 +108,7 @@ static int failed_io(void)
 
 int kl_listen_socket(const struct sockaddr *addr, int shared, int backlog, kl_socket *out)
 {
-    int fd;
+    int fd = -1; /* (set by bound_socket; -O3 cannot tell) */
     int rc = bound_socket(addr, SOCK_STREAM, shared, &fd);
     if (rc != 0)
         return rc;

@@ -516,25 +516,34 @@ static int add_routes(keel_module *m, px_route *r)
 
 static int register_metrics(px_config *c, keel_module *m)
 {
-    int rc;
-    if ((rc = keel_metric_new(m, "proxy_requests_total", "Requests passed to an upstream",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_requests)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_upstream_failures_total",
-                              "Upstream attempts that failed (connect, timeout, reset, invalid)",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_failures)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_retries_total", "Requests retried on another server",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_retries)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_upstream_connects_total", "Upstream connections opened",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_connects)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_upstream_reused_total",
-                              "Requests sent on a kept-alive upstream connection",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_reused)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_tunnels_total", "Tunnels opened (upgrades and CONNECT)",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_tunnels)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_buffered_bytes",
-                              "Body bytes held by the proxy in flight to a client or an upstream",
-                              KEEL_METRIC_GAUGE, NULL, &c->m_buffered)) < 0)
-        return rc;
+    const struct {
+        const char *name, *help;
+        int type;
+        keel_metric **out;
+    } metrics[] = {
+        {"proxy_requests_total", "Requests passed to an upstream", KEEL_METRIC_COUNTER,
+         &c->m_requests},
+        {"proxy_upstream_failures_total",
+         "Upstream attempts that failed (connect, timeout, reset, invalid)", KEEL_METRIC_COUNTER,
+         &c->m_failures},
+        {"proxy_retries_total", "Requests retried on another server", KEEL_METRIC_COUNTER,
+         &c->m_retries},
+        {"proxy_upstream_connects_total", "Upstream connections opened", KEEL_METRIC_COUNTER,
+         &c->m_connects},
+        {"proxy_upstream_reused_total", "Requests sent on a kept-alive upstream connection",
+         KEEL_METRIC_COUNTER, &c->m_reused},
+        {"proxy_tunnels_total", "Tunnels opened (upgrades and CONNECT)", KEEL_METRIC_COUNTER,
+         &c->m_tunnels},
+        {"proxy_buffered_bytes",
+         "Body bytes held by the proxy in flight to a client or an upstream", KEEL_METRIC_GAUGE,
+         &c->m_buffered},
+    };
+    for (size_t i = 0; i < sizeof metrics / sizeof *metrics; i++) {
+        int rc = keel_metric_new(m, metrics[i].name, metrics[i].help, metrics[i].type, NULL,
+                                 metrics[i].out);
+        if (rc < 0)
+            return rc;
+    }
     return KEEL_OK;
 }
 

@@ -330,6 +330,18 @@ static int write_allowed(keel_str el, void *arg)
     return 0;
 }
 
+/* A hop-by-hop list field (X-Forwarded-For, Forwarded: RFC 7239 4, Via:
+ * RFC 9110 7.6.3): its name, then the members the earlier hops listed and
+ * a comma, so that this hop's member goes last. */
+static void sb_hop_list(sb *b, const char *name, const sb *earlier)
+{
+    sb_str(b, name);
+    if (earlier->len) {
+        sb_put(b, earlier->p, earlier->len);
+        sb_str(b, ", ");
+    }
+}
+
 /* RFC 7239 4: a node or host that is not a token goes in a quoted-string
  * (an IPv6 address as "[v6]", a host with a port). */
 static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
@@ -465,11 +477,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, "\r\n");
     }
     if (c->x_forwarded) {
-        sb_str(&b, "X-Forwarded-For: ");
-        if (xff.len) {
-            sb_put(&b, xff.p, xff.len);
-            sb_str(&b, ", ");
-        }
+        sb_hop_list(&b, "X-Forwarded-For: ", &xff);
         sb_str(&b, ex->client_ip);
         sb_str(&b, "\r\nX-Forwarded-Proto: ");
         sb_str(&b, scheme);
@@ -481,11 +489,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         }
     }
     if (c->forwarded) {
-        sb_str(&b, "Forwarded: ");
-        if (fwd.len) {
-            sb_put(&b, fwd.p, fwd.len);
-            sb_str(&b, ", ");
-        }
+        sb_hop_list(&b, "Forwarded: ", &fwd);
         sb_str(&b, "for=");
         sb_forwarded_value(&b, ex->client_ip, strlen(ex->client_ip),
                            strchr(ex->client_ip, ':') != NULL);
@@ -498,11 +502,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, "\r\n");
     }
     if (c->via) {
-        sb_str(&b, "Via: ");
-        if (via.len) {
-            sb_put(&b, via.p, via.len);
-            sb_str(&b, ", ");
-        }
+        sb_hop_list(&b, "Via: ", &via);
         sb_str(&b, keel_request_version(req) == 10 ? "1.0 keel\r\n" : "1.1 keel\r\n");
     }
     b.failed |= xff.failed | fwd.failed | via.failed;

@@ -555,25 +555,19 @@ keel_str px_field_value(const px_ex *ex, size_t i)
 static int add_field(keel_response *res, keel_str name, const char *value, size_t vlen)
 {
     char nbuf[256], vbuf[8192];
-    if (name.len >= sizeof nbuf || vlen >= sizeof vbuf) {
-        char *big = malloc(vlen + 1);
-        if (big == NULL || name.len >= sizeof nbuf) {
-            free(big);
-            return KEEL_ERR_INVAL;
-        }
-        memcpy(nbuf, name.ptr, name.len);
-        nbuf[name.len] = '\0';
-        memcpy(big, value, vlen);
-        big[vlen] = '\0';
-        int rc = keel_response_header_add(res, nbuf, big);
-        free(big);
-        return rc;
-    }
+    if (name.len >= sizeof nbuf)
+        return KEEL_ERR_INVAL;
+    char *v = vlen < sizeof vbuf ? vbuf : malloc(vlen + 1);
+    if (v == NULL)
+        return KEEL_ERR_INVAL;
     memcpy(nbuf, name.ptr, name.len);
     nbuf[name.len] = '\0';
-    memcpy(vbuf, value, vlen);
-    vbuf[vlen] = '\0';
-    return keel_response_header_add(res, nbuf, vbuf);
+    memcpy(v, value, vlen);
+    v[vlen] = '\0';
+    int rc = keel_response_header_add(res, nbuf, v);
+    if (v != vbuf)
+        free(v);
+    return rc;
 }
 
 /* A Location naming the upstream ("http://127.0.0.1:9000/x") is rewritten

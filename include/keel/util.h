@@ -1,6 +1,6 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
  * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
- * words, intrusive lists, a mutex and once for module-wide state, and
+ * words, on/off, intrusive lists, a mutex and once for module-wide state, and
  * (keel/header_tokens.h, included at the end) the well-known field names
  * as integers.
  *
@@ -235,6 +235,21 @@ static inline int keel_word_next(const char **cursor, const char *end, int comma
     *word = start;
     *word_len = (size_t)(p - start);
     return 1;
+}
+
+/* A boolean inside a module's own value syntax (proxy's `websocket=on`,
+ * static's `listing=off`), NUL-terminated: on, yes, true, 1 set *out to 1;
+ * off, no, false, 0 to 0, as written here (lower case); 0, or -1 for any
+ * other word (*out untouched). */
+static inline int keel_onoff_parse_z(const char *s, int *out)
+{
+    static const char *const words[] = {"off", "on", "no", "yes", "false", "true", "0", "1"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcmp(s, words[i]) == 0) {
+            *out = (int)(i % 2);
+            return 0;
+        }
+    return -1;
 }
 
 /* ---- IP addresses and CIDR blocks ------------------------------------------

@@ -64,19 +64,6 @@ static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
     return 0;
 }
 
-static int parse_onoff(const char *s, int *out)
-{
-    if (strcmp(s, "on") == 0 || strcmp(s, "yes") == 0 || strcmp(s, "true") == 0 ||
-        strcmp(s, "1") == 0)
-        *out = 1;
-    else if (strcmp(s, "off") == 0 || strcmp(s, "no") == 0 || strcmp(s, "false") == 0 ||
-             strcmp(s, "0") == 0)
-        *out = 0;
-    else
-        return -1;
-    return 0;
-}
-
 /* Splits a value into words in place; returns how many (at most max). */
 static size_t split_words(char *s, char **words, size_t max)
 {
@@ -415,7 +402,7 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
         } else if (strcmp(k, "websocket") == 0) {
             /* before upgrade= existed: on adds websocket, off removes it */
             int on;
-            if (parse_onoff(v, &on) != 0)
+            if (keel_onoff_parse_z(v, &on) != 0)
                 goto bad;
             if (!on)
                 names_remove(r->upgrades, &r->nupgrades, "websocket");

@@ -237,6 +237,28 @@ static inline int keel_word_next(const char **cursor, const char *end, int comma
     return 1;
 }
 
+/* Writes the words of the NUL-terminated s (split as keel_word_next does)
+ * into buf, sep between them: a config value's words as a field's list
+ * ("GET, POST" with ", "). A word that does not fit, with room for a
+ * separator and the NUL, ends the list there. Returns buf, NUL-terminated
+ * (size > 0). */
+static inline char *keel_words_join(const char *s, int commas, const char *sep, char *buf,
+                                    size_t size)
+{
+    size_t o = 0, sep_len = strlen(sep), len;
+    const char *at = s, *end = s + strlen(s), *w;
+    while (keel_word_next(&at, end, commas, &w, &len) && o + len + sep_len + 1 < size) {
+        if (o > 0) {
+            memcpy(buf + o, sep, sep_len);
+            o += sep_len;
+        }
+        memcpy(buf + o, w, len);
+        o += len;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
 /* A boolean inside a module's own value syntax (proxy's `websocket=on`,
  * static's `listing=off`), NUL-terminated: on, yes, true, 1 set *out to 1;
  * off, no, false, 0 to 0, as written here (lower case); 0, or -1 for any

@@ -212,21 +212,6 @@ Test(keel_util, onoff_takes_the_config_words_as_written, .timeout = 10)
     }
 }
 
-Test(keel_util, onoff_takes_the_config_words_as_written, .timeout = 10)
-{
-    const char *on[] = {"on", "yes", "true", "1"}, *off[] = {"off", "no", "false", "0"};
-    for (size_t i = 0; i < 4; i++) {
-        int v = -1;
-        cr_assert(keel_onoff_parse_z(on[i], &v) == 0 && v == 1, "%s", on[i]);
-        cr_assert(keel_onoff_parse_z(off[i], &v) == 0 && v == 0, "%s", off[i]);
-    }
-    const char *other[] = {"", "ON", "onn", "2", "enabled"};
-    for (size_t i = 0; i < 5; i++) {
-        int v = 7;
-        cr_assert(keel_onoff_parse_z(other[i], &v) == -1 && v == 7, "'%s'", other[i]);
-    }
-}
-
 Test(keel_util, words_join_with_a_separator_while_they_fit, .timeout = 10)
 {
     char buf[16];

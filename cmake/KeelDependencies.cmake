@@ -13,6 +13,41 @@
 
 include(KeelMissingDependency)
 
+# keel_find_optional_library(<out> <prefix> PKG_CONFIG <module> HEADER <file>
+#                            NAMES <library>... TARGET <name> [GLOBAL])
+# For a module's optional library: sets <out> to the target to link, or to
+# "" where the library is absent (the module then leaves itself or a
+# feature out). pkg-config's PkgConfig::<prefix> (GLOBAL: visible to the
+# tests' directory too) where it knows the library; else, as on vcpkg
+# without pkg-config, an INTERFACE target <name> from the header and the
+# library found by name (<prefix>_INCLUDE_DIR, <prefix>_LIBRARY).
+function(keel_find_optional_library out prefix)
+    cmake_parse_arguments(PARSE_ARGV 2 ARG "GLOBAL" "PKG_CONFIG;HEADER;TARGET" "NAMES")
+    set(found "")
+    find_package(PkgConfig QUIET)
+    if(PKG_CONFIG_FOUND)
+        set(scope "")
+        if(ARG_GLOBAL)
+            set(scope GLOBAL)
+        endif()
+        pkg_check_modules(${prefix} QUIET IMPORTED_TARGET ${scope} ${ARG_PKG_CONFIG})
+        if(${prefix}_FOUND)
+            set(found PkgConfig::${prefix})
+        endif()
+    endif()
+    if(NOT found)
+        find_path(${prefix}_INCLUDE_DIR ${ARG_HEADER})
+        find_library(${prefix}_LIBRARY NAMES ${ARG_NAMES})
+        if(${prefix}_INCLUDE_DIR AND ${prefix}_LIBRARY)
+            set(found ${ARG_TARGET})
+            add_library(${found} INTERFACE)
+            target_include_directories(${found} INTERFACE "${${prefix}_INCLUDE_DIR}")
+            target_link_libraries(${found} INTERFACE "${${prefix}_LIBRARY}")
+        endif()
+    endif()
+    set(${out} "${found}" PARENT_SCOPE)
+endfunction()
+
 find_package(Threads REQUIRED)
 
 find_package(LibUV 1.34)

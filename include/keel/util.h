@@ -1,6 +1,6 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
  * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
- * words, intrusive lists, a mutex and once for module-wide state, and
+ * words, on/off, intrusive lists, a mutex and once for module-wide state, and
  * (keel/header_tokens.h, included at the end) the well-known field names
  * as integers.
  *
@@ -235,6 +235,43 @@ static inline int keel_word_next(const char **cursor, const char *end, int comma
     *word = start;
     *word_len = (size_t)(p - start);
     return 1;
+}
+
+/* Writes the words of the NUL-terminated s (split as keel_word_next does)
+ * into buf, sep between them: a config value's words as a field's list
+ * ("GET, POST" with ", "). A word that does not fit, with room for a
+ * separator and the NUL, ends the list there. Returns buf, NUL-terminated
+ * (size > 0). */
+static inline char *keel_words_join(const char *s, int commas, const char *sep, char *buf,
+                                    size_t size)
+{
+    size_t o = 0, sep_len = strlen(sep), len;
+    const char *at = s, *end = s + strlen(s), *w;
+    while (keel_word_next(&at, end, commas, &w, &len) && o + len + sep_len + 1 < size) {
+        if (o > 0) {
+            memcpy(buf + o, sep, sep_len);
+            o += sep_len;
+        }
+        memcpy(buf + o, w, len);
+        o += len;
+    }
+    buf[o] = '\0';
+    return buf;
+}
+
+/* A boolean inside a module's own value syntax (proxy's `websocket=on`,
+ * static's `listing=off`), NUL-terminated: on, yes, true, 1 set *out to 1;
+ * off, no, false, 0 to 0, as written here (lower case); 0, or -1 for any
+ * other word (*out untouched). */
+static inline int keel_onoff_parse_z(const char *s, int *out)
+{
+    static const char *const words[] = {"off", "on", "no", "yes", "false", "true", "0", "1"};
+    for (size_t i = 0; i < sizeof words / sizeof words[0]; i++)
+        if (strcmp(s, words[i]) == 0) {
+            *out = (int)(i % 2);
+            return 0;
+        }
+    return -1;
 }
 
 /* ---- IP addresses and CIDR blocks ------------------------------------------

@@ -227,24 +227,6 @@ static int headers_allowed(const cors_conf *c, keel_str list)
     return 1;
 }
 
-/* Writes the words of a config value as a field's list ("a, b") into buf. */
-static const char *as_list(const char *words, char *buf, size_t size)
-{
-    size_t o = 0;
-    const char *at = words, *end = words + strlen(words), *w;
-    size_t len;
-    while (keel_word_next(&at, end, 1, &w, &len) && o + len + 3 < size) {
-        if (o > 0) {
-            buf[o++] = ',';
-            buf[o++] = ' ';
-        }
-        memcpy(buf + o, w, len);
-        o += len;
-    }
-    buf[o] = '\0';
-    return buf;
-}
-
 /* The fields whose values never change, prepared at load
  * (keel_field_prepare): added by pointer, not checked and copied on every
  * response. */
@@ -280,8 +262,9 @@ static int preflight(keel_request *req, keel_response *res, const cors_conf *c, 
     keel_response_field_add(res, vary_preflight, 0);
     char buf[512];
     put_origin(res, c, allowed, origin);
-    keel_response_header_set(res, "Access-Control-Allow-Methods",
-                             c->methods != NULL ? as_list(c->methods, buf, sizeof buf) : "GET");
+    keel_response_header_set(
+        res, "Access-Control-Allow-Methods",
+        c->methods != NULL ? keel_words_join(c->methods, 1, ", ", buf, sizeof buf) : "GET");
     if (asked.ptr != NULL && asked.len > 0 && asked.len < sizeof buf) {
         /* Echoed: every name was checked against the list above. */
         memcpy(buf, asked.ptr, asked.len);
@@ -347,7 +330,7 @@ static void cors_on_head(keel_request *req, keel_response *res, void *ud)
     if (c->expose != NULL) {
         char buf[512];
         keel_response_header_set(res, "Access-Control-Expose-Headers",
-                                 as_list(c->expose, buf, sizeof buf));
+                                 keel_words_join(c->expose, 1, ", ", buf, sizeof buf));
     }
 }
 

@@ -249,19 +249,8 @@ static int prepare_scope(keel_module *m, const void *confp, void *ud)
 static void put_hsts(keel_response *res, const char *words)
 {
     char value[96];
-    size_t o = 0;
-    const char *at = words, *end = words + strlen(words), *w;
-    size_t len;
-    while (keel_word_next(&at, end, 0, &w, &len) && o + len + 3 < sizeof value) {
-        if (o > 0) {
-            value[o++] = ';';
-            value[o++] = ' ';
-        }
-        memcpy(value + o, w, len);
-        o += len;
-    }
-    value[o] = '\0';
-    keel_response_header_set(res, "Strict-Transport-Security", value);
+    keel_response_header_set(res, "Strict-Transport-Security",
+                             keel_words_join(words, 0, "; ", value, sizeof value));
 }
 
 static void headers_on_head(keel_request *req, keel_response *res, void *ud)

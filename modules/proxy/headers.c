@@ -330,6 +330,18 @@ static int write_allowed(keel_str el, void *arg)
     return 0;
 }
 
+/* A hop-by-hop list field (X-Forwarded-For, Forwarded: RFC 7239 4, Via:
+ * RFC 9110 7.6.3): its name, then the members the earlier hops listed and
+ * a comma, so that this hop's member goes last. */
+static void sb_hop_list(sb *b, const char *name, const sb *earlier)
+{
+    sb_str(b, name);
+    if (earlier->len) {
+        sb_put(b, earlier->p, earlier->len);
+        sb_str(b, ", ");
+    }
+}
+
 /* RFC 7239 4: a node or host that is not a token goes in a quoted-string
  * (an IPv6 address as "[v6]", a host with a port). */
 static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
@@ -465,11 +477,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, "\r\n");
     }
     if (c->x_forwarded) {
-        sb_str(&b, "X-Forwarded-For: ");
-        if (xff.len) {
-            sb_put(&b, xff.p, xff.len);
-            sb_str(&b, ", ");
-        }
+        sb_hop_list(&b, "X-Forwarded-For: ", &xff);
         sb_str(&b, ex->client_ip);
         sb_str(&b, "\r\nX-Forwarded-Proto: ");
         sb_str(&b, scheme);
@@ -481,11 +489,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         }
     }
     if (c->forwarded) {
-        sb_str(&b, "Forwarded: ");
-        if (fwd.len) {
-            sb_put(&b, fwd.p, fwd.len);
-            sb_str(&b, ", ");
-        }
+        sb_hop_list(&b, "Forwarded: ", &fwd);
         sb_str(&b, "for=");
         sb_forwarded_value(&b, ex->client_ip, strlen(ex->client_ip),
                            strchr(ex->client_ip, ':') != NULL);
@@ -498,11 +502,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_str(&b, "\r\n");
     }
     if (c->via) {
-        sb_str(&b, "Via: ");
-        if (via.len) {
-            sb_put(&b, via.p, via.len);
-            sb_str(&b, ", ");
-        }
+        sb_hop_list(&b, "Via: ", &via);
         sb_str(&b, keel_request_version(req) == 10 ? "1.0 keel\r\n" : "1.1 keel\r\n");
     }
     b.failed |= xff.failed | fwd.failed | via.failed;
@@ -555,25 +555,19 @@ keel_str px_field_value(const px_ex *ex, size_t i)
 static int add_field(keel_response *res, keel_str name, const char *value, size_t vlen)
 {
     char nbuf[256], vbuf[8192];
-    if (name.len >= sizeof nbuf || vlen >= sizeof vbuf) {
-        char *big = malloc(vlen + 1);
-        if (big == NULL || name.len >= sizeof nbuf) {
-            free(big);
-            return KEEL_ERR_INVAL;
-        }
-        memcpy(nbuf, name.ptr, name.len);
-        nbuf[name.len] = '\0';
-        memcpy(big, value, vlen);
-        big[vlen] = '\0';
-        int rc = keel_response_header_add(res, nbuf, big);
-        free(big);
-        return rc;
-    }
+    if (name.len >= sizeof nbuf)
+        return KEEL_ERR_INVAL;
+    char *v = vlen < sizeof vbuf ? vbuf : malloc(vlen + 1);
+    if (v == NULL)
+        return KEEL_ERR_INVAL;
     memcpy(nbuf, name.ptr, name.len);
     nbuf[name.len] = '\0';
-    memcpy(vbuf, value, vlen);
-    vbuf[vlen] = '\0';
-    return keel_response_header_add(res, nbuf, vbuf);
+    memcpy(v, value, vlen);
+    v[vlen] = '\0';
+    int rc = keel_response_header_add(res, nbuf, v);
+    if (v != vbuf)
+        free(v);
+    return rc;
 }
 
 /* A Location naming the upstream ("http://127.0.0.1:9000/x") is rewritten

@@ -64,19 +64,6 @@ static int parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
     return 0;
 }
 
-static int parse_onoff(const char *s, int *out)
-{
-    if (strcmp(s, "on") == 0 || strcmp(s, "yes") == 0 || strcmp(s, "true") == 0 ||
-        strcmp(s, "1") == 0)
-        *out = 1;
-    else if (strcmp(s, "off") == 0 || strcmp(s, "no") == 0 || strcmp(s, "false") == 0 ||
-             strcmp(s, "0") == 0)
-        *out = 0;
-    else
-        return -1;
-    return 0;
-}
-
 /* Splits a value into words in place; returns how many (at most max). */
 static size_t split_words(char *s, char **words, size_t max)
 {
@@ -415,7 +402,7 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
         } else if (strcmp(k, "websocket") == 0) {
             /* before upgrade= existed: on adds websocket, off removes it */
             int on;
-            if (parse_onoff(v, &on) != 0)
+            if (keel_onoff_parse_z(v, &on) != 0)
                 goto bad;
             if (!on)
                 names_remove(r->upgrades, &r->nupgrades, "websocket");
@@ -516,25 +503,34 @@ static int add_routes(keel_module *m, px_route *r)
 
 static int register_metrics(px_config *c, keel_module *m)
 {
-    int rc;
-    if ((rc = keel_metric_new(m, "proxy_requests_total", "Requests passed to an upstream",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_requests)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_upstream_failures_total",
-                              "Upstream attempts that failed (connect, timeout, reset, invalid)",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_failures)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_retries_total", "Requests retried on another server",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_retries)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_upstream_connects_total", "Upstream connections opened",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_connects)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_upstream_reused_total",
-                              "Requests sent on a kept-alive upstream connection",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_reused)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_tunnels_total", "Tunnels opened (upgrades and CONNECT)",
-                              KEEL_METRIC_COUNTER, NULL, &c->m_tunnels)) < 0 ||
-        (rc = keel_metric_new(m, "proxy_buffered_bytes",
-                              "Body bytes held by the proxy in flight to a client or an upstream",
-                              KEEL_METRIC_GAUGE, NULL, &c->m_buffered)) < 0)
-        return rc;
+    const struct {
+        const char *name, *help;
+        int type;
+        keel_metric **out;
+    } metrics[] = {
+        {"proxy_requests_total", "Requests passed to an upstream", KEEL_METRIC_COUNTER,
+         &c->m_requests},
+        {"proxy_upstream_failures_total",
+         "Upstream attempts that failed (connect, timeout, reset, invalid)", KEEL_METRIC_COUNTER,
+         &c->m_failures},
+        {"proxy_retries_total", "Requests retried on another server", KEEL_METRIC_COUNTER,
+         &c->m_retries},
+        {"proxy_upstream_connects_total", "Upstream connections opened", KEEL_METRIC_COUNTER,
+         &c->m_connects},
+        {"proxy_upstream_reused_total", "Requests sent on a kept-alive upstream connection",
+         KEEL_METRIC_COUNTER, &c->m_reused},
+        {"proxy_tunnels_total", "Tunnels opened (upgrades and CONNECT)", KEEL_METRIC_COUNTER,
+         &c->m_tunnels},
+        {"proxy_buffered_bytes",
+         "Body bytes held by the proxy in flight to a client or an upstream", KEEL_METRIC_GAUGE,
+         &c->m_buffered},
+    };
+    for (size_t i = 0; i < sizeof metrics / sizeof *metrics; i++) {
+        int rc = keel_metric_new(m, metrics[i].name, metrics[i].help, metrics[i].type, NULL,
+                                 metrics[i].out);
+        if (rc < 0)
+            return rc;
+    }
     return KEEL_OK;
 }
 

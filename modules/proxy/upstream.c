@@ -70,6 +70,33 @@ static uint32_t hash_ip(const char *ip)
     return h;
 }
 
+/* Smooth weighted round robin (nginx's ngx_http_upstream_get_peer):
+ * every candidate gains its weight, the largest wins and pays the total
+ * back, which interleaves 5:1:1 as a a b a c a a, not a a a a a b c.
+ * With tie non-NULL, only the servers as loaded per unit of weight as it
+ * is are candidates (least_conn's ties). */
+static px_peer *pick_round_robin(px_group *g, px_peer *peers, uint64_t tried, int backup,
+                                 uint64_t now, const px_peer *tie)
+{
+    px_peer *best = NULL;
+    int64_t total = 0;
+    for (size_t i = 0; i < g->nservers; i++) {
+        px_peer *p = &peers[i];
+        if (p->srv->backup != backup || (tried & (1ull << i)) || !peer_up(g, p, now))
+            continue;
+        if (tie != NULL &&
+            (uint64_t)p->active * tie->srv->weight != (uint64_t)tie->active * p->srv->weight)
+            continue;
+        p->current_weight += p->srv->weight;
+        total += p->srv->weight;
+        if (best == NULL || p->current_weight > best->current_weight)
+            best = p;
+    }
+    if (best != NULL)
+        best->current_weight -= total;
+    return best;
+}
+
 static px_peer *pick_in(px_worker *pw, px_group *g, uint64_t tried, const char *client_ip,
                         int backup, uint64_t now)
 {
@@ -127,40 +154,9 @@ static px_peer *pick_in(px_worker *pw, px_group *g, uint64_t tried, const char *
         }
         if (ties == 1)
             return best;
-        /* fall through to round robin among the tied ones */
-        best = NULL;
-        int64_t total = 0;
-        for (size_t i = 0; i < g->nservers; i++) {
-            px_peer *p = &peers[i];
-            if (p->srv->backup != backup || (tried & (1ull << i)) || !peer_up(g, p, now) ||
-                (uint64_t)p->active * w != (uint64_t)least * p->srv->weight)
-                continue;
-            p->current_weight += p->srv->weight;
-            total += p->srv->weight;
-            if (best == NULL || p->current_weight > best->current_weight)
-                best = p;
-        }
-        if (best != NULL)
-            best->current_weight -= total;
-        return best;
+        return pick_round_robin(g, peers, tried, backup, now, best);
     }
-    /* Smooth weighted round robin (nginx's ngx_http_upstream_get_peer):
-     * every candidate gains its weight, the largest wins and pays the
-     * total back, which interleaves 5:1:1 as a a b a c a a, not a a a a a
-     * b c. */
-    int64_t total = 0;
-    for (size_t i = 0; i < g->nservers; i++) {
-        px_peer *p = &peers[i];
-        if (p->srv->backup != backup || (tried & (1ull << i)) || !peer_up(g, p, now))
-            continue;
-        p->current_weight += p->srv->weight;
-        total += p->srv->weight;
-        if (best == NULL || p->current_weight > best->current_weight)
-            best = p;
-    }
-    if (best != NULL)
-        best->current_weight -= total;
-    return best;
+    return pick_round_robin(g, peers, tried, backup, now, NULL);
 }
 
 px_peer *px_pick(px_worker *pw, px_group *g, uint64_t tried, const char *client_ip)

@@ -72,18 +72,6 @@ static int month_of(const char *s)
     return 0;
 }
 
-static int digits(const char *s, size_t n, int *out)
-{
-    int v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        v = v * 10 + (s[i] - '0');
-    }
-    *out = v;
-    return 0;
-}
-
 /* Days since 1970-01-01 of a civil date (Howard Hinnant's algorithm). */
 static int64_t days_from_civil(int64_t y, int m, int d)
 {
@@ -95,53 +83,65 @@ static int64_t days_from_civil(int64_t y, int m, int d)
     return era * 146097 + doe - 719468;
 }
 
-static int time_of(const char *s, int *h, int *mi, int *sec)
+/* One of 5.6.7's forms as a layout: d day, bbb month (strftime's %b), y
+ * year, h i s the time's digits, _ a space or the day's digit (asctime),
+ * ? any byte (the weekday); any other byte (",", "GMT") stands for itself.
+ * f: day, month, year, hour, minute, second. */
+enum { F_DAY, F_MON, F_YEAR, F_HOUR, F_MIN, F_SEC, F_COUNT };
+
+static int date_fields(const char *s, size_t len, const char *layout, int f[F_COUNT])
 {
-    if (s[2] != ':' || s[5] != ':')
+    static const char letters[] = "dbyhis"; /* in F_ order */
+    if (len != strlen(layout))
         return -1;
-    if (digits(s, 2, h) || digits(s + 3, 2, mi) || digits(s + 6, 2, sec))
-        return -1;
-    return *h < 24 && *mi < 60 && *sec <= 60 ? 0 : -1;
+    memset(f, 0, F_COUNT * sizeof *f);
+    for (size_t i = 0; i < len; i++) {
+        char l = layout[i];
+        if (l == '?' || (l == '_' && s[i] == ' '))
+            continue;
+        if (l == 'b') {
+            if ((f[F_MON] = month_of(s + i)) == 0)
+                return -1;
+            i += 2;
+            continue;
+        }
+        const char *field = l == '_' ? letters : memchr(letters, l, sizeof letters - 1);
+        if (field == NULL) {
+            if (s[i] != l)
+                return -1;
+            continue;
+        }
+        if (s[i] < '0' || s[i] > '9')
+            return -1;
+        f[field - letters] = f[field - letters] * 10 + (s[i] - '0');
+    }
+    return f[F_HOUR] < 24 && f[F_MIN] < 60 && f[F_SEC] <= 60 ? 0 : -1;
 }
 
 int st_http_date_parse(const char *s, size_t len, int64_t *out)
 {
-    int day, mon, year, h, mi, sec;
+    int f[F_COUNT];
     while (len > 0 && (s[len - 1] == ' ' || s[len - 1] == '\t'))
         len--;
     const char *comma = memchr(s, ',', len);
     if (comma != NULL && (size_t)(comma - s) == 3) {
         /* IMF-fixdate: "Sun, 06 Nov 1994 08:49:37 GMT" */
-        if (len != 29 || s[4] != ' ' || s[7] != ' ' || s[11] != ' ' || s[16] != ' ' ||
-            s[25] != ' ' || memcmp(s + 26, "GMT", 3) != 0)
-            return -1;
-        if (digits(s + 5, 2, &day) || !(mon = month_of(s + 8)) || digits(s + 12, 4, &year) ||
-            time_of(s + 17, &h, &mi, &sec))
+        if (date_fields(s, len, "???, dd bbb yyyy hh:ii:ss GMT", f) != 0)
             return -1;
     } else if (comma != NULL) {
         /* obsolete RFC 850: "Sunday, 06-Nov-94 08:49:37 GMT" */
         const char *p = comma + 1;
-        size_t rest = len - (size_t)(p - s);
-        if (rest != 23 || p[0] != ' ' || p[3] != '-' || p[7] != '-' || p[10] != ' ' ||
-            p[19] != ' ' || memcmp(p + 20, "GMT", 3) != 0)
-            return -1;
-        if (digits(p + 1, 2, &day) || !(mon = month_of(p + 4)) || digits(p + 8, 2, &year) ||
-            time_of(p + 11, &h, &mi, &sec))
+        if (date_fields(p, len - (size_t)(p - s), " dd-bbb-yy hh:ii:ss GMT", f) != 0)
             return -1;
         /* Two-digit years: 7.1.1.1's 50-year rule, read simply. */
-        year += year < 70 ? 2000 : 1900;
-    } else {
-        /* asctime: "Sun Nov  6 08:49:37 1994" */
-        if (len != 24 || s[3] != ' ' || s[7] != ' ' || s[10] != ' ' || s[19] != ' ')
-            return -1;
-        char dd[2] = {s[8] == ' ' ? '0' : s[8], s[9]};
-        if (!(mon = month_of(s + 4)) || digits(dd, 2, &day) || time_of(s + 11, &h, &mi, &sec) ||
-            digits(s + 20, 4, &year))
-            return -1;
+        f[F_YEAR] += f[F_YEAR] < 70 ? 2000 : 1900;
+    } else if (date_fields(s, len, "??? bbb _d hh:ii:ss yyyy", f) != 0) {
+        return -1; /* asctime: "Sun Nov  6 08:49:37 1994" */
     }
-    if (day < 1 || day > 31)
+    if (f[F_DAY] < 1 || f[F_DAY] > 31)
         return -1;
-    *out = days_from_civil(year, mon, day) * 86400 + h * 3600 + mi * 60 + sec;
+    *out = days_from_civil(f[F_YEAR], f[F_MON], f[F_DAY]) * 86400 + f[F_HOUR] * 3600 +
+           f[F_MIN] * 60 + f[F_SEC];
     return 0;
 }
 

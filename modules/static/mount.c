@@ -66,19 +66,6 @@ static char *next_word(const char **p, int *err)
     return out;
 }
 
-static int onoff(const char *v, int *out)
-{
-    if (strcmp(v, "on") == 0 || strcmp(v, "yes") == 0 || strcmp(v, "true") == 0 ||
-        strcmp(v, "1") == 0)
-        *out = 1;
-    else if (strcmp(v, "off") == 0 || strcmp(v, "no") == 0 || strcmp(v, "false") == 0 ||
-             strcmp(v, "0") == 0)
-        *out = 0;
-    else
-        return -1;
-    return 0;
-}
-
 static int set_index(keel_module *module, st_mount *m, const char *v)
 {
     for (size_t i = 0; i < m->nindex; i++)
@@ -110,12 +97,12 @@ static int set_option(keel_module *module, st_mount *m, const char *key, const c
     if (strcmp(key, "index") == 0)
         return set_index(module, m, v);
     if (strcmp(key, "listing") == 0) {
-        if (onoff(v, &m->listing) == 0)
+        if (keel_onoff_parse_z(v, &m->listing) == 0)
             return KEEL_OK;
         return st_mount_error(module, m, "listing: expected on or off");
     }
     if (strcmp(key, "precompressed") == 0) {
-        if (onoff(v, &m->precompressed) == 0)
+        if (keel_onoff_parse_z(v, &m->precompressed) == 0)
             return KEEL_OK;
         return st_mount_error(module, m, "precompressed: expected on or off");
     }

@@ -112,6 +112,7 @@ void stats_buf_put_double(stats_buf *b, double v)
 void stats_buf_put_json_str(stats_buf *b, const char *s, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
+    static const char escaped[] = "\"\\\n\r\t", escapes[] = "\"\\nrt";
     stats_buf_putc(b, '"');
     size_t run = 0; /* bytes copied as they are, in one put */
     for (size_t i = 0; i < len; i++) {
@@ -120,26 +121,15 @@ void stats_buf_put_json_str(stats_buf *b, const char *s, size_t len)
             continue;
         stats_buf_put(b, s + run, i - run);
         run = i + 1;
-        switch (c) {
-        case '"':
-            stats_buf_puts(b, "\\\"");
-            break;
-        case '\\':
-            stats_buf_puts(b, "\\\\");
-            break;
-        case '\n':
-            stats_buf_puts(b, "\\n");
-            break;
-        case '\r':
-            stats_buf_puts(b, "\\r");
-            break;
-        case '\t':
-            stats_buf_puts(b, "\\t");
-            break;
-        default: {
+        /* RFC 8259 7: the two-character escapes where there is one, else
+         * \u00XX. */
+        const char *short_esc = memchr(escaped, c, sizeof escaped - 1);
+        if (short_esc != NULL) {
+            char two[2] = {'\\', escapes[short_esc - escaped]};
+            stats_buf_put(b, two, sizeof two);
+        } else {
             char u[6] = {'\\', 'u', '0', '0', hex[c >> 4], hex[c & 15]};
             stats_buf_put(b, u, sizeof u);
-        }
         }
     }
     stats_buf_put(b, s + run, len - run);

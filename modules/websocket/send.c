@@ -151,6 +151,19 @@ static int usable(keel_ws *ws)
     return KEEL_OK;
 }
 
+/* Writes bufs; obj is the callback's, which frees it, or freed here when
+ * the write is refused. Counted in ws->pending until the callback. */
+static int write_owned(keel_ws *ws, const keel_buf *bufs, size_t n, keel_write_cb cb, void *obj)
+{
+    int rc = keel_conn_write(ws->conn, bufs, n, cb, obj);
+    if (rc != KEEL_OK) {
+        free(obj);
+        return rc;
+    }
+    ws->pending++;
+    return KEEL_OK;
+}
+
 /* Frames [hdr | data] as one block (a copy), or on the stack when small. */
 static int write_copied(keel_ws *ws, const uint8_t *hdr, size_t hlen, const void *data, size_t len)
 {
@@ -169,13 +182,7 @@ static int write_copied(keel_ws *ws, const uint8_t *hdr, size_t hlen, const void
     if (len)
         memcpy(b->bytes + hlen, data, len);
     keel_buf buf = {b->bytes, hlen + len};
-    int rc = keel_conn_write(ws->conn, &buf, 1, block_done, b);
-    if (rc != KEEL_OK) {
-        free(b);
-        return rc;
-    }
-    ws->pending++;
-    return KEEL_OK;
+    return write_owned(ws, &buf, 1, block_done, b);
 }
 
 /* A whole message, compressed when that was negotiated and it is worth it
@@ -202,14 +209,10 @@ static int send_message(keel_ws *ws, int kind, const void *data, size_t len, kee
             block *b = (block *)(void *)c;
             b->ws = ws;
             keel_buf buf = {start, hlen + clen};
-            rc = keel_conn_write(ws->conn, &buf, 1, block_done, b);
-            if (rc != KEEL_OK) {
-                free(c);
-                return rc;
-            }
-            ws->pending++;
-            after_write(ws);
-            return KEEL_OK;
+            rc = write_owned(ws, &buf, 1, block_done, b);
+            if (rc == KEEL_OK)
+                after_write(ws);
+            return rc;
         }
     }
     uint8_t hdr[10];
@@ -233,12 +236,9 @@ static int send_message(keel_ws *ws, int kind, const void *data, size_t len, kee
     *b = (borrowed){ws, data, free_fn, userdata, {0}};
     memcpy(b->hdr, hdr, hlen);
     keel_buf bufs[2] = {{b->hdr, hlen}, {data, len}};
-    rc = keel_conn_write(ws->conn, bufs, len ? 2 : 1, borrowed_done, b);
-    if (rc != KEEL_OK) {
-        free(b);
+    rc = write_owned(ws, bufs, len ? 2 : 1, borrowed_done, b);
+    if (rc != KEEL_OK)
         goto fail;
-    }
-    ws->pending++;
     after_write(ws);
     return KEEL_OK;
 fail:

@@ -197,6 +197,34 @@ Test(keel_util, words_split_on_blanks_and_optionally_commas, .timeout = 10)
     cr_assert(!keel_word_next(&at, at, 1, &w, &len));
 }
 
+Test(keel_util, onoff_takes_the_config_words_as_written, .timeout = 10)
+{
+    const char *on[] = {"on", "yes", "true", "1"}, *off[] = {"off", "no", "false", "0"};
+    for (size_t i = 0; i < 4; i++) {
+        int v = -1;
+        cr_assert(keel_onoff_parse_z(on[i], &v) == 0 && v == 1, "%s", on[i]);
+        cr_assert(keel_onoff_parse_z(off[i], &v) == 0 && v == 0, "%s", off[i]);
+    }
+    const char *other[] = {"", "ON", "onn", "2", "enabled"};
+    for (size_t i = 0; i < 5; i++) {
+        int v = 7;
+        cr_assert(keel_onoff_parse_z(other[i], &v) == -1 && v == 7, "'%s'", other[i]);
+    }
+}
+
+Test(keel_util, words_join_with_a_separator_while_they_fit, .timeout = 10)
+{
+    char buf[16];
+    cr_assert_str_eq(keel_words_join(" GET,POST  PUT ", 1, ", ", buf, sizeof buf),
+                     "GET, POST, PUT");
+    char wide[32];
+    cr_assert_str_eq(keel_words_join("max-age=1 preload", 0, "; ", wide, sizeof wide),
+                     "max-age=1; preload");
+    /* "aaaa, bbbb, cccc" needs 17 bytes: the third word is left out. */
+    cr_assert_str_eq(keel_words_join("aaaa bbbb cccc", 1, ", ", buf, sizeof buf), "aaaa, bbbb");
+    cr_assert_str_eq(keel_words_join("", 1, ", ", buf, sizeof buf), "");
+}
+
 /* ---- IP addresses and CIDR blocks ----------------------------------------- */
 
 static int parses(const char *s, keel_ip *out)

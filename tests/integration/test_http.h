@@ -724,6 +724,24 @@ HT_FN char *ht_read_to_eof(int fd, size_t hint, size_t *len, int timeout_ms)
     return buf;
 }
 
+/* Bytes the keel process has read with read(2)-like calls (pread and
+ * sendfile included: the kernel counts both), from /proc/PID/io (Linux);
+ * -1 where there is none. */
+HT_FN long long ht_bytes_read(kh_proc *p)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/io", (int)p->pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return -1;
+    long long n = -1;
+    while (fgets(line, sizeof line, f) != NULL)
+        if (sscanf(line, "rchar: %lld", &n) == 1)
+            break;
+    fclose(f);
+    return n;
+}
+
 /* The rot13 transport's encoding (tests/modules/mod_rot13.c), in place:
  * its own inverse. */
 HT_FN void ht_rot13(char *p, size_t n)

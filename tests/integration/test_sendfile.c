@@ -114,30 +114,13 @@ static void expect_fds_back(kh_proc *p, int baseline)
               kh_count_fds(p), baseline);
 }
 
-/* Bytes the keel process has read with read(2)-like calls, from
- * /proc/PID/io (Linux; pread through libuv's thread pool included), or -1. */
-static long long bytes_read(kh_proc *p)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/io", (int)p->pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long long n = -1;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "rchar: %lld", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
 /* With a reader that reads nothing for 2 s, keel reads only what the
  * socket's buffers take (a few MiB on loopback); unpaced, it read the whole
- * 32 MiB file in that time here. `before`: bytes_read() at the start. */
+ * 32 MiB file in that time here. `before`: ht_bytes_read() at the start. */
 static void expect_reading_stalls(kh_proc *p, long long before)
 {
     kh_sleep_ms(2000); /* time passing is the test: what keel reads meanwhile */
-    long long during = bytes_read(p);
+    long long during = ht_bytes_read(p);
     kh_assert(p, before < 0 || during - before < 12 * 1024 * 1024,
               "keel read %lld bytes while the reader stalled (file: %u)", during - before,
               FILE_SIZE);
@@ -476,7 +459,7 @@ static void filter_at_the_peers_pace(const char *files_section, int wrapped)
     ht_resp r;
     ht_roundtrip(p, GET("/small"), &r);
     ht_resp_free(&r);
-    long long before = bytes_read(p);
+    long long before = ht_bytes_read(p);
     ht_conn *c = wrap(connect_small_window(kh_port(p, 0)));
     ht_send_str(c, GET("/file"));
     expect_reading_stalls(p, before);
@@ -699,7 +682,7 @@ Test(sendfile, transport_reads_at_the_peers_pace, .timeout = 120, .fini = cleanu
 {
     g_file_size = 32u * 1024 * 1024;
     kh_proc *p = start("", "rot13", NULL, NULL);
-    long long before = bytes_read(p);
+    long long before = ht_bytes_read(p);
     int fd = connect_small_window(kh_port(p, 1));
     char cmd[] = "file\n";
     ht_rot13(cmd, sizeof cmd - 1);

@@ -12,23 +12,6 @@
 
 #define FILE_LEN 4096
 
-/* Bytes the keel process has read with read(2)-like calls (pread and
- * sendfile included), from /proc/PID/io; -1 where there is none. */
-static long long bytes_read(kh_proc *p)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/io", (int)p->pid);
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return -1;
-    long long n = -1;
-    while (fgets(line, sizeof line, f) != NULL)
-        if (sscanf(line, "rchar: %lld", &n) == 1)
-            break;
-    fclose(f);
-    return n;
-}
-
 static void fill(char *b, size_t n, char seed)
 {
     for (size_t i = 0; i < n; i++)
@@ -62,11 +45,11 @@ static long long read_for_twenty(const char *section)
     st_write("www/small.bin", data, sizeof data);
     kh_proc *p = st_start(section);
     get_n(p, "/small.bin", data, sizeof data, 1); /* opened and cached */
-    long long before = bytes_read(p);
+    long long before = ht_bytes_read(p);
     if (before < 0)
         cr_skip_test("no /proc/PID/io here");
     get_n(p, "/small.bin", data, sizeof data, 20);
-    long long delta = bytes_read(p) - before;
+    long long delta = ht_bytes_read(p) - before;
     kh_stop(p);
     st_cleanup();
     return delta;

@@ -384,3 +384,27 @@ void kt_describe_versions(char *buf, size_t size, int min, int max, int max_tls,
     else
         snprintf(buf, size, "TLS 1.%d-1.%d%s", min, max, why);
 }
+
+int kt_open_check(keel_module *m, int client, size_t ncerts, size_t nsites)
+{
+    if (client || ncerts > 0 || nsites > 0)
+        return KEEL_OK;
+    keel_log(m, KEEL_LOG_ERROR,
+             "a tls listener needs [tls] cert = CHAIN.pem KEY.pem (or a site's tls.cert)");
+    return KEEL_ERR_CONFIG;
+}
+
+const char *kt_alpn_offer(keel_conn *conn, int client, const char *alpn, const char *client_alpn)
+{
+    const char *offer = client ? client_alpn : keel_conn_listener_option(conn, "alpn");
+    if (offer == NULL)
+        offer = alpn;
+    /* Nothing configured: an HTTP/1.1 listener offers what browsers
+     * expect, h2 first (the backends keep only the ids whose protocol is
+     * loaded), as nginx's `listen ... ssl http2` does. Other protocols
+     * negotiate nothing. */
+    if (!client && (offer == NULL || offer[0] == '\0') &&
+        strcmp(keel_conn_protocol_name(conn), "http1") == 0)
+        offer = "h2,http/1.1";
+    return offer;
+}

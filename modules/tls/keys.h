@@ -74,6 +74,14 @@ const char *kt_svc_version(keel_conn *conn);
  * describe, ABI 1.9): "TLS 1.2-1.3", or "TLS 1.2, no 1.3 in LIBRARY"
  * when the library lacks it, so that a TLS-1.3-only client's failure has
  * its reason in the log. */
+/* For a connection's on_open, in both backends: KEEL_ERR_CONFIG (logged)
+ * for an accepted connection when no certificate is configured anywhere;
+ * and the ALPN list to offer (the listener's `alpn` option, else [tls]
+ * alpn, client_alpn outbound; "h2,http/1.1" on an http1 listener with
+ * nothing configured). */
+int kt_open_check(keel_module *m, int client, size_t ncerts, size_t nsites);
+const char *kt_alpn_offer(keel_conn *conn, int client, const char *alpn, const char *client_alpn);
+
 void kt_describe_versions(char *buf, size_t size, int min, int max, int max_tls,
                           const char *library);
 const char *kt_svc_cipher(keel_conn *conn);

@@ -288,21 +288,10 @@ static int on_open(keel_conn *conn)
     kt_worker *w = kt_worker_of(conn);
     const char *host = keel_conn_remote_host(conn);
     int client = host != NULL;
-    if (!client && kt_cfg.certs.n == 0 && kt_cfg.nsites == 0) {
-        keel_log(kt_self, KEEL_LOG_ERROR,
-                 "a tls listener needs [tls] cert = CHAIN.pem KEY.pem (or a site's tls.cert)");
-        return KEEL_ERR_CONFIG;
-    }
-    const char *offer = client ? kt_cfg.client_alpn : keel_conn_listener_option(conn, "alpn");
-    if (offer == NULL)
-        offer = kt_cfg.alpn;
-    /* Nothing configured: an HTTP/1.1 listener offers what browsers
-     * expect, h2 first (only once an h2 module is loaded: parse_offer
-     * keeps the ids whose protocol exists), as nginx's `listen ... ssl
-     * http2` does. Other protocols negotiate nothing. */
-    if (!client && (offer == NULL || offer[0] == '\0') &&
-        strcmp(keel_conn_protocol_name(conn), "http1") == 0)
-        offer = "h2,http/1.1";
+    int rc = kt_open_check(kt_self, client, kt_cfg.certs.n, kt_cfg.nsites);
+    if (rc != KEEL_OK)
+        return rc;
+    const char *offer = kt_alpn_offer(conn, client, kt_cfg.alpn, kt_cfg.client_alpn);
     /* Without SNI, the handshake serves what a request without Host
      * would choose: the default site's own certificates, if it has some. */
     const kt_section *dflt_site = client ? NULL : keel_conn_site_config(conn, kt_self, "", 0);

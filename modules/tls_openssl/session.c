@@ -203,20 +203,10 @@ static int on_open(keel_conn *conn)
     ko_worker *w = ko_worker_of(conn);
     const char *host = keel_conn_remote_host(conn);
     int client = host != NULL;
-    if (!client && ko_cfg.certs.n == 0 && ko_cfg.nsites == 0) {
-        keel_log(ko_self, KEEL_LOG_ERROR,
-                 "a tls listener needs [tls] cert = CHAIN.pem KEY.pem (or a site's tls.cert)");
-        return KEEL_ERR_CONFIG;
-    }
-    const char *offer = client ? ko_cfg.c.client_alpn : keel_conn_listener_option(conn, "alpn");
-    if (offer == NULL)
-        offer = ko_cfg.c.alpn;
-    /* Nothing configured: an HTTP/1.1 listener offers what browsers
-     * expect, h2 first (only once an h2 module is loaded), as nginx's
-     * `listen ... ssl http2` does. Other protocols negotiate nothing. */
-    if (!client && (offer == NULL || offer[0] == '\0') &&
-        strcmp(keel_conn_protocol_name(conn), "http1") == 0)
-        offer = "h2,http/1.1";
+    int rc = kt_open_check(ko_self, client, ko_cfg.certs.n, ko_cfg.nsites);
+    if (rc != KEEL_OK)
+        return rc;
+    const char *offer = kt_alpn_offer(conn, client, ko_cfg.c.alpn, ko_cfg.c.client_alpn);
     /* Without SNI, the handshake serves what a request without Host
      * would choose: the default site's own certificates, if it has some
      * ([site default]'s, or whichever the listener's rules make the

@@ -425,6 +425,14 @@ void kl_response_release_if_aborted(keel_response *res);
  * protocol); one piece straight to the protocol, past the filters; the
  * filters from position `from`; the end of their chain. */
 int kl_response_pieces_filtered(const keel_response *res);
+/* body_filters.c: the bytes chain from filter position `from` (a
+ * pieces-only filter gets bytes pieces); response.c: its end, the bytes
+ * to the protocol (with `piece` the caller's bytes are borrowed until the
+ * protocol is done, else copied). */
+int kl_response_run_body_filters(keel_response *res, size_t from, const keel_buf *bufs,
+                                 size_t nbufs, int last);
+int kl_response_to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int last,
+                        kl_body_piece *piece);
 int kl_response_send_direct(keel_response *res, const void *data, size_t len, int last,
                             keel_free_fn free_fn, void *userdata);
 int kl_response_run_piece_filters(keel_response *res, size_t from, const keel_piece *pieces,

@@ -239,23 +239,6 @@ int keel_response_filter_skip_body(keel_response *res)
     return KEEL_OK;
 }
 
-/* Whether this response's body goes through a filter: one that has a body
- * hook and did not skip it. Decided once the head filters have run. */
-int kl_response_body_filtered(const keel_response *res)
-{
-    const kl_http *http = http_of(res->req);
-    return http->has_body_filters && (http->body_filter_mask & ~res->body_skipped) != 0;
-}
-
-int kl_response_pieces_filtered(const keel_response *res)
-{
-    const kl_http *http = http_of(res->req);
-    const keel_http_sink *sink = res->req->sink;
-    return kl_response_body_filtered(res) && (http->bytes_filter_mask & ~res->body_skipped) == 0 &&
-           sink->size >= offsetof(keel_http_sink, send_pieces) + sizeof sink->send_pieces &&
-           sink->send_pieces != NULL;
-}
-
 int kl_views_make(kl_views *v, const keel_response *res, size_t room)
 {
     size_t n = res->nheaders;
@@ -386,8 +369,8 @@ static void trailers_view(keel_response *res, keel_header *out)
 /* The end of the filter chain: hands bytes to the protocol. With `owned`
  * the caller's bytes outlive the write (borrowed, released by piece);
  * otherwise they are copied here. */
-static int to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int last,
-                   kl_body_piece *piece)
+int kl_response_to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int last,
+                        kl_body_piece *piece)
 {
     keel_request *req = res->req;
     keel_header trailers[32];
@@ -432,116 +415,6 @@ static int to_sink(keel_response *res, const keel_buf *bufs, size_t nbufs, int l
     return rc;
 }
 
-/* The next filter from position `from` that takes this body, or nfilters. */
-static size_t next_body_filter(const keel_response *res, size_t from)
-{
-    const kl_http *http = http_of(res->req);
-    for (size_t i = from; i < http->nfilters; i++) {
-        const keel_http_filter *f = &http->filters[i].cb;
-        if ((f->on_response_body != NULL || f->on_response_pieces != NULL) &&
-            !(i < 64 && (res->body_skipped >> i) & 1))
-            return i;
-    }
-    return http->nfilters;
-}
-
-/* Calls filter i's pieces hook with filter_pos set for its emits. */
-static int call_pieces_filter(keel_response *res, size_t i, const keel_piece *pieces, size_t n,
-                              int last)
-{
-    const keel_http_filter *f = &http_of(res->req)->filters[i].cb;
-    size_t saved = res->filter_pos;
-    res->filter_pos = i + 1;
-    int rc = f->on_response_pieces(res->req, res, pieces, n, last, f->userdata);
-    res->filter_pos = saved;
-    return rc;
-}
-
-/* Bytes handed on as bytes pieces: to filter `at` alone, or to the
- * pieces chain from position `at`. */
-static int bufs_as_pieces(keel_response *res, size_t at, const keel_buf *bufs, size_t nbufs,
-                          int last, int chain)
-{
-    keel_piece stack[16];
-    keel_piece *p = nbufs <= 16 ? stack : malloc(nbufs * sizeof *p);
-    if (p == NULL)
-        return KEEL_ERR_NOMEM;
-    for (size_t k = 0; k < nbufs; k++)
-        p[k] = keel_piece_bytes(bufs[k].base, bufs[k].len);
-    int rc = chain ? kl_response_run_piece_filters(res, at, p, nbufs, last)
-                   : call_pieces_filter(res, at, p, nbufs, last);
-    if (p != stack)
-        free(p);
-    return rc;
-}
-
-/* Runs the body filters from position `from`, on bytes: the chain of a
- * body some filter needs the bytes of. A pieces-only filter gets them as
- * bytes pieces. */
-static int run_body_filters(keel_response *res, size_t from, const keel_buf *bufs, size_t nbufs,
-                            int last)
-{
-    const kl_http *http = http_of(res->req);
-    size_t i = next_body_filter(res, from);
-    if (i == http->nfilters)
-        return to_sink(res, bufs, nbufs, last, NULL);
-    const keel_http_filter *f = &http->filters[i].cb;
-    if (f->on_response_body == NULL)
-        return bufs_as_pieces(res, i, bufs, nbufs, last, 0);
-    size_t saved = res->filter_pos;
-    res->filter_pos = i + 1;
-    int rc = f->on_response_body(res->req, res, bufs, nbufs, last, f->userdata);
-    res->filter_pos = saved;
-    return rc;
-}
-
-/* Runs the body filters from position `from` on pieces: the chain of a
- * body whose filters all take pieces (kl_response_pieces_filtered). */
-int kl_response_run_piece_filters(keel_response *res, size_t from, const keel_piece *pieces,
-                                  size_t npieces, int last)
-{
-    const kl_http *http = http_of(res->req);
-    size_t i = next_body_filter(res, from);
-    if (i == http->nfilters)
-        return kl_response_pieces_to_sink(res, pieces, npieces, last);
-    return call_pieces_filter(res, i, pieces, npieces, last);
-}
-
-int keel_response_filter_emit(keel_response *res, const keel_buf *bufs, size_t nbufs, int last)
-{
-    if (res->req->aborted)
-        return KEEL_ERR_CLOSED;
-    if (!kl_response_pieces_filtered(res))
-        return run_body_filters(res, res->filter_pos, bufs, nbufs, last);
-    return bufs_as_pieces(res, res->filter_pos, bufs, nbufs, last, 1);
-}
-
-int keel_response_filter_emit_pieces(keel_response *res, const keel_piece *pieces, size_t npieces,
-                                     int last)
-{
-    uint64_t total;
-    int files;
-    int rc = kl_pieces_check(pieces, npieces, &total, &files);
-    if (rc != KEEL_OK)
-        return rc;
-    if (res->req->aborted)
-        return KEEL_ERR_CLOSED;
-    if (kl_response_pieces_filtered(res))
-        return kl_response_run_piece_filters(res, res->filter_pos, pieces, npieces, last);
-    if (files)
-        return KEEL_ERR_UNSUPPORTED; /* a later filter needs the bytes */
-    keel_buf stack[16];
-    keel_buf *b = npieces <= 16 ? stack : malloc(npieces * sizeof *b);
-    if (b == NULL)
-        return KEEL_ERR_NOMEM;
-    for (size_t k = 0; k < npieces; k++)
-        b[k] = (keel_buf){pieces[k].base, (size_t)pieces[k].len};
-    rc = run_body_filters(res, res->filter_pos, b, npieces, last);
-    if (b != stack)
-        free(b);
-    return rc;
-}
-
 /* Sends one body piece: straight to the protocol without copying when no
  * filter wants the body, else through the filters (which copy). */
 int kl_response_send_piece(keel_response *res, const void *data, size_t len, int last,
@@ -552,7 +425,7 @@ int kl_response_send_piece(keel_response *res, const void *data, size_t len, int
         keel_piece one = keel_piece_bytes(data, len);
         int rc = kl_response_pieces_filtered(res)
                      ? kl_response_run_piece_filters(res, 0, &one, len ? 1 : 0, last)
-                     : run_body_filters(res, 0, &buf, len ? 1 : 0, last);
+                     : kl_response_run_body_filters(res, 0, &buf, len ? 1 : 0, last);
         if (free_fn == NULL)
             return rc;
         /* The filters copied the bytes, but a streamer paces itself by
@@ -588,8 +461,8 @@ int kl_response_send_direct(keel_response *res, const void *data, size_t len, in
         *piece = (kl_body_piece){req, free_fn, (void *)data, userdata};
     }
     if (piece == NULL)
-        return to_sink(res, NULL, 0, last, NULL);
-    return to_sink(res, &buf, len ? 1 : 0, last, piece);
+        return kl_response_to_sink(res, NULL, 0, last, NULL);
+    return kl_response_to_sink(res, &buf, len ? 1 : 0, last, piece);
 }
 
 /* The response is complete: the log phase, then the protocol may go on. */

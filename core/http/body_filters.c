@@ -11,14 +11,6 @@
 #include "http/http.h"
 #include "net/output.h"
 
-/* Whether this response's body goes through a filter: one that has a body
- * hook and did not skip it. Decided once the head filters have run. */
-int kl_response_body_filtered(const keel_response *res)
-{
-    const kl_http *http = res->req->http;
-    return http->has_body_filters && (http->body_filter_mask & ~res->body_skipped) != 0;
-}
-
 int kl_response_pieces_filtered(const keel_response *res)
 {
     const kl_http *http = res->req->http;

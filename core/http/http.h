@@ -408,10 +408,18 @@ static inline void kl_request_body_pause_end(keel_request *req)
 /* After the client went away and the handler has been told so (a body or
  * offload callback with KEEL_ERR_CLOSED has returned), the response is
  * over: the handler may no longer touch the request. */
-/* For response_pieces.c, from response.c: whether body filters see this
- * body; the head sent with content_length; the response over; a call
- * refused (the caller's release run, as every body call promises). */
-int kl_response_body_filtered(const keel_response *res);
+/* Whether this response's body goes through a filter: one that has a body
+ * hook and did not skip it. Decided once the head filters have run; asked
+ * for every body piece, so inline. */
+static inline int kl_response_body_filtered(const keel_response *res)
+{
+    const kl_http *http = res->req->http;
+    return http->has_body_filters && (http->body_filter_mask & ~res->body_skipped) != 0;
+}
+
+/* For response_pieces.c, from response.c: the head sent with
+ * content_length; the response over; a call refused (the caller's release
+ * run, as every body call promises). */
 int kl_response_send_head(keel_response *res, int64_t content_length);
 void kl_response_end(keel_response *res);
 int kl_response_refuse(keel_response *res, const void *data, keel_free_fn free_fn, void *userdata);

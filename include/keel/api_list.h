@@ -1762,3 +1762,8 @@ KEEL_FN(int, metrics_source_register,
 KEEL_FN(int, request_peer_cred, (keel_request *req, uint32_t *uid, uint32_t *gid, int64_t *pid),
         (req, uid, gid, pid))
 #endif /* KEEL__WANT(9) */
+
+#if KEEL__WANT(10)
+/* ABI 1.10: entries are appended below this line, each with its section
+ * comment (what it is for, ownership, thread, errors). */
+#endif /* KEEL__WANT(10) */

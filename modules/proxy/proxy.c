@@ -765,6 +765,7 @@ static void proxy_stop(keel_module *m, keel_worker *w, void *state)
     px_peers_free(pw);
     px_clients_free(pw);
     px_fcgi_worker_free(pw);
+    px_body_blocks_free(pw);
 }
 
 KEEL_MODULE(proxy, .version = "1.0.0", .worker_state_size = sizeof(px_worker), .load = proxy_load,

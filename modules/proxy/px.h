@@ -170,6 +170,9 @@ typedef struct px_worker {
     /* FastCGI stderr lines logged this second, and those dropped */
     uint64_t stderr_window_ms, stderr_lines, stderr_dropped;
     struct px_conn_names *conn_names; /* fastcgi.c: the connections' addresses, cached */
+    struct px_block *free_blocks;     /* response.c: gathering blocks kept for reuse */
+    unsigned nfree_blocks;
+    int blocks_closed; /* the worker stopped: blocks given back go to free() */
 } px_worker;
 
 /* ---- an upstream connection ------------------------------------------------- */
@@ -260,8 +263,12 @@ struct px_ex {
 /* A body piece copied once, handed to a connection or a response, and
  * freed by its completion. */
 typedef struct px_block {
-    px_ex *ex;
+    union {
+        px_ex *ex;
+        struct px_block *next_free; /* in the worker's kept blocks (response.c) */
+    };
     size_t len;
+    size_t cap; /* response.c's gathering blocks: what data holds */
     char data[];
 } px_block;
 
@@ -335,6 +342,9 @@ int px_body_reserve(px_ex *ex, size_t len);
 int px_body_add(px_ex *ex, const char *at, size_t len);
 void px_body_flush_soon(px_ex *ex);
 void px_body_drop(px_ex *ex);
+/* Frees the gathering blocks kept for reuse; later ones are freed as they
+ * come back (proxy_stop). */
+void px_body_blocks_free(px_worker *pw);
 void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps);
 void px_response_client_gone(px_ex *ex);
 

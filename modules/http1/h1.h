@@ -188,6 +188,8 @@ typedef struct h1_worker {
     unsigned nfree_exch;
     h1_obuf *free_obuf;
     unsigned nfree_obuf;
+    struct h1_free_conn *free_conn;
+    unsigned nfree_conn;
     /* The cached Date header line (date.c). */
     uint64_t date_checked_ms;
     int64_t date_sec;
@@ -300,10 +302,25 @@ int h1_hand_over(h1_conn *c, const char *protocol, void *arg);
 /* Frees the connection's state (on_close, or a hand-over). */
 void h1_conn_free(h1_conn *c);
 
+/* ---- park.c ------------------------------------------------------------- */
+
+/* Gives an idle connection's h1_conn back to the pool if nothing in it is
+ * needed until the next byte; the caller must not touch c afterwards. */
+void h1_park(h1_conn *c);
+/* A fresh h1_conn for conn, set as its data; NULL (out of memory). */
+h1_conn *h1_conn_start(keel_conn *conn);
+/* The connection's h1_conn, taken from the pool again if it was parked;
+ * NULL if that ran out of memory. */
+h1_conn *h1_conn_of(keel_conn *conn);
+int h1_conn_parked(keel_conn *conn);
+
 /* ---- pool.c ------------------------------------------------------------- */
 
 h1_exch *h1_exch_get(h1_worker *w);
 void h1_exch_put(h1_worker *w, h1_exch *exch);
+/* A zeroed h1_conn, or NULL (out of memory); and back. */
+h1_conn *h1_conn_get(h1_worker *w);
+void h1_conn_put(h1_worker *w, h1_conn *c);
 /* Makes room for n more headers (up to the configured maximum). */
 int h1_exch_grow(h1_exch *exch, size_t want);
 void h1_pool_free(h1_worker *w);

@@ -303,8 +303,10 @@ static size_t settle(h1_conn *c)
     h1_out_flush(c);
     h1_set_timeout(c, timeout);
     h1_out_release(c);
-    if (idle)
+    if (idle) {
         mark_idle(c);
+        h1_park(c);
+    }
     return keep;
 }
 
@@ -326,8 +328,10 @@ void h1_after_exchange(h1_conn *c)
         }
         h1_out_release(c);
         h1_resume(c);
-        if (idle)
+        if (idle) {
             mark_idle(c);
+            h1_park(c);
+        }
         break;
     case H1_READ_HOLD:
     case H1_READ_BODY:
@@ -348,20 +352,20 @@ void h1_after_exchange(h1_conn *c)
 static int h1_on_open(keel_conn *conn, void *arg)
 {
     (void)arg;
-    h1_conn *c = calloc(1, sizeof *c);
+    h1_conn *c = h1_conn_start(conn);
     if (c == NULL)
         return KEEL_ERR_NOMEM;
-    c->conn = conn;
-    c->w = keel_worker_state(keel_conn_worker(conn), keel_conn_module(conn));
-    keel_conn_set_data(conn, c);
     h1_set_timeout(c, c->w->cfg->header_timeout_ms);
     mark_idle(c);
+    h1_park(c); /* until its first byte */
     return KEEL_OK;
 }
 
 static int h1_on_data(keel_conn *conn, const char *data, size_t len, size_t *consumed)
 {
-    h1_conn *c = keel_conn_data(conn);
+    h1_conn *c = h1_conn_of(conn);
+    if (c == NULL)
+        return KEEL_ERR_NOMEM;
     if (c->closing) {
         *consumed = len;
         return KEEL_OK;
@@ -414,7 +418,11 @@ int h1_hand_over(h1_conn *c, const char *protocol, void *arg)
 
 static void h1_on_timeout(keel_conn *conn)
 {
-    h1_conn *c = keel_conn_data(conn);
+    h1_conn *c = h1_conn_of(conn);
+    if (c == NULL) {
+        keel_conn_abort(conn);
+        return;
+    }
     switch (c->read_state) {
     case H1_READ_HEAD:
         c->deadline_set = 0; /* if it was the deadline, it is spent */
@@ -448,7 +456,11 @@ static void h1_on_timeout(keel_conn *conn)
 
 static void h1_on_shutdown(keel_conn *conn)
 {
-    h1_conn *c = keel_conn_data(conn);
+    h1_conn *c = h1_conn_of(conn);
+    if (c == NULL) {
+        keel_conn_abort(conn);
+        return;
+    }
     c->shutdown = 1;
     if (c->exch_state == H1_EXCH_ACTIVE) {
         /* Let it finish; its response says Connection: close if its head
@@ -481,17 +493,16 @@ void h1_conn_free(h1_conn *c)
         c->out->len = 0;
         h1_obuf_free(c->w, c->out);
     }
-    free(c);
+    h1_conn_put(c->w, c);
 }
 
 static void h1_on_close(keel_conn *conn, int status)
 {
     (void)status;
-    h1_conn *c = keel_conn_data(conn);
-    if (c == NULL)
-        return;
+    h1_conn *c = h1_conn_parked(conn) ? NULL : keel_conn_data(conn);
     keel_conn_set_data(conn, NULL);
-    h1_conn_free(c);
+    if (c != NULL)
+        h1_conn_free(c);
 }
 
 static const keel_protocol h1_protocol = {

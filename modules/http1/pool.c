@@ -8,6 +8,7 @@
 #include "h1.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 h1_exch *h1_exch_get(h1_worker *w)
 {
@@ -72,6 +73,44 @@ void h1_exch_put(h1_worker *w, h1_exch *exch)
     w->nfree_exch++;
 }
 
+/* A free h1_conn keeps the list's link in its first bytes. */
+struct h1_free_conn {
+    struct h1_free_conn *next;
+};
+
+/* ASan reports a use after free only of memory not handed out again at
+ * once: sanitized builds give every h1_conn back to malloc, so that a
+ * parked connection's state used after h1_park (park.c) is caught. */
+#if defined(__SANITIZE_ADDRESS__)
+#define H1_CONN_POOL_MAX 0
+#else
+#define H1_CONN_POOL_MAX H1_POOL_MAX
+#endif
+
+h1_conn *h1_conn_get(h1_worker *w)
+{
+    struct h1_free_conn *f = w->free_conn;
+    if (f == NULL)
+        return calloc(1, sizeof(h1_conn));
+    w->free_conn = f->next;
+    w->nfree_conn--;
+    h1_conn *c = (h1_conn *)(void *)f;
+    memset(c, 0, sizeof *c);
+    return c;
+}
+
+void h1_conn_put(h1_worker *w, h1_conn *c)
+{
+    if (w->nfree_conn >= H1_CONN_POOL_MAX) {
+        free(c);
+        return;
+    }
+    struct h1_free_conn *f = (struct h1_free_conn *)(void *)c;
+    f->next = w->free_conn;
+    w->free_conn = f;
+    w->nfree_conn++;
+}
+
 /* Requests with more fields than the inline arrays hold are rare; only they
  * pay for an allocation, growing geometrically. */
 int h1_exch_grow(h1_exch *exch, size_t want)
@@ -121,4 +160,10 @@ void h1_pool_free(h1_worker *w)
         free(b);
     }
     w->nfree_obuf = 0;
+    while (w->free_conn != NULL) {
+        struct h1_free_conn *f = w->free_conn;
+        w->free_conn = f->next;
+        free(f);
+    }
+    w->nfree_conn = 0;
 }

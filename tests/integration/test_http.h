@@ -534,6 +534,16 @@ HT_FN void ht_expect_response(kh_proc *p, ht_conn *c, ht_resp *r, int no_body)
               r->head ? r->head : "(none)");
 }
 
+/* Sends a request on c and reads its response, which must have `status`. */
+HT_FN void ht_expect_status_on(kh_proc *p, ht_conn *c, const char *request, int status)
+{
+    ht_resp r;
+    ht_send_str(c, request);
+    ht_expect_response(p, c, &r, strncmp(request, "HEAD ", 5) == 0);
+    kh_assert(p, r.status == status, "%s: %d, not %d", request, r.status, status);
+    ht_resp_free(&r);
+}
+
 /* Sends a request on a fresh connection and reads one response (5 s). */
 HT_FN void ht_roundtrip(kh_proc *p, const char *request, ht_resp *r)
 {

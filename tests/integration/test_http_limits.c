@@ -374,6 +374,26 @@ Test(http_limits, keepalive_timeout_restarts_with_each_request, .timeout = 30,
     kh_stop(p);
 }
 
+/* An idle connection keeps no http1 state (modules/http1/park.c): what it
+ * is rebuilt from must still say which timeout runs. After a request the
+ * keep-alive timeout (3 s) applies, not the header timeout (300 ms): idle
+ * for 1.2 s, the connection still serves the next request. */
+Test(http_limits, idle_connection_keeps_the_keepalive_timeout, .timeout = 30,
+     .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_KEEPALIVE_TIMEOUT "=3s", "--set", HT_HEADER_TIMEOUT "=300ms",
+                          NULL};
+    kh_proc *p = ht_start(NULL, args);
+    ht_conn *c = ht_connect(kh_port(p, 0));
+    for (int i = 1; i <= 3; i++) {
+        ht_expect_status_on(p, c, GET("/"), 200);
+        kh_assert(p, ht_wait_closed(c, 1200) == 0,
+                  "closed (or bytes came) while idle after request %d", i);
+    }
+    ht_close(c);
+    kh_stop(p);
+}
+
 Test(http_limits, max_requests_per_connection, .timeout = 30, .fini = kh_cleanup_all)
 {
     const char *args[] = {"--set", HT_MAX_REQUESTS "=3", NULL};

@@ -230,6 +230,7 @@ static int deflate_load(keel_module *module)
 static void deflate_unload(keel_module *module)
 {
     http_free(keel_module_data(module));
+    kd_kept_free();
 }
 
 KEEL_MODULE(deflate, .version = "1.0.0", .load = deflate_load, .unload = deflate_unload,

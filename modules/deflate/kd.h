@@ -34,6 +34,9 @@ int kd_decompress(keel_deflate *s, const void *in, size_t len, uint64_t max_out,
                   keel_deflate_out_fn out, void *userdata);
 int kd_reset(keel_deflate *s);
 void kd_release(keel_deflate *s);
+/* Ends the released zlib states kept for reuse (release keeps up to 16,
+ * reset, for the next stream with the same parameters). Unload. */
+void kd_kept_free(void);
 void kd_free(keel_deflate *s);
 size_t kd_memory(const keel_deflate *s);
 

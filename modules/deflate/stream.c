@@ -26,6 +26,8 @@
 
 #include "kd.h"
 
+#include <keel/util.h>
+
 /* Output is handed over in pieces of this size: big enough that the
  * callback's cost (an HTTP body piece, a WebSocket frame fragment) is
  * amortised, small enough for any worker's stack. */
@@ -101,7 +103,8 @@ static void kd_dealloc(keel_deflate *s, void *p)
     if (p == NULL)
         return;
     kd_header *h = (kd_header *)p - 1;
-    s->mem -= h->size;
+    if (s != NULL) /* NULL: a kept state ended (kd_kept_free) */
+        s->mem -= h->size;
     free(h);
 }
 
@@ -186,10 +189,112 @@ static int zlib_window_bits(const keel_deflate *s)
     }
 }
 
+/* ---- released states kept for the next stream ------------------------------
+ * A WebSocket connection without context takeover releases its streams
+ * after every message, and the next message takes them again. Ended and
+ * allocated anew each time, zlib's ~300 KiB went back to malloc per
+ * message: glibc then trimmed the worker thread's arena (madvise, a TLB
+ * shootdown across cores) and the next deflateInit2 faulted the pages in
+ * again, half of the CPU of 4 KiB compressed echo. A few released states
+ * are kept instead, reset, for the next stream with the same parameters;
+ * the rest are ended as before. Streams belong to any thread, hence the
+ * lock: two uncontended lock pairs a message. */
+#define KD_KEPT_MAX 16
+
+typedef struct kd_kept {
+    z_stream *z;
+    size_t mem;
+    unsigned char kind, format, level, window_bits, mem_level;
+} kd_kept;
+
+static keel_mutex kept_lock = KEEL_MUTEX_INIT;
+static kd_kept kept[KD_KEPT_MAX];
+static size_t nkept;
+
+static int same_params(const kd_kept *k, const keel_deflate *s)
+{
+    return k->kind == s->kind && k->format == s->format && k->level == s->level &&
+           k->window_bits == s->window_bits && k->mem_level == s->mem_level;
+}
+
+/* Gives s a kept state with its parameters; 0 if there is none. */
+static int kd_take_kept(keel_deflate *s)
+{
+    z_stream *z = NULL;
+    size_t mem = 0;
+    keel_mutex_lock(&kept_lock);
+    for (size_t i = nkept; i-- > 0;) {
+        if (same_params(&kept[i], s)) {
+            z = kept[i].z;
+            mem = kept[i].mem;
+            kept[i] = kept[--nkept];
+            break;
+        }
+    }
+    keel_mutex_unlock(&kept_lock);
+    if (z == NULL)
+        return 0;
+    z->opaque = s;
+    s->mem += mem;
+    s->z = z;
+    s->state = KD_LIVE;
+    return 1;
+}
+
+/* Resets zlib's stream. zlib leaves next_in/avail_in as the caller's: a
+ * call that stopped mid-input (an error, the output limit) would have the
+ * next one go on with the rest of that old input. */
+static int kd_zreset(keel_deflate *s)
+{
+    s->z->next_in = Z_NULL;
+    s->z->avail_in = 0;
+    s->z->next_out = Z_NULL;
+    s->z->avail_out = 0;
+    return (s->kind == KD_COMPRESS ? deflateReset(s->z) : inflateReset(s->z)) == Z_OK;
+}
+
+/* Keeps s's state, reset, for a later stream; 0 if there is no room. */
+static int kd_keep(keel_deflate *s)
+{
+    if (!kd_zreset(s))
+        return 0;
+    int kept_it = 0;
+    keel_mutex_lock(&kept_lock);
+    if (nkept < KD_KEPT_MAX) {
+        s->z->opaque = NULL; /* no stream's count: s may be freed before reuse */
+        kept[nkept++] =
+            (kd_kept){s->z, s->mem, s->kind, s->format, s->level, s->window_bits, s->mem_level};
+        kept_it = 1;
+    }
+    keel_mutex_unlock(&kept_lock);
+    if (kept_it) {
+        s->mem = 0;
+        s->z = NULL;
+        s->state = KD_FRESH;
+    }
+    return kept_it;
+}
+
+void kd_kept_free(void)
+{
+    keel_mutex_lock(&kept_lock);
+    while (nkept > 0) {
+        kd_kept *k = &kept[--nkept];
+        if (k->kind == KD_COMPRESS)
+            deflateEnd(k->z);
+        else
+            inflateEnd(k->z);
+        kd_dealloc(NULL, k->z);
+    }
+    keel_mutex_unlock(&kept_lock);
+}
+
 /* Takes zlib's state if the stream has none (new or released). */
 static int kd_wake(keel_deflate *s)
 {
     if (s->z != NULL)
+        return KEEL_OK;
+    if (kd_take_kept(s))
         return KEEL_OK;
     z_stream *z = kd_alloc(s, sizeof *z);
     if (z == NULL)
@@ -374,8 +479,7 @@ int kd_reset(keel_deflate *s)
         s->state = KD_FRESH;
         return KEEL_OK;
     }
-    int zrc = s->kind == KD_COMPRESS ? deflateReset(s->z) : inflateReset(s->z);
-    if (zrc != Z_OK) {
+    if (!kd_zreset(s)) {
         /* Cannot happen with a valid stream; start from scratch anyway. */
         kd_release(s);
         return KEEL_OK;
@@ -386,7 +490,7 @@ int kd_reset(keel_deflate *s)
 
 void kd_release(keel_deflate *s)
 {
-    if (s == NULL || s->z == NULL)
+    if (s == NULL || s->z == NULL || kd_keep(s))
         return;
     if (s->kind == KD_COMPRESS)
         deflateEnd(s->z); /* Z_DATA_ERROR if ended mid-stream: expected here */

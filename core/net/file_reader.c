@@ -5,6 +5,10 @@
 
 #include <keel/types.h>
 
+#include "base/util.h"
+#include "net/worker.h"
+#include "platform/platform.h"
+
 void kl_file_reader_init(kl_file_reader *r, int fd, uint64_t offset, uint64_t length,
                          kl_file_piece_fn on_piece, void *owner)
 {
@@ -17,11 +21,9 @@ void kl_file_reader_init(kl_file_reader *r, int fd, uint64_t offset, uint64_t le
     r->left = length;
 }
 
-static void on_read(uv_fs_t *fs)
+/* n bytes (or an error, n <= 0) of the read in flight arrived. */
+static void deliver(kl_file_reader *r, int64_t n)
 {
-    kl_file_reader *r = fs->data;
-    ssize_t n = fs->result;
-    uv_fs_req_cleanup(fs);
     r->reading = 0;
     /* 0 before the promised length: the file shrank since it was sized. */
     if (n <= 0) {
@@ -29,10 +31,24 @@ static void on_read(uv_fs_t *fs)
         return;
     }
     if ((uint64_t)n > r->left)
-        n = (ssize_t)r->left;
+        n = (int64_t)r->left;
     r->offset += (uint64_t)n;
     r->left -= (uint64_t)n;
     r->on_piece(r, KEEL_OK, r->buf, (size_t)n);
+}
+
+static void on_read(uv_fs_t *fs)
+{
+    kl_file_reader *r = fs->data;
+    int64_t n = fs->result;
+    uv_fs_req_cleanup(fs);
+    deliver(r, n);
+}
+
+static void on_cached(kl_soon *soon)
+{
+    kl_file_reader *r = KL_CONTAINER_OF(soon, kl_file_reader, soon);
+    deliver(r, (int64_t)r->cached);
 }
 
 int kl_file_reader_next(kl_file_reader *r, uv_loop_t *loop)
@@ -43,6 +59,14 @@ int kl_file_reader_next(kl_file_reader *r, uv_loop_t *loop)
     /* Sized by the first read: a small file costs a small buffer. */
     if (r->buf == NULL && (r->buf = malloc(want)) == NULL)
         return KEEL_ERR_NOMEM;
+    int64_t n = kl_pread_cached(r->fd, r->buf, want, r->offset);
+    if (n > 0) {
+        r->cached = (size_t)n;
+        r->reading = 1;
+        r->soon.fn = on_cached;
+        kl_worker_soon(loop->data, &r->soon);
+        return KEEL_OK;
+    }
     uv_buf_t buf = uv_buf_init(r->buf, (unsigned)want);
     r->fs.data = r;
     if (uv_fs_read(loop, &r->fs, r->fd, &buf, 1, (int64_t)r->offset, on_read) != 0)

@@ -5,7 +5,11 @@
  * behind body filters or chunked framing (http/response.c). The owner asks
  * for each piece when the previous one has gone (so a file is read at the
  * peer's pace, never into memory whole), and the loop never waits for the
- * disk. Worker thread of the loop it reads on.
+ * disk: a piece the page cache holds is read at once and handed over from
+ * the worker's idle pass (Linux: preadv2 with RWF_NOWAIT, as nginx's aio
+ * threads try first), only the rest goes through the thread pool, whose
+ * round trip (a futex wake, a context switch and back) cost a 1 MiB file
+ * over HTTPS most of its CPU. Worker thread of the loop it reads on.
  */
 #ifndef KEEL_CORE_FILE_READER_H
 #define KEEL_CORE_FILE_READER_H
@@ -13,6 +17,8 @@
 #include <stdint.h>
 
 #include <uv.h>
+
+#include "net/soon.h"
 
 /* Bytes per read: large enough for the disk, small enough to hold. */
 #define KL_FILE_PIECE (64 * 1024)
@@ -26,6 +32,8 @@ typedef void (*kl_file_piece_fn)(kl_file_reader *r, int status, char *data, size
 
 struct kl_file_reader {
     uv_fs_t fs;
+    kl_soon soon;  /* a piece read from the page cache, handed over soon */
+    size_t cached; /* its length */
     kl_file_piece_fn on_piece;
     void *owner;
     char *buf;

@@ -23,6 +23,13 @@ extern const char kl_module_suffix[];
  * Winsock on Windows). */
 void kl_platform_init(void);
 
+/* Reads up to len bytes of fd at offset only if the page cache holds them
+ * (Linux preadv2 with RWF_NOWAIT): the bytes read (possibly fewer than
+ * len), or -1 if the read would have waited for the disk, failed, or the
+ * system cannot tell (everywhere else: always -1). Never waits for the
+ * disk, so a worker may call it from its loop. */
+int64_t kl_pread_cached(int fd, void *buf, size_t len, uint64_t offset);
+
 /* Non-zero where several sockets can bind one port and the kernel spreads
  * connections over them (Linux SO_REUSEPORT, FreeBSD SO_REUSEPORT_LB). */
 int kl_reuseport_balances(void);

@@ -19,11 +19,14 @@
 #                 second and per server CPU-second
 #   tlsresume     openssl s_time -reuse: resumed handshakes (the session
 #                 ticket of the first), the same counts
+#   tls1m         wrk -t1 -c TLS_CONNS_1M GET /files/1m (a 1 MiB file: keel's
+#                 static module, nginx's and Caddy's file serving; no kernel
+#                 TLS on either side): MB/s, p99, MB per server CPU-second
 #   tlsidle       RSS growth per idle TLS connection (TLS_IDLE of them, each
 #                 after one request; tls_idle.py), two rounds, the larger:
 #                 the first on fresh memory, the second once the allocator
 #                 reuses what the first freed
-# Settings (defaults in brackets): CONNS [64] TLS_IDLE [2000] IDLE_HOLD [3]
+# Settings (defaults in brackets): CONNS [64] TLS_CONNS_1M [16] TLS_IDLE [2000] IDLE_HOLD [3]
 # TLS_VERSION [1.2] (1.3: every server offers TLS 1.3 only, the suite
 # TLS_AES_128_GCM_SHA256; mbedTLS 2.28 has none, so "keel" does not start).
 # Ports BASE_PORT + 30..33.
@@ -31,6 +34,7 @@
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 TLS_IDLE=${TLS_IDLE:-2000}
+TLS_CONNS_1M=${TLS_CONNS_1M:-16}
 IDLE_HOLD=${IDLE_HOLD:-3}
 SUITE_OPENSSL=ECDHE-ECDSA-AES128-GCM-SHA256
 SUITE_MBEDTLS=TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256
@@ -42,12 +46,12 @@ else
     S_TIME_SUITE=(-cipher "$SUITE_OPENSSL")
 fi
 
-bench_scenario tls "tlskeepalive tlshandshake tlsresume tlsidle" "keel keel-openssl nginx caddy" 30
+bench_scenario tls "tlskeepalive tlshandshake tlsresume tls1m tlsidle" "keel keel-openssl nginx caddy" 30
 
 TLS_DIR=$TMP/tls
 
 tls_settings() {
-    printf '%s\n' "CONNS=$CONNS" "TLS_IDLE=$TLS_IDLE" "TLS_VERSION=$TLS_VERSION"
+    printf '%s\n' "CONNS=$CONNS" "TLS_CONNS_1M=$TLS_CONNS_1M" "TLS_IDLE=$TLS_IDLE" "TLS_VERSION=$TLS_VERSION"
 }
 
 tls_needs() {
@@ -58,13 +62,15 @@ tls_needs() {
 # tls_keel NAME PORT BACKEND: the same [tls] for both backends (the suite
 # in mbedTLS's spelling, which both read).
 tls_keel() {
-    keel_conf "$TLS_DIR/$1.conf" "$2" "tls http1 hello" "[tls]
+    keel_conf "$TLS_DIR/$1.conf" "$2" "tls http1 hello static" "[tls]
 backend = $3
 cert = $TLS_DIR/cert.pem $TLS_DIR/key.pem
 min_version = $TLS_VERSION
 max_version = $TLS_VERSION
 ciphers = $SUITE_MBEDTLS
-curves = x25519" "http1 tls"
+curves = x25519
+[static]
+mount = /files $TLS_DIR/www/files" "http1 tls"
     spawn "tls.$1" "$TLS_DIR/$1.log" "$KEEL_BUILD/keel" -c "$TLS_DIR/$1.conf"
 }
 
@@ -77,6 +83,9 @@ tls_start_nginx() {
         ssl_protocols TLSv$TLS_VERSION;
         ssl_ciphers $SUITE_OPENSSL;
         ssl_ecdh_curve X25519;
+        location /files/ {
+            root $TLS_DIR/www;
+        }
         location = / {
             default_type text/plain;
             return 200 \"Hello, World!\";
@@ -93,6 +102,8 @@ tls_start_caddy() {
 		protocols $protos$ciphers
 		curves x25519
 	}
+	root * $TLS_DIR/www
+	file_server /files/*
 	respond / \"Hello, World!\" 200" "" "https://127.0.0.1:$1"
     spawn_caddy tls.caddy "$TLS_DIR/caddy"
 }
@@ -104,6 +115,12 @@ tls_check() {
 # tls_wrk NAME TEST SECONDS RECORD
 tls_wrk() {
     wrk_record tls "$1" "$2" "$3" "$4" "https://127.0.0.1:$(port_of tls "$1")/" "$CONNS" plain 0 1 req
+}
+
+# tls_1m NAME TEST SECONDS RECORD
+tls_1m() {
+    wrk_record tls "$1" "$2" "$3" "$4" "https://127.0.0.1:$(port_of tls "$1")/files/1m" \
+        "$TLS_CONNS_1M" plain 0 1.048576 MB
 }
 
 # tls_handshake NAME TEST SECONDS RECORD (TEST tlshandshake: full, tlsresume: resumed)
@@ -164,10 +181,13 @@ tls_idle() {
 tls_run() {
     local s
     mkdir -p "$TLS_DIR"
-    if [[ " $(servers_of tls) " == *" keel "* ]]; then ensure_keel tls http1 hello; fi
+    if [[ " $(servers_of tls) " == *" keel "* ]]; then ensure_keel tls http1 hello static; fi
     if [[ " $(servers_of tls) " == *" keel-openssl "* ]]; then
-        ensure_keel tls_openssl http1 hello
+        ensure_keel tls_openssl http1 hello static
     fi
+    mkdir -p "$TLS_DIR/www/files"
+    head -c 1048576 /dev/urandom >"$TLS_DIR/www/files/1m"
+    chmod -R a+rX "$TLS_DIR/www"
     [[ -x $KEEL_BUILD/keel-cert ]] || die "no $KEEL_BUILD/keel-cert (build keel with its tls module)"
     "$KEEL_BUILD/keel-cert" "$TLS_DIR/cert.pem" "$TLS_DIR/key.pem" localhost 127.0.0.1 >/dev/null
     chmod 755 "$TMP" "$TLS_DIR" # nginx's worker runs as nobody
@@ -176,6 +196,7 @@ tls_run() {
     if wants tlskeepalive; then take_turns tls tlskeepalive tls_wrk; fi
     if wants tlshandshake; then take_turns tls tlshandshake tls_handshake; fi
     if wants tlsresume; then take_turns tls tlsresume tls_handshake; fi
+    if wants tls1m; then take_turns tls tls1m tls_1m; fi
     if wants tlsidle; then
         for s in ${UP[tls]}; do tls_idle "$s"; done
     fi
@@ -189,13 +210,15 @@ tls_report() {
         "tlskeepalive|tlskeepalive/p99|%.2f|p99 ms|0" "tlskeepalive|tlskeepalive/cpu|%.0f|keep-alive req/CPU-s|1" \
         "tlshandshake|tlshandshake/val|%.0f|handshakes/s|1" "tlshandshake|tlshandshake/cpu|%.0f|handshakes/CPU-s|1" \
         "tlsresume|tlsresume/val|%.0f|resumed/s|1" "tlsresume|tlsresume/cpu|%.0f|resumed/CPU-s|1" \
+        "tls1m|tls1m/val|%.0f|1 MiB MB/s|1" "tls1m|tls1m/cpu|%.0f|1 MiB MB/CPU-s|1" \
         "tlsidle|idle/bytes|%.0f|idle TLS conn bytes|1"
-    wrk_notes tls tlskeepalive
+    wrk_notes tls tlskeepalive tls1m
     # The OpenSSL backend against nginx, on the same library.
     if [[ " ${UP[tls]} " == *" keel-openssl "* && " ${UP[tls]} " == *" nginx "* ]]; then
         echo
         local tk k row=(nginx) head=("keel-openssl ÷ peer")
-        for tk in tlskeepalive/tlskeepalive/cpu tlshandshake/tlshandshake/cpu tlsidle/idle/bytes; do
+        for tk in tlskeepalive/tlskeepalive/cpu tlshandshake/tlshandshake/cpu \
+            tlsresume/tlsresume/cpu tls1m/tls1m/cpu tlsidle/idle/bytes; do
             wants "${tk%%/*}" || continue
             k=${tk#*/}
             head+=("$k")

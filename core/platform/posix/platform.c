@@ -14,6 +14,7 @@
 
 #if defined(__linux__)
 #include <sys/sendfile.h>
+#include <sys/uio.h> /* preadv2, RWF_NOWAIT */
 #elif defined(__APPLE__) || defined(__FreeBSD__) || defined(__DragonFly__)
 #include <sys/types.h>
 #include <sys/uio.h>
@@ -36,6 +37,21 @@ void kl_platform_init(void)
     /* libuv writes to sockets with write(2); a peer that went away must
      * give EPIPE, not kill the process. */
     signal(SIGPIPE, SIG_IGN);
+}
+
+int64_t kl_pread_cached(int fd, void *buf, size_t len, uint64_t offset)
+{
+#if defined(__linux__) && defined(RWF_NOWAIT)
+    struct iovec iov = {buf, len};
+    ssize_t n;
+    do
+        n = preadv2(fd, &iov, 1, (off_t)offset, RWF_NOWAIT);
+    while (n < 0 && errno == EINTR);
+    return n;
+#else
+    (void)fd, (void)buf, (void)len, (void)offset;
+    return -1;
+#endif
 }
 
 int kl_reuseport_balances(void)

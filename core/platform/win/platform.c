@@ -15,6 +15,12 @@ void kl_platform_init(void)
     WSAStartup(MAKEWORD(2, 2), &data);
 }
 
+int64_t kl_pread_cached(int fd, void *buf, size_t len, uint64_t offset)
+{
+    (void)fd, (void)buf, (void)len, (void)offset;
+    return -1;
+}
+
 int kl_reuseport_balances(void)
 {
     return 0;

@@ -183,8 +183,8 @@ uring_report() {
     echo
     echo "### io_uring against epoll (raw loops: tests/bench/uring_loop.c; keel: http1 + hello)"
     [[ -n $URING_SKIP ]] && echo && echo "iouring skipped: $URING_SKIP."
-    report_tables uring "${cols[@]}" "uringsyscalls|uringsyscalls/n|%.2f|syscalls/req|1" \
-        "uringinstr|uringinstr/n|%.0f|user instr/req|1"
+    report_tables uring "${cols[@]}" "uringsyscalls|syscalls/n|%.2f|syscalls/req|1" \
+        "uringinstr|instr/n|%.0f|user instr/req|1"
     wrk_notes uring uringplain uringpipeline
     echo
     for t in uringplain uringpipeline; do

@@ -130,7 +130,7 @@ uring_wrk() {
 }
 
 uring_run() {
-    local s t libs=()
+    local s t libs
     mkdir -p "$URING_DIR"
     if [[ " $(servers_of uring) " == *" iouring "* ]]; then
         local disabled
@@ -141,7 +141,7 @@ uring_run() {
             URING_SKIP="the kernel refuses io_uring (kernel.io_uring_disabled = $disabled)"
         fi
     fi
-    [[ -e $URING_H ]] && libs=(-luring)
+    if [[ -e $URING_H ]]; then libs=(-luring); else libs=(-DNO_LIBURING); fi
     cc -O2 -Wall "$BENCH_DIR/uring_loop.c" -o "$URING_DIR/uring_loop" "${libs[@]}" ||
         die "cannot build uring_loop.c"
     start_all uring

@@ -130,7 +130,7 @@ uring_wrk() {
 }
 
 uring_run() {
-    local s t libs
+    local t libs
     mkdir -p "$URING_DIR"
     if [[ " $(servers_of uring) " == *" iouring "* ]]; then
         local disabled
@@ -154,20 +154,7 @@ uring_run() {
     for t in uringplain uringpipeline; do
         if wants "$t"; then take_turns uring "$t" uring_wrk; fi
     done
-    if wants uringsyscalls; then
-        if command -v perf >/dev/null; then
-            for s in ${UP[uring]}; do count_syscalls uring "$s" /; done
-        else
-            log "bench: no perf: uringsyscalls skipped (apt-get install linux-perf)"
-        fi
-    fi
-    stop_all uring
-    if wants uringinstr; then
-        # One server at a time under valgrind.
-        for s in ${UP[uring]}; do
-            [[ $s == iouring ]] || count_instr uring "$s" /
-        done
-    fi
+    run_counts uring / uringsyscalls uringinstr iouring
 }
 
 # ---- Report ------------------------------------------------------------------------

@@ -216,20 +216,8 @@ http_run() {
     if wants idle; then
         for s in ${UP[http]}; do http_idle "$s"; done
     fi
-    if wants syscalls; then
-        if command -v perf >/dev/null; then
-            for s in ${UP[http]}; do count_syscalls http "$s" /; done
-        else
-            log "bench: no perf: syscalls skipped (apt-get install linux-perf)"
-        fi
-    fi
-    stop_all http
-    if wants instr; then
-        # One server at a time under valgrind.
-        for s in ${UP[http]}; do
-            [[ $s == node || $s == caddy ]] || count_instr http "$s" /
-        done
-    fi
+    # Not node (its JIT) nor Caddy (Go's runtime) under valgrind.
+    run_counts http / syscalls instr node caddy
 }
 
 # ---- Report ------------------------------------------------------------------------

@@ -631,6 +631,29 @@ count_instr() {
     log "bench: $key instr: $ir instructions for $requests requests ($((ir / requests)) each)"
 }
 
+# run_counts SCENARIO PATH SYSCALLS_TEST INSTR_TEST [NOT_UNDER_VALGRIND...]:
+# the counts of a scenario's end: system calls per request of every server
+# up (when SYSCALLS_TEST is wanted), then every server stopped, then the
+# instructions of each (when INSTR_TEST is wanted; one at a time under
+# valgrind) but those named last.
+run_counts() {
+    local sc=$1 path=$2 st=$3 it=$4 s
+    shift 4
+    if wants "$st"; then
+        if command -v perf >/dev/null; then
+            for s in ${UP[$sc]}; do count_syscalls "$sc" "$s" "$path"; done
+        else
+            log "bench: no perf: $st skipped (apt-get install linux-perf)"
+        fi
+    fi
+    stop_all "$sc"
+    if wants "$it"; then
+        for s in ${UP[$sc]}; do
+            [[ " $* " == *" $s "* ]] || count_instr "$sc" "$s" "$path"
+        done
+    fi
+}
+
 # ---- The run ------------------------------------------------------------------------
 
 setup_limits() {

@@ -3,8 +3,10 @@
 # tests/bench/run.sh — keel against its peers, every scenario in one run, on
 # loopback: HTTP/1.1 (nginx, h2o, Caddy, Node.js), static files (nginx,
 # h2o, Caddy), WebSocket echo (libwebsockets, Node.js `ws`), HTTPS (nginx),
-# HTTP/2 (nginx, h2o, Node.js), reverse proxying (nginx, Caddy) and pub/sub
-# across instances through Redis. A benchmark, not a test: never part of ctest.
+# HTTP/2 (nginx, h2o, Node.js), reverse proxying (nginx, Caddy), pub/sub
+# across instances through Redis, and io_uring against epoll in raw loops
+# (whether io_uring would pay under keel). A benchmark, not a test: never
+# part of ctest.
 #
 #   tests/bench/run.sh                                 everything (about 15 min)
 #   DURATION=3 WARMUP=1 tests/bench/run.sh             quick run (about 9 min)
@@ -24,13 +26,14 @@
 #   fastcgi.sh fcgismall                                  (group "fastcgi")
 #   cluster.sh clusterlat clusterrate                     (group "cluster")
 #   udp.sh     udprecv                                    (group "udp")
+#   uring.sh   uringplain uringpipeline uringsyscalls uringinstr (group "uring")
 # TESTS takes tests and groups, "all" for every one. SERVERS names the
 # servers; each scenario runs those it knows: keel everywhere, nginx in http,
 # static, tls, h2, proxy (proxy_pass; proxy's upstream is nginx whatever
 # SERVERS says) and fastcgi (fastcgi_pass to the same PHP-FPM), h2o in
 # http, static and h2, caddy in http, static, tls and proxy, node in http, ws
 # and h2, lws in ws, keel_nocache (keel without its open-file cache) in
-# static.
+# static, epoll and iouring (uring_loop.c's raw loops) in uring.
 #
 # Method, in every scenario: each server gets one worker / thread / process,
 # pinned to SERVER_CPU; the load (wrk -t1, h2load -t1, ws_load, the idle
@@ -48,7 +51,8 @@
 # Bounded: every load is bounded in time (timeout), and the whole run stops
 # itself after MAX_MINUTES. A full run measures 3 x 4 (http) + 2 x 3
 # (static) + 4 x 3 (ws) + 2 x 2 (tls) + 2 x 4 (h2) + 2 x 2 (proxy) = 46
-# loads of WARMUP + DURATION seconds per round, plus about 6 minutes that do
+# loads of WARMUP + DURATION seconds per round (uring adds 2 x 3 and a
+# minute of counts), plus about 6 minutes that do
 # not depend on them (idle connections, system call and callgrind counts,
 # start-ups): about 15 minutes with the defaults, 18 with DURATION=4
 # WARMUP=1 ROUNDS=3.
@@ -56,11 +60,12 @@
 # Environment (defaults in brackets):
 #   DURATION [10]  seconds per measurement       WARMUP [2]  seconds of warm-up before each
 #   ROUNDS [1]     measurements per server and test, in turns; the median is reported
-#   TESTS [all]    SERVERS ["keel nginx h2o caddy lws node recvmmsg"] (recvmmsg: udp's plain loop)
+#   TESTS [all]    SERVERS ["keel nginx h2o caddy lws node recvmmsg epoll iouring"]
+#                  (recvmmsg: udp's plain loop; epoll, iouring: uring's raw loops)
 #   SERVER_CPU [0] CLIENT_CPU [1]
 #   BASE_PORT [19080] (http +0..4, static +10..14, ws +20..25, tls +30..33,
 #                  proxy +100..103, h2 +200..203, cluster +300..303, udp +400..401,
-#                  fastcgi +500..502)
+#                  fastcgi +500..502, uring +600..602)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
 #   INSTR_SECS [5] seconds of load for the counts (syscalls, instr, staticsyscalls, staticinstr)
 #   CONNS [64]     wrk connections (http, static4k, tlskeepalive, proxysmall)
@@ -73,7 +78,7 @@
 # Packages (installed with apt-get when missing; cmake/packages.txt's bench
 # list holds them all): wrk curl python3, nginx-light
 # libnginx-mod-http-echo h2o caddy nodejs npm php-fpm valgrind gcc zlib1g-dev pkg-config
-# libwebsockets-dev openssl nghttp2-client redis-server as the selection needs
+# libwebsockets-dev liburing-dev openssl nghttp2-client redis-server as the selection needs
 # them (keel's own build needs libmbedtls-dev for the tls module and
 # keel-cert, libhiredis-dev for pubsub_redis); the `ws` package with npm;
 # perf (linux-perf) is used when present.
@@ -82,7 +87,7 @@
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
-SERVERS=${SERVERS:-"keel nginx h2o caddy lws node recvmmsg"}
+SERVERS=${SERVERS:-"keel nginx h2o caddy lws node recvmmsg epoll iouring"}
 TESTS=${TESTS:-all}
 
 # shellcheck source=lib.sh
@@ -105,5 +110,7 @@ source "$HERE/fastcgi.sh"
 source "$HERE/cluster.sh"
 # shellcheck source=udp.sh
 source "$HERE/udp.sh"
+# shellcheck source=uring.sh
+source "$HERE/uring.sh"
 
 bench_main run.sh

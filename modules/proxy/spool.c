@@ -82,31 +82,18 @@ static int temp_open(const char *dir)
     return -1;
 }
 
-static int write_all(int fd, const char *p, size_t len)
+/* _write and _read take an unsigned count; a read at an offset is a seek
+ * and a read (one thread uses the descriptor). */
+static long sys_write(int fd, const char *p, size_t len)
 {
-    while (len > 0) {
-        unsigned n = len > (1u << 30) ? 1u << 30 : (unsigned)len;
-        int w = _write(fd, p, n);
-        if (w <= 0)
-            return -1;
-        p += w;
-        len -= (size_t)w;
-    }
-    return 0;
+    return _write(fd, p, len > (1u << 30) ? 1u << 30 : (unsigned)len);
 }
 
-static int read_at(int fd, char *p, size_t len, uint64_t off)
+static long sys_read_at(int fd, char *p, size_t len, uint64_t off)
 {
     if (_lseeki64(fd, (__int64)off, SEEK_SET) < 0)
         return -1;
-    while (len > 0) {
-        int r = _read(fd, p, (unsigned)len);
-        if (r <= 0)
-            return -1;
-        p += r;
-        len -= (size_t)r;
-    }
-    return 0;
+    return _read(fd, p, len > (1u << 30) ? 1u << 30 : (unsigned)len);
 }
 
 #define temp_close _close
@@ -120,17 +107,30 @@ static int temp_open(const char *dir)
     int fd = mkstemp(path);
     if (fd < 0)
         return -1;
-    unlink(path);                   /* the descriptor is the only way to it from now on */
-#if defined(FD_CLOEXEC)
-    fcntl(fd, F_SETFD, FD_CLOEXEC); /* not for a CGI child or a successor */
-#endif
+    /* The descriptor is the only way to it from now on; and it is not for
+     * a program a module starts, nor for a reload's successor. */
+    unlink(path);
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
     return fd;
 }
+
+static long sys_write(int fd, const char *p, size_t len)
+{
+    return (long)write(fd, p, len);
+}
+
+static long sys_read_at(int fd, char *p, size_t len, uint64_t off)
+{
+    return (long)pread(fd, p, len, (off_t)off);
+}
+
+#define temp_close close
+#endif
 
 static int write_all(int fd, const char *p, size_t len)
 {
     while (len > 0) {
-        ssize_t w = write(fd, p, len);
+        long w = sys_write(fd, p, len);
         if (w < 0 && errno == EINTR)
             continue;
         if (w <= 0)
@@ -144,7 +144,7 @@ static int write_all(int fd, const char *p, size_t len)
 static int read_at(int fd, char *p, size_t len, uint64_t off)
 {
     while (len > 0) {
-        ssize_t r = pread(fd, p, len, (off_t)off);
+        long r = sys_read_at(fd, p, len, off);
         if (r < 0 && errno == EINTR)
             continue;
         if (r <= 0)
@@ -155,9 +155,6 @@ static int read_at(int fd, char *p, size_t len, uint64_t off)
     }
     return 0;
 }
-
-#define temp_close close
-#endif
 
 const char *px_spool_default_dir(void)
 {

@@ -87,10 +87,12 @@ int kl_inherit_read(kl_inheritance *inh)
     for (long i = 0; i < n; i++) {
         kl_socket sock = (kl_socket)(KL_FIRST_INHERITED + i);
         kl_inherited *in = &inh->sockets[inh->count];
-        int rc = kl_socket_listening_addr(sock, &in->addr);
+        int rc = kl_socket_listening_addr(sock, &in->addr, &in->dgram);
         if (rc != 0) {
             /* Not ours to close: whoever passed it meant something else. */
-            kl_log(KEEL_LOG_WARN, "inherited descriptor %ld is not a listening stream socket (%s)",
+            kl_log(KEEL_LOG_WARN,
+                   "inherited descriptor %ld is neither a listening stream socket nor a bound "
+                   "datagram socket (%s)",
                    (long)sock, uv_strerror(rc));
             continue;
         }
@@ -130,14 +132,14 @@ static unsigned port_of(const struct sockaddr_storage *addr)
     return 0;
 }
 
-size_t kl_inherit_take(kl_inheritance *inh, const struct sockaddr_storage *addr, kl_socket *out,
-                       size_t max, int *owned)
+size_t kl_inherit_take(kl_inheritance *inh, const struct sockaddr_storage *addr, int dgram,
+                       kl_socket *out, size_t max, int *owned)
 {
     unsigned port = port_of(addr);
     size_t n = 0;
     for (size_t i = 0; i < inh->count && n < max; i++) {
         kl_inherited *in = &inh->sockets[i];
-        if (in->taken || !same_host(&in->addr, addr))
+        if (in->taken || in->dgram != dgram || !same_host(&in->addr, addr))
             continue;
         if (port == 0)
             port = port_of(&in->addr); /* the ephemeral port chosen first time round */
@@ -158,7 +160,8 @@ void kl_inherit_release(kl_inheritance *inh)
             continue;
         char where[80];
         describe(&in->addr, where, sizeof where);
-        kl_log(KEEL_LOG_WARN, "inherited socket %s matches no listen line: closed", where);
+        kl_log(KEEL_LOG_WARN, "inherited %s socket %s matches no listen line: closed",
+               in->dgram ? "udp" : "stream", where);
         kl_socket_close(in->sock);
     }
     free(inh->sockets);

@@ -14,6 +14,7 @@ typedef struct kl_inherited {
     kl_socket sock;
     struct sockaddr_storage addr; /* what it is bound to */
     int taken;                    /* a listener adopted it */
+    int dgram;                    /* a bound datagram socket (a udp listener's), not a stream one */
     int owned;                    /* a Unix socket whose file the keel that handed it down made */
 } kl_inherited;
 
@@ -25,20 +26,21 @@ typedef struct kl_inheritance {
 } kl_inheritance;
 
 /* Reads the variables above (and KEEL_LISTEN_OWNED), checks each
- * descriptor is a listening TCP or Unix stream socket (others are left
- * alone, with a warning), and removes the variables so that programs keel
+ * descriptor is a listening TCP or Unix stream socket or a bound UDP one
+ * (others are left alone, with a warning), and removes the variables so that programs keel
  * or a module starts do not see them. Once per process: a second call
  * finds nothing. Main thread, before anything binds. KEEL_OK or
  * KEEL_ERR_NOMEM. */
 int kl_inherit_read(kl_inheritance *inh);
 
-/* Adopts the not yet taken sockets bound to addr, up to max, into out,
- * and returns how many; sets *owned if one of them is `owned`. A port of
+/* Adopts the not yet taken sockets bound to addr, of the kind asked
+ * (datagram or stream: a udp and a tcp listener may share a port), up to
+ * max, into out, and returns how many; sets *owned if one of them is `owned`. A port of
  * 0 in addr stands for any port on the same host: the first such socket's
  * port, then every other one on it (the reuseport group of a listener
  * that asked for an ephemeral port). A Unix address matches its own name. */
-size_t kl_inherit_take(kl_inheritance *inh, const struct sockaddr_storage *addr, kl_socket *out,
-                       size_t max, int *owned);
+size_t kl_inherit_take(kl_inheritance *inh, const struct sockaddr_storage *addr, int dgram,
+                       kl_socket *out, size_t max, int *owned);
 
 /* Closes the sockets no listener adopted (their listen line is gone from
  * the config, or the service manager passes one keel has no line for),

@@ -55,7 +55,7 @@ static int cannot_listen(const kl_listener *l, int uv_error)
 static void adopt(kl_host *h, kl_listener *l, size_t cap, struct sockaddr_storage *addr)
 {
     int owned = 0;
-    l->nsockets = kl_inherit_take(&h->inherited, addr, l->sockets, cap, &owned);
+    l->nsockets = kl_inherit_take(&h->inherited, addr, l->dgram != NULL, l->sockets, cap, &owned);
     if (l->nsockets == 0)
         return;
     l->inherited = l->nsockets;
@@ -103,11 +103,11 @@ int kl_listeners_bind(kl_host *h)
         if (l->sockets == NULL || l->given == NULL)
             return KEEL_ERR_NOMEM;
         struct sockaddr_storage addr = l->spec->addr;
-        /* UDP sockets are not handed down: a reload's successor binds its
-         * own beside them (SO_REUSEPORT) and the old ones close with their
-         * workers (docs/udp.md). */
-        if (l->dgram == NULL)
-            adopt(h, l, cap, &addr);
+        /* UDP sockets too: a reload's successor reads the very sockets
+         * the old process did, so that what waits in their buffers when
+         * the old workers close their copies is read, not dropped with a
+         * closed socket (docs/udp.md). */
+        adopt(h, l, cap, &addr);
         /* SO_REUSEPORT would let this join another process's group on the
          * same port and silently split its traffic: a socket without it
          * must be able to bind first (a stale instance is an error). */

@@ -198,11 +198,13 @@ int kl_privileges_drop(const char *user, const char *group, char *err, size_t er
 
 /* ---- Service managers and reloads (platform/posix/service.c) ----------- */
 
-/* If sock is a listening stream socket, stores the address it is bound to
- * and returns 0 (and makes it non-blocking and close-on-exec, as keel's own
- * listeners are); UV_EINVAL if it is another kind of descriptor, UV_ENOSYS
- * where sockets cannot be inherited (Windows). */
-int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr);
+/* If sock is a listening stream socket, or a datagram socket bound to an
+ * IPv4 or IPv6 address (a `udp` listener's), stores the address it is
+ * bound to and whether it is a datagram socket (*dgram) and returns 0 (and
+ * makes it non-blocking and close-on-exec, as keel's own listeners are);
+ * UV_EINVAL if it is another kind of descriptor, UV_ENOSYS where sockets
+ * cannot be inherited (Windows). */
+int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr, int *dgram);
 
 /* Tells the service manager that started keel about its state, as
  * sd_notify(3) does ("READY=1", "RELOADING=1", "STOPPING=1",

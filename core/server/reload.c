@@ -278,11 +278,10 @@ static int spawn(kl_reload *r)
 {
     keel_server *s = r->server;
     size_t nfds = 0;
-    /* Not the UDP listeners' sockets: the successor binds its own beside
-     * them (net/udp.c). */
+    /* Every listener's sockets, the UDP ones too (net/inherit.h): one
+     * socket outlives the hand-over, and its queued datagrams with it. */
     for (size_t i = 0; i < s->host.nlisteners; i++)
-        if (s->host.listeners[i].dgram == NULL)
-            nfds += s->host.listeners[i].nsockets;
+        nfds += s->host.listeners[i].nsockets;
     uv_stdio_container_t *stdio = calloc(nfds + 4, sizeof *stdio);
     char **env = successor_env(s, nfds);
     int rc = UV_ENOMEM;
@@ -291,8 +290,7 @@ static int spawn(kl_reload *r)
             stdio[fd] = (uv_stdio_container_t){.flags = UV_INHERIT_FD, .data.fd = fd};
         size_t k = 3;
         for (size_t i = 0; i < s->host.nlisteners; i++)
-            for (size_t j = 0;
-                 s->host.listeners[i].dgram == NULL && j < s->host.listeners[i].nsockets; j++)
+            for (size_t j = 0; j < s->host.listeners[i].nsockets; j++)
                 stdio[k++] = (uv_stdio_container_t){
                     .flags = UV_INHERIT_FD, .data.fd = (int)s->host.listeners[i].sockets[j]};
         /* The flags say what the child may do with its end. */

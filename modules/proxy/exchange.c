@@ -21,6 +21,7 @@ void px_ex_unref(px_ex *ex)
     if (ex->flush_timer != NULL)
         keel_timer_stop(ex->flush_timer);
     px_client_leave(ex);
+    px_spool_free(ex->spool);
     px_body_drop(ex);
     free(ex->hbuf);
     free(ex->fields);

@@ -179,7 +179,9 @@ static int name_is(keel_str a, const char *b)
  * name holding '_' is left out, as nginx does (underscores_in_headers
  * off): "X_Foo" would pass for X-Foo. Proxy never passes (httpoxy,
  * CVE-2016-5385: a CGI application takes HTTP_PROXY for its outbound
- * proxy). */
+ * proxy). Transfer-Encoding neither: it framed the body on the client's
+ * hop, which FastCGI's records and CONTENT_LENGTH replace (a chunked body
+ * arrives decoded and held, spool.c). */
 static void header_params(pbuf *b, keel_request *req)
 {
     size_t n = keel_request_header_count(req);
@@ -188,7 +190,7 @@ static void header_params(pbuf *b, keel_request *req)
     for (size_t i = 0; i < n; i++) {
         if (keel_request_header_at(req, i, &h) != KEEL_OK || h.name.len == 0 ||
             h.name.len > sizeof name - 5 || memchr(h.name.ptr, '_', h.name.len) != NULL ||
-            name_is(h.name, "proxy"))
+            name_is(h.name, "proxy") || name_is(h.name, "transfer-encoding"))
             continue;
         int seen = 0;
         for (size_t j = 0; j < i && !seen; j++)
@@ -275,7 +277,13 @@ static void build_params(pbuf *b, px_ex *ex)
     param_s(b, "QUERY_STRING", query);
     param_s(b, "REQUEST_METHOD", keel_request_method(req));
     param_s(b, "CONTENT_TYPE", keel_request_header(req, "Content-Type"));
-    param_s(b, "CONTENT_LENGTH", keel_request_header(req, "Content-Length"));
+    if (ex->spool != NULL) {
+        char n[24];
+        snprintf(n, sizeof n, "%llu", (unsigned long long)px_spool_length(ex));
+        param_z(b, "CONTENT_LENGTH", n);
+    } else {
+        param_s(b, "CONTENT_LENGTH", keel_request_header(req, "Content-Length"));
+    }
     param_s(b, "REQUEST_URI", target);
     param_s(b, "DOCUMENT_URI", path);
     param(b, "DOCUMENT_ROOT", 13, root, root_len);

@@ -124,6 +124,8 @@ static void upstream_written(keel_conn *conn, int status, void *userdata)
     keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, -(int64_t)b->len);
     if (ex->client_paused && ex->up_out <= ex->route->cfg->buffer / 2)
         px_resume_client(ex);
+    if (ex->spool != NULL && ex->up_out <= ex->route->cfg->buffer / 2)
+        px_spool_send(ex); /* the held body's next pieces */
     free(b);
     px_ex_unref(ex);
 }
@@ -331,6 +333,8 @@ static void try_next(px_ex *ex, int last_failure);
 void px_up_ready(px_ex *ex, px_up *up)
 {
     px_upstream_unhold(ex); /* a pause was the previous attempt's */
+    if (ex->spool != NULL)
+        px_spool_rewind(ex); /* a held body goes whole to each attempt */
     /* A pooled connection keeps the size its last exchange set. */
     keel_conn_set_read_size(up->conn, px_ex_read_size(ex));
     size_t len = 0;
@@ -372,6 +376,10 @@ void px_up_ready(px_ex *ex, px_up *up)
     px_upstream_hold(ex);
     if (!sending)
         return;
+    if (ex->spool != NULL) {
+        px_spool_send(ex);
+        return;
+    }
     if (ex->expect_continue) {
         /* Wait for the upstream's 100 (or its final answer). */
         ex->continue_timer = keel_timer_start(ex->pw->worker, 1000, 0, continue_waited, ex);
@@ -540,16 +548,6 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
         keel_response_send_status(res, refusal);
         return KEEL_OK;
     }
-    if (r->group->fastcgi && keel_request_header(req, "Content-Length").ptr == NULL &&
-        (keel_request_header(req, "Transfer-Encoding").ptr != NULL ||
-         keel_request_body_length(req) < 0)) {
-        /* CONTENT_LENGTH is how a CGI application knows its body's size
-         * (RFC 3875 4.1.2; PHP reads none without it), and keel streams
-         * the body rather than store it to count it first, as nginx
-         * does: a body of unknown length is refused (RFC 9110 15.5.12). */
-        keel_response_send_status(res, 411);
-        return KEEL_OK;
-    }
     px_ex *ex = calloc(1, sizeof *ex);
     if (ex == NULL)
         return KEEL_ERR_NOMEM;
@@ -598,6 +596,18 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
      * answers the client's Expect when the body is asked for). */
     if (r->group->fastcgi)
         ex->expect_continue = 0;
+    /* CONTENT_LENGTH is how a CGI application knows its body's size (RFC
+     * 3875 4.1.2; PHP reads none without it): a body of unknown length is
+     * held whole first, as nginx's fastcgi_pass does (spool.c), and the
+     * exchange starts when it is. */
+    if (r->group->fastcgi && ex->body_kind == PX_BODY_CHUNKED) {
+        if (px_spool_begin(ex) != KEEL_OK) {
+            px_log_exchange(ex, 500);
+            keel_response_send_status(res, 500);
+            px_ex_client_gone(ex);
+        }
+        return KEEL_OK;
+    }
     px_ex_start(ex);
     return KEEL_OK;
 }

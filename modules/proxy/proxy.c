@@ -563,6 +563,7 @@ static void config_free(px_config *c)
     for (size_t i = 0; i < c->nfcgi_params; i++)
         free(c->fcgi_params[i].name); /* the value shares its allocation */
     free(c->fcgi_params);
+    free(c->fcgi_temp_dir);
     for (size_t i = 0; i < c->nconnect_hosts; i++)
         free(c->connect_hosts[i]);
     free(c->connect_hosts);
@@ -587,6 +588,8 @@ typedef struct px_settings {
     int via, forwarded, x_forwarded, server, date;
     uint64_t tunnel_idle_ms;
     const char *log;
+    uint64_t fcgi_body_buffer;
+    const char *fcgi_temp_dir;
     px_connect_settings connect;
 } px_settings;
 
@@ -606,6 +609,13 @@ static const keel_config_key px_keys[] = {
              .flags = KEEL_CONFIG_LIST,
              .doc = "NAME VALUE: a parameter every FastCGI request carries, after (and over) "
                     "keel's own (docs/proxy.md)"),
+    KEEL_KEY(px_settings, fcgi_body_buffer, "fastcgi_body_buffer", KEEL_CONFIG_SIZE, .def = "64k",
+             .min = 4096, .max = 1 << 30,
+             .doc = "a FastCGI request body of unknown length (chunked, HTTP/2 without "
+                    "content-length) is held in memory up to this, then in a temporary file"),
+    KEEL_KEY(px_settings, fcgi_temp_dir, "fastcgi_temp_path", KEEL_CONFIG_PATH,
+             .doc = "directory for those files (created and unlinked at once); default: "
+                    "$TMPDIR or /tmp (Windows: GetTempPath)"),
     KEEL_KEY(px_settings, upgrade, "upgrade", KEEL_CONFIG_STRING, .def = "websocket",
              .doc = "protocols an Upgrade may ask for (never h2c); off: none"),
     KEEL_KEY(px_settings, keepalive, "keepalive", KEEL_CONFIG_INT, .def = "32", .min = 0,
@@ -680,6 +690,14 @@ static int read_scalars(px_config *c, keel_module *m)
     c->keep_server = s->server == 1;
     c->keep_date = s->date == 1;
     c->tunnel_idle_ms = s->tunnel_idle_ms;
+    c->fcgi_body_buffer = (size_t)s->fcgi_body_buffer;
+    const char *dir = s->fcgi_temp_dir != NULL && s->fcgi_temp_dir[0] != '\0'
+                          ? s->fcgi_temp_dir
+                          : px_spool_default_dir();
+    if ((c->fcgi_temp_dir = strdup(dir)) == NULL)
+        return KEEL_ERR_NOMEM;
+    if (!px_spool_dir_ok(dir))
+        return keel_config_error(m, "fastcgi_temp_path", "'%s' is not a directory", dir);
     if (s->log != NULL && s->log[0] != '\0' && (c->log = keel_appender_open(m, s->log)) == NULL)
         return KEEL_ERR_CONFIG;
     return KEEL_OK;

@@ -126,6 +126,9 @@ struct px_config {
     keel_appender *log;
     px_fcgi_param *fcgi_params; /* fastcgi_param NAME VALUE, in order */
     size_t nfcgi_params;
+    /* a FastCGI body of unknown length, held (spool.c) */
+    size_t fcgi_body_buffer; /* in memory up to this, then in a file */
+    char *fcgi_temp_dir;     /* where that file is made */
     /* metrics */
     keel_metric *m_requests, *m_failures, *m_retries, *m_connects, *m_reused, *m_tunnels;
     keel_metric *m_buffered; /* gauge: body bytes held in flight, both ways */
@@ -147,6 +150,7 @@ typedef struct px_peer {
 } px_peer;
 
 typedef struct px_ex px_ex;
+typedef struct px_spool px_spool;
 
 /* An HTTP/2 client connection's exchanges and the response bytes they
  * hold for it (share.c). */
@@ -258,6 +262,9 @@ struct px_ex {
     char client_ip[64];
     /* FastCGI's REMOTE_PORT, SERVER_ADDR and SERVER_PORT: "" if unknown */
     char peer_name[64], local_name[64];
+    /* FastCGI: a body of unknown length held before the request leaves
+     * (spool.c); NULL otherwise */
+    px_spool *spool;
 };
 
 /* A body piece copied once, handed to a connection or a response, and
@@ -354,6 +361,15 @@ void px_fcgi_worker_free(px_worker *pw);
 char *px_fcgi_request_head(px_ex *ex, size_t *len);
 void px_fcgi_body(px_ex *ex, const char *data, size_t len, int last);
 void px_fcgi_records(px_ex *ex, px_up *up, const char *data, size_t len);
+
+/* spool.c: a FastCGI body of unknown length, held whole first */
+int px_spool_begin(px_ex *ex);
+uint64_t px_spool_length(const px_ex *ex);
+void px_spool_rewind(px_ex *ex);
+void px_spool_send(px_ex *ex);
+void px_spool_free(px_spool *sp);
+const char *px_spool_default_dir(void);
+int px_spool_dir_ok(const char *dir);
 
 /* headers.c */
 /* name's token is keel_header_token's (the caller classified it). */

@@ -138,11 +138,15 @@ class Keel:
         self.proc = subprocess.Popen([KEEL, "-c", conf], stderr=self.err,
                                      stdout=subprocess.DEVNULL)
         self.port = None
+        want = conf_text.count("\nlisten = ")
+        # every listener's port, in the order of the listen lines
+        self.ports = []
 
         def listening():
-            m = re.search(r"listening on 127\.0\.0\.1:(\d+)", self.log())
-            if m:
-                self.port = int(m.group(1))
+            self.ports = [int(p) for p in
+                          re.findall(r"listening on 127\.0\.0\.1:(\d+)", self.log())]
+            if len(self.ports) >= want:
+                self.port = self.ports[0]
             return self.port is not None or self.proc.poll() is not None
         wait_for(listening)
         if self.port is None:
@@ -175,6 +179,56 @@ def request(port, method, path, body=None, headers=None, timeout=10):
     data = r.read()
     c.close()
     return r, data
+
+
+def raw_request(port, data, timeout=10):
+    """Sends bytes as they are (a PROXY preamble, a chunked body); returns
+    the response and its body."""
+    s = socket.create_connection(("127.0.0.1", port), timeout)
+    s.sendall(data)
+    r = http.client.HTTPResponse(s)
+    r.begin()
+    body = r.read()
+    s.close()
+    return r, body
+
+
+def chunks(data, size=65536):
+    for i in range(0, len(data), size):
+        yield data[i:i + size]
+
+
+def body_seen(data):
+    """What body.php prints for a body PHP read whole."""
+    return (f"content_length={len(data)}\nread={len(data)}\n"
+            f"sha256={hashlib.sha256(data).hexdigest()}\nte=-\n").encode()
+
+
+def held_files(pid):
+    """The temporary files keel holds open for request bodies (Linux)."""
+    out = []
+    for fd in glob.glob(f"/proc/{pid}/fd/*"):
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            continue
+        if "keel-body-" in target:
+            out.append(target)
+    return out
+
+
+def make_cert(tmp):
+    """A self-signed certificate for 127.0.0.1, or None without openssl."""
+    key, pem = os.path.join(tmp, "tls.key"), os.path.join(tmp, "tls.pem")
+    try:
+        subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt",
+                        "ec_paramgen_curve:prime256v1", "-nodes", "-keyout", key, "-out", pem,
+                        "-days", "1", "-subj", "/CN=localhost",
+                        "-addext", "subjectAltName=IP:127.0.0.1"],
+                       check=True, capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return pem, key
 
 
 # ---- a FastCGI application that misbehaves on purpose ------------------------------
@@ -339,17 +393,30 @@ def main():
     relay.start()
     relay_checked = Relay(fpm.port)  # its own address, for the health checks' log lines
     relay_checked.start()
+    spool = os.path.join(tmp, "spool")
+    os.makedirs(spool)
+    # listeners: 0 plain HTTP/1.1, 1 HTTP/2 (prior knowledge), 2 the PROXY
+    # protocol, 3 TLS when the tls module is built
+    cert = make_cert(tmp) if os.path.exists(os.path.join(MODULES, "mod_tls.so")) else None
+    tls_listen = "listen = 127.0.0.1:0 http1 tls\n" if cert else ""
+    tls_conf = f"[tls]\ncert = {cert[0]} {cert[1]}\n" if cert else ""
     keel = None
     try:
         fpm.start()
         keel = Keel(tmp, f"""[keel]
 listen = 127.0.0.1:0 http1
-workers = 1
-modules = http1 proxy
+listen = 127.0.0.1:0 h2
+listen = 127.0.0.1:0 http1 proxy_protocol=on proxy_from=127.0.0.1
+{tls_listen}workers = 1
+modules = http1 h2 proxy{" tls" if cert else ""}
 module_path = {MODULES}
 [http1]
 max_body = 8m
-[proxy]
+[h2]
+max_body = 8m
+{tls_conf}[proxy]
+fastcgi_body_buffer = 64k
+fastcgi_temp_path = {spool}
 upstream = php fastcgi 127.0.0.1:{fpm.port} max_fails=0
 upstream = phpunix fastcgi unix:{fpm.sock}
 upstream = relayed fastcgi 127.0.0.1:{relay.port}
@@ -408,16 +475,102 @@ pass = / php root={www}
         check(r.status == 200 and body.decode() == want, "upload: size and hash echoed",
               (r.status, body[:200]))
 
-        # -- a body of unknown length: 411
-        c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        c.putrequest("POST", "/info.php")
-        c.putheader("Transfer-Encoding", "chunked")
-        c.endheaders()
-        c.send(b"3\r\nabc\r\n0\r\n\r\n")
+        # -- bodies of unknown length: held whole, then sent with
+        # CONTENT_LENGTH (nginx's fastcgi_pass buffers them too)
+        head = b"POST /body.php HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n" \
+            b"Content-Type: application/octet-stream\r\nConnection: close\r\n\r\n"
+        r, body = raw_request(port, head + b"3\r\nabc\r\n0\r\n\r\n")
+        check(r.status == 200 and body == body_seen(b"abc"),
+              "chunked body: held in memory, PHP reads it with CONTENT_LENGTH", (r.status, body))
+        r, body = raw_request(port, head + b"0\r\n\r\n")
+        check(r.status == 200 and body == body_seen(b""), "chunked empty body: CONTENT_LENGTH 0",
+              (r.status, body))
+        upload = os.urandom(3 * 1024 * 1024 + 5)
+        c = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        c.request("POST", "/body.php", body=chunks(upload), encode_chunked=True,
+                  headers={"Content-Type": "application/octet-stream"})
         r = c.getresponse()
-        r.read()
+        body = r.read()
         c.close()
-        check(r.status == 411, "chunked request body: 411", r.status)
+        check(r.status == 200 and body == body_seen(upload),
+              "chunked 3 MiB upload: PHP sees its length and bytes", (r.status, body[:300]))
+        # held in a file of the temp directory, unlinked at once: while the
+        # upload waits half-way, keel holds a deleted keel-body-* file open
+        # and the directory is empty
+        if os.path.isdir(f"/proc/{keel.proc.pid}/fd"):
+            s = socket.create_connection(("127.0.0.1", port), 30)
+            s.sendall(head)
+            for piece in chunks(upload[:1024 * 1024]):
+                s.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            held = []
+            check(wait_for(lambda: held.extend(held_files(keel.proc.pid)) or held, 10) and
+                  all(h.endswith("(deleted)") and h.startswith(spool) for h in held) and
+                  os.listdir(spool) == [],
+                  "chunked upload: held in fastcgi_temp_path, unlinked", (held, os.listdir(spool)))
+            for piece in chunks(upload[1024 * 1024:]):
+                s.sendall(b"%x\r\n" % len(piece) + piece + b"\r\n")
+            s.sendall(b"0\r\n\r\n")
+            r = http.client.HTTPResponse(s)
+            r.begin()
+            body = r.read()
+            s.close()
+            check(r.status == 200 and body == body_seen(upload),
+                  "chunked upload in two halves: whole", (r.status, body[:300]))
+            check(wait_for(lambda: held_files(keel.proc.pid) == [], 5),
+                  "chunked upload: the file closed once sent")
+        # over max_body (8m): 413, and the file is let go
+        s = socket.create_connection(("127.0.0.1", port), 30)
+        s.sendall(head)
+        piece = os.urandom(65536)
+        for _ in range(8 * 16):
+            s.sendall(b"10000\r\n" + piece + b"\r\n")
+        s.sendall(b"10000\r\n")  # the chunk that would go over: refused before its data
+        r = http.client.HTTPResponse(s)
+        r.begin()
+        r.read()
+        s.close()
+        check(r.status == 413, "chunked upload over max_body: 413", r.status)
+        check(wait_for(lambda: held_files(keel.proc.pid) == [], 5)
+              if os.path.isdir("/proc") else True, "413: the temporary file closed")
+        # HTTP/2 without content-length: curl streams stdin in DATA frames
+        if shutil.which("curl"):
+            h2_upload = os.urandom(2 * 1024 * 1024 + 3)
+            out = subprocess.run(["curl", "-sS", "--http2-prior-knowledge", "-X", "POST", "-T",
+                                  "-", "-H", "Content-Type: application/octet-stream",
+                                  "-w", "\nstatus=%{http_code} version=%{http_version}",
+                                  f"http://127.0.0.1:{keel.ports[1]}/body.php"],
+                                 input=h2_upload, capture_output=True, timeout=60)
+            check(out.stdout == body_seen(h2_upload) + b"\nstatus=200 version=2",
+                  "HTTP/2 upload without content-length: PHP sees its length and bytes",
+                  (out.stdout[:300], out.stderr[:300]))
+
+        # -- the client as the PROXY protocol names it: REMOTE_ADDR, REMOTE_PORT
+        r, body = raw_request(keel.ports[2], b"PROXY TCP4 198.51.100.7 127.0.0.1 40123 "
+                              b"%d\r\nGET /info.php HTTP/1.1\r\nHost: x\r\n"
+                              b"Connection: close\r\n\r\n" % keel.ports[2])
+        info = json.loads(body) if r.status == 200 else {}
+        check(info.get("REMOTE_ADDR") == "198.51.100.7" and info.get("REMOTE_PORT") == "40123",
+              "PROXY protocol: REMOTE_ADDR and REMOTE_PORT are the client's it names",
+              (r.status, info.get("REMOTE_ADDR"), info.get("REMOTE_PORT")))
+        check(info.get("HTTPS") is None and info.get("REQUEST_SCHEME") == "http",
+              "PROXY protocol over plain TCP: no HTTPS")
+
+        # -- over TLS: HTTPS=on
+        if cert:
+            import ssl
+            ctx = ssl.create_default_context(cafile=cert[0])
+            c = http.client.HTTPSConnection("127.0.0.1", keel.ports[3], timeout=10, context=ctx)
+            c.request("GET", "/info.php")
+            r = c.getresponse()
+            body = r.read()
+            c.close()
+            info = json.loads(body) if r.status == 200 else {}
+            check(info.get("HTTPS") == "on" and info.get("REQUEST_SCHEME") == "https",
+                  "TLS listener: HTTPS=on, REQUEST_SCHEME https",
+                  (r.status, info.get("HTTPS"), info.get("REQUEST_SCHEME")))
+            check(info.get("SERVER_PORT") == str(keel.ports[3]), "TLS listener: SERVER_PORT")
+        else:
+            print("skip tls: the tls module is not built or openssl is missing")
 
         # -- a streamed response: the first piece long before the end
         c = http.client.HTTPConnection("127.0.0.1", port, timeout=10)

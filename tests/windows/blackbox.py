@@ -841,6 +841,76 @@ def ipv6_loopback():
 
 
 @test
+def udp_echo_round_trips():
+    # A UDP listener (docs/udp.md) on Windows: one socket bound with
+    # SO_EXCLUSIVEADDRUSE that worker 0 serves (no SO_REUSEPORT balancing),
+    # libuv's IOCP receiving a datagram per call; the echo plugin's
+    # udp_echo answers each from the socket it came to.
+    cfg = echo_config(workers=2).replace("listen = 127.0.0.1:0 echo", "listen = 127.0.0.1:0 udp_echo udp")
+    k = Keel(cfg)
+    try:
+        m = k.wait_line(r"listening on 127\.0\.0\.1:(\d+) \(udp_echo, udp\)")
+        check(m, "no UDP listener", k)
+        port = int(m.group(1))
+        for i in range(20):
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.settimeout(IO_TIMEOUT)
+            msg = b"datagram %d" % i
+            s.sendto(msg, ("127.0.0.1", port))
+            try:
+                data, addr = s.recvfrom(2048)
+            except socket.timeout:
+                data, addr = None, None
+            s.close()
+            check(data == msg and addr == ("127.0.0.1", port), "echo %d: %r from %r" % (i, data, addr), k)
+        check(stop(k) == 0, "exit status", k)
+    finally:
+        k.kill()
+
+
+@test
+def statsd_counters_on_metrics():
+    # The statsd module over UDP feeding the stats module's /metrics, as
+    # tests/integration/test_statsd.c checks on POSIX.
+    if not os.path.exists(os.path.join(modules_dir(), "mod_statsd.dll")):
+        raise Skip("mod_statsd.dll is not built")
+    cfg = (
+        "[keel]\n"
+        "listen = 127.0.0.1:0 http1\n"
+        "listen = 127.0.0.1:0 statsd udp\n"
+        "workers = 2\n"
+        "modules = http1 stats statsd\n"
+        "module_path = %s\n" % modules_dir()
+    )
+    k = Keel(cfg)
+    try:
+        http_port, udp_port = k.ports(2)
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        for line in (b"win.hits:1|c|#os:windows", b"win.hits:2|c|#os:windows", b"win.temp:21.5|g"):
+            s.sendto(line, ("127.0.0.1", udp_port))
+        s.close()
+
+        def metrics():
+            c = http.client.HTTPConnection("127.0.0.1", http_port, timeout=IO_TIMEOUT)
+            c.request("GET", "/metrics")
+            r = c.getresponse()
+            body = r.read().decode("utf-8", "replace")
+            c.close()
+            return body
+
+        deadline = time.monotonic() + IO_TIMEOUT
+        page = metrics()
+        while 'win_hits_total{os="windows"} 3' not in page and time.monotonic() < deadline:
+            time.sleep(0.1)
+            page = metrics()
+        check('win_hits_total{os="windows"} 3' in page, "no counter on /metrics:\n%s" % page[-2000:], k)
+        check("\nwin_temp 21.5" in page, "no gauge on /metrics", k)
+        check(stop(k) == 0, "exit status", k)
+    finally:
+        k.kill()
+
+
+@test
 def http1_hello_routes():
     # The http1 module (llhttp compiled for Windows) and the hello plugin:
     # keep-alive, a route parameter, a body, a timer, libuv's thread pool,

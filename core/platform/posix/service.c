@@ -12,16 +12,19 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr)
+int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr, int *dgram)
 {
     int type = 0;
     socklen_t len = sizeof type;
-    if (getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &len) != 0 || type != SOCK_STREAM)
+    if (getsockopt(sock, SOL_SOCKET, SO_TYPE, &type, &len) != 0 ||
+        (type != SOCK_STREAM && type != SOCK_DGRAM))
         return UV_EINVAL;
+    *dgram = type == SOCK_DGRAM;
 #ifdef SO_ACCEPTCONN
     int listening = 0;
     len = sizeof listening;
-    if (getsockopt(sock, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening)
+    if (type == SOCK_STREAM &&
+        (getsockopt(sock, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening))
         return UV_EINVAL;
 #endif
     memset(addr, 0, sizeof *addr);
@@ -29,6 +32,13 @@ int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr)
     if (getsockname(sock, (struct sockaddr *)addr, &len) != 0)
         return -errno;
     if (addr->ss_family != AF_INET && addr->ss_family != AF_INET6 && addr->ss_family != AF_UNIX)
+        return UV_EINVAL;
+    /* A datagram socket is a udp listener's only when bound to a port (a
+     * connected or unbound one is something else's). */
+    if (*dgram &&
+        (addr->ss_family == AF_UNIX ||
+         (addr->ss_family == AF_INET ? ((const struct sockaddr_in *)addr)->sin_port == 0
+                                     : ((const struct sockaddr_in6 *)addr)->sin6_port == 0)))
         return UV_EINVAL;
     int flags = fcntl(sock, F_GETFL);
     if (flags < 0 || fcntl(sock, F_SETFL, flags | O_NONBLOCK) < 0)

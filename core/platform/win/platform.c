@@ -189,10 +189,11 @@ int kl_lib_open(const char *path, uv_lib_t *lib)
 
 /* Windows has neither socket activation nor sd_notify, and a reload (which
  * hands sockets down) is POSIX only. */
-int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr)
+int kl_socket_listening_addr(kl_socket sock, struct sockaddr_storage *addr, int *dgram)
 {
     (void)sock;
     (void)addr;
+    (void)dgram;
     return UV_ENOSYS;
 }
 

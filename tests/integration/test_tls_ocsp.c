@@ -64,14 +64,14 @@ static void revoke_leaf(const char *base)
 }
 
 /* The responder's answer for BASE, written to OUT (DER), as a file for
- * `ocsp=`. */
-static void response_file(const char *base, const char *out)
+ * `ocsp=`, signed by SIGNER.pem with SIGNER.key (the CA: "ca"). */
+static void response_file(const char *base, const char *signer, const char *out)
 {
     ht_run_result rr = tt_sh(30000,
                              "cd '%s' && openssl ocsp -issuer ca.pem -cert %s.crt -no_nonce "
                              "-reqout %s.req && openssl ocsp -index index.txt -CA ca.pem "
-                             "-rsigner ca.pem -rkey ca.key -reqin %s.req -respout %s -nmin 60",
-                             tt_dir, base, base, base, out);
+                             "-rsigner %s.pem -rkey %s.key -reqin %s.req -respout %s -nmin 60",
+                             tt_dir, base, base, signer, signer, base, out);
     cr_assert(rr.status == 0, "response for %s: %s", base, rr.out);
     ht_run_free(&rr);
 }
@@ -211,8 +211,17 @@ Test(tls_ocsp, response_file_is_stapled, .timeout = 90, .fini = tt_cleanup)
     make_ca();
     make_leaf("leaf", kh_free_port());
     make_leaf("other", kh_free_port());
-    response_file("leaf", "leaf.ocsp");
-    response_file("other", "other.ocsp");
+    response_file("leaf", "ca", "leaf.ocsp");
+    response_file("other", "ca", "other.ocsp");
+    /* Another CA's key signing for this certificate. */
+    ht_run_result rr = tt_sh(30000,
+                             "cd '%s' && openssl req -x509 -newkey ec -pkeyopt "
+                             "ec_paramgen_curve:P-256 -nodes -keyout forger.key -out forger.pem "
+                             "-days 2 -subj '/CN=keel test CA'",
+                             tt_dir);
+    cr_assert(rr.status == 0, "forger: %s", rr.out);
+    ht_run_free(&rr);
+    response_file("leaf", "forger", "forged.ocsp");
     /* No fetching: the file alone. */
     char extra[600];
     snprintf(extra, sizeof extra, " ocsp=%s", tt_path("leaf.ocsp"));
@@ -227,6 +236,16 @@ Test(tls_ocsp, response_file_is_stapled, .timeout = 90, .fini = tt_cleanup)
     p = start_keel("leaf", extra, "");
     kh_assert(p, strstr(kh_stderr(p), "it is not for this certificate") != NULL, "not said: %s",
               kh_stderr(p));
+    expect_nothing_stapled(p);
+    tt_finish(p);
+    kh_stop(p);
+
+    /* A response whose signature does not verify against the issuer
+     * (another key under the same CA name) is not stapled, and said. */
+    snprintf(extra, sizeof extra, " ocsp=%s", tt_path("forged.ocsp"));
+    p = start_keel("leaf", extra, "");
+    kh_assert(p, strstr(kh_stderr(p), "its signature does not verify against the issuer") != NULL,
+              "not said: %s", kh_stderr(p));
     expect_nothing_stapled(p);
     tt_finish(p);
     kh_stop(p);

@@ -70,26 +70,24 @@ Test(ocsp_http, refused)
         cr_assert_eq(parse(bad[i], 1, &h), KO_OCSP_HTTP_BAD, "%s", bad[i]);
 }
 
-Test(ocsp_http, sizes_are_bounded)
+/* n bytes of fill behind prefix: refused, saying why. */
+static void expect_too_large(const char *prefix, char fill, size_t n, int eof, const char *why)
 {
     ko_ocsp_http h;
-    size_t n = KO_OCSP_HTTP_HEAD_MAX + 100;
     char *big = malloc(n + 1);
     cr_assert(big != NULL);
-    memset(big, 'a', n);
-    memcpy(big, "HTTP/1.0 200 OK\r\nX: ", 20);
+    memset(big, fill, n);
+    memcpy(big, prefix, strlen(prefix));
     big[n] = '\0';
-    cr_assert_eq(parse(big, 0, &h), KO_OCSP_HTTP_BAD);
-    cr_assert_str_eq(h.why, "response head too long");
+    cr_assert_eq(parse(big, eof, &h), KO_OCSP_HTTP_BAD);
+    cr_assert_str_eq(h.why, why);
     free(big);
+}
 
-    n = 40 + KO_OCSP_HTTP_BODY_MAX + 1;
-    big = malloc(n + 1);
-    cr_assert(big != NULL);
-    memset(big, 'b', n);
-    memcpy(big, "HTTP/1.0 200 OK\r\n\r\n", 19);
-    big[n] = '\0';
-    cr_assert_eq(parse(big, 1, &h), KO_OCSP_HTTP_BAD);
-    cr_assert_str_eq(h.why, "response body too large");
-    free(big);
+Test(ocsp_http, sizes_are_bounded)
+{
+    expect_too_large("HTTP/1.0 200 OK\r\nX: ", 'a', KO_OCSP_HTTP_HEAD_MAX + 100, 0,
+                     "response head too long");
+    expect_too_large("HTTP/1.0 200 OK\r\n\r\n", 'b', 40 + KO_OCSP_HTTP_BODY_MAX + 1, 1,
+                     "response body too large");
 }

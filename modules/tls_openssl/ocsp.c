@@ -69,6 +69,9 @@ typedef struct ko_staple {
 
 static ko_staple **staples;
 static size_t nstaples, nfetched;
+/* Each stapled leaf carries its ko_staple (X509 ex_data): the status
+ * callback finds it without a search. Allocated once per process. */
+static int staple_index = -1;
 
 static struct {
     keel_worker *worker;
@@ -103,7 +106,7 @@ static int check_response(const ko_staple *st, const unsigned char *der, size_t 
     } else if (OCSP_basic_verify(basic, st->chain, st->anchor, 0) <= 0) {
         /* Signed by the issuer, or by a responder certificate the issuer
          * issued for OCSPSigning (RFC 6960 4.2.2.2). */
-        snprintf(why, size, "its signature does not verify against the issuer (%s)",
+        snprintf(why, size, "it is not signed by the issuer or its OCSP responder (%s)",
                  ko_reason(reason_buf, sizeof reason_buf));
     } else if (OCSP_resp_find_status(basic, st->id, &status, &reason, &revoked_at, &this_update,
                                      &next_update) != 1) {
@@ -154,10 +157,7 @@ static int status_cb(SSL *ssl, void *arg)
 {
     (void)arg;
     X509 *cert = SSL_get_certificate(ssl);
-    ko_staple *st = NULL;
-    for (size_t i = 0; i < nstaples && st == NULL; i++)
-        if (staples[i]->leaf == cert)
-            st = staples[i];
+    ko_staple *st = cert != NULL ? X509_get_ex_data(cert, staple_index) : NULL;
     if (st == NULL)
         return SSL_TLSEXT_ERR_NOACK;
     unsigned char *copy = NULL;
@@ -183,6 +183,8 @@ static void staple_free(ko_staple *st)
 {
     if (st == NULL)
         return;
+    if (st->leaf != NULL && staple_index >= 0)
+        X509_set_ex_data(st->leaf, staple_index, NULL);
     X509_free(st->leaf);
     X509_free(st->issuer);
     sk_X509_pop_free(st->chain, X509_free);
@@ -311,6 +313,8 @@ int ko_ocsp_add(keel_module *m, const char *value, SSL_CTX *ctx, X509 *leaf, STA
 {
     if (*file == '\0' && !ko_cfg.c.ocsp_stapling)
         return KEEL_OK;
+    if (staple_index < 0 && (staple_index = X509_get_ex_new_index(0, NULL, NULL, NULL, NULL)) < 0)
+        return KEEL_ERR_NOMEM;
     X509 *issuer = issuer_of(leaf, extra);
     if (issuer == NULL) {
         keel_log(m, KEEL_LOG_WARN,
@@ -347,9 +351,12 @@ int ko_ocsp_add(keel_module *m, const char *value, SSL_CTX *ctx, X509 *leaf, STA
         return KEEL_OK;
     } else if ((rc = build_request(st)) != KEEL_OK) {
         goto fail;
-    } else {
-        nfetched++;
     }
+    if (X509_set_ex_data(leaf, staple_index, st) != 1) {
+        rc = KEEL_ERR_NOMEM;
+        goto fail;
+    }
+    nfetched += st->url != NULL;
     staples[nstaples++] = st;
     SSL_CTX_set_tlsext_status_cb(ctx, status_cb);
     return KEEL_OK;

@@ -222,6 +222,21 @@ Test(tls_ocsp, response_file_is_stapled, .timeout = 90, .fini = tt_cleanup)
     cr_assert(rr.status == 0, "forger: %s", rr.out);
     ht_run_free(&rr);
     response_file("leaf", "forger", "forged.ocsp");
+    /* Responder certificates the CA issued (RFC 6960 4.2.2.2): one for
+     * OCSP signing (delegated), one without that purpose. */
+    rr = tt_sh(
+        30000,
+        "cd '%s' && printf 'extendedKeyUsage = OCSPSigning\n' >delegated.ext && "
+        "printf 'extendedKeyUsage = serverAuth\n' >undelegated.ext && "
+        "for r in delegated undelegated; do "
+        "openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout $r.key "
+        "-out $r.csr -subj /CN=$r && openssl x509 -req -in $r.csr -CA ca.pem -CAkey ca.key "
+        "-set_serial 0x$(openssl rand -hex 8) -days 2 -extfile $r.ext -out $r.pem || exit 1; done",
+        tt_dir);
+    cr_assert(rr.status == 0, "responder certificates: %s", rr.out);
+    ht_run_free(&rr);
+    response_file("leaf", "delegated", "delegated.ocsp");
+    response_file("leaf", "undelegated", "undelegated.ocsp");
     /* No fetching: the file alone. */
     char extra[600];
     snprintf(extra, sizeof extra, " ocsp=%s", tt_path("leaf.ocsp"));
@@ -240,15 +255,27 @@ Test(tls_ocsp, response_file_is_stapled, .timeout = 90, .fini = tt_cleanup)
     tt_finish(p);
     kh_stop(p);
 
-    /* A response whose signature does not verify against the issuer
-     * (another key under the same CA name) is not stapled, and said. */
-    snprintf(extra, sizeof extra, " ocsp=%s", tt_path("forged.ocsp"));
+    /* Signed by the CA's delegated responder: stapled. */
+    snprintf(extra, sizeof extra, " ocsp=%s", tt_path("delegated.ocsp"));
     p = start_keel("leaf", extra, "");
-    kh_assert(p, strstr(kh_stderr(p), "its signature does not verify against the issuer") != NULL,
-              "not said: %s", kh_stderr(p));
-    expect_nothing_stapled(p);
+    expect_stapled_good(p, "");
     tt_finish(p);
     kh_stop(p);
+
+    /* A response whose signature does not verify against the issuer
+     * (another key under the same CA name; a certificate of the CA's not
+     * issued for OCSP signing) is not stapled, and said. */
+    const char *unfit[] = {"forged.ocsp", "undelegated.ocsp"};
+    for (size_t i = 0; i < 2; i++) {
+        snprintf(extra, sizeof extra, " ocsp=%s", tt_path(unfit[i]));
+        p = start_keel("leaf", extra, "");
+        kh_assert(
+            p, strstr(kh_stderr(p), "it is not signed by the issuer or its OCSP responder") != NULL,
+            "%s: not said: %s", unfit[i], kh_stderr(p));
+        expect_nothing_stapled(p);
+        tt_finish(p);
+        kh_stop(p);
+    }
 
     /* A file that is not an OCSP response stops start-up at its line. */
     char conf[2000];

@@ -87,16 +87,23 @@ static kh_proc *responder(void)
     return kh_start_program(python, NULL, args, 1, 10000);
 }
 
-/* keel on the OpenSSL backend serving BASE.chain, with more [tls] lines. */
-static kh_proc *start_keel(const char *base, const char *cert_extra, const char *tls_extra)
+/* keel on the OpenSSL backend serving BASE.chain, with more [keel]
+ * lines and more [tls] lines. */
+static kh_proc *start_keel_with(const char *keel_extra, const char *base, const char *cert_extra,
+                                const char *tls_extra)
 {
     char chain[64], key[64];
     snprintf(chain, sizeof chain, "%s.chain", base);
     snprintf(key, sizeof key, "%s.key", base);
     return tt_start(1,
-                    "listen = 127.0.0.1:0 http1 tls\nworkers = 2\nmodules = tls http1 hello\n"
+                    "listen = 127.0.0.1:0 http1 tls\nworkers = 2\nmodules = tls http1 hello\n%s"
                     "[tls]\nbackend = openssl\ncert = %s %s%s\n%s",
-                    tt_path(chain), tt_path(key), cert_extra, tls_extra);
+                    keel_extra, tt_path(chain), tt_path(key), cert_extra, tls_extra);
+}
+
+static kh_proc *start_keel(const char *base, const char *cert_extra, const char *tls_extra)
+{
+    return start_keel_with("", base, cert_extra, tls_extra);
 }
 
 /* What `openssl s_client -status` shows of a handshake (its options added). */
@@ -284,6 +291,44 @@ Test(tls_ocsp, response_file_is_stapled, .timeout = 90, .fini = tt_cleanup)
              "[tls]\nbackend = openssl\ncert = %s %s ocsp=%s\n",
              tt_path("leaf.chain"), tt_path("leaf.key"), tt_path("leaf.key"));
     kh_expect_refused(conf, 7, "not a DER OCSP response", "ocsp= a key file");
+}
+
+/* The process a reload started (killed at the end). */
+static pid_t successor;
+
+static void reload_fini(void)
+{
+    if (successor > 0)
+        kill(successor, SIGKILL);
+    successor = 0;
+    tt_cleanup();
+}
+
+/* A reload (SIGHUP: a new process reads the config anew) reads the
+ * ocsp= file again: here it now says revoked, and nothing is stapled. */
+Test(tls_ocsp, a_reload_reads_the_response_file_again, .timeout = 90, .fini = reload_fini)
+{
+    make_ca();
+    make_leaf("leaf", kh_free_port());
+    response_file("leaf", "ca", "leaf.ocsp");
+    char extra[600];
+    snprintf(extra, sizeof extra, " ocsp=%s", tt_path("leaf.ocsp"));
+    kh_proc *p = start_keel_with("pid_file = keel.pid\n", "leaf", extra, "");
+    expect_stapled_good(p, "");
+    revoke_leaf("leaf");
+    response_file("leaf", "ca", "leaf.ocsp");
+
+    kh_signal(p, SIGHUP);
+    kh_assert(p, kh_wait_log(p, "reload: new process", 10000), "no hand-over logged");
+    char pid_path[400];
+    snprintf(pid_path, sizeof pid_path, "%s/keel.pid", p->dir);
+    kh_assert(p,
+              KH_WAIT_UNTIL((successor = kh_read_pid(pid_path)) > 0 && successor != p->pid, 10000),
+              "no new process");
+    kh_assert(p, kh_wait_exit(p, 15000) == 0, "the old process did not drain");
+    kh_assert(p, log_level_of(kh_stderr(p), "the certificate is REVOKED", "[error]"),
+              "the new process did not read the file: %s", kh_stderr(p));
+    expect_nothing_stapled(p);
 }
 
 /* mbedTLS cannot staple: asking for it is said at start-up. */

@@ -145,12 +145,22 @@ static int log_level_of(const char *log, const char *needle, const char *level)
     return found != NULL && found < at;
 }
 
-Test(tls_ocsp, fetched_response_is_stapled, .timeout = 90, .fini = tt_cleanup)
+/* A CA, its responder, a leaf naming it, and keel serving the leaf with
+ * these [tls] lines; *responder_out (may be NULL) is the responder. */
+static kh_proc *keel_and_responder(const char *tls_extra, kh_proc **responder_out)
 {
     make_ca();
     kh_proc *r = responder();
     make_leaf("leaf", kh_port(r, 0));
-    kh_proc *p = start_keel("leaf", "", "ocsp_stapling = on\n");
+    if (responder_out != NULL)
+        *responder_out = r;
+    return start_keel("leaf", "", tls_extra);
+}
+
+Test(tls_ocsp, fetched_response_is_stapled, .timeout = 90, .fini = tt_cleanup)
+{
+    kh_proc *r;
+    kh_proc *p = keel_and_responder("ocsp_stapling = on\n", &r);
     kh_assert(p, kh_wait_log(p, "stapling the response of http://127.0.0.1:", 20000),
               "no response fetched");
     kh_assert(p, strstr(kh_stderr(r), "ocsp request 1") != NULL, "the responder was not asked");
@@ -201,10 +211,7 @@ Test(tls_ocsp, responder_down_handshakes_go_on, .timeout = 90, .fini = tt_cleanu
  * responder, down to a revocation that withdraws it. */
 Test(tls_ocsp, refreshed_staple_follows_the_responder, .timeout = 90, .fini = tt_cleanup)
 {
-    make_ca();
-    kh_proc *r = responder();
-    make_leaf("leaf", kh_port(r, 0));
-    kh_proc *p = start_keel("leaf", "", "ocsp_stapling = on\nocsp_refresh = 1s\n");
+    kh_proc *p = keel_and_responder("ocsp_stapling = on\nocsp_refresh = 1s\n", NULL);
     kh_assert(p, kh_wait_log_count(p, "stapling the response of", 2, 20000), "not refreshed");
     expect_stapled_good(p, "");
     revoke_leaf("leaf");

@@ -16,8 +16,9 @@
 static const keel_config_key kt_keys[] = {
     KEEL_KEY(kt_section, cert, "cert", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
              .scopes = KEEL_SCOPE_GLOBAL | KEEL_SCOPE_LISTENER | KEEL_SCOPE_SITE,
-             .doc = "CHAIN.pem KEY.pem [passphrase=...]: a certificate; several are chosen by "
-                    "SNI; in a [site] the site's own, served to the names that choose it"),
+             .doc = "CHAIN.pem KEY.pem [passphrase=...] [ocsp=RESPONSE.der]: a certificate; "
+                    "several are chosen by SNI; in a [site] the site's own, served to the names "
+                    "that choose it; ocsp= staples that file (OpenSSL backend)"),
     KEEL_KEY(kt_section, backend, "backend", KEEL_CONFIG_STRING, .def = "mbedtls",
              .doc = "the TLS library: mbedtls (mod_tls) or openssl (mod_tls_openssl, package "
                     "keel-tls-openssl); the loader picks the module"),
@@ -49,6 +50,15 @@ static const keel_config_key kt_keys[] = {
              .doc = "verify the servers keel connects to (the proxy's HTTPS upstreams)"),
     KEEL_KEY(kt_section, ca, "ca", KEEL_CONFIG_STRING, .def = "",
              .doc = "PEM file of the CAs outbound connections trust; empty: the system's; none"),
+    KEEL_KEY(kt_section, ocsp_stapling, "ocsp_stapling", KEEL_CONFIG_BOOL, .def = "off",
+             .doc = "staple OCSP responses fetched from each certificate's responder (its AIA "
+                    "http:// URL; RFC 6066 8; OpenSSL backend)"),
+    KEEL_KEY(kt_section, ocsp_refresh_ms, "ocsp_refresh", KEEL_CONFIG_DURATION, .def = "1h",
+             .doc = "the longest a fetched OCSP response is stapled before it is fetched again "
+                    "(sooner: halfway to its nextUpdate)"),
+    KEEL_KEY(kt_section, ktls, "ktls", KEEL_CONFIG_STRING, .def = "auto",
+             .doc = "kernel TLS: auto (use it where the kernel and backend can; the start-up "
+                    "log says whether and why not) or off"),
 };
 
 const keel_config_schema kt_schema = {sizeof(keel_config_schema), sizeof(keel_config_key), kt_keys,
@@ -87,6 +97,10 @@ static int check_backend(keel_module *m, const char *wanted, const char *backend
                              strcmp(wanted, "openssl") == 0 ? "OpenSSL" : "mbedTLS", wanted, wanted,
                              backend);
 }
+
+/* Set by kt_keys_read for a backend without server-side OCSP stapling
+ * (mbedTLS): a cert line's ocsp= is then warned about, not read. */
+static const char *no_stapling_library;
 
 int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *library,
                  kt_common *out)
@@ -147,6 +161,26 @@ int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *l
     out->client_alpn = sec->client_alpn;
     out->client_verify = sec->client_verify;
     out->ca = sec->ca;
+
+    out->ocsp_stapling = sec->ocsp_stapling;
+    out->ocsp_refresh_ms = sec->ocsp_refresh_ms;
+    if (out->ocsp_refresh_ms < 1000 || out->ocsp_refresh_ms > 7ull * 86400 * 1000)
+        return keel_config_error(m, "ocsp_refresh", "must be between 1s and 7d");
+    /* mbedTLS (2.28, 3.6) parses a client's status_request but has no way
+     * for a server to answer it (no OCSP code in its ssl_srv): say so
+     * rather than serve handshakes without the staple asked for. */
+    no_stapling_library = strcmp(backend, "mbedtls") == 0 ? library : NULL;
+    if (out->ocsp_stapling && no_stapling_library != NULL)
+        keel_log(m, KEEL_LOG_WARN,
+                 "[tls] ocsp_stapling = on: %s has no server-side OCSP stapling; nothing is "
+                 "stapled (backend = openssl staples)",
+                 library);
+    if (strcmp(sec->ktls, "auto") == 0)
+        out->ktls = 1;
+    else if (strcmp(sec->ktls, "off") == 0)
+        out->ktls = 0;
+    else
+        return keel_config_error(m, "ktls", "expected auto or off, got '%s'", sec->ktls);
     return KEEL_OK;
 }
 
@@ -164,37 +198,51 @@ int kt_cert_error(keel_module *m, const char *value, const char *fmt, ...)
 
 int kt_cert_line_parse(keel_module *m, const char *value, kt_cert_line *out)
 {
-    static const char usage[] = "expected CHAIN.pem KEY.pem [passphrase=...]";
+    static const char usage[] = "expected CHAIN.pem KEY.pem [passphrase=...] [ocsp=FILE]";
     out->passphrase = NULL;
+    out->ocsp[0] = '\0';
     if (value == NULL)
         return kt_cert_error(m, value, "cert: missing value");
     if (strlen(value) >= sizeof out->buf)
         return kt_cert_error(m, value, "value too long");
     strcpy(out->buf, value);
-    char *words[3];
+    char *words[4];
+    const char *ocsp = NULL;
     size_t n = 0;
     for (char *p = out->buf; *p;) {
         p += strspn(p, " \t");
         if (*p == '\0')
             break;
-        if (n == 3)
+        if (n == 4)
             return kt_cert_error(m, value, "%s", usage);
         words[n++] = p;
         p += strcspn(p, " \t");
         if (*p)
             *p++ = '\0';
     }
-    if (n == 3) {
-        if (strncmp(words[2], "passphrase=", 11) != 0)
-            return kt_cert_error(m, value, "%s, got '%s'", usage, words[2]);
-        out->passphrase = words[2] + 11;
+    /* After the two paths, named options in any order, each once. */
+    for (size_t i = 2; i < n; i++) {
+        if (strncmp(words[i], "passphrase=", 11) == 0 && out->passphrase == NULL)
+            out->passphrase = words[i] + 11;
+        else if (strncmp(words[i], "ocsp=", 5) == 0 && ocsp == NULL && words[i][5] != '\0')
+            ocsp = words[i] + 5;
+        else
+            return kt_cert_error(m, value, "%s, got '%s'", usage, words[i]);
     }
     if (n < 2)
         return kt_cert_error(m, value, "%s", usage);
     if (keel_config_value_path(m, value, words[0], out->chain, sizeof out->chain) ==
             KEEL_ERR_INVAL ||
-        keel_config_value_path(m, value, words[1], out->key, sizeof out->key) == KEEL_ERR_INVAL)
+        keel_config_value_path(m, value, words[1], out->key, sizeof out->key) == KEEL_ERR_INVAL ||
+        (ocsp != NULL &&
+         keel_config_value_path(m, value, ocsp, out->ocsp, sizeof out->ocsp) == KEEL_ERR_INVAL))
         return kt_cert_error(m, value, "path too long");
+    if (ocsp != NULL && no_stapling_library != NULL) {
+        keel_log(m, KEEL_LOG_WARN,
+                 "[tls] cert: ocsp=%s: %s has no server-side OCSP stapling; not stapled", ocsp,
+                 no_stapling_library);
+        out->ocsp[0] = '\0';
+    }
     return KEEL_OK;
 }
 

@@ -19,9 +19,9 @@
 typedef struct kt_section {
     keel_config_list cert;
     const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
-    const char *alpn, *client_alpn, *ca, *backend;
-    uint64_t handshake_timeout_ms, ticket_lifetime_ms;
-    int session_tickets, client_verify;
+    const char *alpn, *client_alpn, *ca, *backend, *ktls;
+    uint64_t handshake_timeout_ms, ticket_lifetime_ms, ocsp_refresh_ms;
+    int session_tickets, client_verify, ocsp_stapling;
 } kt_section;
 
 extern const keel_config_schema kt_schema;
@@ -37,6 +37,9 @@ typedef struct kt_common {
     int verify_client; /* KT_VERIFY_* */
     int client_verify;
     const char *alpn, *client_alpn, *client_ca, *ca; /* "" = none */
+    int ocsp_stapling;        /* fetch responses from each certificate's responder */
+    uint64_t ocsp_refresh_ms; /* the longest a fetched response is served before asking again */
+    int ktls;                 /* 1: auto (use kernel TLS where it can be), 0: off */
 } kt_common;
 
 /* The backend this module is ("mbedtls", "openssl"), the highest version
@@ -47,11 +50,13 @@ typedef struct kt_common {
 int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *library,
                  kt_common *out);
 
-/* A `cert = CHAIN KEY [passphrase=...]` line: the two paths (relative to
- * the config file holding the line, in a scope as in [tls]) and the
- * passphrase (in buf) or NULL. KEEL_ERR_CONFIG reported with the line. */
+/* A `cert = CHAIN KEY [passphrase=...] [ocsp=FILE]` line: the two paths
+ * (relative to the config file holding the line, in a scope as in
+ * [tls]), the passphrase (in buf) or NULL, and the OCSP response file to
+ * staple ("" = none; the backend without stapling warns). KEEL_ERR_CONFIG
+ * reported with the line. */
 typedef struct kt_cert_line {
-    char chain[1024], key[1024];
+    char chain[1024], key[1024], ocsp[1024];
     const char *passphrase;
     char buf[4096];
 } kt_cert_line;

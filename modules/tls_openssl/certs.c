@@ -389,8 +389,10 @@ static int load_one(keel_module *m, const char *value, ko_list *list, int any_na
     else if (SSL_CTX_use_cert_and_key(g->ctx, leaf, key, extra, 1) != 1)
         rc = kt_cert_error(m, value, "%s: OpenSSL refused the certificate (%s)", chain_path,
                            ko_reason(why, sizeof why));
-    else
+    else {
         group_add(g, leaf, type);
+        rc = ko_ocsp_add(m, value, g->ctx, leaf, extra, chain_path, line.ocsp);
+    }
 out:
     ERR_clear_error();
     OPENSSL_cleanse(&line, sizeof line); /* the passphrase */

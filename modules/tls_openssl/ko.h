@@ -7,10 +7,11 @@
  *     one share it: OpenSSL picks by the client's signature algorithms),
  *     the outbound SSL_CTX, the suite names; SSL_CTX is thread-safe once
  *     set up, so every worker uses the same ones;
- *   - the session-ticket keys are the only shared state that changes,
- *     rotated under a lock (tickets.c): one set per certificate list
- *     ([tls]'s, each scope's own), so a ticket resumes only under the
- *     certificates it was issued under;
+ *   - the session-ticket keys change, rotated under a lock (tickets.c):
+ *     one set per certificate list ([tls]'s, each scope's own), so a
+ *     ticket resumes only under the certificates it was issued under;
+ *   - each stapled certificate's OCSP response changes (ocsp.c): written
+ *     by the fetcher on worker 0, copied by handshakes, under its lock;
  *   - each worker owns its ALPN offers (parsed on first use) and two
  *     16 KiB buffers (writes gathered, reads decrypted);
  *   - each connection owns one ko_session (its SSL and BIO).
@@ -94,6 +95,21 @@ void ko_tickets_free(ko_tickets *t); /* wipes the keys */
  * OpenSSL calls the callback of the SSL_CTX the SSL was created with
  * (session_ctx), not of the one SNI switched to. */
 void ko_tickets_conf(SSL_CTX *ctx);
+
+/* ---- ocsp.c --------------------------------------------------------------------- */
+
+/* A certificate just installed in ctx, for OCSP stapling: its `ocsp=`
+ * file (file != "": read and checked now; KEEL_ERR_CONFIG with the cert
+ * line when unreadable or not an OCSP response), else, with
+ * ocsp_stapling on, its AIA responder (fetched by worker 0). A
+ * certificate whose chain lacks its issuer, or that names no http://
+ * responder, is left out with a warning. */
+int ko_ocsp_add(keel_module *m, const char *value, SSL_CTX *ctx, X509 *leaf, STACK_OF(X509) * extra,
+                const char *chain_path, const char *file);
+int ko_ocsp_register(keel_module *m);       /* load: the fetch protocol, if anything is fetched */
+void ko_ocsp_start(keel_worker *worker);    /* worker 0: the fetcher's first round at once */
+void ko_ocsp_stopping(keel_worker *worker); /* the fetcher stops asking */
+void ko_ocsp_free(void);                    /* unload */
 
 /* ---- settings (tls.c) -------------------------------------------------------------- */
 

@@ -5,6 +5,7 @@
  * worker's buffers and ALPN offers; unload frees the keys (OpenSSL wipes
  * private keys as it frees them; the ticket keys are cleansed here). */
 #include "ko.h"
+#include "ktls.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -290,6 +291,7 @@ static void release_all(void)
     cipher_names = NULL;
     ncipher_names = 0;
     ko_bio_free();
+    ko_ocsp_free();
     OPENSSL_cleanse(&ko_cfg, sizeof ko_cfg);
 }
 
@@ -308,8 +310,9 @@ static int tls_load(keel_module *m)
     if (rc == KEEL_OK && (rc = build_cipher_names()) == KEEL_OK &&
         (rc = kt_metrics_register(m, &ko_cfg.metrics)) == KEEL_OK &&
         (rc = keel_transport_register(m, &ko_transport)) == KEEL_OK &&
-        (rc = kt_service_publish(m)) == KEEL_OK)
-        rc = keel_module_config_scopes(m, scope_add, NULL);
+        (rc = kt_service_publish(m)) == KEEL_OK &&
+        (rc = keel_module_config_scopes(m, scope_add, NULL)) == KEEL_OK)
+        rc = ko_ocsp_register(m);
     if (rc != KEEL_OK) {
         release_all();
         return rc;
@@ -317,6 +320,13 @@ static int tls_load(keel_module *m)
     keel_log(m, KEEL_LOG_INFO, "tls listeners offer TLS %s-%s (OpenSSL %s, %zu name group(s))",
              version_name(ko_cfg.c.min_version), version_name(ko_cfg.c.max_version),
              OpenSSL_version(OPENSSL_VERSION_STRING), ko_cfg.certs.n);
+    char ktls[300];
+#ifdef OPENSSL_NO_KTLS
+    ko_ktls_describe(ko_cfg.c.ktls, 0, ktls, sizeof ktls);
+#else
+    ko_ktls_describe(ko_cfg.c.ktls, 1, ktls, sizeof ktls);
+#endif
+    keel_log(m, KEEL_LOG_INFO, "kTLS: %s", ktls);
     return KEEL_OK;
 }
 
@@ -325,14 +335,24 @@ static int tls_start(keel_module *m, keel_worker *worker, void *state)
     (void)m;
     ko_worker *w = state;
     w->worker = worker;
-    return kt_buffers_alloc(&w->stage, &w->plain, KO_STAGE_SIZE);
+    int rc = kt_buffers_alloc(&w->stage, &w->plain, KO_STAGE_SIZE);
+    if (rc == KEEL_OK)
+        ko_ocsp_start(worker);
+    return rc;
+}
+
+static void tls_stopping(keel_module *m, keel_worker *worker, void *state)
+{
+    (void)m;
+    (void)state;
+    ko_ocsp_stopping(worker);
 }
 
 static void tls_stop(keel_module *m, keel_worker *worker, void *state)
 {
     (void)m;
-    (void)worker;
     ko_worker *w = state;
+    ko_ocsp_stopping(worker);
     ko_offers_free(&w->server_offers);
     ko_offers_free(&w->client_offers);
     kt_buffers_free(&w->stage, &w->plain, KO_STAGE_SIZE);
@@ -345,4 +365,5 @@ static void tls_unload(keel_module *m)
 }
 
 KEEL_MODULE(tls, .version = "1.0.0", .worker_state_size = sizeof(ko_worker), .load = tls_load,
-            .start = tls_start, .stop = tls_stop, .unload = tls_unload, .config = &kt_schema);
+            .start = tls_start, .stop = tls_stop, .stopping = tls_stopping, .unload = tls_unload,
+            .config = &kt_schema);

@@ -43,7 +43,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_ma
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 status=0
-for h in http1 target config loader ws inflate accept range static_path allow hpack h2frame h2 proxy statsd fcgi; do
+for h in http1 target config loader ws inflate accept range static_path allow hpack h2frame h2 proxy statsd fcgi ocsp_http; do
     case ${KEEL_FUZZ_ONLY:-$h} in *"$h"*) ;; *) continue ;; esac
     bin=$build/fuzz/fuzz_$h
     work=$build/fuzz/corpus-$h

@@ -9,15 +9,6 @@
 #include "test_http.h"
 #include "tls_helpers.h"
 
-/* Skips a test that needs mod_tls_openssl where it was not built. */
-static void need_openssl_backend(void)
-{
-    char path[600];
-    snprintf(path, sizeof path, "%s/mod_tls_openssl.so", KEEL_MODULE_DIR);
-    if (access(path, R_OK) != 0)
-        cr_skip_test("mod_tls_openssl not built (OpenSSL 3 not found)");
-}
-
 static kh_proc *start_backend(const char *backend, const char *certs)
 {
     return tt_start(1,
@@ -30,7 +21,7 @@ static kh_proc *start_backend(const char *backend, const char *certs)
 static const char *localhost_cert(void)
 {
     static char line[1000];
-    need_openssl_backend();
+    tt_need_openssl_backend();
     tt_mkdir();
     tt_make_cert("lh", "localhost", NULL);
     snprintf(line, sizeof line, "cert = %s %s\n", tt_path("lh.pem"), tt_path("lh.key"));
@@ -108,7 +99,7 @@ Test(tls_backend, openssl_negotiates_tls13, .timeout = 60, .fini = tt_cleanup)
 Test(tls_backend, rsa_and_ecdsa_for_one_name_by_signature_algorithms, .timeout = 90,
      .fini = tt_cleanup)
 {
-    need_openssl_backend();
+    tt_need_openssl_backend();
     tt_mkdir();
     tt_make_cert("ec", "both.test", NULL);
     tt_make_rsa_cert("rsa", "rsa.both.test", "both.test");

@@ -31,6 +31,15 @@ HT_FN const char *tt_mkdir(void)
     return tt_dir;
 }
 
+/* Skips a test that needs mod_tls_openssl where it was not built. */
+HT_FN void tt_need_openssl_backend(void)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/mod_tls_openssl.so", KEEL_MODULE_DIR);
+    if (access(path, R_OK) != 0)
+        cr_skip_test("mod_tls_openssl not built (OpenSSL 3 not found)");
+}
+
 /* DIR/NAME */
 HT_FN const char *tt_path(const char *name)
 {

@@ -30,11 +30,10 @@ struct kt_lock {
 kt_lock *kt_lock_new(void)
 {
     kt_lock *lock = calloc(1, sizeof *lock);
-    if (lock != NULL && LOCK_INIT(lock) != 0) {
-        free(lock);
-        return NULL;
-    }
-    return lock;
+    if (lock == NULL || LOCK_INIT(lock) == 0)
+        return lock;
+    free(lock);
+    return NULL;
 }
 
 void kt_lock_free(kt_lock *lock)

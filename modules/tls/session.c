@@ -45,6 +45,18 @@ static int bio_recv(void *ctx, unsigned char *buf, size_t len)
     return n > 0 ? (int)n : MBEDTLS_ERR_SSL_WANT_READ;
 }
 
+/* A TLS 1.3 NewSessionTicket arrived (mbedTLS 3.x reports it from
+ * whichever call read it): nothing to do but to call again. */
+static int new_ticket(int rc)
+{
+#if KT_MBEDTLS3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
+    return rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET;
+#else
+    (void)rc;
+    return 0;
+#endif
+}
+
 /* ---- writing ------------------------------------------------------------------ */
 
 static int write_all(kt_session *s, const unsigned char *p, size_t len)
@@ -56,10 +68,8 @@ static int write_all(kt_session *s, const unsigned char *p, size_t len)
             len -= (size_t)rc;
             continue;
         }
-#if KT_MBEDTLS3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
-        if (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
+        if (new_ticket(rc))
             continue;
-#endif
         return KEEL_ERR_IO; /* bio_send never blocks: anything else is fatal */
     }
     return KEEL_OK;
@@ -146,10 +156,8 @@ int kt_be_handshake(kt_base *b, char *why, size_t size)
             return KT_HS_DONE;
         if (rc == MBEDTLS_ERR_SSL_WANT_READ || rc == MBEDTLS_ERR_SSL_WANT_WRITE)
             return KT_HS_AGAIN;
-#if KT_MBEDTLS3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
-        if (rc == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
+        if (new_ticket(rc))
             continue;
-#endif
         return failure(s, rc, why, size);
     }
 }
@@ -217,10 +225,8 @@ int kt_be_read(kt_base *b, unsigned char *buf, size_t size, char *why, size_t wh
             return n;
         if (n == MBEDTLS_ERR_SSL_WANT_READ || n == MBEDTLS_ERR_SSL_WANT_WRITE)
             return KT_READ_AGAIN;
-#if KT_MBEDTLS3 && defined(MBEDTLS_SSL_PROTO_TLS1_3)
-        if (n == MBEDTLS_ERR_SSL_RECEIVED_NEW_SESSION_TICKET)
+        if (new_ticket(n))
             continue;
-#endif
         if (n == MBEDTLS_ERR_SSL_PEER_CLOSE_NOTIFY || n == 0)
             return KT_READ_END;
         mbedtls_strerror(n, why, why_size);

@@ -33,14 +33,16 @@ static size_t next_body_filter(const keel_response *res, size_t from)
     return http->nfilters;
 }
 
-/* Calls filter i's pieces hook with filter_pos set for its emits. */
-static int call_pieces_filter(keel_response *res, size_t i, const keel_piece *pieces, size_t n,
-                              int last)
+/* Calls filter i with filter_pos set for its emits: its pieces hook with
+ * n keel_piece items, else its bytes hook with n keel_buf items. */
+static int call_filter(keel_response *res, size_t i, int pieces, const void *items, size_t n,
+                       int last)
 {
     const keel_http_filter *f = &res->req->http->filters[i].cb;
     size_t saved = res->filter_pos;
     res->filter_pos = i + 1;
-    int rc = f->on_response_pieces(res->req, res, pieces, n, last, f->userdata);
+    int rc = pieces ? f->on_response_pieces(res->req, res, items, n, last, f->userdata)
+                    : f->on_response_body(res->req, res, items, n, last, f->userdata);
     res->filter_pos = saved;
     return rc;
 }
@@ -57,7 +59,7 @@ static int bufs_as_pieces(keel_response *res, size_t at, const keel_buf *bufs, s
     for (size_t k = 0; k < nbufs; k++)
         p[k] = keel_piece_bytes(bufs[k].base, bufs[k].len);
     int rc = chain ? kl_response_run_piece_filters(res, at, p, nbufs, last)
-                   : call_pieces_filter(res, at, p, nbufs, last);
+                   : call_filter(res, at, 1, p, nbufs, last);
     if (p != stack)
         free(p);
     return rc;
@@ -73,14 +75,9 @@ int kl_response_run_body_filters(keel_response *res, size_t from, const keel_buf
     size_t i = next_body_filter(res, from);
     if (i == http->nfilters)
         return kl_response_to_sink(res, bufs, nbufs, last, NULL);
-    const keel_http_filter *f = &http->filters[i].cb;
-    if (f->on_response_body == NULL)
+    if (http->filters[i].cb.on_response_body == NULL)
         return bufs_as_pieces(res, i, bufs, nbufs, last, 0);
-    size_t saved = res->filter_pos;
-    res->filter_pos = i + 1;
-    int rc = f->on_response_body(res->req, res, bufs, nbufs, last, f->userdata);
-    res->filter_pos = saved;
-    return rc;
+    return call_filter(res, i, 0, bufs, nbufs, last);
 }
 
 /* Runs the body filters from position `from` on pieces: the chain of a
@@ -92,7 +89,7 @@ int kl_response_run_piece_filters(keel_response *res, size_t from, const keel_pi
     size_t i = next_body_filter(res, from);
     if (i == http->nfilters)
         return kl_response_pieces_to_sink(res, pieces, npieces, last);
-    return call_pieces_filter(res, i, pieces, npieces, last);
+    return call_filter(res, i, 1, pieces, npieces, last);
 }
 
 int keel_response_filter_emit(keel_response *res, const keel_buf *bufs, size_t nbufs, int last)

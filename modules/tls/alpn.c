@@ -1,5 +1,5 @@
-/* alpn.c — the mbedtls_ssl_config objects, and the protocol a connection
- * gets after its handshake (ALPN, RFC 7301).
+/* alpn.c — the mbedtls_ssl_config objects, with the ALPN (RFC 7301) list
+ * each offers (the protocol opened after the handshake: transport.c).
  *
  * mbedTLS keeps the RNG and the ALPN list in the config, not in the
  * connection, and a config is not thread-safe to share with an RNG in it:
@@ -13,15 +13,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-
-const char *kt_alpn_protocol(const char *id)
-{
-    /* RFC 7301 6's registry ids to keel's protocol names; any other id
-     * names a protocol registered under the same name. */
-    if (strcmp(id, "http/1.1") == 0 || strcmp(id, "http/1.0") == 0)
-        return "http1";
-    return id;
-}
 
 int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng, const kt_site_list *dflt)
 {
@@ -166,23 +157,4 @@ void kt_confs_free(kt_conf **list)
         *list = cf->next;
         conf_free(cf);
     }
-}
-
-int kt_open_protocol(keel_conn *conn, const char *alpn_id)
-{
-#ifdef KEEL_TRANSPORT_DEFER
-    /* NULL: the listener's protocol (or the one keel_conn_connect named);
-     * an outbound connection keeps the protocol its caller chose. */
-    const char *name =
-        alpn_id != NULL && keel_conn_remote_host(conn) == NULL ? kt_alpn_protocol(alpn_id) : NULL;
-    int rc = keel_transport_open_protocol(conn, name);
-    if (rc == KEEL_ERR_NOTFOUND && name != NULL)
-        rc = keel_transport_open_protocol(conn, NULL); /* unloaded since: the default */
-    return rc;
-#else
-    /* This core opens the protocol with the transport (no ALPN choice). */
-    (void)conn;
-    (void)alpn_id;
-    return KEEL_OK;
-#endif
 }

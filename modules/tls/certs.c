@@ -450,18 +450,13 @@ int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, s
     const kt_certs *certs = p;
     kt_session *s = (kt_session *)((char *)ssl - offsetof(kt_session, ssl));
     s->sni_seen = 1;
-    if (s->server_name == NULL && len > 0 && len <= 253 && memchr(name, '\0', len) == NULL) {
-        s->server_name = malloc(len + 1);
-        if (s->server_name != NULL) {
-            memcpy(s->server_name, name, len);
-            s->server_name[len] = '\0';
-        }
-    }
+    if (s->b.server_name == NULL && len > 0 && len <= 253 && memchr(name, '\0', len) == NULL)
+        kt_set_server_name(&s->b, (const char *)name, len); /* for the service; none if no memory */
     /* The site the name chooses, as a Host would choose it (exact, then
      * wildcard, then the default site): its own `tls.cert` lines, all of
      * them, whatever names they carry (nginx's ssl_certificate in the
      * server block server_name chose). */
-    const kt_section *site = keel_conn_site_config(s->conn, kt_self, (const char *)name, len);
+    const kt_section *site = keel_conn_site_config(s->b.conn, kt_self, (const char *)name, len);
     const kt_site_list *own = site != NULL ? kt_site_of(site) : NULL;
     if (own != NULL) {
         s->site = own;
@@ -485,7 +480,7 @@ int kt_certs_sni(void *p, mbedtls_ssl_context *ssl, const unsigned char *name, s
 int kt_conn_served_certs(keel_conn *conn, const char *const **served)
 {
     const kt_session *s = kt_session_of(conn);
-    if (s == NULL || s->client)
+    if (s == NULL || s->b.client)
         return 0;
     *served = s->site != NULL ? s->site->items : NULL;
     return 1;

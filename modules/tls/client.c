@@ -28,10 +28,8 @@ int kt_client_conf(mbedtls_ssl_config *conf)
 
 int kt_client_setup(kt_session *s, const char *host)
 {
-    size_t len = strlen(host);
-    if ((s->server_name = malloc(len + 1)) == NULL)
+    if (kt_set_server_name(&s->b, host, strlen(host)) != KEEL_OK)
         return KEEL_ERR_NOMEM;
-    memcpy(s->server_name, host, len + 1);
     /* Both the SNI sent and the name the certificate must carry. */
     if (mbedtls_ssl_set_hostname(&s->ssl, host) != 0)
         return KEEL_ERR_NOMEM;
@@ -43,13 +41,13 @@ int kt_verify_cb(void *p, mbedtls_x509_crt *crt, int depth, uint32_t *flags)
 {
     kt_session *s = p;
     (void)flags; /* judged after the whole chain: handshake_done */
-    if (depth != 0 || s->peer_subject != NULL)
+    if (depth != 0 || s->b.peer_subject != NULL)
         return 0;
     char dn[512];
     int n = mbedtls_x509_dn_gets(dn, sizeof dn, KT_CRT_SUBJECT(crt));
     if (n < 0)
         return 0;
-    if ((s->peer_subject = malloc((size_t)n + 1)) != NULL)
-        memcpy(s->peer_subject, dn, (size_t)n + 1);
+    if ((s->b.peer_subject = malloc((size_t)n + 1)) != NULL)
+        memcpy(s->b.peer_subject, dn, (size_t)n + 1);
     return 0;
 }

@@ -3,9 +3,10 @@
  * config and docs/reference/tls.md is generated once, the values whose
  * meaning does not depend on the library, a `cert` line's words, the
  * metrics, the `tls` service's table, the per-worker buffers, the 421
- * filter for another site's Host and the plain-HTTP check of a server
- * connection's first bytes. No library type
- * appears here: keys.c is compiled into both modules. */
+ * filter for another site's Host, the plain-HTTP check of a server
+ * connection's first bytes, and the transport itself (transport.c) with
+ * the kt_be_* functions each backend fills it in with. No library type
+ * appears here: keys.c and transport.c are compiled into both modules. */
 #ifndef KEEL_TLS_KEYS_H
 #define KEEL_TLS_KEYS_H
 
@@ -71,7 +72,7 @@ typedef struct kt_metrics {
 int kt_metrics_register(keel_module *m, kt_metrics *out);
 
 /* The `tls` service (include/keel/tls.h): keys.c publishes the table,
- * each backend answers through these (its service.c). */
+ * transport.c answers from the session's kt_base. */
 int kt_svc_is_tls(keel_conn *conn);
 const char *kt_svc_version(keel_conn *conn);
 
@@ -124,5 +125,85 @@ int kt_misdirected_filter_add(keel_module *m);
 int kt_looks_like_http(const char *data, size_t len);
 extern const char kt_plain_http_answer[];
 extern const size_t kt_plain_http_answer_len;
+
+/* ---- the transport (transport.c) ------------------------------------------------- *
+ * The `tls` transport both backends register: a connection's life (open,
+ * the plain-HTTP check of its first bytes, the handshake's end or failure
+ * with their metrics and log lines, records in and out, close_notify,
+ * close), the protocol opened after the handshake and the `tls` service's
+ * answers, written once. What a library does its own way each backend
+ * does in the kt_be_* functions (its session.c), linked statically. */
+
+#define KT_STAGE_SIZE 16384 /* one full record of plaintext (RFC 8446 5.1) */
+
+enum { KT_HANDSHAKE = 0, KT_OPEN = 1, KT_FAILED = 2, KT_CLOSED = 3 };
+
+/* What every backend's session starts with (its first member, so that
+ * the transport's data is both). */
+typedef struct kt_base {
+    keel_conn *conn;
+    unsigned char *plain;    /* the worker's KT_STAGE_SIZE buffer for decrypted bytes */
+    const unsigned char *in; /* raw bytes being fed during on_read */
+    size_t in_len;
+    unsigned char state; /* KT_HANDSHAKE... */
+    unsigned char client;
+    unsigned char deferred;        /* the core waits for kt_open_protocol */
+    unsigned char peer_done;       /* close_notify received */
+    unsigned char first_read_seen; /* a server connection's first bytes were looked at */
+    unsigned char resumed;
+    char *pending; /* plaintext written before the handshake ended */
+    size_t pending_len, pending_cap;
+    char *server_name;  /* outbound: the name sent; mbedTLS server: SNI as received */
+    char *peer_subject; /* the peer's verified subject */
+    /* Set by kt_be_opened at the handshake's end (the library's storage). */
+    const char *version, *cipher, *alpn, *sni;
+} kt_base;
+
+/* The module (set in load) and the metrics transport.c counts. */
+extern keel_module *kt_self;
+extern kt_metrics kt_mx;
+extern const keel_transport kt_transport;
+
+/* The session of a connection of this transport, or NULL. */
+kt_base *kt_base_of(keel_conn *conn);
+/* Copies up to len of the raw bytes being fed (the BIO's read): 0 when
+ * they are used up. */
+size_t kt_take_input(kt_base *b, void *buf, size_t len);
+/* Sets server_name to a copy of name[0..len). KEEL_ERR_NOMEM. */
+int kt_set_server_name(kt_base *b, const char *name, size_t len);
+/* Frees a session (kt_be_free, then what the base holds). */
+void kt_session_free(kt_base *b);
+/* The handshake is over: opens the protocol the ALPN id names (RFC 7301
+ * 3.2), or the connection's own. */
+int kt_open_protocol(keel_conn *conn, const char *alpn_id);
+/* The protocol an ALPN id maps to ("http/1.1" -> "http1"). */
+const char *kt_alpn_protocol(const char *id);
+
+/* ---- what each backend defines for transport.c ---- */
+
+/* kt_be_handshake's and kt_be_read's answers. */
+enum { KT_HS_DONE = 1, KT_HS_AGAIN = 0, KT_HS_FAILED = -1, KT_HS_CERT_REJECTED = -2 };
+enum { KT_READ_AGAIN = 0, KT_READ_END = -1, KT_READ_ERROR = -2 };
+
+/* A new session for conn (host: outbound, else NULL), ready for its
+ * handshake, its deadline set; NULL with *rc set when it cannot be. */
+kt_base *kt_be_new(keel_conn *conn, const char *host, int *rc);
+/* One step of the handshake on the input there is. A failure puts its
+ * reason in why (KT_HS_CERT_REJECTED: the server's certificate, outbound). */
+int kt_be_handshake(kt_base *b, char *why, size_t size);
+/* The handshake ended: sets version, cipher, alpn, sni and resumed, and
+ * keeps peer_subject only if the peer's chain verified. */
+void kt_be_opened(kt_base *b);
+/* Decrypts into buf: bytes, or KT_READ_* (KT_READ_ERROR: why says). */
+int kt_be_read(kt_base *b, unsigned char *buf, size_t size, char *why, size_t why_size);
+/* After each read of len raw bytes (rc its result). */
+void kt_be_read_done(kt_base *b, size_t len, int handshaking, int rc);
+/* Encrypts the buffers into records and hands them to the core. */
+int kt_be_write(kt_base *b, const keel_buf *bufs, size_t nbufs);
+void kt_be_close_notify(kt_base *b);
+void kt_be_free(kt_base *b); /* the library's part of the session */
+void kt_be_wipe(void *p, size_t len);
+/* The versions offered, for a listener's start-up line (describe). */
+void kt_be_describe(char *buf, size_t size);
 
 #endif

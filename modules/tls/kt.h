@@ -126,12 +126,9 @@ typedef struct kt_settings {
     int have_ca;
     int client_verify;
     const char *client_alpn;
-    keel_metric *hs_ok, *hs_failed, *resumed, *hs_client_ok, *hs_client_failed;
 } kt_settings;
 
 /* ---- per worker (tls.c) ------------------------------------------------------- */
-
-#define KT_STAGE_SIZE 16384 /* one full record of plaintext (RFC 8446 5.1) */
 
 typedef struct kt_conf {
     mbedtls_ssl_config ssl;
@@ -151,14 +148,11 @@ typedef struct kt_worker {
     unsigned char *plain; /* KT_STAGE_SIZE: decrypted bytes on their way up */
 } kt_worker;
 
-extern keel_module *kt_self;
 /* The certificate list a scope's struct carries of its own (a site's or
  * a listener's), or NULL when it inherits [tls]'s (any thread, read-only
  * after load). */
 const kt_site_list *kt_site_of(const kt_section *scope);
 extern kt_settings kt_cfg;
-/* The versions offered, for a listener's start-up line. */
-void kt_describe(char *buf, size_t size);
 /* The cipher suites configured, 0-terminated (the defaults if none). */
 const int *kt_ciphers(void);
 
@@ -175,37 +169,16 @@ void kt_confs_free(kt_conf **list);
 /* Builds the shared part of a config (versions, suites, certs, tickets,
  * client verification). Used in load to check everything once. */
 int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng, const kt_site_list *dflt);
-/* The handshake is over: opens the protocol the ALPN id names (RFC 7301
- * 3.2), or the connection's own. */
-int kt_open_protocol(keel_conn *conn, const char *alpn_id);
-/* The protocol an ALPN id maps to ("http/1.1" -> "http1"), or NULL. */
-const char *kt_alpn_protocol(const char *id);
 
-/* ---- session.c -------------------------------------------------------------- */
-
-extern const keel_transport kt_transport;
-
-enum { KT_HANDSHAKE = 0, KT_OPEN = 1, KT_FAILED = 2, KT_CLOSED = 3 };
+/* ---- session.c: the kt_be_* functions of transport.c (keys.h) ---------------- */
 
 typedef struct kt_session {
+    kt_base b; /* first: the transport's data is both */
     mbedtls_ssl_context ssl;
-    keel_conn *conn;
     kt_worker *w;
-    const unsigned char *in; /* raw bytes being fed during on_read */
-    size_t in_len;
-    unsigned char state;
-    unsigned char client;
-    unsigned char deferred;  /* the core waits for kt_open_protocol */
-    unsigned char peer_done; /* close_notify received */
-    unsigned char resumed;
-    unsigned char first_read_seen;     /* a server connection's first bytes were looked at */
     unsigned char in_dirty, out_dirty; /* record buffers touched past a page (trim.c) */
-    char *pending;                     /* plaintext written before the handshake ended */
-    size_t pending_len, pending_cap;
-    unsigned char sni_seen;   /* the ClientHello's server_name was read */
-    char *server_name;        /* SNI as received (server) or sent (client) */
-    const kt_site_list *site; /* whose certificates the handshake served (NULL: [tls]'s) */
-    char *peer_subject;
+    unsigned char sni_seen;            /* the ClientHello's server_name was read */
+    const kt_site_list *site;          /* whose certificates the handshake served (NULL: [tls]'s) */
 } kt_session;
 
 /* The server session whose handshake step runs on this thread, or NULL
@@ -213,7 +186,11 @@ typedef struct kt_session {
 kt_session *kt_handshaking(void);
 /* Releases the idle record buffers' pages (trim.c). */
 void kt_trim(kt_session *s, int in, int out);
-kt_session *kt_session_of(keel_conn *conn); /* NULL if not ours */
+/* NULL if not ours. */
+static inline kt_session *kt_session_of(keel_conn *conn)
+{
+    return (kt_session *)kt_base_of(conn);
+}
 
 /* ---- client.c ---------------------------------------------------------------- */
 

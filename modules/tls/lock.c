@@ -6,58 +6,50 @@
 
 #include <stdlib.h>
 
+/* The platform's calls, named once. */
 #ifdef _WIN32
 #include <windows.h>
 struct kt_lock {
     SRWLOCK srw;
 };
+#define LOCK_INIT(l)    (InitializeSRWLock(&(l)->srw), 0)
+#define LOCK_DESTROY(l) ((void)(l))
+#define LOCK_ACQUIRE(l) AcquireSRWLockExclusive(&(l)->srw)
+#define LOCK_RELEASE(l) ReleaseSRWLockExclusive(&(l)->srw)
 #else
 #include <pthread.h>
 struct kt_lock {
     pthread_mutex_t mutex;
 };
+#define LOCK_INIT(l)    pthread_mutex_init(&(l)->mutex, NULL)
+#define LOCK_DESTROY(l) pthread_mutex_destroy(&(l)->mutex)
+#define LOCK_ACQUIRE(l) pthread_mutex_lock(&(l)->mutex)
+#define LOCK_RELEASE(l) pthread_mutex_unlock(&(l)->mutex)
 #endif
 
 kt_lock *kt_lock_new(void)
 {
     kt_lock *lock = calloc(1, sizeof *lock);
-    if (lock == NULL)
-        return NULL;
-#ifdef _WIN32
-    InitializeSRWLock(&lock->srw);
-#else
-    if (pthread_mutex_init(&lock->mutex, NULL) != 0) {
-        free(lock);
-        return NULL;
-    }
-#endif
-    return lock;
+    if (lock == NULL || LOCK_INIT(lock) == 0)
+        return lock;
+    free(lock);
+    return NULL;
 }
 
 void kt_lock_free(kt_lock *lock)
 {
     if (lock == NULL)
         return;
-#ifndef _WIN32
-    pthread_mutex_destroy(&lock->mutex);
-#endif
+    LOCK_DESTROY(lock);
     free(lock);
 }
 
 void kt_lock_acquire(kt_lock *lock)
 {
-#ifdef _WIN32
-    AcquireSRWLockExclusive(&lock->srw);
-#else
-    pthread_mutex_lock(&lock->mutex);
-#endif
+    LOCK_ACQUIRE(lock);
 }
 
 void kt_lock_release(kt_lock *lock)
 {
-#ifdef _WIN32
-    ReleaseSRWLockExclusive(&lock->srw);
-#else
-    pthread_mutex_unlock(&lock->mutex);
-#endif
+    LOCK_RELEASE(lock);
 }

@@ -53,9 +53,7 @@ kt_worker *kt_worker_of(keel_conn *conn)
 
 /* ---- config ------------------------------------------------------------------- */
 
-/* The versions a listener offers, for its start-up line (keel_transport
- * describe). */
-void kt_describe(char *buf, size_t size)
+void kt_be_describe(char *buf, size_t size)
 {
     kt_describe_versions(buf, size, kt_cfg.min_version, kt_cfg.max_version, KT_HAVE_TLS13 ? 3 : 2,
                          "mbedTLS " MBEDTLS_VERSION_STRING);
@@ -295,20 +293,6 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
     return kt_cfg.tickets == NULL ? start_tickets(m) : KEEL_OK;
 }
 
-/* ---- metrics (keys.c: the same on both backends) ----------------------------------- */
-
-static int register_metrics(keel_module *m)
-{
-    kt_metrics mx;
-    int rc = kt_metrics_register(m, &mx);
-    kt_cfg.hs_ok = mx.hs_ok;
-    kt_cfg.hs_failed = mx.hs_failed;
-    kt_cfg.hs_client_ok = mx.hs_client_ok;
-    kt_cfg.hs_client_failed = mx.hs_client_failed;
-    kt_cfg.resumed = mx.resumed;
-    return rc;
-}
-
 /* ---- life cycle ----------------------------------------------------------------- */
 
 static void release_all(void)
@@ -380,7 +364,7 @@ static int tls_load(keel_module *m)
         mbedtls_ssl_config_free(&conf);
     }
     kt_rng_free(&rng);
-    if (rc == KEEL_OK && (rc = register_metrics(m)) == KEEL_OK &&
+    if (rc == KEEL_OK && (rc = kt_metrics_register(m, &kt_mx)) == KEEL_OK &&
         (rc = keel_transport_register(m, &kt_transport)) == KEEL_OK &&
         (rc = kt_service_publish(m)) == KEEL_OK)
         rc = keel_module_config_scopes(m, scope_add, NULL);

@@ -33,6 +33,15 @@
 #define KT_SSL_FIELD(ssl, f) ((ssl)->f)
 #endif
 
+/* The buffers' lengths: their own where mbedTLS resizes them. */
+#if defined(MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
+#define KT_IN_LEN(ssl)  KT_SSL_FIELD(ssl, in_buf_len)
+#define KT_OUT_LEN(ssl) KT_SSL_FIELD(ssl, out_buf_len)
+#else
+#define KT_IN_LEN(ssl)  MBEDTLS_SSL_IN_CONTENT_LEN
+#define KT_OUT_LEN(ssl) MBEDTLS_SSL_OUT_CONTENT_LEN
+#endif
+
 /* Bytes at the start of a buffer that stay: counter, header, explicit IV. */
 #define KEEP 64
 
@@ -54,23 +63,15 @@ static void release(unsigned char *buf, size_t len)
 void kt_trim(kt_session *s, int in, int out)
 {
     mbedtls_ssl_context *ssl = &s->ssl;
-    if (s->state != KT_OPEN)
+    if (s->b.state != KT_OPEN)
         return;
     if (in && mbedtls_ssl_check_pending(ssl) == 0 && mbedtls_ssl_get_bytes_avail(ssl) == 0) {
-#if defined(MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
-        release(KT_SSL_FIELD(ssl, in_buf), KT_SSL_FIELD(ssl, in_buf_len));
-#else
-        release(KT_SSL_FIELD(ssl, in_buf), MBEDTLS_SSL_IN_CONTENT_LEN);
-#endif
+        release(KT_SSL_FIELD(ssl, in_buf), KT_IN_LEN(ssl));
         s->in_dirty = 0;
     }
     /* bio_send takes everything: nothing waits in the output buffer. */
     if (out && KT_SSL_FIELD(ssl, out_left) == 0) {
-#if defined(MBEDTLS_SSL_VARIABLE_BUFFER_LENGTH)
-        release(KT_SSL_FIELD(ssl, out_buf), KT_SSL_FIELD(ssl, out_buf_len));
-#else
-        release(KT_SSL_FIELD(ssl, out_buf), MBEDTLS_SSL_OUT_CONTENT_LEN);
-#endif
+        release(KT_SSL_FIELD(ssl, out_buf), KT_OUT_LEN(ssl));
         s->out_dirty = 0;
     }
 }

@@ -1,19 +1,13 @@
 /* alpn.c — ALPN (RFC 7301) on OpenSSL: each worker parses the offers it
  * meets (a listener's `alpn=` option, [tls] alpn, client_alpn) once into
- * the wire form OpenSSL takes, and the protocol a connection gets after
- * its handshake. SSL_CTX is shared, so the offer is the connection's
- * (ko_session.offer), read by the select callback. */
+ * the wire form OpenSSL takes, and the select callback (the protocol
+ * opened after the handshake is ../tls/transport.c's). SSL_CTX is
+ * shared, so the offer is the connection's (ko_session.offer), read by
+ * the select callback. */
 #include "ko.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-/* RFC 7301 6's registry ids to keel's protocol names; any other id names
- * a protocol registered under the same name. */
-static const char *protocol_of(const char *id)
-{
-    return strcmp(id, "http/1.1") == 0 || strcmp(id, "http/1.0") == 0 ? "http1" : id;
-}
 
 static void offer_free(ko_offer *o)
 {
@@ -49,7 +43,7 @@ static ko_offer *offer_parse(int client, const char *text)
         if (n < sizeof id) {
             memcpy(id, p, n);
             id[n] = '\0';
-            if (client || keel_protocol_available(ko_self, protocol_of(id))) {
+            if (client || keel_protocol_available(kt_self, kt_alpn_protocol(id))) {
                 o->wire[o->wire_len++] = (unsigned char)n;
                 memcpy(o->wire + o->wire_len, id, n);
                 o->wire_len += (unsigned)n;
@@ -109,18 +103,6 @@ int ko_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
         OPENSSL_NPN_NEGOTIATED)
         return SSL_TLSEXT_ERR_ALERT_FATAL;
     *out = chosen;
-    s->alpn = ko_offer_id(s->offer, chosen, *outlen);
+    s->b.alpn = ko_offer_id(s->offer, chosen, *outlen);
     return SSL_TLSEXT_ERR_OK;
-}
-
-int ko_open_protocol(keel_conn *conn, const char *alpn_id)
-{
-    /* NULL: the listener's protocol (or the one keel_conn_connect named);
-     * an outbound connection keeps the protocol its caller chose. */
-    const char *name =
-        alpn_id != NULL && keel_conn_remote_host(conn) == NULL ? protocol_of(alpn_id) : NULL;
-    int rc = keel_transport_open_protocol(conn, name);
-    if (rc == KEEL_ERR_NOTFOUND && name != NULL)
-        rc = keel_transport_open_protocol(conn, NULL); /* unloaded since: the default */
-    return rc;
 }

@@ -78,7 +78,7 @@ static int on_client_hello(SSL *ssl, int *alert, void *arg)
         return SSL_CLIENT_HELLO_SUCCESS;
     const ko_list *list = &ko_cfg.certs;
     if (ko_cfg.nsites > 0) {
-        const kt_section *site = keel_conn_site_config(s->conn, ko_self, name, strlen(name));
+        const kt_section *site = keel_conn_site_config(s->b.conn, kt_self, name, strlen(name));
         const ko_list *own = site != NULL ? ko_site_list(site) : NULL;
         if (own != NULL)
             list = own;
@@ -98,7 +98,7 @@ static int on_client_hello(SSL *ssl, int *alert, void *arg)
 int kt_conn_served_certs(keel_conn *conn, const char *const **served)
 {
     const ko_session *s = ko_session_of(conn);
-    if (s == NULL || s->client || s->served == NULL)
+    if (s == NULL || s->b.client || s->served == NULL)
         return 0;
     *served = s->served->items;
     return 1;

@@ -48,10 +48,8 @@ int ko_client_ctx(keel_module *m)
 
 int ko_client_setup(ko_session *s, const char *host)
 {
-    size_t len = strlen(host);
-    if ((s->server_name = malloc(len + 1)) == NULL)
+    if (kt_set_server_name(&s->b, host, strlen(host)) != KEEL_OK)
         return KEEL_ERR_NOMEM;
-    memcpy(s->server_name, host, len + 1);
     ASN1_OCTET_STRING *ip = a2i_IPADDRESS(host);
     int ok;
     if (ip != NULL) {

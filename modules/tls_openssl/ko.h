@@ -123,10 +123,8 @@ typedef struct ko_settings {
     X509_STORE *client_ca;
     STACK_OF(X509_NAME) * client_ca_names;
     char *ciphers12, *ciphers13, *groups; /* OpenSSL's spellings */
-    kt_metrics metrics;
 } ko_settings;
 
-extern keel_module *ko_self;
 extern ko_settings ko_cfg;
 
 /* The list a scope's struct carries of its own, or NULL. */
@@ -136,8 +134,6 @@ const ko_list *ko_site_list(const kt_section *scope);
 const char *ko_cipher_name(const SSL_CIPHER *cipher);
 
 /* ---- per worker ------------------------------------------------------------------- */
-
-#define KO_STAGE_SIZE 16384 /* one full record of plaintext (RFC 8446 5.1) */
 
 /* An ALPN offer: RFC 7301 3.1's wire form and the ids, NUL-terminated. */
 typedef struct ko_offer {
@@ -168,30 +164,22 @@ const char *ko_offer_id(const ko_offer *o, const unsigned char *p, size_t len);
 /* SSL_CTX_set_alpn_select_cb's callback. */
 int ko_alpn_select(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                    const unsigned char *in, unsigned inlen, void *arg);
-/* Opens the protocol the ALPN id names (RFC 7301 3.2), or the connection's own. */
-int ko_open_protocol(keel_conn *conn, const char *alpn_id);
 
-/* ---- session.c -------------------------------------------------------------------- */
-
-extern const keel_transport ko_transport;
-
-enum { KO_HANDSHAKE = 0, KO_OPEN = 1, KO_FAILED = 2, KO_CLOSED = 3 };
+/* ---- session.c: the kt_be_* functions of transport.c (keys.h) ------------------------ */
 
 typedef struct ko_session {
+    kt_base b; /* first: the transport's data is both; b.alpn is in offer's storage */
     SSL *ssl;
-    keel_conn *conn;
     ko_worker *w;
-    const unsigned char *in; /* raw bytes being fed during on_read */
-    size_t in_len;
     const ko_offer *offer;
-    const char *alpn; /* the id chosen, in offer's storage */
-    unsigned char state, client, peer_done, first_read_seen, resumed;
     const ko_list *served; /* server: whose certificates the handshake serves */
-    char *server_name;     /* outbound: the name sent */
-    char *peer_subject;
 } ko_session;
 
-ko_session *ko_session_of(keel_conn *conn); /* NULL if not ours */
+/* NULL if not ours. */
+static inline ko_session *ko_session_of(keel_conn *conn)
+{
+    return (ko_session *)kt_base_of(conn);
+}
 int ko_bio_init(void);
 void ko_bio_free(void);
 

@@ -395,7 +395,7 @@ static void retry_later(ko_staple *st, uint64_t now, const char *why)
         st->backoff_ms = KO_OCSP_BACKOFF_MAX;
     uint64_t delay = st->backoff_ms < refresh ? st->backoff_ms : refresh;
     st->next_ms = now + delay;
-    keel_log(ko_self, KEEL_LOG_WARN, "ocsp: %s: responder %s: %s; asking again in %llus", st->label,
+    keel_log(kt_self, KEEL_LOG_WARN, "ocsp: %s: responder %s: %s; asking again in %llus", st->label,
              st->url, why, (unsigned long long)(delay / 1000));
 }
 
@@ -427,7 +427,7 @@ static void fetched(ko_fetch *f, int status, const unsigned char *body, size_t l
             if (expires != 0 && (uint64_t)(left > 2 ? left / 2 : 1) * 1000 < delay)
                 delay = (uint64_t)(left > 2 ? left / 2 : 1) * 1000;
             st->next_ms = now + delay;
-            keel_log(ko_self, KEEL_LOG_INFO,
+            keel_log(kt_self, KEEL_LOG_INFO,
                      "ocsp: %s: stapling the response of %s (good; asking again in %llus)",
                      st->label, st->url, (unsigned long long)(delay / 1000));
         } else if (rc == KO_RESP_REVOKED) {
@@ -435,7 +435,7 @@ static void fetched(ko_fetch *f, int status, const unsigned char *body, size_t l
             publish(st, NULL, 0, 0);
             st->backoff_ms = 0;
             st->next_ms = now + ko_cfg.c.ocsp_refresh_ms;
-            keel_log(ko_self, KEEL_LOG_ERROR, "ocsp: %s: responder %s: %s; nothing stapled",
+            keel_log(kt_self, KEEL_LOG_ERROR, "ocsp: %s: responder %s: %s; nothing stapled",
                      st->label, st->url, text);
         } else {
             retry_later(st, now, text);
@@ -602,7 +602,7 @@ void ko_ocsp_start(keel_worker *worker)
     /* Every certificate at once: a staple as soon as the responders answer. */
     fetcher.timer = keel_timer_start(worker, 0, 0, on_timer, NULL);
     if (fetcher.timer == NULL)
-        keel_log(ko_self, KEEL_LOG_ERROR, "ocsp: out of memory: no response will be fetched");
+        keel_log(kt_self, KEEL_LOG_ERROR, "ocsp: out of memory: no response will be fetched");
 }
 
 void ko_ocsp_stopping(keel_worker *worker)

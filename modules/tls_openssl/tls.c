@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-keel_module *ko_self;
+keel_module *kt_self;
 ko_settings ko_cfg;
 
 /* The same suites as mod_tls's default (Mozilla's "intermediate" profile:
@@ -25,7 +25,7 @@ static const char default_ciphers13[] =
 
 ko_worker *ko_worker_of(keel_conn *conn)
 {
-    return keel_worker_state(keel_conn_worker(conn), ko_self);
+    return keel_worker_state(keel_conn_worker(conn), kt_self);
 }
 
 /* ---- suites and groups --------------------------------------------------------- */
@@ -302,14 +302,14 @@ static const char *version_name(int v)
 
 static int tls_load(keel_module *m)
 {
-    ko_self = m;
+    kt_self = m;
     memset(&ko_cfg, 0, sizeof ko_cfg);
     int rc = ko_bio_init();
     if (rc == KEEL_OK)
         rc = read_config(m);
     if (rc == KEEL_OK && (rc = build_cipher_names()) == KEEL_OK &&
-        (rc = kt_metrics_register(m, &ko_cfg.metrics)) == KEEL_OK &&
-        (rc = keel_transport_register(m, &ko_transport)) == KEEL_OK &&
+        (rc = kt_metrics_register(m, &kt_mx)) == KEEL_OK &&
+        (rc = keel_transport_register(m, &kt_transport)) == KEEL_OK &&
         (rc = kt_service_publish(m)) == KEEL_OK &&
         (rc = keel_module_config_scopes(m, scope_add, NULL)) == KEEL_OK)
         rc = ko_ocsp_register(m);
@@ -335,7 +335,7 @@ static int tls_start(keel_module *m, keel_worker *worker, void *state)
     (void)m;
     ko_worker *w = state;
     w->worker = worker;
-    int rc = kt_buffers_alloc(&w->stage, &w->plain, KO_STAGE_SIZE);
+    int rc = kt_buffers_alloc(&w->stage, &w->plain, KT_STAGE_SIZE);
     if (rc == KEEL_OK)
         ko_ocsp_start(worker);
     return rc;
@@ -355,7 +355,7 @@ static void tls_stop(keel_module *m, keel_worker *worker, void *state)
     ko_ocsp_stopping(worker);
     ko_offers_free(&w->server_offers);
     ko_offers_free(&w->client_offers);
-    kt_buffers_free(&w->stage, &w->plain, KO_STAGE_SIZE);
+    kt_buffers_free(&w->stage, &w->plain, KT_STAGE_SIZE);
 }
 
 static void tls_unload(keel_module *m)

@@ -105,6 +105,10 @@ typedef struct rw_rule {
     /* The expression is "^PREFIX(.*)$" and nothing else (the usual
      * "^/old/(.*)$"): rw_rule_match gives PCRE2's answer without it. */
     int rest_capture;
+    /* ...and the replacement is "PREFIX$1", no query, no variable: a match
+     * that reaches the path's end (no final LF left out of $1) gives the
+     * path back as it is (rw_rule_keeps_path). */
+    int identity;
 } rw_rule;
 
 /* The `return` of a scope. */
@@ -135,6 +139,13 @@ int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen);
  * holds 10 pairs. */
 int rw_rule_match(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
                   pcre2_match_context *mctx, rw_captures *caps);
+/* After a match of path[0..len) that set caps: 1 if the rule's
+ * replacement expands to the path itself, so that there is nothing to
+ * expand or set (the expansion is not made to find out). */
+static inline int rw_rule_keeps_path(const rw_rule *r, const rw_captures *caps, size_t len)
+{
+    return r->identity && caps->n == 2 && caps->ovector[1] == len;
+}
 void rw_rule_free(rw_rule *r);
 
 /* Parses "STATUS [TARGET or TEXT]" or "URL" (a 302). 0 or -1 with why. */

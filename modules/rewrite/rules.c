@@ -58,6 +58,22 @@ static size_t literal_prefix(const char *re, size_t n)
     return len;
 }
 
+/* The template is "PREFIX$1" (PREFIX may be empty), with no query: after
+ * "^PREFIX(.*)$" it writes back the bytes the expression matched. */
+static int gives_back_prefix(const rw_template *t, const char *prefix, size_t prefix_len)
+{
+    if (t->has_query || t->vars != 0)
+        return 0;
+    size_t at = 0;
+    if (prefix_len > 0) {
+        if (t->npieces == 0 || t->pieces[0].kind != RW_LITERAL || t->pieces[0].len != prefix_len ||
+            memcmp(t->pieces[0].text, prefix, prefix_len) != 0)
+            return 0;
+        at = 1;
+    }
+    return t->npieces == at + 1 && t->pieces[at].kind == RW_CAPTURE && t->pieces[at].which == 1;
+}
+
 int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
 {
     memset(r, 0, sizeof *r);
@@ -136,6 +152,8 @@ int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
         pcre2_pattern_info(r->re, PCRE2_INFO_NEWLINE, &newline) == 0 && newline == PCRE2_NEWLINE_LF;
     r->external =
         r->flag == RW_FLAG_REDIRECT || r->flag == RW_FLAG_PERMANENT || starts_with_scheme(text);
+    r->identity = r->rest_capture && !r->external &&
+                  gives_back_prefix(&r->replacement, r->prefix, r->prefix_len);
     return 0;
 }
 

@@ -1,7 +1,9 @@
 /* The rewrite module's rules (compiled in, no keel calls): a rule written
  * "^PREFIX(.*)$" is matched without PCRE2 (rw_rule_match), and must give
  * PCRE2's own answer and offsets for every path, a LF anywhere in it
- * included ('.' stops at LF, '$' holds before a final one). */
+ * included ('.' stops at LF, '$' holds before a final one); a rule whose
+ * replacement gives the match back ("^/a/(.*)$ /a/$1") says so exactly
+ * when its expansion is the path. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -71,4 +73,54 @@ Test(rewrite_rules, other_expressions_go_to_pcre2)
     same_as_pcre2("^/ol?d/(.*)$ /new/$1", 0);
     same_as_pcre2("^/old/(.*)\\z /new/$1", 0);
     same_as_pcre2("^/o.d/(.*)$ /new/$1", 0);
+}
+
+/* rw_rule_keeps_path, for every subject a rule matches: 1 exactly when
+ * the replacement, expanded as an internal rewrite's path, is the path. */
+static void keeps_path_iff_same(const char *line, int identity)
+{
+    rw_rule r;
+    char why[512];
+    cr_assert_eq(rw_rule_parse(&r, line, why, sizeof why), 0, "%s: %s", line, why);
+    cr_expect_eq(r.identity, identity, "%s: identity %d", line, r.identity);
+    pcre2_match_data *md = pcre2_match_data_create(10, NULL);
+    cr_assert_not_null(md);
+    for (size_t i = 0; i < sizeof subjects / sizeof *subjects; i++) {
+        const char *s = subjects[i].text;
+        size_t len = subjects[i].len;
+        rw_captures caps = {0};
+        if (rw_rule_match(&r, s, len, md, NULL, &caps) <= 0)
+            continue;
+        rw_value vals[RW_VAR_COUNT] = {{0}};
+        rw_buf b;
+        rw_buf_init(&b);
+        rw_template_expand(&r.replacement, vals, &caps, 0, RW_PART_PATH, &b);
+        int same = !r.replacement.has_query && b.len == len && memcmp(b.ptr, s, len) == 0;
+        cr_expect_eq(rw_rule_keeps_path(&r, &caps, len), identity && same,
+                     "%s on '%s': keeps the path %d, the expansion is the path %d", line, s,
+                     rw_rule_keeps_path(&r, &caps, len), same);
+        rw_buf_free(&b);
+    }
+    pcre2_match_data_free(md);
+    rw_rule_free(&r);
+}
+
+Test(rewrite_rules, identity_only_where_the_expansion_is_the_path)
+{
+    keeps_path_iff_same("^/old/(.*)$ /old/$1", 1);
+    keeps_path_iff_same("^/(.*)$ /$1 break", 1);
+    keeps_path_iff_same("^(.*)$ $1", 1);
+    keeps_path_iff_same("^/a-b_c~(.*)$ /a-b_c~$1 last", 1); /* apply leaves `last` alone */
+    keeps_path_iff_same("^/old/(.*)$ /new/$1", 0);
+    keeps_path_iff_same("^/old/(.*)$ /old$1", 0);
+    keeps_path_iff_same("^/old/(.*)$ /old/$1/", 0);
+    keeps_path_iff_same("^/old/(.*)$ /old/$1?", 0);         /* a query (empty) */
+    keeps_path_iff_same("^/old/(.*)$ /old/$1?x=1", 0);      /* a query */
+    keeps_path_iff_same("^/old/(.*)$ /old/$0", 0);          /* $0, not $1 */
+    keeps_path_iff_same("^/old/(.*)$ /old/$1$uri", 0);      /* a variable */
+    keeps_path_iff_same("^/old/(.*)$ https://h/old/$1", 0); /* a redirect */
+    keeps_path_iff_same("^/old/(.*)$ /old/$1 permanent", 0);
+    keeps_path_iff_same("^/old/(.+)$ /old/$1", 0);     /* PCRE2's match */
+    keeps_path_iff_same("(?i)^/old/(.*)$ /old/$1", 0); /* case-insensitive */
+    keeps_path_iff_same("^/OLD/(.*)$ /old/$1", 0);
 }

@@ -239,7 +239,10 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
     /* credentials = auth-scheme [ 1*SP token68 ] (RFC 9110 11.4); a
      * scheme other than Basic is no credentials for this realm: 401. */
     keel_str h = keel_request_header_token(req, KEEL_HDR_AUTHORIZATION);
-    if (h.ptr == NULL || h.len < 6 || !keel_ascii_iequal(h.ptr, 5, "Basic", 5) || h.ptr[5] != ' ')
+    if (h.ptr == NULL || h.len < 6 || h.ptr[5] != ' ' ||
+        /* The scheme is case-insensitive (RFC 9110 11.1); every client
+         * writes "Basic", which one compare settles. */
+        (memcmp(h.ptr, "Basic", 5) != 0 && !keel_ascii_iequal(h.ptr, 5, "Basic", 5)))
         return challenge(am, req, res, c);
     size_t at = 6;
     while (at < h.len && h.ptr[at] == ' ')

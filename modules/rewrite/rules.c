@@ -157,32 +157,9 @@ int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
     return 0;
 }
 
-int rw_rule_match(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
-                  pcre2_match_context *mctx, rw_captures *caps)
+int rw_rule_match_pcre2(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
+                        pcre2_match_context *mctx, rw_captures *caps)
 {
-    /* A path that does not start with the prefix is no match without a
-     * call to PCRE2. */
-    if (r->prefix_len > 0 && (len < r->prefix_len || memcmp(path, r->prefix, r->prefix_len) != 0))
-        return PCRE2_ERROR_NOMATCH;
-    if (r->rest_capture) {
-        /* '.' stops at LF; '$' holds at the end or before a final LF
-         * (PCRE2's defaults, pcre2pattern "Circumflex and dollar"). */
-        const char *rest = path + r->prefix_len;
-        size_t n = len - r->prefix_len;
-        const char *lf = memchr(rest, '\n', n);
-        if (lf != NULL) {
-            if ((size_t)(lf - rest) != n - 1)
-                return PCRE2_ERROR_NOMATCH;
-            n--;
-        }
-        caps->subject = path;
-        caps->n = 2;
-        caps->ovector[0] = 0;
-        caps->ovector[1] = r->prefix_len + n;
-        caps->ovector[2] = r->prefix_len;
-        caps->ovector[3] = r->prefix_len + n;
-        return 2;
-    }
     /* pcre2_jit_match skips pcre2_match's checks of the pattern and
      * options (a third of a short match's cost); it honours the match
      * limit the same way. */

@@ -134,8 +134,7 @@ void kl_request_unref(keel_request *req)
     free(req->res.trailers);
     if (req->res.file_reading)
         kl_file_reader_free(&req->res.file_reader);
-    if (req->module_data != req->inline_module_data)
-        free(req->module_data);
+    free(req->module_data);
     arena_free(&req->arena);
     kl_http_worker *hw = kl_worker_slot(req->worker, KL_SLOT_HTTP);
     kl_freelist_put(&hw->pool, req);
@@ -671,6 +670,16 @@ keel_str keel_request_header(keel_request *req, const char *name)
     return (keel_str){NULL, 0};
 }
 
+keel_str keel_request_header_token(keel_request *req, unsigned token)
+{
+    const keel_http_head *h = &req->head;
+    if (token != KEEL_HDR_UNKNOWN && token < KEEL_HDR_COUNT_)
+        for (size_t i = 0; i < h->nheaders; i++)
+            if (kl_request_field_token(req, i) == token)
+                return h->headers[i].value;
+    return (keel_str){NULL, 0};
+}
+
 size_t keel_request_header_count(keel_request *req)
 {
     return req->head.nheaders;
@@ -705,23 +714,26 @@ keel_conn *keel_request_conn(keel_request *req)
 
 void keel_request_set_data(keel_request *req, keel_module *module, void *data)
 {
+    size_t i = module->index;
+    if (i < KL_ARRAY_SIZE(req->inline_module_data)) {
+        req->inline_module_data[i] = data;
+        req->inline_module_data_set |= (uint16_t)(1u << i);
+        return;
+    }
     if (req->module_data == NULL) {
         if (data == NULL)
             return;
-        size_t n = req->worker->host->nmodules;
-        if (n <= KL_ARRAY_SIZE(req->inline_module_data)) {
-            memset(req->inline_module_data, 0, n * sizeof *req->module_data);
-            req->module_data = req->inline_module_data;
-        } else {
-            req->module_data = calloc(n, sizeof *req->module_data);
-            if (req->module_data == NULL)
-                return; /* with more than 16 modules, still a silent failure */
-        }
+        req->module_data = calloc(req->worker->host->nmodules, sizeof *req->module_data);
+        if (req->module_data == NULL)
+            return; /* past the 16th module, still a silent failure */
     }
-    req->module_data[module->index] = data;
+    req->module_data[i] = data;
 }
 
 void *keel_request_data(keel_request *req, keel_module *module)
 {
-    return req->module_data ? req->module_data[module->index] : NULL;
+    size_t i = module->index;
+    if (i < KL_ARRAY_SIZE(req->inline_module_data))
+        return (req->inline_module_data_set >> i) & 1u ? req->inline_module_data[i] : NULL;
+    return req->module_data ? req->module_data[i] : NULL;
 }

@@ -1766,4 +1766,20 @@ KEEL_FN(int, request_peer_cred, (keel_request *req, uint32_t *uid, uint32_t *gid
 #if KEEL__WANT(10)
 /* ABI 1.10: entries are appended below this line, each with its section
  * comment (what it is for, ownership, thread, errors). */
+
+/* ---- HTTP: a request field by its token (ABI 1.10) -------------------------
+ * keel_request_header classifies the name it is given (keel_header_token)
+ * on every call; a filter that reads the same well-known field on every
+ * request (auth_basic's Authorization) names it by its token instead,
+ * which the core compares with the token each field got when the head
+ * arrived: an integer compare a field. */
+
+/* The value of the request's first field whose name is the well-known
+ * name `token` (keel/header_tokens.h, KEEL_HDR_*: any ASCII case, as
+ * keel_request_header answers for that name); ptr NULL if there is none,
+ * for KEEL_HDR_UNKNOWN and for a token this host's list does not have
+ * (ids 1 to 81 are every 1.10 host's; ask a newer one by name). The value
+ * is a view of the head, as keel_request_header's. Worker thread of the
+ * request. */
+KEEL_FN(keel_str, request_header_token, (keel_request *req, unsigned token), (req, token))
 #endif /* KEEL__WANT(10) */

@@ -12,8 +12,9 @@
  * Passwords are checked with the system's crypt_r (libxcrypt) on the
  * thread pool: a bcrypt costs milliseconds, which the event loop must not
  * spend. A success is remembered per worker for cache_ttl under a keyed
- * digest of the credentials (SipHash-1-3-128, never the password), so a
- * page and its 50 assets cost one bcrypt. README.md lists the files and why.
+ * digest of the credentials (AES-128-CMAC, or SipHash-1-3-128 without AES
+ * instructions: mac.h; never the password), so a page and its 50 assets
+ * cost one bcrypt. README.md lists the files and why.
  */
 #define _GNU_SOURCE
 #include <keel/keel.h>
@@ -31,7 +32,7 @@
 
 #include "auth_basic.h"
 #include "htpasswd.h"
-#include "siphash.h"
+#include "mac.h"
 #include "ws.h" /* websocket's base64.c, compiled in: ws_base64_decode */
 
 typedef struct ab_conf {
@@ -65,11 +66,11 @@ KEEL_CONFIG_SCHEMA(ab_schema, ab_conf, ab_keys);
 typedef struct ab_file {
     char *name;
     ab_users users;
-    unsigned char key[AB_SIPHASH_KEY]; /* random, per process and file */
+    ab_mac mac; /* keyed with random bytes, per process and file */
 } ab_file;
 
 typedef struct ab_entry {
-    unsigned char digest[AB_SIPHASH_OUT];
+    unsigned char digest[AB_MAC_OUT];
     const ab_user *user;
     uint64_t expires_ms;
 } ab_entry;
@@ -102,7 +103,7 @@ typedef struct ab_job {
     const ab_conf *conf;
     const ab_user *user; /* NULL: unknown user, checked against a decoy */
     const char *hash;
-    unsigned char digest[AB_SIPHASH_OUT];
+    unsigned char digest[AB_MAC_OUT];
     int ok;
     size_t pass_len;
     char pass[];
@@ -237,8 +238,11 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
 
     /* credentials = auth-scheme [ 1*SP token68 ] (RFC 9110 11.4); a
      * scheme other than Basic is no credentials for this realm: 401. */
-    keel_str h = keel_request_header(req, "Authorization");
-    if (h.ptr == NULL || h.len < 6 || !keel_ascii_iequal(h.ptr, 5, "Basic", 5) || h.ptr[5] != ' ')
+    keel_str h = keel_request_header_token(req, KEEL_HDR_AUTHORIZATION);
+    if (h.ptr == NULL || h.len < 6 || h.ptr[5] != ' ' ||
+        /* The scheme is case-insensitive (RFC 9110 11.1); every client
+         * writes "Basic", which one compare settles. */
+        (memcmp(h.ptr, "Basic", 5) != 0 && !keel_ascii_iequal(h.ptr, 5, "Basic", 5)))
         return challenge(am, req, res, c);
     size_t at = 6;
     while (at < h.len && h.ptr[at] == ' ')
@@ -249,8 +253,8 @@ static int ab_on_request(keel_request *req, keel_response *res, void *ud)
      * file's own key, of the base64 text): a token verified before needs
      * neither decoding nor a user lookup. Base64 as the decoder accepts it
      * is canonical, so one token is one user:password. */
-    unsigned char digest[AB_SIPHASH_OUT];
-    ab_siphash128(file->key, token.ptr, token.len, digest);
+    unsigned char digest[AB_MAC_OUT];
+    ab_mac_digest(&file->mac, token.ptr, token.len, digest);
     if (am->ttl_ms > 0) {
         ab_entry *e = cache_slot(am, w, digest);
         if (e->user != NULL && e->expires_ms > keel_worker_now_ms(worker) &&
@@ -344,8 +348,11 @@ static int load_files(ab_module *am, const ab_conf *c)
         if (find_file(am, f->name) != f || strcmp(f->name, "off") == 0)
             return keel_config_error(am->module, "file", "the name '%s' is %s", f->name,
                                      find_file(am, f->name) != f ? "given twice" : "reserved");
-        if (getentropy(f->key, sizeof f->key) != 0)
+        unsigned char key[AB_MAC_KEY];
+        if (getentropy(key, sizeof key) != 0)
             return keel_config_error(am->module, "file", "no random bytes for the cache's key");
+        ab_mac_init(&f->mac, key, 1);
+        wipe(key, sizeof key);
         if (ab_users_load(&f->users, path, c->allow_weak_hashes, err, sizeof err) != 0)
             return keel_config_error(am->module, "file", "%s", err);
     }
@@ -357,7 +364,7 @@ static void ab_free(ab_module *am)
     for (size_t i = 0; i < am->nfiles; i++) {
         free(am->files[i].name);
         ab_users_free(&am->files[i].users);
-        wipe(am->files[i].key, sizeof am->files[i].key);
+        ab_mac_wipe(&am->files[i].mac);
     }
     free(am->files);
     free(am);

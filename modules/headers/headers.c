@@ -190,6 +190,13 @@ typedef struct headers_scope {
 static headers_scope *scopes;
 static size_t nscopes;
 
+/* Per worker: the last scope's struct a response asked for and its
+ * fields (most responses come from the scope the one before did). */
+typedef struct headers_worker {
+    const headers_conf *conf;
+    const headers_scope *scope;
+} headers_worker;
+
 static const headers_scope *scope_of(const headers_conf *c)
 {
     size_t lo = 0, hi = nscopes;
@@ -269,7 +276,12 @@ static void headers_on_head(keel_request *req, keel_response *res, void *ud)
         return;
     for (size_t i = 0; i < c->remove.count; i++)
         keel_response_header_remove(res, c->remove.items[i]);
-    const headers_scope *p = scope_of(c);
+    headers_worker *w = keel_worker_state(keel_request_worker(req), headers_module);
+    if (w->conf != c) {
+        w->scope = scope_of(c);
+        w->conf = c;
+    }
+    const headers_scope *p = w->scope;
     if (p == NULL)
         return; /* not shown at load: cannot happen */
     for (size_t i = 0; i < c->set.count; i++)
@@ -308,4 +320,4 @@ static void headers_unload(keel_module *m)
 }
 
 KEEL_MODULE(headers, .version = "1.0.0", .load = headers_load, .unload = headers_unload,
-            .config = &headers_schema);
+            .worker_state_size = sizeof(headers_worker), .config = &headers_schema);

@@ -80,6 +80,10 @@ typedef struct rw_state {
 
 typedef struct rw_worker {
     pcre2_match_data *md;
+    /* The program of the last scope's struct asked for: most requests
+     * come to the scope the one before did. */
+    const void *conf;
+    const rw_program *program;
 } rw_worker;
 
 static keel_http_filter rw_filter;
@@ -412,6 +416,13 @@ static int do_return(keel_request *req, keel_response *res, const rw_conf *c, co
 static int apply(keel_request *req, keel_response *res, const rw_conf *c, const rw_rule *r,
                  rw_vars *vs, const rw_captures *caps)
 {
+    /* "^/api/(.*)$ /api/$1 break": the path as it is. The core's path is
+     * normalised already, so setting it again would change nothing but
+     * cost a copy and a normalisation (and the expansion, to find out).
+     * Not for `last`, whose scope is chosen again: an earlier rule without
+     * a flag may have changed the path without it. */
+    if (r->flag != RW_FLAG_LAST && rw_rule_keeps_path(r, caps, keel_request_path(req).len))
+        return KEEL_HTTP_NEXT;
     /* The old query is read only where it is put after the new target
      * (add_old_query): an internal rewrite without a '?' keeps it as it is. */
     unsigned want = r->replacement.vars;
@@ -446,11 +457,8 @@ static int apply(keel_request *req, keel_response *res, const rw_conf *c, const 
             memmove(q.ptr, q.ptr + 1, q.len--);
         flags |= KEEL_PATH_QUERY;
     }
-    /* The path as it is (a rule that only stops the rewriting, "^/api/(.*)$
-     * /api/$1 break"): the core's path is normalised already, so setting
-     * it again would change nothing but cost a copy and a normalisation.
-     * Not for `last`, whose scope is chosen again: an earlier rule without
-     * a flag may have changed the path without it. */
+    /* The path as it is, from another replacement ("^/(.*)/$ /$1/"): as
+     * above. */
     keel_str now = keel_request_path(req);
     int same = flags == 0 && !b.failed && b.len == now.len && memcmp(b.ptr, now.ptr, b.len) == 0;
     int set =
@@ -493,7 +501,11 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
     rw_captures caps;
     caps.n = 0;
     for (int restarts = 0;; restarts++) {
-        const rw_program *p = program_of(st, c);
+        if (w->conf != c) {
+            w->program = program_of(st, c);
+            w->conf = c;
+        }
+        const rw_program *p = w->program;
         if (p == NULL)
             return KEEL_HTTP_NEXT; /* not shown at load: cannot happen */
         int changed = 0, restart = 0;

@@ -9,6 +9,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* The variables a target may name (docs/web.md, "Redirects and rewrites"). */
 enum rw_var {
@@ -105,6 +106,10 @@ typedef struct rw_rule {
     /* The expression is "^PREFIX(.*)$" and nothing else (the usual
      * "^/old/(.*)$"): rw_rule_match gives PCRE2's answer without it. */
     int rest_capture;
+    /* ...and the replacement is "PREFIX$1", no query, no variable: a match
+     * that reaches the path's end (no final LF left out of $1) gives the
+     * path back as it is (rw_rule_keeps_path). */
+    int identity;
 } rw_rule;
 
 /* The `return` of a scope. */
@@ -130,11 +135,49 @@ typedef struct rw_program {
  * expression). */
 int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen);
 
-/* Matches path against the rule: > 0 with caps set (at most 10 pairs),
- * PCRE2_ERROR_NOMATCH, or another PCRE2 error (the match limit). md
- * holds 10 pairs. */
-int rw_rule_match(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
-                  pcre2_match_context *mctx, rw_captures *caps);
+/* rw_rule_match (below) matches path against the rule: > 0 with caps set
+ * (at most 10 pairs), PCRE2_ERROR_NOMATCH, or another PCRE2 error (the
+ * match limit). md holds 10 pairs. rw_rule_match_pcre2 is its part for
+ * an expression that is not "^PREFIX(.*)$", once the prefix matched. */
+int rw_rule_match_pcre2(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
+                        pcre2_match_context *mctx, rw_captures *caps);
+/* Inline: the prefix's check and the "^PREFIX(.*)$" answer cost less than
+ * the call to a function that saves the registers PCRE2's path needs. */
+static inline int rw_rule_match(const rw_rule *r, const char *path, size_t len,
+                                pcre2_match_data *md, pcre2_match_context *mctx, rw_captures *caps)
+{
+    /* A path that does not start with the prefix is no match without a
+     * call to PCRE2. */
+    if (r->prefix_len > 0 && (len < r->prefix_len || path[0] != r->prefix[0] ||
+                              memcmp(path, r->prefix, r->prefix_len) != 0))
+        return PCRE2_ERROR_NOMATCH;
+    if (!r->rest_capture)
+        return rw_rule_match_pcre2(r, path, len, md, mctx, caps);
+    /* '.' stops at LF; '$' holds at the end or before a final LF (PCRE2's
+     * defaults, pcre2pattern "Circumflex and dollar"). */
+    const char *rest = path + r->prefix_len;
+    size_t n = len - r->prefix_len;
+    const char *lf = n > 0 ? memchr(rest, '\n', n) : NULL;
+    if (lf != NULL) {
+        if ((size_t)(lf - rest) != n - 1)
+            return PCRE2_ERROR_NOMATCH;
+        n--;
+    }
+    caps->subject = path;
+    caps->n = 2;
+    caps->ovector[0] = 0;
+    caps->ovector[1] = r->prefix_len + n;
+    caps->ovector[2] = r->prefix_len;
+    caps->ovector[3] = r->prefix_len + n;
+    return 2;
+}
+/* After a match of path[0..len) that set caps: 1 if the rule's
+ * replacement expands to the path itself, so that there is nothing to
+ * expand or set (the expansion is not made to find out). */
+static inline int rw_rule_keeps_path(const rw_rule *r, const rw_captures *caps, size_t len)
+{
+    return r->identity && caps->n == 2 && caps->ovector[1] == len;
+}
 void rw_rule_free(rw_rule *r);
 
 /* Parses "STATUS [TARGET or TEXT]" or "URL" (a 302). 0 or -1 with why. */

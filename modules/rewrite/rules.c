@@ -58,6 +58,22 @@ static size_t literal_prefix(const char *re, size_t n)
     return len;
 }
 
+/* The template is "PREFIX$1" (PREFIX may be empty), with no query: after
+ * "^PREFIX(.*)$" it writes back the bytes the expression matched. */
+static int gives_back_prefix(const rw_template *t, const char *prefix, size_t prefix_len)
+{
+    if (t->has_query || t->vars != 0)
+        return 0;
+    size_t at = 0;
+    if (prefix_len > 0) {
+        if (t->npieces == 0 || t->pieces[0].kind != RW_LITERAL || t->pieces[0].len != prefix_len ||
+            memcmp(t->pieces[0].text, prefix, prefix_len) != 0)
+            return 0;
+        at = 1;
+    }
+    return t->npieces == at + 1 && t->pieces[at].kind == RW_CAPTURE && t->pieces[at].which == 1;
+}
+
 int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
 {
     memset(r, 0, sizeof *r);
@@ -136,35 +152,14 @@ int rw_rule_parse(rw_rule *r, const char *line, char *why, size_t whylen)
         pcre2_pattern_info(r->re, PCRE2_INFO_NEWLINE, &newline) == 0 && newline == PCRE2_NEWLINE_LF;
     r->external =
         r->flag == RW_FLAG_REDIRECT || r->flag == RW_FLAG_PERMANENT || starts_with_scheme(text);
+    r->identity = r->rest_capture && !r->external &&
+                  gives_back_prefix(&r->replacement, r->prefix, r->prefix_len);
     return 0;
 }
 
-int rw_rule_match(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
-                  pcre2_match_context *mctx, rw_captures *caps)
+int rw_rule_match_pcre2(const rw_rule *r, const char *path, size_t len, pcre2_match_data *md,
+                        pcre2_match_context *mctx, rw_captures *caps)
 {
-    /* A path that does not start with the prefix is no match without a
-     * call to PCRE2. */
-    if (r->prefix_len > 0 && (len < r->prefix_len || memcmp(path, r->prefix, r->prefix_len) != 0))
-        return PCRE2_ERROR_NOMATCH;
-    if (r->rest_capture) {
-        /* '.' stops at LF; '$' holds at the end or before a final LF
-         * (PCRE2's defaults, pcre2pattern "Circumflex and dollar"). */
-        const char *rest = path + r->prefix_len;
-        size_t n = len - r->prefix_len;
-        const char *lf = memchr(rest, '\n', n);
-        if (lf != NULL) {
-            if ((size_t)(lf - rest) != n - 1)
-                return PCRE2_ERROR_NOMATCH;
-            n--;
-        }
-        caps->subject = path;
-        caps->n = 2;
-        caps->ovector[0] = 0;
-        caps->ovector[1] = r->prefix_len + n;
-        caps->ovector[2] = r->prefix_len;
-        caps->ovector[3] = r->prefix_len + n;
-        return 2;
-    }
     /* pcre2_jit_match skips pcre2_match's checks of the pattern and
      * options (a third of a short match's cost); it honours the match
      * limit the same way. */

@@ -42,6 +42,21 @@ def header_lookup_by_name(env):
 
 
 @case("conformance")
+def header_lookup_by_token(env):
+    """keel_request_header_token (ABI 1.10): a well-known field by its id,
+    whether HPACK sent its name by the static table's index or as a
+    literal; nothing for an absent name, for 0 and for an unknown id."""
+    c = Conn(env.k.port())
+    fields = [("authorization", "Basic one"), ("authorization", "Basic two"), ("accept", "a"),
+              ("x-allow", "no"), ("via", "v")]
+    for token, want in (("14", "Basic one"), ("10", "a"), ("51", "v"), ("13", "-"), ("0", "-"),
+                        ("4096", "-")):
+        r = c.get(f"/h2test/head?token={token}", fields=fields)
+        check(r.status == 200 and f"token={want}\n".encode() in r.body,
+              f"{token}: {r.status} {r.body!r}")
+
+
+@case("conformance")
 def status_204_and_304_have_no_body(env):
     c = Conn(env.k.port())
     for code in (204, 304):

@@ -81,6 +81,43 @@ Test(http, request_headers_as_received, .timeout = 30, .fini = kh_cleanup_all)
     kh_stop(p);
 }
 
+/* keel_request_header_token (ABI 1.10): the first field of a well-known
+ * name, in any case, found by the token the parser gave it; nothing for a
+ * name the head lacks (another name of the same length included), for
+ * KEEL_HDR_UNKNOWN and for an id past the host's list. */
+Test(http, request_header_by_token, .timeout = 30, .fini = kh_cleanup_all)
+{
+    kh_proc *p = kh_start("[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\n"
+                          "modules = http1 h2test\n" KH_MODULE_PATH,
+                          NULL, 1, 10000);
+    static const struct {
+        const char *id, *want;
+    } cases[] = {
+        {"14", "Basic one"},    /* KEEL_HDR_AUTHORIZATION: the first of two */
+        {"10", "a/b"},          /* KEEL_HDR_ACCEPT */
+        {"29", "example.test"}, /* KEEL_HDR_HOST */
+        {"13", "-"},            /* KEEL_HDR_ALLOW: absent, X-Allow is not it */
+        {"12", "-"},            /* KEEL_HDR_AGE: absent, X-A is as long */
+        {"0", "-"},             /* KEEL_HDR_UNKNOWN */
+        {"4096", "-"},          /* no such id */
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char req[512], want[64];
+        snprintf(req, sizeof req,
+                 "GET /h2test/head?token=%s HTTP/1.1\r\nHost: example.test\r\n"
+                 "authorization: Basic one\r\nAUTHORIZATION: Basic two\r\nAccept: a/b\r\n"
+                 "X-Allow: no\r\nX-A: b\r\n\r\n",
+                 cases[i].id);
+        snprintf(want, sizeof want, "token=%s\n", cases[i].want);
+        ht_resp r;
+        ht_roundtrip(p, req, &r);
+        kh_assert(p, r.status == 200 && strstr(r.body, want) != NULL, "id %s: %d '%s'", cases[i].id,
+                  r.status, r.body);
+        ht_resp_free(&r);
+    }
+    kh_stop(p);
+}
+
 /* ---- Connection management -------------------------------------------------- */
 
 Test(http, keep_alive_by_default_on_1_1, .timeout = 30, .fini = kh_cleanup_all)

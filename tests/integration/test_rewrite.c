@@ -132,6 +132,12 @@ static const char rules_conf[] = HEAD "[rewrite]\n"
                                       "rewrite = ^/clean/(.*)$ /plain/$1? break\n"
                                       "rewrite = ^/l/(.*)$ /api/$1 last\n"
                                       "rewrite = ^/b/(.*)$ /api/$1 break\n"
+                                      /* rules that give the path back as it is */
+                                      "rewrite = ^/keep/(.*)$ /keep/$1 break\n"
+                                      "rewrite = ^/keep/(.*)$ /api/never/$1\n"
+                                      "rewrite = ^/id/(.*)$ /id/$1\n"
+                                      "rewrite = ^/id/(.*)$ /api/id/$1\n"
+                                      "rewrite = ^/same/(.*)$ /same/$1 last\n"
                                       /* without a flag the next rules see the new path */
                                       "rewrite = ^/one/(.*)$ /two/$1\n"
                                       "rewrite = ^/two/(.*)$ /api/three/$1\n"
@@ -164,6 +170,15 @@ Test(rewrite, captures_flags_and_scopes, .timeout = 60, .fini = kh_cleanup_all)
         {"a.test", "/l/old", 200, NULL, "greeting=api level=0 tags= note=- path=/api/new query="},
         /* break: the same path, but the scope stays the one chosen first. */
         {"a.test", "/b/x", 200, NULL, "greeting=hello level=0 tags= note=- path=/api/x query="},
+        /* A rule that gives the path back: break stops there, without
+         * a flag the next rules run, `last` loops (nginx: 500); a final
+         * LF is not in $1, so that rule's path is a new one. */
+        {"a.test", "/keep/y?k=v", 200, NULL,
+         "greeting=hello level=0 tags= note=- path=/keep/y query=k=v"},
+        {"a.test", "/keep/x%0A", 200, NULL,
+         "greeting=hello level=0 tags= note=- path=/keep/x query="},
+        {"a.test", "/id/x", 200, NULL, "greeting=api level=0 tags= note=- path=/api/id/x query="},
+        {"a.test", "/same/x", 500, NULL, NULL},
         /* no flag: rules go on, then the scope is chosen again */
         {"a.test", "/one/q", 200, NULL,
          "greeting=api level=0 tags= note=- path=/api/three/q query="},

@@ -54,6 +54,13 @@ static int route_head(keel_request *req, keel_response *res, void *userdata)
         n += snprintf(buf + n, sizeof buf - (size_t)n, "field=%.*s\n",
                       field.ptr ? (int)field.len : 1, field.ptr ? field.ptr : "-");
     }
+    /* ?token=N: keel_request_header_token's answer for the id N (ABI 1.10). */
+    if (n >= 0 && (size_t)n < sizeof buf &&
+        keel_request_query_param(req, "token", &want) == KEEL_OK) {
+        field = keel_request_header_token(req, (unsigned)query_u64(req, "token", 0));
+        n += snprintf(buf + n, sizeof buf - (size_t)n, "token=%.*s\n",
+                      field.ptr ? (int)field.len : 1, field.ptr ? field.ptr : "-");
+    }
     if (n < 0 || (size_t)n >= sizeof buf)
         return keel_response_send_status(res, 500);
     keel_response_header_set(res, "Content-Type", "text/plain");

@@ -258,20 +258,30 @@ Test(ratelimit, connections_in_progress_per_key, .fini = kh_cleanup_all, .timeou
 Test(ratelimit, a_full_table_gives_the_oldest_slot_away, .fini = kh_cleanup_all, .timeout = 60)
 {
     /* 64 slots, 300 keys each allowed once a minute: memory stays at 64
-     * slots; keys beyond what a bucket holds push the oldest out, counted. */
+     * slots; keys beyond what a bucket holds push the oldest out, counted.
+     * The table keeps a 16-bit tag of each key's seeded hash, not the key
+     * (ratelimit.c): a key whose tag matches one of the 7 others still in
+     * its bucket shares that key's limit and is refused. That happens in
+     * about 3% of runs (300 keys x 7 x 2^-16), never to two keys but in
+     * one run of some 20,000: one such refusal is the design, more is a
+     * bug. A refused key takes no slot, hence one eviction fewer. */
     kh_proc *p = kh_start(config("1", "ratelimit",
                                  "[ratelimit]\nzone_size = 64\nrate = 1\nperiod = 1m\n"
                                  "nodelay = on\nkey = header\n"),
                           NULL, 1, 10000);
     unsigned port = kh_port(p, 0);
     at_reply r;
+    int refused = 0;
     for (int i = 0; i < 300; i++) {
         char h[64];
         snprintf(h, sizeof h, "X-Api-Key: k%d\r\n", i);
-        cr_assert_eq(at_get(port, "/", h, &r), 200, "key %d: %d", i, r.status);
+        int status = at_get(port, "/", h, &r);
+        cr_assert(status == 200 || status == 429, "key %d: %d", i, status);
+        refused += status == 429;
     }
+    kh_assert(p, refused <= 1, "%d of 300 fresh keys refused: more than a tag collision", refused);
     long long evicted = at_metric(port, "ratelimit_evictions_total");
-    kh_assert(p, evicted >= 300 - 64 && evicted < 300, "evictions: %lld", evicted);
+    kh_assert(p, evicted >= 300 - 64 - refused && evicted < 300, "evictions: %lld", evicted);
     /* The most recent key is still limited. */
     cr_expect_eq(at_get(port, "/", "X-Api-Key: k299\r\n", &r), 429);
 }

@@ -18,7 +18,9 @@
 #          keepalive_timeout 1s; },
 #          fastcgi_keep_conn on; include fastcgi_params; SCRIPT_FILENAME
 #          $document_root$fastcgi_script_name (nginx's fastcgi.conf)
-# Test: fcgismall  wrk -t1 -c FCGI_CONNS GET /small.php (keep-alive).
+# Tests: fcgismall  wrk -t1 -c FCGI_CONNS GET /small.php (keep-alive); fcgisyscalls,
+# fcgiinstr: the proxy's system calls (perf) and user instructions (callgrind) a
+# request, counts that PHP-FPM sharing the other core cannot blur.
 # A PHP-FPM child serves one connection until it closes, so a kept
 # connection holds a child: each proxy keeps at most FCGI_CONNS (half the
 # children), and for 1 s only, so that the one whose turn is over does not
@@ -35,7 +37,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 FCGI_CONNS=${FCGI_CONNS:-4}
 FCGI_CHILDREN=${FCGI_CHILDREN:-8}
 
-bench_scenario fastcgi "fcgismall" "keel nginx" 501
+bench_scenario fastcgi "fcgismall fcgisyscalls fcgiinstr" "keel nginx" 501
 
 FCGI_DIR=$TMP/fastcgi
 FCGI_UP_PORT=$((BASE_PORT + 500))
@@ -140,7 +142,10 @@ fastcgi_run() {
     fastcgi_start_fpm
     start_all fastcgi
     if wants fcgismall; then take_turns fastcgi fcgismall fastcgi_wrk; fi
-    stop_all fastcgi
+    # The proxy's own system calls and user instructions a request (perf,
+    # callgrind): counts, where PHP-FPM on the other core makes the rates
+    # wobble.
+    run_counts fastcgi /small.php fcgisyscalls fcgiinstr
     stop_server fastcgi.fpm
 }
 
@@ -150,7 +155,8 @@ fastcgi_report() {
     echo
     echo "### FastCGI (keel: http1 + proxy; PHP-FPM, $FCGI_CHILDREN children, on the client's CPU, $FCGI_CONNS kept connections)"
     report_tables fastcgi "fcgismall|fcgismall/val|%.0f|req/s|0" \
-        "fcgismall|fcgismall/p99|%.2f|p99 ms|0" "fcgismall|fcgismall/cpu|%.0f|req/CPU-s|1"
+        "fcgismall|fcgismall/p99|%.2f|p99 ms|0" "fcgismall|fcgismall/cpu|%.0f|req/CPU-s|1" \
+        "fcgisyscalls|syscalls/n|%.2f|syscalls/req|1" "fcgiinstr|instr/n|%.0f|user instr/req|1"
     wrk_notes fastcgi fcgismall
     echo
     echo "Ratios on requests per second of the proxy's own CPU time (PHP-FPM and wrk share the other core and bound req/s); above 1.00× keel is ahead."

@@ -23,7 +23,7 @@
 #   tls.sh     tlskeepalive tlshandshake tlsresume tls1m tlsidle (group "tls")
 #   h2.sh      h2small h2file h2idle                      (group "h2")
 #   proxy.sh   proxysmall proxy1m                         (group "proxy")
-#   fastcgi.sh fcgismall                                  (group "fastcgi")
+#   fastcgi.sh fcgismall fcgisyscalls fcgiinstr           (group "fastcgi")
 #   cluster.sh clusterlat clusterrate                     (group "cluster")
 #   udp.sh     udprecv                                    (group "udp")
 #   uring.sh   uringplain uringpipeline uringsyscalls uringinstr (group "uring")

@@ -78,15 +78,6 @@ struct h1_free_conn {
     struct h1_free_conn *next;
 };
 
-/* ASan reports a use after free only of memory not handed out again at
- * once: sanitized builds give every h1_conn back to malloc, so that a
- * parked connection's state used after h1_park (park.c) is caught. */
-#if defined(__SANITIZE_ADDRESS__)
-#define H1_CONN_POOL_MAX 0
-#else
-#define H1_CONN_POOL_MAX H1_POOL_MAX
-#endif
-
 h1_conn *h1_conn_get(h1_worker *w)
 {
     struct h1_free_conn *f = w->free_conn;
@@ -101,7 +92,14 @@ h1_conn *h1_conn_get(h1_worker *w)
 
 void h1_conn_put(h1_worker *w, h1_conn *c)
 {
-    if (w->nfree_conn >= H1_CONN_POOL_MAX) {
+#if defined(__SANITIZE_ADDRESS__)
+    /* ASan reports a use after free only of memory not handed out again
+     * at once: sanitized builds give every h1_conn back to malloc, so that
+     * a parked connection's state used after h1_park (park.c) is caught. */
+    (void)w;
+    free(c);
+#else
+    if (w->nfree_conn >= H1_POOL_MAX) {
         free(c);
         return;
     }
@@ -109,6 +107,7 @@ void h1_conn_put(h1_worker *w, h1_conn *c)
     f->next = w->free_conn;
     w->free_conn = f;
     w->nfree_conn++;
+#endif
 }
 
 /* Requests with more fields than the inline arrays hold are rare; only they

@@ -6,6 +6,8 @@
 
 #include <string.h>
 
+#include <keel/util.h>
+
 static int bad(ko_ocsp_http *out, const char *why)
 {
     out->why = why;
@@ -27,19 +29,12 @@ static size_t head_end(const char *buf, size_t len)
     return 0;
 }
 
+/* Whether the head line `line` (n bytes) is a field called `name` (lower
+ * case): its name, then the colon. */
 static int name_is(const char *line, size_t n, const char *name)
 {
     size_t k = strlen(name);
-    if (n < k + 1 || line[k] != ':')
-        return 0;
-    for (size_t i = 0; i < k; i++) {
-        char c = line[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (char)(c - 'A' + 'a');
-        if (c != name[i])
-            return 0;
-    }
-    return 1;
+    return n > k && line[k] == ':' && keel_ascii_iequal_lc(line, k, name, k);
 }
 
 /* Content-Length's value: digits only, optional spaces around (RFC

@@ -112,7 +112,11 @@ int kl_prepared_field_new(const char *name, size_t nl, const char *value, size_t
     if (name == NULL || value == NULL || nl == 0 || memchr(name, '\0', nl) != NULL ||
         memchr(value, '\0', vl) != NULL || !kl_field_value_clean(value, vl))
         return KEEL_ERR_INVAL;
-    keel_prepared_field *f = malloc(sizeof *f + nl + vl + 2);
+    /* name NUL value NUL, then the line: name ": " value CRLF. */
+    size_t line_len = nl + vl + 4;
+    if (line_len > UINT32_MAX)
+        return KEEL_ERR_INVAL;
+    keel_prepared_field *f = malloc(sizeof *f + nl + vl + 2 + line_len);
     if (f == NULL)
         return KEEL_ERR_NOMEM;
     char *text = (char *)(f + 1);
@@ -125,7 +129,12 @@ int kl_prepared_field_new(const char *name, size_t nl, const char *value, size_t
     }
     memcpy(text + nl + 1, value, vl);
     text[nl + 1 + vl] = '\0';
-    f->field = (kl_field){{text, nl}, {text + nl + 1, vl}, token + 1};
+    char *line = text + nl + vl + 2;
+    memcpy(line, name, nl);
+    memcpy(line + nl, ": ", 2);
+    memcpy(line + nl + 2, value, vl);
+    memcpy(line + nl + 2 + vl, "\r\n", 2);
+    f->field = (kl_field){{text, nl}, {text + nl + 1, vl}, line, (uint32_t)line_len, token + 1};
     f->next = NULL;
     *out = f;
     return KEEL_OK;

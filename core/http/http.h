@@ -23,6 +23,31 @@ typedef struct kl_filter {
     size_t module_index;
 } kl_filter;
 
+/* A scope's pipeline (kl_http_prepare): the request and response head
+ * hooks its requests run, in run order, each with the userdata its
+ * filter's scope hook chose for the scope (keel_http_filter.scope, ABI
+ * 1.11), and the filter's index (keel_request_continue's place, the body
+ * masks' bit). */
+typedef struct kl_request_stage {
+    int (*on_request)(keel_request *req, keel_response *res, void *userdata);
+    void *userdata;
+    size_t filter;
+} kl_request_stage;
+
+typedef struct kl_head_stage {
+    void (*on_response_head)(keel_request *req, keel_response *res, void *userdata);
+    void *userdata;
+    size_t filter;
+} kl_head_stage;
+
+typedef struct kl_pipeline {
+    kl_request_stage *request;
+    size_t nrequest;
+    kl_head_stage *head;
+    size_t nhead;
+    struct kl_pipeline *next; /* the kl_http's list, freed with it */
+} kl_pipeline;
+
 /* Server-wide HTTP state: read-only once the modules have loaded. */
 typedef struct kl_http {
     kl_route_node *routes;
@@ -31,11 +56,16 @@ typedef struct kl_http {
     int has_body_filters;
     uint64_t body_filter_mask;  /* filters (by index < 64) with a body hook */
     uint64_t bytes_filter_mask; /* those of them without on_response_pieces */
-    /* The indexes of the filters with a response head hook and with a log
-     * hook, in run order (kl_http_prepare): a response runs past no filter
-     * that has nothing to do there. */
-    size_t *head_filters, *log_filters;
-    size_t nhead_filters, nlog_filters;
+    /* The indexes of the filters with a log hook, in run order
+     * (kl_http_prepare): a response runs past no filter that has nothing
+     * to do there. */
+    size_t *log_filters;
+    size_t nlog_filters;
+    /* The pipeline of requests outside every scope (a config without
+     * scopes, a connection not accepted by a listener); each scope has its
+     * own (kl_scope.pipeline). All of them are on the `pipelines` list. */
+    const kl_pipeline *pipeline;
+    kl_pipeline *pipelines;
     keel_http_error_fn error_fn; /* keel_http_error_handler_set (ABI 1.8), or NULL */
     void *error_ud;
     keel_module *error_owner;
@@ -54,8 +84,9 @@ int kl_http_route_add(kl_http *http, keel_module *owner, const char *method, con
                       keel_http_handler handler, void *userdata, keel_module **taken_by);
 int kl_http_filter_add(kl_http *http, keel_module *owner, const keel_http_filter *f);
 
-/* Once every module has loaded: orders the filters, and makes the HTTP
- * layer a subsystem of the host's workers (its slot, KL_SLOT_HTTP). */
+/* Once every module has loaded: orders the filters, builds each scope's
+ * pipeline (asking the filters' scope hooks), and makes the HTTP layer a
+ * subsystem of the host's workers (its slot, KL_SLOT_HTTP). */
 int kl_http_prepare(kl_http *http, kl_host *host);
 
 /* ---- router ---- */
@@ -92,14 +123,15 @@ typedef struct kl_arena {
     kl_arena_block *blocks;
 } kl_arena;
 
-typedef struct kl_field {
-    keel_str name;
-    keel_str value;
-    unsigned known; /* 1 + the name's keel_header_token; 0: not classified yet */
-} kl_field;
+/* A response field (keel/http.h, keel_field): the list is handed as it is
+ * to a sink's send_head_fields. token: 1 + the name's keel_header_token,
+ * set when a field joins the header section (by name or prepared); 0 in
+ * trailers. */
+typedef keel_field kl_field;
 
 /* keel_field_prepare's field: checked, classified and copied once. The
- * name and value follow the struct; the module's list frees them. */
+ * name and value follow the struct, each NUL-terminated, then the field
+ * line (field.line); the module's list frees them. */
 struct keel_prepared_field {
     kl_field field;
     struct keel_prepared_field *next;
@@ -162,6 +194,9 @@ struct keel_response {
     int error_status;
     int forced_status;
     int redirects;
+    /* A field added by name may frame the message or name the connection
+     * (kl_response_take_framing's to take out); prepared fields never do. */
+    int framing_fields;
     /* Not zeroed for each request (keel_http_request_start): set before use. */
     kl_field inline_headers[8];
     kl_body_piece piece;        /* the one piece most responses need, unallocated */
@@ -298,6 +333,13 @@ typedef struct kl_http_worker {
         char host[63];
     } last_site;
 } kl_http_worker;
+
+/* The pipeline of the request's scope (of the requests outside every
+ * scope without one). */
+static inline const kl_pipeline *kl_request_pipeline(const keel_request *req)
+{
+    return req->scope != NULL ? req->scope->pipeline : req->http->pipeline;
+}
 
 /* Sets the slot up (the worker allocated it zeroed; arg is the kl_http),
  * and frees its spare requests (when the worker is freed). */

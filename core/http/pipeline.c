@@ -5,6 +5,7 @@
 
 #include "http/http.h"
 #include "base/log.h"
+#include "runtime/crash.h"
 #include "base/util.h"
 #include "net/conn.h"
 #include "net/worker.h"
@@ -44,24 +45,128 @@ int kl_http_filter_add(kl_http *http, keel_module *owner, const keel_http_filter
     return KEEL_OK;
 }
 
-/* Lists the filters that have a head and a log hook, in run order. */
+/* Lists the filters that have a log hook, in run order. */
 static int index_hooks(kl_http *http)
 {
-    free(http->head_filters);
     free(http->log_filters);
-    http->nhead_filters = http->nlog_filters = 0;
+    http->nlog_filters = 0;
     size_t n = http->nfilters ? http->nfilters : 1;
-    http->head_filters = malloc(n * sizeof *http->head_filters);
     http->log_filters = malloc(n * sizeof *http->log_filters);
-    if (http->head_filters == NULL || http->log_filters == NULL)
+    if (http->log_filters == NULL)
         return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < http->nfilters; i++) {
-        if (http->filters[i].cb.on_response_head != NULL)
-            http->head_filters[http->nhead_filters++] = i;
+    for (size_t i = 0; i < http->nfilters; i++)
         if (http->filters[i].cb.on_log != NULL)
             http->log_filters[http->nlog_filters++] = i;
-    }
     return KEEL_OK;
+}
+
+/* ---- the pipelines (keel_http_filter.scope, ABI 1.11) --------------------- */
+
+/* A scope hook's answer for one struct of its module: scopes share their
+ * structs (an inner scope that sets nothing of a module's has its
+ * parent's), and the hook is asked once per struct. */
+typedef struct scope_answer {
+    size_t filter;
+    const void *conf;
+    int keep;
+    void *userdata;
+} scope_answer;
+
+typedef struct pipeline_build {
+    kl_http *http;
+    scope_answer *answers;
+    size_t nanswers, cap;
+} pipeline_build;
+
+static int ask_scope(pipeline_build *b, size_t i, const void *conf, int *keep, void **ud)
+{
+    const kl_filter *f = &b->http->filters[i];
+    *keep = 1;
+    *ud = f->cb.userdata;
+    if (f->cb.scope == NULL)
+        return KEEL_OK;
+    for (size_t k = 0; k < b->nanswers; k++)
+        if (b->answers[k].filter == i && b->answers[k].conf == conf) {
+            *keep = b->answers[k].keep;
+            *ud = b->answers[k].userdata;
+            return KEEL_OK;
+        }
+    int rc;
+    KL_IN_MODULE(f->owner->name, rc = f->cb.scope(conf, f->cb.userdata, ud));
+    if (rc < 0) {
+        kl_log(KEEL_LOG_ERROR, "module '%s': filter '%s': %s", f->owner->name,
+               f->cb.name ? f->cb.name : "", keel_strerror(rc));
+        return rc;
+    }
+    *keep = rc > 0;
+    if (kl_grow((void **)&b->answers, &b->cap, b->nanswers + 1, sizeof *b->answers) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    b->answers[b->nanswers++] = (scope_answer){i, conf, *keep, *ud};
+    return KEEL_OK;
+}
+
+/* The pipeline of a scope (NULL: of requests outside every scope). */
+static int build_pipeline(pipeline_build *b, const kl_scope *scope, const kl_pipeline **out)
+{
+    kl_http *http = b->http;
+    size_t n = http->nfilters ? http->nfilters : 1;
+    kl_pipeline *p = calloc(1, sizeof *p);
+    if (p == NULL)
+        return KEEL_ERR_NOMEM;
+    p->next = http->pipelines;
+    http->pipelines = p;
+    p->request = malloc(n * sizeof *p->request);
+    p->head = malloc(n * sizeof *p->head);
+    if (p->request == NULL || p->head == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < http->nfilters; i++) {
+        const kl_filter *f = &http->filters[i];
+        if (f->cb.on_request == NULL && f->cb.on_response_head == NULL)
+            continue;
+        const keel_module *m = f->owner;
+        const void *conf = scope != NULL ? scope->confs[m->index] : m->config.conf;
+        int keep;
+        void *ud;
+        int rc = ask_scope(b, i, conf, &keep, &ud);
+        if (rc != KEEL_OK)
+            return rc;
+        if (!keep)
+            continue;
+        if (f->cb.on_request != NULL)
+            p->request[p->nrequest++] = (kl_request_stage){f->cb.on_request, ud, i};
+        if (f->cb.on_response_head != NULL)
+            p->head[p->nhead++] = (kl_head_stage){f->cb.on_response_head, ud, i};
+    }
+    *out = p;
+    return KEEL_OK;
+}
+
+static int build_scope_pipeline(kl_scope *scope, void *ud)
+{
+    return build_pipeline(ud, scope, &scope->pipeline);
+}
+
+static void free_pipelines(kl_http *http)
+{
+    while (http->pipelines != NULL) {
+        kl_pipeline *next = http->pipelines->next;
+        free(http->pipelines->request);
+        free(http->pipelines->head);
+        free(http->pipelines);
+        http->pipelines = next;
+    }
+    http->pipeline = NULL;
+}
+
+static int build_pipelines(kl_http *http, kl_host *host)
+{
+    free_pipelines(http);
+    pipeline_build b = {http, NULL, 0, 0};
+    int rc = build_pipeline(&b, NULL, &http->pipeline);
+    if (rc == KEEL_OK && host->scopes != NULL)
+        rc = kl_scopes_each_scope(host->scopes, build_scope_pipeline, &b);
+    free(b.answers);
+    return rc;
 }
 
 static int order_of(const kl_filter *f)
@@ -126,7 +231,8 @@ int kl_http_prepare(kl_http *http, kl_host *host)
                 if ((body && f[i].cb.on_response_pieces == NULL) || i >= 64)
                     http->bytes_filter_mask |= bit;
             }
-            return index_hooks(http);
+            int rc = index_hooks(http);
+            return rc == KEEL_OK ? build_pipelines(http, host) : rc;
         }
     }
     kl_log(KEEL_LOG_ERROR, "HTTP filters: contradictory before/after constraints");
@@ -138,8 +244,8 @@ void kl_http_free(kl_http *http)
     if (http == NULL)
         return;
     kl_router_free(http->routes);
+    free_pipelines(http);
     free(http->filters);
-    free(http->head_filters);
     free(http->log_filters);
     free(http);
 }
@@ -308,26 +414,43 @@ static void finish_dispatch(keel_request *req)
         kl_request_keep_facts(req);
 }
 
-/* The request filters from index `from` on, then the router and the
- * handler. A filter that returns KEEL_HTTP_DONE without having answered
- * holds the request: keel_request_continue resumes after it. */
+/* The first stage of p whose filter is `from` or later. */
+static size_t stage_from(const kl_pipeline *p, size_t from)
+{
+    size_t k = 0;
+    while (k < p->nrequest && p->request[k].filter < from)
+        k++;
+    return k;
+}
+
+/* The request filters of the request's scope from filter index `from` on,
+ * then the router and the handler. A filter that returns KEEL_HTTP_DONE
+ * without having answered holds the request: keel_request_continue
+ * resumes after it. A filter that changes the request's scope (a rewrite)
+ * hands the rest of the run to the new scope's pipeline. */
 static void run_filters_from(keel_request *req, size_t from)
 {
     keel_response *res = &req->res;
     const kl_http *http = req->http;
-    for (size_t i = from; i < http->nfilters; i++) {
-        const kl_filter *f = &http->filters[i];
-        if (f->cb.on_request == NULL)
-            continue;
-        int rc = f->cb.on_request(req, res, f->cb.userdata);
+    const struct kl_scope *scope = req->scope;
+    const kl_pipeline *p = kl_request_pipeline(req);
+    for (size_t k = from ? stage_from(p, from) : 0; k < p->nrequest; k++) {
+        const kl_request_stage *s = &p->request[k];
+        int rc = s->on_request(req, res, s->userdata);
         if (rc < 0) {
             answer_error(req, 500);
             goto out;
         }
         if (rc == KEEL_HTTP_DONE) {
             if (!res->ended && !res->head_sent && !req->aborted)
-                req->filter_next = i + 1;
+                req->filter_next = s->filter + 1;
             goto out;
+        }
+        if (req->scope != scope) {
+            size_t next = s->filter + 1;
+            scope = req->scope;
+            p = kl_request_pipeline(req);
+            k = stage_from(p, next) - 1; /* the loop's k++ comes first */
         }
     }
     req->routed = 1;

@@ -33,7 +33,7 @@ int keel_response_status(keel_response *res)
     return res->status;
 }
 
-static int grow_fields(kl_field **list, size_t n, size_t *cap, kl_field *inline_list);
+static int grow_fields(kl_field **list, size_t need, size_t *cap, kl_field *inline_list);
 
 /* Appends a validated field, its strings copied into the request's arena.
  * `inline_list` is the list's initial storage inside the request (or
@@ -42,28 +42,36 @@ static int append_field(keel_request *req, kl_field **list, size_t *n, size_t *c
                         kl_field *inline_list, const char *name, size_t nl, const char *value,
                         size_t vl)
 {
-    if (grow_fields(list, *n, cap, inline_list) != KEEL_OK)
+    if (grow_fields(list, *n + 1, cap, inline_list) != KEEL_OK)
         return KEEL_ERR_NOMEM;
     char *copy = kl_arena_alloc(&req->arena, nl + vl + 2);
     if (copy == NULL)
         return KEEL_ERR_NOMEM;
     memcpy(copy, name, nl + 1);
     memcpy(copy + nl + 1, value, vl + 1);
-    (*list)[(*n)++] = (kl_field){{copy, nl}, {copy + nl + 1, vl}, 0};
+    (*list)[(*n)++] = (kl_field){{copy, nl}, {copy + nl + 1, vl}, NULL, 0, 0};
     return KEEL_OK;
 }
 
-/* Makes room for one more field in the list (the arena is not needed:
- * a prepared field's strings outlive every request). */
-static int grow_fields(kl_field **list, size_t n, size_t *cap, kl_field *inline_list)
+/* Makes room for `need` fields in the list, which holds *cap (the arena
+ * is not needed: a prepared field's strings outlive every request). Out
+ * of line: most responses fit in the inline list, and the callers then
+ * need none of the registers a call to realloc takes. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static int
+grow_fields(kl_field **list, size_t need, size_t *cap, kl_field *inline_list)
 {
-    if (n < *cap)
+    if (need <= *cap)
         return KEEL_OK;
     size_t c = *cap ? *cap * 2 : 8;
+    while (c < need)
+        c *= 2;
     kl_field *grown;
     if (*list != NULL && *list == inline_list) {
         if ((grown = malloc(c * sizeof *grown)) != NULL)
-            memcpy(grown, *list, n * sizeof *grown);
+            memcpy(grown, *list, *cap * sizeof *grown);
     } else {
         grown = realloc(*list, c * sizeof *grown);
     }
@@ -72,6 +80,29 @@ static int grow_fields(kl_field **list, size_t n, size_t *cap, kl_field *inline_
     *list = grown;
     *cap = c;
     return KEEL_OK;
+}
+
+/* The fields kl_response_take_framing takes out of a head (RFC 9110
+ * 7.6.1, and the framing the protocol writes). */
+static int framing_token(unsigned token)
+{
+    return token == KEEL_HDR_CONTENT_LENGTH || token == KEEL_HDR_CONNECTION ||
+           token == KEEL_HDR_KEEP_ALIVE || token == KEEL_HDR_PROXY_CONNECTION ||
+           token == KEEL_HDR_TRANSFER_ENCODING;
+}
+
+/* After a field was appended to the header section by name (rc KEEL_OK):
+ * its token, for framing and the protocol (keel_field.token), and
+ * whether framing has anything to take out. */
+static int classify_added(keel_response *res, int rc)
+{
+    if (rc == KEEL_OK) {
+        kl_field *f = &res->headers[res->nheaders - 1];
+        unsigned token = keel_header_token(f->name.ptr, f->name.len);
+        f->token = token + 1;
+        res->framing_fields |= framing_token(token);
+    }
+    return rc;
 }
 
 static int add_field(keel_request *req, kl_field **list, size_t *n, size_t *cap,
@@ -108,8 +139,8 @@ int keel_response_header_add(keel_response *res, const char *name, const char *v
 {
     if (res->head_sent)
         return KEEL_ERR_STATE;
-    return add_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
-                     res->inline_headers, name, value);
+    return classify_added(res, add_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
+                                         res->inline_headers, name, value));
 }
 
 int keel_response_header_set(keel_response *res, const char *name, const char *value)
@@ -120,8 +151,9 @@ int keel_response_header_set(keel_response *res, const char *name, const char *v
     if (nl == 0 || vl == SIZE_MAX)
         return KEEL_ERR_INVAL;
     remove_fields(res, name, nl);
-    return append_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
-                        res->inline_headers, name, nl, value, vl);
+    return classify_added(res,
+                          append_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
+                                       res->inline_headers, name, nl, value, vl));
 }
 
 int keel_response_field_add(keel_response *res, const keel_prepared_field *field, int replace)
@@ -132,10 +164,60 @@ int keel_response_field_add(keel_response *res, const keel_prepared_field *field
         return KEEL_ERR_STATE;
     if (replace)
         remove_fields(res, field->field.name.ptr, field->field.name.len);
-    if (grow_fields(&res->headers, res->nheaders, &res->headers_cap, res->inline_headers) !=
+    if (grow_fields(&res->headers, res->nheaders + 1, &res->headers_cap, res->inline_headers) !=
         KEEL_OK)
         return KEEL_ERR_NOMEM;
     res->headers[res->nheaders++] = field->field;
+    return KEEL_OK;
+}
+
+/* keel_response_fields_add with `replace`: each field removes its name's
+ * fields, then joins. Out of line: the usual call adds without it. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static int
+fields_replace(keel_response *res, const keel_prepared_field *const *fields, size_t n)
+{
+    /* It removes as it goes: every entry is checked first. */
+    for (size_t i = 0; i < n; i++)
+        if (fields[i] == NULL)
+            return KEEL_ERR_INVAL;
+    if (res->head_sent)
+        return KEEL_ERR_STATE;
+    /* Room first: a failure adds and removes nothing. */
+    if (grow_fields(&res->headers, res->nheaders + n, &res->headers_cap, res->inline_headers) !=
+        KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        /* One by one, as that many keel_response_field_add calls: a
+         * later field replaces an earlier one of its name. */
+        remove_fields(res, fields[i]->field.name.ptr, fields[i]->field.name.len);
+        res->headers[res->nheaders++] = fields[i]->field;
+    }
+    return KEEL_OK;
+}
+
+int keel_response_fields_add(keel_response *res, const keel_prepared_field *const *fields, size_t n,
+                             int replace)
+{
+    if (res == NULL || (fields == NULL && n > 0))
+        return KEEL_ERR_INVAL;
+    if (replace)
+        return fields_replace(res, fields, n);
+    if (res->head_sent)
+        return KEEL_ERR_STATE;
+    size_t at = res->nheaders;
+    if (at + n > res->headers_cap &&
+        grow_fields(&res->headers, at + n, &res->headers_cap, res->inline_headers) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    kl_field *out = res->headers + at;
+    for (size_t i = 0; i < n; i++) {
+        if (fields[i] == NULL)
+            return KEEL_ERR_INVAL; /* nothing added: the count did not move */
+        out[i] = fields[i]->field;
+    }
+    res->nheaders = at + n;
     return KEEL_OK;
 }
 
@@ -163,12 +245,6 @@ void keel_response_close_connection(keel_response *res)
 
 /* ---- sending ----------------------------------------------------------- */
 
-/* The server's filters in run order, and the protocol's sink. */
-static const kl_http *http_of(keel_request *req)
-{
-    return req->http;
-}
-
 /* Fields the core never hands to a protocol, because they describe one
  * connection rather than the message (RFC 9110 7.6.1): each protocol writes
  * its own, or none (HTTP/2 forbids them, RFC 9113 8.2.2). Upgrade is the
@@ -180,9 +256,14 @@ int64_t kl_response_take_framing(keel_response *res)
     int64_t length = -1;
     int seen_length = 0;
     size_t out = 0;
+    /* Only a field added by name may be one (a prepared field never is):
+     * the usual head is not looked at. */
+    if (!res->framing_fields)
+        return length;
     for (size_t i = 0; i < res->nheaders; i++) {
         const kl_field *f = &res->headers[i];
-        switch (f->known ? f->known - 1 : keel_header_token(f->name.ptr, f->name.len)) {
+        unsigned token = f->token ? f->token - 1 : keel_header_token(f->name.ptr, f->name.len);
+        switch (token) {
         case KEEL_HDR_CONTENT_LENGTH:
             if (seen_length++)
                 continue; /* the first one counts */
@@ -220,11 +301,10 @@ int64_t kl_response_take_framing(keel_response *res)
 void kl_response_head_filters(keel_response *res)
 {
     keel_request *req = res->req;
-    const kl_http *http = http_of(req);
-    for (size_t k = 0; k < http->nhead_filters; k++) {
-        size_t i = http->head_filters[k];
-        res->head_filter = i + 1;
-        http->filters[i].cb.on_response_head(req, res, http->filters[i].cb.userdata);
+    const kl_pipeline *p = kl_request_pipeline(req);
+    for (size_t k = 0; k < p->nhead; k++) {
+        res->head_filter = p->head[k].filter + 1;
+        p->head[k].on_response_head(req, res, p->head[k].userdata);
     }
     res->head_filter = 0;
 }
@@ -294,6 +374,9 @@ int kl_response_send_head(keel_response *res, int64_t content_length)
     res->head_sent = 1;
     if (req->aborted)
         return KEEL_ERR_CLOSED;
+    if (req->sink->send_head_fields != NULL)
+        return req->sink->send_head_fields(req->exchange, res->status, res->headers, res->nheaders,
+                                           content_length);
     kl_views views;
     int legacy = legacy_close_field(req);
     int rc = kl_views_make(&views, res, (size_t)legacy);

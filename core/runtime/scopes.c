@@ -536,6 +536,26 @@ int kl_scopes_each(const kl_scopes *s, size_t index, int (*fn)(const void *conf,
     return rc;
 }
 
+static int site_each_scope(site_scope *site, int (*fn)(kl_scope *, void *), void *ud)
+{
+    int rc = fn(&site->scope, ud);
+    for (size_t i = 0; rc == KEEL_OK && i < site->npaths; i++)
+        rc = fn(&site->paths[i].scope, ud);
+    return rc;
+}
+
+int kl_scopes_each_scope(kl_scopes *s, int (*fn)(kl_scope *scope, void *ud), void *ud)
+{
+    int rc = KEEL_OK;
+    for (size_t l = 0; rc == KEEL_OK && l < s->nlisteners; l++) {
+        listener_scopes *ls = &s->listeners[l];
+        rc = site_each_scope(&ls->implicit, fn, ud);
+        for (size_t i = 0; rc == KEEL_OK && i < ls->nsites; i++)
+            rc = site_each_scope(&ls->sites[i], fn, ud);
+    }
+    return rc;
+}
+
 const kl_scope *kl_scopes_select(const kl_scopes *s, size_t listener, keel_str host, keel_str path,
                                  int *status)
 {

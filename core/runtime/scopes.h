@@ -15,10 +15,15 @@
 #include "keel/http.h"
 #include "runtime/config.h"
 
+struct kl_pipeline;
+
 /* One scope as a request sees it: each module's struct there, by the
- * module's load index (NULL for a module that declares no keys). */
+ * module's load index (NULL for a module that declares no keys), and the
+ * HTTP filters its requests run (set by the HTTP layer once the filters
+ * are ordered: http/pipeline.c). */
 typedef struct kl_scope {
     void **confs;
+    const struct kl_pipeline *pipeline;
 } kl_scope;
 
 /* A module as the scopes see it. */
@@ -76,6 +81,12 @@ const kl_scope *kl_scopes_site_own(const kl_site_scope *site);
  * more than once); stops at the first error and returns it. */
 int kl_scopes_each(const kl_scopes *scopes, size_t index, int (*fn)(const void *conf, void *ud),
                    void *ud);
+
+/* Calls fn with every scope a request may have (each listener's own,
+ * each site's and each path's), for the HTTP layer to attach its
+ * pipeline; stops at the first error and returns it. Main thread, before
+ * the workers start. */
+int kl_scopes_each_scope(kl_scopes *scopes, int (*fn)(kl_scope *scope, void *ud), void *ud);
 
 /* Both: the scope of the request, NULL with *status as kl_scopes_site. */
 const kl_scope *kl_scopes_select(const kl_scopes *scopes, size_t listener, keel_str host,

@@ -1783,3 +1783,31 @@ KEEL_FN(int, request_peer_cred, (keel_request *req, uint32_t *uid, uint32_t *gid
  * request. */
 KEEL_FN(keel_str, request_header_token, (keel_request *req, unsigned token), (req, token))
 #endif /* KEEL__WANT(10) */
+
+#if KEEL__WANT(11)
+/* ABI 1.11: entries are appended below this line, each with its section
+ * comment (what it is for, ownership, thread, errors). Also in 1.11:
+ * keel_field and keel_http_sink.send_head_fields (keel/http.h), through
+ * which HTTP/1.1 copies a prepared field's line whole, and
+ * keel_http_filter.scope, the per-scope filter pipeline. */
+
+/* ---- HTTP: a scope's prepared fields in one call (ABI 1.11) ----------------
+ * A module that adds several prepared fields to a response (the headers
+ * module's `set` and `add` of a scope) adds them with one call instead of
+ * one keel_response_field_add each: the list grows once, and the fields
+ * are copied by value (name, value, field line, token). */
+
+/* Adds fields[0..n) to res's header section in order, as n calls of
+ * keel_response_field_add(res, fields[i], replace) would: with `replace`
+ * nonzero each field first removes every field of its name (any case),
+ * so of two prepared fields with one name the later stays. The fields
+ * are the core's (keel_field_prepare) and the array is the caller's,
+ * read during the call only; nothing is copied but the fields' views.
+ * KEEL_OK (n 0 included); KEEL_ERR_INVAL for a NULL res, a NULL array
+ * with n > 0 or a NULL entry; KEEL_ERR_STATE once the head was sent;
+ * KEEL_ERR_NOMEM. On an error nothing was added or removed. Worker
+ * thread of the request. */
+KEEL_FN(int, response_fields_add,
+        (keel_response * res, const keel_prepared_field *const *fields, size_t n, int replace),
+        (res, fields, n, replace))
+#endif /* KEEL__WANT(11) */

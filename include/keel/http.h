@@ -65,6 +65,25 @@ typedef struct keel_header {
     keel_str value;
 } keel_header;
 
+/* (ABI 1.11) A response field as the core keeps it, handed as it is to a
+ * protocol whose sink has send_head_fields: the views of send_head's
+ * keel_header, and what the core knows of the field besides. Grows at the
+ * end only within a new ABI minor; protocols read it, never build it. */
+typedef struct keel_field {
+    keel_str name;
+    keel_str value;
+    /* The whole field line, name ": " value CRLF (RFC 9112 5), line_len
+     * bytes, for a field prepared at load (keel_field_prepare): a
+     * protocol that writes HTTP/1.1 may copy it in one move. NULL for any
+     * other field. */
+    const char *line;
+    uint32_t line_len;
+    /* 1 + the name's keel_header_token (keel/header_tokens.h, this host's
+     * list) when the core knows it, else 0: a protocol may classify the
+     * field by it instead of comparing its name. */
+    uint32_t token;
+} keel_field;
+
 /* A response field checked and laid out once, at load
  * (keel_field_prepare, ABI 1.8), then added to responses by pointer
  * (keel_response_field_add). Opaque; the core owns it. */
@@ -210,6 +229,26 @@ typedef struct keel_http_filter {
      * response has ended. */
     int (*on_response_pieces)(keel_request *req, keel_response *res, const keel_piece *pieces,
                               size_t npieces, int last, void *userdata);
+
+    /* (ABI 1.11, optional.) The filter's part in each scope
+     * (docs/configuration.md), so that the core builds each scope's
+     * pipeline once instead of every filter asking for its scope on every
+     * request. Called at load (main thread), after every module has loaded
+     * and seen its scopes, once for each distinct struct of this module's
+     * in a scope (conf: what keel_request_config answers for a request
+     * there; the module's own struct for requests outside every scope,
+     * also when the config has no scopes), with the filter's userdata.
+     * Return 1 to run on_request and on_response_head for that scope's
+     * requests with *scope_userdata (preset to userdata, the module's to
+     * set: data it prepared for that struct, which it keeps until unload)
+     * as their userdata; 0 to leave those two hooks out of that scope's
+     * requests (the filter has nothing to do there); a negative keel_status
+     * fails the load. The body and log hooks always run with userdata. A
+     * request whose scope changes (keel_request_set_path with
+     * KEEL_PATH_RESCOPE, an internal redirect) goes on with the filters of
+     * its new scope. NULL, or a filter built before ABI 1.11: the hooks run
+     * in every scope with userdata. */
+    int (*scope)(const void *conf, void *userdata, void **scope_userdata);
 } keel_http_filter;
 
 /* ---- For HTTP protocol modules (http1, h2) -------------------------------- */
@@ -389,6 +428,18 @@ typedef struct keel_http_sink {
      * the body. */
     int (*send_pieces)(void *exchange, const keel_piece *pieces, size_t npieces, int last,
                        keel_write_cb cb, void *userdata);
+
+    /* (ABI 1.11, optional.) send_head with the fields as the core keeps
+     * them (keel_field) instead of keel_header views: the core builds no
+     * views, and a field prepared at load carries its field line and
+     * token, which HTTP/1.1 copies whole without looking at the name.
+     * The same contract as send_head in every other way (which fields
+     * never come, when it is called, what it returns); the array is read
+     * during the call only. Where set, the core calls it instead of
+     * send_head (which must still be set: an older host calls that);
+     * NULL, or a sink built before ABI 1.11, gets send_head. */
+    int (*send_head_fields)(void *exchange, int status, const keel_field *fields, size_t nfields,
+                            int64_t content_length);
 } keel_http_sink;
 
 #define KEEL_HTTP_SINK_CHECKED 1u

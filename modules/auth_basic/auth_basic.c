@@ -78,11 +78,18 @@ typedef struct ab_entry {
 typedef struct ab_worker {
     ab_entry *cache;
     int told_unknown_file; /* the error below is logged once per worker */
-    /* The file the last `users` value named (scopes that inherit it share
-     * the string): most requests need no name compared. */
-    const char *users;
-    const ab_file *file;
 } ab_worker;
+
+struct ab_module;
+
+/* A scope's struct that asks for users, with the file it names (NULL: no
+ * `file` of that name), found once at load (keel_http_filter.scope). */
+typedef struct ab_scope {
+    struct ab_module *am;
+    const ab_conf *conf;
+    const ab_file *file;
+    struct ab_scope *next; /* the module's list, freed at unload */
+} ab_scope;
 
 typedef struct ab_module {
     keel_http_filter filter;
@@ -93,6 +100,7 @@ typedef struct ab_module {
     size_t cache_size;
     keel_metric *verified, *cache_hits, *refused;
     auth_basic_service service;
+    ab_scope *scopes;
 } ab_module;
 
 /* One check on the thread pool. The password is copied here and wiped
@@ -213,21 +221,31 @@ static const ab_file *find_file(const ab_module *am, const char *name)
     return NULL;
 }
 
-static int ab_on_request(keel_request *req, keel_response *res, void *ud)
+/* The filter's part in a scope: none without `users` or with `users =
+ * off`; else the scope's struct with the file it names. */
+static int ab_scope_of(const void *conf, void *ud, void **scope_ud)
 {
     ab_module *am = ud;
-    const ab_conf *c = keel_request_config(req, am->module);
-    if (c->users == NULL)
-        return KEEL_HTTP_NEXT;
+    const ab_conf *c = conf;
+    if (c->users == NULL || strcmp(c->users, "off") == 0)
+        return 0;
+    ab_scope *sc = malloc(sizeof *sc);
+    if (sc == NULL)
+        return KEEL_ERR_NOMEM;
+    *sc = (ab_scope){am, c, find_file(am, c->users), am->scopes};
+    am->scopes = sc;
+    *scope_ud = sc;
+    return 1;
+}
+
+static int ab_on_request(keel_request *req, keel_response *res, void *ud)
+{
+    const ab_scope *sc = ud;
+    ab_module *am = sc->am;
+    const ab_conf *c = sc->conf;
     keel_worker *worker = keel_request_worker(req);
     ab_worker *w = keel_worker_state(worker, am->module);
-    if (w->users != c->users) {
-        w->file = strcmp(c->users, "off") == 0 ? NULL : find_file(am, c->users);
-        w->users = c->users;
-    }
-    const ab_file *file = w->file;
-    if (file == NULL && strcmp(c->users, "off") == 0)
-        return KEEL_HTTP_NEXT;
+    const ab_file *file = sc->file;
     if (file == NULL) {
         /* The scopes are built after load: keel -t cannot see this. */
         if (!w->told_unknown_file++)
@@ -361,6 +379,11 @@ static int load_files(ab_module *am, const ab_conf *c)
 
 static void ab_free(ab_module *am)
 {
+    while (am->scopes != NULL) {
+        ab_scope *next = am->scopes->next;
+        free(am->scopes);
+        am->scopes = next;
+    }
     for (size_t i = 0; i < am->nfiles; i++) {
         free(am->files[i].name);
         ab_users_free(&am->files[i].users);
@@ -406,6 +429,7 @@ static int ab_load(keel_module *module)
             .after = "rewrite",
             .userdata = am,
             .on_request = ab_on_request,
+            .scope = ab_scope_of,
         };
         rc = keel_http_filter_add(module, &am->filter);
     }

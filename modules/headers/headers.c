@@ -156,8 +156,6 @@ static const keel_config_key headers_keys[] = {
 };
 KEEL_CONFIG_SCHEMA(headers_schema, headers_conf, headers_keys);
 
-static keel_module *headers_module;
-
 /* nginx's add_header without `always`: the statuses a response is
  * "successful or redirected" for (ngx_http_headers_filter). */
 static int nginx_status(int status)
@@ -189,13 +187,6 @@ typedef struct headers_scope {
 
 static headers_scope *scopes;
 static size_t nscopes;
-
-/* Per worker: the last scope's struct a response asked for and its
- * fields (most responses come from the scope the one before did). */
-typedef struct headers_worker {
-    const headers_conf *conf;
-    const headers_scope *scope;
-} headers_worker;
 
 static const headers_scope *scope_of(const headers_conf *c)
 {
@@ -260,12 +251,26 @@ static void put_hsts(keel_response *res, const char *words)
                              keel_words_join(words, 0, "; ", value, sizeof value));
 }
 
-static void headers_on_head(keel_request *req, keel_response *res, void *ud)
+/* The filter's part in a scope (keel_http_filter.scope): none where the
+ * scope's struct has nothing to write; else that struct's fields, so that
+ * a response neither asks for its scope nor searches for them. */
+static int headers_scope_of(const void *conf, void *ud, void **scope_ud)
 {
     (void)ud;
-    const headers_conf *c = keel_request_config(req, headers_module);
+    const headers_conf *c = conf;
     if (c->add.count + c->set.count + c->remove.count == 0 && c->hsts == NULL)
-        return;
+        return 0;
+    const headers_scope *p = scope_of(c);
+    if (p == NULL)
+        return KEEL_ERR_STATE; /* not shown at load: cannot happen */
+    *scope_ud = (void *)p;
+    return 1;
+}
+
+static void headers_on_head(keel_request *req, keel_response *res, void *ud)
+{
+    const headers_scope *p = ud;
+    const headers_conf *c = p->conf;
     /* RFC 6797 7.2: a host sends the field over secure transport only; over
      * plain HTTP it could be stripped or forged by whoever is in between,
      * and a user agent ignores it (8.1). It is about the host, not the
@@ -276,18 +281,10 @@ static void headers_on_head(keel_request *req, keel_response *res, void *ud)
         return;
     for (size_t i = 0; i < c->remove.count; i++)
         keel_response_header_remove(res, c->remove.items[i]);
-    headers_worker *w = keel_worker_state(keel_request_worker(req), headers_module);
-    if (w->conf != c) {
-        w->scope = scope_of(c);
-        w->conf = c;
-    }
-    const headers_scope *p = w->scope;
-    if (p == NULL)
-        return; /* not shown at load: cannot happen */
-    for (size_t i = 0; i < c->set.count; i++)
-        keel_response_field_add(res, p->set[i], 1);
-    for (size_t i = 0; i < c->add.count; i++)
-        keel_response_field_add(res, p->add[i], 0);
+    if (c->set.count > 0)
+        keel_response_fields_add(res, p->set, c->set.count, 1);
+    if (c->add.count > 0)
+        keel_response_fields_add(res, p->add, c->add.count, 0);
 }
 
 static const keel_http_filter headers_filter = {
@@ -298,11 +295,11 @@ static const keel_http_filter headers_filter = {
     .order = KEEL_ORDER_LAST,
     .after = "deflate",
     .on_response_head = headers_on_head,
+    .scope = headers_scope_of,
 };
 
 static int headers_load(keel_module *m)
 {
-    headers_module = m;
     int rc = prepare_scope(m, keel_module_config(m), NULL);
     if (rc == KEEL_OK)
         rc = keel_module_config_scopes(m, prepare_scope, NULL);
@@ -320,4 +317,4 @@ static void headers_unload(keel_module *m)
 }
 
 KEEL_MODULE(headers, .version = "1.0.0", .load = headers_load, .unload = headers_unload,
-            .worker_state_size = sizeof(headers_worker), .config = &headers_schema);
+            .config = &headers_schema);

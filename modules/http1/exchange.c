@@ -116,8 +116,8 @@ int h1_body_unwanted(h1_conn *c)
 
 /* ---- the sink -------------------------------------------------------------- */
 
-static int sink_send_head(void *exchange, int status, const keel_header *headers, size_t nheaders,
-                          int64_t content_length)
+static int sink_send_head_fields(void *exchange, int status, const keel_field *fields,
+                                 size_t nfields, int64_t content_length)
 {
     h1_conn *c = exchange;
     if (c->exch_state != H1_EXCH_ACTIVE || c->head_sent)
@@ -144,7 +144,31 @@ static int sink_send_head(void *exchange, int status, const keel_header *headers
     }
     /* The head waits in the output buffer for the first body piece (or the
      * end of on_data), so head and small body leave in one write. */
-    return h1_head_serialize(c, status, headers, nheaders, content_length);
+    return h1_head_serialize(c, status, fields, nfields, content_length);
+}
+
+/* keel_header views as keel_fields without line or token (classified by
+ * name, written in pieces): in `room` when they fit, else allocated. */
+static keel_field *fields_of(const keel_header *h, size_t n, keel_field *room, size_t nroom)
+{
+    keel_field *f = n <= nroom ? room : malloc(n * sizeof *f);
+    for (size_t i = 0; f != NULL && i < n; i++)
+        f[i] = (keel_field){h[i].name, h[i].value, NULL, 0, 0};
+    return f;
+}
+
+/* What a host without send_head_fields (older than ABI 1.11) calls. */
+static int sink_send_head(void *exchange, int status, const keel_header *headers, size_t nheaders,
+                          int64_t content_length)
+{
+    keel_field room[16] = {0}; /* zeroed: the compiler cannot see n bound what is read */
+    keel_field *f = fields_of(headers, nheaders, room, sizeof room / sizeof room[0]);
+    if (f == NULL)
+        return KEEL_ERR_NOMEM;
+    int rc = sink_send_head_fields(exchange, status, f, nheaders, content_length);
+    if (f != room)
+        free(f);
+    return rc;
 }
 
 /* Bytes dropped (HEAD, 204, 304): release them. A final piece is released
@@ -497,7 +521,13 @@ static int sink_upgrade(void *exchange, int status, const keel_header *headers, 
      * none, 10.1.1.) */
     if (c->read_state != H1_READ_DONE)
         return KEEL_ERR_STATE;
-    int rc = h1_upgrade_serialize(c, headers, nheaders);
+    keel_field room[16] = {0}; /* zeroed: the compiler cannot see n bound what is read */
+    keel_field *f = fields_of(headers, nheaders, room, sizeof room / sizeof room[0]);
+    if (f == NULL)
+        return KEEL_ERR_NOMEM;
+    int rc = h1_upgrade_serialize(c, f, nheaders);
+    if (f != room)
+        free(f);
     if (rc != KEEL_OK)
         return rc;
     /* The exchange is over for us (c may be freed by the hand-over). */
@@ -529,4 +559,5 @@ const keel_http_sink h1_sink = {
     .body_pause = sink_body_pause,
     /* every head was checked against the core's grammars (keel_http_valid) */
     .flags = KEEL_HTTP_SINK_CHECKED,
+    .send_head_fields = sink_send_head_fields,
 };

@@ -417,11 +417,11 @@ const char *h1_status_line(const h1_config *cfg, int status, size_t *len);
 
 /* Serialises a response head into c->out and decides the body's framing
  * (c->framing, c->resp_left) and whether the connection closes after it. */
-int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, int64_t length);
+int h1_head_serialize(h1_conn *c, int status, const keel_field *h, size_t n, int64_t length);
 
 /* Serialises "101 Switching Protocols" with the handler's fields into
  * c->out; KEEL_ERR_INVAL (nothing written) if they hold no Upgrade. */
-int h1_upgrade_serialize(h1_conn *c, const keel_header *h, size_t n);
+int h1_upgrade_serialize(h1_conn *c, const keel_field *h, size_t n);
 
 /* A trailer section's size bound, and its bytes (framing fields left out). */
 size_t h1_trailers_size(const keel_header *t, size_t n);

@@ -110,6 +110,31 @@ static int classify(keel_str name)
     }
 }
 
+/* The same from the name's token (keel_field.token, 1 + keel_header_token):
+ * an integer switch where the core classified the name already. */
+static int classify_field(const keel_field *f)
+{
+    switch (f->token) {
+    case 0:
+        return classify(f->name);
+    case 1 + KEEL_HDR_DATE:
+        return FLD_DATE;
+    case 1 + KEEL_HDR_SERVER:
+        return FLD_SERVER;
+    case 1 + KEEL_HDR_TRAILER:
+        return FLD_TRAILER;
+    case 1 + KEEL_HDR_UPGRADE:
+        return FLD_UPGRADE;
+    case 1 + KEEL_HDR_CONNECTION:
+        return FLD_CONNECTION;
+    case 1 + KEEL_HDR_CONTENT_LENGTH:
+    case 1 + KEEL_HDR_TRANSFER_ENCODING:
+        return FLD_SKIP;
+    default:
+        return FLD_KEEP;
+    }
+}
+
 /* Does a Connection value list "close"? The core turns a handler's
  * Connection field into keel_http_request_keep_alive and never passes it
  * on; a field that reaches this far anyway still means what it says.
@@ -135,9 +160,12 @@ static char *put(char *p, const void *s, size_t n)
 
 #define PUT_LIT(p, lit) put(p, lit, sizeof(lit) - 1)
 
-/* "Name: value\r\n", as the core handed it (already checked for CR/LF). */
-static char *put_field(char *p, const keel_header *f)
+/* "Name: value\r\n", as the core handed it (already checked for CR/LF);
+ * a prepared field's line as it is, in one move. */
+static char *put_field(char *p, const keel_field *f)
 {
+    if (f->line != NULL)
+        return put(p, f->line, f->line_len);
     p = put(p, f->name.ptr, f->name.len);
     p = PUT_LIT(p, ": ");
     p = put(p, f->value.ptr, f->value.len);
@@ -157,11 +185,11 @@ typedef struct field_scan {
     size_t date_len;
 } field_scan;
 
-static inline field_scan scan_fields(h1_conn *c, const keel_header *h, size_t n)
+static inline field_scan scan_fields(h1_conn *c, const keel_field *h, size_t n)
 {
     field_scan f = {0};
     for (size_t i = 0; i < n; i++) {
-        int kind = classify(h[i].name);
+        int kind = classify_field(&h[i]);
         if (kind == FLD_CONNECTION) {
             f.close |= lists_close(h[i].value);
             f.dropped = 1;
@@ -182,11 +210,11 @@ static inline field_scan scan_fields(h1_conn *c, const keel_header *h, size_t n)
 /* The fields that are the handler's (framing and Connection left out:
  * the scan says whether any is there, so the usual head is copied without
  * looking at the names again). */
-static inline char *put_fields(char *p, const keel_header *h, size_t n, const field_scan *f)
+static inline char *put_fields(char *p, const keel_field *h, size_t n, const field_scan *f)
 {
     for (size_t i = 0; i < n; i++) {
         if (f->dropped) {
-            int kind = classify(h[i].name);
+            int kind = classify_field(&h[i]);
             if (kind == FLD_SKIP || kind == FLD_CONNECTION)
                 continue;
         }
@@ -250,7 +278,7 @@ static char *put_connection(char *p, int upgrade, int keep_alive, int close)
     return PUT_LIT(p, "\r\n");
 }
 
-int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, int64_t length)
+int h1_head_serialize(h1_conn *c, int status, const keel_field *h, size_t n, int64_t length)
 {
     int interim = status < 200;
     field_scan f = scan_fields(c, h, n);
@@ -307,7 +335,7 @@ int h1_head_serialize(h1_conn *c, int status, const keel_header *h, size_t n, in
     return KEEL_OK;
 }
 
-int h1_upgrade_serialize(h1_conn *c, const keel_header *h, size_t n)
+int h1_upgrade_serialize(h1_conn *c, const keel_field *h, size_t n)
 {
     field_scan f = scan_fields(c, h, n);
     /* RFC 9110 15.2.2: the server MUST generate an Upgrade field naming
@@ -344,7 +372,8 @@ char *h1_trailers_put(char *p, const keel_header *t, size_t n)
         /* Framing fields are never allowed in a trailer (RFC 9110 6.5.1). */
         if (classify(t[i].name) != FLD_KEEP)
             continue;
-        p = put_field(p, &t[i]);
+        keel_field f = {t[i].name, t[i].value, NULL, 0, 0};
+        p = put_field(p, &f);
     }
     return p;
 }

@@ -90,7 +90,20 @@ typedef struct rl_module {
     const auth_basic_service *auth; /* NULL: auth_basic not loaded before this module */
     uint64_t seed;                  /* random per process: the keys' hashes start from it */
     keel_metric *rejected_req, *rejected_conn, *delayed, *evicted;
+    struct rl_scope *scopes; /* freed at unload */
 } rl_module;
+
+/* A scope's struct that limits, with what its requests would compute
+ * each time, worked out once at load (keel_http_filter.scope): the
+ * zone's and kind's part of the key's hash (the seed is known by then)
+ * and the interval between two requests at the rate. */
+typedef struct rl_scope {
+    rl_module *rm;
+    const rl_conf *conf;
+    uint64_t zone_hash;
+    uint64_t interval_us; /* at least 1 */
+    struct rl_scope *next;
+} rl_scope;
 
 /* The key's hash: the zone's name, the kind, then the key's bytes. An
  * absent key (no such header, no user) is not limited, as nginx does for
@@ -104,12 +117,6 @@ typedef struct rl_module {
 typedef struct rl_worker {
     uint64_t conn_id[CLIENT_CACHE];
     uint64_t client_hash[CLIENT_CACHE];
-    /* The zone's and kind's part of the last key hashed: scopes that
-     * inherit a zone share its string, so most requests hash it again
-     * for nothing. */
-    const char *zone;
-    unsigned char kind;
-    uint64_t zone_hash;
 } rl_worker;
 
 static int client_hash(rl_module *rm, keel_request *req, uint64_t *out)
@@ -128,8 +135,10 @@ static int client_hash(rl_module *rm, keel_request *req, uint64_t *out)
     return 1;
 }
 
-static int key_hash(rl_module *rm, keel_request *req, const rl_conf *c, uint64_t *out)
+static int key_hash(const rl_scope *sc, keel_request *req, uint64_t *out)
 {
+    rl_module *rm = sc->rm;
+    const rl_conf *c = sc->conf;
     keel_str k = {NULL, 0};
     uint64_t client;
     if (c->key == KEY_CLIENT) {
@@ -142,15 +151,7 @@ static int key_hash(rl_module *rm, keel_request *req, const rl_conf *c, uint64_t
     }
     if (k.ptr == NULL)
         return 0;
-    rl_worker *w = keel_worker_state(keel_request_worker(req), rm->module);
-    unsigned char kind = (unsigned char)c->key;
-    if (w->zone != c->zone || w->kind != kind) {
-        uint64_t h = rl_hash(rm->seed, c->zone, strlen(c->zone) + 1);
-        w->zone_hash = rl_hash(h, &kind, 1);
-        w->zone = c->zone;
-        w->kind = kind;
-    }
-    *out = rl_hash_final(rl_hash(w->zone_hash, k.ptr, k.len));
+    *out = rl_hash_final(rl_hash(sc->zone_hash, k.ptr, k.len));
     return 1;
 }
 
@@ -191,10 +192,12 @@ static void delay_abandoned(keel_request *req, void *ud)
 
 static uint64_t base_ms; /* the loop time of the first request: TATs count from it */
 
-static int limit(rl_module *rm, keel_request *req, keel_response *res, const rl_conf *c)
+static int limit(const rl_scope *sc, keel_request *req, keel_response *res)
 {
+    rl_module *rm = sc->rm;
+    const rl_conf *c = sc->conf;
     uint64_t hash;
-    if (!key_hash(rm, req, c, &hash))
+    if (!key_hash(sc, req, &hash))
         return KEEL_HTTP_NEXT;
     keel_worker *worker = keel_request_worker(req);
 
@@ -214,9 +217,8 @@ static int limit(rl_module *rm, keel_request *req, keel_response *res, const rl_
     uint64_t now_ms = keel_worker_now_ms(worker);
     if (base_ms == 0 || now_ms < base_ms)
         base_ms = now_ms; /* the same value from any worker: a race is harmless */
-    uint64_t interval_us = c->period_ms * 1000 / (uint64_t)c->rate;
-    rl_verdict v = rl_gcra(&rm->requests, hash, (now_ms - base_ms + 1) * 1000,
-                           interval_us ? interval_us : 1, (uint64_t)c->burst);
+    rl_verdict v = rl_gcra(&rm->requests, hash, (now_ms - base_ms + 1) * 1000, sc->interval_us,
+                           (uint64_t)c->burst);
     if (v.evicted_live)
         keel_metric_add(worker, rm->evicted, 1);
     if (!v.allowed)
@@ -238,23 +240,40 @@ static int limit(rl_module *rm, keel_request *req, keel_response *res, const rl_
 /* Limits by client or header run before auth_basic, as nginx's limit_req
  * (preaccess phase) runs before auth_basic (access): password guessing is
  * limited too, and a refused client costs no bcrypt. A limit by user runs
- * after it, on the user it verified. */
-static int rl_before_auth(keel_request *req, keel_response *res, void *ud)
+ * after it, on the user it verified. Each filter is in the pipelines of
+ * the scopes whose limits are its own (scope_of). */
+static int rl_limit(keel_request *req, keel_response *res, void *ud)
 {
-    rl_module *rm = ud;
-    const rl_conf *c = keel_request_config(req, rm->module);
-    if ((c->rate == 0 && c->connections == 0) || c->key == KEY_USER)
-        return KEEL_HTTP_NEXT;
-    return limit(rm, req, res, c);
+    return limit(ud, req, res);
 }
 
-static int rl_after_auth(keel_request *req, keel_response *res, void *ud)
+/* The filters' part in a scope: the one before auth_basic where the scope
+ * limits by client or header, the one after it where it limits by user,
+ * neither where it does not limit. */
+static int scope_of(rl_module *rm, const rl_conf *c, int by_user, void **scope_ud)
 {
-    rl_module *rm = ud;
-    const rl_conf *c = keel_request_config(req, rm->module);
-    if ((c->rate == 0 && c->connections == 0) || c->key != KEY_USER)
-        return KEEL_HTTP_NEXT;
-    return limit(rm, req, res, c);
+    if ((c->rate == 0 && c->connections == 0) || (c->key == KEY_USER) != by_user)
+        return 0;
+    rl_scope *sc = malloc(sizeof *sc);
+    if (sc == NULL)
+        return KEEL_ERR_NOMEM;
+    unsigned char kind = (unsigned char)c->key;
+    uint64_t interval_us = c->rate > 0 ? c->period_ms * 1000 / (uint64_t)c->rate : 0;
+    *sc = (rl_scope){rm, c, rl_hash(rl_hash(rm->seed, c->zone, strlen(c->zone) + 1), &kind, 1),
+                     interval_us ? interval_us : 1, rm->scopes};
+    rm->scopes = sc;
+    *scope_ud = sc;
+    return 1;
+}
+
+static int rl_scope_before_auth(const void *conf, void *ud, void **scope_ud)
+{
+    return scope_of(ud, conf, 0, scope_ud);
+}
+
+static int rl_scope_after_auth(const void *conf, void *ud, void **scope_ud)
+{
+    return scope_of(ud, conf, 1, scope_ud);
 }
 
 static void rl_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
@@ -315,6 +334,11 @@ static int random_seed(uint64_t *out)
 
 static void rl_free(rl_module *rm)
 {
+    while (rm->scopes != NULL) {
+        rl_scope *next = rm->scopes->next;
+        free(rm->scopes);
+        rm->scopes = next;
+    }
     rl_table_free(&rm->requests);
     rl_table_free(&rm->conns);
     free(rm);
@@ -361,14 +385,16 @@ static int ratelimit_load(keel_module *module)
             .before = "auth_basic",
             .after = "rewrite", /* the limits of the scope a rewrite chose */
             .userdata = rm,
-            .on_request = rl_before_auth,
+            .on_request = rl_limit,
+            .scope = rl_scope_before_auth,
         };
         rm->after_auth = (keel_http_filter){
             .size = sizeof(keel_http_filter),
             .name = "ratelimit-user",
             .after = "auth_basic",
             .userdata = rm,
-            .on_request = rl_after_auth,
+            .on_request = rl_limit,
+            .scope = rl_scope_after_auth,
         };
         rm->release = (keel_http_filter){
             .size = sizeof(keel_http_filter),

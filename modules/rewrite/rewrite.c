@@ -80,13 +80,12 @@ typedef struct rw_state {
 
 typedef struct rw_worker {
     pcre2_match_data *md;
-    /* The program of the last scope's struct asked for: most requests
-     * come to the scope the one before did. */
-    const void *conf;
-    const rw_program *program;
 } rw_worker;
 
 static keel_http_filter rw_filter;
+/* The module's state for the filter, whose userdata is a scope's program
+ * (the one module instance a process loads). */
+static rw_state *rw_state_of;
 
 /* ---- load: one program per scope's struct ---- */
 
@@ -413,15 +412,16 @@ static int do_return(keel_request *req, keel_response *res, const rw_conf *c, co
 /* One rule matched: a redirect (DONE), or the path rewritten (NEXT; with
  * *stop set for a rule that ends the rewriting, or DONE with an error
  * answered). */
+/* path_len: the length of the request's path the rule matched. */
 static int apply(keel_request *req, keel_response *res, const rw_conf *c, const rw_rule *r,
-                 rw_vars *vs, const rw_captures *caps)
+                 rw_vars *vs, const rw_captures *caps, size_t path_len)
 {
     /* "^/api/(.*)$ /api/$1 break": the path as it is. The core's path is
      * normalised already, so setting it again would change nothing but
      * cost a copy and a normalisation (and the expansion, to find out).
      * Not for `last`, whose scope is chosen again: an earlier rule without
      * a flag may have changed the path without it. */
-    if (r->flag != RW_FLAG_LAST && rw_rule_keeps_path(r, caps, keel_request_path(req).len))
+    if (r->flag != RW_FLAG_LAST && rw_rule_keeps_path(r, caps, path_len))
         return KEEL_HTTP_NEXT;
     /* The old query is read only where it is put after the new target
      * (add_old_query): an internal rewrite without a '?' keeps it as it is. */
@@ -486,14 +486,29 @@ static int apply(keel_request *req, keel_response *res, const rw_conf *c, const 
     return rc;
 }
 
+/* The filter's part in a scope (keel_http_filter.scope): none where the
+ * scope's struct has no rule and no return; else its program. */
+static int rw_scope_of(const void *conf, void *ud, void **scope_ud)
+{
+    const rw_conf *c = conf;
+    if (c->rewrite.count == 0 && c->ret == NULL)
+        return 0;
+    const rw_program *p = program_of(keel_module_data(ud), c);
+    if (p == NULL)
+        return KEEL_ERR_STATE; /* not shown at load: cannot happen */
+    *scope_ud = (void *)p;
+    return 1;
+}
+
 static int rw_on_request(keel_request *req, keel_response *res, void *ud)
 {
-    keel_module *m = ud;
-    const rw_conf *c = keel_request_config(req, m);
-    if (c->rewrite.count == 0 && c->ret == NULL)
-        return KEEL_HTTP_NEXT; /* the scope has nothing for this module */
-    const rw_state *st = keel_module_data(m);
-    rw_worker *w = keel_worker_state(keel_request_worker(req), m);
+    const rw_program *p = ud;
+    const rw_conf *c = p->conf;
+    const rw_state *st = rw_state_of;
+    keel_module *m = st->module;
+    /* The worker's match data, asked for when a rule needs PCRE2 (not
+     * for the "^PREFIX(.*)$" rules matched inline). */
+    pcre2_match_data *md = NULL;
     rw_vars vs;
     vs.have = 0;
     vs.local[0] = '\0';
@@ -501,18 +516,13 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
     rw_captures caps;
     caps.n = 0;
     for (int restarts = 0;; restarts++) {
-        if (w->conf != c) {
-            w->program = program_of(st, c);
-            w->conf = c;
-        }
-        const rw_program *p = w->program;
-        if (p == NULL)
-            return KEEL_HTTP_NEXT; /* not shown at load: cannot happen */
         int changed = 0, restart = 0;
         for (size_t i = 0; i < p->nrules && !restart; i++) {
             const rw_rule *r = &p->rules[i];
             keel_str path = keel_request_path(req);
-            int rc = rw_rule_match(r, path.ptr, path.len, w->md, st->mctx, &caps);
+            if (md == NULL && !r->rest_capture)
+                md = ((rw_worker *)keel_worker_state(keel_request_worker(req), m))->md;
+            int rc = rw_rule_match(r, path.ptr, path.len, md, st->mctx, &caps);
             if (rc == PCRE2_ERROR_NOMATCH)
                 continue;
             if (rc < 0) {
@@ -524,7 +534,7 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
                          path.len, msg);
                 return answer(res, 500);
             }
-            rc = apply(req, res, c, r, &vs, &caps);
+            rc = apply(req, res, c, r, &vs, &caps, path.len);
             if (rc != KEEL_HTTP_NEXT || r->external)
                 return KEEL_HTTP_DONE;
             changed = 1;
@@ -556,6 +566,8 @@ static int rw_on_request(keel_request *req, keel_response *res, void *ud)
         c = keel_request_config(req, m);
         if (c->rewrite.count == 0 && c->ret == NULL)
             return KEEL_HTTP_NEXT;
+        if ((p = program_of(st, c)) == NULL)
+            return KEEL_HTTP_NEXT; /* not shown at load: cannot happen */
     }
 }
 
@@ -601,6 +613,7 @@ static void rw_unload(keel_module *m)
     pcre2_match_context_free(st->mctx);
     free(st);
     keel_module_set_data(m, NULL);
+    rw_state_of = NULL;
 }
 
 static int rw_load(keel_module *m)
@@ -611,6 +624,7 @@ static int rw_load(keel_module *m)
         return KEEL_ERR_NOMEM;
     st->module = m;
     keel_module_set_data(m, st);
+    rw_state_of = st;
     /* PCRE2's defaults (ten million steps) let one crafted path hold a
      * worker for seconds against a backtracking expression; these bound
      * it per expression and path (docs/security.md). The JIT counts the
@@ -634,6 +648,7 @@ static int rw_load(keel_module *m)
         .order = KEEL_ORDER_FIRST,
         .userdata = m,
         .on_request = rw_on_request,
+        .scope = rw_scope_of,
     };
     return keel_http_filter_add(m, &rw_filter);
 }

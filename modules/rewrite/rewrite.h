@@ -147,9 +147,10 @@ static inline int rw_rule_match(const rw_rule *r, const char *path, size_t len,
                                 pcre2_match_data *md, pcre2_match_context *mctx, rw_captures *caps)
 {
     /* A path that does not start with the prefix is no match without a
-     * call to PCRE2. */
-    if (r->prefix_len > 0 && (len < r->prefix_len || path[0] != r->prefix[0] ||
-                              memcmp(path, r->prefix, r->prefix_len) != 0))
+     * call to PCRE2; a prefix of one byte ("^/(.*)$") needs no memcmp. */
+    if (r->prefix_len > 0 &&
+        (len < r->prefix_len || path[0] != r->prefix[0] ||
+         (r->prefix_len > 1 && memcmp(path + 1, r->prefix + 1, r->prefix_len - 1) != 0)))
         return PCRE2_ERROR_NOMATCH;
     if (!r->rest_capture)
         return rw_rule_match_pcre2(r, path, len, md, mctx, caps);

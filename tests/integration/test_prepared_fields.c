@@ -104,3 +104,57 @@ Test(prepared_fields, a_refused_field_names_its_line, .timeout = 120, .fini = kh
     kh_assert(p, status == 0, "keel -t exit status %d", status);
     kh_stop(p);
 }
+
+/* ABI 1.11: a scope's fields added in one keel_response_fields_add call
+ * from a response head filter whose scope hook gave it the scope's data
+ * (keel_http_filter.scope). With replace, a later field of a name takes
+ * the earlier one's place (as that many keel_response_field_add calls);
+ * without, both stay. The hook is asked once per struct, though a path
+ * scope shares its site's; a scope without fields leaves the filter out;
+ * the call's refusals (X-Batch-Error) change nothing. */
+Test(prepared_fields, a_scopes_fields_in_one_call, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = kh_start(BASE "[site batch.test]\nprepared.replace = on\n"
+                               "prepared.head = X-Dup: 1\nprepared.head = x-dup: 2\n"
+                               "prepared.head = X-Other: o\n"
+                               "[site batch.test /p/]\n"
+                               "[site keep.test]\nprepared.head = X-Dup: 1\n"
+                               "prepared.head = X-Dup: 2\n",
+                          NULL, 1, 10000);
+    ht_resp r = {0};
+    get(p, "batch.test", &r);
+    kh_assert(p, r.status == 200, "status %d", r.status);
+    kh_assert(p, ht_header(&r, "X-Batch-Error") == NULL, "refusals:\n%s", r.head);
+    kh_assert(p, ht_header_count(&r, "X-Dup") == 1 && strcmp(ht_header(&r, "X-Dup"), "2") == 0,
+              "the later X-Dup replaces the earlier:\n%s", r.head);
+    kh_assert(p, ht_header(&r, "X-Other") && strcmp(ht_header(&r, "X-Other"), "o") == 0,
+              "X-Other:\n%s", r.head);
+    kh_assert(p, ht_header(&r, "X-Scope-Asked") && strcmp(ht_header(&r, "X-Scope-Asked"), "1") == 0,
+              "asked once for the site and its path scope:\n%s", r.head);
+    kh_assert(p,
+              ht_header(&r, "Content-Length") && strcmp(ht_header(&r, "Content-Length"), "3") == 0,
+              "framing untouched:\n%s", r.head);
+    ht_resp_free(&r);
+    get(p, "keep.test", &r);
+    kh_assert(p, ht_header(&r, "X-Batch-Error") == NULL, "refusals:\n%s", r.head);
+    kh_assert(p, ht_header_count(&r, "X-Dup") == 2, "both X-Dup without replace:\n%s", r.head);
+    ht_resp_free(&r);
+    get(p, "other.test", &r);
+    kh_assert(p, r.status == 200, "status %d", r.status);
+    kh_assert(p, ht_header(&r, "X-Head-Filter") == NULL && ht_header(&r, "X-Dup") == NULL,
+              "no fields in this scope: the filter is not in its pipeline:\n%s", r.head);
+    ht_resp_free(&r);
+    kh_stop(p);
+}
+
+/* A scope hook's error fails the load (keel -t too), naming the filter. */
+Test(prepared_fields, a_scope_hooks_error_stops_the_load, .timeout = 60, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"-t", NULL};
+    kh_proc *p =
+        kh_spawn(BASE "[site a.test]\nprepared.head = X-A: 1\nprepared.scope_error = on\n", args);
+    int status = kh_wait_exit(p, 10000);
+    kh_assert(p, status != 0, "keel -t exit status %d", status);
+    kh_assert(p, strstr(kh_stderr(p), "filter 'prepared'") != NULL, "the filter named");
+    kh_stop(p);
+}

@@ -175,3 +175,28 @@ Test(web_attack, rewrite_last_scope_rules_hold, .init = setup, .fini = kh_cleanu
     expect_status(port, "/files/admin/secret.txt", 403);
     expect_status(port, "/files/index.html", 200);
 }
+
+/* The same with filters that are in the pipelines of some scopes only
+ * (keel_http_filter.scope, ABI 1.11): auth_basic and ratelimit are in
+ * [/admin/]'s, not in [/files/]'s, where the request starts. After the
+ * rewrite the request goes on with [/admin/]'s filters: a pipeline kept
+ * from the first scope would serve the file without a password. */
+Test(web_attack, rewrite_last_new_scopes_filters_run, .init = setup, .fini = kh_cleanup_all,
+     .timeout = 60)
+{
+    if (access(KEEL_MODULE_DIR "/mod_rewrite.so", F_OK) != 0)
+        cr_skip_test("rewrite is not built (no PCRE2)");
+    char users[512];
+    snprintf(users, sizeof users, "%s/users", dir);
+    at_write(users, "alice:$2b$05$.YK.aMug64QMnnB0wFWfyuWiA/HCv3o9hDYpbTX142MsCpmPFq7l6\n");
+    unsigned port = start("rewrite auth_basic ratelimit static",
+                          "[static]\nmount = / %1$s\n[auth_basic]\nfile = staff %1$s/users\n"
+                          "[/admin/]\nauth_basic.users = staff\n"
+                          "[/limited/]\nratelimit.rate = 1\nratelimit.period = 1m\n"
+                          "[/files/]\nrewrite.rewrite = ^/files/(.*)$ /$1 last\n");
+    expect_status(port, "/files/admin/secret.txt", 401);
+    expect_status(port, "/files/index.html", 200);
+    /* ratelimit, before auth_basic: one request a minute in [/limited/]. */
+    expect_status(port, "/files/limited/x", 404);
+    expect_status(port, "/files/limited/x", 429);
+}

@@ -4,15 +4,28 @@
  * core refuses is reported (keel_config_value_error: file:line). GET
  * answers "ok" with Content-Type: text/plain and X-Handler: handler set
  * first, then the scope's fields added, each replacing the fields of its
- * name when `replace` is on. */
+ * name when `replace` is on.
+ *
+ * ABI 1.11: a response head filter with a scope hook
+ * (keel_http_filter.scope) adds the scope's `head` fields with one
+ * keel_response_fields_add call (replacing as `replace` says), then
+ * X-Head-Filter: ran and X-Scope-Asked: N (how many times the hook was
+ * asked about the scope's struct); the hook leaves the filter out of the
+ * scopes without `head` fields, and fails the load where `scope_error` is
+ * on. The filter checks the call's refusals first (a NULL entry, a NULL
+ * array) and says X-Batch-Error: WHAT if one was not refused or added
+ * something. */
 #include <keel/keel.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef struct prepared_conf {
     keel_config_list fields;
     int replace;
+    keel_config_list head;
+    int scope_error;
 } prepared_conf;
 
 static const keel_config_key prepared_keys[] = {
@@ -20,12 +33,18 @@ static const keel_config_key prepared_keys[] = {
              .scopes = KEEL_SCOPE_ANY, .doc = "NAME: VALUE prepared at load"),
     KEEL_KEY(prepared_conf, replace, "replace", KEEL_CONFIG_BOOL, .scopes = KEEL_SCOPE_ANY,
              .def = "off", .doc = "on: each field replaces the fields of its name"),
+    KEEL_KEY(prepared_conf, head, "head", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
+             .scopes = KEEL_SCOPE_ANY, .doc = "NAME: VALUE the head filter adds in one call"),
+    KEEL_KEY(prepared_conf, scope_error, "scope_error", KEEL_CONFIG_BOOL, .scopes = KEEL_SCOPE_ANY,
+             .def = "off", .doc = "on: the filter's scope hook fails"),
 };
 KEEL_CONFIG_SCHEMA(prepared_schema, prepared_conf, prepared_keys);
 
 typedef struct prepared_scope {
     const prepared_conf *conf;
     const keel_prepared_field **fields;
+    const keel_prepared_field **head;
+    int asked; /* the filter's scope hook calls about conf */
 } prepared_scope;
 
 static prepared_scope *scopes;
@@ -42,12 +61,15 @@ static int prepare(keel_module *m, const void *confp, void *ud)
     if (grown == NULL)
         return KEEL_ERR_NOMEM;
     scopes = grown;
-    const keel_prepared_field **fields = calloc(c->fields.count + 1, sizeof *fields);
+    const keel_prepared_field **fields =
+        calloc(c->fields.count + c->head.count + 1, sizeof *fields);
     if (fields == NULL)
         return KEEL_ERR_NOMEM;
-    scopes[nscopes++] = (prepared_scope){c, fields};
-    for (size_t i = 0; i < c->fields.count; i++) {
-        const char *item = c->fields.items[i], *colon = strchr(item, ':');
+    scopes[nscopes++] = (prepared_scope){c, fields, fields + c->fields.count, 0};
+    for (size_t i = 0; i < c->fields.count + c->head.count; i++) {
+        const char *item =
+            i < c->fields.count ? c->fields.items[i] : c->head.items[i - c->fields.count];
+        const char *colon = strchr(item, ':');
         const char *value = colon ? colon + 1 : "";
         while (*value == ' ')
             value++;
@@ -77,6 +99,55 @@ static int answer(keel_request *req, keel_response *res, void *ud)
     return keel_response_send_copy(res, "ok\n", 3);
 }
 
+static int head_scope(const void *conf, void *ud, void **scope_ud)
+{
+    (void)ud;
+    const prepared_conf *c = conf;
+    if (c->scope_error)
+        return KEEL_ERR_CONFIG;
+    if (c->head.count == 0)
+        return 0;
+    for (size_t i = 0; i < nscopes; i++)
+        if (scopes[i].conf == c) {
+            scopes[i].asked++;
+            *scope_ud = &scopes[i];
+            return 1;
+        }
+    return KEEL_ERR_STATE;
+}
+
+static void on_head(keel_request *req, keel_response *res, void *ud)
+{
+    (void)req;
+    const prepared_scope *s = ud;
+    size_t before = keel_response_header_count(res);
+    const keel_prepared_field *with_null[2] = {s->head[0], NULL};
+    const char *error = NULL;
+    if (keel_response_fields_add(res, with_null, 2, s->conf->replace) != KEEL_ERR_INVAL ||
+        keel_response_header_count(res) != before)
+        error = "a NULL entry";
+    else if (keel_response_fields_add(res, NULL, 1, 0) != KEEL_ERR_INVAL)
+        error = "a NULL array";
+    else if (keel_response_fields_add(res, NULL, 0, 0) != KEEL_OK)
+        error = "no field";
+    else if (keel_response_fields_add(res, s->head, s->conf->head.count, s->conf->replace) !=
+             KEEL_OK)
+        error = "the scope's fields";
+    if (error != NULL)
+        keel_response_header_set(res, "X-Batch-Error", error);
+    char asked[24];
+    snprintf(asked, sizeof asked, "%d", s->asked);
+    keel_response_header_set(res, "X-Head-Filter", "ran");
+    keel_response_header_set(res, "X-Scope-Asked", asked);
+}
+
+static const keel_http_filter head_filter = {
+    .size = sizeof(keel_http_filter),
+    .name = "prepared",
+    .on_response_head = on_head,
+    .scope = head_scope,
+};
+
 static int prepared_load(keel_module *m)
 {
     /* Outside load the core refuses: checked once the server serves, in
@@ -84,6 +155,8 @@ static int prepared_load(keel_module *m)
     int rc = prepare(m, keel_module_config(m), NULL);
     if (rc == KEEL_OK)
         rc = keel_module_config_scopes(m, prepare, NULL);
+    if (rc == KEEL_OK)
+        rc = keel_http_filter_add(m, &head_filter);
     if (rc == KEEL_OK)
         rc = keel_route_add(m, "GET", "/", answer, m);
     return rc < 0 ? rc : keel_route_add(m, "GET", "/*", answer, m);

@@ -670,13 +670,31 @@ keel_str keel_request_header(keel_request *req, const char *name)
     return (keel_str){NULL, 0};
 }
 
+/* keel_request_header_token where the fields have no stored tokens (a
+ * request the core could not classify when it started): out of line, so
+ * that the usual search saves no registers for the classifier. */
+#if defined(__GNUC__) || defined(__clang__)
+__attribute__((noinline))
+#endif
+static keel_str
+header_by_classifying(const keel_request *req, unsigned token)
+{
+    for (size_t i = 0; i < req->head.nheaders; i++)
+        if (kl_request_field_token_slow(req, i) == token)
+            return req->head.headers[i].value;
+    return (keel_str){NULL, 0};
+}
+
 keel_str keel_request_header_token(keel_request *req, unsigned token)
 {
     const keel_http_head *h = &req->head;
-    if (token != KEEL_HDR_UNKNOWN && token < KEEL_HDR_COUNT_)
-        for (size_t i = 0; i < h->nheaders; i++)
-            if (kl_request_field_token(req, i) == token)
-                return h->headers[i].value;
+    if (token == KEEL_HDR_UNKNOWN || token >= KEEL_HDR_COUNT_)
+        return (keel_str){NULL, 0};
+    if (h->tokens == NULL)
+        return header_by_classifying(req, token);
+    for (size_t i = 0; i < h->nheaders; i++)
+        if (h->tokens[i] == token)
+            return h->headers[i].value;
     return (keel_str){NULL, 0};
 }
 

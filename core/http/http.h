@@ -124,9 +124,9 @@ typedef struct kl_arena {
 } kl_arena;
 
 /* A response field (keel/http.h, keel_field): the list is handed as it is
- * to a sink's send_head_fields. token: 1 + the name's keel_header_token,
- * set when a field joins the header section (by name or prepared); 0 in
- * trailers. */
+ * to a sink's send_head_fields. token: 1 + the name's keel_header_token
+ * for a prepared field, or once kl_response_take_framing classified it;
+ * else 0. */
 typedef keel_field kl_field;
 
 /* keel_field_prepare's field: checked, classified and copied once. The
@@ -194,8 +194,9 @@ struct keel_response {
     int error_status;
     int forced_status;
     int redirects;
-    /* A field added by name may frame the message or name the connection
-     * (kl_response_take_framing's to take out); prepared fields never do. */
+    /* A field added by name has a name of a framing or connection field's
+     * length (kl_response_take_framing looks then); prepared fields never
+     * are such fields. */
     int framing_fields;
     /* Not zeroed for each request (keel_http_request_start): set before use. */
     kl_field inline_headers[8];

@@ -42,7 +42,7 @@ static int append_field(keel_request *req, kl_field **list, size_t *n, size_t *c
                         kl_field *inline_list, const char *name, size_t nl, const char *value,
                         size_t vl)
 {
-    if (grow_fields(list, *n + 1, cap, inline_list) != KEEL_OK)
+    if (*n + 1 > *cap && grow_fields(list, *n + 1, cap, inline_list) != KEEL_OK)
         return KEEL_ERR_NOMEM;
     char *copy = kl_arena_alloc(&req->arena, nl + vl + 2);
     if (copy == NULL)
@@ -82,26 +82,22 @@ grow_fields(kl_field **list, size_t need, size_t *cap, kl_field *inline_list)
     return KEEL_OK;
 }
 
-/* The fields kl_response_take_framing takes out of a head (RFC 9110
- * 7.6.1, and the framing the protocol writes). */
-static int framing_token(unsigned token)
+/* Whether a name of `len` bytes may be one of the fields
+ * kl_response_take_framing takes out (RFC 9110 7.6.1, and the framing the
+ * protocol writes): Connection and Keep-Alive (10), Content-Length (14),
+ * Proxy-Connection (16), Transfer-Encoding (17). The length alone: a
+ * name is classified only by framing, and only if one may be there. */
+static int framing_length(size_t len)
 {
-    return token == KEEL_HDR_CONTENT_LENGTH || token == KEEL_HDR_CONNECTION ||
-           token == KEEL_HDR_KEEP_ALIVE || token == KEEL_HDR_PROXY_CONNECTION ||
-           token == KEEL_HDR_TRANSFER_ENCODING;
+    return len == 10 || len == 14 || len == 16 || len == 17;
 }
 
 /* After a field was appended to the header section by name (rc KEEL_OK):
- * its token, for framing and the protocol (keel_field.token), and
- * whether framing has anything to take out. */
-static int classify_added(keel_response *res, int rc)
+ * whether framing has anything to look at now. */
+static int note_added(keel_response *res, int rc)
 {
-    if (rc == KEEL_OK) {
-        kl_field *f = &res->headers[res->nheaders - 1];
-        unsigned token = keel_header_token(f->name.ptr, f->name.len);
-        f->token = token + 1;
-        res->framing_fields |= framing_token(token);
-    }
+    if (rc == KEEL_OK)
+        res->framing_fields |= framing_length(res->headers[res->nheaders - 1].name.len);
     return rc;
 }
 
@@ -139,8 +135,8 @@ int keel_response_header_add(keel_response *res, const char *name, const char *v
 {
     if (res->head_sent)
         return KEEL_ERR_STATE;
-    return classify_added(res, add_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
-                                         res->inline_headers, name, value));
+    return note_added(res, add_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
+                                     res->inline_headers, name, value));
 }
 
 int keel_response_header_set(keel_response *res, const char *name, const char *value)
@@ -151,9 +147,8 @@ int keel_response_header_set(keel_response *res, const char *name, const char *v
     if (nl == 0 || vl == SIZE_MAX)
         return KEEL_ERR_INVAL;
     remove_fields(res, name, nl);
-    return classify_added(res,
-                          append_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
-                                       res->inline_headers, name, nl, value, vl));
+    return note_added(res, append_field(res->req, &res->headers, &res->nheaders, &res->headers_cap,
+                                        res->inline_headers, name, nl, value, vl));
 }
 
 int keel_response_field_add(keel_response *res, const keel_prepared_field *field, int replace)
@@ -164,8 +159,9 @@ int keel_response_field_add(keel_response *res, const keel_prepared_field *field
         return KEEL_ERR_STATE;
     if (replace)
         remove_fields(res, field->field.name.ptr, field->field.name.len);
-    if (grow_fields(&res->headers, res->nheaders + 1, &res->headers_cap, res->inline_headers) !=
-        KEEL_OK)
+    if (res->nheaders + 1 > res->headers_cap &&
+        grow_fields(&res->headers, res->nheaders + 1, &res->headers_cap, res->inline_headers) !=
+            KEEL_OK)
         return KEEL_ERR_NOMEM;
     res->headers[res->nheaders++] = field->field;
     return KEEL_OK;
@@ -256,8 +252,9 @@ int64_t kl_response_take_framing(keel_response *res)
     int64_t length = -1;
     int seen_length = 0;
     size_t out = 0;
-    /* Only a field added by name may be one (a prepared field never is):
-     * the usual head is not looked at. */
+    /* Only a field added by name may be one (a prepared field never is),
+     * and only one of a framing field's lengths: the usual head is not
+     * looked at. */
     if (!res->framing_fields)
         return length;
     for (size_t i = 0; i < res->nheaders; i++) {

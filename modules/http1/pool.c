@@ -95,7 +95,7 @@ void h1_conn_put(h1_worker *w, h1_conn *c)
 #if defined(__SANITIZE_ADDRESS__)
     /* ASan reports a use after free only of memory not handed out again
      * at once: sanitized builds give every h1_conn back to malloc, so that
-     * a parked connection's state used after h1_park (park.c) is caught. */
+     * a parked connection's state used after it parked (park.c) is caught. */
     (void)w;
     free(c);
 #else

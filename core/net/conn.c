@@ -504,12 +504,28 @@ void kl_conn_close_handle(keel_conn *c, int reset)
     uv_close((uv_handle_t *)&c->tcp, on_close);
 }
 
-/* Where the caller's tail block starts: after the conn, aligned. */
-#define TAIL_OFFSET ((sizeof(keel_conn) + 15) & ~(size_t)15)
+/* A connection with a transport (TLS) has the transport's data pointer
+ * right after the conn: plain TCP connections, the most, carry none. A
+ * tunnel's origin is set after kl_conn_new: it keeps the pointer in its
+ * own tail (net/tunnel.c). */
+static int has_transport_slot(const kl_origin *origin)
+{
+    return origin != NULL && origin->transport != NULL && !origin->tunnel;
+}
+
+/* Where the caller's tail block starts: after the conn and the transport's
+ * pointer, aligned. */
+static size_t tail_offset(const kl_origin *origin)
+{
+    size_t end = sizeof(keel_conn) + (has_transport_slot(origin) ? sizeof(void *) : 0);
+    return (end + 15) & ~(size_t)15;
+}
 
 keel_conn *kl_conn_new(keel_worker *w, const kl_origin *origin, size_t tail)
 {
-    keel_conn *c = calloc(1, tail ? TAIL_OFFSET + tail : sizeof *c);
+    size_t size = tail ? tail_offset(origin) + tail
+                       : sizeof(keel_conn) + (has_transport_slot(origin) ? sizeof(void *) : 0);
+    keel_conn *c = calloc(1, size);
     if (c == NULL)
         return NULL;
     if (uv_tcp_init(&w->loop, &c->tcp) != 0) {
@@ -524,7 +540,14 @@ keel_conn *kl_conn_new(keel_worker *w, const kl_origin *origin, size_t tail)
 
 void *kl_conn_tail(keel_conn *c)
 {
-    return (char *)c + TAIL_OFFSET;
+    return (char *)c + tail_offset(c->origin);
+}
+
+static void **transport_data_slot(keel_conn *c)
+{
+    if (kl_conn_is_tunnel(c))
+        return kl_tunnel_transport_data(c);
+    return has_transport_slot(c->origin) ? (void **)(void *)(c + 1) : NULL;
 }
 
 static void on_discarded(uv_handle_t *handle)
@@ -730,12 +753,15 @@ void *keel_conn_data(keel_conn *c)
 
 void keel_conn_set_transport_data(keel_conn *c, void *data)
 {
-    c->transport_data = data;
+    void **slot = transport_data_slot(c);
+    if (slot != NULL)
+        *slot = data;
 }
 
 void *keel_conn_transport_data(keel_conn *c)
 {
-    return c->transport_data;
+    void **slot = transport_data_slot(c);
+    return slot != NULL ? *slot : NULL;
 }
 
 void keel_conn_set_timeout(keel_conn *c, uint64_t timeout_ms)

@@ -72,12 +72,12 @@ struct keel_conn {
      * worker (kl_conn_worker). Every idle connection pays for each field
      * below: what can be derived is not stored (the worker from the loop,
      * the transport from the origin, the worker's connections from
-     * uv_walk), and the output state exists only while output is owed. */
+     * uv_walk), the output state exists only while output is owed, and the
+     * transport's data only on a connection that has one (kl_conn_new). */
     uv_tcp_t tcp;
     const kl_origin *origin; /* protocol, transport, listener or remote host */
     const kl_protocol *protocol;
     void *protocol_data;
-    void *transport_data;
     keel_conn *pending_next; /* the worker's list of connections with work owed */
     kl_tnode timeout;
     uint64_t id;
@@ -97,16 +97,18 @@ struct keel_conn {
     keel_conn *idle_prev, *idle_next;
 };
 
-/* 128 bytes beside libuv's handle on 64-bit: with glibc's malloc a conn on
- * Linux (248-byte uv_tcp_t) takes a 384-byte chunk. Every idle connection
- * pays for each byte here. The idle list's links cost a whole 16-byte
- * malloc step, as any growth at all does, and the cheaper ways (links laid
- * over the read buffer's fields, which are unused while idle; a side table
- * that needs an index here anyway) make every read and write path check
- * the mark first, where a slip corrupts memory. 16 bytes per connection buys
- * admitting new clients instead of refusing them while idle ones hold the
- * slots (issue 13). */
-_Static_assert(sizeof(void *) != 8 || sizeof(keel_conn) - sizeof(uv_tcp_t) <= 128,
+/* 112 bytes beside libuv's handle on 64-bit: with glibc's malloc a conn on
+ * Linux (248-byte uv_tcp_t) takes a 368-byte chunk, and 8 bytes more would
+ * take the next 16-byte step. Every idle connection pays for each byte
+ * here: the timeout node's times are 32 bits (net/timeouts.h), and the
+ * transport's pointer follows the conn only where there is a transport.
+ * The idle list's links cost a whole malloc step, and the cheaper ways
+ * (links laid over the read buffer's fields, which are unused while idle;
+ * a side table that needs an index here anyway) make every read and write
+ * path check the mark first, where a slip corrupts memory. 16 bytes per
+ * connection buy admitting new clients instead of refusing them while idle
+ * ones hold the slots (issue 13). */
+_Static_assert(sizeof(void *) != 8 || sizeof(keel_conn) - sizeof(uv_tcp_t) <= 112,
                "keel_conn outgrew its budget");
 
 static inline keel_worker *kl_conn_worker(const keel_conn *conn)
@@ -143,9 +145,12 @@ static inline int kl_conn_handle_closed(const keel_conn *conn)
 /* ---- life cycle (net/conn.c) ---------------------------------------------- */
 
 /* Allocates a conn with its uv_tcp_t initialised on the worker's loop,
- * running what origin says (which must outlive it). tail extra bytes are
- * allocated with it, zeroed, at kl_conn_tail() (an outbound connection
- * keeps its origin and host name there), and freed with it. */
+ * running what origin says (which must outlive it, and which the conn
+ * keeps: an origin put in its place later must have the same transport).
+ * tail extra bytes are allocated with it, zeroed, at kl_conn_tail() (an
+ * outbound connection keeps its origin and host name there), and freed
+ * with it; so is the transport's data pointer when origin has a transport
+ * (a tunnel, whose origin comes later, keeps it in its own tail). */
 keel_conn *kl_conn_new(keel_worker *w, const kl_origin *origin, size_t tail);
 void *kl_conn_tail(keel_conn *conn);
 
@@ -267,9 +272,10 @@ void kl_conn_preamble_read(keel_conn *conn);
 const struct sockaddr *kl_conn_proxied_peer(keel_conn *conn);
 
 /* net/tunnel.c: a tunnel's reading on or off (its transport is told);
- * the peer's address, its carrier's. */
+ * the peer's address, its carrier's; where its transport's data is. */
 void kl_tunnel_update_reading(keel_conn *conn, int want);
 int kl_tunnel_peer_addr(keel_conn *conn, kl_peer_addr *out);
+void **kl_tunnel_transport_data(keel_conn *conn);
 
 /* net/conn_read.c: the peer sent its last byte (EOF on the socket, or a
  * tunnel's keel_tunnel_eof). */

@@ -15,7 +15,9 @@ int kl_timeouts_init(kl_timeouts *t, uv_loop_t *loop, kl_timeout_fn expire)
 {
     t->heap = NULL;
     t->count = t->cap = 0;
+    t->origin = 0;
     t->armed_for = 0;
+    t->armed = 0;
     t->expire = expire;
     if (uv_timer_init(loop, &t->timer) != 0)
         return KEEL_ERR_IO;
@@ -25,12 +27,12 @@ int kl_timeouts_init(kl_timeouts *t, uv_loop_t *loop, kl_timeout_fn expire)
     return KEEL_OK;
 }
 
-static uint64_t now_of(kl_timeouts *t)
-{
-    return uv_now(t->timer.loop);
-}
-
 /* ---- the heap ------------------------------------------------------------ */
+
+static int earlier(const kl_tnode *a, const kl_tnode *b)
+{
+    return kl_time_before(a->key, b->key);
+}
 
 static void place(kl_timeouts *t, kl_tnode *node, uint32_t i)
 {
@@ -43,7 +45,7 @@ static void sift_up(kl_timeouts *t, uint32_t i)
     kl_tnode *node = t->heap[i];
     while (i > 0) {
         uint32_t parent = (i - 1) / 2;
-        if (t->heap[parent]->key <= node->key)
+        if (!earlier(node, t->heap[parent]))
             break;
         place(t, t->heap[parent], i);
         i = parent;
@@ -58,9 +60,9 @@ static void sift_down(kl_timeouts *t, uint32_t i)
         uint32_t child = 2 * i + 1;
         if (child >= t->count)
             break;
-        if (child + 1 < t->count && t->heap[child + 1]->key < t->heap[child]->key)
+        if (child + 1 < t->count && earlier(t->heap[child + 1], t->heap[child]))
             child++;
-        if (node->key <= t->heap[child]->key)
+        if (!earlier(t->heap[child], node))
             break;
         place(t, t->heap[child], i);
         i = child;
@@ -98,27 +100,28 @@ static void shrink(kl_timeouts *t)
 static void arm(kl_timeouts *t)
 {
     if (t->count == 0) {
-        if (t->armed_for != 0)
+        if (t->armed)
             uv_timer_stop(&t->timer);
-        t->armed_for = 0;
+        t->armed = 0;
         return;
     }
-    uint64_t key = t->heap[0]->key;
-    if (t->armed_for == key)
+    uint32_t key = t->heap[0]->key;
+    if (t->armed && t->armed_for == key)
         return;
-    uint64_t now = now_of(t);
+    uint32_t now = kl_timeouts_now(t);
+    t->armed = 1;
     t->armed_for = key;
-    uv_timer_start(&t->timer, on_timer, key > now ? key - now : 0, 0);
+    uv_timer_start(&t->timer, on_timer, kl_time_before(now, key) ? key - now : 0, 0);
 }
 
 static void on_timer(uv_timer_t *timer)
 {
     kl_timeouts *t = timer->data;
-    uint64_t now = now_of(t);
-    t->armed_for = 0;
-    while (t->count > 0 && t->heap[0]->key <= now) {
+    uint32_t now = kl_timeouts_now(t);
+    t->armed = 0;
+    while (t->count > 0 && !kl_time_before(now, t->heap[0]->key)) {
         kl_tnode *node = t->heap[0];
-        if (node->deadline > now) {
+        if (kl_time_before(now, node->deadline)) {
             /* Touched since it was keyed: its place is later. */
             node->key = node->deadline;
             sift_down(t, 0);
@@ -142,7 +145,7 @@ void kl_timeouts_remove(kl_timeouts *t, kl_tnode *node)
     if (last != node) {
         place(t, last, i);
         /* The moved node may belong above or below its new place. */
-        if (i > 0 && t->heap[(i - 1) / 2]->key > last->key)
+        if (i > 0 && earlier(last, t->heap[(i - 1) / 2]))
             sift_up(t, i);
         else
             sift_down(t, i);
@@ -157,13 +160,13 @@ int kl_timeouts_set(kl_timeouts *t, kl_tnode *node, uint64_t duration)
         arm(t);
         return KEEL_OK;
     }
-    if (duration > UINT32_MAX - 1)
-        duration = UINT32_MAX - 1;
-    uint64_t deadline = now_of(t) + duration;
+    if (duration > KL_TIMEOUT_MAX_MS)
+        duration = KL_TIMEOUT_MAX_MS;
+    uint32_t deadline = kl_timeouts_now(t) + (uint32_t)duration;
     node->duration = (uint32_t)duration;
     node->deadline = deadline;
     if (node->index != KL_TNODE_IDLE) {
-        if (deadline >= node->key)
+        if (!kl_time_before(deadline, node->key))
             return KEEL_OK; /* later: found and re-keyed when its key comes */
         node->key = deadline;
         sift_up(t, node->index);

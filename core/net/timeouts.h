@@ -20,9 +20,18 @@
 
 #define KL_TNODE_IDLE UINT32_MAX /* index of a node not in the heap */
 
+/* Times are milliseconds of the loop's clock kept in 32 bits, so that a
+ * node fits keel_conn's budget (net/conn.h), and compared modulo 2^32
+ * (serial number arithmetic, RFC 1982; Linux's time_after on jiffies):
+ * right while the times the heap holds lie within 2^31 ms of each other.
+ * They lie between now (less what a stalled loop has not expired yet) and
+ * now + the longest duration, so durations are clamped to 2^30 ms (12
+ * days) and a stall of as long again keeps the order. */
+#define KL_TIMEOUT_MAX_MS (UINT32_C(1) << 30)
+
 typedef struct kl_tnode {
-    uint64_t key;      /* its place in the heap: never later than deadline */
-    uint64_t deadline; /* when it really expires (loop time, ms) */
+    uint32_t key;      /* its place in the heap: never later than deadline */
+    uint32_t deadline; /* when it really expires (kl_timeouts_now's clock) */
     uint32_t index;    /* in the heap's array, or KL_TNODE_IDLE */
     uint32_t duration; /* ms, what a touch adds to now */
 } kl_tnode;
@@ -34,9 +43,23 @@ struct kl_timeouts {
     uv_timer_t timer;
     kl_tnode **heap;
     uint32_t count, cap;
-    uint64_t armed_for; /* the key the timer is set for; 0 if idle */
+    uint32_t origin;    /* subtracted from the loop's clock: 0, but tests move it to the wrap */
+    uint32_t armed_for; /* the key the timer is set for, while armed */
+    int armed;
     kl_timeout_fn expire;
 };
+
+/* Whether time a comes before time b (modulo 2^32, see above). */
+static inline int kl_time_before(uint32_t a, uint32_t b)
+{
+    return (uint32_t)(a - b) > INT32_MAX;
+}
+
+/* Now on the clock of the heap's times. */
+static inline uint32_t kl_timeouts_now(const kl_timeouts *t)
+{
+    return (uint32_t)uv_now(t->timer.loop) - t->origin;
+}
 
 int kl_timeouts_init(kl_timeouts *t, uv_loop_t *loop, kl_timeout_fn expire);
 
@@ -52,7 +75,7 @@ static inline int kl_tnode_scheduled(const kl_tnode *node)
 }
 
 /* Schedules node to expire `duration` ms from now (0 unschedules it);
- * durations beyond 2^32-2 ms (49 days) are clamped. Returns
+ * durations beyond KL_TIMEOUT_MAX_MS (12 days) are clamped. Returns
  * KEEL_ERR_NOMEM if the heap could not grow (the node is then idle). */
 int kl_timeouts_set(kl_timeouts *t, kl_tnode *node, uint64_t duration);
 
@@ -60,7 +83,7 @@ int kl_timeouts_set(kl_timeouts *t, kl_tnode *node, uint64_t duration);
 static inline void kl_timeouts_touch(kl_timeouts *t, kl_tnode *node)
 {
     if (node->index != KL_TNODE_IDLE)
-        node->deadline = uv_now(t->timer.loop) + node->duration;
+        node->deadline = kl_timeouts_now(t) + node->duration;
 }
 
 void kl_timeouts_remove(kl_timeouts *t, kl_tnode *node);

@@ -30,6 +30,7 @@ typedef struct kl_tunnel {
     kl_origin origin;
     kl_transport transport;
     keel_conn *carrier; /* aborts the tunnel before it is freed */
+    void *transport_data;
 } kl_tunnel;
 
 static kl_tunnel *tunnel_of(keel_conn *c)
@@ -66,7 +67,7 @@ int keel_conn_open_tunnel(keel_conn *carrier, const keel_transport *transport, v
     t->origin = (kl_origin){.protocol = p, .transport = &t->transport, .tunnel = 1};
     t->carrier = carrier;
     c->origin = &t->origin;
-    c->transport_data = transport_data;
+    t->transport_data = transport_data;
     c->protocol = p;
     c->id = kl_atomic_add(&w->host->next_conn_id, 1);
     kl_conn_retime(c, 1);
@@ -102,6 +103,11 @@ void kl_tunnel_update_reading(keel_conn *c, int want)
 int kl_tunnel_peer_addr(keel_conn *c, kl_peer_addr *out)
 {
     return kl_conn_peer_addr(tunnel_of(c)->carrier, out);
+}
+
+void **kl_tunnel_transport_data(keel_conn *c)
+{
+    return &tunnel_of(c)->transport_data;
 }
 
 void keel_tunnel_eof(keel_conn *c)

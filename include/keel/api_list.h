@@ -278,7 +278,8 @@ KEEL_FN(const char *, conn_listener_option, (keel_conn *conn, const char *key), 
 /* ---- Transports (ABI 1.0) -----------------------------------------------
  * For transport modules only; worker thread of the connection. */
 
-/* The transport's per-connection pointer. */
+/* The transport's per-connection pointer. A connection without a
+ * transport has none: NULL, and setting it does nothing. */
 KEEL_VFN(conn_set_transport_data, (keel_conn *conn, void *data), (conn, data))
 KEEL_FN(void *, conn_transport_data, (keel_conn *conn), (conn))
 

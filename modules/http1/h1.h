@@ -180,6 +180,12 @@ struct h1_exch {
 
 /* ---- per-worker state (the module's worker_state) ----------------------- */
 
+/* How many recently idle connections a worker keeps their h1_conn
+ * (park.c): a power of two, at most 255 (h1_conn's warm_slot). */
+#define H1_WARM_MAX 128
+
+typedef struct h1_conn h1_conn;
+
 typedef struct h1_worker {
     keel_worker *worker;
     keel_module *module;
@@ -195,6 +201,10 @@ typedef struct h1_worker {
     int64_t date_sec;
     char date_line[48]; /* "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n" */
     size_t date_line_len;
+    /* The connections idle most recently, not parked (park.c): a ring,
+     * oldest at warm_head; NULL where one left it. */
+    h1_conn *warm[H1_WARM_MAX];
+    uint32_t warm_head, warm_tail;
 } h1_worker;
 
 #define H1_POOL_MAX 256 /* free blocks kept per list and worker */
@@ -209,7 +219,7 @@ enum h1_framing {
     H1_BODY_EOF       /* HTTP/1.0, unknown length: ends with the connection */
 };
 
-typedef struct h1_conn {
+struct h1_conn {
     keel_conn *conn;
     h1_worker *w;
     h1_exch *exch; /* NULL while idle */
@@ -251,11 +261,12 @@ typedef struct h1_conn {
     unsigned deadline_set : 1; /* keel_conn_set_deadline holds an unfinished head (http1.c) */
     unsigned body_paused : 1;  /* the handler paused its body: not read (exchange.c) */
     unsigned end_owed : 1;     /* the body ended while paused: told when resumed */
-} h1_conn;
+    uint8_t warm_slot;         /* 1 + its place in w->warm; 0 if not there (park.c) */
+};
 
-/* Every idle keep-alive connection pays for this (malloc rounds 88 bytes
- * up to a 96-byte chunk on 64-bit glibc): per-message state goes in
- * h1_exch instead. */
+/* Every connection between requests that has not parked pays for this
+ * (malloc rounds 88 bytes up to a 96-byte chunk on 64-bit glibc), and every
+ * one in a request: per-message state goes in h1_exch instead. */
 _Static_assert(sizeof(void *) != 8 || sizeof(h1_conn) <= 88, "h1_conn outgrew its budget");
 
 /* ---- http1.c ------------------------------------------------------------ */
@@ -304,15 +315,20 @@ void h1_conn_free(h1_conn *c);
 
 /* ---- park.c ------------------------------------------------------------- */
 
-/* Gives an idle connection's h1_conn back to the pool if nothing in it is
- * needed until the next byte; the caller must not touch c afterwards. */
-void h1_park(h1_conn *c);
+/* The connection is idle (between requests, or before the first): it joins
+ * the worker's recently idle ones, and the oldest of those beyond
+ * H1_WARM_MAX parks (its h1_conn goes back to the pool if nothing in it is
+ * needed until the next byte). The caller must not touch c afterwards. */
+void h1_idle(h1_conn *c);
 /* A fresh h1_conn for conn, set as its data; NULL (out of memory). */
 h1_conn *h1_conn_start(keel_conn *conn);
-/* The connection's h1_conn, taken from the pool again if it was parked;
- * NULL if that ran out of memory. */
+/* The connection's h1_conn, taken from the pool again if it was parked
+ * (out of the recently idle ones if it is there); NULL if that ran out of
+ * memory. */
 h1_conn *h1_conn_of(keel_conn *conn);
 int h1_conn_parked(keel_conn *conn);
+/* Takes c out of the recently idle ones (before it is freed). */
+void h1_conn_unwarm(h1_conn *c);
 
 /* ---- pool.c ------------------------------------------------------------- */
 

@@ -305,7 +305,7 @@ static size_t settle(h1_conn *c)
     h1_out_release(c);
     if (idle) {
         mark_idle(c);
-        h1_park(c);
+        h1_idle(c);
     }
     return keep;
 }
@@ -330,7 +330,7 @@ void h1_after_exchange(h1_conn *c)
         h1_resume(c);
         if (idle) {
             mark_idle(c);
-            h1_park(c);
+            h1_idle(c);
         }
         break;
     case H1_READ_HOLD:
@@ -357,7 +357,7 @@ static int h1_on_open(keel_conn *conn, void *arg)
         return KEEL_ERR_NOMEM;
     h1_set_timeout(c, c->w->cfg->header_timeout_ms);
     mark_idle(c);
-    h1_park(c); /* until its first byte */
+    h1_idle(c); /* until its first byte */
     return KEEL_OK;
 }
 
@@ -486,6 +486,7 @@ static void h1_on_shutdown(keel_conn *conn)
 
 void h1_conn_free(h1_conn *c)
 {
+    h1_conn_unwarm(c);
     h1_exchange_abort(c);
     if (c->exch != NULL)
         h1_exch_put(c->w, c->exch);

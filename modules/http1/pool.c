@@ -44,8 +44,10 @@ static void exch_shrink(h1_exch *exch)
         exch->tokens = exch->inline_tokens;
         exch->headers_cap = H1_INLINE_HEADERS;
     }
-    /* Trailer sections are rare: a message that had one gives it back. */
-    h1_body_trailers_free(exch);
+    /* Trailer sections are rare: a message that had one gives it back
+     * (and one that had none costs no call). */
+    if (exch->tr_buf != NULL || exch->tr_spans != NULL || exch->tr_fields != NULL)
+        h1_body_trailers_free(exch);
     /* A copy buffer fit for usual heads is kept; a large one is not. */
     if (exch->copy_cap > 4096) {
         free(exch->copy);
@@ -95,7 +97,7 @@ void h1_conn_put(h1_worker *w, h1_conn *c)
 #if defined(__SANITIZE_ADDRESS__)
     /* ASan reports a use after free only of memory not handed out again
      * at once: sanitized builds give every h1_conn back to malloc, so that
-     * a parked connection's state used after h1_park (park.c) is caught. */
+     * a parked connection's state used after it parked (park.c) is caught. */
     (void)w;
     free(c);
 #else

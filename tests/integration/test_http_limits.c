@@ -374,23 +374,77 @@ Test(http_limits, keepalive_timeout_restarts_with_each_request, .timeout = 30,
     kh_stop(p);
 }
 
+/* http1 keeps the state of its 128 most recently idle connections
+ * (H1_WARM_MAX, modules/http1/h1.h) and parks the ones before them: a
+ * connection parks once more connections than that went idle after it. On
+ * one worker, so that they all count. */
+#define MORE_THAN_WARM 140
+
+/* A request on each of `others` (connected first if NULL): each goes idle. */
+static void idle_after(kh_proc *p, ht_conn **others, int n)
+{
+    for (int k = 0; k < n; k++) {
+        if (others[k] == NULL)
+            others[k] = ht_connect(kh_port(p, 0));
+        ht_expect_status_on(p, others[k], GET("/"), 200);
+    }
+}
+
 /* An idle connection keeps no http1 state (modules/http1/park.c): what it
  * is rebuilt from must still say which timeout runs. After a request the
  * keep-alive timeout (3 s) applies, not the header timeout (300 ms): idle
- * for 1.2 s, the connection still serves the next request. */
-Test(http_limits, idle_connection_keeps_the_keepalive_timeout, .timeout = 30,
+ * for 1.2 s, parked, the connection still serves the next request. */
+Test(http_limits, idle_connection_keeps_the_keepalive_timeout, .timeout = 60,
      .fini = kh_cleanup_all)
 {
     const char *args[] = {"--set", HT_KEEPALIVE_TIMEOUT "=3s", "--set", HT_HEADER_TIMEOUT "=300ms",
                           NULL};
-    kh_proc *p = ht_start(NULL, args);
+    kh_proc *p = ht_start_n(1, NULL, args);
     ht_conn *c = ht_connect(kh_port(p, 0));
+    ht_conn *others[MORE_THAN_WARM] = {0};
     for (int i = 1; i <= 3; i++) {
         ht_expect_status_on(p, c, GET("/"), 200);
+        idle_after(p, others, MORE_THAN_WARM);
         kh_assert(p, ht_wait_closed(c, 1200) == 0,
                   "closed (or bytes came) while idle after request %d", i);
     }
     ht_close(c);
+    for (int k = 0; k < MORE_THAN_WARM; k++)
+        ht_close(others[k]);
+    kh_stop(p);
+}
+
+/* Connections parked and connections kept warm alike serve again: in the
+ * order they went idle (the oldest parked), the reverse, pipelined, and
+ * after a silence past the header timeout (a parked connection keeps the
+ * keep-alive timeout). */
+Test(http_limits, parked_and_warm_connections_serve_again, .timeout = 60, .fini = kh_cleanup_all)
+{
+    const char *args[] = {"--set", HT_KEEPALIVE_TIMEOUT "=5s", "--set", HT_HEADER_TIMEOUT "=300ms",
+                          NULL};
+    kh_proc *p = ht_start_n(1, NULL, args);
+    enum { N = 200 };
+    static ht_conn *conns[N];
+    memset(conns, 0, sizeof conns);
+    idle_after(p, conns, N);
+    idle_after(p, conns, N);
+    for (int k = N - 1; k >= 0; k--)
+        ht_expect_status_on(p, conns[k], GET("/"), 200);
+    for (int k = 0; k < N; k++)
+        ht_send_str(conns[k], GET("/hello/1") GET("/hello/2"));
+    for (int k = 0; k < N; k++) {
+        for (int i = 1; i <= 2; i++) {
+            ht_resp r;
+            ht_expect_response(p, conns[k], &r, 0);
+            kh_assert(p, strcmp(r.body, ht_fmt("Hello, %d!", i)) == 0,
+                      "connection %d, response %d: '%s'", k, i, r.body);
+            ht_resp_free(&r);
+        }
+    }
+    kh_sleep_ms(800);
+    idle_after(p, conns, N);
+    for (int k = 0; k < N; k++)
+        ht_close(conns[k]);
     kh_stop(p);
 }
 

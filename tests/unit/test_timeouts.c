@@ -33,6 +33,13 @@ static uint32_t rng_between(uint32_t lo, uint32_t hi)
     return lo + rng() % (hi - lo + 1);
 }
 
+/* Time a before time b on a clock of 32 bits that wraps, written apart
+ * from the heap's own comparison so that a wrong one shows. */
+static int wraps_before(uint32_t a, uint32_t b)
+{
+    return (int32_t)(a - b) < 0;
+}
+
 /* The heap's invariants; a message naming the first broken one, or NULL. */
 static const char *heap_broken(const kl_timeouts *t, uint32_t *where)
 {
@@ -45,9 +52,9 @@ static const char *heap_broken(const kl_timeouts *t, uint32_t *where)
             return "NULL slot inside the heap";
         if (n->index != i)
             return "a node's index does not match its slot";
-        if (n->key > n->deadline)
+        if (wraps_before(n->deadline, n->key))
             return "a key later than its node's deadline";
-        if (i > 0 && t->heap[(i - 1) / 2]->key > n->key)
+        if (i > 0 && wraps_before(n->key, t->heap[(i - 1) / 2]->key))
             return "a parent's key is later than its child's";
     }
     return NULL;
@@ -81,13 +88,23 @@ static void finish_loop(kl_timeouts *t, uv_loop_t *loop)
 #define NODES 600
 #define OPS   20000
 
-Test(timeouts, heap_invariant_after_random_operations, .timeout = 30)
+/* Moves the heap's clock so that it reads `at` now. */
+static void clock_at(kl_timeouts *t, uint32_t at)
+{
+    t->origin = 0;
+    t->origin = kl_timeouts_now(t) - at;
+    cr_assert_eq(kl_timeouts_now(t), at);
+}
+
+/* Random operations with the heap's clock reading `start` at first. */
+static void random_operations(uint32_t start)
 {
     uv_loop_t loop;
     kl_timeouts t;
     static kl_tnode nodes[NODES];
     cr_assert_eq(uv_loop_init(&loop), 0);
     cr_assert_eq(kl_timeouts_init(&t, &loop, no_expiry), KEEL_OK);
+    clock_at(&t, start);
     for (int i = 0; i < NODES; i++)
         kl_tnode_init(&nodes[i]);
     rng_seed(0x5eed1234);
@@ -122,18 +139,19 @@ Test(timeouts, heap_invariant_after_random_operations, .timeout = 30)
                 cr_assert(!kl_tnode_scheduled(n), "set(0) leaves the node idle");
             } else {
                 cr_assert(kl_tnode_scheduled(n));
-                uint64_t want = d > UINT32_MAX - 1 ? UINT32_MAX - 1 : d;
+                uint32_t want = d > KL_TIMEOUT_MAX_MS ? KL_TIMEOUT_MAX_MS : (uint32_t)d;
                 cr_assert_eq(n->duration, want, "duration %llu kept as %u", (unsigned long long)d,
                              n->duration);
-                cr_assert_eq(n->deadline, uv_now(&loop) + want, "deadline is now + duration");
+                cr_assert_eq(n->deadline, (uint32_t)(kl_timeouts_now(&t) + want),
+                             "deadline is now + duration");
             }
         } else if (what < 8) {
             int was = kl_tnode_scheduled(n);
-            uint64_t before = n->deadline;
+            uint32_t before = n->deadline;
             kl_timeouts_touch(&t, n);
             cr_assert_eq(kl_tnode_scheduled(n), was, "touch never schedules or removes");
             if (was)
-                cr_assert_eq(n->deadline, uv_now(&loop) + n->duration);
+                cr_assert_eq(n->deadline, (uint32_t)(kl_timeouts_now(&t) + n->duration));
             else
                 cr_assert_eq(n->deadline, before, "touching an idle node changes nothing");
         } else {
@@ -157,6 +175,18 @@ Test(timeouts, heap_invariant_after_random_operations, .timeout = 30)
         }
     }
     finish_loop(&t, &loop);
+}
+
+Test(timeouts, heap_invariant_after_random_operations, .timeout = 30)
+{
+    random_operations(1000);
+}
+
+/* The clock's 32 bits wrap a minute in, amid deadlines of up to two
+ * minutes: the order holds across it. */
+Test(timeouts, heap_invariant_across_the_clocks_wrap, .timeout = 30)
+{
+    random_operations(UINT32_MAX - 60000);
 }
 
 Test(timeouts, removing_an_idle_node_is_a_no_op, .timeout = 10)
@@ -284,8 +314,10 @@ static void on_phase(uv_timer_t *timer)
     }
 }
 
-Test(timeouts, expiry_follows_deadlines_on_a_loop, .timeout = 20)
+/* With the heap's clock reading `start` at first. */
+static void expiry_on_a_loop(uint32_t start_clock)
 {
+    memset(&lp, 0, sizeof lp);
     cr_assert_eq(uv_loop_init(&lp.loop), 0);
     cr_assert_eq(kl_timeouts_init(&lp.t, &lp.loop, on_expire), KEEL_OK);
     rng_seed(0xdead10cc);
@@ -295,6 +327,7 @@ Test(timeouts, expiry_follows_deadlines_on_a_loop, .timeout = 20)
     uv_timer_start(&lp.watchdog, on_watchdog, 5000, 0);
     uv_timer_init(&lp.loop, &lp.phase);
     uv_update_time(&lp.loop);
+    clock_at(&lp.t, start_clock);
     uint64_t start = uv_now(&lp.loop);
     lp.rearm_node = 5;
     for (int i = 0; i < LOOP_NODES; i++) {
@@ -348,6 +381,17 @@ Test(timeouts, expiry_follows_deadlines_on_a_loop, .timeout = 20)
     uv_close((uv_handle_t *)&lp.watchdog, NULL);
     uv_close((uv_handle_t *)&lp.phase, NULL);
     finish_loop(&lp.t, &lp.loop);
+}
+
+Test(timeouts, expiry_follows_deadlines_on_a_loop, .timeout = 20)
+{
+    expiry_on_a_loop(1000);
+}
+
+/* The heap's 32-bit clock wraps 10 ms in, amid deadlines of up to 30 ms. */
+Test(timeouts, expiry_follows_deadlines_across_the_clocks_wrap, .timeout = 20)
+{
+    expiry_on_a_loop(UINT32_MAX - 10);
 }
 
 /* A node set to a shorter duration than the one in force moves forward at

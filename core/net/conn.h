@@ -210,6 +210,9 @@ void kl_conn_unlist(keel_conn *conn);
  * max_connections slot to the caller's new connection. Returns 1 if it
  * did, 0 if the worker has none. Worker thread. */
 int kl_conn_reclaim_idle(keel_worker *w);
+/* Marked idle by its protocol, no byte unconsumed, no output queued or
+ * owed, no callback running: closing it now loses nothing. */
+int kl_conn_reclaimable(const keel_conn *conn);
 
 /* The server is stopping: let the protocol finish or close when drained. */
 void kl_conn_shutdown(keel_conn *conn);

@@ -226,6 +226,11 @@ void kl_conn_retime(keel_conn *conn, int reset);
 
 /* Reading on or off as the flags and phase say. */
 void kl_conn_update_reading(keel_conn *conn);
+/* Asks libuv to read a connection whose connect is in flight (libuv reads
+ * nothing until it completes): the connect's write watch then turns into
+ * the read watch with one epoll_ctl, where stopping it and starting to
+ * read costs two (an ADD refused with EEXIST, then a MOD). */
+void kl_conn_read_while_connecting(keel_conn *conn);
 
 /* An exchange on the connection pauses (paused != 0) or resumes its
  * reading: the HTTP layer's keel_request_body_pause for a protocol whose

@@ -246,14 +246,16 @@ void keel_conn_set_idle(keel_conn *c, int idle)
         return;
     }
     /* Already idle: it keeps its place (idle since the first mark). */
-    if ((c->flags & (KL_CONN_IDLE | KL_CONN_DEFERRED)) || !may_list(c))
+    if ((c->flags & (KL_CONN_IDLE | KL_CONN_DEFERRED)) || kl_conn_closing(c))
         return;
+    /* An outbound one is marked, never listed: keel_conn_close then ends
+     * it at once (kl_conn_close_idle_outbound). */
     c->flags |= KL_CONN_IDLE;
     /* Listed once its output has left (kl_conn_output_gone): a response
      * still leaving to a peer that does not read cannot be closed, and
      * such connections at the list's head would hide every other from the
      * bounded scan (16 peers that never read kept new clients out). */
-    if (!(c->flags & KL_CONN_LISTED) && c->out == NULL)
+    if (!(c->flags & KL_CONN_LISTED) && c->out == NULL && may_list(c))
         list_add(c);
 }
 
@@ -266,7 +268,7 @@ void kl_conn_output_gone(keel_conn *c)
 /* Nothing would be lost by closing it now: the protocol said so, no byte
  * waits unconsumed, no output is queued or owed, nothing is in a
  * callback. */
-static int reclaimable(const keel_conn *c)
+int kl_conn_reclaimable(const keel_conn *c)
 {
     return (c->flags & KL_CONN_IDLE) && c->phase == KL_PHASE_OPEN &&
            (c->rbuf == NULL || c->rstart == c->rlen) && c->out == NULL &&
@@ -293,7 +295,7 @@ int kl_conn_reclaim_idle(keel_worker *w)
      * peers trickling them cannot hold every slot (issue 23). */
     keel_conn *c = NULL, *unfinished_one = NULL, *at = w->idle_head;
     for (int n = 0; at != NULL && n < RECLAIM_SCAN; n++, at = at->idle_next) {
-        if (reclaimable(at)) {
+        if (kl_conn_reclaimable(at)) {
             c = at;
             break;
         }

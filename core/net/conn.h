@@ -215,6 +215,9 @@ void kl_conn_unlist(keel_conn *conn);
  * max_connections slot to the caller's new connection. Returns 1 if it
  * did, 0 if the worker has none. Worker thread. */
 int kl_conn_reclaim_idle(keel_worker *w);
+/* Marked idle by its protocol, no byte unconsumed, no output queued or
+ * owed, no callback running: closing it now loses nothing. */
+int kl_conn_reclaimable(const keel_conn *conn);
 
 /* The server is stopping: let the protocol finish or close when drained. */
 void kl_conn_shutdown(keel_conn *conn);
@@ -228,6 +231,11 @@ void kl_conn_retime(keel_conn *conn, int reset);
 
 /* Reading on or off as the flags and phase say. */
 void kl_conn_update_reading(keel_conn *conn);
+/* Asks libuv to read a connection whose connect is in flight (libuv reads
+ * nothing until it completes): the connect's write watch then turns into
+ * the read watch with one epoll_ctl, where stopping it and starting to
+ * read costs two (an ADD refused with EEXIST, then a MOD). */
+void kl_conn_read_while_connecting(keel_conn *conn);
 
 /* An exchange on the connection pauses (paused != 0) or resumes its
  * reading: the HTTP layer's keel_request_body_pause for a protocol whose

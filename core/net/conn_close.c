@@ -87,10 +87,23 @@ void kl_conn_advance_close(keel_conn *c)
     }
 }
 
+static void close_handle_now(keel_conn *c, int status, int reset);
+
 void kl_conn_close(keel_conn *c, int status)
 {
     if (kl_conn_closing(c))
         return;
+    /* An outbound connection its protocol marked idle (a kept-alive one
+     * in a pool) owes its peer nothing: every byte it was sent was
+     * answered, and no answer of ours is in flight for a reset to
+     * destroy. Closed at once, plainly (a FIN, no lingering), as nginx
+     * closes a cached upstream connection and keel an idle one it
+     * reclaims; a transport's closing record (TLS close_notify) still
+     * goes the long way. */
+    if (c->origin->spec == NULL && kl_conn_transport(c) == NULL && kl_conn_reclaimable(c)) {
+        close_handle_now(c, status, 0);
+        return;
+    }
     kl_conn_unlist(c);
     c->phase = KL_PHASE_DRAINING;
     c->close_status = status;
@@ -102,8 +115,6 @@ void kl_conn_abort_status(keel_conn *c, int status)
 {
     if (kl_conn_handle_closed(c))
         return;
-    if (!kl_conn_closing(c))
-        c->close_status = status;
     /* Output nobody will read is dropped with a reset (SO_LINGER 0), as
      * nginx's reset_timedout_connection does: a write timeout, the
      * shutdown deadline, or keel_conn_abort (a peer that stopped reading,
@@ -114,6 +125,13 @@ void kl_conn_abort_status(keel_conn *c, int status)
     int reset =
         (status == KEEL_ERR_TIMEOUT || status == KEEL_ERR_SHUTDOWN || status == KEEL_ERR_CLOSED) &&
         c->phase < KL_PHASE_SHUTTING;
+    close_handle_now(c, status, reset);
+}
+
+static void close_handle_now(keel_conn *c, int status, int reset)
+{
+    if (!kl_conn_closing(c))
+        c->close_status = status;
     kl_conn_unlist(c);
     c->phase = KL_PHASE_CLOSING;
     c->flags &= ~KL_CONN_READING;

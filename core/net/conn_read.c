@@ -157,6 +157,13 @@ void kl_conn_update_reading(keel_conn *c)
     }
 }
 
+void kl_conn_read_while_connecting(keel_conn *c)
+{
+    if (!(c->flags & KL_CONN_READING) &&
+        uv_read_start((uv_stream_t *)&c->tcp, on_alloc, on_read) == 0)
+        c->flags |= KL_CONN_READING;
+}
+
 /* Hands buffered bytes to the protocol until it stops consuming, pauses,
  * closes, or has seen everything. */
 void kl_conn_deliver(keel_conn *c)

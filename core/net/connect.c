@@ -279,6 +279,7 @@ static int try_next_address(keel_connect *a)
          * IPv6 address on a host without IPv6) come back here. */
         int rc = uv_tcp_connect(&a->connect_req, &c->tcp, ai->ai_addr, on_connected);
         if (rc == 0) {
+            kl_conn_read_while_connecting(c);
             a->conn = c;
             a->connecting = true;
             a->tried = ai;

@@ -62,9 +62,16 @@ keel_worker *kl_worker_new(kl_host *host, unsigned id)
     if ((w->metrics = kl_metrics_worker_slots(host->metrics)) == NULL ||
         uv_loop_init(&w->loop) != 0)
         goto fail;
-    /* keel_worker_loop_idle_seconds_total: libuv measures the time spent
-     * waiting in the poll, which costs a clock read per poll. */
-    uv_loop_configure(&w->loop, UV_METRICS_IDLE_TIME);
+    /* keel_worker_loop_idle_seconds_total: the worker thread's time off
+     * the CPU, asked when sampled. libuv's own measure of the time spent
+     * waiting in the poll (UV_METRICS_IDLE_TIME) is the fallback only: it
+     * makes every poll that would wait an epoll_wait with no timeout
+     * first, then the waiting one, a system call more per turn of a busy
+     * loop. */
+    uint64_t cpu_ns;
+    w->idle_from_cpu = kl_thread_cpu_ns(uv_thread_self(), &cpu_ns) == 0;
+    if (!w->idle_from_cpu)
+        uv_loop_configure(&w->loop, UV_METRICS_IDLE_TIME);
     w->loop.data = w;
     uv_mutex_init(&w->lock);
     uv_sem_init(&w->started, 0);
@@ -602,6 +609,7 @@ static void worker_main(void *arg)
 
 int kl_worker_start(keel_worker *w)
 {
+    w->start_ns = uv_hrtime();
     if (uv_thread_create(&w->thread, worker_main, w) != 0) {
         kl_log(KEEL_LOG_ERROR, "worker %u: cannot create thread", w->id);
         return KEEL_ERR_NOMEM;
@@ -623,6 +631,19 @@ void kl_worker_join(keel_worker *w)
         uv_thread_join(&w->thread);
         w->thread_started = 0;
     }
+}
+
+/* The time the worker's loop has waited, from any thread: its thread's
+ * time since it started less its CPU time (time spent runnable but off a
+ * busy core counts as waiting too), or libuv's measure of its polls. */
+uint64_t kl_worker_loop_idle_ns(keel_worker *w)
+{
+    if (!w->idle_from_cpu)
+        return uv_metrics_idle_time(&w->loop);
+    uint64_t cpu_ns, wall_ns = uv_hrtime() - w->start_ns;
+    if (!w->thread_started || kl_thread_cpu_ns(w->thread, &cpu_ns) != 0)
+        return 0;
+    return wall_ns > cpu_ns ? wall_ns - cpu_ns : 0;
 }
 
 /* ---- the worker and timer API ------------------------------------------ */

@@ -40,6 +40,11 @@ struct keel_worker {
     unsigned id;
     uv_thread_t thread;
     int thread_started;
+    /* keel_worker_loop_idle_seconds_total: the thread's time off the CPU
+     * since start_ns (uv_hrtime), where its CPU time can be asked for;
+     * libuv's idle-time metric otherwise (kl_worker_loop_idle_ns). */
+    int idle_from_cpu;
+    uint64_t start_ns;
     uv_loop_t loop;
     uv_sem_t started; /* posted once the modules have started on the thread */
     int start_status;
@@ -120,6 +125,9 @@ void kl_worker_stop_accepting(keel_worker *w);
 
 /* Waits for the thread to end. Main thread. */
 void kl_worker_join(keel_worker *w);
+
+/* keel_worker_loop_idle_seconds_total's nanoseconds. Any thread. */
+uint64_t kl_worker_loop_idle_ns(keel_worker *w);
 
 /* Queues an accepted socket for the worker. reclaim: the socket holds no
  * max_connections slot (the limit was reached) and gets one only if the

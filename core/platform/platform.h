@@ -166,6 +166,14 @@ int kl_socket_peer_cred(kl_socket sock, uint32_t *uid, uint32_t *gid, int32_t *p
  * which has no such limit to raise. Main thread, before workers start. */
 int kl_nofile_raise(uint64_t *before, uint64_t *after);
 
+/* ---- Threads ------------------------------------------------------------- */
+
+/* The CPU time (user and system) a running thread has used, in
+ * nanoseconds, asked from any thread: 0 with *ns set, UV_ENOTSUP where
+ * the system cannot tell another thread's (macOS: no
+ * pthread_getcpuclockid), or another negative libuv error. */
+int kl_thread_cpu_ns(uv_thread_t thread, uint64_t *ns);
+
 /* ---- Log files ---------------------------------------------------------- */
 
 /* Points the open file `file` (appending) at whatever `path` names now: a

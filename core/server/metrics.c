@@ -193,8 +193,7 @@ int keel_metrics_collect(keel_module *module, unsigned flags, keel_metric_visit_
 static int64_t sample_loop_idle_ns(keel_server *s, keel_worker *w)
 {
     (void)s;
-    /* Thread-safe: libuv guards the loop's metrics with its own mutex. */
-    return (int64_t)uv_metrics_idle_time(&w->loop);
+    return (int64_t)kl_worker_loop_idle_ns(w);
 }
 
 static int64_t sample_rejected_by_acceptor(keel_server *s, keel_worker *w)

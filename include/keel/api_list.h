@@ -940,8 +940,13 @@ KEEL_FN(const char *, host_abi, (void), ())
  * handed bytes (on_data: a message may be starting, so mark it again when
  * the connection is idle again), the connection changes protocol, or it
  * closes. Marking an idle connection again keeps its place in the order.
- * No effect on an outbound connection (it holds no max_connections slot)
- * or a closing one. Worker thread of the connection. */
+ * An outbound connection (a kept-alive one in a pool) holds no
+ * max_connections slot and is never closed for one; marked idle, it is
+ * closed at once by keel_conn_close, without the FIN-then-lingering an
+ * orderly close takes, when nothing waits unconsumed or queued and it
+ * has no transport (a plain close, as nginx closes a cached upstream
+ * connection). No effect on a closing connection. Worker thread of the
+ * connection. */
 KEEL_VFN(conn_set_idle, (keel_conn *conn, int idle), (conn, idle))
 #endif /* KEEL__WANT(4) */
 

@@ -34,6 +34,7 @@ px_up *px_pool_take(px_peer *p)
     if (up == NULL)
         return NULL;
     idle_unlink(up);
+    keel_conn_set_idle(up->conn, 0);
     return up;
 }
 
@@ -62,6 +63,10 @@ void px_pool_put(px_up *up)
     p->idle_head = up;
     p->nidle++;
     keel_conn_set_timeout(up->conn, c->keepalive_timeout_ms);
+    /* Nothing is owed on it now: closed from the pool (full, timed out,
+     * the upstream's EOF), it goes at once rather than through a lingering
+     * close, as nginx closes a cached connection. */
+    keel_conn_set_idle(up->conn, 1);
 }
 
 void px_pool_close_all(px_worker *pw)

@@ -313,9 +313,12 @@ void px_response_client_gone(px_ex *ex)
     px_ex_finish(ex);
 }
 
-/* Hands the bytes parsed from this read to the client. 0, or -1 if the
- * client is gone. */
-static int flush(px_ex *ex)
+/* Hands the bytes parsed from this read to the client; with whole, as
+ * the whole body, which ends the response (keel_response_send: the head
+ * and the body leave in one write, framed by a Content-Length rather than
+ * a chunk and a last chunk written apart). 0, or -1 if the client is
+ * gone. */
+static int flush(px_ex *ex, int whole)
 {
     px_block *b = ex->pend;
     size_t len = ex->plen;
@@ -346,6 +349,8 @@ static int flush(px_ex *ex)
         ex->share->buffered += len;
     ex->bytes_out += len;
     keel_metric_add(ex->pw->worker, ex->route->cfg->m_buffered, (int64_t)len);
+    if (whole)
+        return keel_response_send(ex->res, b->data, len, piece_taken, b) == KEEL_OK ? 0 : -1;
     if (keel_response_write(ex->res, b->data, len, piece_taken, b) != KEEL_OK)
         return -1; /* piece_taken ran already */
     px_upstream_hold(ex);
@@ -362,7 +367,7 @@ static void flush_due(keel_timer *t, void *userdata)
     px_ex *ex = userdata;
     (void)t;
     px_ex_ref(ex);
-    if (ex->plen > 0 && flush(ex) != 0)
+    if (ex->plen > 0 && flush(ex, 0) != 0)
         px_response_client_gone(ex);
     px_ex_unref(ex);
 }
@@ -374,7 +379,7 @@ int px_body_reserve(px_ex *ex, size_t len)
 {
     if (ex->pend != NULL && ex->plen + len <= ex->pcap)
         return 0;
-    if (ex->plen > 0 && flush(ex) != 0)
+    if (ex->plen > 0 && flush(ex, 0) != 0)
         return -1;
     /* a small read is probably a small response: no more room than it
      * needs (and below malloc's mmap threshold either way) */
@@ -393,7 +398,7 @@ int px_body_reserve(px_ex *ex, size_t len)
 void px_body_flush_soon(px_ex *ex)
 {
     if (ex->plen >= PX_GATHER * 3 / 4) {
-        if (flush(ex) != 0)
+        if (flush(ex, 0) != 0)
             px_response_client_gone(ex);
         return;
     }
@@ -403,7 +408,7 @@ void px_body_flush_soon(px_ex *ex)
         ex->flush_timer = keel_timer_start(ex->pw->worker, 0, 0, flush_due, ex);
     else
         keel_timer_restart(ex->flush_timer, 0, 0);
-    if (ex->flush_timer == NULL && flush(ex) != 0)
+    if (ex->flush_timer == NULL && flush(ex, 0) != 0)
         px_response_client_gone(ex);
 }
 
@@ -430,7 +435,13 @@ static int forbidden_trailer(keel_str name)
 void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps)
 {
     int ok = ex->req != NULL;
-    if (ok && flush(ex) != 0) {
+    /* The whole body is in hand when none of it left before (a small
+     * response read at once): sent with the head as one. Not after a HEAD
+     * (its head keeps the upstream's length) nor with trailers (they need
+     * chunks). */
+    int whole = ok && ex->head_relayed && !ex->is_head && ex->bytes_out == 0 && ex->plen > 0 &&
+                ex->trailer_from == ex->nfields;
+    if (ok && !whole && flush(ex, 0) != 0) {
         px_response_client_gone(ex);
         return;
     }
@@ -451,6 +462,8 @@ void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps)
         int rc = KEEL_OK;
         if (!ex->head_relayed) {
             rc = keel_response_send_status(ex->res, 502);
+        } else if (whole) {
+            rc = flush(ex, 1); /* ends the response either way */
         } else {
             /* A head-only response keeps its declared Content-Length
              * (HEAD): the head goes out before the end, which would

@@ -588,6 +588,15 @@ pass = / php root={www}
         check(r.getheader("Transfer-Encoding") == "chunked", "stream: chunked to HTTP/1.1")
         check(rest.endswith(b"end\n") and rest.count(b"piece") == 4, "stream: whole")
 
+        # -- a response read whole at once leaves with its head in one
+        # piece: framed by Content-Length, not chunks (a last chunk written
+        # apart cost a system call a request)
+        r, body = request(port, "GET", "/small.php")
+        check(r.status == 200 and r.getheader("Content-Length") == str(len(body)) and
+              r.getheader("Transfer-Encoding") is None,
+              "small response: Content-Length, not chunked",
+              (r.status, r.getheader("Content-Length"), r.getheader("Transfer-Encoding"), body))
+
         # -- status and fields from PHP
         r, body = request(port, "GET", "/headers.php?mode=404")
         check(r.status == 404 and body == b"not here\n" and r.getheader("X-App") == "set-by-php",

@@ -167,6 +167,54 @@ Test(platform, listener_is_exclusive)
 }
 #endif
 
+/* ---- A thread's CPU time (platform.h kl_thread_cpu_ns) ---------------------- */
+
+#define SPUN_NS (30 * 1000000ull)
+
+typedef struct spinner {
+    uv_sem_t spun, release;
+} spinner;
+
+/* Burns SPUN_NS of its own CPU time (by its own clock: on a loaded machine
+ * wall time says little), then blocks until released. */
+static void spin_then_wait(void *arg)
+{
+    spinner *sp = arg;
+    uint64_t ns = 0;
+    while (kl_thread_cpu_ns(uv_thread_self(), &ns) == 0 && ns < SPUN_NS)
+        ;
+    uv_sem_post(&sp->spun);
+    uv_sem_wait(&sp->release);
+}
+
+Test(platform, thread_cpu_time_of_another_thread)
+{
+#ifdef __APPLE__
+    uint64_t ns = 0;
+    cr_assert_eq(kl_thread_cpu_ns(uv_thread_self(), &ns), UV_ENOTSUP);
+#else
+    spinner sp;
+    uv_thread_t t;
+    uv_sem_init(&sp.spun, 0);
+    uv_sem_init(&sp.release, 0);
+    cr_assert_eq(uv_thread_create(&t, spin_then_wait, &sp), 0);
+    uv_sem_wait(&sp.spun);
+    uint64_t spun = 0, later = 0;
+    cr_assert_eq(kl_thread_cpu_ns(t, &spun), 0);
+    cr_assert_geq(spun, SPUN_NS, "the spinner's CPU time, asked from another thread: %llu",
+                  (unsigned long long)spun);
+    uv_sleep(100);
+    cr_assert_eq(kl_thread_cpu_ns(t, &later), 0);
+    cr_assert_lt(later - spun, 20 * 1000000ull,
+                 "a blocked thread uses no CPU: %llu ns more in 100 ms of waiting",
+                 (unsigned long long)(later - spun));
+    uv_sem_post(&sp.release);
+    uv_thread_join(&t);
+    uv_sem_destroy(&sp.spun);
+    uv_sem_destroy(&sp.release);
+#endif
+}
+
 /* ---- Unix socket addresses (platform.h kl_unix_addr) ------------------------ */
 
 #ifdef _WIN32

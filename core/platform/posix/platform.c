@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -327,4 +328,23 @@ int kl_file_reopen(FILE *file, const char *path)
             fcntl(fileno(file), F_SETFD, flags | FD_CLOEXEC);
     }
     return rc;
+}
+
+int kl_thread_cpu_ns(uv_thread_t thread, uint64_t *ns)
+{
+#ifdef __APPLE__
+    (void)thread;
+    (void)ns;
+    return UV_ENOTSUP;
+#else
+    clockid_t clock;
+    struct timespec ts;
+    int rc = pthread_getcpuclockid(thread, &clock);
+    if (rc != 0)
+        return uv_translate_sys_error(rc);
+    if (clock_gettime(clock, &ts) != 0)
+        return uv_translate_sys_error(errno);
+    *ns = (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+    return 0;
+#endif
 }

@@ -311,3 +311,14 @@ int kl_socket_peer_cred(kl_socket sock, uint32_t *uid, uint32_t *gid, int32_t *p
     (void)pid;
     return UV_ENOTSUP;
 }
+
+int kl_thread_cpu_ns(uv_thread_t thread, uint64_t *ns)
+{
+    FILETIME created, exited, kernel, user;
+    if (!GetThreadTimes(thread, &created, &exited, &kernel, &user))
+        return uv_translate_sys_error((int)GetLastError());
+    uint64_t k = ((uint64_t)kernel.dwHighDateTime << 32) | kernel.dwLowDateTime;
+    uint64_t u = ((uint64_t)user.dwHighDateTime << 32) | user.dwLowDateTime;
+    *ns = (k + u) * 100; /* FILETIME counts 100 ns intervals */
+    return 0;
+}

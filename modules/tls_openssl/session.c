@@ -66,12 +66,22 @@ void ko_bio_free(void)
     bio_method = NULL;
 }
 
+/* SSL_get_error reads the thread's error queue, so it must be empty before
+ * each call (SSL_get_error(3)); every failure below empties it again, so
+ * it nearly always is, and ERR_clear_error costs a pass over all its
+ * slots (two frees each): only a queue with something in it is cleared. */
+static void clear_errors(void)
+{
+    if (ERR_peek_error() != 0)
+        ERR_clear_error();
+}
+
 /* ---- the handshake ------------------------------------------------------------------ */
 
 int kt_be_handshake(kt_base *b, char *why, size_t size)
 {
     ko_session *s = (ko_session *)b;
-    ERR_clear_error();
+    clear_errors();
     int rc = SSL_do_handshake(s->ssl);
     if (rc == 1)
         return KT_HS_DONE;
@@ -110,7 +120,7 @@ void kt_be_opened(kt_base *b)
 static int write_plain(ko_session *s, const void *p, size_t len)
 {
     size_t done = 0;
-    ERR_clear_error();
+    clear_errors();
     /* The BIO never blocks: anything but a full write is fatal. */
     return len == 0 || (SSL_write_ex(s->ssl, p, len, &done) == 1 && done == len) ? KEEL_OK
                                                                                  : KEEL_ERR_IO;
@@ -207,7 +217,7 @@ int kt_be_read(kt_base *b, unsigned char *buf, size_t size, char *why, size_t wh
 {
     ko_session *s = (ko_session *)b;
     size_t n = 0;
-    ERR_clear_error();
+    clear_errors();
     int ok = SSL_read_ex(s->ssl, buf, size, &n);
     if (ok == 1)
         return (int)n;
@@ -221,6 +231,11 @@ int kt_be_read(kt_base *b, unsigned char *buf, size_t size, char *why, size_t wh
     return KT_READ_ERROR;
 }
 
+int kt_be_pending(kt_base *b)
+{
+    return SSL_has_pending(((ko_session *)b)->ssl);
+}
+
 /* OpenSSL gives idle record buffers back itself (SSL_MODE_RELEASE_BUFFERS). */
 void kt_be_read_done(kt_base *b, size_t len, int handshaking, int rc)
 {
@@ -232,9 +247,9 @@ void kt_be_read_done(kt_base *b, size_t len, int handshaking, int rc)
 
 void kt_be_close_notify(kt_base *b)
 {
-    ERR_clear_error();
+    clear_errors();
     SSL_shutdown(((ko_session *)b)->ssl);
-    ERR_clear_error();
+    clear_errors();
 }
 
 void kt_be_free(kt_base *b)

@@ -15,6 +15,7 @@ void kl_file_reader_init(kl_file_reader *r, int fd, uint64_t offset, uint64_t le
     r->on_piece = on_piece;
     r->owner = owner;
     r->buf = NULL;
+    r->spare_of = NULL;
     r->fd = fd;
     r->reading = 0;
     r->offset = offset;
@@ -56,9 +57,15 @@ int kl_file_reader_next(kl_file_reader *r, uv_loop_t *loop)
     if (r->left == 0 || r->reading)
         return KEEL_ERR_STATE;
     size_t want = r->left < KL_FILE_PIECE ? (size_t)r->left : KL_FILE_PIECE;
-    /* Sized by the first read: a small file costs a small buffer. */
-    if (r->buf == NULL && (r->buf = malloc(want)) == NULL)
-        return KEEL_ERR_NOMEM;
+    /* Sized by the first read: a small file costs a small buffer; a full
+     * piece is one of the worker's spares. */
+    if (r->buf == NULL) {
+        keel_worker *w = loop->data;
+        r->buf = want == KL_FILE_PIECE ? kl_freelist_get(&w->piece_cache, want) : malloc(want);
+        if (r->buf == NULL)
+            return KEEL_ERR_NOMEM;
+        r->spare_of = want == KL_FILE_PIECE ? w : NULL;
+    }
     int64_t n = kl_pread_cached(r->fd, r->buf, want, r->offset);
     if (n > 0) {
         r->cached = (size_t)n;
@@ -77,6 +84,10 @@ int kl_file_reader_next(kl_file_reader *r, uv_loop_t *loop)
 
 void kl_file_reader_free(kl_file_reader *r)
 {
-    free(r->buf);
+    if (r->spare_of != NULL && r->buf != NULL)
+        kl_freelist_put(&r->spare_of->piece_cache, r->buf);
+    else
+        free(r->buf);
     r->buf = NULL;
+    r->spare_of = NULL;
 }

@@ -16,6 +16,7 @@
 
 #include <stdint.h>
 
+#include <keel/types.h>
 #include <uv.h>
 
 #include "net/soon.h"
@@ -37,8 +38,9 @@ struct kl_file_reader {
     kl_file_piece_fn on_piece;
     void *owner;
     char *buf;
-    int fd;      /* the caller's; never closed here */
-    int reading; /* a read is on the thread pool */
+    keel_worker *spare_of; /* buf is a full piece from this worker's piece_cache */
+    int fd;                /* the caller's; never closed here */
+    int reading;           /* a read is on the thread pool */
     uint64_t offset;
     uint64_t left; /* bytes not yet delivered */
 };

@@ -91,6 +91,10 @@ keel_worker *kl_worker_new(kl_host *host, unsigned id)
     kl_timeouts_init(&w->timeouts, &w->loop, kl_conn_on_timeout);
     /* Enough spares for a burst of responses finishing in one turn. */
     w->output_cache.max = w->done_cache.max = 256;
+    /* A file read through a transport takes a 64 KiB buffer per response:
+     * freed to the allocator, a worker thread's arena gives the pages back
+     * (madvise) and the next response faults them in again. */
+    w->piece_cache.max = 8;
     return w;
 fail:
     kl_worker_free(w);
@@ -126,6 +130,7 @@ void kl_worker_free(keel_worker *w)
     free(w->handoffs);
     kl_bufpool_free(&w->pool);
     kl_output_cache_free(w);
+    kl_freelist_clear(&w->piece_cache);
     for (size_t i = 0; i < KL_SLOT_MAX; i++) {
         if (w->slots[i] != NULL && w->host->slots[i].dispose != NULL)
             w->host->slots[i].dispose(w->slots[i]);

@@ -80,6 +80,7 @@ struct keel_worker {
     kl_soon *soon, *soon_tail; /* kl_worker_soon's queue */
     kl_freelist output_cache;  /* spare output states (net/output.c) */
     kl_freelist done_cache;    /* spare completion records */
+    kl_freelist piece_cache;   /* spare file-piece buffers (net/file_reader.c) */
     keel_timer *timers;        /* module timers, freed on stop */
     keel_connect *connects;    /* outbound attempts until their handles are closed (connect.c) */
     uint64_t offloads;         /* keel_worker_offload calls whose done has not run (offload.c) */

@@ -196,6 +196,10 @@ int kt_be_handshake(kt_base *b, char *why, size_t size);
 void kt_be_opened(kt_base *b);
 /* Decrypts into buf: bytes, or KT_READ_* (KT_READ_ERROR: why says). */
 int kt_be_read(kt_base *b, unsigned char *buf, size_t size, char *why, size_t why_size);
+/* 1 if the library holds bytes it has read but not yet decrypted, or
+ * plaintext not yet read: another kt_be_read may return bytes without
+ * more input. */
+int kt_be_pending(kt_base *b);
 /* After each read of len raw bytes (rc its result). */
 void kt_be_read_done(kt_base *b, size_t len, int handshaking, int rc);
 /* Encrypts the buffers into records and hands them to the core. */

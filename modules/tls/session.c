@@ -234,6 +234,11 @@ int kt_be_read(kt_base *b, unsigned char *buf, size_t size, char *why, size_t wh
     }
 }
 
+int kt_be_pending(kt_base *b)
+{
+    return mbedtls_ssl_check_pending(&((kt_session *)b)->ssl);
+}
+
 void kt_be_read_done(kt_base *b, size_t len, int handshaking, int rc)
 {
     kt_session *s = (kt_session *)b;

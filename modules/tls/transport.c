@@ -268,6 +268,10 @@ static int on_read(keel_conn *conn, const char *data, size_t len)
         if (n > 0) {
             delivered += (size_t)n;
             rc = keel_transport_deliver(conn, b->plain, (size_t)n);
+            /* All the input taken and nothing held: another read would
+             * only say "want read" (a request in one record: one call). */
+            if (b->in_len == 0 && !kt_be_pending(b))
+                break;
             continue;
         }
         if (n == KT_READ_AGAIN)

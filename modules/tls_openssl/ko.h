@@ -144,11 +144,20 @@ typedef struct ko_offer {
     struct ko_offer *next;
 } ko_offer;
 
+/* Records of one write of several, gathered for one system call: up to
+ * four full records, each with the most a suite adds (header, explicit
+ * IV, MAC or tag, padding). */
+#define KO_GATHER_RECORDS 4
+#define KO_GATHER_SIZE                                                                             \
+    (KO_GATHER_RECORDS * (KT_STAGE_SIZE + SSL3_RT_HEADER_LENGTH + SSL3_RT_MAX_ENCRYPTED_OVERHEAD))
+
 typedef struct ko_worker {
     keel_worker *worker;
     ko_offer *server_offers, *client_offers;
     unsigned char *stage;
     unsigned char *plain;
+    unsigned char *gather; /* KO_GATHER_SIZE: ciphertext on its way to the core */
+    size_t gathered;
 } ko_worker;
 
 ko_worker *ko_worker_of(keel_conn *conn);
@@ -172,7 +181,8 @@ typedef struct ko_session {
     SSL *ssl;
     ko_worker *w;
     const ko_offer *offer;
-    const ko_list *served; /* server: whose certificates the handshake serves */
+    const ko_list *served;   /* server: whose certificates the handshake serves */
+    unsigned char gathering; /* the BIO appends records to w->gather */
 } ko_session;
 
 /* NULL if not ours. */

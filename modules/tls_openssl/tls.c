@@ -336,6 +336,10 @@ static int tls_start(keel_module *m, keel_worker *worker, void *state)
     ko_worker *w = state;
     w->worker = worker;
     int rc = kt_buffers_alloc(&w->stage, &w->plain, KT_STAGE_SIZE);
+    if (rc == KEEL_OK && (w->gather = malloc(KO_GATHER_SIZE)) == NULL) {
+        kt_buffers_free(&w->stage, &w->plain, KT_STAGE_SIZE);
+        rc = KEEL_ERR_NOMEM;
+    }
     if (rc == KEEL_OK)
         ko_ocsp_start(worker);
     return rc;
@@ -356,6 +360,8 @@ static void tls_stop(keel_module *m, keel_worker *worker, void *state)
     ko_offers_free(&w->server_offers);
     ko_offers_free(&w->client_offers);
     kt_buffers_free(&w->stage, &w->plain, KT_STAGE_SIZE);
+    free(w->gather); /* ciphertext only */
+    w->gather = NULL;
 }
 
 static void tls_unload(keel_module *m)

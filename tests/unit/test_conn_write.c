@@ -2,7 +2,7 @@
  * that are never called back from inside the call and come in order, a
  * write from a completion, writes refused after close, a file with a write
  * queued behind it, and the same through a transport (pacing, the file
- * read in pieces). */
+ * read in pieces, its buffer kept for the next file). */
 #include <criterion/criterion.h>
 
 #include <errno.h>
@@ -15,6 +15,8 @@
 #include <keel/embed.h>
 
 #include "conn_harness.h"
+#include "net/file_reader.h"
+#include "net/worker.h"
 
 /* ---- writes that complete at once, and a write from a queued write's callback ----------- */
 
@@ -433,9 +435,66 @@ Test(conn, transport_abort_fails_paced_writes_file_and_held_write_in_order, .tim
     transport_file_case(1);
 }
 
+/* ---- through a transport: one piece buffer for file after file ------------------------- */
+
+/* Files read through a transport reuse the worker's spare piece buffer:
+ * freed to the allocator, a worker thread's arena hands the pages back
+ * and the next file faults them in again. */
+#define SPARE_FILE_LEN (3 * KL_FILE_PIECE + 100)
+#define SPARE_FILES    3
+static unsigned spares_after;
+
+static int tspare_data(keel_conn *c, const char *data, size_t len, size_t *consumed)
+{
+    (void)data;
+    *consumed = len;
+    if (rec.ndata++ > 0)
+        return KEEL_OK;
+    for (int i = 0; i < SPARE_FILES; i++)
+        write_file_rec(c, file_fd, 0, SPARE_FILE_LEN);
+    record_close(c);
+    STORE(rec.phase1, 1);
+    return KEEL_OK;
+}
+
+static const keel_protocol proto_tspare = {
+    .size = sizeof(keel_protocol),
+    .name = "tspare",
+    .on_open = common_open,
+    .on_data = tspare_data,
+    .on_close = common_close,
+};
+
+static void count_spares(void)
+{
+    spares_after = rec.worker->piece_cache.count;
+}
+
+Test(conn, transport_files_one_after_another_share_one_piece_buffer, .timeout = 60)
+{
+    server_start("tspare ident");
+    make_file(SPARE_FILE_LEN);
+    int fd = cl_connect(0);
+    cl_send(fd, "go", 2);
+    cr_assert(wait_for(&rec.phase1, 1, 10000), "on_data did not run");
+    rd r = cl_read(fd, NULL, UINT64_MAX, 30000);
+    uint64_t want = (uint64_t)SPARE_FILES * SPARE_FILE_LEN;
+    cr_assert(r.err == 0 && r.total == want, "got %llu of %llu bytes then %s",
+              (unsigned long long)r.total, (unsigned long long)want, err_name(r.err));
+    close(fd);
+    cr_assert(wait_for(&rec.nclose, 1, 5000), "on_close did not come");
+    check_callbacks(all_ok);
+    worker_sync_then(count_spares);
+    /* Each file took the spare the one before gave back: one buffer. */
+    cr_assert_eq(spares_after, 1, "%u spare piece buffers after %d files (want 1)", spares_after,
+                 SPARE_FILES);
+    close(file_fd);
+    server_stop();
+}
+
 /* ---- what the server offers (conn_harness.h) -------------------------------------------- */
 
 const keel_protocol *const conn_test_protocols[] = {
-    &proto_quick, &proto_qchain, &proto_after_close, &proto_file, &proto_tfile, NULL,
+    &proto_quick, &proto_qchain, &proto_after_close, &proto_file, &proto_tfile, &proto_tspare, NULL,
 };
 const keel_transport *const conn_test_transports[] = {&transport_ident, NULL};

@@ -647,6 +647,17 @@ unsigned kl_request_field_token_slow(const keel_request *req, size_t i)
     return keel_header_token(n.ptr, n.len);
 }
 
+/* keel_request_header_token without the head's tokens: each name is
+ * classified. */
+static keel_str header_by_classified_name(const keel_request *req, unsigned token)
+{
+    const keel_http_head *h = &req->head;
+    for (size_t i = 0; i < h->nheaders; i++)
+        if (kl_request_field_token_slow(req, i) == token)
+            return h->headers[i].value;
+    return (keel_str){NULL, 0};
+}
+
 /* Only a field of the name's length can be it, and most names asked for
  * are absent (preconditions, ranges): the name is classified only at the
  * first field of its length, and from then on a
@@ -670,14 +681,21 @@ keel_str keel_request_header(keel_request *req, const char *name)
     return (keel_str){NULL, 0};
 }
 
+/* The tokens the head arrived with are the usual case: their loop is kept
+ * apart from the one that classifies names (no tokens: the arena was
+ * full), whose classifier's registers are then saved on that path only. */
 keel_str keel_request_header_token(keel_request *req, unsigned token)
 {
     const keel_http_head *h = &req->head;
-    if (token != KEEL_HDR_UNKNOWN && token < KEEL_HDR_COUNT_)
+    if (token == KEEL_HDR_UNKNOWN || token >= KEEL_HDR_COUNT_)
+        return (keel_str){NULL, 0};
+    if (h->tokens != NULL) {
         for (size_t i = 0; i < h->nheaders; i++)
-            if (kl_request_field_token(req, i) == token)
+            if (h->tokens[i] == token)
                 return h->headers[i].value;
-    return (keel_str){NULL, 0};
+        return (keel_str){NULL, 0};
+    }
+    return header_by_classified_name(req, token);
 }
 
 size_t keel_request_header_count(keel_request *req)

@@ -239,21 +239,24 @@ static int of_take(st_open_file *of, int *fd)
 
 /* Sends [off, off + len) and ends the response. A shared descriptor stays
  * open (close_fd 0) until the log phase releases the request's reference,
- * once the last byte has left. */
+ * once the last byte has left; bytes from memory hold their own reference
+ * (st_content), so the file's goes at once. */
 static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t len)
 {
     if (of->shared == NULL)
         return keel_response_send_file(x->res, of->fd, off, len, 1);
-    keel_request_set_data(x->req, x->cfg->module, of->shared);
     /* A small file from memory: the head and the bytes in one write,
      * where sendfile needs a second system call (and TLS a read on the
      * thread pool). */
     st_content *k = st_cache_content(&x->ws->cache, of->shared);
-    if (k != NULL && off + len <= k->size)
+    if (k != NULL && off + len <= k->size) {
+        of_close(of);
         return keel_response_send_file_bytes(x->res, k->bytes + off, (size_t)len,
                                              st_content_release, k);
+    }
     if (k != NULL)
         st_content_release(NULL, k);
+    keel_request_set_data(x->req, x->cfg->module, of->shared);
     return keel_response_send_file(x->res, of->fd, off, len, 0);
 }
 
@@ -298,13 +301,18 @@ static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, s
     return NULL;
 }
 
-/* A field prepared at load, or its text where the core would not prepare
- * it (set as before, and refused the same way). */
-static void put_field(keel_response *res, const keel_prepared_field *field, const char *name,
-                      const char *text)
+/* Sets a field of a file's response: a field prepared at load, or text
+ * (made now, or a value the core would not prepare: refused the same way).
+ * `fresh`: the response had no field when the handler began, and each of
+ * these names is set once, so there is no field of the same name to
+ * replace, and adding skips the search that a set makes. */
+static void put_field(keel_response *res, int fresh, const keel_prepared_field *field,
+                      const char *name, const char *text)
 {
     if (field != NULL)
-        keel_response_field_add(res, field, 1);
+        keel_response_field_add(res, field, !fresh);
+    else if (fresh)
+        keel_response_header_add(res, name, text);
     else
         keel_response_header_set(res, name, text);
 }
@@ -314,6 +322,7 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
     const st_config *cfg = x->cfg;
     keel_request *req = x->req;
     keel_response *res = x->res;
+    int fresh = keel_response_header_count(res) == 0;
     /* The name's type, kept with a cached file (it is one name's). */
     const st_ctype *type;
     if (of->shared == NULL)
@@ -330,7 +339,7 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
         }
         /* Every answer of such a mount varies, the identity one included,
          * or a cache would hand it to a client that asked for br. */
-        put_field(res, cfg->vary_encoding, "Vary", "Accept-Encoding");
+        put_field(res, fresh, cfg->vary_encoding, "Vary", "Accept-Encoding");
     }
     const st_info *info = &of->info;
     /* A cached file's validators are formatted once per change of its
@@ -346,12 +355,12 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
         st_etag(info, coding, etag_buf, sizeof etag_buf);
         keel_time_format(info->mtime, KEEL_TIME_HTTP, date_buf, sizeof date_buf);
     }
-    keel_response_header_set(res, "ETag", etag);
-    keel_response_header_set(res, "Last-Modified", date);
+    put_field(res, fresh, NULL, "ETag", etag);
+    put_field(res, fresh, NULL, "Last-Modified", date);
     if (m->cache_control)
-        put_field(res, m->cache_control_field, "Cache-Control", m->cache_control);
+        put_field(res, fresh, m->cache_control_field, "Cache-Control", m->cache_control);
     if (coding)
-        keel_response_header_set(res, "Content-Encoding", coding);
+        put_field(res, fresh, NULL, "Content-Encoding", coding);
 
     int pc = st_preconditions(req, etag, info->mtime);
     if (pc == 304) {
@@ -366,8 +375,8 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
         of_close(of);
         return answer(cfg, req, res, 412);
     }
-    put_field(res, type->field, "Content-Type", type->text);
-    put_field(res, cfg->accept_ranges, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none");
+    put_field(res, fresh, type->field, "Content-Type", type->text);
+    put_field(res, fresh, cfg->accept_ranges, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none");
 
     uint64_t size = info->size;
     keel_str range = keel_request_header_token(req, KEEL_HDR_RANGE);

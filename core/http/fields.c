@@ -56,25 +56,33 @@ static int control_char(unsigned char c)
     return (c < 0x20 && c != '\t') || c == 0x7f;
 }
 
-/* RFC 9110 5.5: no CR, LF or other control characters (HTAB aside) in
- * p[0..len). Eight bytes at a time (values are dates, ETags, media types:
- * 20 to 40 bytes). */
-int kl_field_value_clean(const char *v, size_t len)
+static int bytes_clean(const unsigned char *p, size_t len)
 {
-    const unsigned char *p = (const unsigned char *)v;
-    size_t i = 0;
-    for (; i + 8 <= len; i += 8) {
-        uint64_t w;
-        memcpy(&w, p + i, 8);
-        if (control_bytes(w) != 0)
-            for (size_t k = i; k < i + 8; k++)
-                if (control_char(p[k]))
-                    return 0;
-    }
-    for (; i < len; i++)
+    for (size_t i = 0; i < len; i++)
         if (control_char(p[i]))
             return 0;
     return 1;
+}
+
+/* RFC 9110 5.5: no CR, LF or other control characters (HTAB aside) in
+ * p[0..len). Eight bytes at a time (values are dates, ETags, media types:
+ * 20 to 40 bytes), the last word overlapping the one before it rather than
+ * a tail read byte by byte. */
+int kl_field_value_clean(const char *v, size_t len)
+{
+    const unsigned char *p = (const unsigned char *)v;
+    if (len < 8)
+        return bytes_clean(p, len);
+    for (size_t i = 0;; i += 8) {
+        if (i + 8 > len)
+            i = len - 8;
+        uint64_t w;
+        memcpy(&w, p + i, 8);
+        if (control_bytes(w) != 0 && !bytes_clean(p + i, 8))
+            return 0;
+        if (i + 8 == len)
+            return 1;
+    }
 }
 
 /* This is what makes response splitting impossible through keel's API.

@@ -17,7 +17,10 @@
  * changed) and the entry kept only if it is still the same file (device,
  * inode, size, mtime). Lookups that found nothing (404) are cached the
  * same way, which makes precompressed=on cost nothing for files that have
- * no siblings.
+ * no siblings. An entry also remembers that its name passed the lexical
+ * checks (pathcheck.c), which depend on nothing but the name and the
+ * mount, and the file keeps its formatted validators and its type
+ * (static.h, st_file): a hit formats, searches and checks nothing.
  *
  * Descriptors are shared: the cache holds one reference, each response
  * sending the file another, released in the log phase (static.c), once
@@ -36,7 +39,8 @@ struct st_centry {
     char *key;
     size_t klen;
     uint32_t hash;
-    int status; /* 0: file holds the open file; else the cached answer (404) */
+    int status;       /* 0: file holds the open file; else the cached answer (404) */
+    int name_checked; /* the key passed st_path_check (ST_NAME_CHECKED) */
     st_file *file;
     uint64_t checked_ms;
     uint64_t fstat_turn; /* the cache's turn when its metadata was read */
@@ -204,15 +208,19 @@ static void refresh(st_cache *c, st_centry *e, uint64_t now)
     e->status = rc;
 }
 
-int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel, st_file **file)
+int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel, size_t klen,
+                  int name, st_file **file)
 {
-    size_t klen = strlen(rel);
     uint32_t h = hash_of(m, rel, klen);
     st_centry *e = c->buckets[h & (c->nbuckets - 1)];
     while (e && !(e->hash == h && e->m == m && e->klen == klen && memcmp(e->key, rel, klen) == 0))
         e = e->next;
+    if (name == ST_NAME_UNCHECKED && (e == NULL || !e->name_checked))
+        return ST_CHECK_NAME;
     if (e != NULL) {
         c->hits++;
+        if (name == ST_NAME_CHECKED)
+            e->name_checked = 1;
         if (now - e->checked_ms >= c->valid_ms) {
             refresh(c, e, now);
         } else if (e->status == 0 && !(c->turn_posted && e->fstat_turn == c->turn)) {
@@ -222,14 +230,18 @@ int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel,
             } else {
                 /* Rewritten in place: its new size and mtime, and the
                  * bytes read under the old ones are stale. */
-                if (!same_file(&now_info, &e->file->info))
+                if (!same_file(&now_info, &e->file->info)) {
                     content_drop(c, e->file);
+                    e->file->validators_ok = 0;
+                }
                 e->file->info = now_info;
             }
             fresh_this_turn(c, e);
         }
-        lru_unlink(c, e);
-        lru_front(c, e);
+        if (c->lru_head != e) {
+            lru_unlink(c, e);
+            lru_front(c, e);
+        }
         /* 500s (out of descriptors, say) are not worth keeping. */
         if (e->status != 0 && e->status != 404 && e->status != 403) {
             int rc = e->status;
@@ -256,12 +268,14 @@ int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel,
             *file = f;
         return rc;
     }
-    memcpy(key, rel, klen + 1);
+    memcpy(key, rel, klen);
+    key[klen] = '\0';
     e->m = m;
     e->key = key;
     e->klen = klen;
     e->hash = h;
     e->status = rc;
+    e->name_checked = name == ST_NAME_CHECKED;
     e->file = f;
     e->checked_ms = now;
     e->next = c->buckets[h & (c->nbuckets - 1)];

@@ -1,14 +1,17 @@
 /* mime.c — Content-Type from the file name's last extension.
  *
  * A built-in table sorted by extension, searched with bsearch (about 7
- * comparisons for 80 entries, no allocation, no start-up work), and the
+ * comparisons for 80 entries, no allocation), and the
  * config's `type = .ext mime/type` lines, searched first so that they
  * override it. Text types, JavaScript and JSON get "; charset=utf-8":
  * a browser otherwise guesses (RFC 9110 8.3.1 lets the recipient sniff
  * when no charset is given, which is how UTF-7 XSS happened); nginx's
  * `charset utf-8` does the same for text types. Unknown extensions are
  * application/octet-stream (RFC 9110 8.3: the recipient may then treat it
- * as data), never sniffed.
+ * as data), never sniffed. Each type's Content-Type field is prepared
+ * at load (st_mime_prepare), and the open-file cache keeps the lookup's
+ * result with the file, so that a cached file's response neither searches
+ * nor checks and copies the type again.
  */
 #include "static.h"
 
@@ -117,13 +120,16 @@ static int cmp_entry(const void *key, const void *elem)
     return strcmp(key, ((const mime_entry *)elem)->ext);
 }
 
-const char *st_mime_type(const st_config *cfg, const char *name, size_t len)
+#define NBUILTIN (sizeof builtin / sizeof builtin[0])
+
+const st_ctype *st_mime_type(const st_config *cfg, const char *name, size_t len)
 {
+    const st_ctype *unknown = &cfg->builtin_types[NBUILTIN];
     size_t dot = len;
     while (dot > 0 && name[dot - 1] != '.' && name[dot - 1] != '/')
         dot--;
     if (dot == 0 || name[dot - 1] != '.' || len - dot == 0 || len - dot > 15)
-        return default_type;
+        return unknown;
     char ext[16];
     size_t n = len - dot;
     for (size_t i = 0; i < n; i++)
@@ -131,10 +137,33 @@ const char *st_mime_type(const st_config *cfg, const char *name, size_t len)
     ext[n] = '\0';
     for (size_t i = 0; i < cfg->ntypes; i++)
         if (strcmp(cfg->types[i].ext, ext) == 0)
-            return cfg->types[i].mime;
-    const mime_entry *e =
-        bsearch(ext, builtin, sizeof builtin / sizeof builtin[0], sizeof builtin[0], cmp_entry);
-    return e ? e->type : default_type;
+            return &cfg->types[i].type;
+    const mime_entry *e = bsearch(ext, builtin, NBUILTIN, sizeof builtin[0], cmp_entry);
+    return e ? &cfg->builtin_types[e - builtin] : unknown;
+}
+
+/* A type's Content-Type field; a value the core refuses (a configured
+ * type with a control byte) leaves it NULL, and the handler sets the text,
+ * which is refused the same way, as it was before fields were prepared. */
+static int prepare_type(keel_module *module, st_ctype *t)
+{
+    int rc = keel_field_prepare(module, "Content-Type", 12, t->text, strlen(t->text), &t->field);
+    return rc == KEEL_ERR_NOMEM ? rc : KEEL_OK;
+}
+
+int st_mime_prepare(keel_module *module, st_config *cfg)
+{
+    cfg->builtin_types = calloc(NBUILTIN + 1, sizeof *cfg->builtin_types);
+    if (cfg->builtin_types == NULL)
+        return KEEL_ERR_NOMEM;
+    for (size_t i = 0; i <= NBUILTIN; i++)
+        cfg->builtin_types[i].text = i < NBUILTIN ? builtin[i].type : default_type;
+    int rc = KEEL_OK;
+    for (size_t i = 0; rc == KEEL_OK && i <= NBUILTIN; i++)
+        rc = prepare_type(module, &cfg->builtin_types[i]);
+    for (size_t i = 0; rc == KEEL_OK && i < cfg->ntypes; i++)
+        rc = prepare_type(module, &cfg->types[i].type);
+    return rc;
 }
 
 /* text/... and the script and JSON types are text whatever their name says
@@ -157,7 +186,7 @@ char *st_mime_with_charset(const char *mime)
 
 int st_mime_table_sorted(void)
 {
-    for (size_t i = 1; i < sizeof builtin / sizeof builtin[0]; i++)
+    for (size_t i = 1; i < NBUILTIN; i++)
         if (strcmp(builtin[i - 1].ext, builtin[i].ext) >= 0)
             return 0;
     return 1;

@@ -183,14 +183,26 @@ typedef struct st_open_file {
     st_file *shared; /* the cache's; NULL when fd is ours alone */
 } st_open_file;
 
-static int open_rel(const st_ctx *x, const st_mount *m, const char *rel, st_open_file *of)
+/* Opens rel[0..len) (rel[len] is '\0'), a name made as `name` says
+ * (ST_NAME_*): one from the request's path passes st_path_check first,
+ * unless the cache's entry for it says it did. */
+static int open_rel(const st_ctx *x, const st_mount *m, const char *rel, size_t len, int name,
+                    st_open_file *of)
 {
+    int rc;
     if (x->ws == NULL) {
         of->shared = NULL;
+        if (name != ST_NAME_MADE && (rc = st_path_check(m, rel, len)) != 0)
+            return rc;
         return st_open(m, rel, &of->fd, &of->info);
     }
     st_file *f;
-    int rc = st_cache_open(&x->ws->cache, x->now_ms, m, rel, &f);
+    rc = st_cache_open(&x->ws->cache, x->now_ms, m, rel, len, name, &f);
+    if (rc == ST_CHECK_NAME) {
+        if ((rc = st_path_check(m, rel, len)) != 0)
+            return rc;
+        rc = st_cache_open(&x->ws->cache, x->now_ms, m, rel, len, ST_NAME_CHECKED, &f);
+    }
     if (rc != 0)
         return rc;
     of->shared = f;
@@ -227,21 +239,24 @@ static int of_take(st_open_file *of, int *fd)
 
 /* Sends [off, off + len) and ends the response. A shared descriptor stays
  * open (close_fd 0) until the log phase releases the request's reference,
- * once the last byte has left. */
+ * once the last byte has left; bytes from memory hold their own reference
+ * (st_content), so the file's goes at once. */
 static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t len)
 {
     if (of->shared == NULL)
         return keel_response_send_file(x->res, of->fd, off, len, 1);
-    keel_request_set_data(x->req, x->cfg->module, of->shared);
     /* A small file from memory: the head and the bytes in one write,
      * where sendfile needs a second system call (and TLS a read on the
      * thread pool). */
     st_content *k = st_cache_content(&x->ws->cache, of->shared);
-    if (k != NULL && off + len <= k->size)
+    if (k != NULL && off + len <= k->size) {
+        of_close(of);
         return keel_response_send_file_bytes(x->res, k->bytes + off, (size_t)len,
                                              st_content_release, k);
+    }
     if (k != NULL)
         st_content_release(NULL, k);
+    keel_request_set_data(x->req, x->cfg->module, of->shared);
     return keel_response_send_file(x->res, of->fd, off, len, 0);
 }
 
@@ -252,7 +267,7 @@ static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t 
 static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, size_t rlen,
                                 st_open_file *sib)
 {
-    keel_str ae = keel_request_header(x->req, "Accept-Encoding");
+    keel_str ae = keel_request_header_token(x->req, KEEL_HDR_ACCEPT_ENCODING);
     if (ae.ptr == NULL || rlen + 5 > ST_PATH_MAX)
         return NULL;
     typedef struct choice {
@@ -273,7 +288,7 @@ static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, s
             continue;
         size_t el = strlen(order[i].ext);
         memcpy(rel + rlen, order[i].ext, el + 1);
-        int rc = open_rel(x, m, rel, sib);
+        int rc = open_rel(x, m, rel, rlen + el, ST_NAME_MADE, sib);
         rel[rlen] = '\0';
         if (rc != 0)
             continue;
@@ -286,12 +301,34 @@ static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, s
     return NULL;
 }
 
+/* Sets a field of a file's response: a field prepared at load, or text
+ * (made now, or a value the core would not prepare: refused the same way).
+ * `fresh`: the response had no field when the handler began, and each of
+ * these names is set once, so there is no field of the same name to
+ * replace, and adding skips the search that a set makes. */
+static void put_field(keel_response *res, int fresh, const keel_prepared_field *field,
+                      const char *name, const char *text)
+{
+    if (field != NULL)
+        keel_response_field_add(res, field, !fresh);
+    else if (fresh)
+        keel_response_header_add(res, name, text);
+    else
+        keel_response_header_set(res, name, text);
+}
+
 static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char *rel, size_t rlen)
 {
     const st_config *cfg = x->cfg;
     keel_request *req = x->req;
     keel_response *res = x->res;
-    const char *type = st_mime_type(cfg, rel, rlen);
+    int fresh = keel_response_header_count(res) == 0;
+    /* The name's type, kept with a cached file (it is one name's). */
+    const st_ctype *type;
+    if (of->shared == NULL)
+        type = st_mime_type(cfg, rel, rlen);
+    else if ((type = of->shared->type) == NULL)
+        type = of->shared->type = st_mime_type(cfg, rel, rlen);
     const char *coding = NULL;
     if (m->precompressed) {
         st_open_file sib;
@@ -302,18 +339,28 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
         }
         /* Every answer of such a mount varies, the identity one included,
          * or a cache would hand it to a client that asked for br. */
-        keel_response_header_set(res, "Vary", "Accept-Encoding");
+        put_field(res, fresh, cfg->vary_encoding, "Vary", "Accept-Encoding");
     }
     const st_info *info = &of->info;
-    char etag[ST_ETAG_MAX], date[64];
-    st_etag(info, coding, etag, sizeof etag);
-    keel_time_format(info->mtime, KEEL_TIME_HTTP, date, sizeof date);
-    keel_response_header_set(res, "ETag", etag);
-    keel_response_header_set(res, "Last-Modified", date);
+    /* A cached file's validators are formatted once per change of its
+     * metadata; a sibling's ETag has its coding's suffix (RFC 9110 8.8.3:
+     * another representation, another tag) and is made each time. */
+    char etag_buf[ST_ETAG_MAX], date_buf[ST_DATE_MAX];
+    const char *etag = etag_buf, *date = date_buf;
+    if (of->shared != NULL && coding == NULL) {
+        st_file_validators(of->shared);
+        etag = of->shared->etag;
+        date = of->shared->last_modified;
+    } else {
+        st_etag(info, coding, etag_buf, sizeof etag_buf);
+        keel_time_format(info->mtime, KEEL_TIME_HTTP, date_buf, sizeof date_buf);
+    }
+    put_field(res, fresh, NULL, "ETag", etag);
+    put_field(res, fresh, NULL, "Last-Modified", date);
     if (m->cache_control)
-        keel_response_header_set(res, "Cache-Control", m->cache_control);
+        put_field(res, fresh, m->cache_control_field, "Cache-Control", m->cache_control);
     if (coding)
-        keel_response_header_set(res, "Content-Encoding", coding);
+        put_field(res, fresh, NULL, "Content-Encoding", coding);
 
     int pc = st_preconditions(req, etag, info->mtime);
     if (pc == 304) {
@@ -328,11 +375,11 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
         of_close(of);
         return answer(cfg, req, res, 412);
     }
-    keel_response_header_set(res, "Content-Type", type);
-    keel_response_header_set(res, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none");
+    put_field(res, fresh, type->field, "Content-Type", type->text);
+    put_field(res, fresh, cfg->accept_ranges, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none");
 
     uint64_t size = info->size;
-    keel_str range = keel_request_header(req, "Range");
+    keel_str range = keel_request_header_token(req, KEEL_HDR_RANGE);
     if (range.ptr != NULL && st_if_range(req, etag, info->mtime)) {
         st_range *ranges;
         size_t n;
@@ -362,7 +409,7 @@ static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char
                 return answer(cfg, req, res, why);
             }
             st_count(cfg, req, 206, 0);
-            return st_multipart_send(cfg, req, res, fd, size, type, ranges, n);
+            return st_multipart_send(cfg, req, res, fd, size, type->text, ranges, n);
         }
     }
     st_count(cfg, req, 200, size);
@@ -398,16 +445,15 @@ static int serve_path(const st_ctx *x, const char *path, size_t plen, int want)
     char rel[ST_PATH_MAX + 300];
     if (rlen >= ST_PATH_MAX)
         return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
-    int rc = st_path_check(m, r, rlen);
-    if (rc != 0)
-        return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, rc);
-    memcpy(rel, r, rlen);
-    while (rlen > 0 && rel[rlen - 1] == '/')
+    /* Trailing slashes make empty segments, which st_path_check lets by:
+     * the name without them is checked (open_rel) and opened. */
+    while (rlen > 0 && r[rlen - 1] == '/')
         rlen--;
+    memcpy(rel, r, rlen);
     rel[rlen] = '\0';
 
     st_open_file of;
-    rc = open_rel(x, m, rel, &of);
+    int rc = open_rel(x, m, rel, rlen, ST_NAME_UNCHECKED, &of);
     if (rc != 0) {
         if (want != ST_WANT_ANY && rc != ST_NO_FD_PROCESS && rc != ST_NO_FD_SYSTEM)
             return ST_TRY_NEXT;
@@ -436,7 +482,7 @@ static int serve_path(const st_ctx *x, const char *path, size_t plen, int want)
         size_t nl = strlen(m->index[i]);
         memcpy(rel + at, m->index[i], nl + 1);
         st_open_file idx;
-        rc = open_rel(x, m, rel, &idx);
+        rc = open_rel(x, m, rel, at + nl, ST_NAME_MADE, &idx);
         if (rc == 0) {
             if (idx.info.kind == ST_KIND_FILE) {
                 of_close(&of);
@@ -564,6 +610,19 @@ static void table_free(st_table *t)
     t->nmounts = 0;
 }
 
+/* A field prepared at load from a value of the config (NULL: none): a
+ * value the core refuses leaves *out NULL and is set as text on each
+ * response, as it was before. KEEL_OK or KEEL_ERR_NOMEM. */
+static int prepare_optional(keel_module *module, const char *name, const char *value,
+                            const keel_prepared_field **out)
+{
+    *out = NULL;
+    if (value == NULL)
+        return KEEL_OK;
+    int rc = keel_field_prepare(module, name, strlen(name), value, strlen(value), out);
+    return rc == KEEL_ERR_NOMEM ? rc : KEEL_OK;
+}
+
 /* Parses a list of mount lines and opens their roots. The global
  * section's relative directories are resolved by the line's index
  * (keel_config_path); a scope's must be absolute (scoped). */
@@ -587,6 +646,9 @@ static int table_read(keel_module *module, st_table *t, const keel_config_list *
             rc = st_mount_error(module, m, "prefix too long");
         if (rc == KEEL_OK)
             rc = st_root_open(module, m);
+        if (rc == KEEL_OK)
+            rc = prepare_optional(module, "Cache-Control", m->cache_control,
+                                  &m->cache_control_field);
     }
     return rc;
 }
@@ -693,9 +755,10 @@ static void config_free(st_module *sm)
     free(cfg->scopes);
     for (size_t i = 0; i < cfg->ntypes; i++) {
         free(cfg->types[i].ext);
-        free(cfg->types[i].mime);
+        free((char *)cfg->types[i].type.text);
     }
     free(cfg->types);
+    free(cfg->builtin_types);
     free(sm);
 }
 
@@ -722,9 +785,9 @@ static int read_types(keel_module *module, st_config *cfg)
         while (ml > 0 && (mime[ml - 1] == ' ' || mime[ml - 1] == '\t'))
             mime[--ml] = '\0';
         cfg->types[i].ext = malloc(strlen(ext) + 1);
-        cfg->types[i].mime = st_mime_with_charset(mime);
+        cfg->types[i].type.text = st_mime_with_charset(mime);
         cfg->ntypes = i + 1;
-        if (cfg->types[i].ext == NULL || cfg->types[i].mime == NULL)
+        if (cfg->types[i].ext == NULL || cfg->types[i].type.text == NULL)
             return KEEL_ERR_NOMEM;
         memcpy(cfg->types[i].ext, ext, strlen(ext) + 1);
     }
@@ -813,6 +876,13 @@ static int static_load(keel_module *module)
     cfg->cache_on = cfg->cache_valid_ms > 0 && cfg->cache_entries > 0;
     if (rc == KEEL_OK)
         rc = read_types(module, cfg);
+    if (rc == KEEL_OK)
+        rc = st_mime_prepare(module, cfg);
+    if (rc == KEEL_OK)
+        rc = prepare_optional(module, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none",
+                              &cfg->accept_ranges);
+    if (rc == KEEL_OK)
+        rc = prepare_optional(module, "Vary", "Accept-Encoding", &cfg->vary_encoding);
     if (rc == KEEL_OK)
         rc = table_read(module, &cfg->global, &set->mount, 0);
     if (rc == KEEL_OK && cfg->global.nmounts == 0)

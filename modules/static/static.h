@@ -47,11 +47,23 @@ typedef struct st_mount {
     int resolver;
     int precompressed;
     char *cache_control; /* NULL: none */
+    /* Cache-Control as a field prepared at load (keel_field_prepare):
+     * added by pointer on every response; NULL without cache_control or
+     * for a value the core refuses (then set as text, which fails the same). */
+    const keel_prepared_field *cache_control_field;
 } st_mount;
+
+/* A media type as the module answers with it: the text (multipart's part
+ * heads) and the Content-Type field prepared at load, or NULL for a
+ * configured type the core refuses to prepare (then set as text). */
+typedef struct st_ctype {
+    const char *text;
+    const keel_prepared_field *field;
+} st_ctype;
 
 typedef struct st_type {
     char *ext; /* lower case, without the dot */
-    char *mime;
+    st_ctype type;
 } st_type;
 
 /* One scope's mount lines, parsed and their roots opened once at load;
@@ -77,6 +89,10 @@ typedef struct st_config {
     size_t nscopes;
     st_type *types; /* from the config, looked up before the built-in table */
     size_t ntypes;
+    st_ctype *builtin_types; /* mime.c's table in its order, then the default type */
+    /* Fields every file response of a kind carries, prepared at load. */
+    const keel_prepared_field *accept_ranges; /* "bytes", or "none" with max_ranges 0 */
+    const keel_prepared_field *vary_encoding; /* Vary: Accept-Encoding (precompressed=on) */
     uint64_t max_ranges;
     uint64_t cache_valid_ms;                   /* open-file cache validity; 0: off */
     uint64_t cache_entries;                    /* per worker */
@@ -175,14 +191,20 @@ int st_dir_each(const st_mount *m, const char *rel, int dirfd, st_dir_fn fn, voi
 
 /* The type for a file name (by its last extension): the config's types
  * first, then the built-in table; "application/octet-stream" if unknown.
- * The result is complete (";charset=utf-8" included where it belongs). */
-const char *st_mime_type(const st_config *cfg, const char *name, size_t len);
+ * The text is complete (";charset=utf-8" included where it belongs).
+ * Only after st_mime_prepare. */
+const st_ctype *st_mime_type(const st_config *cfg, const char *name, size_t len);
 /* A config type's value with the charset appended where it belongs. */
 char *st_mime_with_charset(const char *mime);
+/* At load, after the config's types are read: every type's Content-Type
+ * field (keel_field_prepare), the built-in ones in cfg->builtin_types.
+ * KEEL_OK or KEEL_ERR_NOMEM. */
+int st_mime_prepare(keel_module *module, st_config *cfg);
 
 /* ---- conditional.c -------------------------------------------------------- */
 
 #define ST_ETAG_MAX 64
+#define ST_DATE_MAX 64 /* an IMF-fixdate (29 bytes), room for any year keel_time_format writes */
 
 /* Writes the strong ETag (quotes included) for info, with a suffix for a
  * content coding (NULL for none). */
@@ -271,7 +293,20 @@ typedef struct st_file {
     st_info info;
     unsigned refs;
     st_content *content; /* its bytes, read under `info`; NULL: not kept */
+    /* What a response with the file's own bytes carries, made once rather
+     * than on every response: the type of the name it was opened by (a
+     * file is one cache entry's), and the validators of `info`
+     * (st_file_validators; the cache clears validators_ok when the fstat
+     * finds other metadata). */
+    const st_ctype *type; /* NULL: not looked up yet */
+    int validators_ok;
+    char etag[ST_ETAG_MAX];
+    char last_modified[ST_DATE_MAX];
 } st_file;
+
+/* f's ETag (without a content coding) and Last-Modified for its current
+ * info, formatted now unless they were already. */
+void st_file_validators(st_file *f);
 
 typedef struct st_centry st_centry;
 
@@ -304,13 +339,31 @@ void st_cache_free(st_cache *c);
  * dropped by that fstat. */
 st_content *st_cache_content(st_cache *c, st_file *f);
 
-/* st_open through the cache: 0 and *file (one reference, the caller's) or
- * a status. An entry younger than valid_ms is used after an fstat of its
- * descriptor, one per turn of requests (so a file rewritten in place is
- * seen by the next request, with its new size and ETag); an older one, or one whose file was
- * unlinked, is opened again by name and kept only if it is still the same file. Misses (404) are
+/* How the name given to st_cache_open was made. A name from the request's
+ * path is opened only once st_path_check let it by; the entry remembers
+ * that it did (the check reads nothing but the name and the mount), so
+ * that a hit skips it. A name the module made (a mount's index, a
+ * precompressed sibling) is not checked, and its entry is not marked: a
+ * request naming it directly is checked the first time. */
+enum {
+    ST_NAME_MADE = 0,      /* the module's own name: no check */
+    ST_NAME_UNCHECKED = 1, /* the request's, not checked yet */
+    ST_NAME_CHECKED = 2    /* the request's, st_path_check let it by */
+};
+/* st_cache_open's answer to ST_NAME_UNCHECKED when its entry is not
+ * marked: check the name and ask again with ST_NAME_CHECKED. */
+#define ST_CHECK_NAME (-4)
+
+/* st_open through the cache for rel[0..len) (rel[len] is '\0'), a name
+ * made as `name` says: 0 and *file (one reference, the caller's), a
+ * status, or ST_CHECK_NAME (above). An entry younger than valid_ms is used
+ * after an fstat of its descriptor, one per turn of requests (so a file
+ * rewritten in place is seen by the next request, with its new size and
+ * ETag); an older one, or one whose file was unlinked, is opened again by
+ * name and kept only if it is still the same file. Misses (404) are
  * cached the same way. */
-int st_cache_open(st_cache *c, uint64_t now_ms, const st_mount *m, const char *rel, st_file **file);
+int st_cache_open(st_cache *c, uint64_t now_ms, const st_mount *m, const char *rel, size_t len,
+                  int name, st_file **file);
 void st_file_release(st_file *f);
 
 /* Per-worker state. */

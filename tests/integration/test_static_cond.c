@@ -193,6 +193,27 @@ T(precompressed_siblings_by_q_value, 30)
     st_get(p, "/app.js", ht_fmt("If-None-Match: %s\r\n", tags[1]), &r);
     st_assert_status(p, &r, 200);
     ht_resp_free(&r);
+    /* The br sibling asked for by its own name, after it was served as
+     * app.js's br variant (one cached file, which keeps its type and
+     * validators): its own type, no coding, and a tag of its own. */
+    for (int round = 0; round < 2; round++) {
+        st_get(p, "/app.js.br", NULL, &r);
+        st_assert_status(p, &r, 200);
+        kh_assert(p, strcmp(r.body, "brotli") == 0, "body %s", r.body);
+        kh_assert(p, ht_header(&r, "Content-Encoding") == NULL, "Content-Encoding %s",
+                  ht_header(&r, "Content-Encoding"));
+        kh_assert(p, strcmp(ht_header(&r, "Content-Type"), "application/octet-stream") == 0,
+                  "type %s", ht_header(&r, "Content-Type"));
+        kh_assert(p, strcmp(ht_header(&r, "ETag"), tags[2]) != 0, "the br variant's tag %s",
+                  tags[2]);
+        ht_resp_free(&r);
+        st_get(p, "/app.js", "Accept-Encoding: br\r\n", &r);
+        kh_assert(p, strcmp(ht_header(&r, "ETag"), tags[2]) == 0, "br variant's tag %s, was %s",
+                  ht_header(&r, "ETag"), tags[2]);
+        kh_assert(p, strncmp(ht_header(&r, "Content-Type"), "text/javascript", 15) == 0,
+                  "br variant's type %s", ht_header(&r, "Content-Type"));
+        ht_resp_free(&r);
+    }
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
         free(tags[i]);
 }

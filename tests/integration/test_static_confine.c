@@ -249,6 +249,28 @@ T(dotfiles_hidden_unless_allowed, 30)
     ht_resp_free(&r);
 }
 
+/* A mount's index may be a dotfile: served for its directory, but a
+ * request naming it is still refused, however often the directory was
+ * asked for first (the open-file cache skips the lexical checks only for
+ * names that passed them). */
+T(dotfile_index_not_served_by_name, 30)
+{
+    st_make_tree();
+    st_mkdir("www/d");
+    st_write_str("www/d/.idx.html", "index");
+    kh_proc *p = st_start("mount = / %R index=.idx.html\n");
+    for (int round = 0; round < 3; round++) {
+        ht_resp r;
+        st_get(p, "/d/", NULL, &r);
+        st_assert_status(p, &r, 200);
+        kh_assert(p, strcmp(r.body, "index") == 0, "body %s", r.body);
+        ht_resp_free(&r);
+        st_get(p, "/d/.idx.html", NULL, &r);
+        st_assert_status(p, &r, 404);
+        ht_resp_free(&r);
+    }
+}
+
 T(windows_shapes_refused, 30)
 {
     st_make_tree();

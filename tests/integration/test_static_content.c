@@ -86,6 +86,15 @@ T(a_file_rewritten_in_place_is_read_again, 30)
     struct timeval tv2[2] = {{1000000100, 0}, {1000000100, 0}};
     cr_assert(utimes(st_path("www/f.bin"), tv2) == 0);
     get_n(p, "/f.bin", b, sizeof b, 3);
+    /* The validators kept with the cached file are the new metadata's. */
+    ht_resp r;
+    st_get(p, "/f.bin", NULL, &r);
+    st_assert_status(p, &r, 200);
+    kh_assert(p, strcmp(ht_header(&r, "Last-Modified"), "Sun, 09 Sep 2001 01:48:20 GMT") == 0,
+              "Last-Modified %s", ht_header(&r, "Last-Modified"));
+    kh_assert(p, strcmp(ht_header(&r, "ETag"), "\"3b9aca64.0-1000\"") == 0, "ETag %s",
+              ht_header(&r, "ETag"));
+    ht_resp_free(&r);
 }
 
 T(ranges_and_head_from_memory, 30)

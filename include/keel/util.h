@@ -1,15 +1,16 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
  * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
- * words, on/off, intrusive lists, a mutex and once for module-wide state, and
- * (keel/header_tokens.h, included at the end) the well-known field names
- * as integers.
+ * words, on/off, copies and buffers that grow, intrusive lists, a mutex and
+ * once for module-wide state, and (keel/header_tokens.h, included at the
+ * end) the well-known field names as integers.
  *
  * Header-only: every function is static inline (the lists are macros), so using them takes no
  * slot in the host's table, works with any host version and adds nothing
- * to the ABI. Nothing here allocates, calls the host, or depends on a
- * library beyond the C library (and pthreads or Windows for the mutex and
- * once, which a module's process has anyway). C11 and C++ (and MSVC)
- * alike; include it after or without keel/keel.h.
+ * to the ABI. Nothing here calls the host or depends on a library beyond
+ * the C library (and pthreads or Windows for the mutex and once, which a
+ * module's process has anyway); only the helpers under "Memory that
+ * grows" allocate. C11 and C++ (and MSVC) alike; include it after or
+ * without keel/keel.h.
  *
  * Threads: every function is safe on any thread for the objects the caller
  * owns; keel_mutex and keel_once are how state shared between threads is
@@ -23,6 +24,7 @@
 #define KEEL_UTIL_H
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(_WIN32)
@@ -442,6 +444,26 @@ static inline int keel_cidr_match(const keel_cidr *block, const keel_ip *ip)
         bits -= take;
     }
     return 1;
+}
+
+/* ---- Memory that grows ----------------------------------------------------
+ * Copies and buffers a module builds up piece by piece: a config word kept,
+ * a header block arriving in frames, a page being written. Unlike the rest
+ * of this header these allocate, with the C library's malloc and realloc:
+ * what they return or grow is the caller's, given back with free(). */
+
+/* A copy of the n bytes at s with a NUL after them (strndup, which the
+ * Windows C library lacks, except that exactly n bytes are read: s needs
+ * no NUL); NULL when memory runs out. */
+static inline char *keel_strndup(const char *s, size_t n)
+{
+    char *d = (char *)malloc(n + 1);
+    if (d != NULL) {
+        if (n > 0)
+            memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
 }
 
 /* ---- Intrusive doubly linked lists -----------------------------------------

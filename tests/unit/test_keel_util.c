@@ -2,6 +2,7 @@
  * IP addresses and CIDR blocks, the mutex and once), as a module sees
  * them: the public header alone. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <keel/util.h>
@@ -68,6 +69,25 @@ Test(keel_util, field_value_bytes, .timeout = 10)
     cr_assert_eq(keel_field_value_check("keel\r\nX: y", 11), 4);
     cr_assert_eq(keel_field_value_check("a\0b", 3), 1);
     cr_assert_eq(keel_field_value_check(NULL, 0), 0);
+}
+
+/* ---- memory that grows ------------------------------------------------------ */
+
+Test(keel_util, strndup_copies_exactly_n_bytes_and_a_nul, .timeout = 10)
+{
+    const char word[3] = {'a', 'b', 'c'}; /* no NUL after it */
+    char *d = keel_strndup(word, 2);
+    cr_assert_not_null(d);
+    cr_assert_str_eq(d, "ab");
+    free(d);
+    d = keel_strndup("a\0b", 3);
+    cr_assert_not_null(d);
+    cr_assert(memcmp(d, "a\0b\0", 4) == 0, "a NUL inside is copied like any byte");
+    free(d);
+    d = keel_strndup(NULL, 0);
+    cr_assert_not_null(d, "an empty view copies to an empty string");
+    cr_assert_str_eq(d, "");
+    free(d);
 }
 
 /* ---- intrusive lists ------------------------------------------------------- */

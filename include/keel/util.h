@@ -466,6 +466,57 @@ static inline char *keel_strndup(const char *s, size_t n)
     return d;
 }
 
+/* Makes room for at least need elements of size bytes in an array that has
+ * room for *cap. arrayp is the address of the caller's pointer to it (a
+ * T **, NULL-valued while the array is empty): the room doubles, from first
+ * (or 1) for an empty array, until need fits, and the pointer is set to the
+ * array realloc moved it to. 0, or -1 when memory runs out or the size
+ * overflows (the pointer, the elements and *cap are then as they were). */
+static inline int keel_reserve(void *arrayp, size_t *cap, size_t need, size_t size, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t room = *cap > 0 ? *cap : first > 0 ? first : 1;
+    while (room < need) {
+        if (room > (size_t)-1 / 2)
+            return -1;
+        room *= 2;
+    }
+    if (size > 0 && room > (size_t)-1 / size)
+        return -1;
+    /* The pointer is read and written as bytes: arrayp may point to a
+     * pointer of any object type, which void * must not be used to alias. */
+    void *array;
+    memcpy(&array, arrayp, sizeof array);
+    void *grown = realloc(array, room * size);
+    if (grown == NULL)
+        return -1;
+    memcpy(arrayp, &grown, sizeof grown);
+    *cap = room;
+    return 0;
+}
+
+/* Appends the n bytes at p to a byte buffer holding *len bytes with room
+ * for *cap, growing it as keel_reserve does (bufp: the address of the
+ * caller's char * or unsigned char * to it). A NUL is kept after the
+ * bytes (not counted in *len), so that text built this way is a C string
+ * once anything was appended. 0, or -1 when memory runs out (the buffer
+ * as it was). */
+static inline int keel_append(void *bufp, size_t *len, size_t *cap, const void *p, size_t n,
+                              size_t first)
+{
+    if (n == 0)
+        return 0;
+    if (n >= (size_t)-1 - *len || keel_reserve(bufp, cap, *len + n + 1, 1, first) != 0)
+        return -1;
+    char *buf;
+    memcpy(&buf, bufp, sizeof buf);
+    memcpy(buf + *len, p, n);
+    *len += n;
+    buf[*len] = '\0';
+    return 0;
+}
+
 /* ---- Intrusive doubly linked lists -----------------------------------------
  * Structs that carry their own `next` and `prev` pointers, on a list
  * headed by a pointer to the first one (NULL: empty), with no sentinel:

@@ -37,19 +37,7 @@ int px_head_append(px_ex *ex, const char *at, size_t len)
     size_t max = ex->route->cfg->max_header;
     if (ex->hlen + len > max)
         return -1;
-    if (ex->hlen + len > ex->hcap) {
-        size_t cap = ex->hcap ? ex->hcap : 1024;
-        while (cap < ex->hlen + len)
-            cap *= 2;
-        char *grown = realloc(ex->hbuf, cap);
-        if (grown == NULL)
-            return -1;
-        ex->hbuf = grown;
-        ex->hcap = cap;
-    }
-    memcpy(ex->hbuf + ex->hlen, at, len);
-    ex->hlen += len;
-    return 0;
+    return keel_append(&ex->hbuf, &ex->hlen, &ex->hcap, at, len, 1024);
 }
 
 static int on_message_begin(llhttp_t *p)

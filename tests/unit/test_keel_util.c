@@ -90,6 +90,59 @@ Test(keel_util, strndup_copies_exactly_n_bytes_and_a_nul, .timeout = 10)
     free(d);
 }
 
+Test(keel_util, reserve_doubles_from_first_and_keeps_the_elements, .timeout = 10)
+{
+    int *v = NULL;
+    size_t cap = 0;
+    cr_assert_eq(keel_reserve(&v, &cap, 3, sizeof *v, 4), 0);
+    cr_assert_not_null(v);
+    cr_assert_eq(cap, 4, "an empty array starts at first");
+    for (int i = 0; i < 4; i++)
+        v[i] = i;
+    int *before = v;
+    cr_assert_eq(keel_reserve(&v, &cap, 4, sizeof *v, 4), 0);
+    cr_assert_eq(v, before, "room enough: nothing moves");
+    cr_assert_eq(keel_reserve(&v, &cap, 9, sizeof *v, 4), 0);
+    cr_assert_eq(cap, 16, "doubles until need fits");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(v[i], i, "the elements are kept");
+    size_t big = cap;
+    cr_assert_eq(keel_reserve(&v, &big, (size_t)-1 / 2 + 2, sizeof *v, 4), -1, "overflow refused");
+    cr_assert_eq(big, cap, "*cap untouched on failure");
+    free(v);
+    char *none = NULL;
+    size_t none_cap = 0;
+    cr_assert_eq(keel_reserve(&none, &none_cap, 1, 1, 0), 0);
+    cr_assert_eq(none_cap, 1, "first 0 starts at one element");
+    free(none);
+}
+
+Test(keel_util, append_grows_a_buffer_and_keeps_a_nul_after_it, .timeout = 10)
+{
+    char *b = NULL;
+    size_t len = 0, cap = 0;
+    cr_assert_eq(keel_append(&b, &len, &cap, "x", 0, 8), 0);
+    cr_assert_null(b, "nothing appended, nothing allocated");
+    cr_assert_eq(keel_append(&b, &len, &cap, "hello", 5, 8), 0);
+    cr_assert_eq(len, 5);
+    cr_assert_eq(cap, 8);
+    cr_assert_str_eq(b, "hello");
+    cr_assert_eq(keel_append(&b, &len, &cap, ", world", 7, 8), 0);
+    cr_assert_eq(len, 12);
+    cr_assert_eq(cap, 16, "room for the NUL too");
+    cr_assert_str_eq(b, "hello, world");
+    cr_assert_eq(keel_append(&b, &len, &cap, "!", (size_t)-1 - len, 8), -1, "overflow refused");
+    cr_assert_eq(len, 12);
+    cr_assert_str_eq(b, "hello, world", "the buffer as it was");
+    free(b);
+    unsigned char *u = NULL; /* any byte type */
+    len = cap = 0;
+    cr_assert_eq(keel_append(&u, &len, &cap, "\x82\x86", 2, 0), 0);
+    cr_assert_eq(cap, 4, "from one byte, doubled to fit 2 and the NUL");
+    cr_assert_eq(u[0], 0x82);
+    free(u);
+}
+
 /* ---- intrusive lists ------------------------------------------------------- */
 
 typedef struct item {

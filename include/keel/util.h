@@ -466,6 +466,22 @@ static inline char *keel_strndup(const char *s, size_t n)
     return d;
 }
 
+/* Reallocates the array at *arrayp to count elements of size bytes. The
+ * pointer is read and written as bytes: arrayp may be the address of a
+ * pointer of any object type, which a void ** must not be used to alias. */
+static inline int keel__realloc_at(void *arrayp, size_t count, size_t size)
+{
+    if (size > 0 && count > (size_t)-1 / size)
+        return -1;
+    void *array;
+    memcpy(&array, arrayp, sizeof array);
+    void *grown = realloc(array, count * size);
+    if (grown == NULL)
+        return -1;
+    memcpy(arrayp, &grown, sizeof grown);
+    return 0;
+}
+
 /* Makes room for at least need elements of size bytes in an array that has
  * room for *cap. arrayp is the address of the caller's pointer to it (a
  * T **, NULL-valued while the array is empty): the room doubles, from first
@@ -482,18 +498,19 @@ static inline int keel_reserve(void *arrayp, size_t *cap, size_t need, size_t si
             return -1;
         room *= 2;
     }
-    if (size > 0 && room > (size_t)-1 / size)
+    if (keel__realloc_at(arrayp, room, size) != 0)
         return -1;
-    /* The pointer is read and written as bytes: arrayp may point to a
-     * pointer of any object type, which void * must not be used to alias. */
-    void *array;
-    memcpy(&array, arrayp, sizeof array);
-    void *grown = realloc(array, room * size);
-    if (grown == NULL)
-        return -1;
-    memcpy(arrayp, &grown, sizeof grown);
     *cap = room;
     return 0;
+}
+
+/* Makes an array of n elements of size bytes one element longer (realloc
+ * to n + 1), arrayp as for keel_reserve: for lists built once, at load,
+ * where keeping a capacity is not worth it. 0, or -1 when memory runs out
+ * (the array as it was). */
+static inline int keel_array_add(void *arrayp, size_t n, size_t size)
+{
+    return n == (size_t)-1 ? -1 : keel__realloc_at(arrayp, n + 1, size);
 }
 
 /* Appends the n bytes at p to a byte buffer holding *len bytes with room

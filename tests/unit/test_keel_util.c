@@ -117,6 +117,22 @@ Test(keel_util, reserve_doubles_from_first_and_keeps_the_elements, .timeout = 10
     free(none);
 }
 
+Test(keel_util, array_add_makes_room_for_one_more, .timeout = 10)
+{
+    const char **names = NULL;
+    size_t n = 0;
+    static const char *const words[] = {"a", "b", "c"};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(keel_array_add(&names, n, sizeof *names), 0);
+        names[n++] = words[i];
+    }
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_str_eq(names[i], words[i], "the earlier elements are kept");
+    cr_assert_eq(keel_array_add(&names, (size_t)-1, sizeof *names), -1, "overflow refused");
+    cr_assert_str_eq(names[2], "c", "the array as it was");
+    free(names);
+}
+
 Test(keel_util, append_grows_a_buffer_and_keeps_a_nul_after_it, .timeout = 10)
 {
     char *b = NULL;

@@ -1,7 +1,7 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
  * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
- * words, on/off, copies and buffers that grow, intrusive lists, a mutex and
- * once for module-wide state, and (keel/header_tokens.h, included at the
+ * words, on/off, copies and buffers that grow, intrusive lists, free lists,
+ * a mutex and once for module-wide state, and (keel/header_tokens.h, included at the
  * end) the well-known field names as integers.
  *
  * Header-only: every function is static inline (the lists are macros), so using them takes no
@@ -562,6 +562,46 @@ static inline int keel_append(void *bufp, size_t *len, size_t *cap, const void *
             (head) = (node)->next;                                                                 \
         if ((node)->next != NULL)                                                                  \
             (node)->next->prev = (node)->prev;                                                     \
+    } while (0)
+
+/* ---- Free lists ---------------------------------------------------------------
+ * Blocks of one kind that a worker is done with (a connection's state, an
+ * output buffer), kept on a singly linked list through a member the caller
+ * names, for the next taker to reuse without a malloc (nginx's free
+ * buffer chains, h2o's mem pools). The caller bounds the list with its
+ * count, checked before KEEL_FREELIST_GIVE (what does not go on it is
+ * freed), so that a burst does not pin memory; one list per worker needs
+ * no lock. Macros, so that any struct will do; they evaluate their
+ * arguments more than once: pass plain lvalues. */
+
+/* item: the first block on list, taken off it; NULL if list is empty. */
+#define KEEL_FREELIST_TAKE(item, list, count, link)                                                \
+    do {                                                                                           \
+        (item) = (list);                                                                           \
+        if ((item) != NULL) {                                                                      \
+            (list) = (item)->link;                                                                 \
+            (count)--;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Puts item first on list. */
+#define KEEL_FREELIST_GIVE(item, list, count, link)                                                \
+    do {                                                                                           \
+        (item)->link = (list);                                                                     \
+        (list) = (item);                                                                           \
+        (count)++;                                                                                 \
+    } while (0)
+
+/* Empties list, calling free_fn on each block (passed as void *), and
+ * sets count to 0: at a worker's stop. */
+#define KEEL_FREELIST_DRAIN(list, count, link, free_fn)                                            \
+    do {                                                                                           \
+        while ((list) != NULL) {                                                                   \
+            void *keel__freelist_item = (list);                                                    \
+            (list) = (list)->link;                                                                 \
+            free_fn(keel__freelist_item);                                                          \
+        }                                                                                          \
+        (count) = 0;                                                                               \
     } while (0)
 
 /* ---- A mutex and a once for module-wide state ---------------------------

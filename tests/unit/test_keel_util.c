@@ -159,6 +159,45 @@ Test(keel_util, append_grows_a_buffer_and_keeps_a_nul_after_it, .timeout = 10)
     free(u);
 }
 
+/* ---- free lists ---------------------------------------------------------------- */
+
+typedef struct block {
+    struct block *link;
+    int id;
+} block;
+
+static int blocks_freed;
+static void block_free(void *p)
+{
+    blocks_freed++;
+    free(p);
+}
+
+Test(keel_util, freelist_takes_what_was_given_last_first_and_drains, .timeout = 10)
+{
+    block *list = NULL, *b;
+    unsigned count = 0;
+    KEEL_FREELIST_TAKE(b, list, count, link);
+    cr_assert_null(b, "an empty list gives nothing");
+    cr_assert_eq(count, 0);
+    for (int i = 0; i < 3; i++) {
+        b = malloc(sizeof *b);
+        cr_assert_not_null(b);
+        b->id = i;
+        KEEL_FREELIST_GIVE(b, list, count, link);
+    }
+    cr_assert_eq(count, 3);
+    KEEL_FREELIST_TAKE(b, list, count, link);
+    cr_assert_eq(b->id, 2, "the block given last comes first (still warm in cache)");
+    cr_assert_eq(count, 2);
+    free(b);
+    blocks_freed = 0;
+    KEEL_FREELIST_DRAIN(list, count, link, block_free);
+    cr_assert_eq(blocks_freed, 2);
+    cr_assert_null(list);
+    cr_assert_eq(count, 0);
+}
+
 /* ---- intrusive lists ------------------------------------------------------- */
 
 typedef struct item {

@@ -1,14 +1,15 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
  * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
- * words, on/off, copies and buffers that grow, intrusive lists, free lists,
- * a mutex and once for module-wide state, and (keel/header_tokens.h, included at the
- * end) the well-known field names as integers.
+ * words, on/off, copies and buffers that grow, reading a file at an offset,
+ * intrusive lists, free lists, a mutex and once for module-wide state, and
+ * (keel/header_tokens.h, included at the end) the well-known field names as
+ * integers.
  *
  * Header-only: every function is static inline (the lists are macros), so using them takes no
  * slot in the host's table, works with any host version and adds nothing
  * to the ABI. Nothing here calls the host or depends on a library beyond
- * the C library (and pthreads or Windows for the mutex and once, which a
- * module's process has anyway); only the helpers under "Memory that
+ * the C library (and POSIX or Windows for the file read, the mutex and
+ * the once, which a module's process has anyway); only the helpers under "Memory that
  * grows" allocate. C11 and C++ (and MSVC) alike; include it after or
  * without keel/keel.h.
  *
@@ -37,8 +38,12 @@
 #undef WIN32_LEAN_AND_MEAN
 #undef KEEL__UTIL_LEAN
 #endif
+#include <io.h>
 #else
+#include <errno.h>
 #include <pthread.h>
+#include <sys/types.h>
+#include <unistd.h>
 #endif
 
 #ifdef __cplusplus
@@ -563,6 +568,50 @@ static inline int keel_append(void *bufp, size_t *len, size_t *cap, const void *
         if ((node)->next != NULL)                                                                  \
             (node)->next->prev = (node)->prev;                                                     \
     } while (0)
+
+/* ---- Reading a file at an offset ---------------------------------------------
+ * What a module reads back of a file it holds open (a cached small file,
+ * a spooled request body, a range for HTTP/2 DATA frames). */
+
+/* Reads exactly len bytes at offset off of the file open as descriptor fd
+ * into buf, leaving the descriptor's position alone: pread(2), again after
+ * a signal or a short read; on Windows ReadFile at that offset (of the
+ * descriptor's handle), at most 1 GiB a call. 0, or -1 at an error or at
+ * the file's end before len bytes. It blocks while the disk reads: on a
+ * worker, for bytes the page cache holds; else on a thread of its own. */
+static inline int keel_pread_all(int fd, void *buf, size_t len, unsigned long long off)
+{
+    char *p = (char *)buf;
+#if defined(_WIN32)
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    if (h == INVALID_HANDLE_VALUE)
+        return -1;
+    while (len > 0) {
+        OVERLAPPED at;
+        memset(&at, 0, sizeof at);
+        at.Offset = (DWORD)off;
+        at.OffsetHigh = (DWORD)(off >> 32);
+        DWORD want = len > 0x40000000u ? 0x40000000u : (DWORD)len, got = 0;
+        if (!ReadFile(h, p, want, &got, &at) || got == 0)
+            return -1;
+        p += got;
+        len -= got;
+        off += got;
+    }
+#else
+    while (len > 0) {
+        ssize_t got = pread(fd, p, len, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        p += got;
+        len -= (size_t)got;
+        off += (unsigned long long)got;
+    }
+#endif
+    return 0;
+}
 
 /* ---- Free lists ---------------------------------------------------------------
  * Blocks of one kind that a worker is done with (a connection's state, an

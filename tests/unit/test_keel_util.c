@@ -1,11 +1,17 @@
 /* keel/util.h: the helpers modules share (case folding, HTTP lists, words,
- * IP addresses and CIDR blocks, the mutex and once), as a module sees
+ * IP addresses and CIDR blocks, memory that grows, reading a file, free
+ * lists, the mutex and once), as a module sees
  * them: the public header alone. */
 #include <criterion/criterion.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <keel/util.h>
+
+#ifndef _WIN32
+#include <unistd.h>
+#endif
 
 /* ---- ASCII case ---------------------------------------------------------- */
 
@@ -158,6 +164,28 @@ Test(keel_util, append_grows_a_buffer_and_keeps_a_nul_after_it, .timeout = 10)
     cr_assert_eq(u[0], 0x82);
     free(u);
 }
+
+/* ---- reading a file at an offset ----------------------------------------------- */
+
+#ifndef _WIN32
+Test(keel_util, pread_all_reads_exactly_len_at_off_and_leaves_the_position, .timeout = 10)
+{
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite("0123456789", 1, 10, f), 10);
+    cr_assert_eq(fflush(f), 0);
+    int fd = fileno(f);
+    cr_assert_eq(lseek(fd, 2, SEEK_SET), 2);
+    char buf[8] = {0};
+    cr_assert_eq(keel_pread_all(fd, buf, 4, 5), 0);
+    cr_assert(memcmp(buf, "5678", 4) == 0);
+    cr_assert_eq(lseek(fd, 0, SEEK_CUR), 2, "the descriptor's position is left alone");
+    cr_assert_eq(keel_pread_all(fd, buf, 4, 8), -1, "the file ends before len bytes");
+    cr_assert_eq(keel_pread_all(fd, buf, 0, 100), 0, "nothing asked, nothing read");
+    cr_assert_eq(keel_pread_all(-1, buf, 1, 0), -1, "a bad descriptor");
+    fclose(f);
+}
+#endif
 
 /* ---- free lists ---------------------------------------------------------------- */
 

@@ -19,6 +19,7 @@
 #include <keel/keel.h>
 #include <keel/util.h>
 
+#include "../http1/date.h"
 #include "frame.h"
 #include "hpack.h"
 
@@ -220,10 +221,7 @@ typedef struct h2_worker {
     unsigned nfree_streams;
     h2_piece *free_pieces;
     unsigned nfree_pieces;
-    uint64_t date_checked_ms;
-    int64_t date_sec;
-    char date[40]; /* "Sun, 06 Nov 1994 08:49:37 GMT" */
-    size_t date_len;
+    date_cache date; /* the Date field, http1's date.c */
 } h2_worker;
 
 /* The worker's free lists (free_batches, free_streams, free_pieces, with

@@ -1,15 +1,17 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
  * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
- * words, on/off, intrusive lists, a mutex and once for module-wide state, and
- * (keel/header_tokens.h, included at the end) the well-known field names
- * as integers.
+ * words, on/off, copies and buffers that grow, reading a file at an offset,
+ * intrusive lists, free lists, a mutex and once for module-wide state, and
+ * (keel/header_tokens.h, included at the end) the well-known field names as
+ * integers.
  *
  * Header-only: every function is static inline (the lists are macros), so using them takes no
  * slot in the host's table, works with any host version and adds nothing
- * to the ABI. Nothing here allocates, calls the host, or depends on a
- * library beyond the C library (and pthreads or Windows for the mutex and
- * once, which a module's process has anyway). C11 and C++ (and MSVC)
- * alike; include it after or without keel/keel.h.
+ * to the ABI. Nothing here calls the host or depends on a library beyond
+ * the C library (and POSIX or Windows for the file read, the mutex and
+ * the once, which a module's process has anyway); only the helpers under "Memory that
+ * grows" allocate. C11 and C++ (and MSVC) alike; include it after or
+ * without keel/keel.h.
  *
  * Threads: every function is safe on any thread for the objects the caller
  * owns; keel_mutex and keel_once are how state shared between threads is
@@ -23,6 +25,7 @@
 #define KEEL_UTIL_H
 
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(_WIN32)
@@ -35,8 +38,12 @@
 #undef WIN32_LEAN_AND_MEAN
 #undef KEEL__UTIL_LEAN
 #endif
+#include <io.h>
 #else
+#include <errno.h>
 #include <pthread.h>
+#include <sys/types.h>
+#include <unistd.h>
 #endif
 
 #ifdef __cplusplus
@@ -444,6 +451,94 @@ static inline int keel_cidr_match(const keel_cidr *block, const keel_ip *ip)
     return 1;
 }
 
+/* ---- Memory that grows ----------------------------------------------------
+ * Copies and buffers a module builds up piece by piece: a config word kept,
+ * a header block arriving in frames, a page being written. Unlike the rest
+ * of this header these allocate, with the C library's malloc and realloc:
+ * what they return or grow is the caller's, given back with free(). */
+
+/* A copy of the n bytes at s with a NUL after them (strndup, which the
+ * Windows C library lacks, except that exactly n bytes are read: s needs
+ * no NUL); NULL when memory runs out. */
+static inline char *keel_strndup(const char *s, size_t n)
+{
+    char *d = (char *)malloc(n + 1);
+    if (d != NULL) {
+        if (n > 0)
+            memcpy(d, s, n);
+        d[n] = '\0';
+    }
+    return d;
+}
+
+/* Reallocates the array at *arrayp to count elements of size bytes. The
+ * pointer is read and written as bytes: arrayp may be the address of a
+ * pointer of any object type, which a void ** must not be used to alias. */
+static inline int keel__realloc_at(void *arrayp, size_t count, size_t size)
+{
+    if (size > 0 && count > (size_t)-1 / size)
+        return -1;
+    void *array;
+    memcpy(&array, arrayp, sizeof array);
+    void *grown = realloc(array, count * size);
+    if (grown == NULL)
+        return -1;
+    memcpy(arrayp, &grown, sizeof grown);
+    return 0;
+}
+
+/* Makes room for at least need elements of size bytes in an array that has
+ * room for *cap. arrayp is the address of the caller's pointer to it (a
+ * T **, NULL-valued while the array is empty): the room doubles, from first
+ * (or 1) for an empty array, until need fits, and the pointer is set to the
+ * array realloc moved it to. 0, or -1 when memory runs out or the size
+ * overflows (the pointer, the elements and *cap are then as they were). */
+static inline int keel_reserve(void *arrayp, size_t *cap, size_t need, size_t size, size_t first)
+{
+    if (need <= *cap)
+        return 0;
+    size_t room = *cap > 0 ? *cap : first > 0 ? first : 1;
+    while (room < need) {
+        if (room > (size_t)-1 / 2)
+            return -1;
+        room *= 2;
+    }
+    if (keel__realloc_at(arrayp, room, size) != 0)
+        return -1;
+    *cap = room;
+    return 0;
+}
+
+/* Makes an array of n elements of size bytes one element longer (realloc
+ * to n + 1), arrayp as for keel_reserve: for lists built once, at load,
+ * where keeping a capacity is not worth it. 0, or -1 when memory runs out
+ * (the array as it was). */
+static inline int keel_array_add(void *arrayp, size_t n, size_t size)
+{
+    return n == (size_t)-1 ? -1 : keel__realloc_at(arrayp, n + 1, size);
+}
+
+/* Appends the n bytes at p to a byte buffer holding *len bytes with room
+ * for *cap, growing it as keel_reserve does (bufp: the address of the
+ * caller's char * or unsigned char * to it). A NUL is kept after the
+ * bytes (not counted in *len), so that text built this way is a C string
+ * once anything was appended. 0, or -1 when memory runs out (the buffer
+ * as it was). */
+static inline int keel_append(void *bufp, size_t *len, size_t *cap, const void *p, size_t n,
+                              size_t first)
+{
+    if (n == 0)
+        return 0;
+    if (n >= (size_t)-1 - *len || keel_reserve(bufp, cap, *len + n + 1, 1, first) != 0)
+        return -1;
+    char *buf;
+    memcpy(&buf, bufp, sizeof buf);
+    memcpy(buf + *len, p, n);
+    *len += n;
+    buf[*len] = '\0';
+    return 0;
+}
+
 /* ---- Intrusive doubly linked lists -----------------------------------------
  * Structs that carry their own `next` and `prev` pointers, on a list
  * headed by a pointer to the first one (NULL: empty), with no sentinel:
@@ -472,6 +567,90 @@ static inline int keel_cidr_match(const keel_cidr *block, const keel_ip *ip)
             (head) = (node)->next;                                                                 \
         if ((node)->next != NULL)                                                                  \
             (node)->next->prev = (node)->prev;                                                     \
+    } while (0)
+
+/* ---- Reading a file at an offset ---------------------------------------------
+ * What a module reads back of a file it holds open (a cached small file,
+ * a spooled request body, a range for HTTP/2 DATA frames). */
+
+/* Reads exactly len bytes at offset off of the file open as descriptor fd
+ * into buf, leaving the descriptor's position alone: pread(2), again after
+ * a signal or a short read; on Windows ReadFile at that offset (of the
+ * descriptor's handle), at most 1 GiB a call. 0, or -1 at an error or at
+ * the file's end before len bytes. It blocks while the disk reads: on a
+ * worker, for bytes the page cache holds; else on a thread of its own. */
+static inline int keel_pread_all(int fd, void *buf, size_t len, unsigned long long off)
+{
+    char *p = (char *)buf;
+#if defined(_WIN32)
+    HANDLE h = (HANDLE)_get_osfhandle(fd);
+    if (h == INVALID_HANDLE_VALUE)
+        return -1;
+    while (len > 0) {
+        OVERLAPPED at;
+        memset(&at, 0, sizeof at);
+        at.Offset = (DWORD)off;
+        at.OffsetHigh = (DWORD)(off >> 32);
+        DWORD want = len > 0x40000000u ? 0x40000000u : (DWORD)len, got = 0;
+        if (!ReadFile(h, p, want, &got, &at) || got == 0)
+            return -1;
+        p += got;
+        len -= got;
+        off += got;
+    }
+#else
+    while (len > 0) {
+        ssize_t got = pread(fd, p, len, (off_t)off);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return -1;
+        p += got;
+        len -= (size_t)got;
+        off += (unsigned long long)got;
+    }
+#endif
+    return 0;
+}
+
+/* ---- Free lists ---------------------------------------------------------------
+ * Blocks of one kind that a worker is done with (a connection's state, an
+ * output buffer), kept on a singly linked list through a member the caller
+ * names, for the next taker to reuse without a malloc (nginx's free
+ * buffer chains, h2o's mem pools). The caller bounds the list with its
+ * count, checked before KEEL_FREELIST_GIVE (what does not go on it is
+ * freed), so that a burst does not pin memory; one list per worker needs
+ * no lock. Macros, so that any struct will do; they evaluate their
+ * arguments more than once: pass plain lvalues. */
+
+/* item: the first block on list, taken off it; NULL if list is empty. */
+#define KEEL_FREELIST_TAKE(item, list, count, link)                                                \
+    do {                                                                                           \
+        (item) = (list);                                                                           \
+        if ((item) != NULL) {                                                                      \
+            (list) = (item)->link;                                                                 \
+            (count)--;                                                                             \
+        }                                                                                          \
+    } while (0)
+
+/* Puts item first on list. */
+#define KEEL_FREELIST_GIVE(item, list, count, link)                                                \
+    do {                                                                                           \
+        (item)->link = (list);                                                                     \
+        (list) = (item);                                                                           \
+        (count)++;                                                                                 \
+    } while (0)
+
+/* Empties list, calling free_fn on each block (passed as void *), and
+ * sets count to 0: at a worker's stop. */
+#define KEEL_FREELIST_DRAIN(list, count, link, free_fn)                                            \
+    do {                                                                                           \
+        while ((list) != NULL) {                                                                   \
+            void *keel__freelist_item = (list);                                                    \
+            (list) = (list)->link;                                                                 \
+            free_fn(keel__freelist_item);                                                          \
+        }                                                                                          \
+        (count) = 0;                                                                               \
     } while (0)
 
 /* ---- A mutex and a once for module-wide state ---------------------------

@@ -21,12 +21,8 @@
  */
 #include "scheduler.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#ifndef _WIN32
-#include <unistd.h>
-#endif
 
 typedef struct h2_load_item {
     h2_piece *p;
@@ -82,16 +78,8 @@ static void load_work(void *userdata)
         h2_load_item *it = &job->items[i];
         if (it->same_as > 0)
             continue; /* read once, below */
-        size_t got = 0;
-        while (got < it->len) {
-            ssize_t r = pread(it->fd, it->buf + got, it->len - got, (off_t)(it->off + got));
-            if (r < 0 && errno == EINTR)
-                continue;
-            if (r <= 0)
-                break; /* a short file: the response cannot be completed */
-            got += (size_t)r;
-        }
-        it->ok = got == it->len;
+        /* Not all of it (a short file, an error): the response cannot be completed. */
+        it->ok = keel_pread_all(it->fd, it->buf, it->len, it->off) == 0;
     }
     for (size_t i = 0; i < job->n; i++)
         if (job->items[i].same_as > 0)

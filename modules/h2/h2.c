@@ -26,18 +26,16 @@
 
 const char *h2_date(h2_worker *w, size_t *len)
 {
-    /* RFC 9110 6.6.1: Date on every response; formatted once a second. */
-    uint64_t now = keel_worker_now_ms(w->worker);
-    if (now != w->date_checked_ms || w->date_len == 0) {
-        w->date_checked_ms = now;
-        int64_t t = keel_time_now();
-        if (t != w->date_sec || w->date_len == 0) {
-            w->date_len = keel_time_format(t, KEEL_TIME_HTTP, w->date, sizeof w->date);
-            w->date_sec = t;
-        }
+    /* RFC 9110 6.6.1: Date on every response. The value alone: HPACK
+     * carries a field's name and value, not a line. */
+    size_t n;
+    const char *line = date_cache_line(&w->date, w->worker, &n);
+    if (n < DATE_LINE_FRAMING) {
+        *len = 0;
+        return "";
     }
-    *len = w->date_len;
-    return w->date;
+    *len = n - DATE_LINE_FRAMING;
+    return line + DATE_LINE_PREFIX;
 }
 
 void h2_goaway(h2_conn *c)

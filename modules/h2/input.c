@@ -192,21 +192,7 @@ static void header_block(h2_conn *c, int32_t sid, uint8_t flags, const uint8_t *
 
 static int block_append(h2_conn *c, const uint8_t *p, size_t n)
 {
-    if (n == 0)
-        return 0;
-    if (c->block_cap - c->block_len < n) {
-        size_t cap = c->block_cap ? c->block_cap : 4096;
-        while (cap - c->block_len < n)
-            cap *= 2;
-        uint8_t *grown = realloc(c->block, cap);
-        if (grown == NULL)
-            return -1;
-        c->block = grown;
-        c->block_cap = cap;
-    }
-    memcpy(c->block + c->block_len, p, n);
-    c->block_len += n;
-    return 0;
+    return keel_append(&c->block, &c->block_len, &c->block_cap, p, n, 4096);
 }
 
 /* [h2] header_timeout: a header block, from its HEADERS frame to its

@@ -31,7 +31,7 @@ static h2_batch *batch_get(h2_conn *c)
 {
     h2_worker *w = c->w;
     h2_batch *b;
-    H2_POOL_TAKE(b, w->free_batches, w->nfree_batches);
+    KEEL_FREELIST_TAKE(b, w->free_batches, w->nfree_batches, next);
     if (b == NULL) {
         b = calloc(1, sizeof *b);
         if (b == NULL)
@@ -72,12 +72,12 @@ static void batch_put(h2_worker *w, h2_batch *b)
         batch_free(b);
         return;
     }
-    H2_POOL_GIVE(b, w->free_batches, w->nfree_batches);
+    KEEL_FREELIST_GIVE(b, w->free_batches, w->nfree_batches, next);
 }
 
 void h2_batch_pool_free(h2_worker *w)
 {
-    H2_POOL_DRAIN(w->free_batches, w->nfree_batches, batch_free);
+    KEEL_FREELIST_DRAIN(w->free_batches, w->nfree_batches, next, batch_free);
 }
 
 static h2_batch *current(h2_conn *c)
@@ -318,14 +318,14 @@ void h2_piece_unref(h2_piece *p, int status)
     h2_slab_unref(p->slab);
     h2_worker *w = p->w;
     if (w != NULL && w->nfree_pieces < H2_POOL_MAX)
-        H2_POOL_GIVE(p, w->free_pieces, w->nfree_pieces);
+        KEEL_FREELIST_GIVE(p, w->free_pieces, w->nfree_pieces, next);
     else
         free(p);
 }
 
 void h2_piece_pool_free(h2_worker *w)
 {
-    H2_POOL_DRAIN(w->free_pieces, w->nfree_pieces, free);
+    KEEL_FREELIST_DRAIN(w->free_pieces, w->nfree_pieces, next, free);
 }
 
 void h2_slab_unref(h2_slab *slab)

@@ -98,7 +98,7 @@ h2_stream *h2_stream_new(h2_conn *c, int32_t id)
     if ((c->table == NULL || c->nopen + 1 > c->table_mask + 1) && table_grow(c) != 0)
         return NULL;
     h2_stream *s;
-    H2_POOL_TAKE(s, w->free_streams, w->nfree_streams);
+    KEEL_FREELIST_TAKE(s, w->free_streams, w->nfree_streams, next);
     if (s == NULL) {
         if ((s = malloc(sizeof *s)) == NULL)
             return NULL;
@@ -233,14 +233,14 @@ void h2_stream_maybe_free(h2_stream *s)
     }
     h2_worker *w = c->w;
     if (w->nfree_streams < H2_POOL_MAX)
-        H2_POOL_GIVE(s, w->free_streams, w->nfree_streams);
+        KEEL_FREELIST_GIVE(s, w->free_streams, w->nfree_streams, next);
     else
         stream_free(s);
 }
 
 void h2_stream_pool_free(h2_worker *w)
 {
-    H2_POOL_DRAIN(w->free_streams, w->nfree_streams, stream_free);
+    KEEL_FREELIST_DRAIN(w->free_streams, w->nfree_streams, next, stream_free);
 }
 
 /* ---- ending streams -------------------------------------------------------------- */

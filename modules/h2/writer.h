@@ -19,6 +19,7 @@
 #include <keel/keel.h>
 #include <keel/util.h>
 
+#include "../http1/date.h"
 #include "frame.h"
 #include "hpack.h"
 
@@ -220,43 +221,15 @@ typedef struct h2_worker {
     unsigned nfree_streams;
     h2_piece *free_pieces;
     unsigned nfree_pieces;
-    uint64_t date_checked_ms;
-    int64_t date_sec;
-    char date[40]; /* "Sun, 06 Nov 1994 08:49:37 GMT" */
-    size_t date_len;
+    date_cache date; /* the Date field, http1's date.c */
 } h2_worker;
 
-#define H2_POOL_MAX 256
-
 /* The worker's free lists (free_batches, free_streams, free_pieces, with
- * their counts): what a connection is done with waits there, linked
- * through its own `next`, for the next one to take without a malloc; a
- * list holds at most H2_POOL_MAX (the caller checks, and frees the rest).
- * Macros, for the three types alike. */
-#define H2_POOL_TAKE(item, list, count)                                                            \
-    do {                                                                                           \
-        (item) = (list);                                                                           \
-        if ((item) != NULL) {                                                                      \
-            (list) = (item)->next;                                                                 \
-            (count)--;                                                                             \
-        }                                                                                          \
-    } while (0)
-#define H2_POOL_GIVE(item, list, count)                                                            \
-    do {                                                                                           \
-        (item)->next = (list);                                                                     \
-        (list) = (item);                                                                           \
-        (count)++;                                                                                 \
-    } while (0)
-/* Empties the list, free_fn on each (stop). */
-#define H2_POOL_DRAIN(list, count, free_fn)                                                        \
-    do {                                                                                           \
-        while ((list) != NULL) {                                                                   \
-            void *h2_pool_item_ = (list);                                                          \
-            (list) = (list)->next;                                                                 \
-            free_fn(h2_pool_item_);                                                                \
-        }                                                                                          \
-        (count) = 0;                                                                               \
-    } while (0)
+ * their counts, linked through each block's `next`: keel/util.h's
+ * KEEL_FREELIST_*): what a connection is done with waits there for the
+ * next one to take without a malloc; a list holds at most H2_POOL_MAX (the
+ * caller checks, and frees the rest). */
+#define H2_POOL_MAX 256
 
 /* ---- per-connection state ----------------------------------------------- */
 
@@ -432,7 +405,7 @@ static inline h2_piece *h2_piece_new(h2_conn *c, keel_write_cb cb, void *ud)
 {
     h2_worker *w = c->w;
     h2_piece *p;
-    H2_POOL_TAKE(p, w->free_pieces, w->nfree_pieces);
+    KEEL_FREELIST_TAKE(p, w->free_pieces, w->nfree_pieces, next);
     if (p == NULL && (p = malloc(sizeof *p)) == NULL)
         return NULL;
     *p = (h2_piece){.cb = cb, .ud = ud, .conn = c->conn, .w = w, .status = KEEL_OK, .fd = -1};

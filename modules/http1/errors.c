@@ -26,7 +26,7 @@ static size_t error_response(h1_conn *c, int status, char *p0)
     }
     memcpy(p, sl, sl_len);
     p += sl_len;
-    const char *date = h1_date_line(c->w, &date_len);
+    const char *date = date_cache_line(&c->w->date, c->w->worker, &date_len);
     memcpy(p, date, date_len);
     p += date_len;
     memcpy(p, c->w->cfg->server_line, c->w->cfg->server_line_len);

@@ -20,6 +20,8 @@
 
 #include <llhttp.h>
 
+#include "date.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -196,11 +198,7 @@ typedef struct h1_worker {
     unsigned nfree_obuf;
     struct h1_free_conn *free_conn;
     unsigned nfree_conn;
-    /* The cached Date header line (date.c). */
-    uint64_t date_checked_ms;
-    int64_t date_sec;
-    char date_line[48]; /* "Date: Sun, 06 Nov 1994 08:49:37 GMT\r\n" */
-    size_t date_line_len;
+    date_cache date; /* the Date header line (date.c) */
     /* The connections idle most recently, not parked (park.c): a ring,
      * oldest at warm_head; NULL where one left it. */
     h1_conn *warm[H1_WARM_MAX];
@@ -470,10 +468,5 @@ int h1_body_unwanted(h1_conn *c);
 /* Answers status with a small text body and Connection: close, then closes
  * (aborting the request in flight first). */
 void h1_fail(h1_conn *c, int status);
-
-/* ---- date.c ------------------------------------------------------------- */
-
-/* "Date: ...\r\n" for now, cached per worker and reformatted once a second. */
-const char *h1_date_line(h1_worker *w, size_t *len);
 
 #endif

@@ -19,11 +19,9 @@
 
 static h1_obuf *obuf_get(h1_worker *w)
 {
-    h1_obuf *b = w->free_obuf;
-    if (b != NULL) {
-        w->free_obuf = b->next;
-        w->nfree_obuf--;
-    } else {
+    h1_obuf *b;
+    KEEL_FREELIST_TAKE(b, w->free_obuf, w->nfree_obuf, next);
+    if (b == NULL) {
         if ((b = malloc(sizeof *b + H1_OBUF_SIZE)) == NULL)
             return NULL;
         b->cap = H1_OBUF_SIZE;
@@ -38,13 +36,10 @@ static h1_obuf *obuf_get(h1_worker *w)
 
 void h1_obuf_free(h1_worker *w, h1_obuf *b)
 {
-    if (b->cap == H1_OBUF_SIZE && w->nfree_obuf < H1_POOL_MAX) {
-        b->next = w->free_obuf;
-        w->free_obuf = b;
-        w->nfree_obuf++;
-    } else {
+    if (b->cap == H1_OBUF_SIZE && w->nfree_obuf < H1_POOL_MAX)
+        KEEL_FREELIST_GIVE(b, w->free_obuf, w->nfree_obuf, next);
+    else
         free(b);
-    }
 }
 
 char *h1_out_reserve(h1_conn *c, size_t n)

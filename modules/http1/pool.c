@@ -3,7 +3,8 @@
  * A connection takes an h1_exch when a request begins and gives it back
  * when it is idle again; keep-alive and pipelined traffic thus reuse the
  * same few blocks and allocate nothing per request. The lists are per
- * worker (no locks) and bounded, so a burst does not pin memory forever.
+ * worker (no locks) and bounded, so a burst does not pin memory forever
+ * (keel/util.h's KEEL_FREELIST_* take, give and drain them).
  */
 #include "h1.h"
 
@@ -12,12 +13,10 @@
 
 h1_exch *h1_exch_get(h1_worker *w)
 {
-    h1_exch *exch = w->free_exch;
-    if (exch != NULL) {
-        w->free_exch = exch->next;
-        w->nfree_exch--;
+    h1_exch *exch;
+    KEEL_FREELIST_TAKE(exch, w->free_exch, w->nfree_exch, next);
+    if (exch != NULL)
         return exch;
-    }
     if ((exch = malloc(sizeof *exch)) == NULL)
         return NULL;
     exch->next = NULL;
@@ -70,9 +69,7 @@ void h1_exch_put(h1_worker *w, h1_exch *exch)
         return;
     }
     exch_shrink(exch);
-    exch->next = w->free_exch;
-    w->free_exch = exch;
-    w->nfree_exch++;
+    KEEL_FREELIST_GIVE(exch, w->free_exch, w->nfree_exch, next);
 }
 
 /* A free h1_conn keeps the list's link in its first bytes. */
@@ -82,11 +79,10 @@ struct h1_free_conn {
 
 h1_conn *h1_conn_get(h1_worker *w)
 {
-    struct h1_free_conn *f = w->free_conn;
+    struct h1_free_conn *f;
+    KEEL_FREELIST_TAKE(f, w->free_conn, w->nfree_conn, next);
     if (f == NULL)
         return calloc(1, sizeof(h1_conn));
-    w->free_conn = f->next;
-    w->nfree_conn--;
     h1_conn *c = (h1_conn *)(void *)f;
     memset(c, 0, sizeof *c);
     return c;
@@ -106,9 +102,7 @@ void h1_conn_put(h1_worker *w, h1_conn *c)
         return;
     }
     struct h1_free_conn *f = (struct h1_free_conn *)(void *)c;
-    f->next = w->free_conn;
-    w->free_conn = f;
-    w->nfree_conn++;
+    KEEL_FREELIST_GIVE(f, w->free_conn, w->nfree_conn, next);
 #endif
 }
 
@@ -149,22 +143,7 @@ int h1_exch_grow(h1_exch *exch, size_t want)
 
 void h1_pool_free(h1_worker *w)
 {
-    while (w->free_exch != NULL) {
-        h1_exch *exch = w->free_exch;
-        w->free_exch = exch->next;
-        exch_free(exch);
-    }
-    w->nfree_exch = 0;
-    while (w->free_obuf != NULL) {
-        h1_obuf *b = w->free_obuf;
-        w->free_obuf = b->next;
-        free(b);
-    }
-    w->nfree_obuf = 0;
-    while (w->free_conn != NULL) {
-        struct h1_free_conn *f = w->free_conn;
-        w->free_conn = f->next;
-        free(f);
-    }
-    w->nfree_conn = 0;
+    KEEL_FREELIST_DRAIN(w->free_exch, w->nfree_exch, next, exch_free);
+    KEEL_FREELIST_DRAIN(w->free_obuf, w->nfree_obuf, next, free);
+    KEEL_FREELIST_DRAIN(w->free_conn, w->nfree_conn, next, free);
 }

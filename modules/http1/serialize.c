@@ -203,7 +203,7 @@ static inline field_scan scan_fields(h1_conn *c, const keel_field *h, size_t n)
         f.bytes += h[i].name.len + h[i].value.len + 4;
     }
     if (!HAS(f, FLD_DATE))
-        f.date_line = h1_date_line(c->w, &f.date_len);
+        f.date_line = date_cache_line(&c->w->date, c->w->worker, &f.date_len);
     return f;
 }
 

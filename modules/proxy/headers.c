@@ -284,23 +284,8 @@ typedef struct sb {
 
 static void sb_put(sb *b, const char *s, size_t n)
 {
-    if (b->failed)
-        return;
-    if (b->len + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 1024;
-        while (cap < b->len + n + 1)
-            cap *= 2;
-        char *grown = realloc(b->p, cap);
-        if (grown == NULL) {
-            b->failed = 1;
-            return;
-        }
-        b->p = grown;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, s, n);
-    b->len += n;
-    b->p[b->len] = '\0';
+    if (!b->failed && keel_append(&b->p, &b->len, &b->cap, s, n, 1024) != 0)
+        b->failed = 1;
 }
 
 static void sb_str(sb *b, const char *s)

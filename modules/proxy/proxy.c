@@ -21,16 +21,6 @@
 
 /* ---- small parsers ------------------------------------------------------------ */
 
-static char *dup_n(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d != NULL) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
 /* "250ms", "10s", "5m", "1h", or a bare number of seconds (keel's own
  * durations). */
 static int parse_duration(const char *s, uint64_t *out)
@@ -90,8 +80,8 @@ static int parse_address(const char *w, px_server *srv)
         if (w[5] == '\0' || (w[5] == '@' && w[6] == '\0'))
             return -1;
         srv->port = 0;
-        srv->host = dup_n(w, strlen(w));
-        srv->authority = dup_n(w, strlen(w));
+        srv->host = keel_strndup(w, strlen(w));
+        srv->authority = keel_strndup(w, strlen(w));
         srv->host_field = "localhost";
         return srv->host && srv->authority ? 0 : -1;
     }
@@ -113,8 +103,8 @@ static int parse_address(const char *w, px_server *srv)
     }
     if (host_len == 0 || parse_uint(colon + 1, 1, 65535, &srv->port) != 0)
         return -1;
-    srv->host = dup_n(host, host_len);
-    srv->authority = dup_n(w, strlen(w));
+    srv->host = keel_strndup(host, host_len);
+    srv->authority = keel_strndup(w, strlen(w));
     srv->host_field = srv->authority;
     return srv->host && srv->authority ? 0 : -1;
 }
@@ -161,7 +151,7 @@ static int names_add(keel_module *m, const char *key, char ***v, size_t *n, cons
     }
     if (!ok)
         return keel_config_error(m, key, "'%s' is not a protocol (name or name/version)", name);
-    char *lower = dup_n(name, len);
+    char *lower = keel_strndup(name, len);
     if (lower == NULL)
         return KEEL_ERR_NOMEM;
     for (size_t i = 0; i < len; i++)
@@ -192,7 +182,7 @@ static int names_copy(char **from, size_t n, char ***v, size_t *out)
     *out = 0;
     for (size_t i = 0; i < n; i++) {
         char **grown = realloc(*v, (*out + 1) * sizeof *grown);
-        char *d = grown ? dup_n(from[i], strlen(from[i])) : NULL;
+        char *d = grown ? keel_strndup(from[i], strlen(from[i])) : NULL;
         if (grown != NULL)
             *v = grown;
         if (d == NULL)
@@ -206,7 +196,7 @@ static int names_copy(char **from, size_t n, char ***v, size_t *out)
 static int parse_upgrades(px_config *c, keel_module *m, const char *value)
 {
     int rc = KEEL_OK;
-    char *copy = dup_n(value, strlen(value));
+    char *copy = keel_strndup(value, strlen(value));
     char *w[32];
     if (copy == NULL)
         return KEEL_ERR_NOMEM;
@@ -224,7 +214,7 @@ static int parse_upgrades(px_config *c, keel_module *m, const char *value)
 
 static int parse_upstream(px_config *cfg, keel_module *m, const char *value, px_group *g)
 {
-    char *copy = dup_n(value, strlen(value));
+    char *copy = keel_strndup(value, strlen(value));
     char *w[PX_MAX_SERVERS * 6 + 8];
     size_t n = copy ? split_words(copy, w, sizeof w / sizeof w[0]) : 0;
     int rc = KEEL_OK;
@@ -234,7 +224,7 @@ static int parse_upstream(px_config *cfg, keel_module *m, const char *value, px_
         rc = keel_config_error(m, "upstream", "expected NAME ADDRESS:PORT [options] ...");
         goto out;
     }
-    g->name = dup_n(w[0], strlen(w[0]));
+    g->name = keel_strndup(w[0], strlen(w[0]));
     g->servers = calloc(PX_MAX_SERVERS, sizeof *g->servers);
     g->check_interval_ms = 5000;
     if (g->name == NULL || g->servers == NULL) {
@@ -295,7 +285,7 @@ static int parse_upstream(px_config *cfg, keel_module *m, const char *value, px_
             if (strcmp(t, "tcp") != 0 && g->transport == NULL)
                 goto bad;
         } else if (KEY("check") && v != NULL && v[0] == '/') {
-            g->check_path = dup_n(v, strlen(v));
+            g->check_path = keel_strndup(v, strlen(v));
         } else if (KEY("check_interval") && v != NULL) {
             if (parse_duration(v, &g->check_interval_ms) != 0 || g->check_interval_ms < 100)
                 goto bad;
@@ -323,7 +313,7 @@ out:
 
 static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_route *r)
 {
-    char *copy = dup_n(value, strlen(value));
+    char *copy = keel_strndup(value, strlen(value));
     char *w[16];
     int rc = KEEL_OK;
     if (copy == NULL)
@@ -334,7 +324,7 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
         goto out;
     }
     r->cfg = cfg;
-    r->prefix = dup_n(w[0], strlen(w[0]));
+    r->prefix = keel_strndup(w[0], strlen(w[0]));
     for (size_t i = 0; i < cfg->ngroups; i++)
         if (strcmp(cfg->groups[i].name, w[1]) == 0)
             r->group = &cfg->groups[i];
@@ -350,8 +340,8 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
     if (r->group->fastcgi) {
         /* nginx's usual PHP location: fastcgi_split_path_info
          * ^(.+\.php)(/.*)$ and fastcgi_index index.php */
-        r->fcgi_split = dup_n(".php", 4);
-        r->fcgi_index = dup_n("index.php", 9);
+        r->fcgi_split = keel_strndup(".php", 4);
+        r->fcgi_index = keel_strndup("index.php", 9);
         if (r->fcgi_split == NULL || r->fcgi_index == NULL) {
             rc = KEEL_ERR_NOMEM;
             goto out;
@@ -375,7 +365,7 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
                 r->host_mode = PX_HOST_UPSTREAM;
             } else {
                 r->host_mode = PX_HOST_FIXED;
-                r->host_value = dup_n(v, strlen(v));
+                r->host_value = keel_strndup(v, strlen(v));
             }
         } else if (strcmp(k, "connect_timeout") == 0) {
             if (parse_duration(v, &r->connect_timeout_ms) != 0)
@@ -420,7 +410,7 @@ static int parse_pass(px_config *cfg, keel_module *m, const char *value, px_rout
             if ((k[0] == 'r' && v[0] != '/') || (k[1] == 'c' && v[0] != '/') || v[0] == '\0')
                 goto bad;
             free(*slot);
-            *slot = strcmp(v, "off") == 0 && k[0] != 'r' ? NULL : dup_n(v, strlen(v));
+            *slot = strcmp(v, "off") == 0 && k[0] != 'r' ? NULL : keel_strndup(v, strlen(v));
             if (k[0] == 'r')
                 while (strlen(*slot) > 1 && (*slot)[strlen(*slot) - 1] == '/')
                     (*slot)[strlen(*slot) - 1] = '\0';

@@ -37,19 +37,7 @@ int px_head_append(px_ex *ex, const char *at, size_t len)
     size_t max = ex->route->cfg->max_header;
     if (ex->hlen + len > max)
         return -1;
-    if (ex->hlen + len > ex->hcap) {
-        size_t cap = ex->hcap ? ex->hcap : 1024;
-        while (cap < ex->hlen + len)
-            cap *= 2;
-        char *grown = realloc(ex->hbuf, cap);
-        if (grown == NULL)
-            return -1;
-        ex->hbuf = grown;
-        ex->hcap = cap;
-    }
-    memcpy(ex->hbuf + ex->hlen, at, len);
-    ex->hlen += len;
-    return 0;
+    return keel_append(&ex->hbuf, &ex->hlen, &ex->hcap, at, len, 1024);
 }
 
 static int on_message_begin(llhttp_t *p)
@@ -250,12 +238,11 @@ void px_response_init(px_up *up)
 
 static px_block *block_get(px_worker *pw, size_t cap)
 {
-    px_block *b = pw->free_blocks;
-    if (cap == PX_GATHER && b != NULL) {
-        pw->free_blocks = b->next_free;
-        pw->nfree_blocks--;
+    px_block *b = NULL;
+    if (cap == PX_GATHER)
+        KEEL_FREELIST_TAKE(b, pw->free_blocks, pw->nfree_blocks, next_free);
+    if (b != NULL)
         return b;
-    }
     if ((b = malloc(sizeof *b + cap)) != NULL)
         b->cap = cap;
     return b;
@@ -269,19 +256,12 @@ static void block_put(px_worker *pw, px_block *b)
         free(b);
         return;
     }
-    b->next_free = pw->free_blocks;
-    pw->free_blocks = b;
-    pw->nfree_blocks++;
+    KEEL_FREELIST_GIVE(b, pw->free_blocks, pw->nfree_blocks, next_free);
 }
 
 void px_body_blocks_free(px_worker *pw)
 {
-    while (pw->free_blocks != NULL) {
-        px_block *b = pw->free_blocks;
-        pw->free_blocks = b->next_free;
-        free(b);
-    }
-    pw->nfree_blocks = 0;
+    KEEL_FREELIST_DRAIN(pw->free_blocks, pw->nfree_blocks, next_free, free);
     pw->blocks_closed = 1;
 }
 

@@ -82,18 +82,11 @@ static int temp_open(const char *dir)
     return -1;
 }
 
-/* _write and _read take an unsigned count; a read at an offset is a seek
- * and a read (one thread uses the descriptor). */
+/* _write takes an unsigned count. (Reading back is keel_pread_all's
+ * ReadFile at an offset, once every byte is written.) */
 static long sys_write(int fd, const char *p, size_t len)
 {
     return _write(fd, p, len > (1u << 30) ? 1u << 30 : (unsigned)len);
-}
-
-static long sys_read_at(int fd, char *p, size_t len, uint64_t off)
-{
-    if (_lseeki64(fd, (__int64)off, SEEK_SET) < 0)
-        return -1;
-    return _read(fd, p, len > (1u << 30) ? 1u << 30 : (unsigned)len);
 }
 
 #define temp_close _close
@@ -119,11 +112,6 @@ static long sys_write(int fd, const char *p, size_t len)
     return (long)write(fd, p, len);
 }
 
-static long sys_read_at(int fd, char *p, size_t len, uint64_t off)
-{
-    return (long)pread(fd, p, len, (off_t)off);
-}
-
 #define temp_close close
 #endif
 
@@ -137,21 +125,6 @@ static int write_all(int fd, const char *p, size_t len)
             return -1;
         p += w;
         len -= (size_t)w;
-    }
-    return 0;
-}
-
-static int read_at(int fd, char *p, size_t len, uint64_t off)
-{
-    while (len > 0) {
-        long r = sys_read_at(fd, p, len, off);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return -1;
-        p += r;
-        len -= (size_t)r;
-        off += (uint64_t)r;
     }
     return 0;
 }
@@ -307,7 +280,7 @@ void px_spool_send(px_ex *ex)
         } else {
             if (sp->piece == NULL && (sp->piece = malloc(PX_SPOOL_PIECE)) == NULL)
                 break;
-            if (read_at(sp->fd, sp->piece, n, sp->sent) != 0) {
+            if (keel_pread_all(sp->fd, sp->piece, n, sp->sent) != 0) {
                 keel_log(ex->route->cfg->module, KEEL_LOG_ERROR,
                          "fastcgi: request body's temporary file unreadable: %s", strerror(errno));
                 px_up *up = ex->up;

@@ -12,6 +12,7 @@
  * (keel_request_set_path), which chooses the path scope again for `last`;
  * a redirect or a `return` answers at once. docs/web.md is the guide. */
 #include <keel/keel.h>
+#include <keel/util.h>
 
 #include "rewrite.h"
 
@@ -89,16 +90,6 @@ static rw_state *rw_state_of;
 
 /* ---- load: one program per scope's struct ---- */
 
-static int grow(void *arrayp, size_t n, size_t size)
-{
-    void **array = arrayp;
-    void *p = realloc(*array, (n + 1) * size);
-    if (p == NULL)
-        return KEEL_ERR_NOMEM;
-    *array = p;
-    return KEEL_OK;
-}
-
 static int ruleset_for(rw_state *st, const keel_config_list *list, const rw_ruleset **out)
 {
     *out = NULL;
@@ -110,7 +101,7 @@ static int ruleset_for(rw_state *st, const keel_config_list *list, const rw_rule
             return KEEL_OK;
         }
     rw_ruleset *rs = calloc(1, sizeof *rs);
-    if (rs == NULL || grow(&st->rulesets, st->nrulesets, sizeof *st->rulesets) != KEEL_OK ||
+    if (rs == NULL || keel_array_add(&st->rulesets, st->nrulesets, sizeof *st->rulesets) != 0 ||
         (rs->rules = calloc(list->count, sizeof *rs->rules)) == NULL) {
         free(rs);
         return KEEL_ERR_NOMEM;
@@ -140,7 +131,7 @@ static int return_for(rw_state *st, const char *text, const rw_return **out)
             return KEEL_OK;
         }
     rw_retdef *rd = calloc(1, sizeof *rd);
-    if (rd == NULL || grow(&st->returns, st->nreturns, sizeof *st->returns) != KEEL_OK) {
+    if (rd == NULL || keel_array_add(&st->returns, st->nreturns, sizeof *st->returns) != 0) {
         free(rd);
         return KEEL_ERR_NOMEM;
     }
@@ -174,8 +165,8 @@ static int program_add(keel_module *m, const void *confp, void *ud)
     int rc = ruleset_for(st, &c->rewrite, &rs);
     if (rc == KEEL_OK)
         rc = return_for(st, c->ret, &ret);
-    if (rc == KEEL_OK)
-        rc = grow(&st->programs, st->nprograms, sizeof *st->programs);
+    if (rc == KEEL_OK && keel_array_add(&st->programs, st->nprograms, sizeof *st->programs) != 0)
+        rc = KEEL_ERR_NOMEM;
     if (rc != KEEL_OK)
         return rc;
     memmove(&st->programs[at + 1], &st->programs[at], (st->nprograms - at) * sizeof *st->programs);

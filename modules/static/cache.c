@@ -319,7 +319,7 @@ st_content *st_cache_content(st_cache *c, st_file *f)
         st_content *k = malloc(sizeof *k + (size_t)size);
         if (k == NULL)
             return NULL;
-        if (st_pread_all(f->fd, k->bytes, (size_t)size, 0) != 0) {
+        if (keel_pread_all(f->fd, k->bytes, (size_t)size, 0) != 0) {
             free(k); /* shorter than its fstat said: let sendfile's checks answer */
             return NULL;
         }

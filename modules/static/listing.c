@@ -78,22 +78,8 @@ static int by_kind_name(const void *a, const void *b)
 
 static void put(listing *l, const char *s, size_t n)
 {
-    if (l->failed)
-        return;
-    if (l->len + n + 1 > l->out_cap) {
-        size_t cap = l->out_cap ? l->out_cap : 4096;
-        while (l->len + n + 1 > cap)
-            cap *= 2;
-        char *o = realloc(l->out, cap);
-        if (o == NULL) {
-            l->failed = 1;
-            return;
-        }
-        l->out = o;
-        l->out_cap = cap;
-    }
-    memcpy(l->out + l->len, s, n);
-    l->len += n;
+    if (!l->failed && keel_append(&l->out, &l->len, &l->out_cap, s, n, 4096) != 0)
+        l->failed = 1;
 }
 
 static void puts_(listing *l, const char *s)

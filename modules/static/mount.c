@@ -19,16 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static char *dupn(const char *s, size_t n)
-{
-    char *d = malloc(n + 1);
-    if (d != NULL) {
-        memcpy(d, s, n);
-        d[n] = '\0';
-    }
-    return d;
-}
-
 /* The next word of *p: a run of non-blanks, where "..." may hold blanks
  * (the quotes are dropped). NULL at the end; *err on an open quote. */
 static char *next_word(const char **p, int *err)
@@ -81,7 +71,7 @@ static int set_index(keel_module *module, st_mount *m, const char *v)
                 return st_mount_error(module, m, "index: at most %d names", ST_MAX_INDEX);
             if (memchr(s, '/', n) != NULL || (n <= 2 && s[0] == '.'))
                 return st_mount_error(module, m, "index: '%.*s' is not a file name", (int)n, s);
-            if ((m->index[m->nindex] = dupn(s, n)) == NULL)
+            if ((m->index[m->nindex] = keel_strndup(s, n)) == NULL)
                 return KEEL_ERR_NOMEM;
             m->nindex++;
         }
@@ -143,12 +133,12 @@ static int set_option(keel_module *module, st_mount *m, const char *key, const c
                 return st_mount_error(module, m, "cache: expected seconds");
             char buf[48];
             snprintf(buf, sizeof buf, "max-age=%llu", secs);
-            m->cache_control = dupn(buf, strlen(buf));
+            m->cache_control = keel_strndup(buf, strlen(buf));
         } else {
             for (const char *c = v; *c; c++)
                 if ((unsigned char)*c < 0x20)
                     return st_mount_error(module, m, "cache_control: control character");
-            m->cache_control = dupn(v, strlen(v));
+            m->cache_control = keel_strndup(v, strlen(v));
         }
         return m->cache_control ? KEEL_OK : KEEL_ERR_NOMEM;
     }
@@ -214,7 +204,7 @@ int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount
         return st_mount_error(module, m, "directory path too long");
     }
     free(root);
-    if ((root = dupn(resolved, strlen(resolved))) == NULL) {
+    if ((root = keel_strndup(resolved, strlen(resolved))) == NULL) {
         free(prefix);
         return KEEL_ERR_NOMEM;
     }
@@ -224,7 +214,7 @@ int st_mount_parse(keel_module *module, const char *line, size_t index, st_mount
     m->prefix = prefix;
     m->prefix_len = plen;
     m->root = root;
-    if ((m->index[0] = dupn("index.html", 10)) == NULL)
+    if ((m->index[0] = keel_strndup("index.html", 10)) == NULL)
         return KEEL_ERR_NOMEM;
     m->nindex = 1;
     char *word;

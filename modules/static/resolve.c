@@ -97,22 +97,6 @@ void st_close(int fd)
         close(fd);
 }
 
-int st_pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-    char *p = buf;
-    while (len > 0) {
-        ssize_t n = pread(fd, p, len, (off_t)off);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            return -1;
-        p += n;
-        len -= (size_t)n;
-        off += (uint64_t)n;
-    }
-    return 0;
-}
-
 int st_no_fd_of(int err)
 {
     return err == EMFILE ? ST_NO_FD_PROCESS : err == ENFILE ? ST_NO_FD_SYSTEM : 0;

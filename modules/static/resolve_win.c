@@ -121,28 +121,6 @@ void st_close(int fd)
         _close(fd);
 }
 
-/* ReadFile with an offset: the descriptor's position is left alone, as
- * pread(2) leaves it. */
-int st_pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-    HANDLE h = (HANDLE)_get_osfhandle(fd);
-    char *p = buf;
-    if (h == INVALID_HANDLE_VALUE)
-        return -1;
-    while (len > 0) {
-        OVERLAPPED at = {0};
-        at.Offset = (DWORD)off;
-        at.OffsetHigh = (DWORD)(off >> 32);
-        DWORD want = len > 0x40000000u ? 0x40000000u : (DWORD)len, got = 0;
-        if (!ReadFile(h, p, want, &got, &at) || got == 0)
-            return -1;
-        p += got;
-        len -= got;
-        off += got;
-    }
-    return 0;
-}
-
 /* root->full + "\" + rel with '/' as '\'. */
 static wchar_t *join(const win_root *root, const char *rel)
 {

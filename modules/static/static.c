@@ -691,16 +691,6 @@ static int table_routes(keel_module *module, st_config *cfg, const st_table *t)
     return rc;
 }
 
-static int grow(void *arrp, size_t n, size_t size)
-{
-    void **arr = arrp;
-    void *p = realloc(*arr, (n + 1) * size);
-    if (p == NULL)
-        return KEEL_ERR_NOMEM;
-    *arr = p;
-    return KEEL_OK;
-}
-
 /* keel_module_config_scopes: each scope's struct; its own mount list is
  * read once (the scopes that inherit it share the items pointer) and the
  * scope remembered for table_of. */
@@ -721,22 +711,20 @@ static int scope_add(keel_module *module, const void *confp, void *ud)
             table = cfg->tables[i];
     if (table == NULL) {
         st_table *t = calloc(1, sizeof *t);
-        int rc = t ? grow(&cfg->tables, cfg->ntables, sizeof *cfg->tables) : KEEL_ERR_NOMEM;
-        if (rc != KEEL_OK) {
+        if (t == NULL || keel_array_add(&cfg->tables, cfg->ntables, sizeof *cfg->tables) != 0) {
             free(t);
-            return rc;
+            return KEEL_ERR_NOMEM;
         }
         cfg->tables[cfg->ntables++] = t;
-        rc = table_read(module, t, &set->mount, 1);
+        int rc = table_read(module, t, &set->mount, 1);
         if (rc == KEEL_OK)
             rc = table_routes(module, cfg, t);
         if (rc != KEEL_OK)
             return rc;
         table = t;
     }
-    int rc = grow(&cfg->scopes, cfg->nscopes, sizeof *cfg->scopes);
-    if (rc != KEEL_OK)
-        return rc;
+    if (keel_array_add(&cfg->scopes, cfg->nscopes, sizeof *cfg->scopes) != 0)
+        return KEEL_ERR_NOMEM;
     memmove(&cfg->scopes[at + 1], &cfg->scopes[at], (cfg->nscopes - at) * sizeof *cfg->scopes);
     cfg->scopes[at] = (st_scope){confp, table};
     cfg->nscopes++;

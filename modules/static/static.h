@@ -176,9 +176,6 @@ int st_dup(int fd);
 /* Fills info for an open descriptor: 0, or -1. */
 int st_fstat(int fd, st_info *info);
 void st_close(int fd);
-/* Reads len bytes at off (the file position is not used): 0 once all
- * came, -1 on an error or a file shorter than that. */
-int st_pread_all(int fd, void *buf, size_t len, uint64_t off);
 
 /* Directory entries for a listing: fn(name, info, arg) for each entry but
  * "." and ".."; the walk stops on a non-zero return. 0, or -1 if the

@@ -1,10 +1,17 @@
 /* keel/util.h: the helpers modules share (case folding, HTTP lists, words,
- * IP addresses and CIDR blocks, the mutex and once), as a module sees
+ * IP addresses and CIDR blocks, memory that grows, reading a file, free
+ * lists, the mutex and once), as a module sees
  * them: the public header alone. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <keel/util.h>
+
+#ifndef _WIN32
+#include <unistd.h>
+#endif
 
 /* ---- ASCII case ---------------------------------------------------------- */
 
@@ -68,6 +75,155 @@ Test(keel_util, field_value_bytes, .timeout = 10)
     cr_assert_eq(keel_field_value_check("keel\r\nX: y", 11), 4);
     cr_assert_eq(keel_field_value_check("a\0b", 3), 1);
     cr_assert_eq(keel_field_value_check(NULL, 0), 0);
+}
+
+/* ---- memory that grows ------------------------------------------------------ */
+
+Test(keel_util, strndup_copies_exactly_n_bytes_and_a_nul, .timeout = 10)
+{
+    const char word[3] = {'a', 'b', 'c'}; /* no NUL after it */
+    char *d = keel_strndup(word, 2);
+    cr_assert_not_null(d);
+    cr_assert_str_eq(d, "ab");
+    free(d);
+    d = keel_strndup("a\0b", 3);
+    cr_assert_not_null(d);
+    cr_assert(memcmp(d, "a\0b\0", 4) == 0, "a NUL inside is copied like any byte");
+    free(d);
+    d = keel_strndup(NULL, 0);
+    cr_assert_not_null(d, "an empty view copies to an empty string");
+    cr_assert_str_eq(d, "");
+    free(d);
+}
+
+Test(keel_util, reserve_doubles_from_first_and_keeps_the_elements, .timeout = 10)
+{
+    int *v = NULL;
+    size_t cap = 0;
+    cr_assert_eq(keel_reserve(&v, &cap, 3, sizeof *v, 4), 0);
+    cr_assert_not_null(v);
+    cr_assert_eq(cap, 4, "an empty array starts at first");
+    for (int i = 0; i < 4; i++)
+        v[i] = i;
+    int *before = v;
+    cr_assert_eq(keel_reserve(&v, &cap, 4, sizeof *v, 4), 0);
+    cr_assert_eq(v, before, "room enough: nothing moves");
+    cr_assert_eq(keel_reserve(&v, &cap, 9, sizeof *v, 4), 0);
+    cr_assert_eq(cap, 16, "doubles until need fits");
+    for (int i = 0; i < 4; i++)
+        cr_assert_eq(v[i], i, "the elements are kept");
+    size_t big = cap;
+    cr_assert_eq(keel_reserve(&v, &big, (size_t)-1 / 2 + 2, sizeof *v, 4), -1, "overflow refused");
+    cr_assert_eq(big, cap, "*cap untouched on failure");
+    free(v);
+    char *none = NULL;
+    size_t none_cap = 0;
+    cr_assert_eq(keel_reserve(&none, &none_cap, 1, 1, 0), 0);
+    cr_assert_eq(none_cap, 1, "first 0 starts at one element");
+    free(none);
+}
+
+Test(keel_util, array_add_makes_room_for_one_more, .timeout = 10)
+{
+    const char **names = NULL;
+    size_t n = 0;
+    static const char *const words[] = {"a", "b", "c"};
+    for (size_t i = 0; i < 3; i++) {
+        cr_assert_eq(keel_array_add(&names, n, sizeof *names), 0);
+        names[n++] = words[i];
+    }
+    for (size_t i = 0; i < 3; i++)
+        cr_assert_str_eq(names[i], words[i], "the earlier elements are kept");
+    cr_assert_eq(keel_array_add(&names, (size_t)-1, sizeof *names), -1, "overflow refused");
+    cr_assert_str_eq(names[2], "c", "the array as it was");
+    free(names);
+}
+
+Test(keel_util, append_grows_a_buffer_and_keeps_a_nul_after_it, .timeout = 10)
+{
+    char *b = NULL;
+    size_t len = 0, cap = 0;
+    cr_assert_eq(keel_append(&b, &len, &cap, "x", 0, 8), 0);
+    cr_assert_null(b, "nothing appended, nothing allocated");
+    cr_assert_eq(keel_append(&b, &len, &cap, "hello", 5, 8), 0);
+    cr_assert_eq(len, 5);
+    cr_assert_eq(cap, 8);
+    cr_assert_str_eq(b, "hello");
+    cr_assert_eq(keel_append(&b, &len, &cap, ", world", 7, 8), 0);
+    cr_assert_eq(len, 12);
+    cr_assert_eq(cap, 16, "room for the NUL too");
+    cr_assert_str_eq(b, "hello, world");
+    cr_assert_eq(keel_append(&b, &len, &cap, "!", (size_t)-1 - len, 8), -1, "overflow refused");
+    cr_assert_eq(len, 12);
+    cr_assert_str_eq(b, "hello, world", "the buffer as it was");
+    free(b);
+    unsigned char *u = NULL; /* any byte type */
+    len = cap = 0;
+    cr_assert_eq(keel_append(&u, &len, &cap, "\x82\x86", 2, 0), 0);
+    cr_assert_eq(cap, 4, "from one byte, doubled to fit 2 and the NUL");
+    cr_assert_eq(u[0], 0x82);
+    free(u);
+}
+
+/* ---- reading a file at an offset ----------------------------------------------- */
+
+#ifndef _WIN32
+Test(keel_util, pread_all_reads_exactly_len_at_off_and_leaves_the_position, .timeout = 10)
+{
+    FILE *f = tmpfile();
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite("0123456789", 1, 10, f), 10);
+    cr_assert_eq(fflush(f), 0);
+    int fd = fileno(f);
+    cr_assert_eq(lseek(fd, 2, SEEK_SET), 2);
+    char buf[8] = {0};
+    cr_assert_eq(keel_pread_all(fd, buf, 4, 5), 0);
+    cr_assert(memcmp(buf, "5678", 4) == 0);
+    cr_assert_eq(lseek(fd, 0, SEEK_CUR), 2, "the descriptor's position is left alone");
+    cr_assert_eq(keel_pread_all(fd, buf, 4, 8), -1, "the file ends before len bytes");
+    cr_assert_eq(keel_pread_all(fd, buf, 0, 100), 0, "nothing asked, nothing read");
+    cr_assert_eq(keel_pread_all(-1, buf, 1, 0), -1, "a bad descriptor");
+    fclose(f);
+}
+#endif
+
+/* ---- free lists ---------------------------------------------------------------- */
+
+typedef struct block {
+    struct block *link;
+    int id;
+} block;
+
+static int blocks_freed;
+static void block_free(void *p)
+{
+    blocks_freed++;
+    free(p);
+}
+
+Test(keel_util, freelist_takes_what_was_given_last_first_and_drains, .timeout = 10)
+{
+    block *list = NULL, *b;
+    unsigned count = 0;
+    KEEL_FREELIST_TAKE(b, list, count, link);
+    cr_assert_null(b, "an empty list gives nothing");
+    cr_assert_eq(count, 0);
+    for (int i = 0; i < 3; i++) {
+        b = malloc(sizeof *b);
+        cr_assert_not_null(b);
+        b->id = i;
+        KEEL_FREELIST_GIVE(b, list, count, link);
+    }
+    cr_assert_eq(count, 3);
+    KEEL_FREELIST_TAKE(b, list, count, link);
+    cr_assert_eq(b->id, 2, "the block given last comes first (still warm in cache)");
+    cr_assert_eq(count, 2);
+    free(b);
+    blocks_freed = 0;
+    KEEL_FREELIST_DRAIN(list, count, link, block_free);
+    cr_assert_eq(blocks_freed, 2);
+    cr_assert_null(list);
+    cr_assert_eq(count, 0);
 }
 
 /* ---- intrusive lists ------------------------------------------------------- */

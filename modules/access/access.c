@@ -180,11 +180,21 @@ static int admitted(keel_request *req, const access_conf *c)
     return !list->any_allow;
 }
 
-static int access_on_request(keel_request *req, keel_response *res, void *ud)
+/* The filter's part in a scope (keel_http_filter.scope): none without
+ * rules; else the scope's struct, so that a request does not ask for it. */
+static int access_scope(const void *conf, void *ud, void **scope_ud)
 {
     (void)ud;
-    const access_conf *c = keel_request_config(req, access_module);
-    int ok = c->rules.count == 0 ? 1 : admitted(req, c);
+    const access_conf *c = conf;
+    if (c->rules.count == 0)
+        return 0;
+    *scope_ud = (void *)c;
+    return 1;
+}
+
+static int access_on_request(keel_request *req, keel_response *res, void *ud)
+{
+    int ok = admitted(req, ud);
     if (ok < 0)
         return KEEL_ERR_NOMEM; /* the core answers 500 */
     if (ok)
@@ -204,6 +214,7 @@ static const keel_http_filter access_filter = {
     .order = KEEL_ORDER_FIRST,
     .after = "rewrite",
     .on_request = access_on_request,
+    .scope = access_scope,
 };
 
 static int access_load(keel_module *m)

@@ -134,8 +134,6 @@ static const keel_config_key cors_keys[] = {
 };
 KEEL_CONFIG_SCHEMA(cors_schema, cors_conf, cors_keys);
 
-static keel_module *cors_module;
-
 /* An origin "scheme://host[:port]" against one pattern: the same bytes
  * (scheme and host ASCII case-insensitive, RFC 6454 4), or with "*."
  * after the "://" standing for one label of letters, digits and hyphens. */
@@ -279,12 +277,22 @@ static int preflight(keel_request *req, keel_response *res, const cors_conf *c, 
     return keel_response_send(res, "", 0, NULL, NULL);
 }
 
-static int cors_on_request(keel_request *req, keel_response *res, void *ud)
+/* The filter's part in a scope (keel_http_filter.scope): none without
+ * origins; else the scope's struct, so that a request does not ask for
+ * it. */
+static int cors_scope(const void *conf, void *ud, void **scope_ud)
 {
     (void)ud;
-    const cors_conf *c = keel_request_config(req, cors_module);
+    const cors_conf *c = conf;
     if (c->origins.count == 0)
-        return KEEL_HTTP_NEXT;
+        return 0;
+    *scope_ud = (void *)c;
+    return 1;
+}
+
+static int cors_on_request(keel_request *req, keel_response *res, void *ud)
+{
+    const cors_conf *c = ud;
     keel_str m = keel_request_method(req);
     if (m.len != 7 || memcmp(m.ptr, "OPTIONS", 7) != 0)
         return KEEL_HTTP_NEXT;
@@ -308,10 +316,9 @@ static int is_preflight(keel_request *req)
 
 static void cors_on_head(keel_request *req, keel_response *res, void *ud)
 {
-    (void)ud;
-    const cors_conf *c = keel_request_config(req, cors_module);
-    if (c->origins.count == 0 || keel_response_header(res, "Access-Control-Allow-Origin").ptr)
-        return; /* none here, or answered (an allowed preflight, the application) */
+    const cors_conf *c = ud;
+    if (keel_response_header(res, "Access-Control-Allow-Origin").ptr)
+        return; /* answered (an allowed preflight, the application) */
     if (is_preflight(req)) {
         /* Refused (403 from keel_response_send_status, which starts the
          * fields afresh): no Allow-* field, which fails it in the browser. */
@@ -343,11 +350,11 @@ static const keel_http_filter cors_filter = {
     .after = "rewrite", /* the scope's origins are those of the rewritten path */
     .on_request = cors_on_request,
     .on_response_head = cors_on_head,
+    .scope = cors_scope,
 };
 
 static int cors_load(keel_module *m)
 {
-    cors_module = m;
     const cors_conf *c = keel_module_config(m);
     for (size_t i = 0; c->credentials && i < c->origins.count; i++)
         if (word_listed(c->origins.items[i], "*", 1))

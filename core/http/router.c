@@ -18,7 +18,8 @@ typedef struct kl_route_handler {
 } kl_route_handler;
 
 struct kl_route_node {
-    char *segment; /* literal text; for the param child, the name */
+    char *segment;      /* literal text; for the param child, the name */
+    size_t segment_len; /* strlen(segment): matching compares lengths first */
     kl_route_node **children;
     size_t nchildren, children_cap;
     kl_route_node *param;
@@ -35,6 +36,8 @@ static kl_route_node *node_new(const char *segment, size_t len)
         free(n);
         return NULL;
     }
+    if (n != NULL)
+        n->segment_len = len;
     return n;
 }
 
@@ -100,7 +103,7 @@ int kl_router_add_owned(kl_route_node **root, const char *method, const char *pa
         } else if (p[0] == ':') {
             if (len < 2 || ++nparams > KL_MAX_ROUTE_PARAMS - 1)
                 return KEEL_ERR_INVAL;
-            if (n->param != NULL && (strlen(n->param->segment) != len - 1 ||
+            if (n->param != NULL && (n->param->segment_len != len - 1 ||
                                      memcmp(n->param->segment, p + 1, len - 1) != 0)) {
                 if (taken_by != NULL)
                     *taken_by = n->param->owner;
@@ -110,7 +113,7 @@ int kl_router_add_owned(kl_route_node **root, const char *method, const char *pa
             p++, len--;
         } else {
             for (size_t i = 0; i < n->nchildren && slot == NULL; i++)
-                if (strlen(n->children[i]->segment) == len &&
+                if (n->children[i]->segment_len == len &&
                     memcmp(n->children[i]->segment, p, len) == 0)
                     slot = &n->children[i];
             if (slot == NULL) {
@@ -203,13 +206,13 @@ static int match_node(match_state *st, const kl_route_node *n, const char *p, co
 
     for (size_t i = 0; i < n->nchildren; i++) {
         const kl_route_node *c = n->children[i];
-        if (strlen(c->segment) == len && memcmp(c->segment, p, len) == 0 &&
+        if (c->segment_len == len && memcmp(c->segment, p, len) == 0 &&
             match_node(st, c, next, end, more))
             return 1;
     }
     if (n->param != NULL && len > 0) {
         size_t k = st->m->nparams++;
-        st->m->names[k] = (keel_str){n->param->segment, strlen(n->param->segment)};
+        st->m->names[k] = (keel_str){n->param->segment, n->param->segment_len};
         st->m->values[k] = (keel_str){p, len};
         if (match_node(st, n->param, next, end, more))
             return 1;

@@ -4,10 +4,12 @@
  *
  * The BIO: reads serve exactly the bytes of the current on_read
  * (kt_take_input), then "retry" (OpenSSL keeps a partial record in its
- * own buffer); writes go straight to keel_transport_send, which copies
- * into the core's queue and never refuses (back-pressure is the core's:
- * write_high_water counts these bytes). No memory BIO, so no second copy
- * either way.
+ * own buffer); writes go to keel_transport_send, which writes to the
+ * socket at once when its queue is empty, else copies into the queue, and
+ * never refuses (back-pressure is the core's: write_high_water counts
+ * these bytes). No memory BIO. A record goes straight from OpenSSL's
+ * buffer; the records of a larger write are gathered into one send
+ * (write_plain).
  *
  * SSL_MODE_RELEASE_BUFFERS gives an idle connection's record buffers back
  * (OpenSSL frees them when empty), which is what mod_tls's trim.c does by
@@ -240,6 +242,9 @@ kt_base *kt_be_new(keel_conn *conn, const char *host, int *rc)
     BIO_set_init(bio, 1);
     SSL_set_bio(s->ssl, bio, bio);
     SSL_set_app_data(s->ssl, s);
+    /* OpenSSL takes all the input there is in one BIO read rather than a
+     * header's 5 bytes, then the rest (kt_be_pending sees what it keeps). */
+    SSL_set_read_ahead(s->ssl, 1);
     if (client) {
         SSL_set_connect_state(s->ssl);
         if (ko_client_setup(s, host) != KEEL_OK ||

@@ -54,14 +54,8 @@ int h2_load_supported(void)
 
 int h2_load_add(h2_conn *c, h2_stream *s, h2_piece *p)
 {
-    if (c->npending == c->pending_cap) {
-        size_t cap = c->pending_cap ? c->pending_cap * 2 : 16;
-        h2_load_item *items = realloc(c->pending, cap * sizeof *items);
-        if (items == NULL)
-            return KEEL_ERR_NOMEM;
-        c->pending = items;
-        c->pending_cap = cap;
-    }
+    if (keel_reserve(&c->pending, &c->pending_cap, c->npending + 1, sizeof *c->pending, 16) != 0)
+        return KEEL_ERR_NOMEM;
     p->refs++;
     p->loading = 1;
     c->pending_bytes += p->left;

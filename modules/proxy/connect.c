@@ -118,29 +118,13 @@ static int is_private(const uint8_t a[16])
 
 static size_t words_of(const char *v, char ***out)
 {
-    size_t n = 0, cap = 0;
+    size_t n = 0, cap = 0, len;
     char **w = NULL;
-    const char *p = v;
-    while (*p != '\0') {
-        while (*p == ' ' || *p == ',' || *p == '\t')
-            p++;
-        if (*p == '\0')
+    const char *at = v, *end = v + strlen(v), *word;
+    while (keel_word_next(&at, end, 1, &word, &len)) {
+        if (keel_reserve(&w, &cap, n + 1, sizeof *w, 8) != 0 ||
+            (w[n] = keel_strndup(word, len)) == NULL)
             break;
-        const char *s = p;
-        while (*p != '\0' && *p != ' ' && *p != ',' && *p != '\t')
-            p++;
-        if (n == cap) {
-            cap = cap ? cap * 2 : 8;
-            char **g = realloc(w, cap * sizeof *g);
-            if (g == NULL)
-                break;
-            w = g;
-        }
-        w[n] = malloc((size_t)(p - s) + 1);
-        if (w[n] == NULL)
-            break;
-        memcpy(w[n], s, (size_t)(p - s));
-        w[n][p - s] = '\0';
         n++;
     }
     *out = w;

@@ -54,14 +54,8 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     px_ex *ex = ex_of(p);
     if (ex->nfields == 0 || ex->in_value || (ex->in_trailers && ex->nfields == ex->trailer_from)) {
-        if (ex->nfields == ex->cap_fields) {
-            size_t cap = ex->cap_fields ? ex->cap_fields * 2 : 32;
-            px_field *grown = realloc(ex->fields, cap * sizeof *grown);
-            if (grown == NULL)
-                return -1;
-            ex->fields = grown;
-            ex->cap_fields = cap;
-        }
+        if (keel_reserve(&ex->fields, &ex->cap_fields, ex->nfields + 1, sizeof *ex->fields, 32))
+            return -1;
         ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
         ex->in_value = 0;
     }

@@ -51,18 +51,11 @@ static int collect(const char *name, const st_info *info, void *arg)
         l->truncated = 1;
         return 1;
     }
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 64;
-        entry *e = realloc(l->e, cap * sizeof *e);
-        if (e == NULL)
-            return l->failed = 1;
-        l->e = e;
-        l->cap = cap;
-    }
-    char *copy = malloc(nl + 1);
-    if (copy == NULL)
+    char *copy = keel_strndup(name, nl);
+    if (copy == NULL || keel_reserve(&l->e, &l->cap, l->n + 1, sizeof *l->e, 64) != 0) {
+        free(copy);
         return l->failed = 1;
-    memcpy(copy, name, nl + 1);
+    }
     l->e[l->n++] = (entry){copy, *info};
     return 0;
 }

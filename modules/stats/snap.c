@@ -21,18 +21,11 @@ static char *dup_str(stats_snap *s, const char *src)
 
 static void *grow(stats_snap *s, void *p, size_t *cap, size_t need, size_t size)
 {
-    if (need <= *cap)
-        return p;
-    size_t n = *cap ? *cap * 2 : 8;
-    while (n < need)
-        n *= 2;
-    void *q = realloc(p, n * size);
-    if (q == NULL) {
+    if (keel_reserve(&p, cap, need, size, 8) != 0) {
         s->failed = 1;
         return NULL;
     }
-    *cap = n;
-    return q;
+    return p;
 }
 
 void stats_snap_init(stats_snap *s, unsigned nworkers)

@@ -364,7 +364,7 @@ static int files_load(keel_module *module)
     if (rc == KEEL_OK)
         rc = keel_config_string(module, "body_filter", "off", &filter);
     f->skip_body = strcmp(filter, "skip") == 0;
-    f->wrap = strncmp(filter, "wrap", 4) == 0;
+    f->wrap = strcmp(filter, "wrap") == 0 || strcmp(filter, "wrap+bytes") == 0;
     f->body_filter = f->skip_body || strcmp(filter, "on") == 0 || strcmp(filter, "wrap+bytes") == 0;
     if (rc == KEEL_OK && f->path[0] == '\0') {
         keel_log(module, KEEL_LOG_ERROR, "[files] path is required");

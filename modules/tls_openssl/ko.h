@@ -12,8 +12,9 @@
  *     ticket resumes only under the certificates it was issued under;
  *   - each stapled certificate's OCSP response changes (ocsp.c): written
  *     by the fetcher on worker 0, copied by handshakes, under its lock;
- *   - each worker owns its ALPN offers (parsed on first use) and two
- *     16 KiB buffers (writes gathered, reads decrypted);
+ *   - each worker owns its ALPN offers (parsed on first use), two
+ *     16 KiB buffers (writes gathered, reads decrypted) and one for the
+ *     records of a write of several (session.c, write_plain);
  *   - each connection owns one ko_session (its SSL and BIO).
  */
 #ifndef KEEL_TLS_OPENSSL_KO_H

@@ -487,6 +487,18 @@ static inline int keel__realloc_at(void *arrayp, size_t count, size_t size)
     return 0;
 }
 
+/* The copy keel_strndup makes, with ASCII letters folded to lower case
+ * (keel_ascii_lower): a name compared case-insensitively, kept folded
+ * once (a media type, a host name, a protocol token). */
+static inline char *keel_strndup_lower(const char *s, size_t n)
+{
+    char *d = keel_strndup(s, n);
+    if (d != NULL)
+        for (size_t i = 0; i < n; i++)
+            d[i] = (char)keel_ascii_lower((unsigned char)d[i]);
+    return d;
+}
+
 /* Makes room for at least need elements of size bytes in an array that has
  * room for *cap. arrayp is the address of the caller's pointer to it (a
  * T **, NULL-valued while the array is empty): the room doubles, from first

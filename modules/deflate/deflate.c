@@ -4,6 +4,8 @@
  * service (keel/deflate.h) for other modules (websocket's
  * permessage-deflate) and compresses HTTP responses (filter.c).
  */
+#include <keel/util.h>
+
 #include <stdlib.h>
 #include <string.h>
 
@@ -45,16 +47,11 @@ static void http_free(kd_http *h)
 
 static int add_type(kd_http *h, const char *s, size_t n)
 {
-    char **grown = realloc(h->types, (h->ntypes + 1) * sizeof *grown);
-    if (grown == NULL)
+    char *t = keel_strndup_lower(s, n);
+    if (t == NULL || keel_array_add(&h->types, h->ntypes, sizeof *h->types) != 0) {
+        free(t);
         return KEEL_ERR_NOMEM;
-    h->types = grown;
-    char *t = malloc(n + 1);
-    if (t == NULL)
-        return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < n; i++)
-        t[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] + 32 : s[i]);
-    t[n] = '\0';
+    }
     h->types[h->ntypes++] = t;
     return KEEL_OK;
 }

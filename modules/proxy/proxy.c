@@ -151,12 +151,9 @@ static int names_add(keel_module *m, const char *key, char ***v, size_t *n, cons
     }
     if (!ok)
         return keel_config_error(m, key, "'%s' is not a protocol (name or name/version)", name);
-    char *lower = keel_strndup(name, len);
+    char *lower = keel_strndup_lower(name, len);
     if (lower == NULL)
         return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < len; i++)
-        if (lower[i] >= 'A' && lower[i] <= 'Z')
-            lower[i] = (char)(lower[i] + 32);
     if (!px_upgrade_name_ok(lower)) {
         keel_log(m, KEEL_LOG_WARN, "%s: '%s' is never passed (RFC 9113 3.1): ignored", key, name);
         free(lower);

@@ -10,6 +10,8 @@
  * keys are wiped by mbedtls_pk_free at unload. */
 #include "kt.h"
 
+#include <keel/util.h>
+
 #include <ctype.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -83,16 +85,11 @@ static int add_name(kt_cert *c, const unsigned char *p, size_t len)
 {
     if (len == 0 || len > 253)
         return KEEL_OK; /* not a host name (RFC 1035 2.3.4); ignored */
-    char **grown = realloc(c->names, (c->nnames + 1) * sizeof *grown);
-    if (grown == NULL)
+    char *name = keel_strndup_lower((const char *)p, len);
+    if (name == NULL || keel_array_add(&c->names, c->nnames, sizeof *c->names) != 0) {
+        free(name);
         return KEEL_ERR_NOMEM;
-    c->names = grown;
-    char *name = malloc(len + 1);
-    if (name == NULL)
-        return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < len; i++)
-        name[i] = (char)tolower(p[i]);
-    name[len] = '\0';
+    }
     c->names[c->nnames++] = name;
     return KEEL_OK;
 }

@@ -96,6 +96,14 @@ Test(keel_util, strndup_copies_exactly_n_bytes_and_a_nul, .timeout = 10)
     free(d);
 }
 
+Test(keel_util, strndup_lower_folds_ascii_letters_only, .timeout = 10)
+{
+    char *d = keel_strndup_lower("Text/HTML; I\xc4", 14);
+    cr_assert_not_null(d);
+    cr_assert_str_eq(d, "text/html; i\xc4", "bytes >= 0x80 and punctuation kept");
+    free(d);
+}
+
 Test(keel_util, reserve_doubles_from_first_and_keeps_the_elements, .timeout = 10)
 {
     int *v = NULL;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/atomic.h"
 #include "base/log.h"
 #include "base/util.h"
 #include "server/reload.h"
@@ -205,6 +206,8 @@ static void on_ready(uv_stream_t *stream, ssize_t nread, const uv_buf_t *buf)
          * accepted meanwhile is served as usual, not as by a stopping
          * server (a readiness probe's 503, found by tests/cluster). */
         s->reloaded = 1;
+        if (kl_atomic_load(&s->stopping_answer) != 0) /* already draining */
+            kl_atomic_store(&s->stopping_answer, KEEL_STOPPING_REPLACED);
         if (s->host.settings.reuseport) {
             for (size_t i = 0; i < s->nworkers; i++)
                 kl_worker_stop_accepting(s->host.workers[i]);

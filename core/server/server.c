@@ -67,13 +67,7 @@ static void host_stop(kl_host *h)
 
 static int host_stopping(kl_host *h)
 {
-    keel_server *s = server_of_host(h);
-    uv_mutex_lock(&s->lock);
-    int stopping = s->state < KL_STOPPING ? 0
-                   : s->reloaded          ? KEEL_STOPPING_REPLACED
-                                          : KEEL_STOPPING;
-    uv_mutex_unlock(&s->lock);
-    return stopping;
+    return (int)kl_atomic_load(&server_of_host(h)->stopping_answer);
 }
 
 /* The last one to end wakes the main loop, which then closes its handles. */
@@ -482,8 +476,11 @@ static void on_wakeup(uv_async_t *async)
     int requests = s->stop_requests;
     int handled = s->stop_handled;
     s->stop_handled = requests;
-    if (requests > 0 && s->state == KL_RUNNING)
+    if (requests > 0 && s->state == KL_RUNNING) {
         s->state = KL_STOPPING;
+        /* reloaded is set on this thread before a reload's stop request. */
+        kl_atomic_store(&s->stopping_answer, s->reloaded ? KEEL_STOPPING_REPLACED : KEEL_STOPPING);
+    }
     uv_mutex_unlock(&s->lock);
 
     if (requests > handled) {

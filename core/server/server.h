@@ -69,6 +69,11 @@ struct keel_server {
     int signal_number;
 
     volatile uint64_t workers_done;
+    /* keel_worker_stopping's answer, read by every worker without the
+     * lock (proxies ask it per request): 0 until the state turns
+     * KL_STOPPING, then KEEL_STOPPING or KEEL_STOPPING_REPLACED. Written
+     * by the main thread only. */
+    volatile uint64_t stopping_answer;
 
     kl_metrics metrics;    /* the registry (runtime/metrics.c) */
     int64_t start_time_ms; /* keel_server_run began (Unix ms) */

@@ -16,16 +16,21 @@ struct kl_log_field {
 
 /* a-z, 0-9 and '_': a name that is a word in any log format (a JSON key,
  * a template's $field_NAME) without quoting. */
+static const unsigned char name_bytes[256] = {
+    ['0'] = 1, ['1'] = 1, ['2'] = 1, ['3'] = 1, ['4'] = 1, ['5'] = 1, ['6'] = 1, ['7'] = 1,
+    ['8'] = 1, ['9'] = 1, ['_'] = 1, ['a'] = 1, ['b'] = 1, ['c'] = 1, ['d'] = 1, ['e'] = 1,
+    ['f'] = 1, ['g'] = 1, ['h'] = 1, ['i'] = 1, ['j'] = 1, ['k'] = 1, ['l'] = 1, ['m'] = 1,
+    ['n'] = 1, ['o'] = 1, ['p'] = 1, ['q'] = 1, ['r'] = 1, ['s'] = 1, ['t'] = 1, ['u'] = 1,
+    ['v'] = 1, ['w'] = 1, ['x'] = 1, ['y'] = 1, ['z'] = 1,
+};
+
 static int name_ok(const char *name, size_t *len)
 {
     size_t n = 0;
-    for (; name[n] != '\0'; n++) {
-        char c = name[n];
-        if (n == KL_LOG_NAME_MAX || !((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_'))
-            return 0;
-    }
+    while (n < KL_LOG_NAME_MAX && name_bytes[(unsigned char)name[n]])
+        n++;
     *len = n;
-    return n > 0;
+    return n > 0 && name[n] == '\0';
 }
 
 static struct kl_log_field *find(keel_request *req, const char *name, size_t len)
@@ -44,18 +49,23 @@ int keel_request_set_log_field(keel_request *req, const char *name, const char *
         return KEEL_ERR_INVAL;
     if (req->logged)
         return KEEL_ERR_STATE;
-    char *copy = kl_arena_dup(&req->arena, len > 0 ? value : "", len);
-    if (copy == NULL)
-        return KEEL_ERR_NOMEM;
     struct kl_log_field *f = find(req, name, nlen);
     if (f != NULL) {
+        char *copy = kl_arena_dup(&req->arena, len > 0 ? value : "", len);
+        if (copy == NULL)
+            return KEEL_ERR_NOMEM;
         f->field.value = (keel_str){copy, len};
         return KEEL_OK;
     }
-    f = kl_arena_alloc(&req->arena, sizeof *f);
-    char *name_copy = kl_arena_dup(&req->arena, name, nlen);
-    if (f == NULL || name_copy == NULL)
+    /* A new field, its name and its value in one piece of the arena. */
+    f = kl_arena_alloc(&req->arena, sizeof *f + nlen + 1 + len + 1);
+    if (f == NULL)
         return KEEL_ERR_NOMEM;
+    char *name_copy = (char *)(f + 1), *copy = name_copy + nlen + 1;
+    memcpy(name_copy, name, nlen + 1);
+    if (len > 0)
+        memcpy(copy, value, len);
+    copy[len] = '\0';
     f->next = NULL;
     f->field.name = (keel_str){name_copy, nlen};
     f->field.value = (keel_str){copy, len};

@@ -335,8 +335,14 @@ void px_up_ready(px_ex *ex, px_up *up)
     px_upstream_unhold(ex); /* a pause was the previous attempt's */
     if (ex->spool != NULL)
         px_spool_rewind(ex); /* a held body goes whole to each attempt */
-    /* A pooled connection keeps the size its last exchange set. */
-    keel_conn_set_read_size(up->conn, px_ex_read_size(ex));
+    /* A pooled connection keeps the size its last exchange set. The first
+     * read takes no more than a buffer of the core's pool holds: a small
+     * response then costs no buffer of its own (a read of read_buffer is
+     * one malloc and free). Reads grow to read_buffer once a response goes
+     * on past the first (response.c). */
+    size_t read_size = px_ex_read_size(ex);
+    keel_conn_set_read_size(up->conn, read_size < PX_FIRST_READ ? read_size : PX_FIRST_READ);
+    ex->read_grown = read_size <= PX_FIRST_READ;
     size_t len = 0;
     char *head = ex->route->group->fastcgi ? px_fcgi_request_head(ex, &len)
                                            : px_build_request_head(ex, &len);
@@ -539,6 +545,40 @@ void px_ex_client_gone(px_ex *ex)
 /* ---- the handler ------------------------------------------------------------------------------
  */
 
+px_conn_names *px_conn_slot(px_worker *pw, uint64_t id)
+{
+    if (pw->conn_names == NULL)
+        pw->conn_names = calloc(PX_CONN_NAMES, sizeof *pw->conn_names);
+    return pw->conn_names != NULL ? &pw->conn_names[id % PX_CONN_NAMES] : NULL;
+}
+
+void px_conn_names_free(px_worker *pw)
+{
+    free(pw->conn_names);
+    pw->conn_names = NULL;
+}
+
+/* The client's address as text (X-Forwarded-For, Forwarded, the hash
+ * balancer, the log): the connection's, cached for its next requests. */
+static void client_ip(px_ex *ex, keel_request *req)
+{
+    uint64_t id = keel_request_conn_id(req);
+    px_conn_names *e = px_conn_slot(ex->pw, id);
+    if (e != NULL && e->conn_id == id) {
+        memcpy(ex->client_ip, e->ip, sizeof ex->client_ip);
+        return;
+    }
+    if (keel_request_peer_ip(req, ex->client_ip, sizeof ex->client_ip) != KEEL_OK) {
+        snprintf(ex->client_ip, sizeof ex->client_ip, "unknown");
+        return; /* asked again next time */
+    }
+    if (e != NULL) {
+        e->conn_id = id;
+        e->names = 0;
+        memcpy(e->ip, ex->client_ip, sizeof e->ip);
+    }
+}
+
 int px_handler(keel_request *req, keel_response *res, void *userdata)
 {
     px_route *r = userdata;
@@ -548,17 +588,15 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
         keel_response_send_status(res, refusal);
         return KEEL_OK;
     }
-    px_ex *ex = calloc(1, sizeof *ex);
+    px_ex *ex = px_ex_new(px_worker_of(keel_request_worker(req), r->cfg->module));
     if (ex == NULL)
         return KEEL_ERR_NOMEM;
     ex->refs = 1; /* the request's, dropped when its response is over */
     ex->req = req;
     ex->res = res;
     ex->route = r;
-    ex->pw = px_worker_of(keel_request_worker(req), r->cfg->module);
     ex->start_ms = keel_worker_now_ms(ex->pw->worker);
-    if (keel_request_peer_ip(req, ex->client_ip, sizeof ex->client_ip) != KEEL_OK)
-        snprintf(ex->client_ip, sizeof ex->client_ip, "unknown");
+    client_ip(ex, req);
     /* What FastCGI's parameters name of the connection, asked now: the
      * request may be sent after the handler returned, when the core no
      * longer answers (keel_request_local_name). */
@@ -579,15 +617,15 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
      * accepts), or an HTTP/2 body without content-length, framed by
      * END_STREAM (RFC 9113 8.1.1): chunked to the upstream, as nginx
      * sends it. */
-    keel_str te = keel_request_header(req, "Transfer-Encoding");
-    keel_str cl = keel_request_header(req, "Content-Length");
+    keel_str te = keel_request_header_token(req, KEEL_HDR_TRANSFER_ENCODING);
+    keel_str cl = keel_request_header_token(req, KEEL_HDR_CONTENT_LENGTH);
     if (te.ptr != NULL || (cl.ptr == NULL && keel_request_body_length(req) < 0)) {
         ex->body_kind = PX_BODY_CHUNKED;
     } else if (cl.ptr != NULL) {
         ex->body_kind = PX_BODY_LENGTH;
         ex->body_done = cl.len == 1 && cl.ptr[0] == '0';
     }
-    keel_str expect = keel_request_header(req, "Expect");
+    keel_str expect = keel_request_header_token(req, KEEL_HDR_EXPECT);
     ex->expect_continue = expect.ptr != NULL && px_token_in_list(expect, "100-continue") &&
                           ex->body_kind != PX_BODY_NONE && !ex->body_done;
     ex->upgrade =

@@ -37,7 +37,40 @@ int px_head_append(px_ex *ex, const char *at, size_t len)
     size_t max = ex->route->cfg->max_header;
     if (ex->hlen + len > max)
         return -1;
+    px_worker *pw = ex->pw;
+    if (ex->hbuf == NULL && pw->spare_hbuf != NULL) {
+        ex->hbuf = pw->spare_hbuf;
+        ex->hcap = pw->spare_hcap;
+        pw->spare_hbuf = NULL;
+    }
     return keel_append(&ex->hbuf, &ex->hlen, &ex->hcap, at, len, 1024);
+}
+
+/* A head's buffers are kept per worker, one of each, for the next
+ * response's head rather than freed and allocated again for each: the
+ * exchanges of a worker parse their heads one at a time. Large ones go
+ * (a head of max_header should not pin that much). */
+#define PX_HEAD_KEPT   4096
+#define PX_FIELDS_KEPT 64
+
+static void head_buffers_release(px_ex *ex)
+{
+    px_worker *pw = ex->pw;
+    if (pw->spare_hbuf == NULL && !pw->blocks_closed && ex->hcap <= PX_HEAD_KEPT) {
+        pw->spare_hbuf = ex->hbuf;
+        pw->spare_hcap = ex->hcap;
+    } else {
+        free(ex->hbuf);
+    }
+    if (pw->spare_fields == NULL && !pw->blocks_closed && ex->cap_fields <= PX_FIELDS_KEPT) {
+        pw->spare_fields = ex->fields;
+        pw->spare_fields_cap = ex->cap_fields;
+    } else {
+        free(ex->fields);
+    }
+    ex->hbuf = NULL;
+    ex->fields = NULL;
+    ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = 0;
 }
 
 static int on_message_begin(llhttp_t *p)
@@ -54,6 +87,11 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     px_ex *ex = ex_of(p);
     if (ex->nfields == 0 || ex->in_value || (ex->in_trailers && ex->nfields == ex->trailer_from)) {
+        if (ex->fields == NULL && ex->pw->spare_fields != NULL) {
+            ex->fields = ex->pw->spare_fields;
+            ex->cap_fields = ex->pw->spare_fields_cap;
+            ex->pw->spare_fields = NULL;
+        }
         if (keel_reserve(&ex->fields, &ex->cap_fields, ex->nfields + 1, sizeof *ex->fields, 32))
             return -1;
         ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
@@ -159,11 +197,7 @@ int px_response_head(px_ex *ex, int status)
     /* The head's fields are the response's now (copied): their memory
      * goes, as a response streaming to a slow client may last long;
      * trailers, if any come, start afresh. */
-    free(ex->hbuf);
-    free(ex->fields);
-    ex->hbuf = NULL;
-    ex->fields = NULL;
-    ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = 0;
+    head_buffers_release(ex);
     ex->trailer_from = 0;
     return px_bodiless(ex, status);
 }
@@ -230,11 +264,22 @@ void px_response_init(px_up *up)
  * 1 MiB responses, once small responses had fragmented the arena. */
 #define PX_BLOCKS_KEPT 64
 
+/* An HTTP/1.1 client's small response (one read) goes in a block of
+ * PX_SMALL bytes, kept for reuse as well (up to PX_SMALL_KEPT, 128 KiB):
+ * a malloc and a free less per response. Not an HTTP/2 client's: its
+ * streams may hold a block each, which should be no larger than needed
+ * (share.c). */
+#define PX_SMALL      2048
+#define PX_SMALL_KEPT 64
+
 static px_block *block_get(px_worker *pw, size_t cap)
 {
     px_block *b = NULL;
-    if (cap == PX_GATHER)
+    if (cap == PX_SMALL) {
+        KEEL_FREELIST_TAKE(b, pw->free_small, pw->nfree_small, next_free);
+    } else if (cap == PX_GATHER) {
         KEEL_FREELIST_TAKE(b, pw->free_blocks, pw->nfree_blocks, next_free);
+    }
     if (b != NULL)
         return b;
     if ((b = malloc(sizeof *b + cap)) != NULL)
@@ -246,6 +291,10 @@ static void block_put(px_worker *pw, px_block *b)
 {
     if (b == NULL)
         return;
+    if (b->cap == PX_SMALL && pw->nfree_small < PX_SMALL_KEPT && !pw->blocks_closed) {
+        KEEL_FREELIST_GIVE(b, pw->free_small, pw->nfree_small, next_free);
+        return;
+    }
     if (b->cap != PX_GATHER || pw->nfree_blocks >= PX_BLOCKS_KEPT || pw->blocks_closed) {
         free(b);
         return;
@@ -256,6 +305,11 @@ static void block_put(px_worker *pw, px_block *b)
 void px_body_blocks_free(px_worker *pw)
 {
     KEEL_FREELIST_DRAIN(pw->free_blocks, pw->nfree_blocks, next_free, free);
+    KEEL_FREELIST_DRAIN(pw->free_small, pw->nfree_small, next_free, free);
+    free(pw->spare_hbuf);
+    free(pw->spare_fields);
+    pw->spare_hbuf = NULL;
+    pw->spare_fields = NULL;
     pw->blocks_closed = 1;
 }
 
@@ -356,16 +410,19 @@ int px_body_reserve(px_ex *ex, size_t len)
     if (ex->plen > 0 && flush(ex, 0) != 0)
         return -1;
     /* a small read is probably a small response: no more room than it
-     * needs (and below malloc's mmap threshold either way) */
+     * needs (and below malloc's mmap threshold either way), or than a
+     * kept small block (block_get) */
     size_t gather = px_ex_share(ex) < PX_GATHER ? px_ex_share(ex) : PX_GATHER;
     size_t cap = len < 8192 ? len : len > gather ? len : gather;
+    if (cap < PX_SMALL && ex->share == NULL)
+        cap = PX_SMALL;
     block_put(ex->pw, ex->pend); /* empty, and too small */
     ex->pend = NULL;
     px_block *b = block_get(ex->pw, cap);
     if (b == NULL)
         return -1;
     ex->pend = b;
-    ex->pcap = cap;
+    ex->pcap = b->cap;
     return 0;
 }
 
@@ -587,6 +644,12 @@ int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
         px_fcgi_records(ex, up, data, len);
     } else {
         http_data(ex, up, data, len, consumed);
+    }
+    /* A response longer than the first read: larger reads from now on
+     * (forward.c, px_up_ready). */
+    if (!ex->read_grown && ex->up == up) {
+        ex->read_grown = 1;
+        keel_conn_set_read_size(up->conn, px_ex_read_size(ex));
     }
     px_ex_unref(ex);
     return rc;

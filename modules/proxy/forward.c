@@ -126,8 +126,18 @@ static void upstream_written(keel_conn *conn, int status, void *userdata)
         px_resume_client(ex);
     if (ex->spool != NULL && ex->up_out <= ex->route->cfg->buffer / 2)
         px_spool_send(ex); /* the held body's next pieces */
-    free(b);
+    px_worker *pw = ex->pw;
+    if (b->cap == PX_HEAD_BLOCK - offsetof(px_block, data) && pw->nfree_heads < 64 &&
+        !pw->blocks_closed)
+        KEEL_FREELIST_GIVE(b, pw->free_heads, pw->nfree_heads, next_free);
+    else
+        free(b);
     px_ex_unref(ex);
+}
+
+void px_heads_free(px_worker *pw)
+{
+    KEEL_FREELIST_DRAIN(pw->free_heads, pw->nfree_heads, next_free, free);
 }
 
 /* Up to three spans copied into one block and queued to the upstream. */
@@ -142,6 +152,7 @@ int px_ex_write_upstream(px_ex *ex, const char *a, size_t alen, const char *b, s
         return KEEL_ERR_NOMEM;
     blk->ex = ex;
     blk->len = len;
+    blk->cap = 0;
     if (alen)
         memcpy(blk->data, a, alen);
     if (blen)
@@ -357,6 +368,8 @@ void px_up_ready(px_ex *ex, px_up *up)
     px_block *blk = (px_block *)(void *)head;
     blk->ex = ex;
     blk->len = len;
+    if (ex->route->group->fastcgi)
+        blk->cap = 0; /* px_build_request_head sets it */
     keel_buf buf = {blk->data, len};
     int rc = keel_conn_write(up->conn, &buf, 1, upstream_written, blk);
     if (rc == KEEL_OK) {
@@ -477,7 +490,7 @@ void px_attempt_failed(px_ex *ex, int why)
         /* nginx's rule for non-idempotent requests: passed to the next
          * server only if nothing was sent to this one (a refused or
          * timed-out connect, a pooled connection found closed). */
-        ex->nfields = ex->hlen = 0;
+        ex->nfields = ex->hlen = ex->hdropped = 0;
         ex->status = 0;
         if (ex->attempts < (ex->route->tries ? ex->route->tries : ex->route->group->nservers))
             keel_metric_add(ex->pw->worker, c->m_retries, 1);

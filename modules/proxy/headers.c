@@ -502,7 +502,14 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     keel_str host = authority.len > 0 ? authority : rf.host;
 
     /* Built behind a px_block's header, so that it goes to the upstream
-     * without another copy (forward.c). */
+     * without another copy (forward.c), in a block kept from an earlier
+     * head if there is one. */
+    px_block *kept = NULL;
+    KEEL_FREELIST_TAKE(kept, ex->pw->free_heads, ex->pw->nfree_heads, next_free);
+    if (kept != NULL) {
+        b.p = (char *)kept;
+        b.cap = PX_HEAD_BLOCK;
+    }
     static const px_block blank;
     sb_put(&b, (const char *)&blank, offsetof(px_block, data));
     sb_ks(&b, method);
@@ -617,6 +624,7 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         return NULL;
     }
     *len = b.len - offsetof(px_block, data);
+    ((px_block *)(void *)b.p)->cap = b.cap - offsetof(px_block, data);
     return b.p;
 }
 

@@ -776,6 +776,7 @@ static void proxy_stop(keel_module *m, keel_worker *w, void *state)
     px_conn_names_free(pw);
     px_body_blocks_free(pw);
     px_ex_free_kept(pw);
+    px_heads_free(pw);
 }
 
 KEEL_MODULE(proxy, .version = "1.0.0", .worker_state_size = sizeof(px_worker), .load = proxy_load,

@@ -181,6 +181,8 @@ typedef struct px_worker {
     unsigned nfree_blocks;
     struct px_block *free_small; /* response.c: blocks of a small response kept for reuse */
     unsigned nfree_small;
+    struct px_block *free_heads; /* forward.c: request heads' blocks kept for reuse */
+    unsigned nfree_heads;
     px_ex *free_ex; /* exchange.c: exchanges kept for reuse (linked by share_next) */
     unsigned nfree_ex;
     char *spare_hbuf; /* response.c: a response head's buffers kept for the next head */
@@ -266,6 +268,8 @@ struct px_ex {
     int head_relayed;  /* the final response head went to the client */
     int response_done; /* the upstream response was complete */
     int in_value;      /* llhttp: in a header value */
+    int skip_value;    /* llhttp: in the value of a field not kept (response.c) */
+    size_t hdropped;   /* the head's bytes not kept, counted against max_header */
     int in_trailers;
     int status; /* the upstream's status */
     char *hbuf; /* response head fields, copied (they may span reads) */
@@ -298,7 +302,7 @@ typedef struct px_block {
         struct px_block *next_free; /* in the worker's kept blocks (response.c) */
     };
     size_t len;
-    size_t cap; /* response.c's gathering blocks: what data holds */
+    size_t cap; /* what data holds: response.c's gathering blocks, request heads (else 0) */
     char data[];
 } px_block;
 
@@ -410,7 +414,11 @@ int px_field_ok(keel_str name, keel_str value);
 int px_upgrade_requested(const px_route *r, keel_request *req);
 int px_upgrade_accepted(const px_ex *ex);
 int px_upgrade_name_ok(const char *name);
+/* The head goes in a block of PX_HEAD_BLOCK bytes (px_block and data)
+ * kept per worker, grown only for a larger head. */
+#define PX_HEAD_BLOCK 1024
 char *px_build_request_head(px_ex *ex, size_t *len);
+void px_heads_free(px_worker *pw);
 void px_response_headers(px_ex *ex);
 keel_str px_field_name(const px_ex *ex, size_t i);
 keel_str px_field_value(const px_ex *ex, size_t i);

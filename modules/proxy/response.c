@@ -35,7 +35,7 @@ static px_ex *ex_of(llhttp_t *p)
 int px_head_append(px_ex *ex, const char *at, size_t len)
 {
     size_t max = ex->route->cfg->max_header;
-    if (ex->hlen + len > max)
+    if (ex->hlen + ex->hdropped + len > max)
         return -1;
     px_worker *pw = ex->pw;
     if (ex->hbuf == NULL && pw->spare_hbuf != NULL) {
@@ -70,14 +70,14 @@ static void head_buffers_release(px_ex *ex)
     }
     ex->hbuf = NULL;
     ex->fields = NULL;
-    ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = 0;
+    ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = ex->hdropped = 0;
 }
 
 static int on_message_begin(llhttp_t *p)
 {
     px_ex *ex = ex_of(p);
-    ex->nfields = ex->hlen = 0;
-    ex->in_value = 0;
+    ex->nfields = ex->hlen = ex->hdropped = 0;
+    ex->in_value = ex->skip_value = 0;
     ex->trailer_from = 0;
     ex->in_trailers = 0;
     return 0;
@@ -95,7 +95,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
         if (keel_reserve(&ex->fields, &ex->cap_fields, ex->nfields + 1, sizeof *ex->fields, 32))
             return -1;
         ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
-        ex->in_value = 0;
+        ex->in_value = ex->skip_value = 0;
     }
     if (px_head_append(ex, at, len) != 0)
         return -1;
@@ -104,14 +104,42 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
     return 0;
 }
 
+/* A field of the final head that px_response_headers would drop whatever
+ * else the head says (the upstream's Server and Date, unless kept): its
+ * value is not copied. */
+static int dropped_early(const px_ex *ex, const px_field *f)
+{
+    const px_config *c = ex->route->cfg;
+    unsigned t = keel_header_token(ex->hbuf + f->name, f->name_len);
+    return (!c->keep_server && t == KEEL_HDR_SERVER) || (!c->keep_date && t == KEEL_HDR_DATE);
+}
+
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     px_ex *ex = ex_of(p);
+    if (ex->skip_value) {
+        /* Not kept, but counted: a head of endless Date fields is still
+         * a head over max_header. */
+        if (ex->hlen + ex->hdropped + len > ex->route->cfg->max_header)
+            return -1;
+        ex->hdropped += len;
+        return 0;
+    }
     if (ex->nfields == 0)
         return -1;
     if (!ex->in_value) {
         ex->in_value = 1;
-        ex->fields[ex->nfields - 1].value = (uint32_t)ex->hlen;
+        px_field *f = &ex->fields[ex->nfields - 1];
+        if (!ex->in_trailers && dropped_early(ex, f)) {
+            ex->hdropped += f->name_len;
+            ex->hlen = f->name;
+            if (ex->hbuf != NULL)
+                ex->hbuf[ex->hlen] = '\0'; /* keel_append's NUL */
+            ex->nfields--;
+            ex->skip_value = 1;
+            return on_header_value(p, at, len);
+        }
+        f->value = (uint32_t)ex->hlen;
     }
     if (px_head_append(ex, at, len) != 0)
         return -1;
@@ -158,7 +186,7 @@ static int on_headers_complete(llhttp_t *p)
 {
     px_ex *ex = ex_of(p);
     int status = llhttp_get_status_code(p);
-    ex->in_value = 0;
+    ex->in_value = ex->skip_value = 0;
     if (status == 101) {
         /* Switching protocols nobody asked for, or to one the client did
          * not offer or keel does not pass (h2c: headers.c). */
@@ -172,7 +200,7 @@ static int on_headers_complete(llhttp_t *p)
         ex->interim = 1;
         if (status == 100)
             px_continue(ex);
-        ex->nfields = ex->hlen = 0;
+        ex->nfields = ex->hlen = ex->hdropped = 0;
         return 1;
     }
     /* RFC 9110 15: every valid status code is within 100..599: anything

@@ -492,11 +492,6 @@ static int finish_config(keel_module *m, h2_config *cfg)
 
 /* ---- module life cycle ----------------------------------------------------------------- */
 
-static void module_free(h2_module *mod)
-{
-    free(mod);
-}
-
 static int h2_module_load(keel_module *m)
 {
     h2_module *mod = calloc(1, sizeof *mod);
@@ -504,14 +499,12 @@ static int h2_module_load(keel_module *m)
         return KEEL_ERR_NOMEM;
     mod->cfg = *(const h2_config *)keel_module_config(m);
     int rc = finish_config(m, &mod->cfg);
-    if (rc != KEEL_OK) {
-        module_free(mod);
-        return rc;
+    if (rc == KEEL_OK) {
+        h2_metrics_register(m, &mod->m);
+        rc = keel_protocol_register(m, &h2_protocol);
     }
-    h2_metrics_register(m, &mod->m);
-    rc = keel_protocol_register(m, &h2_protocol);
     if (rc != KEEL_OK) {
-        module_free(mod);
+        free(mod);
         return rc;
     }
     keel_module_set_data(m, mod);
@@ -520,9 +513,7 @@ static int h2_module_load(keel_module *m)
 
 static void h2_unload(keel_module *m)
 {
-    h2_module *mod = keel_module_data(m);
-    if (mod != NULL)
-        module_free(mod);
+    free(keel_module_data(m));
 }
 
 static int h2_start(keel_module *m, keel_worker *worker, void *state)

@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The enum keys' words, in the order of the values they give:
+ * KT_VERIFY_*, and kt_common.ktls (0 off, 1 auto). */
+static const char *const verify_modes[] = {"off", "optional", "required", NULL};
+static const char *const ktls_modes[] = {"off", "auto", NULL};
+
 static const keel_config_key kt_keys[] = {
     KEEL_KEY(kt_section, cert, "cert", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
              .scopes = KEEL_SCOPE_GLOBAL | KEEL_SCOPE_LISTENER | KEEL_SCOPE_SITE,
@@ -37,7 +42,8 @@ static const keel_config_key kt_keys[] = {
              .doc = "resume sessions with tickets (RFC 5077, RFC 8446 4.6.1)"),
     KEEL_KEY(kt_section, ticket_lifetime_ms, "ticket_lifetime", KEEL_CONFIG_DURATION, .def = "1h",
              .doc = "how long a ticket is honoured: 1s to 7d"),
-    KEEL_KEY(kt_section, verify_client, "verify_client", KEEL_CONFIG_STRING, .def = "off",
+    KEEL_KEY(kt_section, verify_client, "verify_client", KEEL_CONFIG_ENUM, .def = "off",
+             .choices = verify_modes,
              .doc = "client certificates: off, optional or required (needs client_ca)"),
     KEEL_KEY(kt_section, client_ca, "client_ca", KEEL_CONFIG_STRING, .def = "",
              .doc = "PEM file of the CAs client certificates must chain to"),
@@ -56,7 +62,7 @@ static const keel_config_key kt_keys[] = {
     KEEL_KEY(kt_section, ocsp_refresh_ms, "ocsp_refresh", KEEL_CONFIG_DURATION, .def = "1h",
              .doc = "the longest a fetched OCSP response is stapled before it is fetched again "
                     "(sooner: halfway to its nextUpdate)"),
-    KEEL_KEY(kt_section, ktls, "ktls", KEEL_CONFIG_STRING, .def = "auto",
+    KEEL_KEY(kt_section, ktls, "ktls", KEEL_CONFIG_ENUM, .def = "auto", .choices = ktls_modes,
              .doc = "kernel TLS: auto (use it where the kernel and backend can; the start-up "
                     "log says whether and why not) or off"),
 };
@@ -144,15 +150,7 @@ int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *l
         return keel_config_error(m, "ticket_lifetime", "must be between 1s and 7d");
     out->ticket_lifetime_s = (uint32_t)(lifetime / 1000);
 
-    const char *v = sec->verify_client;
-    if (strcmp(v, "off") == 0)
-        out->verify_client = KT_VERIFY_OFF;
-    else if (strcmp(v, "optional") == 0)
-        out->verify_client = KT_VERIFY_OPTIONAL;
-    else if (strcmp(v, "required") == 0)
-        out->verify_client = KT_VERIFY_REQUIRED;
-    else
-        return keel_config_error(m, "verify_client", "expected off, optional or required");
+    out->verify_client = sec->verify_client;
     out->client_ca = sec->client_ca;
     if (*out->client_ca == '\0' && out->verify_client != KT_VERIFY_OFF)
         return keel_config_error(m, "verify_client", "needs client_ca = FILE");
@@ -175,12 +173,7 @@ int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *l
                  "[tls] ocsp_stapling = on: %s has no server-side OCSP stapling; nothing is "
                  "stapled (backend = openssl staples)",
                  library);
-    if (strcmp(sec->ktls, "auto") == 0)
-        out->ktls = 1;
-    else if (strcmp(sec->ktls, "off") == 0)
-        out->ktls = 0;
-    else
-        return keel_config_error(m, "ktls", "expected auto or off, got '%s'", sec->ktls);
+    out->ktls = sec->ktls;
     return KEEL_OK;
 }
 

@@ -19,10 +19,12 @@
 /* The [tls] section and each scope's merged struct (keel/config.h). */
 typedef struct kt_section {
     keel_config_list cert;
-    const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
-    const char *alpn, *client_alpn, *ca, *backend, *ktls;
+    const char *min_version, *max_version, *ciphers, *curves, *client_ca;
+    const char *alpn, *client_alpn, *ca, *backend;
     uint64_t handshake_timeout_ms, ticket_lifetime_ms, ocsp_refresh_ms;
     int session_tickets, client_verify, ocsp_stapling;
+    int verify_client; /* KT_VERIFY_* */
+    int ktls;          /* 0 off, 1 auto */
 } kt_section;
 
 extern const keel_config_schema kt_schema;

@@ -492,6 +492,11 @@ static int finish_config(keel_module *m, h2_config *cfg)
 
 /* ---- module life cycle ----------------------------------------------------------------- */
 
+static void module_free(h2_module *mod)
+{
+    free(mod);
+}
+
 static int h2_module_load(keel_module *m)
 {
     h2_module *mod = calloc(1, sizeof *mod);
@@ -499,12 +504,14 @@ static int h2_module_load(keel_module *m)
         return KEEL_ERR_NOMEM;
     mod->cfg = *(const h2_config *)keel_module_config(m);
     int rc = finish_config(m, &mod->cfg);
-    if (rc == KEEL_OK) {
-        h2_metrics_register(m, &mod->m);
-        rc = keel_protocol_register(m, &h2_protocol);
-    }
     if (rc != KEEL_OK) {
-        free(mod);
+        module_free(mod);
+        return rc;
+    }
+    h2_metrics_register(m, &mod->m);
+    rc = keel_protocol_register(m, &h2_protocol);
+    if (rc != KEEL_OK) {
+        module_free(mod);
         return rc;
     }
     keel_module_set_data(m, mod);
@@ -513,7 +520,9 @@ static int h2_module_load(keel_module *m)
 
 static void h2_unload(keel_module *m)
 {
-    free(keel_module_data(m));
+    h2_module *mod = keel_module_data(m);
+    if (mod != NULL)
+        module_free(mod);
 }
 
 static int h2_start(keel_module *m, keel_worker *worker, void *state)

@@ -7,8 +7,10 @@
 
 #include <keel/http.h>
 #include <keel/tls.h>
+#include <keel/util.h>
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -352,6 +354,77 @@ const char *const *kt_scope_certs(const kt_section *global, const kt_section *sc
     return scope != NULL && scope->cert.count > 0 && scope->cert.items != global->cert.items
                ? scope->cert.items
                : NULL;
+}
+
+typedef struct kt_site {
+    const char *const *items;
+    void *list;
+} kt_site;
+
+static kt_site *sites; /* sorted by items pointer */
+static size_t nsites;
+
+static size_t site_at(const char *const *items)
+{
+    size_t lo = 0, hi = nsites;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)sites[mid].items < (uintptr_t)items)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void *kt_site_find(const kt_section *scope)
+{
+    size_t at = site_at(scope->cert.items);
+    return at < nsites && sites[at].items == scope->cert.items ? sites[at].list : NULL;
+}
+
+size_t kt_site_count(void)
+{
+    return nsites;
+}
+
+/* The backend's loader (keys.c is compiled into each backend: this is
+ * that one's), for the scope calls, which come after load. */
+static kt_site_load_fn site_loader;
+
+static int site_add(keel_module *m, const void *confp, void *ud)
+{
+    (void)ud;
+    const kt_section *scope = confp;
+    if (kt_scope_certs(keel_module_config(m), scope) == NULL || kt_site_find(scope) != NULL)
+        return KEEL_OK;
+    if (keel_array_add(&sites, nsites, sizeof *sites) != 0)
+        return KEEL_ERR_NOMEM;
+    int rc = KEEL_OK;
+    void *list = site_loader(m, scope, &rc);
+    if (list == NULL)
+        return rc != KEEL_OK ? rc : KEEL_ERR_NOMEM;
+    size_t at = site_at(scope->cert.items);
+    memmove(&sites[at + 1], &sites[at], (nsites - at) * sizeof *sites);
+    sites[at] = (kt_site){scope->cert.items, list};
+    /* The first list of a scope's own: requests may now ask for another
+     * site's certificates than their connection's. */
+    return nsites++ == 0 ? kt_misdirected_filter_add(m) : KEEL_OK;
+}
+
+int kt_sites_read(keel_module *m, kt_site_load_fn load)
+{
+    site_loader = load;
+    return keel_module_config_scopes(m, site_add, NULL);
+}
+
+void kt_sites_free(void (*free_list)(void *list))
+{
+    for (size_t i = 0; i < nsites; i++)
+        free_list(sites[i].list);
+    free(sites);
+    sites = NULL;
+    nsites = 0;
 }
 
 /* What the filter needs of the module it is added for (keys.c is

@@ -1,6 +1,6 @@
 /* What a module may put in a response field (RFC 9110 5.1 names, 5.5
  * values): the checks every header and trailer setter runs
- * (http/response.c), written for the hot path because a response sets
+ * (http/response_fields.c), written for the hot path because a response sets
  * several (http/http.h), and the fields a module prepares once at load
  * (keel_field_prepare). */
 #include <stdint.h>

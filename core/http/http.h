@@ -359,7 +359,7 @@ static inline unsigned kl_request_field_token(const keel_request *req, size_t i)
 /* Case-insensitive comparison of a field name with b[0..blen). */
 int kl_name_equals(keel_str a, const char *b, size_t blen);
 
-/* What a module may put in a response field (http/response.c): a name's
+/* What a module may put in a response field (http/response_fields.c): a name's
  * length, or 0 if it is not a token (RFC 9110 5.1); a value's length, or
  * SIZE_MAX if it holds a control character other than HTAB (5.5). */
 size_t kl_field_name_length(const char *name);
@@ -412,8 +412,14 @@ void kl_response_head_filters(keel_response *res);
  * Content-Length (returned, the first valid one; -1 if none) and the
  * connection-specific fields of RFC 9110 7.6.1 (Connection, Keep-Alive,
  * Proxy-Connection, Transfer-Encoding); a Connection field listing
- * "close" sets close_connection. */
-int64_t kl_response_take_framing(keel_response *res);
+ * "close" sets close_connection. http/response_fields.c does the work,
+ * only when a field added by name may be one (a prepared field never
+ * is): the usual head is not looked at. */
+int64_t kl_response_take_framing_fields(keel_response *res);
+static inline int64_t kl_response_take_framing(keel_response *res)
+{
+    return res->framing_fields ? kl_response_take_framing_fields(res) : -1;
+}
 
 /* The response's fields as the keel_header views a sink takes, with room
  * for `room` more: inline for the usual few, allocated beyond. */

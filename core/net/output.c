@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <keel/util.h>
+
 #include "base/freelist.h"
 #include "base/util.h"
 #include "net/worker.h"
@@ -59,12 +61,7 @@ static void done_free(keel_worker *w, kl_done *d)
 
 void kl_done_push(kl_done_list *list, kl_done *d)
 {
-    d->next = NULL;
-    if (list->tail != NULL)
-        list->tail->next = d;
-    else
-        list->head = d;
-    list->tail = d;
+    KEEL_QUEUE_APPEND(list->head, list->tail, d, next);
 }
 
 static kl_done *take_all(kl_done_list *list)

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <keel/util.h>
+
 #include "base/atomic.h"
 #include "net/conn.h"
 #include "net/output.h"
@@ -400,12 +402,7 @@ void kl_worker_kick(keel_worker *w)
 
 void kl_worker_soon(keel_worker *w, kl_soon *soon)
 {
-    soon->next = NULL;
-    if (w->soon_tail != NULL)
-        w->soon_tail->next = soon;
-    else
-        w->soon = soon;
-    w->soon_tail = soon;
+    KEEL_QUEUE_APPEND(w->soon, w->soon_tail, soon, next);
     kl_worker_kick(w);
 }
 

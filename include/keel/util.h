@@ -1,7 +1,7 @@
 /* keel/util.h — small helpers every module ends up writing: ASCII case
  * folding, field values, HTTP list fields, IP addresses and CIDR blocks,
  * words, on/off, copies and buffers that grow, reading a file at an offset,
- * intrusive lists, free lists, a mutex and once for module-wide state, and
+ * intrusive lists and queues, free lists, a mutex and once for module-wide state, and
  * (keel/header_tokens.h, included at the end) the well-known field names as
  * integers.
  *
@@ -579,6 +579,26 @@ static inline int keel_append(void *bufp, size_t *len, size_t *cap, const void *
             (head) = (node)->next;                                                                 \
         if ((node)->next != NULL)                                                                  \
             (node)->next->prev = (node)->prev;                                                     \
+    } while (0)
+
+/* ---- Intrusive queues --------------------------------------------------------
+ * Structs that carry a link to the next one (through a member the caller
+ * names), on a queue known by pointers to its first and last (both NULL:
+ * empty), taken from the front in the order they were appended: BSD
+ * <sys/queue.h>'s STAILQ_INSERT_TAIL. What waits its turn (the streams
+ * with data to send, the callbacks due on a worker's next turn) keeps its
+ * order without a search. A macro, so that any struct will do; it
+ * evaluates its arguments more than once: pass plain lvalues. */
+
+/* Puts node last on the queue from head to tail. */
+#define KEEL_QUEUE_APPEND(head, tail, node, link)                                                  \
+    do {                                                                                           \
+        (node)->link = NULL;                                                                       \
+        if ((tail) != NULL)                                                                        \
+            (tail)->link = (node);                                                                 \
+        else                                                                                       \
+            (head) = (node);                                                                       \
+        (tail) = (node);                                                                           \
     } while (0)
 
 /* ---- Reading a file at an offset ---------------------------------------------

@@ -403,120 +403,89 @@ const keel_protocol h2_protocol = {
 
 /* The [h2] section (keel/config.h), with RFC 9113 6.5.2's bounds: windows
  * up to 2^31-1, frames 2^14..2^24-1. header_timeout and body_min_rate are
- * http1's, with its defaults. read_config turns it into the h2_config the
- * connections use. */
-typedef struct h2_settings {
-    int64_t max_concurrent_streams;
-    uint64_t initial_window, conn_window, max_frame_size, header_table_size, max_header_list;
-    uint64_t max_body, body_buffer, idle_timeout_ms, stream_timeout_ms, header_timeout_ms;
-    uint64_t body_min_rate, max_header_block;
-    int64_t max_requests, max_resets, max_pings, max_settings, max_empty_frames, max_priority;
-    int64_t max_continuations;
-    const char *server;
-    int enable_connect_protocol;
-} h2_settings;
-
+ * http1's, with its defaults. The core reads it straight into the
+ * h2_config the connections use (writer.h); finish_config adds what
+ * follows from it. */
 #define DAY_MS 86400000
 
 static const keel_config_key h2_keys[] = {
-    KEEL_KEY(h2_settings, max_concurrent_streams, "max_concurrent_streams", KEEL_CONFIG_INT,
+    KEEL_KEY(h2_config, max_concurrent_streams, "max_concurrent_streams", KEEL_CONFIG_INT,
              .def = "100", .min = 1, .max = 0x7fffffff,
              .doc = "streams a client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS)"),
-    KEEL_KEY(h2_settings, initial_window, "initial_window", KEEL_CONFIG_SIZE, .def = "65535",
+    KEEL_KEY(h2_config, initial_window, "initial_window", KEEL_CONFIG_SIZE, .def = "65535",
              .min = 0, .max = 0x7fffffff, .doc = "each stream's receive window"),
-    KEEL_KEY(h2_settings, conn_window, "conn_window", KEEL_CONFIG_SIZE, .def = "1m", .min = 65535,
+    KEEL_KEY(h2_config, conn_window, "conn_window", KEEL_CONFIG_SIZE, .def = "1m", .min = 65535,
              .max = 0x7fffffff, .doc = "the connection's receive window"),
-    KEEL_KEY(h2_settings, max_frame_size, "max_frame_size", KEEL_CONFIG_SIZE, .def = "16384",
+    KEEL_KEY(h2_config, max_frame_size, "max_frame_size", KEEL_CONFIG_SIZE, .def = "16384",
              .min = 16384, .max = 16777215, .doc = "largest frame keel accepts"),
-    KEEL_KEY(h2_settings, header_table_size, "header_table_size", KEEL_CONFIG_SIZE, .def = "4096",
+    KEEL_KEY(h2_config, header_table_size, "header_table_size", KEEL_CONFIG_SIZE, .def = "4096",
              .min = 0, .max = 1 << 20, .doc = "HPACK decoder's dynamic table"),
-    KEEL_KEY(h2_settings, max_header_list, "max_header_list", KEEL_CONFIG_SIZE, .def = "32k",
+    KEEL_KEY(h2_config, max_header_list, "max_header_list", KEEL_CONFIG_SIZE, .def = "32k",
              .min = 1024, .max = 16 << 20,
              .doc = "largest decoded field list of a request (RFC 9113 6.5.2); 431"),
-    KEEL_KEY(h2_settings, max_header_block, "max_header_block", KEEL_CONFIG_SIZE, .min = 0,
+    KEEL_KEY(h2_config, max_header_block, "max_header_block", KEEL_CONFIG_SIZE, .min = 0,
              .max = 0x7fffffff,
              .doc = "largest header block on the wire; 0: twice max_header_list plus a frame"),
-    KEEL_KEY(h2_settings, max_body, "max_body", KEEL_CONFIG_SIZE, .def = "1m",
+    KEEL_KEY(h2_config, max_body, "max_body", KEEL_CONFIG_SIZE, .def = "1m",
              .doc = "largest request body a handler reads whole; 413 above it"),
-    KEEL_KEY(h2_settings, body_buffer, "body_buffer", KEEL_CONFIG_SIZE, .def = "1m",
+    KEEL_KEY(h2_config, body_buffer, "body_buffer", KEEL_CONFIG_SIZE, .def = "1m",
              .doc = "body bytes a connection holds for handlers that have not read them"),
-    KEEL_KEY(h2_settings, idle_timeout_ms, "idle_timeout", KEEL_CONFIG_DURATION, .def = "60s",
+    KEEL_KEY(h2_config, idle_timeout_ms, "idle_timeout", KEEL_CONFIG_DURATION, .def = "60s",
              .min = 1, .max = DAY_MS,
              .doc = "no stream open and nothing read or written this long: GOAWAY and close"),
-    KEEL_KEY(h2_settings, stream_timeout_ms, "stream_timeout", KEEL_CONFIG_DURATION, .def = "30s",
+    KEEL_KEY(h2_config, stream_timeout_ms, "stream_timeout", KEEL_CONFIG_DURATION, .def = "30s",
              .min = 1, .max = DAY_MS,
              .doc = "a stream waiting on its peer without progress this long: RST_STREAM"),
-    KEEL_KEY(h2_settings, header_timeout_ms, "header_timeout", KEEL_CONFIG_DURATION, .def = "10s",
+    KEEL_KEY(h2_config, header_timeout_ms, "header_timeout", KEEL_CONFIG_DURATION, .def = "10s",
              .min = 1, .max = DAY_MS,
              .doc = "time for a header block to arrive whole (no frame renews it)"),
-    KEEL_KEY(h2_settings, body_min_rate, "body_min_rate", KEEL_CONFIG_SIZE, .def = "1k",
+    KEEL_KEY(h2_config, body_min_rate, "body_min_rate", KEEL_CONFIG_SIZE, .def = "1k",
              .doc = "bytes a second a request body must average after stream_timeout; 0: none"),
-    KEEL_KEY(h2_settings, max_requests, "max_requests", KEEL_CONFIG_INT, .def = "0", .min = 0,
+    KEEL_KEY(h2_config, max_requests, "max_requests", KEEL_CONFIG_INT, .def = "0", .min = 0,
              .max = INT64_MAX, .doc = "streams per connection before GOAWAY; 0: unlimited"),
-    KEEL_KEY(h2_settings, max_resets, "max_resets", KEEL_CONFIG_INT, .def = "500", .min = 0,
+    KEEL_KEY(h2_config, max_resets, "max_resets", KEEL_CONFIG_INT, .def = "500", .min = 0,
              .max = 1000000,
              .doc =
                  "streams reset before their response completes, per 10 s (rapid reset); 0: off"),
-    KEEL_KEY(h2_settings, max_pings, "max_pings", KEEL_CONFIG_INT, .def = "100", .min = 0,
+    KEEL_KEY(h2_config, max_pings, "max_pings", KEEL_CONFIG_INT, .def = "100", .min = 0,
              .max = 1000000, .doc = "PING frames per 10 s before ENHANCE_YOUR_CALM; 0: off"),
-    KEEL_KEY(h2_settings, max_settings, "max_settings", KEEL_CONFIG_INT, .def = "50", .min = 0,
+    KEEL_KEY(h2_config, max_settings, "max_settings", KEEL_CONFIG_INT, .def = "50", .min = 0,
              .max = 1000000, .doc = "SETTINGS frames per 10 s; 0: off"),
-    KEEL_KEY(h2_settings, max_empty_frames, "max_empty_frames", KEEL_CONFIG_INT, .def = "100",
+    KEEL_KEY(h2_config, max_empty_frames, "max_empty_frames", KEEL_CONFIG_INT, .def = "100",
              .min = 0, .max = 1000000,
              .doc = "empty frames and frames of unknown types per 10 s; 0: off"),
-    KEEL_KEY(h2_settings, max_priority, "max_priority", KEEL_CONFIG_INT, .def = "1000", .min = 0,
+    KEEL_KEY(h2_config, max_priority, "max_priority", KEEL_CONFIG_INT, .def = "1000", .min = 0,
              .max = 1000000, .doc = "PRIORITY frames per 10 s; 0: off"),
-    KEEL_KEY(h2_settings, max_continuations, "max_continuations", KEEL_CONFIG_INT, .def = "8",
+    KEEL_KEY(h2_config, max_continuations, "max_continuations", KEEL_CONFIG_INT, .def = "8",
              .min = 0, .max = 10000,
              .doc = "CONTINUATION frames one header block may take; 0: off"),
-    KEEL_KEY(h2_settings, server, "server", KEEL_CONFIG_STRING, .def = "keel",
+    KEEL_KEY(h2_config, server, "server", KEEL_CONFIG_STRING, .def = "keel",
              .doc = "the server field of every response; empty: none"),
-    KEEL_KEY(h2_settings, enable_connect_protocol, "enable_connect_protocol", KEEL_CONFIG_BOOL,
+    KEEL_KEY(h2_config, enable_connect_protocol, "enable_connect_protocol", KEEL_CONFIG_BOOL,
              .def = "on",
              .doc = "offer RFC 8441 extended CONNECT (WebSocket over a stream) in SETTINGS"),
 };
-KEEL_CONFIG_SCHEMA(h2_schema, h2_settings, h2_keys);
+KEEL_CONFIG_SCHEMA(h2_schema, h2_config, h2_keys);
 
-static int read_config(keel_module *m, h2_config *cfg)
+/* The server field's value: a product or two with their comments (RFC
+ * 9110 10.2.4); a longer one is a mistake, not a name. */
+#define SERVER_MAX 207
+
+static int finish_config(keel_module *m, h2_config *cfg)
 {
-    const h2_settings *s = keel_module_config(m);
-    cfg->max_concurrent_streams = (uint32_t)s->max_concurrent_streams;
-    cfg->initial_window = (uint32_t)s->initial_window;
-    cfg->conn_window = (uint32_t)s->conn_window;
-    cfg->max_frame_size = (uint32_t)s->max_frame_size;
-    cfg->header_table_size = (uint32_t)s->header_table_size;
-    cfg->max_header_list = (uint32_t)s->max_header_list;
-    cfg->max_body = s->max_body;
-    cfg->body_buffer = s->body_buffer;
-    cfg->idle_timeout_ms = s->idle_timeout_ms;
-    cfg->stream_timeout_ms = s->stream_timeout_ms;
-    cfg->header_timeout_ms = s->header_timeout_ms;
-    cfg->body_min_rate = s->body_min_rate;
-    cfg->max_requests = (uint64_t)s->max_requests;
-    cfg->max_resets = (uint32_t)s->max_resets;
-    cfg->max_pings = (uint32_t)s->max_pings;
-    cfg->max_settings = (uint32_t)s->max_settings;
-    cfg->max_empty_frames = (uint32_t)s->max_empty_frames;
-    cfg->max_priority = (uint32_t)s->max_priority;
-    cfg->max_continuations = (uint32_t)s->max_continuations;
-    cfg->enable_connect_protocol = s->enable_connect_protocol;
-    uint64_t block = s->max_header_block;
-    const char *server = s->server;
     /* A header block's wire size: HPACK rarely makes a field list larger
      * than it decodes to, so twice the list plus a frame is generous. */
-    if (block == 0)
-        block = 2 * (uint64_t)cfg->max_header_list + cfg->max_frame_size;
-    if (block > 0x7fffffff)
-        block = 0x7fffffff;
-    cfg->max_header_block = (uint32_t)block;
-    size_t len = strlen(server);
-    if (len >= sizeof cfg->server)
-        return keel_config_error(m, "server", "longer than %zu characters", sizeof cfg->server - 1);
-    size_t bad = keel_field_value_check(server, len);
+    if (cfg->max_header_block == 0)
+        cfg->max_header_block = 2 * cfg->max_header_list + cfg->max_frame_size;
+    if (cfg->max_header_block > 0x7fffffff)
+        cfg->max_header_block = 0x7fffffff;
+    size_t len = strlen(cfg->server);
+    if (len > SERVER_MAX)
+        return keel_config_error(m, "server", "longer than %d characters", SERVER_MAX);
+    size_t bad = keel_field_value_check(cfg->server, len);
     if (bad < len)
         return keel_config_error(m, "server", "control character 0x%02x at %zu",
-                                 (unsigned char)server[bad], bad);
-    memcpy(cfg->server, server, len);
+                                 (unsigned char)cfg->server[bad], bad);
     cfg->server_len = len;
     return KEEL_OK;
 }
@@ -533,7 +502,8 @@ static int h2_module_load(keel_module *m)
     h2_module *mod = calloc(1, sizeof *mod);
     if (mod == NULL)
         return KEEL_ERR_NOMEM;
-    int rc = read_config(m, &mod->cfg);
+    mod->cfg = *(const h2_config *)keel_module_config(m);
+    int rc = finish_config(m, &mod->cfg);
     if (rc != KEEL_OK) {
         module_free(mod);
         return rc;

@@ -102,12 +102,7 @@ void h2_ready(h2_stream *s)
         return;
     h2_conn *c = s->c;
     s->ready = 1;
-    s->ready_next = NULL;
-    if (c->ready_tail != NULL)
-        c->ready_tail->ready_next = s;
-    else
-        c->ready = s;
-    c->ready_tail = s;
+    KEEL_QUEUE_APPEND(c->ready, c->ready_tail, s, ready_next);
 }
 
 static void ready_remove(h2_conn *c, h2_stream *s)

@@ -47,7 +47,7 @@ void h2_window_settings_acked(h2_conn *c)
         return;
     for (h2_stream *s = c->streams; s != NULL; s = s->next) {
         if (s->early) {
-            s->recv_window -= H2_DEFAULT_WINDOW - cfg->initial_window;
+            s->recv_window -= (int64_t)(H2_DEFAULT_WINDOW - cfg->initial_window);
             s->early = 0;
         }
     }

@@ -30,32 +30,38 @@
 
 /* ---- configuration ([h2], read once in load) ---------------------------- */
 
+/* The [h2] section as declared (h2.c's key table, keel/config.h): the core
+ * validates it and fills this struct, whose fields are the types the
+ * table's keys write (INT int64_t, SIZE and DURATION uint64_t); load
+ * adds what follows from them. */
 typedef struct h2_config {
-    /* Advertised in our SETTINGS (RFC 9113 6.5.2) and enforced. */
-    uint32_t max_concurrent_streams; /* more → RST_STREAM REFUSED_STREAM (5.1.2) */
-    uint32_t initial_window;         /* per stream; what a slow handler lets a client buffer */
-    uint32_t conn_window;            /* the connection's receive window (6.9.2) */
-    uint32_t max_frame_size;         /* larger frames → FRAME_SIZE_ERROR (4.2) */
-    uint32_t header_table_size;      /* HPACK dynamic table (RFC 7541 4.2) */
-    uint32_t max_header_list;        /* decoded fields (6.5.2) → 431; far beyond → calm */
-    uint64_t max_body;               /* request body → 413 */
-    uint64_t idle_timeout_ms;        /* no stream open → GOAWAY NO_ERROR and close */
-    uint64_t stream_timeout_ms;      /* a stream waiting on its peer without progress */
-    uint64_t header_timeout_ms;      /* a header block (or a frame) whole, from its first byte */
-    uint64_t body_min_rate;          /* bytes/s a request body must average after its grace */
-    uint64_t max_requests;           /* streams per connection, then GOAWAY; 0: no limit */
-    uint64_t body_buffer;            /* unread request bodies per connection */
+    /* Advertised in our SETTINGS (RFC 9113 6.5.2) and enforced; the
+     * table's bounds keep each within its 32-bit setting. */
+    int64_t max_concurrent_streams; /* more → RST_STREAM REFUSED_STREAM (5.1.2) */
+    uint64_t initial_window;        /* per stream; what a slow handler lets a client buffer */
+    uint64_t conn_window;           /* the connection's receive window (6.9.2) */
+    uint64_t max_frame_size;        /* larger frames → FRAME_SIZE_ERROR (4.2) */
+    uint64_t header_table_size;     /* HPACK dynamic table (RFC 7541 4.2) */
+    uint64_t max_header_list;       /* decoded fields (6.5.2) → 431; far beyond → calm */
+    uint64_t max_header_block;      /* wire bytes of one header block, all its frames (load:
+                                       0 becomes twice max_header_list plus a frame) */
+    uint64_t max_body;              /* request body → 413 */
+    uint64_t body_buffer;           /* unread request bodies per connection */
+    uint64_t idle_timeout_ms;       /* no stream open → GOAWAY NO_ERROR and close */
+    uint64_t stream_timeout_ms;     /* a stream waiting on its peer without progress */
+    uint64_t header_timeout_ms;     /* a header block (or a frame) whole, from its first byte */
+    uint64_t body_min_rate;         /* bytes/s a request body must average after its grace */
+    int64_t max_requests;           /* streams per connection, then GOAWAY; 0: no limit */
     /* Flood limits (limits.c): events per 10 s, as token buckets. */
-    uint32_t max_resets;        /* streams the client reset before their end (CVE-2023-44487) */
-    uint32_t max_pings;         /* PING frames (CVE-2019-9512) */
-    uint32_t max_settings;      /* SETTINGS frames (CVE-2019-9515) */
-    uint32_t max_empty_frames;  /* empty DATA/HEADERS/CONTINUATION (CVE-2019-9518) */
-    uint32_t max_priority;      /* PRIORITY frames and priority changes (CVE-2019-9513) */
-    uint32_t max_continuations; /* CONTINUATION frames per header block (CVE-2024-27316) */
-    uint32_t max_header_block;  /* wire bytes of one header block, all its frames */
-    char server[208];           /* value of the server field, "" for none */
-    size_t server_len;
+    int64_t max_resets;          /* streams the client reset before their end (CVE-2023-44487) */
+    int64_t max_pings;           /* PING frames (CVE-2019-9512) */
+    int64_t max_settings;        /* SETTINGS frames (CVE-2019-9515) */
+    int64_t max_empty_frames;    /* empty DATA/HEADERS/CONTINUATION (CVE-2019-9518) */
+    int64_t max_priority;        /* PRIORITY frames and priority changes (CVE-2019-9513) */
+    int64_t max_continuations;   /* CONTINUATION frames per header block (CVE-2024-27316) */
+    const char *server;          /* value of the server field, "" for none */
     int enable_connect_protocol; /* SETTINGS_ENABLE_CONNECT_PROTOCOL = 1 (RFC 8441 3) */
+    size_t server_len;           /* load: strlen(server) */
 } h2_config;
 
 /* ---- metrics ------------------------------------------------------------ */

@@ -180,12 +180,7 @@ void px_upstream_hold(px_ex *ex)
     px_client *c = ex->share;
     if (c != NULL && !ex->share_waiting) {
         ex->share_waiting = 1;
-        ex->share_next = NULL;
-        if (c->waiting_tail != NULL)
-            c->waiting_tail->share_next = ex;
-        else
-            c->waiting = ex;
-        c->waiting_tail = ex;
+        KEEL_QUEUE_APPEND(c->waiting, c->waiting_tail, ex, share_next);
     }
 }
 

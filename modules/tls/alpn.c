@@ -53,7 +53,7 @@ int kt_conf_setup(mbedtls_ssl_config *conf, int client, kt_rng *rng, const kt_si
         if (mbedtls_ssl_conf_own_cert(conf, &c->chain, &c->key) != 0)
             return KEEL_ERR_NOMEM;
     }
-    if (kt_cfg.certs.n > 0 || kt_cfg.nsites > 0)
+    if (kt_cfg.certs.n > 0 || kt_site_count() > 0)
         mbedtls_ssl_conf_sni(conf, kt_certs_sni, &kt_cfg.certs);
     kt_tickets_conf(conf);
     if (kt_cfg.verify_client != KT_VERIFY_OFF) {

@@ -7,11 +7,18 @@
 
 #include <keel/http.h>
 #include <keel/tls.h>
+#include <keel/util.h>
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* The enum keys' words, in the order of the values they give:
+ * KT_VERIFY_*, and kt_common.ktls (0 off, 1 auto). */
+static const char *const verify_modes[] = {"off", "optional", "required", NULL};
+static const char *const ktls_modes[] = {"off", "auto", NULL};
 
 static const keel_config_key kt_keys[] = {
     KEEL_KEY(kt_section, cert, "cert", KEEL_CONFIG_STRING, .flags = KEEL_CONFIG_LIST,
@@ -37,7 +44,8 @@ static const keel_config_key kt_keys[] = {
              .doc = "resume sessions with tickets (RFC 5077, RFC 8446 4.6.1)"),
     KEEL_KEY(kt_section, ticket_lifetime_ms, "ticket_lifetime", KEEL_CONFIG_DURATION, .def = "1h",
              .doc = "how long a ticket is honoured: 1s to 7d"),
-    KEEL_KEY(kt_section, verify_client, "verify_client", KEEL_CONFIG_STRING, .def = "off",
+    KEEL_KEY(kt_section, verify_client, "verify_client", KEEL_CONFIG_ENUM, .def = "off",
+             .choices = verify_modes,
              .doc = "client certificates: off, optional or required (needs client_ca)"),
     KEEL_KEY(kt_section, client_ca, "client_ca", KEEL_CONFIG_STRING, .def = "",
              .doc = "PEM file of the CAs client certificates must chain to"),
@@ -56,7 +64,7 @@ static const keel_config_key kt_keys[] = {
     KEEL_KEY(kt_section, ocsp_refresh_ms, "ocsp_refresh", KEEL_CONFIG_DURATION, .def = "1h",
              .doc = "the longest a fetched OCSP response is stapled before it is fetched again "
                     "(sooner: halfway to its nextUpdate)"),
-    KEEL_KEY(kt_section, ktls, "ktls", KEEL_CONFIG_STRING, .def = "auto",
+    KEEL_KEY(kt_section, ktls, "ktls", KEEL_CONFIG_ENUM, .def = "auto", .choices = ktls_modes,
              .doc = "kernel TLS: auto (use it where the kernel and backend can; the start-up "
                     "log says whether and why not) or off"),
 };
@@ -144,15 +152,7 @@ int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *l
         return keel_config_error(m, "ticket_lifetime", "must be between 1s and 7d");
     out->ticket_lifetime_s = (uint32_t)(lifetime / 1000);
 
-    const char *v = sec->verify_client;
-    if (strcmp(v, "off") == 0)
-        out->verify_client = KT_VERIFY_OFF;
-    else if (strcmp(v, "optional") == 0)
-        out->verify_client = KT_VERIFY_OPTIONAL;
-    else if (strcmp(v, "required") == 0)
-        out->verify_client = KT_VERIFY_REQUIRED;
-    else
-        return keel_config_error(m, "verify_client", "expected off, optional or required");
+    out->verify_client = sec->verify_client;
     out->client_ca = sec->client_ca;
     if (*out->client_ca == '\0' && out->verify_client != KT_VERIFY_OFF)
         return keel_config_error(m, "verify_client", "needs client_ca = FILE");
@@ -175,12 +175,7 @@ int kt_keys_read(keel_module *m, const char *backend, int max_tls, const char *l
                  "[tls] ocsp_stapling = on: %s has no server-side OCSP stapling; nothing is "
                  "stapled (backend = openssl staples)",
                  library);
-    if (strcmp(sec->ktls, "auto") == 0)
-        out->ktls = 1;
-    else if (strcmp(sec->ktls, "off") == 0)
-        out->ktls = 0;
-    else
-        return keel_config_error(m, "ktls", "expected auto or off, got '%s'", sec->ktls);
+    out->ktls = sec->ktls;
     return KEEL_OK;
 }
 
@@ -359,6 +354,77 @@ const char *const *kt_scope_certs(const kt_section *global, const kt_section *sc
     return scope != NULL && scope->cert.count > 0 && scope->cert.items != global->cert.items
                ? scope->cert.items
                : NULL;
+}
+
+typedef struct kt_site {
+    const char *const *items;
+    void *list;
+} kt_site;
+
+static kt_site *sites; /* sorted by items pointer */
+static size_t nsites;
+
+static size_t site_at(const char *const *items)
+{
+    size_t lo = 0, hi = nsites;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if ((uintptr_t)sites[mid].items < (uintptr_t)items)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+void *kt_site_find(const kt_section *scope)
+{
+    size_t at = site_at(scope->cert.items);
+    return at < nsites && sites[at].items == scope->cert.items ? sites[at].list : NULL;
+}
+
+size_t kt_site_count(void)
+{
+    return nsites;
+}
+
+/* The backend's loader (keys.c is compiled into each backend: this is
+ * that one's), for the scope calls, which come after load. */
+static kt_site_load_fn site_loader;
+
+static int site_add(keel_module *m, const void *confp, void *ud)
+{
+    (void)ud;
+    const kt_section *scope = confp;
+    if (kt_scope_certs(keel_module_config(m), scope) == NULL || kt_site_find(scope) != NULL)
+        return KEEL_OK;
+    if (keel_array_add(&sites, nsites, sizeof *sites) != 0)
+        return KEEL_ERR_NOMEM;
+    int rc = KEEL_OK;
+    void *list = site_loader(m, scope, &rc);
+    if (list == NULL)
+        return rc != KEEL_OK ? rc : KEEL_ERR_NOMEM;
+    size_t at = site_at(scope->cert.items);
+    memmove(&sites[at + 1], &sites[at], (nsites - at) * sizeof *sites);
+    sites[at] = (kt_site){scope->cert.items, list};
+    /* The first list of a scope's own: requests may now ask for another
+     * site's certificates than their connection's. */
+    return nsites++ == 0 ? kt_misdirected_filter_add(m) : KEEL_OK;
+}
+
+int kt_sites_read(keel_module *m, kt_site_load_fn load)
+{
+    site_loader = load;
+    return keel_module_config_scopes(m, site_add, NULL);
+}
+
+void kt_sites_free(void (*free_list)(void *list))
+{
+    for (size_t i = 0; i < nsites; i++)
+        free_list(sites[i].list);
+    free(sites);
+    sites = NULL;
+    nsites = 0;
 }
 
 /* What the filter needs of the module it is added for (keys.c is

@@ -19,10 +19,12 @@
 /* The [tls] section and each scope's merged struct (keel/config.h). */
 typedef struct kt_section {
     keel_config_list cert;
-    const char *min_version, *max_version, *ciphers, *curves, *verify_client, *client_ca;
-    const char *alpn, *client_alpn, *ca, *backend, *ktls;
+    const char *min_version, *max_version, *ciphers, *curves, *client_ca;
+    const char *alpn, *client_alpn, *ca, *backend;
     uint64_t handshake_timeout_ms, ticket_lifetime_ms, ocsp_refresh_ms;
     int session_tickets, client_verify, ocsp_stapling;
+    int verify_client; /* KT_VERIFY_* */
+    int ktls;          /* 0 off, 1 auto */
 } kt_section;
 
 extern const keel_config_schema kt_schema;
@@ -110,6 +112,23 @@ void kt_buffers_free(unsigned char **a, unsigned char **b, size_t size);
 /* The `tls.cert` items a scope serves of its own, or NULL when it
  * inherits global's ([tls]'s). */
 const char *const *kt_scope_certs(const kt_section *global, const kt_section *scope);
+/* The lists themselves (each backend's type: certificates, their ticket
+ * keys), kept here by their items pointer, sorted, so that a handshake's
+ * SNI finds its site's by a binary search (any thread, read-only after
+ * load). kt_sites_read, from load, asks for the scopes
+ * (keel_module_config_scopes, whose calls come once every module has
+ * loaded) and has load called once for each list of a scope's own, with
+ * the first scope that writes it, so that its errors are reported with
+ * the line that wrote them: the list (allocated), or NULL with *rc set. The first one
+ * also adds the 421 filter (kt_misdirected_filter_add). kt_sites_free
+ * frees each list with free_list, then the registry. */
+typedef void *(*kt_site_load_fn)(keel_module *m, const kt_section *scope, int *rc);
+int kt_sites_read(keel_module *m, kt_site_load_fn load);
+void kt_sites_free(void (*free_list)(void *list));
+/* The list a scope serves of its own, or NULL when it inherits [tls]'s. */
+void *kt_site_find(const kt_section *scope);
+/* How many scopes' lists there are (0: [tls]'s certificates only). */
+size_t kt_site_count(void);
 /* Each backend's answer for the 421 filter: 1 and the list the handshake
  * of a server connection of this module served (kt_scope_certs' items;
  * NULL: [tls]'s), 0 for any other connection. */

@@ -105,8 +105,6 @@ typedef struct kt_site_list {
 
 typedef struct kt_settings {
     kt_certs certs;
-    kt_site_list *sites; /* sorted by items pointer */
-    size_t nsites;
     int min_version, max_version; /* 2 = TLS 1.2, 3 = TLS 1.3 */
     int *ciphers;                 /* 0-terminated; NULL: kt_default_ciphers */
     /* Key-exchange groups in order of preference (RFC 8446 4.2.7, RFC 8422
@@ -150,7 +148,7 @@ typedef struct kt_worker {
 
 /* The certificate list a scope's struct carries of its own (a site's or
  * a listener's), or NULL when it inherits [tls]'s (any thread, read-only
- * after load). */
+ * after load): kt_site_find's, kept by keys.c. */
 const kt_site_list *kt_site_of(const kt_section *scope);
 extern kt_settings kt_cfg;
 /* The cipher suites configured, 0-terminated (the defaults if none). */

@@ -182,7 +182,7 @@ kt_base *kt_be_new(keel_conn *conn, const char *host, int *rc)
 {
     kt_worker *w = kt_worker_of(conn);
     int client = host != NULL;
-    if ((*rc = kt_open_check(kt_self, client, kt_cfg.certs.n, kt_cfg.nsites)) != KEEL_OK)
+    if ((*rc = kt_open_check(kt_self, client, kt_cfg.certs.n, kt_site_count())) != KEEL_OK)
         return NULL;
     const char *offer = kt_alpn_offer(conn, client, kt_cfg.alpn, kt_cfg.client_alpn);
     /* Without SNI, the handshake serves what a request without Host

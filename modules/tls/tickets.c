@@ -53,7 +53,7 @@ static int ticket_parse(void *p, mbedtls_ssl_session *session, unsigned char *bu
      * known yet: with sites of their own in play the ticket is not taken
      * (a full handshake) rather than resumed under keys the name might
      * not choose. TLS 1.3 puts pre_shared_key last (RFC 8446 4.2.11). */
-    if (kt_cfg.nsites > 0 && s != NULL && !s->sni_seen)
+    if (kt_site_count() > 0 && s != NULL && !s->sni_seen)
         return MBEDTLS_ERR_SSL_INVALID_MAC;
     kt_tickets *t = keys_of(s);
     if (t == NULL)
@@ -98,7 +98,7 @@ void kt_tickets_free(kt_tickets *t)
 
 void kt_tickets_conf(mbedtls_ssl_config *conf)
 {
-    if (kt_cfg.tickets_on && (kt_cfg.tickets != NULL || kt_cfg.nsites > 0))
+    if (kt_cfg.tickets_on && (kt_cfg.tickets != NULL || kt_site_count() > 0))
         mbedtls_ssl_conf_session_tickets_cb(conf, ticket_write, ticket_parse, NULL);
 }
 

@@ -233,64 +233,55 @@ static int read_config(keel_module *m, kt_rng *rng)
 
 /* ---- certificates per site ------------------------------------------------------ */
 
-static size_t site_at(const char *const *items)
-{
-    size_t lo = 0, hi = kt_cfg.nsites;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if ((uintptr_t)kt_cfg.sites[mid].items < (uintptr_t)items)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo;
-}
-
 const kt_site_list *kt_site_of(const kt_section *scope)
 {
-    size_t at = site_at(scope->cert.items);
-    return at < kt_cfg.nsites && kt_cfg.sites[at].items == scope->cert.items ? &kt_cfg.sites[at]
-                                                                             : NULL;
+    return kt_site_find(scope);
 }
 
-/* keel_module_config_scopes: a scope that writes `tls.cert` has its own
- * list (the scopes inheriting it share the items pointer): read once, its
- * errors reported with the line that wrote them. */
-static int scope_add(keel_module *m, const void *confp, void *ud)
+static void site_free(void *p)
 {
-    (void)ud;
-    const kt_section *scope = confp;
-    const kt_section *global = keel_module_config(m);
-    if (kt_scope_certs(global, scope) == NULL || kt_site_of(scope) != NULL)
-        return KEEL_OK;
-    kt_site_list *grown = realloc(kt_cfg.sites, (kt_cfg.nsites + 1) * sizeof *grown);
-    if (grown == NULL)
-        return KEEL_ERR_NOMEM;
-    kt_cfg.sites = grown;
-    kt_site_list list = {scope->cert.items, {NULL, 0}, NULL};
-    kt_rng rng;
-    if (kt_rng_init(&rng, "load", 0) != KEEL_OK)
-        return KEEL_ERR_IO;
-    int rc = kt_certs_load(m, &scope->cert, &list.certs, kt_rng_random, &rng);
-    kt_rng_free(&rng);
-    if (rc != KEEL_OK)
-        return rc;
-    /* Its own ticket keys: a ticket issued under another list's
-     * certificates does not decrypt here (RFC 8446 4.6.1: resume only
-     * where the original certificate would be valid). */
-    if (kt_cfg.tickets_on && KT_HAVE_TICKETS &&
-        (list.tickets = kt_tickets_new(kt_cfg.ticket_lifetime_s)) == NULL) {
-        kt_certs_free(&list.certs);
-        return keel_config_error(m, "session_tickets", "cannot set up ticket keys");
+    kt_site_list *list = p;
+    kt_certs_free(&list->certs);
+    kt_tickets_free(list->tickets);
+    free(list);
+}
+
+/* A scope's own `tls.cert` list (kt_sites_read): its certificates and
+ * its own ticket keys: a ticket issued under another list's certificates
+ * does not decrypt here (RFC 8446 4.6.1: resume only where the original
+ * certificate would be valid). */
+static void *site_load(keel_module *m, const kt_section *scope, int *rc)
+{
+    kt_site_list *list = calloc(1, sizeof *list);
+    if (list == NULL) {
+        *rc = KEEL_ERR_NOMEM;
+        return NULL;
     }
-    size_t at = site_at(list.items);
-    memmove(&kt_cfg.sites[at + 1], &kt_cfg.sites[at], (kt_cfg.nsites - at) * sizeof *kt_cfg.sites);
-    kt_cfg.sites[at] = list;
-    /* The first list of a scope's own: requests may now ask for another
-     * site's certificate than their connection's. */
-    if (kt_cfg.nsites++ == 0 && (rc = kt_misdirected_filter_add(m)) != KEEL_OK)
-        return rc;
-    return kt_cfg.tickets == NULL ? start_tickets(m) : KEEL_OK;
+    list->items = scope->cert.items;
+    kt_rng rng;
+    if (kt_rng_init(&rng, "load", 0) != KEEL_OK) {
+        free(list);
+        *rc = KEEL_ERR_IO;
+        return NULL;
+    }
+    *rc = kt_certs_load(m, &scope->cert, &list->certs, kt_rng_random, &rng);
+    kt_rng_free(&rng);
+    if (*rc != KEEL_OK) {
+        free(list);
+        return NULL;
+    }
+    if (kt_cfg.tickets_on && KT_HAVE_TICKETS &&
+        (list->tickets = kt_tickets_new(kt_cfg.ticket_lifetime_s)) == NULL)
+        *rc = keel_config_error(m, "session_tickets", "cannot set up ticket keys");
+    else
+        /* [tls]'s ticket keys exist once any list does: a handshake that
+         * chose no site of its own issues and resumes under them. */
+        *rc = start_tickets(m);
+    if (*rc != KEEL_OK) {
+        site_free(list);
+        return NULL;
+    }
+    return list;
 }
 
 /* ---- life cycle ----------------------------------------------------------------- */
@@ -298,11 +289,7 @@ static int scope_add(keel_module *m, const void *confp, void *ud)
 static void release_all(void)
 {
     kt_certs_free(&kt_cfg.certs);
-    for (size_t i = 0; i < kt_cfg.nsites; i++) {
-        kt_certs_free(&kt_cfg.sites[i].certs);
-        kt_tickets_free(kt_cfg.sites[i].tickets);
-    }
-    free(kt_cfg.sites);
+    kt_sites_free(site_free);
     if (kt_cfg.have_client_ca)
         mbedtls_x509_crt_free(&kt_cfg.client_ca);
     if (kt_cfg.have_ca)
@@ -367,7 +354,7 @@ static int tls_load(keel_module *m)
     if (rc == KEEL_OK && (rc = kt_metrics_register(m, &kt_mx)) == KEEL_OK &&
         (rc = keel_transport_register(m, &kt_transport)) == KEEL_OK &&
         (rc = kt_service_publish(m)) == KEEL_OK)
-        rc = keel_module_config_scopes(m, scope_add, NULL);
+        rc = kt_sites_read(m, site_load);
     if (rc != KEEL_OK) {
         release_all();
         return rc;

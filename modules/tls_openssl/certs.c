@@ -77,7 +77,7 @@ static int on_client_hello(SSL *ssl, int *alert, void *arg)
     if (s == NULL || !client_hello_name(ssl, name))
         return SSL_CLIENT_HELLO_SUCCESS;
     const ko_list *list = &ko_cfg.certs;
-    if (ko_cfg.nsites > 0) {
+    if (kt_site_count() > 0) {
         const kt_section *site = keel_conn_site_config(s->b.conn, kt_self, name, strlen(name));
         const ko_list *own = site != NULL ? ko_site_list(site) : NULL;
         if (own != NULL)

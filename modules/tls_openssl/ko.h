@@ -116,9 +116,7 @@ void ko_ocsp_free(void);                    /* unload */
 
 typedef struct ko_settings {
     kt_common c;
-    ko_list certs;  /* [tls] cert, and [tls]'s ticket keys */
-    ko_list *sites; /* scopes' own lists */
-    size_t nsites;
+    ko_list certs;   /* [tls] cert, and [tls]'s ticket keys */
     SSL_CTX *bare;   /* no certificate: the default when only sites have some */
     SSL_CTX *client; /* outbound */
     X509_STORE *client_ca;
@@ -128,7 +126,8 @@ typedef struct ko_settings {
 
 extern ko_settings ko_cfg;
 
-/* The list a scope's struct carries of its own, or NULL. */
+/* The list a scope's struct carries of its own, or NULL (kt_site_find's,
+ * kept by ../tls/keys.c). */
 const ko_list *ko_site_list(const kt_section *scope);
 /* A suite's name in the spelling keel/tls.h documents (mbedTLS's:
  * "TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256"). */

@@ -208,7 +208,7 @@ kt_base *kt_be_new(keel_conn *conn, const char *host, int *rc)
 {
     ko_worker *w = ko_worker_of(conn);
     int client = host != NULL;
-    if ((*rc = kt_open_check(kt_self, client, ko_cfg.certs.n, ko_cfg.nsites)) != KEEL_OK)
+    if ((*rc = kt_open_check(kt_self, client, ko_cfg.certs.n, kt_site_count())) != KEEL_OK)
         return NULL;
     const char *offer = kt_alpn_offer(conn, client, ko_cfg.c.alpn, ko_cfg.c.client_alpn);
     /* Without SNI, the handshake serves what a request without Host
@@ -216,7 +216,7 @@ kt_base *kt_be_new(keel_conn *conn, const char *host, int *rc)
      * ([site default]'s, or whichever the listener's rules make the
      * default), else [tls]'s first group. SNI chooses others (certs.c). */
     const ko_list *served = &ko_cfg.certs;
-    if (!client && ko_cfg.nsites > 0) {
+    if (!client && kt_site_count() > 0) {
         const kt_section *site = keel_conn_site_config(conn, kt_self, "", 0);
         const ko_list *own = site != NULL ? ko_site_list(site) : NULL;
         if (own != NULL && own->n > 0)

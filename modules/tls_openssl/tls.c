@@ -192,41 +192,35 @@ static int read_config(keel_module *m)
 
 const ko_list *ko_site_list(const kt_section *scope)
 {
-    for (size_t i = 0; i < ko_cfg.nsites; i++)
-        if (ko_cfg.sites[i].items == scope->cert.items)
-            return &ko_cfg.sites[i];
-    return NULL;
+    return kt_site_find(scope);
 }
 
-/* keel_module_config_scopes: a scope writing `tls.cert` has its own list
- * (scopes inheriting it share the items pointer), read once, its errors
- * reported with the line that wrote them. Sites are few: a linear search
- * per SNI handshake. */
-static int scope_add(keel_module *m, const void *confp, void *ud)
+/* A scope's own `tls.cert` list (kt_sites_read), with its own ticket
+ * keys. */
+static void *site_load(keel_module *m, const kt_section *scope, int *rc)
 {
-    (void)ud;
-    const kt_section *scope = confp;
-    const kt_section *global = keel_module_config(m);
-    if (kt_scope_certs(global, scope) == NULL || ko_site_list(scope) != NULL)
-        return KEEL_OK;
-    ko_list *grown = realloc(ko_cfg.sites, (ko_cfg.nsites + 1) * sizeof *grown);
-    if (grown == NULL)
-        return KEEL_ERR_NOMEM;
-    ko_cfg.sites = grown;
-    ko_list *list = &ko_cfg.sites[ko_cfg.nsites];
-    int rc = ko_list_load(m, &scope->cert, list, 1);
-    if (rc != KEEL_OK)
-        return rc;
-    if ((rc = list_tickets(m, list)) != KEEL_OK) {
+    ko_list *list = malloc(sizeof *list);
+    if (list == NULL) {
+        *rc = KEEL_ERR_NOMEM;
+        return NULL;
+    }
+    if ((*rc = ko_list_load(m, &scope->cert, list, 1)) != KEEL_OK) {
+        free(list);
+        return NULL;
+    }
+    if ((*rc = list_tickets(m, list)) != KEEL_OK) {
         ko_list_free(list);
-        return rc;
+        free(list);
+        return NULL;
     }
     list->items = scope->cert.items;
-    /* The first list of a scope's own: requests may now ask for another
-     * site's certificates than their connection's (keys.c, 421). */
-    if (ko_cfg.nsites++ == 0)
-        return kt_misdirected_filter_add(m);
-    return KEEL_OK;
+    return list;
+}
+
+static void site_free(void *p)
+{
+    ko_list_free(p);
+    free(p);
 }
 
 /* ---- suite names for the service ------------------------------------------------ */
@@ -277,9 +271,7 @@ const char *ko_cipher_name(const SSL_CIPHER *cipher)
 static void release_all(void)
 {
     ko_list_free(&ko_cfg.certs);
-    for (size_t i = 0; i < ko_cfg.nsites; i++)
-        ko_list_free(&ko_cfg.sites[i]);
-    free(ko_cfg.sites);
+    kt_sites_free(site_free);
     SSL_CTX_free(ko_cfg.bare);
     SSL_CTX_free(ko_cfg.client);
     X509_STORE_free(ko_cfg.client_ca);
@@ -310,8 +302,7 @@ static int tls_load(keel_module *m)
     if (rc == KEEL_OK && (rc = build_cipher_names()) == KEEL_OK &&
         (rc = kt_metrics_register(m, &kt_mx)) == KEEL_OK &&
         (rc = keel_transport_register(m, &kt_transport)) == KEEL_OK &&
-        (rc = kt_service_publish(m)) == KEEL_OK &&
-        (rc = keel_module_config_scopes(m, scope_add, NULL)) == KEEL_OK)
+        (rc = kt_service_publish(m)) == KEEL_OK && (rc = kt_sites_read(m, site_load)) == KEEL_OK)
         rc = ko_ocsp_register(m);
     if (rc != KEEL_OK) {
         release_all();

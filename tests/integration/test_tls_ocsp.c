@@ -383,5 +383,5 @@ Test(tls_ocsp, ktls_detection_is_logged, .timeout = 60, .fini = tt_cleanup)
              "[keel]\n" KH_MODULE_PATH "listen = 127.0.0.1:0 http1 tls\nmodules = tls http1 hello\n"
              "[tls]\nbackend = openssl\ncert = %s %s\nktls = on\n",
              tt_path("lh.pem"), tt_path("lh.key"));
-    kh_expect_refused(conf, 8, "expected auto or off, got 'on'", "ktls = on");
+    kh_expect_refused(conf, 8, "[tls] ktls: expected one of off auto", "ktls = on");
 }

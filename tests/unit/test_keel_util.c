@@ -272,6 +272,32 @@ Test(keel_util, intrusive_list_push_and_remove_anywhere, .timeout = 10)
     cr_assert_null(head);
 }
 
+typedef struct waiter {
+    struct waiter *link;
+    int v;
+} waiter;
+
+Test(keel_util, queue_append_keeps_the_order_of_arrival, .timeout = 10)
+{
+    waiter a = {.v = 1}, b = {.v = 2, .link = &a}, c = {.v = 3};
+    waiter *head = NULL, *tail = NULL;
+    KEEL_QUEUE_APPEND(head, tail, &a, link);
+    cr_assert(head == &a && tail == &a, "the first is both ends");
+    KEEL_QUEUE_APPEND(head, tail, &b, link);
+    cr_assert_null(b.link, "a stale link is cleared");
+    KEEL_QUEUE_APPEND(head, tail, &c, link);
+    int v[3], n = 0;
+    for (const waiter *w = head; w != NULL; w = w->link)
+        v[n++] = w->v;
+    cr_assert_eq(n, 3);
+    cr_assert(v[0] == 1 && v[1] == 2 && v[2] == 3);
+    cr_assert_eq(tail, &c);
+    /* Emptied by the taker (head and tail NULL), it starts again. */
+    head = tail = NULL;
+    KEEL_QUEUE_APPEND(head, tail, &b, link);
+    cr_assert(head == &b && tail == &b && b.link == NULL);
+}
+
 /* ---- lists ---------------------------------------------------------------- */
 
 static size_t elements(const char *list, const char **out, size_t *lens, size_t max)

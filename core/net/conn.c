@@ -576,7 +576,7 @@ int kl_conn_start(keel_conn *c, void *arg, keel_connect_error_fn on_error)
     c->id = kl_atomic_add(&w->host->next_conn_id, 1);
     c->protocol = c->origin->protocol;
     /* Request/response protocols want small writes to leave at once. */
-    if (!kl_conn_is_tunnel(c))
+    if (!kl_conn_is_tunnel(c) && !c->origin->nodelay_inherited)
         uv_tcp_nodelay(&c->tcp, 1);
     if (c->origin->spec != NULL && c->origin->spec->preamble != NULL)
         return kl_conn_preamble_start(c);

@@ -488,7 +488,8 @@ int keel_conn_connect(keel_worker *w, const keel_connect_options *options, keel_
     memcpy(a->host, o.host, host_len + 1);
     a->host_len = host_len;
     size_t rb = o.read_buffer_size, max = w->host->settings.read_buffer_max;
-    a->origin = (kl_origin){protocol, transport, NULL, a->host, (uint32_t)(rb < max ? rb : max), 0};
+    a->origin =
+        (kl_origin){protocol, transport, NULL, a->host, (uint32_t)(rb < max ? rb : max), 0, 0};
     a->arg = o.arg;
     a->on_error = o.on_error;
     a->port = o.port;

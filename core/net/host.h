@@ -36,6 +36,9 @@ typedef struct kl_origin {
     /* A tunnel (net/tunnel.c): no socket; the transport is its carrier,
      * which holds the bytes the protocol writes and feeds it its peer's. */
     uint8_t tunnel;
+    /* Accepted: every socket of the listener has TCP_NODELAY set, which
+     * the sockets it accepts inherit (kl_listen_nodelay). */
+    uint8_t nodelay_inherited;
 } kl_origin;
 
 /* One `listen` line once bound (net/listener.c). */

@@ -94,7 +94,7 @@ int kl_listeners_bind(kl_host *h)
     size_t want = cfg->reuseport ? h->nworkers : 1;
     for (size_t i = 0; i < h->nlisteners; i++) {
         kl_listener *l = &h->listeners[i];
-        l->origin = (kl_origin){l->protocol, l->transport, l->spec, NULL, 0, 0};
+        l->origin = (kl_origin){l->protocol, l->transport, l->spec, NULL, 0, 0, 0};
         /* Room for every inherited socket: a reload may hand down more
          * than this process has workers (worker.c spreads them). */
         size_t cap = want + h->inherited.count;
@@ -153,6 +153,12 @@ int kl_listeners_bind(kl_host *h)
                 set_port(&addr, l->port);
             }
         }
+        /* Set on each of the listener's sockets, handed down ones too:
+         * what they accept then needs no setsockopt of its own. */
+        int nodelay = l->dgram == NULL && addr.ss_family != AF_UNIX;
+        for (size_t k = 0; nodelay && k < l->nsockets; k++)
+            nodelay = kl_listen_nodelay(l->sockets[k]);
+        l->origin.nodelay_inherited = (uint8_t)nodelay;
     }
     kl_inherit_release(&h->inherited);
     return KEEL_OK;

@@ -206,10 +206,13 @@ static void accept_failed(kl_worker_listener *wl, int err)
     uv_timer_start(&wl->retry, on_accept_retry, KL_ACCEPT_PAUSE_MS, 0);
 }
 
-/* At most this many accepts per readiness, so that a flood of new
- * connections cannot starve the worker's others. */
-#define ACCEPT_BATCH 64
-
+/* One accept per readiness, as nginx with multi_accept off (its
+ * default): a connection arriving alone costs one accept4, not a second
+ * that answers EAGAIN. More connections waiting keep the socket readable
+ * (level-triggered), so the next turn of the loop takes the next one,
+ * after the events of the connections already open: a burst of new
+ * connections cannot starve those, and with SO_REUSEPORT (a queue per
+ * worker) nothing changes between workers. */
 static void on_acceptable(uv_poll_t *poll, int status, int events)
 {
     kl_worker_listener *wl = poll->data;
@@ -221,24 +224,22 @@ static void on_acceptable(uv_poll_t *poll, int status, int events)
         accept_failed(wl, status);
         return;
     }
-    for (int n = 0; n < ACCEPT_BATCH && !w->accepting_stopped; n++) {
-        kl_socket sock;
-        int rc = kl_accept(wl->sock, &sock);
-        if (rc == UV_EAGAIN)
-            return;
-        if (kl_accept_error_transient(rc))
-            continue;
-        if (rc != 0) {
-            accept_failed(wl, rc);
-            return;
-        }
-        /* Over the limit: closed at once, before any protocol sees it. */
-        if (!admit(w)) {
-            kl_socket_close(sock);
-            continue;
-        }
-        start_accepted(w, wl->listener, sock);
+    if (w->accepting_stopped)
+        return;
+    kl_socket sock;
+    int rc = kl_accept(wl->sock, &sock);
+    if (rc == UV_EAGAIN || kl_accept_error_transient(rc))
+        return;
+    if (rc != 0) {
+        accept_failed(wl, rc);
+        return;
     }
+    /* Over the limit: closed at once, before any protocol sees it. */
+    if (!admit(w)) {
+        kl_socket_close(sock);
+        return;
+    }
+    start_accepted(w, wl->listener, sock);
 }
 
 /* Worker w accepts on the sockets k of each listener with k % nworkers ==

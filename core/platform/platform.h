@@ -51,6 +51,12 @@ int kl_accept(kl_socket listener, kl_socket *out);
 
 void kl_socket_close(kl_socket sock);
 
+/* Sets TCP_NODELAY on a listening TCP socket where the sockets it accepts
+ * inherit it (Linux copies the listener's TCP options into each accepted
+ * socket), so that they need no setsockopt of their own. Returns 1 if
+ * they will have it, 0 elsewhere or on failure (they need their own). */
+int kl_listen_nodelay(kl_socket sock);
+
 /* listen(2) again on a listening socket: sets its queue's length (one
  * made elsewhere, handed down by systemd or a reload, gets `backlog`).
  * 0 or a negative libuv error. */

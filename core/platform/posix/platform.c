@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -173,6 +174,18 @@ int kl_accept(kl_socket listener, kl_socket *out)
 void kl_socket_close(kl_socket sock)
 {
     close(sock);
+}
+
+int kl_listen_nodelay(kl_socket sock)
+{
+#if defined(__linux__)
+    int one = 1;
+    return setsockopt(sock, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0;
+#else
+    /* The BSDs and macOS copy it too, but that is not tested here. */
+    (void)sock;
+    return 0;
+#endif
 }
 
 int kl_socket_relisten(kl_socket sock, int backlog)

@@ -132,6 +132,14 @@ void kl_socket_close(kl_socket sock)
     closesocket(sock);
 }
 
+int kl_listen_nodelay(kl_socket sock)
+{
+    /* Whether Winsock's accepted sockets inherit it is not documented:
+     * each sets its own. */
+    (void)sock;
+    return 0;
+}
+
 int kl_socket_relisten(kl_socket sock, int backlog)
 {
     /* Windows keeps the first backlog (listen again succeeds and changes

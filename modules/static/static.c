@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define ST_PATH_MAX 4096
-
 static const int counted[] = {200, 206, 301, 304, 403, 404, 412, 416, 503};
 #define NCOUNTED (sizeof counted / sizeof counted[0])
 
@@ -123,7 +121,7 @@ int st_unavailable(const st_config *cfg, keel_request *req, keel_response *res, 
  * field of its own, so the core's keel_response_send_status answers it:
  * the same short text, and the site's error page where one is configured
  * (the errors module). */
-static int answer(const st_config *cfg, keel_request *req, keel_response *res, int status)
+int st_answer(const st_config *cfg, keel_request *req, keel_response *res, int status)
 {
     if (status == ST_NO_FD_PROCESS || status == ST_NO_FD_SYSTEM)
         return st_unavailable(cfg, req, res, status);
@@ -142,7 +140,7 @@ static int redirect_slash(const st_config *cfg, keel_request *req, keel_response
     char loc[ST_PATH_MAX * 3 + 8];
     size_t n = st_url_encode(path, len, 1, loc, sizeof loc - 2);
     if (n == 0)
-        return answer(cfg, req, res, 404);
+        return st_answer(cfg, req, res, 404);
     loc[n++] = '/';
     loc[n] = '\0';
     keel_str q = keel_request_query(req);
@@ -161,259 +159,8 @@ static int redirect_slash(const st_config *cfg, keel_request *req, keel_response
     int rc = keel_response_header_set(res, "Location", full);
     free(heap);
     if (rc != KEEL_OK) /* a query with a control byte: no redirect then */
-        return answer(cfg, req, res, 404);
-    return answer(cfg, req, res, 301);
-}
-
-/* ---- opened files: owned, or shared with the cache ---------------------------- */
-
-/* What one request works with. */
-typedef struct st_ctx {
-    const st_config *cfg;
-    const st_table *table; /* the request scope's mounts */
-    keel_request *req;
-    keel_response *res;
-    st_worker *ws; /* NULL without the cache */
-    uint64_t now_ms;
-} st_ctx;
-
-typedef struct st_open_file {
-    int fd;
-    st_info info;
-    st_file *shared; /* the cache's; NULL when fd is ours alone */
-} st_open_file;
-
-/* Opens rel[0..len) (rel[len] is '\0'), a name made as `name` says
- * (ST_NAME_*): one from the request's path passes st_path_check first,
- * unless the cache's entry for it says it did. */
-static int open_rel(const st_ctx *x, const st_mount *m, const char *rel, size_t len, int name,
-                    st_open_file *of)
-{
-    int rc;
-    if (x->ws == NULL) {
-        of->shared = NULL;
-        if (name != ST_NAME_MADE && (rc = st_path_check(m, rel, len)) != 0)
-            return rc;
-        return st_open(m, rel, &of->fd, &of->info);
-    }
-    st_file *f;
-    rc = st_cache_open(&x->ws->cache, x->now_ms, m, rel, len, name, &f);
-    if (rc == ST_CHECK_NAME) {
-        if ((rc = st_path_check(m, rel, len)) != 0)
-            return rc;
-        rc = st_cache_open(&x->ws->cache, x->now_ms, m, rel, len, ST_NAME_CHECKED, &f);
-    }
-    if (rc != 0)
-        return rc;
-    of->shared = f;
-    of->fd = f->fd;
-    of->info = f->info;
-    return 0;
-}
-
-static void of_close(st_open_file *of)
-{
-    if (of->shared)
-        st_file_release(of->shared);
-    else
-        st_close(of->fd);
-    of->shared = NULL;
-    of->fd = -1;
-}
-
-/* A descriptor the caller owns (multipart and listing read and close their
- * own on the pool), or what to answer instead: 500, or ST_NO_FD_* when no
- * descriptor was left for the copy. */
-static int of_take(st_open_file *of, int *fd)
-{
-    if (of->shared == NULL) {
-        *fd = of->fd;
-        of->fd = -1;
-        return 0;
-    }
-    *fd = st_dup(of->fd);
-    int why = *fd < 0 ? (st_no_fd_of(errno) ? st_no_fd_of(errno) : 500) : 0;
-    of_close(of);
-    return why;
-}
-
-/* Sends [off, off + len) and ends the response. A shared descriptor stays
- * open (close_fd 0) until the log phase releases the request's reference,
- * once the last byte has left; bytes from memory hold their own reference
- * (st_content), so the file's goes at once. */
-static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t len)
-{
-    if (of->shared == NULL)
-        return keel_response_send_file(x->res, of->fd, off, len, 1);
-    /* A small file from memory: the head and the bytes in one write,
-     * where sendfile needs a second system call (and TLS a read on the
-     * thread pool). */
-    st_content *k = st_cache_content(&x->ws->cache, of->shared);
-    if (k != NULL && off + len <= k->size) {
-        of_close(of);
-        return keel_response_send_file_bytes(x->res, k->bytes + off, (size_t)len,
-                                             st_content_release, k);
-    }
-    if (k != NULL)
-        st_content_release(NULL, k);
-    keel_request_set_data(x->req, x->cfg->module, of->shared);
-    return keel_response_send_file(x->res, of->fd, off, len, 0);
-}
-
-/* Chooses a precompressed sibling of rel: br, zstd or gzip, by q-value
- * (ties in that order: a sibling made ahead of time with brotli -q 11 is
- * the smallest), when the sibling is a regular file. On a hit *sib is
- * the sibling and the coding's name is returned. */
-static const char *pick_sibling(const st_ctx *x, const st_mount *m, char *rel, size_t rlen,
-                                st_open_file *sib)
-{
-    keel_str ae = keel_request_header_token(x->req, KEEL_HDR_ACCEPT_ENCODING);
-    if (ae.ptr == NULL || rlen + 5 > ST_PATH_MAX)
-        return NULL;
-    typedef struct choice {
-        const char *coding, *ext;
-        int q;
-    } choice;
-    choice order[3] = {{"br", ".br", st_accept_q(ae, "br")},
-                       {"zstd", ".zst", st_accept_q(ae, "zstd")},
-                       {"gzip", ".gz", st_accept_q(ae, "gzip")}};
-    for (int i = 1; i < 3; i++) /* stable: equal weights keep their order */
-        for (int k = i; k > 0 && order[k].q > order[k - 1].q; k--) {
-            choice t = order[k];
-            order[k] = order[k - 1];
-            order[k - 1] = t;
-        }
-    for (int i = 0; i < 3; i++) {
-        if (order[i].q <= 0)
-            continue;
-        size_t el = strlen(order[i].ext);
-        memcpy(rel + rlen, order[i].ext, el + 1);
-        int rc = open_rel(x, m, rel, rlen + el, ST_NAME_MADE, sib);
-        rel[rlen] = '\0';
-        if (rc != 0)
-            continue;
-        if (sib->info.kind != ST_KIND_FILE) {
-            of_close(sib);
-            continue;
-        }
-        return order[i].coding;
-    }
-    return NULL;
-}
-
-/* Sets a field of a file's response: a field prepared at load, or text
- * (made now, or a value the core would not prepare: refused the same way).
- * `fresh`: the response had no field when the handler began, and each of
- * these names is set once, so there is no field of the same name to
- * replace, and adding skips the search that a set makes. */
-static void put_field(keel_response *res, int fresh, const keel_prepared_field *field,
-                      const char *name, const char *text)
-{
-    if (field != NULL)
-        keel_response_field_add(res, field, !fresh);
-    else if (fresh)
-        keel_response_header_add(res, name, text);
-    else
-        keel_response_header_set(res, name, text);
-}
-
-static int serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char *rel, size_t rlen)
-{
-    const st_config *cfg = x->cfg;
-    keel_request *req = x->req;
-    keel_response *res = x->res;
-    int fresh = keel_response_header_count(res) == 0;
-    /* The name's type, kept with a cached file (it is one name's). */
-    const st_ctype *type;
-    if (of->shared == NULL)
-        type = st_mime_type(cfg, rel, rlen);
-    else if ((type = of->shared->type) == NULL)
-        type = of->shared->type = st_mime_type(cfg, rel, rlen);
-    const char *coding = NULL;
-    if (m->precompressed) {
-        st_open_file sib;
-        coding = pick_sibling(x, m, rel, rlen, &sib);
-        if (coding != NULL) {
-            of_close(of);
-            *of = sib;
-        }
-        /* Every answer of such a mount varies, the identity one included,
-         * or a cache would hand it to a client that asked for br. */
-        put_field(res, fresh, cfg->vary_encoding, "Vary", "Accept-Encoding");
-    }
-    const st_info *info = &of->info;
-    /* A cached file's validators are formatted once per change of its
-     * metadata; a sibling's ETag has its coding's suffix (RFC 9110 8.8.3:
-     * another representation, another tag) and is made each time. */
-    char etag_buf[ST_ETAG_MAX], date_buf[ST_DATE_MAX];
-    const char *etag = etag_buf, *date = date_buf;
-    if (of->shared != NULL && coding == NULL) {
-        st_file_validators(of->shared);
-        etag = of->shared->etag;
-        date = of->shared->last_modified;
-    } else {
-        st_etag(info, coding, etag_buf, sizeof etag_buf);
-        keel_time_format(info->mtime, KEEL_TIME_HTTP, date_buf, sizeof date_buf);
-    }
-    put_field(res, fresh, NULL, "ETag", etag);
-    put_field(res, fresh, NULL, "Last-Modified", date);
-    if (m->cache_control)
-        put_field(res, fresh, m->cache_control_field, "Cache-Control", m->cache_control);
-    if (coding)
-        put_field(res, fresh, NULL, "Content-Encoding", coding);
-
-    int pc = st_preconditions(req, etag, info->mtime);
-    if (pc == 304) {
-        /* 15.4.5: the fields a 200 would carry that describe the
-         * representation's metadata go with it; no body. */
-        of_close(of);
-        st_count(cfg, req, 304, 0);
-        keel_response_set_status(res, 304);
-        return keel_response_end(res);
-    }
-    if (pc == 412) {
-        of_close(of);
-        return answer(cfg, req, res, 412);
-    }
-    put_field(res, fresh, type->field, "Content-Type", type->text);
-    put_field(res, fresh, cfg->accept_ranges, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none");
-
-    uint64_t size = info->size;
-    keel_str range = keel_request_header_token(req, KEEL_HDR_RANGE);
-    if (range.ptr != NULL && st_if_range(req, etag, info->mtime)) {
-        st_range *ranges;
-        size_t n;
-        int r = st_range_parse(range.ptr, range.len, size, cfg->max_ranges, &ranges, &n);
-        if (r == ST_RANGE_UNSAT) {
-            char cr[64];
-            snprintf(cr, sizeof cr, "bytes */%llu", (unsigned long long)size);
-            of_close(of);
-            keel_response_header_set(res, "Content-Range", cr);
-            return answer(cfg, req, res, 416);
-        }
-        if (r == ST_RANGE_OK && n == 1) {
-            char cr[96];
-            snprintf(cr, sizeof cr, "bytes %llu-%llu/%llu", (unsigned long long)ranges[0].first,
-                     (unsigned long long)ranges[0].last, (unsigned long long)size);
-            uint64_t off = ranges[0].first, len = ranges[0].last - ranges[0].first + 1;
-            free(ranges);
-            keel_response_set_status(res, 206);
-            keel_response_header_set(res, "Content-Range", cr);
-            st_count(cfg, req, 206, len);
-            return send_range(x, of, off, len);
-        }
-        if (r == ST_RANGE_OK) {
-            int fd, why = of_take(of, &fd);
-            if (why != 0) {
-                free(ranges);
-                return answer(cfg, req, res, why);
-            }
-            st_count(cfg, req, 206, 0);
-            return st_multipart_send(cfg, req, res, fd, size, type->text, ranges, n);
-        }
-    }
-    st_count(cfg, req, 200, size);
-    return send_range(x, of, 0, size);
+        return st_answer(cfg, req, res, 404);
+    return st_answer(cfg, req, res, 301);
 }
 
 /* What serve_path is asked to find: anything (the request's own path, a
@@ -433,7 +180,7 @@ static int serve_path(const st_ctx *x, const char *path, size_t plen, int want)
     keel_response *res = x->res;
     const st_mount *m = find_mount(x->table, path, plen);
     if (m == NULL)
-        return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
+        return want != ST_WANT_ANY ? ST_TRY_NEXT : st_answer(cfg, req, res, 404);
     const char *r = path + m->prefix_len;
     size_t rlen = plen - m->prefix_len;
     while (rlen > 0 && r[0] == '/') {
@@ -444,7 +191,7 @@ static int serve_path(const st_ctx *x, const char *path, size_t plen, int want)
     /* Room for "/" + an index name or ".br" after it. */
     char rel[ST_PATH_MAX + 300];
     if (rlen >= ST_PATH_MAX)
-        return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
+        return want != ST_WANT_ANY ? ST_TRY_NEXT : st_answer(cfg, req, res, 404);
     /* Trailing slashes make empty segments, which st_path_check lets by:
      * the name without them is checked (open_rel) and opened. */
     while (rlen > 0 && r[rlen - 1] == '/')
@@ -453,26 +200,26 @@ static int serve_path(const st_ctx *x, const char *path, size_t plen, int want)
     rel[rlen] = '\0';
 
     st_open_file of;
-    int rc = open_rel(x, m, rel, rlen, ST_NAME_UNCHECKED, &of);
+    int rc = st_open_rel(x, m, rel, rlen, ST_NAME_UNCHECKED, &of);
     if (rc != 0) {
         if (want != ST_WANT_ANY && rc != ST_NO_FD_PROCESS && rc != ST_NO_FD_SYSTEM)
             return ST_TRY_NEXT;
-        return answer(cfg, req, res, rc);
+        return st_answer(cfg, req, res, rc);
     }
     if (of.info.kind == ST_KIND_FILE && want != ST_WANT_DIR) {
         if (slash) { /* "/file.txt/" names no file (nginx: ENOTDIR, 404) */
-            of_close(&of);
-            return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
+            st_of_close(&of);
+            return want != ST_WANT_ANY ? ST_TRY_NEXT : st_answer(cfg, req, res, 404);
         }
-        return serve_file(x, m, &of, rel, rlen);
+        return st_serve_file(x, m, &of, rel, rlen);
     }
     if (of.info.kind != ST_KIND_DIR || want == ST_WANT_FILE) {
-        of_close(&of);
-        return want != ST_WANT_ANY ? ST_TRY_NEXT : answer(cfg, req, res, 404);
+        st_of_close(&of);
+        return want != ST_WANT_ANY ? ST_TRY_NEXT : st_answer(cfg, req, res, 404);
     }
     /* A directory. */
     if (!slash) {
-        of_close(&of);
+        st_of_close(&of);
         return redirect_slash(cfg, req, res, path, plen);
     }
     for (size_t i = 0; i < m->nindex; i++) {
@@ -482,29 +229,29 @@ static int serve_path(const st_ctx *x, const char *path, size_t plen, int want)
         size_t nl = strlen(m->index[i]);
         memcpy(rel + at, m->index[i], nl + 1);
         st_open_file idx;
-        rc = open_rel(x, m, rel, at + nl, ST_NAME_MADE, &idx);
+        rc = st_open_rel(x, m, rel, at + nl, ST_NAME_MADE, &idx);
         if (rc == 0) {
             if (idx.info.kind == ST_KIND_FILE) {
-                of_close(&of);
-                return serve_file(x, m, &idx, rel, at + nl);
+                st_of_close(&of);
+                return st_serve_file(x, m, &idx, rel, at + nl);
             }
-            of_close(&idx);
+            st_of_close(&idx);
         } else if (rc == ST_NO_FD_PROCESS || rc == ST_NO_FD_SYSTEM) {
             /* The index may well exist: not a listing, nor a 403. */
-            of_close(&of);
-            return answer(cfg, req, res, rc);
+            st_of_close(&of);
+            return st_answer(cfg, req, res, rc);
         }
         rel[rlen] = '\0';
     }
     if (m->listing) {
-        int fd, why = of_take(&of, &fd);
+        int fd, why = st_of_take(&of, &fd);
         if (why != 0)
-            return answer(cfg, req, res, why);
+            return st_answer(cfg, req, res, why);
         st_count(cfg, req, 200, 0);
         return st_listing_send(cfg, m, req, res, path, plen, rel, fd);
     }
-    of_close(&of);
-    return answer(cfg, req, res, 403); /* a directory without an index (nginx: 403) */
+    st_of_close(&of);
+    return st_answer(cfg, req, res, 403); /* a directory without an index (nginx: 403) */
 }
 
 /* One element of a try list with $uri replaced by the request's path:
@@ -545,11 +292,11 @@ static int serve_try(const st_ctx *x, const char *list, keel_str uri)
         more = keel_word_next(&at, end, 0, &next, &next_len);
         int last = !more;
         if (last && s[0] == '=')
-            return answer(x->cfg, x->req, x->res, atoi(s + 1));
+            return st_answer(x->cfg, x->req, x->res, atoi(s + 1));
         size_t len = expand_uri(s, n, uri, buf, sizeof buf);
         if (len == 0 || buf[0] != '/') {
             if (last)
-                return answer(x->cfg, x->req, x->res, 404);
+                return st_answer(x->cfg, x->req, x->res, 404);
         } else if (last) {
             return serve_path(x, buf, len, ST_WANT_ANY);
         } else {
@@ -565,7 +312,7 @@ static int serve_try(const st_ctx *x, const char *list, keel_str uri)
                 return rc;
         }
     }
-    return answer(x->cfg, x->req, x->res, 404); /* an empty list (st_try_check lets "" by) */
+    return st_answer(x->cfg, x->req, x->res, 404); /* an empty list (st_try_check lets "" by) */
 }
 
 static int handle(keel_request *req, keel_response *res, void *userdata)

@@ -372,6 +372,52 @@ typedef struct st_worker {
     int no_fd_any;
 } st_worker;
 
+/* ---- one request ----------------------------------------------------------- */
+
+/* The longest URL path the module serves (longer ones are a 404). */
+#define ST_PATH_MAX 4096
+
+/* What one request works with. */
+typedef struct st_ctx {
+    const st_config *cfg;
+    const st_table *table; /* the request scope's mounts */
+    keel_request *req;
+    keel_response *res;
+    st_worker *ws; /* NULL without the cache */
+    uint64_t now_ms;
+} st_ctx;
+
+/* An opened file: owned (shared NULL), or a reference to the cache's
+ * entry, whose descriptor stays the cache's. */
+typedef struct st_open_file {
+    int fd;
+    st_info info;
+    st_file *shared; /* the cache's; NULL when fd is ours alone */
+} st_open_file;
+
+/* Answers status (an HTTP status, or ST_NO_FD_*: 503) with a short text
+ * or the core's page (403, 404: the errors module applies), counted. */
+int st_answer(const st_config *cfg, keel_request *req, keel_response *res, int status);
+
+/* file.c: one file's response. */
+
+/* Opens rel[0..len) (rel[len] is '\0') under m, through the cache when
+ * there is one; `name` is ST_NAME_* (above). 0 and *of, or a status
+ * (404, 403, ST_NO_FD_*) for st_answer. */
+int st_open_rel(const st_ctx *x, const st_mount *m, const char *rel, size_t len, int name,
+                st_open_file *of);
+/* Gives back what st_open_rel opened. */
+void st_of_close(st_open_file *of);
+/* A descriptor the caller owns and closes (a shared one is duplicated),
+ * in *fd with 0; or the status to answer instead (500, ST_NO_FD_*). *of
+ * is closed either way. */
+int st_of_take(st_open_file *of, int *fd);
+/* Answers with the regular file *of names (rel[0..rlen) under m: its type,
+ * and room for a sibling's suffix after it): the fields, the
+ * preconditions (304, 412), a range (206, 416) or the whole (200). Takes
+ * *of. */
+int st_serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char *rel, size_t rlen);
+
 /* Counts a response in static_responses_total and static_bytes_sent_total. */
 void st_count(const st_config *cfg, keel_request *req, int status, uint64_t bytes);
 

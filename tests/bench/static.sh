@@ -14,7 +14,9 @@
 #             server CPU-second
 #   staticsyscalls  system calls per 4 KiB request (perf, as http's syscalls)
 #   staticinstr     user-space instructions per 4 KiB request (callgrind, as
-#             http's instr): the repeatable counts behind static4k
+#             http's instr), and first-level instruction-cache misses per
+#             request (callgrind's simulation of the host's caches): the
+#             repeatable counts behind static4k
 # nginx runs with sendfile on, tcp_nopush on and open_file_cache, keel with
 # sendfile (plain TCP, the core's default for keel_response_send_file) and
 # its open-file cache, h2o with its defaults (it keeps open files cached
@@ -122,7 +124,7 @@ static_run() {
     fi
     stop_all static
     if wants staticinstr; then
-        for s in ${UP[static]}; do [[ $s == caddy ]] || count_instr static "$s" /4k.bin; done
+        for s in ${UP[static]}; do [[ $s == caddy ]] || count_instr static "$s" /4k.bin cache; done
     fi
 }
 
@@ -133,7 +135,8 @@ static_report() {
     report_tables static "static4k|static4k/val|%.0f|4 KiB req/s|1" "static4k|static4k/p99|%.2f|p99 ms|0" \
         "static4k|static4k/cpu|%.0f|4 KiB req/CPU-s|1" "static1m|static1m/val|%.0f|1 MiB MB/s|1" \
         "static1m|static1m/p99|%.2f|p99 ms|0" "static1m|static1m/cpu|%.0f|1 MiB MB/CPU-s|1" \
-        "staticsyscalls|syscalls/n|%.2f|4 KiB syscalls/req|1" "staticinstr|instr/n|%.0f|4 KiB user instr/req|1"
+        "staticsyscalls|syscalls/n|%.2f|4 KiB syscalls/req|1" "staticinstr|instr/n|%.0f|4 KiB user instr/req|1" \
+        "staticinstr|i1miss/n|%.0f|4 KiB I1 misses/req|1"
     wrk_notes static static4k static1m
     echo
     echo "Above 1.00× keel is ahead for req/s, MB/s and per CPU-second; below 1.00× keel uses fewer system calls and instructions."

@@ -123,7 +123,7 @@ static int same_host(const struct sockaddr_storage *a, const struct sockaddr_sto
     return x->sin_addr.s_addr == y->sin_addr.s_addr;
 }
 
-static unsigned port_of(const struct sockaddr_storage *addr)
+unsigned kl_sockaddr_port(const struct sockaddr_storage *addr)
 {
     if (addr->ss_family == AF_INET6)
         return ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
@@ -135,15 +135,15 @@ static unsigned port_of(const struct sockaddr_storage *addr)
 size_t kl_inherit_take(kl_inheritance *inh, const struct sockaddr_storage *addr, int dgram,
                        kl_socket *out, size_t max, int *owned)
 {
-    unsigned port = port_of(addr);
+    unsigned port = kl_sockaddr_port(addr);
     size_t n = 0;
     for (size_t i = 0; i < inh->count && n < max; i++) {
         kl_inherited *in = &inh->sockets[i];
         if (in->taken || in->dgram != dgram || !same_host(&in->addr, addr))
             continue;
         if (port == 0)
-            port = port_of(&in->addr); /* the ephemeral port chosen first time round */
-        if (port_of(&in->addr) != port)
+            port = kl_sockaddr_port(&in->addr); /* the ephemeral port chosen first time round */
+        if (kl_sockaddr_port(&in->addr) != port)
             continue;
         in->taken = 1;
         *owned |= in->owned;

@@ -33,6 +33,9 @@ typedef struct kl_inheritance {
  * KEEL_ERR_NOMEM. */
 int kl_inherit_read(kl_inheritance *inh);
 
+/* An IPv4 or IPv6 address's port; 0 for a Unix socket, which has none. */
+unsigned kl_sockaddr_port(const struct sockaddr_storage *addr);
+
 /* Adopts the not yet taken sockets bound to addr, of the kind asked
  * (datagram or stream: a udp and a tcp listener may share a port), up to
  * max, into out, and returns how many; sets *owned if one of them is `owned`. A port of

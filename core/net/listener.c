@@ -11,16 +11,6 @@
 #include "net/host.h"
 #include "net/worker.h"
 
-/* 0 for a Unix socket, which has none. */
-static unsigned port_of(const struct sockaddr_storage *addr)
-{
-    if (addr->ss_family == AF_INET6)
-        return ntohs(((const struct sockaddr_in6 *)addr)->sin6_port);
-    if (addr->ss_family == AF_INET)
-        return ntohs(((const struct sockaddr_in *)addr)->sin_port);
-    return 0;
-}
-
 static void set_port(struct sockaddr_storage *addr, unsigned port)
 {
     if (addr->ss_family == AF_INET6)
@@ -37,7 +27,7 @@ static unsigned bound_port(kl_socket sock)
     memset(&addr, 0, sizeof addr);
     if (getsockname(sock, (struct sockaddr *)&addr, &len) != 0)
         return 0;
-    return port_of(&addr);
+    return kl_sockaddr_port(&addr);
 }
 
 static int cannot_listen(const kl_listener *l, int uv_error)
@@ -111,7 +101,8 @@ int kl_listeners_bind(kl_host *h)
         /* SO_REUSEPORT would let this join another process's group on the
          * same port and silently split its traffic: a socket without it
          * must be able to bind first (a stale instance is an error). */
-        if (l->inherited == 0 && l->dgram == NULL && cfg->reuseport && port_of(&addr) != 0) {
+        if (l->inherited == 0 && l->dgram == NULL && cfg->reuseport &&
+            kl_sockaddr_port(&addr) != 0) {
             kl_socket probe;
             int rc = kl_listen_socket((struct sockaddr *)&addr, 0, 1, &probe);
             if (rc != 0)

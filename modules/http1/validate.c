@@ -55,6 +55,21 @@ static int valid_host(const char *s, size_t n)
     return n == 0 || keel_http_valid(KEEL_HTTP_AUTHORITY, s, n);
 }
 
+/* valid_host for a Host field's value, remembering the last valid one
+ * (h1_worker.valid_host): the same bytes are not parsed again. */
+static int valid_host_field(h1_worker *w, const char *s, size_t n)
+{
+    if (n > 0 && n == w->valid_host.len && memcmp(s, w->valid_host.bytes, n) == 0)
+        return 1;
+    if (!valid_host(s, n))
+        return 0;
+    if (n > 0 && n <= sizeof w->valid_host.bytes) {
+        memcpy(w->valid_host.bytes, s, n);
+        w->valid_host.len = (uint8_t)n;
+    }
+    return 1;
+}
+
 /* RFC 9112 2.2: lines end in CRLF, and a bare CR MUST be rejected (or
  * replaced by SP). Loose llhttp takes a bare LF for the end of the header
  * section, a bare CR for the end of some lines, and even "\r" plus any
@@ -184,7 +199,7 @@ int h1_head_check(h1_conn *c, const char *head)
         return 400;
     if (hosts == 1) {
         const h1_span *s = &exch->spans[exch->host_index];
-        if (!valid_host(head + s->value_off, s->value_len))
+        if (!valid_host_field(c->w, head + s->value_off, s->value_len))
             return 400;
     }
     /* llhttp has refused Content-Length together with Transfer-Encoding

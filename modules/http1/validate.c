@@ -76,11 +76,9 @@ static int valid_host_field(h1_worker *w, const char *s, size_t n)
  * byte for the final empty line; so the line structure of the whole head is
  * checked here. RFC 9112 5.2: a line starting with whitespace is obs-fold,
  * which a server MUST reject with 400 (or rewrite); llhttp joins it to the
- * previous value. */
-static int check_lines(const char *head, size_t len)
+ * previous value. Byte by byte where no vector instructions are known. */
+static int check_lines_bytes(const char *head, size_t len)
 {
-    if (len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0)
-        return 400;
     const char *end = head + len;
     for (const char *p = head; (p = memchr(p, '\r', (size_t)(end - p))) != NULL; p++)
         if (p + 1 == end || p[1] != '\n')
@@ -94,6 +92,52 @@ static int check_lines(const char *head, size_t len)
     }
     return 0;
 }
+
+#if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
+#include <emmintrin.h>
+
+/* The same in one pass over the head, sixteen bytes at a time (it runs on
+ * every request): per block, a mask of its CRs and one of its LFs. Every
+ * LF must sit right after a CR and every CR right before an LF, so the LF
+ * mask equals the CR mask moved one byte on (the last CR of a block
+ * carried into the next); a line start (after an LF) must be neither SP
+ * nor HTAB. The last block overlaps the one before it, its bytes already
+ * seen shifted out of the masks. */
+static int check_lines(const char *head, size_t len)
+{
+    if (len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0)
+        return 400;
+    if (len < 16)
+        return check_lines_bytes(head, len);
+    const __m128i cr_bytes = _mm_set1_epi8('\r'), lf_bytes = _mm_set1_epi8('\n');
+    unsigned cr_before = 0, lf_before = 0;
+    for (size_t i = 0; i < len; i += 16) {
+        unsigned drop = i + 16 <= len ? 0 : (unsigned)(i + 16 - len);
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(head + i - drop));
+        unsigned cr = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, cr_bytes)) >> drop;
+        unsigned lf = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, lf_bytes)) >> drop;
+        if ((((cr << 1) | cr_before) & 0xffffu) != lf)
+            return 400;
+        unsigned line_start = ((lf << 1) | lf_before) & 0xffffu;
+        if (line_start != 0) {
+            __m128i ws = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')),
+                                      _mm_cmpeq_epi8(v, _mm_set1_epi8('\t')));
+            if ((((unsigned)_mm_movemask_epi8(ws) >> drop) & line_start) != 0)
+                return 400;
+        }
+        cr_before = cr >> 15;
+        lf_before = lf >> 15;
+    }
+    return 0;
+}
+#else
+static int check_lines(const char *head, size_t len)
+{
+    if (len < 4 || memcmp(head + len - 4, "\r\n\r\n", 4) != 0)
+        return 400;
+    return check_lines_bytes(head, len);
+}
+#endif
 
 /* RFC 9112 3.2: the four forms of request-target. Records the authority of
  * an absolute-form target, which then stands for Host (3.2.2). */

@@ -499,6 +499,11 @@ static long remove_dot_segments(char *path, size_t len)
     return (long)out;
 }
 
+/* The bytes kl_request_parse_target stops at in one pass over a target:
+ * NUL (refused), '?' (the query starts), '%' (an escape to decode) and '/'
+ * (a dot segment or "//" may follow). */
+static const unsigned char target_stop[256] = {['\0'] = 1, ['%'] = 1, ['/'] = 1, ['?'] = 1};
+
 int kl_request_parse_target(keel_request *req)
 {
     keel_str t = req->head.target;
@@ -508,14 +513,15 @@ int kl_request_parse_target(keel_request *req)
      * protocol doing so (h2's :path is any octets until checked, RFC 9113
      * 8.2.1): a raw NUL in a path that needs no decoding stayed in it, and
      * a handler using C strings would then see a shorter path than the
-     * router matched (found by tests/fuzz/fuzz_target). */
-    if (t.len > 0 && memchr(p, '\0', t.len) != NULL)
-        return 400;
-    if (t.len == 1 && p[0] == '*') { /* OPTIONS * (RFC 9112 3.2.4) */
-        req->path = t;
-        return 0;
-    }
+     * router matched (found by tests/fuzz/fuzz_target). An origin-form
+     * target is looked at in the one pass below. */
     if (t.len > 0 && p[0] != '/') {
+        if (memchr(p, '\0', t.len) != NULL)
+            return 400;
+        if (t.len == 1 && p[0] == '*') { /* OPTIONS * (RFC 9112 3.2.4) */
+            req->path = t;
+            return 0;
+        }
         /* absolute-form: skip scheme "://" authority */
         const char *colon = memchr(p, ':', t.len);
         if (colon == NULL || end - colon < 3 || colon[1] != '/' || colon[2] != '/')
@@ -524,7 +530,24 @@ int kl_request_parse_target(keel_request *req)
         while (p < end && *p != '/' && *p != '?')
             p++;
     }
-    const char *q = memchr(p, '?', (size_t)(end - p));
+    /* The common path has no escape, no dot segment and no "//": it
+     * stays a view. */
+    int plain = 1;
+    const char *q = NULL;
+    for (const char *s = p; s < end; s++) {
+        if (!target_stop[(unsigned char)*s])
+            continue;
+        if (*s == '\0')
+            return 400;
+        if (*s == '?') {
+            if (memchr(s + 1, '\0', (size_t)(end - s - 1)) != NULL)
+                return 400;
+            q = s;
+            break;
+        }
+        if (*s == '%' || (s + 1 < end && (s[1] == '.' || s[1] == '/')))
+            plain = 0;
+    }
     const char *path_end = q ? q : end;
     if (q != NULL)
         req->query = (keel_str){q + 1, (size_t)(end - q - 1)};
@@ -534,13 +557,7 @@ int kl_request_parse_target(keel_request *req)
     }
     if (*p != '/')
         return 400;
-    /* The common path has no escape, no dot segment and no "//": it
-     * stays a view. */
     size_t len = (size_t)(path_end - p);
-    int plain = memchr(p, '%', len) == NULL;
-    for (size_t i = 0; plain && i + 1 < len; i++)
-        if (p[i] == '/' && (p[i + 1] == '.' || p[i + 1] == '/'))
-            plain = 0;
     if (plain) {
         req->path = (keel_str){p, len};
         return 0;

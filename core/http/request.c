@@ -77,6 +77,18 @@ static void classify_fields(keel_request *req)
     req->head.tokens = tokens;
 }
 
+/* A struct of the host's size from one a module built with its `size`:
+ * the fields it lacks zeroed. */
+static void copy_sized(void *dst, size_t dst_size, const void *src, size_t src_size)
+{
+    if (src_size >= dst_size) {
+        memcpy(dst, src, dst_size);
+        return;
+    }
+    memcpy(dst, src, src_size);
+    memset((char *)dst + src_size, 0, dst_size - src_size);
+}
+
 keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sink, void *exchange,
                                       const keel_http_head *head)
 {
@@ -96,11 +108,12 @@ keel_request *keel_http_request_start(keel_conn *conn, const keel_http_sink *sin
     req->conn = conn;
     req->worker = w;
     req->http = hw->http;
-    memcpy(&req->sink_copy, sink,
-           sink->size < sizeof req->sink_copy ? sink->size : sizeof req->sink_copy);
+    /* The sink and the head are copied whole, not zeroed first; what an
+     * older (smaller) one lacks reads as zero. */
+    copy_sized(&req->sink_copy, sizeof req->sink_copy, sink, sink->size);
     req->sink = &req->sink_copy;
     req->exchange = exchange;
-    memcpy(&req->head, head, head->size < sizeof req->head ? head->size : sizeof req->head);
+    copy_sized(&req->head, sizeof req->head, head, head->size);
     req->head.size = sizeof req->head;
     req->arena.at = req->inline_arena;
     req->arena.end = req->inline_arena + sizeof req->inline_arena;

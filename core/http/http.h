@@ -218,9 +218,7 @@ struct keel_request {
     keel_worker *worker;
     keel_conn *conn;
     const keel_http_sink *sink;
-    keel_http_sink sink_copy; /* host-layout copy of the protocol's sink */
     void *exchange;
-    keel_http_head head;
     keel_str path;
     keel_str query;
     void **module_data;              /* modules past the 16th: allocated, zeroed */
@@ -281,6 +279,8 @@ struct keel_request {
     /* Everything above, and `res` up to its inline_headers, is zeroed for
      * each request; the rest is large and set before use. */
     struct keel_response res;
+    keel_http_sink sink_copy; /* host-layout copy of the protocol's sink */
+    keel_http_head head;
     kl_route_match route;
     kl_arena arena;
     kl_soon body_resume_soon; /* set when queued */

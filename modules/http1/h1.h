@@ -199,6 +199,14 @@ typedef struct h1_worker {
     struct h1_free_conn *free_conn;
     unsigned nfree_conn;
     date_cache date; /* the Date header line (date.c) */
+    /* The last Host value found valid (validate.c): a keep-alive
+     * connection, and most clients of one site, send the same bytes
+     * request after request, and the grammar's answer for the same bytes
+     * is the same. len 0: empty. */
+    struct {
+        uint8_t len;
+        char bytes[63];
+    } valid_host;
     /* The connections idle most recently, not parked (park.c): a ring,
      * oldest at warm_head; NULL where one left it. */
     h1_conn *warm[H1_WARM_MAX];

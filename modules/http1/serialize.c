@@ -50,14 +50,22 @@ const char *h1_status_line(const h1_config *cfg, int status, size_t *len)
 
 size_t h1_u64_dec(char *p, uint64_t v)
 {
-    char tmp[20];
-    size_t n = 0;
-    do {
-        tmp[n++] = (char)('0' + v % 10);
-        v /= 10;
-    } while (v != 0);
-    for (size_t i = 0; i < n; i++)
-        p[i] = tmp[n - 1 - i];
+    /* Most lengths written are small: one or two digits without a loop,
+     * else counted and written from the last one back in place. */
+    if (v < 10) {
+        p[0] = (char)('0' + v);
+        return 1;
+    }
+    if (v < 100) {
+        p[0] = (char)('0' + v / 10);
+        p[1] = (char)('0' + v % 10);
+        return 2;
+    }
+    size_t n = 3;
+    for (uint64_t rest = v / 1000; rest != 0; rest /= 10)
+        n++;
+    for (size_t i = n; i-- > 0; v /= 10)
+        p[i] = (char)('0' + v % 10);
     return n;
 }
 

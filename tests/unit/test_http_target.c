@@ -112,6 +112,13 @@ Test(target, raw_nul_refused, .timeout = 10)
     cr_expect_eq(parse_n(query, sizeof query - 1, &req), 400, "NUL in the query");
     static const char absolute[] = "http://h\0/a";
     cr_expect_eq(parse_n(absolute, sizeof absolute - 1, &req), 400, "NUL in the authority");
+    static const char escaped_then_query[] = "/a%41//b?x=\0";
+    cr_expect_eq(parse_n(escaped_then_query, sizeof escaped_then_query - 1, &req), 400,
+                 "NUL in the query after a path to decode");
     static const char ok[] = "/a?x=1";
     cr_expect_eq(parse_n(ok, sizeof ok - 1, &req), 0);
+    static const char dot_before_query[] = "/a/.?x=1";
+    cr_expect_eq(parse_n(dot_before_query, sizeof dot_before_query - 1, &req), 0);
+    cr_expect(req.path.len == 3 && memcmp(req.path.ptr, "/a/", 3) == 0, "got '%.*s'",
+              (int)req.path.len, req.path.ptr);
 }

@@ -55,8 +55,6 @@ static int valid_host(const char *s, size_t n)
     return n == 0 || keel_http_valid(KEEL_HTTP_AUTHORITY, s, n);
 }
 
-/* valid_host for a Host field's value, remembering the last valid one
- * (h1_worker.valid_host): the same bytes are not parsed again. */
 /* Whether n bytes at a and b are the same; most Host values ("localhost",
  * "example.com:8080") are 8 to 16 bytes: two overlapping words, no call. */
 static int same_bytes(const char *a, const char *b, size_t n)
@@ -72,6 +70,8 @@ static int same_bytes(const char *a, const char *b, size_t n)
     return memcmp(a, b, n) == 0;
 }
 
+/* valid_host for a Host field's value, remembering the last valid one
+ * (h1_worker.valid_host): the same bytes are not parsed again. */
 static int valid_host_field(h1_worker *w, const char *s, size_t n)
 {
     if (n > 0 && n == w->valid_host.len && same_bytes(s, w->valid_host.bytes, n))

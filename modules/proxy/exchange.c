@@ -6,6 +6,28 @@
 #include "px.h"
 
 #include <stdlib.h>
+#include <string.h>
+
+/* Exchanges are kept per worker for the next requests, up to
+ * PX_EX_KEPT, rather than allocated and freed for each. */
+#define PX_EX_KEPT 64
+
+px_ex *px_ex_new(px_worker *pw)
+{
+    px_ex *ex = NULL;
+    KEEL_FREELIST_TAKE(ex, pw->free_ex, pw->nfree_ex, share_next);
+    if (ex != NULL)
+        memset(ex, 0, sizeof *ex);
+    else if ((ex = calloc(1, sizeof *ex)) == NULL)
+        return NULL;
+    ex->pw = pw;
+    return ex;
+}
+
+void px_ex_free_kept(px_worker *pw)
+{
+    KEEL_FREELIST_DRAIN(pw->free_ex, pw->nfree_ex, share_next, free);
+}
 
 void px_ex_ref(px_ex *ex)
 {
@@ -25,5 +47,9 @@ void px_ex_unref(px_ex *ex)
     px_body_drop(ex);
     free(ex->hbuf);
     free(ex->fields);
-    free(ex);
+    px_worker *pw = ex->pw;
+    if (pw->nfree_ex < PX_EX_KEPT && !pw->blocks_closed)
+        KEEL_FREELIST_GIVE(ex, pw->free_ex, pw->nfree_ex, share_next);
+    else
+        free(ex);
 }

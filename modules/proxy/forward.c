@@ -126,8 +126,18 @@ static void upstream_written(keel_conn *conn, int status, void *userdata)
         px_resume_client(ex);
     if (ex->spool != NULL && ex->up_out <= ex->route->cfg->buffer / 2)
         px_spool_send(ex); /* the held body's next pieces */
-    free(b);
+    px_worker *pw = ex->pw;
+    if (b->cap == PX_HEAD_BLOCK - offsetof(px_block, data) && pw->nfree_heads < 64 &&
+        !pw->blocks_closed)
+        KEEL_FREELIST_GIVE(b, pw->free_heads, pw->nfree_heads, next_free);
+    else
+        free(b);
     px_ex_unref(ex);
+}
+
+void px_heads_free(px_worker *pw)
+{
+    KEEL_FREELIST_DRAIN(pw->free_heads, pw->nfree_heads, next_free, free);
 }
 
 /* Up to three spans copied into one block and queued to the upstream. */
@@ -142,6 +152,7 @@ int px_ex_write_upstream(px_ex *ex, const char *a, size_t alen, const char *b, s
         return KEEL_ERR_NOMEM;
     blk->ex = ex;
     blk->len = len;
+    blk->cap = 0;
     if (alen)
         memcpy(blk->data, a, alen);
     if (blen)
@@ -335,8 +346,14 @@ void px_up_ready(px_ex *ex, px_up *up)
     px_upstream_unhold(ex); /* a pause was the previous attempt's */
     if (ex->spool != NULL)
         px_spool_rewind(ex); /* a held body goes whole to each attempt */
-    /* A pooled connection keeps the size its last exchange set. */
-    keel_conn_set_read_size(up->conn, px_ex_read_size(ex));
+    /* A pooled connection keeps the size its last exchange set. The first
+     * read takes no more than a buffer of the core's pool holds: a small
+     * response then costs no buffer of its own (a read of read_buffer is
+     * one malloc and free). Reads grow to read_buffer once a response goes
+     * on past the first (response.c). */
+    size_t read_size = px_ex_read_size(ex);
+    keel_conn_set_read_size(up->conn, read_size < PX_FIRST_READ ? read_size : PX_FIRST_READ);
+    ex->read_grown = read_size <= PX_FIRST_READ;
     size_t len = 0;
     char *head = ex->route->group->fastcgi ? px_fcgi_request_head(ex, &len)
                                            : px_build_request_head(ex, &len);
@@ -351,6 +368,8 @@ void px_up_ready(px_ex *ex, px_up *up)
     px_block *blk = (px_block *)(void *)head;
     blk->ex = ex;
     blk->len = len;
+    if (ex->route->group->fastcgi)
+        blk->cap = 0; /* px_build_request_head sets it */
     keel_buf buf = {blk->data, len};
     int rc = keel_conn_write(up->conn, &buf, 1, upstream_written, blk);
     if (rc == KEEL_OK) {
@@ -471,7 +490,7 @@ void px_attempt_failed(px_ex *ex, int why)
         /* nginx's rule for non-idempotent requests: passed to the next
          * server only if nothing was sent to this one (a refused or
          * timed-out connect, a pooled connection found closed). */
-        ex->nfields = ex->hlen = 0;
+        ex->nfields = ex->hlen = ex->hdropped = 0;
         ex->status = 0;
         if (ex->attempts < (ex->route->tries ? ex->route->tries : ex->route->group->nservers))
             keel_metric_add(ex->pw->worker, c->m_retries, 1);
@@ -539,6 +558,40 @@ void px_ex_client_gone(px_ex *ex)
 /* ---- the handler ------------------------------------------------------------------------------
  */
 
+px_conn_names *px_conn_slot(px_worker *pw, uint64_t id)
+{
+    if (pw->conn_names == NULL)
+        pw->conn_names = calloc(PX_CONN_NAMES, sizeof *pw->conn_names);
+    return pw->conn_names != NULL ? &pw->conn_names[id % PX_CONN_NAMES] : NULL;
+}
+
+void px_conn_names_free(px_worker *pw)
+{
+    free(pw->conn_names);
+    pw->conn_names = NULL;
+}
+
+/* The client's address as text (X-Forwarded-For, Forwarded, the hash
+ * balancer, the log): the connection's, cached for its next requests. */
+static void client_ip(px_ex *ex, keel_request *req)
+{
+    uint64_t id = keel_request_conn_id(req);
+    px_conn_names *e = px_conn_slot(ex->pw, id);
+    if (e != NULL && e->conn_id == id) {
+        memcpy(ex->client_ip, e->ip, sizeof ex->client_ip);
+        return;
+    }
+    if (keel_request_peer_ip(req, ex->client_ip, sizeof ex->client_ip) != KEEL_OK) {
+        snprintf(ex->client_ip, sizeof ex->client_ip, "unknown");
+        return; /* asked again next time */
+    }
+    if (e != NULL) {
+        e->conn_id = id;
+        e->names = 0;
+        memcpy(e->ip, ex->client_ip, sizeof e->ip);
+    }
+}
+
 int px_handler(keel_request *req, keel_response *res, void *userdata)
 {
     px_route *r = userdata;
@@ -548,17 +601,15 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
         keel_response_send_status(res, refusal);
         return KEEL_OK;
     }
-    px_ex *ex = calloc(1, sizeof *ex);
+    px_ex *ex = px_ex_new(px_worker_of(keel_request_worker(req), r->cfg->module));
     if (ex == NULL)
         return KEEL_ERR_NOMEM;
     ex->refs = 1; /* the request's, dropped when its response is over */
     ex->req = req;
     ex->res = res;
     ex->route = r;
-    ex->pw = px_worker_of(keel_request_worker(req), r->cfg->module);
     ex->start_ms = keel_worker_now_ms(ex->pw->worker);
-    if (keel_request_peer_ip(req, ex->client_ip, sizeof ex->client_ip) != KEEL_OK)
-        snprintf(ex->client_ip, sizeof ex->client_ip, "unknown");
+    client_ip(ex, req);
     /* What FastCGI's parameters name of the connection, asked now: the
      * request may be sent after the handler returned, when the core no
      * longer answers (keel_request_local_name). */
@@ -579,15 +630,15 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
      * accepts), or an HTTP/2 body without content-length, framed by
      * END_STREAM (RFC 9113 8.1.1): chunked to the upstream, as nginx
      * sends it. */
-    keel_str te = keel_request_header(req, "Transfer-Encoding");
-    keel_str cl = keel_request_header(req, "Content-Length");
+    keel_str te = keel_request_header_token(req, KEEL_HDR_TRANSFER_ENCODING);
+    keel_str cl = keel_request_header_token(req, KEEL_HDR_CONTENT_LENGTH);
     if (te.ptr != NULL || (cl.ptr == NULL && keel_request_body_length(req) < 0)) {
         ex->body_kind = PX_BODY_CHUNKED;
     } else if (cl.ptr != NULL) {
         ex->body_kind = PX_BODY_LENGTH;
         ex->body_done = cl.len == 1 && cl.ptr[0] == '0';
     }
-    keel_str expect = keel_request_header(req, "Expect");
+    keel_str expect = keel_request_header_token(req, KEEL_HDR_EXPECT);
     ex->expect_continue = expect.ptr != NULL && px_token_in_list(expect, "100-continue") &&
                           ex->body_kind != PX_BODY_NONE && !ex->body_done;
     ex->upgrade =

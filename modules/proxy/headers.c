@@ -81,6 +81,47 @@ int px_hop_by_hop(keel_str name, unsigned token, keel_str connection)
     return connection.ptr != NULL && listed(connection, name);
 }
 
+/* A message's Connection options, walked once: a field is looked up in
+ * them by length first. More than PX_NAMED_MAX options: the list is walked
+ * for each field, as before. */
+#define PX_NAMED_MAX 8
+
+typedef struct named_list {
+    keel_str list;
+    size_t n; /* > PX_NAMED_MAX: too many to keep */
+    keel_str el[PX_NAMED_MAX];
+} named_list;
+
+static void named_init(named_list *nl, keel_str list)
+{
+    const char *at = list.ptr, *el;
+    size_t len;
+    nl->list = list;
+    nl->n = 0;
+    if (list.ptr == NULL)
+        return;
+    while (keel_list_next(&at, list.ptr + list.len, &el, &len)) {
+        if (nl->n < PX_NAMED_MAX)
+            nl->el[nl->n] = (keel_str){el, len};
+        if (++nl->n > PX_NAMED_MAX)
+            return;
+    }
+}
+
+/* px_hop_by_hop with the Connection options walked once. */
+static int hop_by_hop_named(keel_str name, unsigned token, const named_list *nl)
+{
+    if (keel_header_token_flags(token) & KEEL_HDR_FLAG_HOP_BY_HOP)
+        return 1;
+    if (nl->n > PX_NAMED_MAX)
+        return listed(nl->list, name);
+    for (size_t i = 0; i < nl->n; i++)
+        if (nl->el[i].len == name.len &&
+            keel_ascii_iequal(nl->el[i].ptr, name.len, name.ptr, name.len))
+            return 1;
+    return 0;
+}
+
 /* ---- what HTTP/1.1 can carry ------------------------------------------------------ */
 
 /* The grammars are the core's (keel_http_valid), so that a request the
@@ -178,7 +219,8 @@ int px_request_refusal(keel_request *req)
     size_t n = keel_request_header_count(req), hosts = 0;
     for (size_t i = 0; i < n; i++) {
         keel_header h;
-        if (keel_request_header_at(req, i, &h) == KEEL_OK && name_eq(h.name, "host") && ++hosts > 1)
+        if (keel_request_header_at(req, i, &h) == KEEL_OK && h.name.len == 4 &&
+            name_eq(h.name, "host") && ++hosts > 1)
             return 400;
     }
     return 0;
@@ -235,7 +277,7 @@ static int allowed_element(keel_str el, void *arg)
  * field (RFC 9113 8.2.2). */
 int px_upgrade_requested(const px_route *r, keel_request *req)
 {
-    keel_str upgrade = keel_request_header(req, "Upgrade");
+    keel_str upgrade = keel_request_header_token(req, KEEL_HDR_UPGRADE);
     return upgrade.ptr != NULL && keel_request_version(req) == 11 &&
            px_token_in_list(keel_request_header(req, "Connection"), "upgrade") &&
            each_element(upgrade, allowed_element, (void *)r) != 0;
@@ -282,10 +324,23 @@ typedef struct sb {
     int failed;
 } sb;
 
-static void sb_put(sb *b, const char *s, size_t n)
+static void sb_put_slow(sb *b, const char *s, size_t n)
 {
     if (!b->failed && keel_append(&b->p, &b->len, &b->cap, s, n, 1024) != 0)
         b->failed = 1;
+}
+
+/* keel_append's result (a NUL kept after the bytes), with the room
+ * checked inline: a request head is some thirty puts. */
+static inline void sb_put(sb *b, const char *s, size_t n)
+{
+    if (b->len + n < b->cap && !b->failed) {
+        memcpy(b->p + b->len, s, n);
+        b->len += n;
+        b->p[b->len] = '\0';
+        return;
+    }
+    sb_put_slow(b, s, n);
 }
 
 static void sb_str(sb *b, const char *s)
@@ -331,27 +386,22 @@ static void sb_hop_list(sb *b, const char *name, const sb *earlier)
  * (an IPv6 address as "[v6]", a host with a port). */
 static void sb_forwarded_value(sb *b, const char *v, size_t n, int bracket)
 {
-    int token = !bracket;
-    for (size_t i = 0; token && i < n; i++) {
-        unsigned char c = (unsigned char)v[i];
-        token = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                strchr("!#$%&'*+-.^_`|~", c) != NULL;
-    }
-    if (token) {
+    if (!bracket && (n == 0 || keel_http_valid(KEEL_HTTP_TOKEN, v, n))) {
         sb_put(b, v, n);
         return;
     }
-    sb_put(b, "\"", 1);
-    if (bracket)
-        sb_put(b, "[", 1);
-    for (size_t i = 0; i < n; i++) {
-        if (v[i] == '"' || v[i] == '\\')
-            sb_put(b, "\\", 1);
-        sb_put(b, v + i, 1);
+    sb_put(b, bracket ? "\"[" : "\"", bracket ? 2 : 1);
+    /* An address or an authority has no byte to escape: one run. */
+    if (memchr(v, '"', n) == NULL && memchr(v, '\\', n) == NULL) {
+        sb_put(b, v, n);
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            if (v[i] == '"' || v[i] == '\\')
+                sb_put(b, "\\", 1);
+            sb_put(b, v + i, 1);
+        }
     }
-    if (bracket)
-        sb_put(b, "]", 1);
-    sb_put(b, "\"", 1);
+    sb_put(b, bracket ? "]\"" : "\"", bracket ? 2 : 1);
 }
 
 /* Every Connection field's options as one list. A message may carry the
@@ -370,16 +420,55 @@ static keel_str join_connection(keel_str value, size_t *count, keel_str first, s
     return (keel_str){joined->p, joined->len};
 }
 
-static keel_str request_connection(keel_request *req, sb *joined)
+/* The request's fields read once for the builder: views and tokens of the
+ * first PX_FIELDS_SEEN (the rest are asked again), the first Host, and
+ * every Connection's options as one list. */
+#define PX_FIELDS_SEEN 64
+
+typedef struct request_fields {
+    size_t n;
+    keel_header f[PX_FIELDS_SEEN];
+    unsigned token[PX_FIELDS_SEEN];
+    keel_str host, connection;
+} request_fields;
+
+static int request_field(keel_request *req, const request_fields *rf, size_t i, keel_header *h,
+                         unsigned *token)
 {
-    keel_str list = {NULL, 0};
-    size_t n = keel_request_header_count(req), count = 0;
-    for (size_t i = 0; i < n; i++) {
-        keel_header h;
-        if (keel_request_header_at(req, i, &h) == KEEL_OK && name_eq(h.name, "connection"))
-            list = join_connection(h.value, &count, list, joined);
+    if (i < PX_FIELDS_SEEN) {
+        *h = rf->f[i];
+        *token = rf->token[i];
+        return h->name.ptr != NULL;
     }
-    return list;
+    if (keel_request_header_at(req, i, h) != KEEL_OK)
+        return 0;
+    *token = keel_header_token(h->name.ptr, h->name.len);
+    return 1;
+}
+
+static void read_fields(keel_request *req, request_fields *rf, sb *joined)
+{
+    size_t count = 0;
+    rf->n = keel_request_header_count(req);
+    rf->host = rf->connection = (keel_str){NULL, 0};
+    for (size_t i = 0; i < rf->n; i++) {
+        keel_header h;
+        unsigned t = KEEL_HDR_UNKNOWN;
+        if (keel_request_header_at(req, i, &h) != KEEL_OK)
+            h = (keel_header){{NULL, 0}, {NULL, 0}};
+        else
+            t = keel_header_token(h.name.ptr, h.name.len);
+        if (i < PX_FIELDS_SEEN) {
+            rf->f[i] = h;
+            rf->token[i] = t;
+        }
+        if (h.name.ptr == NULL)
+            continue;
+        if (t == KEEL_HDR_HOST && rf->host.ptr == NULL)
+            rf->host = h.value;
+        else if (t == KEEL_HDR_CONNECTION)
+            rf->connection = join_connection(h.value, &count, rf->connection, joined);
+    }
 }
 
 /* The request head for the upstream in a malloc'd px_block (its length
@@ -394,9 +483,11 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     px_config *c = r->cfg;
     sb b = {0};
     keel_str method = keel_request_method(req), origin, authority;
-    keel_str host = request_authority(req);
     sb joined = {0};
-    keel_str connection = request_connection(req, &joined);
+    request_fields rf;
+    read_fields(req, &rf, &joined);
+    named_list connection;
+    named_init(&connection, rf.connection);
     const char *scheme = ex->scheme;
     /* Whatever the caller checked: nothing goes into the request line that
      * HTTP/1.1 cannot carry (a space would make "GET /admin /public"). */
@@ -405,17 +496,28 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         free(joined.p);
         return NULL;
     }
+    /* The authority the client asked for: an absolute-form target's (RFC
+     * 9112 3.2.2: it replaces Host), else Host (HTTP/2's :authority stands
+     * for it, RFC 9113 8.3.1). */
+    keel_str host = authority.len > 0 ? authority : rf.host;
 
     /* Built behind a px_block's header, so that it goes to the upstream
-     * without another copy (forward.c). */
+     * without another copy (forward.c), in a block kept from an earlier
+     * head if there is one. */
+    px_block *kept = NULL;
+    KEEL_FREELIST_TAKE(kept, ex->pw->free_heads, ex->pw->nfree_heads, next_free);
+    if (kept != NULL) {
+        b.p = (char *)kept;
+        b.cap = PX_HEAD_BLOCK;
+    }
     static const px_block blank;
     sb_put(&b, (const char *)&blank, offsetof(px_block, data));
     sb_ks(&b, method);
-    sb_str(&b, " ");
+    sb_put(&b, " ", 1);
     /* Origin form (RFC 9112 3.2.1): an absolute-form target's path and
      * query, "/" when it has no path. */
     if (origin.len == 0 || origin.ptr[0] == '?')
-        sb_str(&b, "/");
+        sb_put(&b, "/", 1);
     sb_ks(&b, origin);
     sb_str(&b, " HTTP/1.1\r\nHost: ");
     if (r->host_mode == PX_HOST_FIXED)
@@ -424,22 +526,21 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         sb_ks(&b, host);
     else
         sb_str(&b, ex->peer->srv->host_field);
-    sb_str(&b, "\r\n");
+    sb_put(&b, "\r\n", 2);
 
     /* The client's fields, less the hop-by-hop ones and those we write;
      * earlier proxies' X-Forwarded-For, Forwarded and Via are collected
      * to be extended below. */
-    size_t n = keel_request_header_count(req);
     sb xff = {0}, fwd = {0}, via = {0};
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < rf.n; i++) {
         keel_header h;
-        if (keel_request_header_at(req, i, &h) != KEEL_OK)
+        unsigned t;
+        if (!request_field(req, &rf, i, &h, &t))
             continue;
         /* Every field is one HTTP/1.1 can carry: px_request_refusal
          * answered 400 otherwise, before any upstream was chosen. Each
          * name is classified once; the questions below are integers. */
-        unsigned t = keel_header_token(h.name.ptr, h.name.len);
-        if (px_hop_by_hop(h.name, t, connection) || t == KEEL_HDR_HOST ||
+        if (hop_by_hop_named(h.name, t, &connection) || t == KEEL_HDR_HOST ||
             t == KEEL_HDR_CONTENT_LENGTH)
             continue;
         if (c->x_forwarded && (t == KEEL_HDR_X_FORWARDED_PROTO || t == KEEL_HDR_X_FORWARDED_HOST))
@@ -450,41 +551,42 @@ char *px_build_request_head(px_ex *ex, size_t *len)
                                                                    : NULL;
         if (list != NULL) {
             if (h.value.len > 0) {
-                sb_str(list, list->len ? ", " : "");
+                if (list->len)
+                    sb_put(list, ", ", 2);
                 sb_ks(list, h.value);
             }
             continue;
         }
         /* Expect passes: 100-continue is answered end to end (forward.c). */
         sb_ks(&b, h.name);
-        sb_str(&b, ": ");
+        sb_put(&b, ": ", 2);
         sb_ks(&b, h.value);
-        sb_str(&b, "\r\n");
+        sb_put(&b, "\r\n", 2);
     }
+    size_t iplen = strlen(ex->client_ip);
     if (c->x_forwarded) {
         sb_hop_list(&b, "X-Forwarded-For: ", &xff);
-        sb_str(&b, ex->client_ip);
+        sb_put(&b, ex->client_ip, iplen);
         sb_str(&b, "\r\nX-Forwarded-Proto: ");
         sb_str(&b, scheme);
-        sb_str(&b, "\r\n");
+        sb_put(&b, "\r\n", 2);
         if (host.len > 0) {
             sb_str(&b, "X-Forwarded-Host: ");
             sb_ks(&b, host);
-            sb_str(&b, "\r\n");
+            sb_put(&b, "\r\n", 2);
         }
     }
     if (c->forwarded) {
         sb_hop_list(&b, "Forwarded: ", &fwd);
-        sb_str(&b, "for=");
-        sb_forwarded_value(&b, ex->client_ip, strlen(ex->client_ip),
-                           strchr(ex->client_ip, ':') != NULL);
+        sb_put(&b, "for=", 4);
+        sb_forwarded_value(&b, ex->client_ip, iplen, memchr(ex->client_ip, ':', iplen) != NULL);
         if (host.len > 0) {
-            sb_str(&b, ";host=");
+            sb_put(&b, ";host=", 6);
             sb_forwarded_value(&b, host.ptr, host.len, 0);
         }
-        sb_str(&b, ";proto=");
+        sb_put(&b, ";proto=", 7);
         sb_str(&b, scheme);
-        sb_str(&b, "\r\n");
+        sb_put(&b, "\r\n", 2);
     }
     if (c->via) {
         sb_hop_list(&b, "Via: ", &via);
@@ -498,12 +600,12 @@ char *px_build_request_head(px_ex *ex, size_t *len)
     /* Framing is ours (RFC 9112 6.1: a proxy re-frames what it
      * forwards). */
     if (ex->body_kind == PX_BODY_LENGTH) {
-        keel_str cl = keel_request_header(req, "Content-Length");
+        keel_str cl = keel_request_header_token(req, KEEL_HDR_CONTENT_LENGTH);
         for (size_t i = 0; i < cl.len; i++)
             b.failed |= cl.ptr[i] < '0' || cl.ptr[i] > '9';
         sb_str(&b, "Content-Length: ");
         sb_ks(&b, cl);
-        sb_str(&b, "\r\n");
+        sb_put(&b, "\r\n", 2);
     } else if (ex->body_kind == PX_BODY_CHUNKED) {
         sb_str(&b, "Transfer-Encoding: chunked\r\n");
     }
@@ -513,15 +615,16 @@ char *px_build_request_head(px_ex *ex, size_t *len)
         upgrade_writer w = {&b, r, 0};
         sb_str(&b, "Connection: upgrade\r\nUpgrade: ");
         each_element(keel_request_header(req, "Upgrade"), write_allowed, &w);
-        sb_str(&b, "\r\n");
+        sb_put(&b, "\r\n", 2);
         b.failed |= w.n == 0;
     }
-    sb_str(&b, "\r\n");
+    sb_put(&b, "\r\n", 2);
     if (b.failed) {
         free(b.p);
         return NULL;
     }
     *len = b.len - offsetof(px_block, data);
+    ((px_block *)(void *)b.p)->cap = b.cap - offsetof(px_block, data);
     return b.p;
 }
 
@@ -595,29 +698,38 @@ void px_response_headers(px_ex *ex)
     keel_str connection = {NULL, 0};
     size_t nconnection = 0;
     sb joined = {0};
-    for (size_t i = 0; i < ex->nfields; i++)
-        if (name_eq(px_field_name(ex, i), "connection"))
+    unsigned tokens[PX_FIELDS_SEEN];
+    for (size_t i = 0; i < ex->nfields; i++) {
+        keel_str name = px_field_name(ex, i);
+        unsigned t = keel_header_token(name.ptr, name.len);
+        if (i < PX_FIELDS_SEEN)
+            tokens[i] = t;
+        if (t == KEEL_HDR_CONNECTION)
             connection = join_connection(px_field_value(ex, i), &nconnection, connection, &joined);
+    }
     if (joined.failed) {
         /* Out of memory: no field another Connection names may pass, so
          * none but the ones keel writes itself. */
         free(joined.p);
         return;
     }
+    named_list named;
+    named_init(&named, connection);
     sb via = {0};
     for (size_t i = 0; i < ex->nfields; i++) {
         keel_str name = px_field_name(ex, i), value = px_field_value(ex, i);
-        unsigned t = keel_header_token(name.ptr, name.len);
+        unsigned t = i < PX_FIELDS_SEEN ? tokens[i] : keel_header_token(name.ptr, name.len);
         if (ex->upgrade && ex->status == 101 && t == KEEL_HDR_UPGRADE) {
             add_field(res, name, value.ptr, value.len); /* the 101 names the protocol */
             continue;
         }
-        if (px_hop_by_hop(name, t, connection))
+        if (hop_by_hop_named(name, t, &named))
             continue;
         if ((!c->keep_server && t == KEEL_HDR_SERVER) || (!c->keep_date && t == KEEL_HDR_DATE))
             continue;
         if (c->via && t == KEEL_HDR_VIA) {
-            sb_str(&via, via.len ? ", " : "");
+            if (via.len)
+                sb_put(&via, ", ", 2);
             sb_ks(&via, value);
             continue;
         }
@@ -635,9 +747,13 @@ void px_response_headers(px_ex *ex)
     /* A FastCGI response came from no HTTP hop: nothing to say in Via
      * (nginx's fastcgi_pass adds none either). */
     if (c->via && !ex->route->group->fastcgi) {
-        sb_str(&via, via.len ? ", 1.1 keel" : "1.1 keel");
-        if (!via.failed)
-            keel_response_header_add(res, "Via", via.p);
+        if (via.len == 0 && via.failed == 0 && c->via_field != NULL) {
+            keel_response_field_add(res, c->via_field, 0);
+        } else {
+            sb_str(&via, via.len ? ", 1.1 keel" : "1.1 keel");
+            if (!via.failed)
+                keel_response_header_add(res, "Via", via.p);
+        }
     }
     free(via.p);
     free(joined.p);

@@ -672,6 +672,10 @@ static int read_scalars(px_config *c, keel_module *m)
     c->read_buffer = (size_t)s->read_buffer;
     c->max_header = (size_t)s->max_header;
     c->via = s->via;
+    /* The Via of a response no earlier hop named, checked and laid out
+     * once (a response whose upstream sent one gets the list joined). */
+    if (c->via && keel_field_prepare(m, "Via", 3, "1.1 keel", 8, &c->via_field) != KEEL_OK)
+        c->via_field = NULL;
     c->forwarded = s->forwarded;
     c->x_forwarded = s->x_forwarded;
     c->keep_server = s->server == 1;
@@ -769,8 +773,10 @@ static void proxy_stop(keel_module *m, keel_worker *w, void *state)
     px_pool_close_all(pw);
     px_peers_free(pw);
     px_clients_free(pw);
-    px_fcgi_worker_free(pw);
+    px_conn_names_free(pw);
     px_body_blocks_free(pw);
+    px_ex_free_kept(pw);
+    px_heads_free(pw);
 }
 
 KEEL_MODULE(proxy, .version = "1.0.0", .worker_state_size = sizeof(px_worker), .load = proxy_load,

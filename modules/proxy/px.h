@@ -110,7 +110,8 @@ struct px_config {
     size_t read_buffer;   /* bytes one read of an upstream connection may take */
     size_t max_header;    /* an upstream response head larger than this is a 502 */
     int via, forwarded, x_forwarded, keep_server, keep_date;
-    char **upgrades; /* [proxy] upgrade: what routes pass unless they say */
+    const keel_prepared_field *via_field; /* "Via: 1.1 keel"; NULL: built per response */
+    char **upgrades;                      /* [proxy] upgrade: what routes pass unless they say */
     size_t nupgrades;
     uint64_t tunnel_idle_ms;
     /* CONNECT (forward proxy) */
@@ -163,6 +164,8 @@ struct px_client {
     px_ex *waiting, *waiting_tail; /* exchanges whose upstreams wait for room */
 };
 
+typedef fcgi_field px_field; /* offsets into px_ex.hbuf */
+
 typedef struct px_worker {
     keel_worker *worker;
     px_config *cfg;
@@ -173,11 +176,34 @@ typedef struct px_worker {
     size_t nbuckets, nclients;
     /* FastCGI stderr lines logged this second, and those dropped */
     uint64_t stderr_window_ms, stderr_lines, stderr_dropped;
-    struct px_conn_names *conn_names; /* fastcgi.c: the connections' addresses, cached */
+    struct px_conn_names *conn_names; /* the connections' addresses, cached (forward.c) */
     struct px_block *free_blocks;     /* response.c: gathering blocks kept for reuse */
     unsigned nfree_blocks;
+    struct px_block *free_small; /* response.c: blocks of a small response kept for reuse */
+    unsigned nfree_small;
+    struct px_block *free_heads; /* forward.c: request heads' blocks kept for reuse */
+    unsigned nfree_heads;
+    px_ex *free_ex; /* exchange.c: exchanges kept for reuse (linked by share_next) */
+    unsigned nfree_ex;
+    char *spare_hbuf; /* response.c: a response head's buffers kept for the next head */
+    size_t spare_hcap;
+    px_field *spare_fields;
+    size_t spare_fields_cap;
     int blocks_closed; /* the worker stopped: blocks given back go to free() */
 } px_worker;
+
+/* A connection's addresses stay what they were for each of its requests,
+ * and asking costs: the client's formatted (keel_request_peer_ip, some
+ * 2,500 instructions), the server's a system call
+ * (keel_request_local_name). They are kept per worker for the last
+ * connections seen, by id (never reused within the process, never 0). */
+#define PX_CONN_NAMES 64
+
+typedef struct px_conn_names {
+    uint64_t conn_id; /* 0: an empty slot */
+    int names;        /* peer and local were asked too (FastCGI) */
+    char ip[64], peer[64], local[64];
+} px_conn_names;
 
 /* ---- an upstream connection ------------------------------------------------- */
 
@@ -196,8 +222,6 @@ struct px_up {
 };
 
 /* ---- one proxied exchange ---------------------------------------------------- */
-
-typedef fcgi_field px_field; /* offsets into px_ex.hbuf */
 
 enum { PX_BODY_NONE = 0, PX_BODY_LENGTH, PX_BODY_CHUNKED };
 
@@ -240,9 +264,12 @@ struct px_ex {
     px_client *share;  /* an HTTP/2 client's connection whose budget this shares */
     px_ex *share_next; /* in share->waiting */
     int share_waiting;
+    int read_grown;    /* the upstream's reads are px_ex_read_size's (forward.c) */
     int head_relayed;  /* the final response head went to the client */
     int response_done; /* the upstream response was complete */
     int in_value;      /* llhttp: in a header value */
+    int skip_value;    /* llhttp: in the value of a field not kept (response.c) */
+    size_t hdropped;   /* the head's bytes not kept, counted against max_header */
     int in_trailers;
     int status; /* the upstream's status */
     char *hbuf; /* response head fields, copied (they may span reads) */
@@ -275,7 +302,7 @@ typedef struct px_block {
         struct px_block *next_free; /* in the worker's kept blocks (response.c) */
     };
     size_t len;
-    size_t cap; /* response.c's gathering blocks: what data holds */
+    size_t cap; /* what data holds: response.c's gathering blocks, request heads (else 0) */
     char data[];
 } px_block;
 
@@ -304,6 +331,12 @@ struct px_tunnel {
 /* proxy.c */
 px_worker *px_worker_of(keel_worker *w, keel_module *m);
 
+/* forward.c: the slot of connection `id` in the worker's cache of
+ * addresses (px_conn_names; its conn_id says whether it holds that
+ * connection's), or NULL when out of memory. */
+px_conn_names *px_conn_slot(px_worker *pw, uint64_t id);
+void px_conn_names_free(px_worker *pw);
+
 /* upstream.c: balancing and passive health */
 px_peer *px_pick(px_worker *pw, px_group *g, uint64_t tried, const char *client_ip);
 void px_peer_failed(px_worker *pw, px_peer *p);
@@ -326,6 +359,8 @@ extern const keel_protocol px_upstream_protocol;
 int px_handler(keel_request *req, keel_response *res, void *userdata);
 void px_ex_ref(px_ex *ex);
 void px_ex_unref(px_ex *ex);
+px_ex *px_ex_new(px_worker *pw); /* zeroed but for pw (exchange.c) */
+void px_ex_free_kept(px_worker *pw);
 void px_up_ready(px_ex *ex, px_up *up);
 void px_attempt_failed(px_ex *ex, int why);
 void px_ex_finish(px_ex *ex);
@@ -357,7 +392,6 @@ void px_response_client_gone(px_ex *ex);
 
 /* fastcgi.c: FastCGI towards a group's servers */
 void px_fcgi_names(px_ex *ex, keel_request *req);
-void px_fcgi_worker_free(px_worker *pw);
 char *px_fcgi_request_head(px_ex *ex, size_t *len);
 void px_fcgi_body(px_ex *ex, const char *data, size_t len, int last);
 void px_fcgi_records(px_ex *ex, px_up *up, const char *data, size_t len);
@@ -380,7 +414,11 @@ int px_field_ok(keel_str name, keel_str value);
 int px_upgrade_requested(const px_route *r, keel_request *req);
 int px_upgrade_accepted(const px_ex *ex);
 int px_upgrade_name_ok(const char *name);
+/* The head goes in a block of PX_HEAD_BLOCK bytes (px_block and data)
+ * kept per worker, grown only for a larger head. */
+#define PX_HEAD_BLOCK 1024
 char *px_build_request_head(px_ex *ex, size_t *len);
+void px_heads_free(px_worker *pw);
 void px_response_headers(px_ex *ex);
 keel_str px_field_name(const px_ex *ex, size_t i);
 keel_str px_field_value(const px_ex *ex, size_t i);
@@ -391,9 +429,12 @@ void px_client_leave(px_ex *ex);
 void px_clients_free(px_worker *pw);
 size_t px_ex_share(const px_ex *ex);     /* response bytes the exchange may hold */
 size_t px_ex_read_size(const px_ex *ex); /* what one read of its upstream may take */
-void px_upstream_hold(px_ex *ex);        /* stops reading the upstream if over */
-void px_upstream_release(px_ex *ex);     /* the client took bytes: reading goes on */
-void px_upstream_unhold(px_ex *ex);      /* the exchange is done with its upstream */
+/* What the first read of an exchange's upstream may take: [keel]
+ * read_buffer_size's default, the size of the core's pooled buffers. */
+#define PX_FIRST_READ (16 * 1024)
+void px_upstream_hold(px_ex *ex);    /* stops reading the upstream if over */
+void px_upstream_release(px_ex *ex); /* the client took bytes: reading goes on */
+void px_upstream_unhold(px_ex *ex);  /* the exchange is done with its upstream */
 
 /* health.c: active checks, run by worker 0 */
 void px_checks_start(px_worker *pw);

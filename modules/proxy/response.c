@@ -35,16 +35,49 @@ static px_ex *ex_of(llhttp_t *p)
 int px_head_append(px_ex *ex, const char *at, size_t len)
 {
     size_t max = ex->route->cfg->max_header;
-    if (ex->hlen + len > max)
+    if (ex->hlen + ex->hdropped + len > max)
         return -1;
+    px_worker *pw = ex->pw;
+    if (ex->hbuf == NULL && pw->spare_hbuf != NULL) {
+        ex->hbuf = pw->spare_hbuf;
+        ex->hcap = pw->spare_hcap;
+        pw->spare_hbuf = NULL;
+    }
     return keel_append(&ex->hbuf, &ex->hlen, &ex->hcap, at, len, 1024);
+}
+
+/* A head's buffers are kept per worker, one of each, for the next
+ * response's head rather than freed and allocated again for each: the
+ * exchanges of a worker parse their heads one at a time. Large ones go
+ * (a head of max_header should not pin that much). */
+#define PX_HEAD_KEPT   4096
+#define PX_FIELDS_KEPT 64
+
+static void head_buffers_release(px_ex *ex)
+{
+    px_worker *pw = ex->pw;
+    if (pw->spare_hbuf == NULL && !pw->blocks_closed && ex->hcap <= PX_HEAD_KEPT) {
+        pw->spare_hbuf = ex->hbuf;
+        pw->spare_hcap = ex->hcap;
+    } else {
+        free(ex->hbuf);
+    }
+    if (pw->spare_fields == NULL && !pw->blocks_closed && ex->cap_fields <= PX_FIELDS_KEPT) {
+        pw->spare_fields = ex->fields;
+        pw->spare_fields_cap = ex->cap_fields;
+    } else {
+        free(ex->fields);
+    }
+    ex->hbuf = NULL;
+    ex->fields = NULL;
+    ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = ex->hdropped = 0;
 }
 
 static int on_message_begin(llhttp_t *p)
 {
     px_ex *ex = ex_of(p);
-    ex->nfields = ex->hlen = 0;
-    ex->in_value = 0;
+    ex->nfields = ex->hlen = ex->hdropped = 0;
+    ex->in_value = ex->skip_value = 0;
     ex->trailer_from = 0;
     ex->in_trailers = 0;
     return 0;
@@ -54,10 +87,15 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     px_ex *ex = ex_of(p);
     if (ex->nfields == 0 || ex->in_value || (ex->in_trailers && ex->nfields == ex->trailer_from)) {
+        if (ex->fields == NULL && ex->pw->spare_fields != NULL) {
+            ex->fields = ex->pw->spare_fields;
+            ex->cap_fields = ex->pw->spare_fields_cap;
+            ex->pw->spare_fields = NULL;
+        }
         if (keel_reserve(&ex->fields, &ex->cap_fields, ex->nfields + 1, sizeof *ex->fields, 32))
             return -1;
         ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
-        ex->in_value = 0;
+        ex->in_value = ex->skip_value = 0;
     }
     if (px_head_append(ex, at, len) != 0)
         return -1;
@@ -66,14 +104,42 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
     return 0;
 }
 
+/* A field of the final head that px_response_headers would drop whatever
+ * else the head says (the upstream's Server and Date, unless kept): its
+ * value is not copied. */
+static int dropped_early(const px_ex *ex, const px_field *f)
+{
+    const px_config *c = ex->route->cfg;
+    unsigned t = keel_header_token(ex->hbuf + f->name, f->name_len);
+    return (!c->keep_server && t == KEEL_HDR_SERVER) || (!c->keep_date && t == KEEL_HDR_DATE);
+}
+
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
 {
     px_ex *ex = ex_of(p);
+    if (ex->skip_value) {
+        /* Not kept, but counted: a head of endless Date fields is still
+         * a head over max_header. */
+        if (ex->hlen + ex->hdropped + len > ex->route->cfg->max_header)
+            return -1;
+        ex->hdropped += len;
+        return 0;
+    }
     if (ex->nfields == 0)
         return -1;
     if (!ex->in_value) {
         ex->in_value = 1;
-        ex->fields[ex->nfields - 1].value = (uint32_t)ex->hlen;
+        px_field *f = &ex->fields[ex->nfields - 1];
+        if (!ex->in_trailers && dropped_early(ex, f)) {
+            ex->hdropped += f->name_len;
+            ex->hlen = f->name;
+            if (ex->hbuf != NULL)
+                ex->hbuf[ex->hlen] = '\0'; /* keel_append's NUL */
+            ex->nfields--;
+            ex->skip_value = 1;
+            return on_header_value(p, at, len);
+        }
+        f->value = (uint32_t)ex->hlen;
     }
     if (px_head_append(ex, at, len) != 0)
         return -1;
@@ -120,7 +186,7 @@ static int on_headers_complete(llhttp_t *p)
 {
     px_ex *ex = ex_of(p);
     int status = llhttp_get_status_code(p);
-    ex->in_value = 0;
+    ex->in_value = ex->skip_value = 0;
     if (status == 101) {
         /* Switching protocols nobody asked for, or to one the client did
          * not offer or keel does not pass (h2c: headers.c). */
@@ -134,7 +200,7 @@ static int on_headers_complete(llhttp_t *p)
         ex->interim = 1;
         if (status == 100)
             px_continue(ex);
-        ex->nfields = ex->hlen = 0;
+        ex->nfields = ex->hlen = ex->hdropped = 0;
         return 1;
     }
     /* RFC 9110 15: every valid status code is within 100..599: anything
@@ -159,11 +225,7 @@ int px_response_head(px_ex *ex, int status)
     /* The head's fields are the response's now (copied): their memory
      * goes, as a response streaming to a slow client may last long;
      * trailers, if any come, start afresh. */
-    free(ex->hbuf);
-    free(ex->fields);
-    ex->hbuf = NULL;
-    ex->fields = NULL;
-    ex->hlen = ex->hcap = ex->nfields = ex->cap_fields = 0;
+    head_buffers_release(ex);
     ex->trailer_from = 0;
     return px_bodiless(ex, status);
 }
@@ -230,11 +292,22 @@ void px_response_init(px_up *up)
  * 1 MiB responses, once small responses had fragmented the arena. */
 #define PX_BLOCKS_KEPT 64
 
+/* An HTTP/1.1 client's small response (one read) goes in a block of
+ * PX_SMALL bytes, kept for reuse as well (up to PX_SMALL_KEPT, 128 KiB):
+ * a malloc and a free less per response. Not an HTTP/2 client's: its
+ * streams may hold a block each, which should be no larger than needed
+ * (share.c). */
+#define PX_SMALL      2048
+#define PX_SMALL_KEPT 64
+
 static px_block *block_get(px_worker *pw, size_t cap)
 {
     px_block *b = NULL;
-    if (cap == PX_GATHER)
+    if (cap == PX_SMALL) {
+        KEEL_FREELIST_TAKE(b, pw->free_small, pw->nfree_small, next_free);
+    } else if (cap == PX_GATHER) {
         KEEL_FREELIST_TAKE(b, pw->free_blocks, pw->nfree_blocks, next_free);
+    }
     if (b != NULL)
         return b;
     if ((b = malloc(sizeof *b + cap)) != NULL)
@@ -246,6 +319,10 @@ static void block_put(px_worker *pw, px_block *b)
 {
     if (b == NULL)
         return;
+    if (b->cap == PX_SMALL && pw->nfree_small < PX_SMALL_KEPT && !pw->blocks_closed) {
+        KEEL_FREELIST_GIVE(b, pw->free_small, pw->nfree_small, next_free);
+        return;
+    }
     if (b->cap != PX_GATHER || pw->nfree_blocks >= PX_BLOCKS_KEPT || pw->blocks_closed) {
         free(b);
         return;
@@ -256,6 +333,11 @@ static void block_put(px_worker *pw, px_block *b)
 void px_body_blocks_free(px_worker *pw)
 {
     KEEL_FREELIST_DRAIN(pw->free_blocks, pw->nfree_blocks, next_free, free);
+    KEEL_FREELIST_DRAIN(pw->free_small, pw->nfree_small, next_free, free);
+    free(pw->spare_hbuf);
+    free(pw->spare_fields);
+    pw->spare_hbuf = NULL;
+    pw->spare_fields = NULL;
     pw->blocks_closed = 1;
 }
 
@@ -356,16 +438,19 @@ int px_body_reserve(px_ex *ex, size_t len)
     if (ex->plen > 0 && flush(ex, 0) != 0)
         return -1;
     /* a small read is probably a small response: no more room than it
-     * needs (and below malloc's mmap threshold either way) */
+     * needs (and below malloc's mmap threshold either way), or than a
+     * kept small block (block_get) */
     size_t gather = px_ex_share(ex) < PX_GATHER ? px_ex_share(ex) : PX_GATHER;
     size_t cap = len < 8192 ? len : len > gather ? len : gather;
+    if (cap < PX_SMALL && ex->share == NULL)
+        cap = PX_SMALL;
     block_put(ex->pw, ex->pend); /* empty, and too small */
     ex->pend = NULL;
     px_block *b = block_get(ex->pw, cap);
     if (b == NULL)
         return -1;
     ex->pend = b;
-    ex->pcap = cap;
+    ex->pcap = b->cap;
     return 0;
 }
 
@@ -587,6 +672,12 @@ int px_response_data(px_up *up, const char *data, size_t len, size_t *consumed)
         px_fcgi_records(ex, up, data, len);
     } else {
         http_data(ex, up, data, len, consumed);
+    }
+    /* A response longer than the first read: larger reads from now on
+     * (forward.c, px_up_ready). */
+    if (!ex->read_grown && ex->up == up) {
+        ex->read_grown = 1;
+        keel_conn_set_read_size(up->conn, px_ex_read_size(ex));
     }
     px_ex_unref(ex);
     return rc;

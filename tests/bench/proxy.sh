@@ -24,6 +24,10 @@
 # Tests, every proxy in turn, ROUNDS times:
 #   proxysmall  wrk -t1 -c CONNS GET /    (keep-alive)
 #   proxy1m     wrk -t1 -c PROXY_CONNS_1M GET /1m
+#   proxysyscalls, proxyinstr  the proxy's system calls (perf) and user
+#               instructions (callgrind) a small response, as http's
+#               syscalls and instr: counts the loaded other core cannot blur
+#               (Caddy, a Go program, is left out of the callgrind count)
 # Each reports requests/s, p99 latency and requests per second of the
 # proxy's CPU time (utime + stime from /proc/PID/stat over the run: the
 # proxy's own cost, which wrk and the upstream sharing a core cannot blur);
@@ -35,7 +39,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 PROXY_CONNS_1M=${PROXY_CONNS_1M:-16}
 
-bench_scenario proxy "proxysmall proxy1m" "keel nginx caddy" 101
+bench_scenario proxy "proxysmall proxy1m proxysyscalls proxyinstr" "keel nginx caddy" 101
 
 PROXY_DIR=$TMP/proxy
 PROXY_UP_PORT=$((BASE_PORT + 100))
@@ -47,6 +51,7 @@ proxy_settings() {
 proxy_needs() {
     need nginx nginx-light # the upstream, whichever proxies run
     need_servers proxy
+    if wants proxyinstr; then need callgrind_control valgrind; fi
 }
 
 # nginx's version, when SERVERS does not name it (the upstream is nginx).
@@ -130,7 +135,7 @@ proxy_run() {
     for t in proxysmall proxy1m; do
         if wants "$t"; then take_turns proxy "$t" proxy_wrk; fi
     done
-    stop_all proxy
+    run_counts proxy / proxysyscalls proxyinstr caddy
     stop_server proxy.up
 }
 
@@ -141,7 +146,8 @@ proxy_report() {
     echo "### Reverse proxy (keel: http1 + proxy; upstream: nginx on the client's CPU, keep-alive 64)"
     report_tables proxy "proxysmall|proxysmall/val|%.0f|small req/s|0" "proxysmall|proxysmall/p99|%.2f|p99 ms|0" \
         "proxysmall|proxysmall/cpu|%.0f|small req/CPU-s|1" "proxy1m|proxy1m/val|%.0f|1 MiB req/s|0" \
-        "proxy1m|proxy1m/p99|%.2f|p99 ms|0" "proxy1m|proxy1m/cpu|%.0f|1 MiB req/CPU-s|1"
+        "proxy1m|proxy1m/p99|%.2f|p99 ms|0" "proxy1m|proxy1m/cpu|%.0f|1 MiB req/CPU-s|1" \
+        "proxysyscalls|syscalls/n|%.2f|small syscalls/req|1" "proxyinstr|instr/n|%.0f|small user instr/req|1"
     wrk_notes proxy proxysmall proxy1m
     echo
     echo "Ratios on requests per second of the proxy's own CPU time (the upstream and wrk share the other core and blur req/s); above 1.00× keel is ahead."

@@ -22,7 +22,7 @@
 #   ws.sh      wsecho wsidle                              (group "ws")
 #   tls.sh     tlskeepalive tlshandshake tlsresume tls1m tlsidle (group "tls")
 #   h2.sh      h2small h2file h2idle                      (group "h2")
-#   proxy.sh   proxysmall proxy1m                         (group "proxy")
+#   proxy.sh   proxysmall proxy1m proxysyscalls proxyinstr (group "proxy")
 #   fastcgi.sh fcgismall fcgisyscalls fcgiinstr           (group "fastcgi")
 #   cluster.sh clusterlat clusterrate                     (group "cluster")
 #   udp.sh     udprecv                                    (group "udp")

@@ -31,7 +31,8 @@ Paths (query: ?k=v&...):
   /ws?proto=P         101 (Upgrade: P, websocket by default) then echoes bytes until EOF
   /count              how many requests this connection carried: "conn=N req=K"
   /eof?n=N            an HTTP/1.0-style body: no length, ends with the connection
-  /bighead?n=N        a response head with a field of N bytes
+  /bighead?n=N        a response head with a field of N bytes (&count=K: K of
+                      them, &name=NAME: named NAME rather than X-Big)
   /nobody?code=C&cl=N a head with that status and Content-Length: N, and no body (204, 304:
                       RFC 9110 8.6 says none follows whatever the length says)
   /interim_cl         103 Early Hints declaring Content-Length: 5, then a 200 ("ok")
@@ -283,7 +284,8 @@ def handle(c):
             return
         elif path == "/bighead":
             c.read_body(fields)
-            c.respond(200, b"big head", [("X-Big", "b" * int(q.get("n", "100000")))])
+            field = (q.get("name", "X-Big"), "b" * int(q.get("n", "100000")))
+            c.respond(200, b"big head", [field] * int(q.get("count", "1")))
         elif path == "/twoconn":
             c.read_body(fields)
             c.respond(200, b"two", [("Connection", "keep-alive"), ("Connection", "X-Hop2"), ("X-Hop2", "secret")])

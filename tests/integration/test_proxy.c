@@ -379,15 +379,27 @@ Test(proxy, body_until_eof, .timeout = 60, .fini = kh_cleanup_all)
 
 Test(proxy, oversized_upstream_head_is_502, .timeout = 60, .fini = kh_cleanup_all)
 {
+    /* Server and Date are dropped as they are parsed, not copied; their
+     * bytes still count (a head of endless Date fields never ends). */
+    static const struct {
+        const char *path;
+        int status;
+    } cases[] = {
+        {"/bighead?n=100000", 502},
+        {"/bighead?n=1000", 200},
+        {"/bighead?n=100000&name=Server", 502},
+        {"/bighead?n=1000&count=40&name=Date", 502},
+        {"/bighead?n=1000&count=20&name=Date", 200},
+    };
     px_need_curl();
     kh_proc *up, *p = with_python(&up, NULL);
     char url[160];
-    ht_run_result rr = px_get(px_url(url, sizeof url, p, 0, "/bighead?n=100000"));
-    kh_assert(p, px_status(&rr) == 502, "over max_header" PX_SHOW(rr), PX_SHOW_ARGS(rr));
-    ht_run_free(&rr);
-    rr = px_get(px_url(url, sizeof url, p, 0, "/bighead?n=1000"));
-    kh_assert(p, px_status(&rr) == 200, "under it" PX_SHOW(rr), PX_SHOW_ARGS(rr));
-    ht_run_free(&rr);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ht_run_result rr = px_get(px_url(url, sizeof url, p, 0, cases[i].path));
+        kh_assert(p, px_status(&rr) == cases[i].status, "%s: want %d" PX_SHOW(rr), cases[i].path,
+                  cases[i].status, PX_SHOW_ARGS(rr));
+        ht_run_free(&rr);
+    }
     px_stop(p);
 }
 

@@ -12,6 +12,16 @@
  * PX_EX_KEPT, rather than allocated and freed for each. */
 #define PX_EX_KEPT 64
 
+/* Set in builds with AddressSanitizer: GCC says so with
+ * __SANITIZE_ADDRESS__, Clang (the fuzzers' builds) with __has_feature. */
+#if defined(__SANITIZE_ADDRESS__)
+#define PX_EX_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PX_EX_SANITIZED 1
+#endif
+#endif
+
 px_ex *px_ex_new(px_worker *pw)
 {
     px_ex *ex = NULL;
@@ -47,9 +57,18 @@ void px_ex_unref(px_ex *ex)
     px_body_drop(ex);
     free(ex->hbuf);
     free(ex->fields);
+#ifdef PX_EX_SANITIZED
+    /* ASan reports a use after free only of memory not handed out again
+     * at once (http1's pool.c does the same): sanitized builds give every
+     * exchange back to malloc, so that an upstream connection, timer or
+     * write still pointing at a finished exchange is caught rather than
+     * landing in the next request's. */
+    free(ex);
+#else
     px_worker *pw = ex->pw;
     if (pw->nfree_ex < PX_EX_KEPT && !pw->blocks_closed)
         KEEL_FREELIST_GIVE(ex, pw->free_ex, pw->nfree_ex, share_next);
     else
         free(ex);
+#endif
 }

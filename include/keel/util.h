@@ -645,6 +645,21 @@ static inline int keel_pread_all(int fd, void *buf, size_t len, unsigned long lo
     return 0;
 }
 
+/* KEEL_ADDRESS_SANITIZED is 1 in builds with AddressSanitizer (GCC says
+ * so with __SANITIZE_ADDRESS__, Clang with __has_feature), else 0. A free
+ * list hands a block out again at once, so ASan cannot see a use after
+ * it was given back: sanitized builds should free such blocks instead. */
+#if defined(__SANITIZE_ADDRESS__)
+#define KEEL_ADDRESS_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KEEL_ADDRESS_SANITIZED 1
+#endif
+#endif
+#ifndef KEEL_ADDRESS_SANITIZED
+#define KEEL_ADDRESS_SANITIZED 0
+#endif
+
 /* ---- Free lists ---------------------------------------------------------------
  * Blocks of one kind that a worker is done with (a connection's state, an
  * output buffer), kept on a singly linked list through a member the caller

@@ -90,7 +90,7 @@ h1_conn *h1_conn_get(h1_worker *w)
 
 void h1_conn_put(h1_worker *w, h1_conn *c)
 {
-#if defined(__SANITIZE_ADDRESS__)
+#if KEEL_ADDRESS_SANITIZED
     /* ASan reports a use after free only of memory not handed out again
      * at once: sanitized builds give every h1_conn back to malloc, so that
      * a parked connection's state used after it parked (park.c) is caught. */

@@ -12,16 +12,6 @@
  * PX_EX_KEPT, rather than allocated and freed for each. */
 #define PX_EX_KEPT 64
 
-/* Set in builds with AddressSanitizer: GCC says so with
- * __SANITIZE_ADDRESS__, Clang (the fuzzers' builds) with __has_feature. */
-#if defined(__SANITIZE_ADDRESS__)
-#define PX_EX_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define PX_EX_SANITIZED 1
-#endif
-#endif
-
 px_ex *px_ex_new(px_worker *pw)
 {
     px_ex *ex = NULL;
@@ -57,7 +47,7 @@ void px_ex_unref(px_ex *ex)
     px_body_drop(ex);
     free(ex->hbuf);
     free(ex->fields);
-#ifdef PX_EX_SANITIZED
+#if KEEL_ADDRESS_SANITIZED
     /* ASan reports a use after free only of memory not handed out again
      * at once (http1's pool.c does the same): sanitized builds give every
      * exchange back to malloc, so that an upstream connection, timer or

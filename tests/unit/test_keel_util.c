@@ -593,3 +593,20 @@ Test(keel_util, mutex_and_once_across_threads, .timeout = 30)
     cr_assert_eq(counter, 400000, "lost increments: %ld", counter);
     cr_assert_eq(once_runs, 1);
 }
+
+/* Free lists hand blocks out again at once; sanitized builds free them
+ * instead, so the macro must see the sanitizer of either compiler. */
+Test(keel_util, address_sanitized_follows_the_build, .timeout = 10)
+{
+#if defined(__SANITIZE_ADDRESS__)
+    cr_assert_eq(KEEL_ADDRESS_SANITIZED, 1);
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    cr_assert_eq(KEEL_ADDRESS_SANITIZED, 1);
+#else
+    cr_assert_eq(KEEL_ADDRESS_SANITIZED, 0);
+#endif
+#else
+    cr_assert_eq(KEEL_ADDRESS_SANITIZED, 0);
+#endif
+}

@@ -838,25 +838,65 @@ int kl_conn_local_addr(keel_conn *c, kl_peer_addr *out)
     return KEEL_OK;
 }
 
+/* Decimal digits of v (< 100000) at out; their count. */
+static size_t put_decimal(char *out, unsigned v)
+{
+    char tmp[5];
+    size_t n = 0;
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) != 0);
+    for (size_t i = 0; i < n; i++)
+        out[i] = tmp[n - 1 - i];
+    return n;
+}
+
+/* An IPv4 address as a.b.c.d, written here rather than by inet_ntop,
+ * whose sprintf was most of what a handler paid to ask for its client's
+ * address (the proxy asks on every request). */
+static size_t put_ip4(char *out, const struct in_addr *addr)
+{
+    const unsigned char *b = (const unsigned char *)&addr->s_addr;
+    size_t n = 0;
+    for (int i = 0; i < 4; i++) {
+        if (i > 0)
+            out[n++] = '.';
+        n += put_decimal(out + n, b[i]);
+    }
+    return n;
+}
+
 int kl_peer_addr_name(const kl_peer_addr *a, int with_port, char *buf, size_t size)
 {
-    char ip[64];
-    int n;
+    char text[80];
+    size_t n;
     if (size == 0)
         return KEEL_ERR_INVAL;
     if (a->sa.sa_family == AF_UNIX) {
-        n = snprintf(buf, size, "unix:");
+        memcpy(text, "unix:", n = 5);
     } else if (a->sa.sa_family == AF_INET6) {
-        uv_ip6_name(&a->in6, ip, sizeof ip);
-        n = with_port ? snprintf(buf, size, "[%s]:%u", ip, (unsigned)ntohs(a->in6.sin6_port))
-                      : snprintf(buf, size, "%s", ip);
+        n = 0;
+        if (with_port)
+            text[n++] = '[';
+        text[n] = '\0';
+        uv_ip6_name(&a->in6, text + n, sizeof text - n - 8);
+        n += strlen(text + n);
+        if (with_port) {
+            memcpy(text + n, "]:", 2);
+            n += 2 + put_decimal(text + n + 2, ntohs(a->in6.sin6_port));
+        }
     } else {
-        uv_ip4_name(&a->in4, ip, sizeof ip);
-        n = with_port ? snprintf(buf, size, "%s:%u", ip, (unsigned)ntohs(a->in4.sin_port))
-                      : snprintf(buf, size, "%s", ip);
+        n = put_ip4(text, &a->in4.sin_addr);
+        if (with_port) {
+            text[n++] = ':';
+            n += put_decimal(text + n, ntohs(a->in4.sin_port));
+        }
     }
-    if (n >= 0 && (size_t)n < size)
+    if (n < size) {
+        memcpy(buf, text, n);
+        buf[n] = '\0';
         return KEEL_OK;
+    }
     buf[0] = '\0';
     return KEEL_ERR_INVAL;
 }

@@ -343,3 +343,30 @@ Test(conn, lingering_close_is_bounded_when_the_peer_trickles, .timeout = 30)
 
 const keel_protocol *const conn_test_protocols[] = {&proto_bp, &proto_abort, &proto_linger, NULL};
 const keel_transport *const conn_test_transports[] = {NULL};
+
+/* The peer's address as text (X-Forwarded-For, $remote_addr): IPv4 is
+ * written by hand, so its edges are checked against the fixed forms. */
+Test(conn, peer_address_names, .timeout = 10)
+{
+    kl_peer_addr a;
+    char buf[64];
+    memset(&a, 0, sizeof a);
+    cr_assert_eq(uv_ip4_addr("0.0.0.0", 0, &a.in4), 0);
+    cr_assert_eq(kl_peer_addr_name(&a, 1, buf, sizeof buf), KEEL_OK);
+    cr_assert_str_eq(buf, "0.0.0.0:0");
+    cr_assert_eq(uv_ip4_addr("255.10.109.1", 65535, &a.in4), 0);
+    cr_assert_eq(kl_peer_addr_name(&a, 1, buf, sizeof buf), KEEL_OK);
+    cr_assert_str_eq(buf, "255.10.109.1:65535");
+    cr_assert_eq(kl_peer_addr_name(&a, 0, buf, sizeof buf), KEEL_OK);
+    cr_assert_str_eq(buf, "255.10.109.1");
+    /* exactly the room it needs, then one byte less */
+    cr_assert_eq(kl_peer_addr_name(&a, 0, buf, 13), KEEL_OK);
+    cr_assert_eq(kl_peer_addr_name(&a, 0, buf, 12), KEEL_ERR_INVAL);
+    cr_assert_str_eq(buf, "");
+    memset(&a, 0, sizeof a);
+    cr_assert_eq(uv_ip6_addr("::1", 8080, &a.in6), 0);
+    cr_assert_eq(kl_peer_addr_name(&a, 1, buf, sizeof buf), KEEL_OK);
+    cr_assert_str_eq(buf, "[::1]:8080");
+    cr_assert_eq(kl_peer_addr_name(&a, 0, buf, sizeof buf), KEEL_OK);
+    cr_assert_str_eq(buf, "::1");
+}

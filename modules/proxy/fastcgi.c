@@ -94,14 +94,27 @@ static void param_2(pbuf *b, const char *name, const char *x, size_t xlen, const
     b->len += size;
 }
 
+/* A connection's two addresses stay what they were for each of its
+ * requests, and the server's costs a system call to ask
+ * (keel_request_local_name): they are kept per worker for the last
+ * connections seen, by id (never reused within the process). */
+#define PX_CONN_NAMES 64
+
+struct px_conn_names {
+    uint64_t conn_id;
+    char peer[64], local[64];
+};
+
 /* Asked in the handler: the request may be sent after it returned, when
- * the core no longer answers for the connection. The handler has cached
- * the client's address for the connection already (forward.c). */
+ * the core no longer answers for the connection. */
 void px_fcgi_names(px_ex *ex, keel_request *req)
 {
+    px_worker *pw = ex->pw;
     uint64_t id = keel_request_conn_id(req);
-    px_conn_names *e = px_conn_slot(ex->pw, id);
-    if (e == NULL || e->conn_id != id || !e->names) {
+    if (pw->conn_names == NULL)
+        pw->conn_names = calloc(PX_CONN_NAMES, sizeof *pw->conn_names);
+    struct px_conn_names *e = pw->conn_names ? &pw->conn_names[id % PX_CONN_NAMES] : NULL;
+    if (e == NULL || e->conn_id != id) {
         char peer[64], local[64];
         if (keel_request_peer_name(req, peer, sizeof peer) != KEEL_OK)
             peer[0] = '\0';
@@ -110,15 +123,21 @@ void px_fcgi_names(px_ex *ex, keel_request *req)
         memcpy(ex->peer_name, peer, sizeof peer);
         memcpy(ex->local_name, local, sizeof local);
         /* a connection that broke early is not remembered without them */
-        if (e == NULL || e->conn_id != id || peer[0] == '\0' || local[0] == '\0')
+        if (e == NULL || peer[0] == '\0' || local[0] == '\0')
             return;
-        e->names = 1;
+        e->conn_id = id;
         memcpy(e->peer, peer, sizeof peer);
         memcpy(e->local, local, sizeof local);
         return;
     }
     memcpy(ex->peer_name, e->peer, sizeof e->peer);
     memcpy(ex->local_name, e->local, sizeof e->local);
+}
+
+void px_fcgi_worker_free(px_worker *pw)
+{
+    free(pw->conn_names);
+    pw->conn_names = NULL;
 }
 
 /* "host:port" or "[v6]:port" into its parts (the port may be absent). */

@@ -558,40 +558,6 @@ void px_ex_client_gone(px_ex *ex)
 /* ---- the handler ------------------------------------------------------------------------------
  */
 
-px_conn_names *px_conn_slot(px_worker *pw, uint64_t id)
-{
-    if (pw->conn_names == NULL)
-        pw->conn_names = calloc(PX_CONN_NAMES, sizeof *pw->conn_names);
-    return pw->conn_names != NULL ? &pw->conn_names[id % PX_CONN_NAMES] : NULL;
-}
-
-void px_conn_names_free(px_worker *pw)
-{
-    free(pw->conn_names);
-    pw->conn_names = NULL;
-}
-
-/* The client's address as text (X-Forwarded-For, Forwarded, the hash
- * balancer, the log): the connection's, cached for its next requests. */
-static void client_ip(px_ex *ex, keel_request *req)
-{
-    uint64_t id = keel_request_conn_id(req);
-    px_conn_names *e = px_conn_slot(ex->pw, id);
-    if (e != NULL && e->conn_id == id) {
-        memcpy(ex->client_ip, e->ip, sizeof ex->client_ip);
-        return;
-    }
-    if (keel_request_peer_ip(req, ex->client_ip, sizeof ex->client_ip) != KEEL_OK) {
-        snprintf(ex->client_ip, sizeof ex->client_ip, "unknown");
-        return; /* asked again next time */
-    }
-    if (e != NULL) {
-        e->conn_id = id;
-        e->names = 0;
-        memcpy(e->ip, ex->client_ip, sizeof e->ip);
-    }
-}
-
 int px_handler(keel_request *req, keel_response *res, void *userdata)
 {
     px_route *r = userdata;
@@ -609,7 +575,8 @@ int px_handler(keel_request *req, keel_response *res, void *userdata)
     ex->res = res;
     ex->route = r;
     ex->start_ms = keel_worker_now_ms(ex->pw->worker);
-    client_ip(ex, req);
+    if (keel_request_peer_ip(req, ex->client_ip, sizeof ex->client_ip) != KEEL_OK)
+        snprintf(ex->client_ip, sizeof ex->client_ip, "unknown");
     /* What FastCGI's parameters name of the connection, asked now: the
      * request may be sent after the handler returned, when the core no
      * longer answers (keel_request_local_name). */

@@ -773,7 +773,7 @@ static void proxy_stop(keel_module *m, keel_worker *w, void *state)
     px_pool_close_all(pw);
     px_peers_free(pw);
     px_clients_free(pw);
-    px_conn_names_free(pw);
+    px_fcgi_worker_free(pw);
     px_body_blocks_free(pw);
     px_ex_free_kept(pw);
     px_heads_free(pw);

@@ -176,7 +176,7 @@ typedef struct px_worker {
     size_t nbuckets, nclients;
     /* FastCGI stderr lines logged this second, and those dropped */
     uint64_t stderr_window_ms, stderr_lines, stderr_dropped;
-    struct px_conn_names *conn_names; /* the connections' addresses, cached (forward.c) */
+    struct px_conn_names *conn_names; /* fastcgi.c: the connections' addresses, cached */
     struct px_block *free_blocks;     /* response.c: gathering blocks kept for reuse */
     unsigned nfree_blocks;
     struct px_block *free_small; /* response.c: blocks of a small response kept for reuse */
@@ -191,19 +191,6 @@ typedef struct px_worker {
     size_t spare_fields_cap;
     int blocks_closed; /* the worker stopped: blocks given back go to free() */
 } px_worker;
-
-/* A connection's addresses stay what they were for each of its requests,
- * and asking costs: the client's formatted (keel_request_peer_ip, some
- * 2,500 instructions), the server's a system call
- * (keel_request_local_name). They are kept per worker for the last
- * connections seen, by id (never reused within the process, never 0). */
-#define PX_CONN_NAMES 64
-
-typedef struct px_conn_names {
-    uint64_t conn_id; /* 0: an empty slot */
-    int names;        /* peer and local were asked too (FastCGI) */
-    char ip[64], peer[64], local[64];
-} px_conn_names;
 
 /* ---- an upstream connection ------------------------------------------------- */
 
@@ -331,12 +318,6 @@ struct px_tunnel {
 /* proxy.c */
 px_worker *px_worker_of(keel_worker *w, keel_module *m);
 
-/* forward.c: the slot of connection `id` in the worker's cache of
- * addresses (px_conn_names; its conn_id says whether it holds that
- * connection's), or NULL when out of memory. */
-px_conn_names *px_conn_slot(px_worker *pw, uint64_t id);
-void px_conn_names_free(px_worker *pw);
-
 /* upstream.c: balancing and passive health */
 px_peer *px_pick(px_worker *pw, px_group *g, uint64_t tried, const char *client_ip);
 void px_peer_failed(px_worker *pw, px_peer *p);
@@ -392,6 +373,7 @@ void px_response_client_gone(px_ex *ex);
 
 /* fastcgi.c: FastCGI towards a group's servers */
 void px_fcgi_names(px_ex *ex, keel_request *req);
+void px_fcgi_worker_free(px_worker *pw);
 char *px_fcgi_request_head(px_ex *ex, size_t *len);
 void px_fcgi_body(px_ex *ex, const char *data, size_t len, int last);
 void px_fcgi_records(px_ex *ex, px_up *up, const char *data, size_t len);

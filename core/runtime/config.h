@@ -8,13 +8,15 @@
  * A key may repeat (e.g. listen); a section may appear only once. Every value
  * remembers its file and line so that errors can name them.
  *
- * Internal to libkeel; not thread-safe (used on the main thread only).
+ * config_reader.c reads the dialect (and --set's assignments); config.c
+ * keeps what it read and answers the lookups; config_values.h says what a
+ * value's text means. Internal to libkeel; not thread-safe (used on the
+ * main thread only).
  */
 #ifndef KEEL_CORE_CONFIG_H
 #define KEEL_CORE_CONFIG_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 typedef struct kl_config kl_config;
 typedef struct kl_config_section kl_config_section;
@@ -101,12 +103,8 @@ int kl_config_check_unused(kl_config_section *sec, char *err, size_t errlen);
  * override. Returns buf. */
 const char *kl_config_where(const kl_config_value *v, char *buf, size_t len);
 
-/* Value parsers shared by the core's settings and the module config API.
- * They return KEEL_OK or KEEL_ERR_CONFIG and, on error, write a short reason
- * ("expected an integer between 1 and 64") into err. */
-int kl_parse_int(const char *s, int64_t min, int64_t max, int64_t *out, char *err, size_t errlen);
-int kl_parse_bool(const char *s, int *out, char *err, size_t errlen);      /* on/off yes/no ... */
-int kl_parse_size(const char *s, uint64_t *out, char *err, size_t errlen); /* 64k, 1m, 2g */
-int kl_parse_duration_ms(const char *s, uint64_t *out, char *err, size_t errlen); /* 250ms 10s */
+/* Non-zero if name is a key the dialect accepts ([a-z0-9_.-]+): also the
+ * rule for the names in a module's table of declared keys. */
+int kl_config_valid_key(const char *name);
 
 #endif

@@ -1,6 +1,6 @@
 /* A module's declared keys: the table checked once, values parsed into the
  * module's struct, the reference printed. The getters of module_api.c and
- * this file share the value parsers of config.c, so a key reads the same
+ * this file share the value parsers of config_values.c, so a key reads the same
  * whichever way a module asks for it. */
 #include <inttypes.h>
 #include <stdlib.h>
@@ -8,6 +8,7 @@
 
 #include "keel/types.h"
 #include "runtime/config_schema.h"
+#include "runtime/config_values.h"
 #include "runtime/scopes.h"
 #include "base/log.h"
 #include "base/util.h"
@@ -224,17 +225,6 @@ static int accept_value(const keel_config_key *key, const char *text, void *fiel
     return rc;
 }
 
-static int valid_key_name(const char *name)
-{
-    if (name == NULL || *name == '\0')
-        return 0;
-    for (const char *p = name; *p; p++)
-        if (!((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.' ||
-              *p == '-'))
-            return 0;
-    return 1;
-}
-
 int kl_schema_check(const keel_config_schema *schema, char *err, size_t errlen)
 {
     if (schema->size < offsetof(keel_config_schema, struct_size) + sizeof(size_t) ||
@@ -248,7 +238,7 @@ int kl_schema_check(const keel_config_schema *schema, char *err, size_t errlen)
         keel_config_key key = key_at(schema, i);
         char why[256];
         const char *name = key.name ? key.name : "(null)";
-        if (!valid_key_name(key.name)) {
+        if (!kl_config_valid_key(key.name)) {
             snprintf(err, errlen, "config table: key %zu: invalid name '%s'", i, name);
             return KEEL_ERR_ABI;
         }

@@ -8,6 +8,7 @@
 
 #include "base/log.h"
 #include "runtime/config.h"
+#include "runtime/config_values.h"
 #include "platform/platform.h"
 #include "base/util.h"
 

@@ -9,6 +9,7 @@
 
 #include "server/api_table.h"
 #include "server/appender.h"
+#include "runtime/config_values.h"
 #include "runtime/crash.h"
 #include "base/log.h"
 #include "platform/platform.h"

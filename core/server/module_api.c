@@ -6,6 +6,7 @@
 
 #include "base/log.h"
 #include "base/util.h"
+#include "runtime/config_values.h"
 #include "server/server.h"
 
 const char *keel_module_name(keel_module *m)

@@ -21,6 +21,7 @@
 #include <keel/types.h>
 
 #include "runtime/config.h"
+#include "runtime/config_values.h"
 #include "runtime/config_schema.h"
 #include "runtime/scopes.h"
 #include "base/log.h"

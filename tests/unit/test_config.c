@@ -6,6 +6,7 @@
 #include <keel/types.h>
 
 #include "runtime/config.h"
+#include "runtime/config_values.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -266,6 +267,24 @@ Test(config, error_bad_key, .timeout = 10)
     parse_fails("[s]\nok = 1\npo$rt = 1\n",
                 NAME ":3: invalid key 'po$rt': '$' not allowed (use a-z 0-9 _ . -)");
     parse_fails("[s]\n= 5\n", NAME ":2: missing key before '='");
+}
+
+/* The key rule a module's table is checked by (kl_schema_check) is the
+ * file's: a name the reader accepts is a valid key, and one it refuses is
+ * not. */
+Test(config, valid_key_names, .timeout = 10)
+{
+    static const char *const good[] = {"port", "a.b-c_9", "0", "-", "."};
+    static const char *const bad[] = {"", "Port", "a b", "a=b", "a$", "\xc3\xa9"};
+    char text[64];
+    for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
+        cr_expect(kl_config_valid_key(good[i]), "'%s' is a key", good[i]);
+        snprintf(text, sizeof text, "[s]\n%s = 1\n", good[i]);
+        kl_config_free(parse_ok(text));
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        cr_expect(!kl_config_valid_key(bad[i]), "'%s' is not a key", bad[i]);
+    cr_expect(!kl_config_valid_key(NULL));
 }
 
 Test(config, error_missing_equals, .timeout = 10)

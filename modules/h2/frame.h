@@ -10,7 +10,7 @@
  * limits a server sets) is the caller's (input.c). frame.c, hpack.c and
  * hpack_huffman.c are built as a library of their own without keel's
  * headers on the include path, unit-tested (tests/unit/test_h2_codec.c,
- * test_hpack.c) and fuzzed (fuzz_h2frame, fuzz_hpack) alone.
+ * test_hpack_*.c) and fuzzed (fuzz_h2frame, fuzz_hpack) alone.
  *
  * Decoders return 0, or the error code (enum h2_error) of the connection
  * error the frame is (RFC 9113 5.4.1), except where a function says the

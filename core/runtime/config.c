@@ -39,8 +39,9 @@ struct kl_config_section {
 };
 
 struct kl_config {
-    char *name;   /* the parsed file's (or string's) name, NULL before the
-                     parse (a config is parsed once); values point at it */
+    /* The parsed file's (or string's) name, which values point at; NULL
+     * until the parse (a config is parsed once). */
+    char *name;
     int is_file;  /* parsed from a file (name is its path), not from a string */
     ptrvec sects; /* kl_config_section *: [0, nfile) from the file, then --set */
     size_t nfile;

@@ -31,7 +31,11 @@
 #                 TLS_COUNT_MODE=new: full handshakes instead)
 #   tlsinstr      user-space instructions per resumed handshake's connection
 #                 (callgrind on the server, one at a time, the same load;
-#                 not Caddy): counts the loaded other core cannot blur
+#                 not Caddy): counts the loaded other core cannot blur.
+#                 Each s_time run's first connection is a full handshake
+#                 (~2 M instructions on OpenSSL, ~22 M on mbedTLS 2.28),
+#                 spread over the run's connections: compare runs that made
+#                 about as many (a longer INSTR_SECS spreads it thinner)
 # Settings (defaults in brackets): CONNS [64] TLS_CONNS_1M [16] TLS_IDLE [2000] IDLE_HOLD [3]
 # INSTR_SECS [5] TLS_COUNT_MODE [reuse]
 # TLS_VERSION [1.2] (1.3: every server offers TLS 1.3 only, the suite

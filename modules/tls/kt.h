@@ -142,7 +142,8 @@ typedef struct kt_worker {
     unsigned id;
     kt_rng rng;
     kt_conf *server_confs, *client_confs;
-    unsigned char *stage; /* KT_STAGE_SIZE: writes gathered into full records */
+    unsigned char *stage; /* KT_STAGE_SIZE: writes gathered into full records; a
+                           * handshake step's flight on its way to the core */
     unsigned char *plain; /* KT_STAGE_SIZE: decrypted bytes on their way up */
 } kt_worker;
 
@@ -176,6 +177,8 @@ typedef struct kt_session {
     kt_worker *w;
     unsigned char in_dirty, out_dirty; /* record buffers touched past a page (trim.c) */
     unsigned char sni_seen;            /* the ClientHello's server_name was read */
+    unsigned char gathering;           /* in a handshake step: bio_send appends to w->stage */
+    size_t gathered;                   /* bytes of the flight in w->stage */
     const kt_site_list *site;          /* whose certificates the handshake served (NULL: [tls]'s) */
 } kt_session;
 

@@ -2,8 +2,9 @@
  * one mbedtls_ssl_context per connection, its BIO over the core's reads
  * (bio_recv serves exactly the bytes of the current read, then
  * WANT_READ; mbedTLS keeps a partial record itself) and
- * keel_transport_send, the handshake's steps, records gathered to 16 KiB
- * and the idle record buffers' pages given back (trim.c). */
+ * keel_transport_send, the handshake's steps (each flight sent in one
+ * piece), records gathered to 16 KiB and the idle record buffers' pages
+ * given back (trim.c). */
 #include "kt.h"
 
 #include <stdio.h>
@@ -31,11 +32,34 @@ kt_session *kt_handshaking(void)
 
 /* ---- the BIO ------------------------------------------------------------------ */
 
+/* mbedTLS sends each handshake message as it writes it: a resumed
+ * TLS 1.2 handshake's ServerHello, ChangeCipherSpec and Finished would be
+ * three sends, and three system calls when the core's queue is empty.
+ * Within a handshake step they are gathered in the worker's stage buffer
+ * and leave together when the step returns, one flight (RFC 5246 7.3)
+ * in one send, as OpenSSL sends it. The stage buffer is free then:
+ * write_bufs, its other user, never runs inside a handshake step. */
+static int send_gathered(kt_session *s)
+{
+    size_t len = s->gathered;
+    s->gathered = 0;
+    return len == 0 ? KEEL_OK : keel_transport_send(s->b.conn, s->w->stage, len);
+}
+
 static int bio_send(void *ctx, const unsigned char *buf, size_t len)
 {
     kt_session *s = ctx;
     if (len > 0x7fffffff)
         len = 0x7fffffff;
+    if (s->gathering) {
+        if (s->gathered + len > KT_STAGE_SIZE && send_gathered(s) != KEEL_OK)
+            return KT_ERR_SEND;
+        if (len <= KT_STAGE_SIZE) {
+            memcpy(s->w->stage + s->gathered, buf, len);
+            s->gathered += len;
+            return (int)len;
+        }
+    }
     return keel_transport_send(s->b.conn, buf, len) == KEEL_OK ? (int)len : KT_ERR_SEND;
 }
 
@@ -148,8 +172,16 @@ int kt_be_handshake(kt_base *b, char *why, size_t size)
     for (;;) {
         ticket_accepted = 0;
         handshaking = b->client ? NULL : s;
+        s->gathering = 1;
         int rc = mbedtls_ssl_handshake(&s->ssl);
+        s->gathering = 0;
         handshaking = NULL;
+        /* The flight (or the alert of a failure) leaves now, before
+         * anything the protocol writes once the handshake is done. */
+        if (send_gathered(s) != KEEL_OK && (rc == 0 || rc == MBEDTLS_ERR_SSL_WANT_READ)) {
+            snprintf(why, size, "connection closed while sending the handshake");
+            return KT_HS_FAILED;
+        }
         if (ticket_accepted)
             b->resumed = 1;
         if (rc == 0)

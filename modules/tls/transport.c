@@ -262,7 +262,10 @@ static int on_read(keel_conn *conn, const char *data, size_t len)
     if (handshaking)
         rc = drive_handshake(b);
     size_t delivered = 0;
-    while (rc == KEEL_OK && b->state == KT_OPEN) {
+    /* The handshake just ended on the last of the input (the client's
+     * Finished, nothing behind it): a read would only say "want read". */
+    int input_left = !handshaking || b->state != KT_OPEN || b->in_len > 0 || kt_be_pending(b);
+    while (input_left && rc == KEEL_OK && b->state == KT_OPEN) {
         char why[256];
         int n = kt_be_read(b, b->plain, KT_STAGE_SIZE, why, sizeof why);
         if (n > 0) {

@@ -381,8 +381,8 @@ void ko_ocsp_free(void)
 typedef struct ko_fetch {
     ko_staple *st;
     int done;
-    size_t len;
-    char buf[KO_OCSP_HTTP_HEAD_MAX + KO_OCSP_HTTP_BODY_MAX];
+    size_t len; /* bytes of the answer read */
+    ko_ocsp_http http;
 } ko_fetch;
 
 static void arm(void);
@@ -464,20 +464,13 @@ static int fetch_data(keel_conn *conn, const char *data, size_t len, size_t *con
     *consumed = len;
     if (f->done)
         return KEEL_OK;
-    if (len > sizeof f->buf - f->len) {
-        fetched(f, 0, NULL, 0, "answer too large");
-        keel_conn_abort(conn);
-        return KEEL_OK;
-    }
-    memcpy(f->buf + f->len, data, len);
     f->len += len;
-    ko_ocsp_http http;
-    int rc = ko_ocsp_http_parse(f->buf, f->len, 0, &http);
+    int rc = ko_ocsp_http_feed(&f->http, data, len);
     if (rc == KO_OCSP_HTTP_DONE) {
-        fetched(f, http.status, (const unsigned char *)f->buf + http.body, http.body_len, NULL);
+        fetched(f, f->http.status, f->http.body, f->http.body_len, NULL);
         keel_conn_close(conn);
     } else if (rc == KO_OCSP_HTTP_BAD) {
-        fetched(f, 0, NULL, 0, http.why);
+        fetched(f, 0, NULL, 0, f->http.why);
         keel_conn_abort(conn);
     }
     return KEEL_OK;
@@ -504,11 +497,11 @@ static void fetch_close(keel_conn *conn, int status)
     (void)status;
     ko_fetch *f = keel_conn_data(conn);
     if (!f->done) {
-        ko_ocsp_http http;
-        if (ko_ocsp_http_parse(f->buf, f->len, 1, &http) == KO_OCSP_HTTP_DONE)
-            fetched(f, http.status, (const unsigned char *)f->buf + http.body, http.body_len, NULL);
+        if (ko_ocsp_http_end(&f->http) == KO_OCSP_HTTP_DONE)
+            fetched(f, f->http.status, f->http.body, f->http.body_len, NULL);
         else
-            fetched(f, 0, NULL, 0, f->len > 0 ? http.why : "connection closed without an answer");
+            fetched(f, 0, NULL, 0,
+                    f->len > 0 ? f->http.why : "connection closed without an answer");
     }
     free(f);
 }
@@ -543,6 +536,7 @@ static void fetch(ko_staple *st)
     f->st = st;
     f->done = 0;
     f->len = 0;
+    ko_ocsp_http_init(&f->http);
     st->in_flight = 1;
     keel_connect_options o = {
         .size = sizeof o,

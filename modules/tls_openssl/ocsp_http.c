@@ -1,112 +1,123 @@
-/* ocsp_http.c — an OCSP responder's HTTP/1.x answer (ocsp_http.h): the
- * status line, the head (Content-Length, Transfer-Encoding) and where the
- * body lies, every size bounded. The body itself is DER that OpenSSL
- * parses (ocsp.c). */
+/* ocsp_http.c — an OCSP responder's HTTP/1.x answer (ocsp_http.h), read
+ * with llhttp (as http1 reads requests and the proxy its upstreams'
+ * answers): the status, where the body ends, every size bounded. The
+ * body itself is DER that OpenSSL parses (ocsp.c). */
 #include "ocsp_http.h"
 
 #include <string.h>
 
-#include <keel/util.h>
-
-static int bad(ko_ocsp_http *out, const char *why)
+static int refuse(ko_ocsp_http *h, const char *why)
 {
-    out->why = why;
-    return KO_OCSP_HTTP_BAD;
+    h->why = why;
+    return -1; /* llhttp stops with an error: the state becomes BAD */
 }
 
-/* The end of the head (after its empty line), or 0 if not there yet.
- * Lines end in CRLF or, leniently, a bare LF (RFC 9112 2.2). */
-static size_t head_end(const char *buf, size_t len)
+static int on_headers_complete(llhttp_t *p)
 {
-    for (size_t i = 0; i < len; i++) {
-        if (buf[i] != '\n')
-            continue;
-        if (i + 1 < len && buf[i + 1] == '\n')
-            return i + 2;
-        if (i + 2 < len && buf[i + 1] == '\r' && buf[i + 2] == '\n')
-            return i + 3;
-    }
+    ko_ocsp_http *h = p->data;
+    h->head_done = 1;
+    if (p->http_major != 1)
+        return refuse(h, "not an HTTP/1.x status line");
+    if (p->status_code < 100 || p->status_code > 999)
+        return refuse(h, "bad status code");
+    if (p->flags & (F_TRANSFER_ENCODING | F_CHUNKED))
+        return refuse(h, "Transfer-Encoding in an answer to HTTP/1.0");
+    if ((p->flags & F_CONTENT_LENGTH) && p->content_length > KO_OCSP_HTTP_BODY_MAX)
+        return refuse(h, "bad or too large Content-Length");
+    h->status = p->status_code;
     return 0;
 }
 
-/* Whether the head line `line` (n bytes) is a field called `name` (lower
- * case): its name, then the colon. */
-static int name_is(const char *line, size_t n, const char *name)
+static int on_body(llhttp_t *p, const char *at, size_t len)
 {
-    size_t k = strlen(name);
-    return n > k && line[k] == ':' && keel_ascii_iequal_lc(line, k, name, k);
+    ko_ocsp_http *h = p->data;
+    if (len > sizeof h->body - h->body_len)
+        return refuse(h, "response body too large");
+    memcpy(h->body + h->body_len, at, len);
+    h->body_len += len;
+    return 0;
 }
 
-/* Content-Length's value: digits only, optional spaces around (RFC
- * 9110 8.6); -1 if malformed or above the body bound. */
-static long content_length(const char *v, size_t n)
+static int on_message_complete(llhttp_t *p)
 {
-    size_t i = 0;
-    while (i < n && (v[i] == ' ' || v[i] == '\t'))
-        i++;
-    while (n > i && (v[n - 1] == ' ' || v[n - 1] == '\t' || v[n - 1] == '\r'))
-        n--;
-    if (i == n)
-        return -1;
-    long value = 0;
-    for (; i < n; i++) {
-        if (v[i] < '0' || v[i] > '9')
-            return -1;
-        value = value * 10 + (v[i] - '0');
-        if (value > KO_OCSP_HTTP_BODY_MAX)
-            return -1;
-    }
-    return value;
+    ko_ocsp_http *h = p->data;
+    h->state = KO_OCSP_HTTP_DONE;
+    return HPE_PAUSED; /* the answer is whole: what follows is not read */
 }
 
-int ko_ocsp_http_parse(const char *buf, size_t len, int eof, ko_ocsp_http *out)
-{
-    memset(out, 0, sizeof *out);
-    size_t scan = len < KO_OCSP_HTTP_HEAD_MAX ? len : KO_OCSP_HTTP_HEAD_MAX;
-    size_t end = head_end(buf, scan);
-    if (end == 0) {
-        if (len >= KO_OCSP_HTTP_HEAD_MAX)
-            return bad(out, "response head too long");
-        return eof ? bad(out, "connection closed before the response head") : KO_OCSP_HTTP_MORE;
-    }
-    /* "HTTP/1.x SSS" then a space or the line's end (RFC 9112 4). */
-    if (end < 13 || memcmp(buf, "HTTP/1.", 7) != 0 || buf[7] < '0' || buf[7] > '9' ||
-        buf[8] != ' ' || buf[9] < '1' || buf[9] > '9' || buf[10] < '0' || buf[10] > '9' ||
-        buf[11] < '0' || buf[11] > '9' || (buf[12] != ' ' && buf[12] != '\r' && buf[12] != '\n'))
-        return bad(out, "not an HTTP/1.x status line");
-    out->status = (buf[9] - '0') * 100 + (buf[10] - '0') * 10 + (buf[11] - '0');
+static const llhttp_settings_t settings = {
+    .on_headers_complete = on_headers_complete,
+    .on_body = on_body,
+    .on_message_complete = on_message_complete,
+};
 
-    long length = -1;
-    const char *line = memchr(buf, '\n', end);
-    while (line != NULL && (size_t)(line + 1 - buf) < end) {
-        line++;
-        const char *nl = memchr(line, '\n', end - (size_t)(line - buf));
-        size_t n = (size_t)(nl - line); /* nl exists: the head ends in one */
-        if (name_is(line, n, "transfer-encoding"))
-            return bad(out, "Transfer-Encoding in an answer to HTTP/1.0");
-        if (name_is(line, n, "content-length")) {
-            long v = content_length(line + 15, n - 15);
-            if (v < 0)
-                return bad(out, "bad or too large Content-Length");
-            if (length >= 0 && v != length)
-                return bad(out, "conflicting Content-Length"); /* RFC 9112 6.3 */
-            length = v;
-        }
-        line = nl;
-    }
-    out->body = end;
-    size_t have = len - end;
-    if (length >= 0) {
-        if (have >= (size_t)length) {
-            out->body_len = (size_t)length; /* bytes after it are ignored */
-            return KO_OCSP_HTTP_DONE;
-        }
-        return eof ? bad(out, "response body truncated") : KO_OCSP_HTTP_MORE;
-    }
-    if (have > KO_OCSP_HTTP_BODY_MAX)
-        return bad(out, "response body too large");
-    if (!eof)
+void ko_ocsp_http_init(ko_ocsp_http *h)
+{
+    h->state = KO_OCSP_HTTP_MORE;
+    h->head_done = 0;
+    h->head_seen = 0;
+    h->status = 0;
+    h->why = NULL;
+    h->body_len = 0;
+    llhttp_init(&h->parser, HTTP_RESPONSE, &settings);
+    h->parser.data = h;
+}
+
+/* llhttp stopped with err: DONE if the answer was whole, else BAD. */
+static int stopped(ko_ocsp_http *h, llhttp_errno_t err, const char *why)
+{
+    if (h->state == KO_OCSP_HTTP_DONE)
+        return h->state;
+    if (err == HPE_OK)
         return KO_OCSP_HTTP_MORE;
-    out->body_len = have;
-    return KO_OCSP_HTTP_DONE;
+    if (h->why == NULL)
+        h->why = why;
+    if (h->why == NULL)
+        h->why = "malformed HTTP answer";
+    h->state = KO_OCSP_HTTP_BAD;
+    return h->state;
+}
+
+int ko_ocsp_http_feed(ko_ocsp_http *h, const char *data, size_t len)
+{
+    while (h->state == KO_OCSP_HTTP_MORE && len > 0) {
+        size_t n = len;
+        if (!h->head_done) {
+            /* The head is given at most its bound: one that does not end
+             * within it is refused however the bytes arrive. */
+            if (h->head_seen == KO_OCSP_HTTP_HEAD_MAX) {
+                h->why = "response head too long";
+                h->state = KO_OCSP_HTTP_BAD;
+                break;
+            }
+            if (n > KO_OCSP_HTTP_HEAD_MAX - h->head_seen)
+                n = KO_OCSP_HTTP_HEAD_MAX - h->head_seen;
+            h->head_seen += n;
+        }
+        llhttp_errno_t err = llhttp_execute(&h->parser, data, n);
+        if (stopped(h, err, llhttp_get_error_reason(&h->parser)) != KO_OCSP_HTTP_MORE)
+            break;
+        data += n;
+        len -= n;
+    }
+    return h->state;
+}
+
+int ko_ocsp_http_end(ko_ocsp_http *h)
+{
+    if (h->state != KO_OCSP_HTTP_MORE)
+        return h->state;
+    if (!h->head_done) {
+        h->why = "connection closed before the response head";
+        h->state = KO_OCSP_HTTP_BAD;
+        return h->state;
+    }
+    /* A body without Content-Length ends here (llhttp completes it);
+     * one with Content-Length is short. */
+    llhttp_errno_t err = llhttp_finish(&h->parser);
+    if (stopped(h, err, "response body truncated") == KO_OCSP_HTTP_MORE) {
+        h->why = "response body truncated";
+        h->state = KO_OCSP_HTTP_BAD;
+    }
+    return h->state;
 }

@@ -572,20 +572,31 @@ report_tables() {
     done
 }
 
+# count_load NAME URL CONNS SECS: the load a count divides by; prints how
+# many it did. wrk's requests on URL, or, with COUNT_LOAD set to a
+# function, what it prints for `COUNT_LOAD NAME SECS` (tls.sh: the TLS
+# connections of openssl s_time).
+count_load() {
+    if [[ -n ${COUNT_LOAD:-} ]]; then
+        "$COUNT_LOAD" "$1" "$4"
+        return
+    fi
+    { timeout $(($4 + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c"$3" -d"$4s" "$2" 2>&1 || true; } |
+        awk '/requests in/ {print $1}'
+}
+
 # count_syscalls SCENARIO NAME PATH: system calls per request, perf
-# counting the server's syscall entries while wrk runs for INSTR_SECS;
-# recorded as RES[SCENARIO/NAME/syscalls/n].
+# counting the server's syscall entries while the load (count_load) runs
+# for INSTR_SECS; recorded as RES[SCENARIO/NAME/syscalls/n].
 count_syscalls() {
-    local sc=$1 name=$2 key=$1.$2 pids out requests calls each
+    local sc=$1 name=$2 key=$1.$2 pids requests calls each
     pids=$(server_pids "${PID[$key]}" | paste -sd, -)
     perf stat -x, -e raw_syscalls:sys_enter -p "$pids" -o "$TMP/perf.$key" 2>/dev/null &
     local perf_pid=$!
     sleep 0.5
-    out=$(timeout $((INSTR_SECS + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" \
-        -d"${INSTR_SECS}s" "http://127.0.0.1:$(port_of "$sc" "$name")$3" 2>&1) || true
+    requests=$(count_load "$name" "http://127.0.0.1:$(port_of "$sc" "$name")$3" "$CONNS" "$INSTR_SECS")
     kill -INT "$perf_pid" 2>/dev/null || true
     wait "$perf_pid" 2>/dev/null || true
-    requests=$(awk '/requests in/ {print $1}' <<<"$out")
     calls=$(awk -F, '/raw_syscalls:sys_enter/ {print $1}' "$TMP/perf.$key" 2>/dev/null)
     if [[ -z $requests || $requests -eq 0 || ! $calls =~ ^[0-9]+$ ]]; then
         log "bench: $key syscalls: no count (is perf usable here?)"
@@ -598,15 +609,16 @@ count_syscalls() {
 
 # count_instr SCENARIO NAME PATH [cache]: user-space instructions per
 # request. The server (stopped before: one at a time) runs under callgrind;
-# its counters are zeroed after a warm-up, wrk runs for INSTR_SECS, the
-# counters are dumped and divided by the requests wrk saw answered;
+# its counters are zeroed after a warm-up, the load (count_load) runs for
+# INSTR_SECS, the counters are dumped and divided by the requests it saw
+# answered;
 # recorded as RES[SCENARIO/NAME/instr/n]. With "cache", callgrind also
 # simulates the caches (the host's sizes) and the first-level instruction
 # cache's misses per request are recorded as RES[SCENARIO/NAME/i1miss/n]:
 # a code path that touches more distinct lines than fit pays for it in
 # cycles that the instruction count does not show.
 count_instr() {
-    local sc=$1 name=$2 key=$1.$2 port pids p out requests ir url i1
+    local sc=$1 name=$2 key=$1.$2 port pids p requests ir url i1
     port=$(port_of "$sc" "$name")
     url="http://127.0.0.1:$port$3"
     rm -f "$TMP/cg.$key".*
@@ -619,19 +631,17 @@ count_instr() {
         return 0
     }
     sleep 1 # nginx's worker: started after the master answers
-    taskset -c "$CLIENT_CPU" wrk -t1 -c16 -d2s "$url" >/dev/null 2>&1 || true
+    count_load "$name" "$url" 16 2 >/dev/null
     pids=$(server_pids "${PID[$key]}")
     for p in $pids; do callgrind_control -z "$p" >/dev/null 2>&1 || true; done
-    out=$(timeout $((INSTR_SECS + 30)) taskset -c "$CLIENT_CPU" wrk -t1 -c16 -d"${INSTR_SECS}s" \
-        "$url" 2>&1) || true
+    requests=$(count_load "$name" "$url" 16 "$INSTR_SECS")
     for p in $pids; do callgrind_control -d "$p" >/dev/null 2>&1 || true; done
-    requests=$(awk '/requests in/ {print $1}' <<<"$out")
     ir=$(cat "$TMP/cg.$key".*.[0-9]* 2>/dev/null | awk '/^summary:/ {s += $2} END {print s + 0}')
     # With --cache-sim the events are Ir Dr Dw I1mr ...: I1mr is the fifth field.
     i1=$(cat "$TMP/cg.$key".*.[0-9]* 2>/dev/null | awk '/^summary:/ && NF > 4 {s += $5} END {print s + 0}')
     stop_server "$key"
     if [[ -z $requests || $requests -eq 0 || $ir -eq 0 ]]; then
-        log "bench: $key instr: no count (wrk: ${out:0:200})"
+        log "bench: $key instr: no count (the load answered ${requests:-nothing})"
         return 0
     fi
     record "$sc/$name/instr/n" $((ir / requests))

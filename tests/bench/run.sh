@@ -20,7 +20,7 @@
 #   http.sh    plain pipeline post idle syscalls instr latency  (group "http")
 #   static.sh  static4k static1m staticsyscalls staticinstr  (group "static")
 #   ws.sh      wsecho wsidle                              (group "ws")
-#   tls.sh     tlskeepalive tlshandshake tlsresume tls1m tlsidle (group "tls")
+#   tls.sh     tlskeepalive tlshandshake tlsresume tls1m tlsidle tlssyscalls tlsinstr (group "tls")
 #   h2.sh      h2small h2file h2idle                      (group "h2")
 #   proxy.sh   proxysmall proxy1m proxysyscalls proxyinstr (group "proxy")
 #   fastcgi.sh fcgismall fcgisyscalls fcgiinstr           (group "fastcgi")

@@ -26,7 +26,18 @@
 #                 after one request; tls_idle.py), two rounds, the larger:
 #                 the first on fresh memory, the second once the allocator
 #                 reuses what the first freed
+#   tlssyscalls   system calls per resumed handshake's connection (perf on
+#                 the server while openssl s_time -reuse runs INSTR_SECS;
+#                 TLS_COUNT_MODE=new: full handshakes instead)
+#   tlsinstr      user-space instructions per resumed handshake's connection
+#                 (callgrind on the server, one at a time, the same load;
+#                 not Caddy): counts the loaded other core cannot blur.
+#                 Each s_time run's first connection is a full handshake
+#                 (~2 M instructions on OpenSSL, ~22 M on mbedTLS 2.28),
+#                 spread over the run's connections: compare runs that made
+#                 about as many (a longer INSTR_SECS spreads it thinner)
 # Settings (defaults in brackets): CONNS [64] TLS_CONNS_1M [16] TLS_IDLE [2000] IDLE_HOLD [3]
+# INSTR_SECS [5] TLS_COUNT_MODE [reuse]
 # TLS_VERSION [1.2] (1.3: every server offers TLS 1.3 only, the suite
 # TLS_AES_128_GCM_SHA256; mbedTLS 2.28 has none, so "keel" does not start).
 # Ports BASE_PORT + 30..33.
@@ -39,6 +50,7 @@ IDLE_HOLD=${IDLE_HOLD:-3}
 SUITE_OPENSSL=ECDHE-ECDSA-AES128-GCM-SHA256
 SUITE_MBEDTLS=TLS-ECDHE-ECDSA-WITH-AES-128-GCM-SHA256
 TLS_VERSION=${TLS_VERSION:-1.2}
+TLS_COUNT_MODE=${TLS_COUNT_MODE:-reuse}
 if [[ $TLS_VERSION == 1.3 ]]; then
     SUITE_MBEDTLS=TLS_AES_128_GCM_SHA256
     S_TIME_SUITE=(-tls1_3 -ciphersuites TLS_AES_128_GCM_SHA256)
@@ -46,17 +58,20 @@ else
     S_TIME_SUITE=(-cipher "$SUITE_OPENSSL")
 fi
 
-bench_scenario tls "tlskeepalive tlshandshake tlsresume tls1m tlsidle" "keel keel-openssl nginx caddy" 30
+bench_scenario tls "tlskeepalive tlshandshake tlsresume tls1m tlsidle tlssyscalls tlsinstr" \
+    "keel keel-openssl nginx caddy" 30
 
 TLS_DIR=$TMP/tls
 
 tls_settings() {
     printf '%s\n' "CONNS=$CONNS" "TLS_CONNS_1M=$TLS_CONNS_1M" "TLS_IDLE=$TLS_IDLE" "TLS_VERSION=$TLS_VERSION"
+    if wants tlssyscalls || wants tlsinstr; then printf '%s\n' "TLS_COUNT_MODE=$TLS_COUNT_MODE"; fi
 }
 
 tls_needs() {
     need_servers tls
     need openssl openssl
+    if wants tlsinstr; then need callgrind_control valgrind; fi
 }
 
 # tls_keel NAME PORT BACKEND: the same [tls] for both backends (the suite
@@ -143,6 +158,15 @@ tls_handshake() {
     log "bench: $name $test: $n handshakes in $secs s, $(per_cpu_s "$n" "$ticks") per CPU-s"
 }
 
+# tls_count_load NAME SECS: the load of tlssyscalls and tlsinstr (lib.sh's
+# count_load): openssl s_time -reuse (or -new, TLS_COUNT_MODE) for SECS;
+# prints the connections it made.
+tls_count_load() {
+    { timeout $(($2 + 30)) taskset -c "$CLIENT_CPU" openssl s_time -connect \
+        "127.0.0.1:$(port_of tls "$1")" "-$TLS_COUNT_MODE" -time "$2" "${S_TIME_SUITE[@]}" 2>&1 || true; } |
+        awk '/connections in [0-9]+ real seconds/ {print $1; exit}'
+}
+
 # One round of TLS_IDLE idle connections; prints the RSS while they are held.
 tls_idle_round() {
     local name=$1 pid=${PID[tls.$1]} after="" line
@@ -200,7 +224,7 @@ tls_run() {
     if wants tlsidle; then
         for s in ${UP[tls]}; do tls_idle "$s"; done
     fi
-    stop_all tls
+    COUNT_LOAD=tls_count_load run_counts tls / tlssyscalls tlsinstr caddy
 }
 
 tls_report() {
@@ -211,14 +235,17 @@ tls_report() {
         "tlshandshake|tlshandshake/val|%.0f|handshakes/s|1" "tlshandshake|tlshandshake/cpu|%.0f|handshakes/CPU-s|1" \
         "tlsresume|tlsresume/val|%.0f|resumed/s|1" "tlsresume|tlsresume/cpu|%.0f|resumed/CPU-s|1" \
         "tls1m|tls1m/val|%.0f|1 MiB MB/s|1" "tls1m|tls1m/cpu|%.0f|1 MiB MB/CPU-s|1" \
-        "tlsidle|idle/bytes|%.0f|idle TLS conn bytes|1"
+        "tlsidle|idle/bytes|%.0f|idle TLS conn bytes|1" \
+        "tlssyscalls|syscalls/n|%.2f|$TLS_COUNT_MODE syscalls/conn|1" \
+        "tlsinstr|instr/n|%.0f|$TLS_COUNT_MODE user instr/conn|1"
     wrk_notes tls tlskeepalive tls1m
     # The OpenSSL backend against nginx, on the same library.
     if [[ " ${UP[tls]} " == *" keel-openssl "* && " ${UP[tls]} " == *" nginx "* ]]; then
         echo
         local tk k row=(nginx) head=("keel-openssl ÷ peer")
         for tk in tlskeepalive/tlskeepalive/cpu tlshandshake/tlshandshake/cpu \
-            tlsresume/tlsresume/cpu tls1m/tls1m/cpu tlsidle/idle/bytes; do
+            tlsresume/tlsresume/cpu tls1m/tls1m/cpu tlsidle/idle/bytes tlssyscalls/syscalls/n \
+            tlsinstr/instr/n; do
             wants "${tk%%/*}" || continue
             k=${tk#*/}
             head+=("$k")
@@ -228,7 +255,7 @@ tls_report() {
         md_row "${row[@]}"
     fi
     echo
-    echo "Above 1.00× keel is ahead for requests and handshakes; below 1.00× keel uses less memory."
+    echo "Above 1.00× keel is ahead for requests and handshakes; below 1.00× keel uses less memory, system calls and instructions."
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

@@ -1837,10 +1837,12 @@ KEEL_FN(int, response_fields_add,
  * a copy of both, the field line and the name's token, so that HTTP/1.1
  * copies the line whole and HTTP/2 encodes it by its token as they do a
  * field prepared at load. KEEL_OK with *out the field, which belongs to
- * the caller: free it with keel_field_free, after the last response it
- * was added to has finished (its log phase has run: the core and other
- * modules read a response's fields until then), and before the module
- * is unloaded. KEEL_ERR_INVAL for a NULL `out`, name or value, or a name
+ * the caller: free it with keel_field_free once the last response it was
+ * added to is over, that is after every on_log hook of its request has
+ * run (the core and other modules' hooks read a response's fields until
+ * then, and the module's own hook may run before theirs: free it from a
+ * function that hook posts with keel_worker_post, or later), and before
+ * the module is unloaded. KEEL_ERR_INVAL for a NULL `out`, name or value, or a name
  * or value that may not be sent (*out NULL); KEEL_ERR_NOMEM (*out NULL).
  * Any thread. */
 KEEL_FN(int, field_make,

@@ -7,7 +7,8 @@
  * keel_response_fields_add replacing (so one X-Made is left, the made
  * one); GET /single/PATH adds X-Made: PATH alone with
  * keel_response_field_add, without replacing (both stay). The fields
- * live until on_log, which frees them. Each request first checks the
+ * live until a function on_log posts frees them: the access log, loaded
+ * after this module, reads them in its own on_log, which runs later. Each request first checks the
  * refusals (a name that is not a token, a value with CR LF, NUL, a
  * framing field, Date, a NULL out): X-Refusal-Error: WHAT says one was not
  * refused or left *out set. */
@@ -72,7 +73,18 @@ static int answer(keel_request *req, keel_response *res, void *ud)
     return keel_response_send_copy(res, "made\n", 5);
 }
 
-/* The response is over: nothing reads its fields any more. */
+static void free_posted(keel_worker *worker, void *data)
+{
+    (void)worker;
+    made_fields *m = data;
+    keel_field_free(m->f[0]);
+    keel_field_free(m->f[1]);
+    free(m);
+}
+
+/* The response is over, but the log hooks after this one (the access
+ * log's: `modules` names it later) still read its fields: freed from a
+ * posted function, which runs after them. */
 static void free_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
                         void *ud)
 {
@@ -83,9 +95,8 @@ static void free_on_log(keel_request *req, keel_response *res, const keel_http_l
     if (m == NULL)
         return;
     keel_request_set_data(req, self, NULL);
-    keel_field_free(m->f[0]);
-    keel_field_free(m->f[1]);
-    free(m);
+    if (keel_worker_post(keel_request_worker(req), free_posted, m) != KEEL_OK)
+        free_posted(NULL, m); /* out of memory: freed now */
 }
 
 static const keel_http_filter log_filter = {

@@ -1,8 +1,8 @@
 /* What a module may put in a response field (RFC 9110 5.1 names, 5.5
  * values): the checks every header and trailer setter runs
  * (http/response_fields.c), written for the hot path because a response sets
- * several (http/http.h), and the fields a module prepares once at load
- * (keel_field_prepare). */
+ * several (http/http.h), and the fields a module prepares once: at load
+ * (keel_field_prepare) or at run time (keel_field_make). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -146,6 +146,23 @@ int kl_prepared_field_new(const char *name, size_t nl, const char *value, size_t
     f->next = NULL;
     *out = f;
     return KEEL_OK;
+}
+
+int keel_field_make(const char *name, size_t name_len, const char *value, size_t value_len,
+                    const keel_prepared_field **out)
+{
+    if (out == NULL)
+        return KEEL_ERR_INVAL;
+    keel_prepared_field *f;
+    int rc = kl_prepared_field_new(name, name_len, value, value_len, &f);
+    *out = f;
+    return rc;
+}
+
+void keel_field_free(const keel_prepared_field *field)
+{
+    /* The caller's alone (keel_field_make): never on a module's list. */
+    free((keel_prepared_field *)field);
 }
 
 void kl_prepared_fields_free(keel_prepared_field *list)

@@ -129,9 +129,10 @@ typedef struct kl_arena {
  * else 0. */
 typedef keel_field kl_field;
 
-/* keel_field_prepare's field: checked, classified and copied once. The
- * name and value follow the struct, each NUL-terminated, then the field
- * line (field.line); the module's list frees them. */
+/* keel_field_prepare's and keel_field_make's field: checked, classified
+ * and copied once. The name and value follow the struct, each
+ * NUL-terminated, then the field line (field.line); the module's list
+ * frees a prepared one (`next` links it), keel_field_free a made one. */
 struct keel_prepared_field {
     kl_field field;
     struct keel_prepared_field *next;

@@ -32,9 +32,9 @@ static int append_field(keel_request *req, kl_field **list, size_t *n, size_t *c
 }
 
 /* Makes room for `need` fields in the list, which holds *cap (the arena
- * is not needed: a prepared field's strings outlive every request). Out
- * of line: most responses fit in the inline list, and the callers then
- * need none of the registers a call to realloc takes. */
+ * is not needed: a prepared field's strings outlive the requests that
+ * carry it). Out of line: most responses fit in the inline list, and the
+ * callers then need none of the registers a call to realloc takes. */
 #if defined(__GNUC__) || defined(__clang__)
 __attribute__((noinline))
 #endif

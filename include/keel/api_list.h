@@ -1817,3 +1817,42 @@ KEEL_FN(int, response_fields_add,
         (keel_response * res, const keel_prepared_field *const *fields, size_t n, int replace),
         (res, fields, n, replace))
 #endif /* KEEL__WANT(11) */
+
+#if KEEL__WANT(12)
+/* ABI 1.12: entries are appended below this line, each with its section
+ * comment (what it is for, ownership, thread, errors). */
+
+/* ---- HTTP: prepared fields made at run time (ABI 1.12) ---------------------
+ * keel_field_prepare makes a field at load, for a value the config gives.
+ * A value known only at run time that many responses then carry (a cached
+ * file's ETag and Last-Modified, which change with the file) is made on
+ * the worker once, kept with what it describes, added by pointer
+ * (keel_response_field_add, keel_response_fields_add) and freed by the
+ * module when what it describes goes. */
+
+/* As keel_field_prepare, at any time and on any thread: checks
+ * name[0..name_len) (a token, RFC 9110 5.1) and value[0..value_len) (no
+ * control character but HTAB, RFC 9110 5.5: no CR, LF or NUL; it may be
+ * empty), refuses the same framing, connection and Date fields, and keeps
+ * a copy of both, the field line and the name's token, so that HTTP/1.1
+ * copies the line whole and HTTP/2 encodes it by its token as they do a
+ * field prepared at load. KEEL_OK with *out the field, which belongs to
+ * the caller: free it with keel_field_free once the last response it was
+ * added to is over, that is after every on_log hook of its request has
+ * run (the core and other modules' hooks read a response's fields until
+ * then, and the module's own hook may run before theirs: free it from a
+ * function that hook posts with keel_worker_post, or later), and before
+ * the module is unloaded. KEEL_ERR_INVAL for a NULL `out`, name or value, or a name
+ * or value that may not be sent (*out NULL); KEEL_ERR_NOMEM (*out NULL).
+ * Any thread. */
+KEEL_FN(int, field_make,
+        (const char *name, size_t name_len, const char *value, size_t value_len,
+         const keel_prepared_field **out),
+        (name, name_len, value, value_len, out))
+
+/* Frees a field keel_field_make made; NULL is nothing. Never a field of
+ * keel_field_prepare (the core frees those). The pointer is const as
+ * keel_field_make hands it out, for keel_response_fields_add's arrays.
+ * Any thread. */
+KEEL_VFN(field_free, (const keel_prepared_field *field), (field))
+#endif /* KEEL__WANT(12) */

@@ -73,9 +73,9 @@ typedef struct keel_field {
     keel_str name;
     keel_str value;
     /* The whole field line, name ": " value CRLF (RFC 9112 5), line_len
-     * bytes, for a field prepared at load (keel_field_prepare): a
-     * protocol that writes HTTP/1.1 may copy it in one move. NULL for any
-     * other field. */
+     * bytes, for a prepared field (keel_field_prepare at load, or
+     * keel_field_make at run time, ABI 1.12): a protocol that writes
+     * HTTP/1.1 may copy it in one move. NULL for any other field. */
     const char *line;
     uint32_t line_len;
     /* 1 + the name's keel_header_token (keel/header_tokens.h, this host's
@@ -84,9 +84,10 @@ typedef struct keel_field {
     uint32_t token;
 } keel_field;
 
-/* A response field checked and laid out once, at load
- * (keel_field_prepare, ABI 1.8), then added to responses by pointer
- * (keel_response_field_add). Opaque; the core owns it. */
+/* A response field checked and laid out once, then added to responses by
+ * pointer (keel_response_field_add): at load (keel_field_prepare, ABI 1.8;
+ * the core owns it) or at run time (keel_field_make, ABI 1.12; the caller
+ * owns it and frees it with keel_field_free). Opaque. */
 typedef struct keel_prepared_field keel_prepared_field;
 
 /* What filters and handlers return. */

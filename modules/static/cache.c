@@ -12,7 +12,10 @@
  * rewritten in place (the descriptor reads the new bytes at once, so its
  * metadata must be the new one too, or a shorter file would break the
  * promised length), and it notices a file unlinked or renamed over
- * (st_nlink 0) and opens the name again. Past `cache_valid` the name is
+ * (st_nlink 0); either way the name is opened again, into a new st_file,
+ * so that an st_file's metadata, and what is made of it once (its
+ * validators and their fields, its bytes), never change under a response
+ * that holds it. Past `cache_valid` the name is
  * opened again anyway (a rename of another file over the name, a symlink
  * changed) and the entry kept only if it is still the same file (device,
  * inode, size, mtime). Lookups that found nothing (404) are cached the
@@ -89,6 +92,8 @@ void st_file_release(st_file *f)
     if (f != NULL && --f->refs == 0) {
         if (f->content != NULL)
             st_content_release(NULL, f->content);
+        keel_field_free(f->validator_fields[0]);
+        keel_field_free(f->validator_fields[1]);
         st_close(f->fd);
         free(f);
     }
@@ -227,14 +232,12 @@ int st_cache_open(st_cache *c, uint64_t now, const st_mount *m, const char *rel,
             st_info now_info;
             if (st_fstat(e->file->fd, &now_info) != 0 || now_info.gone) {
                 refresh(c, e, now);
-            } else {
-                /* Rewritten in place: its new size and mtime, and the
-                 * bytes read under the old ones are stale. */
-                if (!same_file(&now_info, &e->file->info)) {
-                    content_drop(c, e->file);
-                    e->file->validators_ok = 0;
-                }
-                e->file->info = now_info;
+            } else if (!same_file(&now_info, &e->file->info)) {
+                /* Rewritten in place: a new st_file under the new
+                 * metadata, as for a file renamed over. The old one's
+                 * info, bytes and validator fields stay as they are for
+                 * the responses still holding it. */
+                refresh(c, e, now);
             }
             fresh_this_turn(c, e);
         }

@@ -67,8 +67,14 @@ void st_file_validators(st_file *f)
 {
     if (f->validators_ok)
         return;
-    st_etag(&f->info, NULL, f->etag, sizeof f->etag);
-    keel_time_format(f->info.mtime, KEEL_TIME_HTTP, f->last_modified, sizeof f->last_modified);
+    size_t etag_len = st_etag(&f->info, NULL, f->etag, sizeof f->etag);
+    size_t date_len =
+        keel_time_format(f->info.mtime, KEEL_TIME_HTTP, f->last_modified, sizeof f->last_modified);
+    /* Made here, on the worker, once per file: a response adds both by
+     * pointer. Either may stay NULL (out of memory): then both are set as
+     * text, as for a file outside the cache. */
+    keel_field_make("ETag", 4, f->etag, etag_len, &f->validator_fields[0]);
+    keel_field_make("Last-Modified", 13, f->last_modified, date_len, &f->validator_fields[1]);
     f->validators_ok = 1;
 }
 

@@ -16,6 +16,7 @@ int st_open_rel(const st_ctx *x, const st_mount *m, const char *rel, size_t len,
                 st_open_file *of)
 {
     int rc;
+    of->held = 0;
     if (x->ws == NULL) {
         of->shared = NULL;
         if (name != ST_NAME_MADE && (rc = st_path_check(m, rel, len)) != 0)
@@ -39,10 +40,10 @@ int st_open_rel(const st_ctx *x, const st_mount *m, const char *rel, size_t len,
 
 void st_of_close(st_open_file *of)
 {
-    if (of->shared)
-        st_file_release(of->shared);
-    else
+    if (of->shared == NULL)
         st_close(of->fd);
+    else if (!of->held)
+        st_file_release(of->shared);
     of->shared = NULL;
     of->fd = -1;
 }
@@ -63,10 +64,23 @@ int st_of_take(st_open_file *of, int *fd)
     return why;
 }
 
+/* Gives of's reference to a cached file to the request, until its log
+ * phase (release_on_log): the file's descriptor stays open for sendfile
+ * and its validator fields for the response's field list, which points
+ * to them until then. */
+static void hold_until_log(const st_ctx *x, st_open_file *of)
+{
+    if (of->held)
+        return;
+    keel_request_set_data(x->req, x->cfg->module, of->shared);
+    of->held = 1;
+}
+
 /* Sends [off, off + len) and ends the response. A shared descriptor stays
  * open (close_fd 0) until the log phase releases the request's reference,
  * once the last byte has left; bytes from memory hold their own reference
- * (st_content), so the file's goes at once. */
+ * (st_content), so the file's goes at once unless the request holds it
+ * for its fields. */
 static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t len)
 {
     if (of->shared == NULL)
@@ -82,7 +96,7 @@ static int send_range(const st_ctx *x, st_open_file *of, uint64_t off, uint64_t 
     }
     if (k != NULL)
         st_content_release(NULL, k);
-    keel_request_set_data(x->req, x->cfg->module, of->shared);
+    hold_until_log(x, of);
     return keel_response_send_file(x->res, of->fd, off, len, 0);
 }
 
@@ -215,23 +229,38 @@ int st_serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char *re
         put_field(res, fresh, cfg->vary_encoding, "Vary", "Accept-Encoding");
     }
     const st_info *info = &of->info;
-    /* A cached file's validators are formatted once per change of its
-     * metadata; a sibling's ETag has its coding's suffix (RFC 9110 8.8.3:
-     * another representation, another tag) and is made each time. */
+    /* A cached file's validators and their fields are made once per file
+     * (its metadata never changes, cache.c); a sibling's ETag has its
+     * coding's suffix (RFC 9110 8.8.3: another representation, another
+     * tag) and is made each time. Prepared fields go in one call. */
     char etag_buf[ST_ETAG_MAX], date_buf[ST_DATE_MAX];
     const char *etag = etag_buf, *date = date_buf;
+    const keel_prepared_field *batch[3];
+    size_t nbatch = 0;
     if (of->shared != NULL && coding == NULL) {
-        st_file_validators(of->shared);
-        etag = of->shared->etag;
-        date = of->shared->last_modified;
+        st_file *f = of->shared;
+        st_file_validators(f);
+        etag = f->etag;
+        date = f->last_modified;
+        if (f->validator_fields[0] != NULL && f->validator_fields[1] != NULL) {
+            hold_until_log(x, of);
+            batch[nbatch++] = f->validator_fields[0];
+            batch[nbatch++] = f->validator_fields[1];
+        }
     } else {
         st_etag(info, coding, etag_buf, sizeof etag_buf);
         keel_time_format(info->mtime, KEEL_TIME_HTTP, date_buf, sizeof date_buf);
     }
-    put_field(res, fresh, NULL, "ETag", etag);
-    put_field(res, fresh, NULL, "Last-Modified", date);
-    if (m->cache_control)
-        put_field(res, fresh, m->cache_control_field, "Cache-Control", m->cache_control);
+    if (nbatch == 0) {
+        put_field(res, fresh, NULL, "ETag", etag);
+        put_field(res, fresh, NULL, "Last-Modified", date);
+    }
+    if (m->cache_control_field != NULL)
+        batch[nbatch++] = m->cache_control_field;
+    if (nbatch > 0)
+        keel_response_fields_add(res, batch, nbatch, !fresh);
+    if (m->cache_control != NULL && m->cache_control_field == NULL)
+        put_field(res, fresh, NULL, "Cache-Control", m->cache_control);
     if (coding)
         put_field(res, fresh, NULL, "Content-Encoding", coding);
 
@@ -248,8 +277,14 @@ int st_serve_file(const st_ctx *x, const st_mount *m, st_open_file *of, char *re
         st_of_close(of);
         return st_answer(cfg, req, res, 412);
     }
-    put_field(res, fresh, type->field, "Content-Type", type->text);
-    put_field(res, fresh, cfg->accept_ranges, "Accept-Ranges", cfg->max_ranges ? "bytes" : "none");
+    if (type->field != NULL && cfg->accept_ranges != NULL) {
+        const keel_prepared_field *two[2] = {type->field, cfg->accept_ranges};
+        keel_response_fields_add(res, two, 2, !fresh);
+    } else {
+        put_field(res, fresh, type->field, "Content-Type", type->text);
+        put_field(res, fresh, cfg->accept_ranges, "Accept-Ranges",
+                  cfg->max_ranges ? "bytes" : "none");
+    }
 
     keel_str range = keel_request_header_token(req, KEEL_HDR_RANGE);
     if (range.ptr != NULL && st_if_range(req, etag, info->mtime)) {

@@ -331,8 +331,14 @@ static int handle(keel_request *req, keel_response *res, void *userdata)
     return serve_path(&x, path.ptr, path.len, ST_WANT_ANY);
 }
 
+static void release_posted(keel_worker *worker, void *file)
+{
+    (void)worker;
+    st_file_release(file);
+}
+
 /* The log phase: the response is over, its last byte gone: the request's
- * reference to a shared descriptor goes. */
+ * reference to a shared file goes. */
 static void release_on_log(keel_request *req, keel_response *res, const keel_http_log_info *info,
                            void *userdata)
 {
@@ -340,10 +346,18 @@ static void release_on_log(keel_request *req, keel_response *res, const keel_htt
     (void)res;
     (void)info;
     st_file *f = keel_request_data(req, cfg->module);
-    if (f != NULL) {
-        keel_request_set_data(req, cfg->module, NULL);
-        st_file_release(f);
-    }
+    if (f == NULL)
+        return;
+    keel_request_set_data(req, cfg->module, NULL);
+    /* The last reference (the file left the cache while it was sent)
+     * would free its validator fields, which the log hooks after this
+     * one may still read (an access log's $sent_http_etag): released
+     * from a posted function, which runs after them (keel_field_make).
+     * Otherwise the cache's reference keeps them. */
+    if (f->refs == 1 && f->validator_fields[0] != NULL &&
+        keel_worker_post(keel_request_worker(req), release_posted, f) == KEEL_OK)
+        return;
+    st_file_release(f);
 }
 
 /* ---- configuration -------------------------------------------------------------- */

@@ -293,16 +293,21 @@ typedef struct st_file {
     /* What a response with the file's own bytes carries, made once rather
      * than on every response: the type of the name it was opened by (a
      * file is one cache entry's), and the validators of `info`
-     * (st_file_validators; the cache clears validators_ok when the fstat
-     * finds other metadata). */
+     * (st_file_validators): the text the preconditions compare with, and
+     * the ETag and Last-Modified fields (keel_field_make) responses add
+     * by pointer. `info` never changes (the cache opens a file whose
+     * metadata changed into a new st_file), so neither do they; the
+     * fields are freed with the last reference, and every response that
+     * added them holds one until its log phase (file.c). */
     const st_ctype *type; /* NULL: not looked up yet */
     int validators_ok;
     char etag[ST_ETAG_MAX];
     char last_modified[ST_DATE_MAX];
+    const keel_prepared_field *validator_fields[2]; /* ETag, Last-Modified; NULL: text */
 } st_file;
 
-/* f's ETag (without a content coding) and Last-Modified for its current
- * info, formatted now unless they were already. */
+/* f's ETag (without a content coding) and Last-Modified for its info, and
+ * their fields, made now unless they were already. Worker thread. */
 void st_file_validators(st_file *f);
 
 typedef struct st_centry st_centry;
@@ -393,6 +398,9 @@ typedef struct st_open_file {
     int fd;
     st_info info;
     st_file *shared; /* the cache's; NULL when fd is ours alone */
+    /* The reference to `shared` is the request's now, released in the
+     * log phase (static.c): closing this gives nothing back. */
+    int held;
 } st_open_file;
 
 /* Answers status (an HTTP status, or ST_NO_FD_*: 503) with a short text

@@ -1,7 +1,8 @@
 /* Compiled, never run, by tests/compile/check-target-minor.cmake: each
- * PROBE_* calls one function of ABI 1.3 (or 1.5, the request trailers, or
- * 1.8, keel_connect_error_detail), or sets a descriptor field of 1.7 or
- * 1.8 (the fields exist only from the minor that added them).
+ * PROBE_* calls one function of ABI 1.3 (or 1.5, the request trailers,
+ * 1.8, keel_connect_error_detail, or 1.12, keel_field_make), or sets a
+ * descriptor field of 1.7 or 1.8 (the fields exist only from the minor
+ * that added them).
  * Targeting the minor before the function's every probe must fail to
  * compile (the entry is declared unavailable); targeting its own minor
  * every probe must compile, which proves the failures come from the target
@@ -33,6 +34,10 @@ int probe(keel_module *module)
 #elif defined(PROBE_CONNECT_ERROR_DETAIL)
     (void)module;
     return keel_connect_error_detail((keel_worker *)0)[0];
+#elif defined(PROBE_FIELD_MAKE)
+    const keel_prepared_field *f;
+    (void)module;
+    return keel_field_make("X", 1, "v", 1, &f);
 #elif defined(PROBE_DESC_CONFIG) || defined(PROBE_DESC_STOPPING) || defined(PROBE_DESC_REOPEN)
     keel_module_desc desc;
     (void)module;

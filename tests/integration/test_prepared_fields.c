@@ -158,3 +158,25 @@ Test(prepared_fields, a_scope_hooks_error_stops_the_load, .timeout = 60, .fini =
     kh_assert(p, strstr(kh_stderr(p), "filter 'prepared'") != NULL, "the filter named");
     kh_stop(p);
 }
+
+/* A module built for ABI 1.11 (mod_prepared.c targets it) loads on a 1.12
+ * host, says so, and its 1.8 and 1.11 calls work as before. */
+Test(prepared_fields, a_module_built_for_1_11_loads, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = kh_start(
+        "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\nlog_level = debug\n" KH_MODULE_PATH
+        "modules = http1 prepared\n"
+        "[prepared]\nfield = X-One: 1\nhead = X-Two: 2\n",
+        NULL, 1, 10000);
+    kh_assert(p, strstr(kh_stderr(p), "module 'prepared' 1.0.0 (ABI 1.11) loaded from") != NULL,
+              "the load line");
+    ht_resp r = {0};
+    get(p, "a.test", &r);
+    kh_assert(p, r.status == 200, "status %d", r.status);
+    kh_assert(p, ht_header(&r, "X-One") && strcmp(ht_header(&r, "X-One"), "1") == 0, "X-One:\n%s",
+              r.head);
+    kh_assert(p, ht_header(&r, "X-Two") && strcmp(ht_header(&r, "X-Two"), "2") == 0, "X-Two:\n%s",
+              r.head);
+    ht_resp_free(&r);
+    kh_stop(p);
+}

@@ -14,7 +14,12 @@
  * scopes without `head` fields, and fails the load where `scope_error` is
  * on. The filter checks the call's refusals first (a NULL entry, a NULL
  * array) and says X-Batch-Error: WHAT if one was not refused or added
- * something. */
+ * something.
+ *
+ * Built for ABI 1.11 (KEEL_TARGET_ABI_MINOR): the module every 1.11 host
+ * loaded, loading on this one (test_prepared_fields.c checks the load
+ * line's ABI). */
+#define KEEL_TARGET_ABI_MINOR 11
 #include <keel/keel.h>
 
 #include <stdio.h>

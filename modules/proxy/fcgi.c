@@ -5,6 +5,8 @@
  */
 #include "fcgi.h"
 
+#include <keel/header_tokens.h>
+
 #include <string.h>
 
 void fcgi_header(unsigned char out[FCGI_HEADER_LEN], int type, size_t content_len)
@@ -251,11 +253,12 @@ int fcgi_head_parse(const char *buf, size_t len, fcgi_field *fields, size_t cap,
                 return -1;
             code = (s[0] - '0') * 100 + (s[1] - '0') * 10 + (s[2] - '0');
         } else {
-            if (iequal(name, name_len, "location"))
+            unsigned token = keel_header_token(name, name_len);
+            if (token == KEEL_HDR_LOCATION)
                 location = 1;
             if (n < cap)
-                fields[n] =
-                    (fcgi_field){(uint32_t)at, (uint32_t)name_len, (uint32_t)v, (uint32_t)(ve - v)};
+                fields[n] = (fcgi_field){(uint32_t)at, (uint32_t)name_len, (uint32_t)v,
+                                         (uint32_t)(ve - v), token};
             n++;
         }
         at = end + 1;

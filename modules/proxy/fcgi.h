@@ -83,6 +83,10 @@ int fcgi_read(fcgi_reader *r, const char *data, size_t len, size_t *used, const 
 
 typedef struct fcgi_field {
     uint32_t name, name_len, value, value_len; /* offsets into the head */
+    /* The name's keel_header_token (keel/header_tokens.h, inline: no keel
+     * call), classified once where the field is parsed so that whoever
+     * relays the field asks an integer. */
+    uint32_t token;
 } fcgi_field;
 
 /* Where the head ends in buf[0..len) (the offset just past the empty line
@@ -94,7 +98,7 @@ size_t fcgi_head_end(const char *buf, size_t len, size_t from);
 /* Parses a head that fcgi_head_end found whole (len is its offset): its
  * fields into fields[0..cap) (Status left out), their number in *nfields
  * (counted even beyond cap, so that a first call with cap 0 sizes the
- * array), the response's status in *status: Status's code (200..599),
+ * array), each with its name's token, the response's status in *status: Status's code (200..599),
  * else 302 with a Location, else 200 (RFC 3875 6.2.3, 6.3.3). 0, or -1
  * for a head that is not a valid CGI response: a line that is not
  * "name: value" with a token name, a value holding a control byte, a

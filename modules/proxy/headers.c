@@ -310,7 +310,7 @@ int px_upgrade_accepted(const px_ex *ex)
         return 0;
     keel_str named = {NULL, 0};
     for (size_t i = 0; i < ex->nfields; i++)
-        if (name_eq(px_field_name(ex, i), "upgrade"))
+        if (ex->fields[i].token == KEEL_HDR_UPGRADE)
             named = px_field_value(ex, i);
     offered_check oc = {ex->route, keel_request_header(ex->req, "Upgrade")};
     return named.len > 0 && each_element(named, not_offered, &oc) == 0;
@@ -698,15 +698,11 @@ void px_response_headers(px_ex *ex)
     keel_str connection = {NULL, 0};
     size_t nconnection = 0;
     sb joined = {0};
-    unsigned tokens[PX_FIELDS_SEEN];
-    for (size_t i = 0; i < ex->nfields; i++) {
-        keel_str name = px_field_name(ex, i);
-        unsigned t = keel_header_token(name.ptr, name.len);
-        if (i < PX_FIELDS_SEEN)
-            tokens[i] = t;
-        if (t == KEEL_HDR_CONNECTION)
+    /* Each name was classified where it was parsed (response.c, fcgi.c):
+     * the questions below are integers. */
+    for (size_t i = 0; i < ex->nfields; i++)
+        if (ex->fields[i].token == KEEL_HDR_CONNECTION)
             connection = join_connection(px_field_value(ex, i), &nconnection, connection, &joined);
-    }
     if (joined.failed) {
         /* Out of memory: no field another Connection names may pass, so
          * none but the ones keel writes itself. */
@@ -718,7 +714,7 @@ void px_response_headers(px_ex *ex)
     sb via = {0};
     for (size_t i = 0; i < ex->nfields; i++) {
         keel_str name = px_field_name(ex, i), value = px_field_value(ex, i);
-        unsigned t = i < PX_FIELDS_SEEN ? tokens[i] : keel_header_token(name.ptr, name.len);
+        unsigned t = ex->fields[i].token;
         if (ex->upgrade && ex->status == 101 && t == KEEL_HDR_UPGRADE) {
             add_field(res, name, value.ptr, value.len); /* the 101 names the protocol */
             continue;

@@ -94,7 +94,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
         }
         if (keel_reserve(&ex->fields, &ex->cap_fields, ex->nfields + 1, sizeof *ex->fields, 32))
             return -1;
-        ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
+        ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0, 0};
         ex->in_value = ex->skip_value = 0;
     }
     if (px_head_append(ex, at, len) != 0)
@@ -107,11 +107,11 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 /* A field of the final head that px_response_headers would drop whatever
  * else the head says (the upstream's Server and Date, unless kept): its
  * value is not copied. */
-static int dropped_early(const px_ex *ex, const px_field *f)
+static int dropped_early(const px_ex *ex, unsigned token)
 {
     const px_config *c = ex->route->cfg;
-    unsigned t = keel_header_token(ex->hbuf + f->name, f->name_len);
-    return (!c->keep_server && t == KEEL_HDR_SERVER) || (!c->keep_date && t == KEEL_HDR_DATE);
+    return (!c->keep_server && token == KEEL_HDR_SERVER) ||
+           (!c->keep_date && token == KEEL_HDR_DATE);
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
@@ -130,7 +130,10 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
     if (!ex->in_value) {
         ex->in_value = 1;
         px_field *f = &ex->fields[ex->nfields - 1];
-        if (!ex->in_trailers && dropped_early(ex, f)) {
+        /* The name is whole: classified here, once (headers.c and the
+         * trailers' check read the token). */
+        f->token = keel_header_token(ex->hbuf + f->name, f->name_len);
+        if (!ex->in_trailers && dropped_early(ex, f->token)) {
             ex->hdropped += f->name_len;
             ex->hlen = f->name;
             if (ex->hbuf != NULL)
@@ -167,7 +170,7 @@ static int same_name(keel_str a, const char *b);
 static int transfer_coding_ok(const px_ex *ex)
 {
     for (size_t i = 0; i < ex->nfields; i++) {
-        if (!same_name(px_field_name(ex, i), "transfer-encoding"))
+        if (ex->fields[i].token != KEEL_HDR_TRANSFER_ENCODING)
             continue;
         keel_str v = px_field_value(ex, i);
         while (v.len > 0 && (v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t'))
@@ -471,11 +474,10 @@ void px_body_flush_soon(px_ex *ex)
         px_response_client_gone(ex);
 }
 
-static int forbidden_trailer(keel_str name)
+static int forbidden_trailer(keel_str name, unsigned t)
 {
     /* RFC 9110 6.5.1: framing, routing and control fields never come as
      * trailers. */
-    unsigned t = keel_header_token(name.ptr, name.len);
     switch (t) {
     case KEEL_HDR_CONTENT_LENGTH:
     case KEEL_HDR_TRANSFER_ENCODING:
@@ -508,7 +510,8 @@ void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps)
         for (size_t i = ex->trailer_from; i < ex->nfields; i++) {
             keel_str n = px_field_name(ex, i), v = px_field_value(ex, i);
             char name[128], value[1024];
-            if (forbidden_trailer(n) || n.len >= sizeof name || v.len >= sizeof value)
+            if (forbidden_trailer(n, ex->fields[i].token) || n.len >= sizeof name ||
+                v.len >= sizeof value)
                 continue;
             memcpy(name, n.ptr, n.len);
             name[n.len] = '\0';

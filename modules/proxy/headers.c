@@ -640,22 +640,13 @@ keel_str px_field_value(const px_ex *ex, size_t i)
     return (keel_str){ex->hbuf + ex->fields[i].value, ex->fields[i].value_len};
 }
 
-static int add_field(keel_response *res, keel_str name, const char *value, size_t vlen)
+/* A field of the upstream's head to the response: name and value lie
+ * NUL-terminated in ex->hbuf (response.c, fastcgi.c), a rewritten
+ * Location in its builder (keel_append's NUL), so the core's call takes
+ * them as they are. */
+static int add_field(keel_response *res, keel_str name, const char *value)
 {
-    char nbuf[256], vbuf[8192];
-    if (name.len >= sizeof nbuf)
-        return KEEL_ERR_INVAL;
-    char *v = vlen < sizeof vbuf ? vbuf : malloc(vlen + 1);
-    if (v == NULL)
-        return KEEL_ERR_INVAL;
-    memcpy(nbuf, name.ptr, name.len);
-    nbuf[name.len] = '\0';
-    memcpy(v, value, vlen);
-    v[vlen] = '\0';
-    int rc = keel_response_header_add(res, nbuf, v);
-    if (v != vbuf)
-        free(v);
-    return rc;
+    return keel_response_header_add(res, name.ptr, value);
 }
 
 /* A Location naming the upstream ("http://127.0.0.1:9000/x") is rewritten
@@ -716,7 +707,7 @@ void px_response_headers(px_ex *ex)
         keel_str name = px_field_name(ex, i), value = px_field_value(ex, i);
         unsigned t = ex->fields[i].token;
         if (ex->upgrade && ex->status == 101 && t == KEEL_HDR_UPGRADE) {
-            add_field(res, name, value.ptr, value.len); /* the 101 names the protocol */
+            add_field(res, name, value.ptr); /* the 101 names the protocol */
             continue;
         }
         if (hop_by_hop_named(name, t, &named))
@@ -732,13 +723,13 @@ void px_response_headers(px_ex *ex)
         if (ex->route->rewrite_location && t == KEEL_HDR_LOCATION) {
             sb loc = {0};
             if (rewrite_location(ex, value, &loc)) {
-                add_field(res, name, loc.p, loc.len);
+                add_field(res, name, loc.p);
                 free(loc.p);
                 continue;
             }
             free(loc.p);
         }
-        add_field(res, name, value.ptr, value.len);
+        add_field(res, name, value.ptr);
     }
     /* A FastCGI response came from no HTTP hop: nothing to say in Via
      * (nginx's fastcgi_pass adds none either). */

@@ -83,10 +83,31 @@ static int on_message_begin(llhttp_t *p)
     return 0;
 }
 
+/* Each field's name and value are kept NUL-terminated in ex->hbuf (a NUL
+ * after the name, and one after the value before the next name; the last
+ * value has keel_append's): headers.c hands them to the response as they
+ * lie, with no copy to terminate them. llhttp lets no NUL into a name or
+ * a value (a token; RFC 9110 5.5), so the first NUL is the end. The NULs
+ * count against max_header as the ": " and CRLF they stand for. */
+/* Ends the name or value just appended with a NUL (keel_append's, kept
+ * after the bytes, counted in) and keeps one after it for an empty value
+ * that follows. The limit is checked by the next append. */
+static int head_end_string(px_ex *ex)
+{
+    if (ex->hbuf != NULL && ex->hlen + 2 <= ex->hcap) {
+        ex->hbuf[++ex->hlen] = '\0';
+        return 0;
+    }
+    return px_head_append(ex, "", 1);
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     px_ex *ex = ex_of(p);
     if (ex->nfields == 0 || ex->in_value || (ex->in_trailers && ex->nfields == ex->trailer_from)) {
+        /* the value before ends (not one dropped: its bytes went) */
+        if (ex->in_value && !ex->skip_value && ex->nfields > 0 && head_end_string(ex) != 0)
+            return -1;
         if (ex->fields == NULL && ex->pw->spare_fields != NULL) {
             ex->fields = ex->pw->spare_fields;
             ex->cap_fields = ex->pw->spare_fields_cap;
@@ -142,6 +163,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
             ex->skip_value = 1;
             return on_header_value(p, at, len);
         }
+        if (head_end_string(ex) != 0) /* the name ends */
+            return -1;
         f->value = (uint32_t)ex->hlen;
     }
     if (px_head_append(ex, at, len) != 0)
@@ -509,15 +532,9 @@ void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps)
     if (ok) {
         for (size_t i = ex->trailer_from; i < ex->nfields; i++) {
             keel_str n = px_field_name(ex, i), v = px_field_value(ex, i);
-            char name[128], value[1024];
-            if (forbidden_trailer(n, ex->fields[i].token) || n.len >= sizeof name ||
-                v.len >= sizeof value)
-                continue;
-            memcpy(name, n.ptr, n.len);
-            name[n.len] = '\0';
-            memcpy(value, v.ptr, v.len);
-            value[v.len] = '\0';
-            keel_response_trailer_add(ex->res, name, value);
+            /* NUL-terminated where they lie (on_header_field) */
+            if (!forbidden_trailer(n, ex->fields[i].token))
+                keel_response_trailer_add(ex->res, n.ptr, v.ptr);
         }
         px_resume_client(ex);
         px_log_exchange(ex, ex->status);

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* FastCGI 8: record types and roles. */
 enum {
@@ -80,6 +81,22 @@ int fcgi_read(fcgi_reader *r, const char *data, size_t len, size_t *used, const 
               size_t *span_len);
 
 /* ---- the CGI response head (RFC 3875 6.2, 6.3) ----------------------------- */
+
+/* a[0..n) is lower (NUL-terminated, lower case), ASCII case ignored
+ * (inline: with a literal, its length is the compiler's) */
+static inline int fcgi_iequal(const char *a, size_t n, const char *lower)
+{
+    if (strlen(lower) != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)a[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c + 32);
+        if (c != (unsigned char)lower[i])
+            return 0;
+    }
+    return 1;
+}
 
 typedef struct fcgi_field {
     uint32_t name, name_len, value, value_len; /* offsets into the head */

@@ -297,6 +297,7 @@ void px_response_init(px_up *up)
 {
     llhttp_init(&up->parser, HTTP_RESPONSE, &settings);
     up->parser.data = up;
+    up->parser_fed = 0;
     memset(&up->fcgi, 0, sizeof up->fcgi);
     up->cgi_head_done = 0;
 }
@@ -648,9 +649,68 @@ static void switch_protocols(px_ex *ex, px_up *up)
 
 /* ---- on_data ------------------------------------------------------------------------------ */
 
+/* A whole plain response in the exchange's first read, taken without
+ * llhttp (fasthead.c): what llhttp's callbacks above would do, in their
+ * order (the fields, the head relayed, the body, the end). 1 if it was
+ * taken, with *keep what llhttp_should_keep_alive would say; 0 with
+ * nothing done that llhttp's reading of the same bytes does not redo
+ * (on_message_begin starts afresh). */
+static int fast_response(px_ex *ex, px_up *up, const char *data, size_t len, int *keep)
+{
+    px_fast_head h;
+    if (up->parser_fed || ex->upgrade || ex->is_head)
+        return 0;
+    if (ex->fields == NULL && ex->pw->spare_fields != NULL) {
+        ex->fields = ex->pw->spare_fields;
+        ex->cap_fields = ex->pw->spare_fields_cap;
+        ex->pw->spare_fields = NULL;
+    }
+    if (ex->fields == NULL || !px_fast_head_scan(data, len, ex->fields, ex->cap_fields, &h))
+        return 0;
+    size_t body = len - h.head_len;
+    /* The head whole, its offsets those of data, within max_header as
+     * llhttp's path counts it (it counts less than the whole head); the
+     * body's room was reserved for the read. */
+    if (ex->pend == NULL || ex->plen + body > ex->pcap)
+        return 0;
+    ex->nfields = ex->hlen = ex->hdropped = 0;
+    ex->in_value = ex->skip_value = 0;
+    ex->trailer_from = 0;
+    ex->in_trailers = 0;
+    if (px_head_append(ex, data, h.head_len) != 0) {
+        ex->hlen = 0;
+        return 0;
+    }
+    /* Server and Date dropped as on_header_value drops them; each name
+     * and value NUL-terminated in place (at its colon and its CR) as
+     * on_header_field keeps them. */
+    size_t kept = 0;
+    for (size_t i = 0; i < h.nfields; i++) {
+        px_field f = ex->fields[i];
+        if (dropped_early(ex, f.token))
+            continue;
+        ex->hbuf[f.name + f.name_len] = '\0';
+        ex->hbuf[f.value + f.value_len] = '\0';
+        ex->fields[kept++] = f;
+    }
+    ex->nfields = kept;
+    px_response_head(ex, h.status); /* not bodiless: fasthead.c took none such */
+    if (body > 0)
+        px_body_add(ex, data + h.head_len, body);
+    ex->response_done = 1;
+    *keep = h.keep_alive;
+    return 1;
+}
+
 /* One read of an HTTP upstream's response, parsed by llhttp. */
 static void http_data(px_ex *ex, px_up *up, const char *data, size_t len, size_t *consumed)
 {
+    int keep;
+    if (fast_response(ex, up, data, len, &keep)) {
+        px_response_complete(ex, up, keep);
+        return;
+    }
+    up->parser_fed = 1;
     llhttp_errno_t err = llhttp_execute(&up->parser, data, len);
     if (err == HPE_PAUSED && ex->response_done) {
         const char *pos = llhttp_get_error_pos(&up->parser);

@@ -22,40 +22,56 @@ static int is_tchar(unsigned char c)
     return c < 128 && ((map[c >> 6] >> (c & 63)) & 1);
 }
 
-/* What this reader takes in a value (RFC 9110 5.5): VCHAR, SP, HTAB; no
- * obs-text, no other control */
-static int value_byte(unsigned char c)
-{
-    return (c >= 0x20 && c < 0x7f) || c == '\t';
-}
-
 static int digit(unsigned char c)
 {
     return c >= '0' && c <= '9';
 }
 
-/* Whether p[0..n) are all VCHAR, SP or HTAB: eight at a time while none
- * is outside 0x20..0x7e (a word with HTAB, a control, DEL or obs-text is
- * looked at a byte at a time), the last word overlapping the one before. */
-static int value_ok(const unsigned char *p, size_t n)
+/* Which byte of a little-endian word's marks (0x80 in each marked byte)
+ * comes first. */
+static size_t first_marked(uint64_t marks)
+{
+#if defined(__GNUC__) || defined(__clang__)
+    return (size_t)__builtin_ctzll(marks) / 8;
+#else
+    size_t i = 0;
+    while (!(marks & 0x80u)) {
+        marks >>= 8;
+        i++;
+    }
+    return i;
+#endif
+}
+
+/* The offset of the first byte from at that a value may not hold (not
+ * VCHAR, SP or HTAB: the CR ending the line, if the value is one this
+ * reader takes), or len. Eight bytes at a time: a word's first byte
+ * outside 0x20..0x7e is found exactly (a borrow only marks bytes above a
+ * marked one), and an HTAB there is stepped over. */
+static size_t value_end(const unsigned char *p, size_t len, size_t at)
 {
     const uint64_t lo = 0x0101010101010101u, hi = 0x8080808080808080u;
-    if (n >= 8) {
-        for (size_t i = 0;; i += 8) {
-            size_t at = i + 8 <= n ? i : n - 8;
+    for (;;) {
+        if (at + 8 <= len) {
             uint64_t w;
             memcpy(&w, p + at, 8);
             uint64_t del = w ^ (0x7f * lo);
-            if ((w | ((w - 0x20 * lo) & ~w) | ((del - lo) & ~del)) & hi)
-                break; /* a byte at a time, below */
-            if (at + 8 == n)
-                return 1;
+            uint64_t odd = (w | ((w - 0x20 * lo) & ~w) | ((del - lo) & ~del)) & hi;
+            if (odd == 0) {
+                at += 8;
+                continue;
+            }
+            at += first_marked(odd);
+        } else {
+            while (at < len && p[at] >= 0x20 && p[at] < 0x7f)
+                at++;
         }
+        if (at < len && p[at] == '\t') {
+            at++;
+            continue;
+        }
+        return at;
     }
-    for (size_t i = 0; i < n; i++)
-        if (!value_byte(p[i]))
-            return 0;
-    return 1;
 }
 
 /* CRLF at p[at], within len */
@@ -108,12 +124,9 @@ int px_fast_head_scan(const char *data, size_t len, fcgi_field *fields, size_t c
         while (at < len && (p[at] == ' ' || p[at] == '\t'))
             at++;
         size_t value = at;
-        const unsigned char *cr = memchr(p + at, '\r', len - at);
-        if (cr == NULL)
-            return 0;
-        at = (size_t)(cr - p);
+        at = value_end(p, len, at);
         size_t value_len = at - value;
-        if (!crlf_at(p, len, at) || !value_ok(p + value, value_len))
+        if (!crlf_at(p, len, at))
             return 0;
         at += 2;
         switch (token) {

@@ -100,6 +100,13 @@ static void named_init(named_list *nl, keel_str list)
     nl->n = 0;
     if (list.ptr == NULL)
         return;
+    /* No comma and no blank at either end ("keep-alive", "close"): the
+     * one element keel_list_next would find is the whole value. */
+    if (list.len > 0 && memchr(list.ptr, ',', list.len) == NULL && list.ptr[0] != ' ' &&
+        list.ptr[0] != '\t' && list.ptr[list.len - 1] != ' ' && list.ptr[list.len - 1] != '\t') {
+        nl->el[nl->n++] = list;
+        return;
+    }
     while (keel_list_next(&at, list.ptr + list.len, &el, &len)) {
         if (nl->n < PX_NAMED_MAX)
             nl->el[nl->n] = (keel_str){el, len};

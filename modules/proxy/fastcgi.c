@@ -441,6 +441,14 @@ static int head_done(px_ex *ex, px_up *up, size_t end)
         ex->cap_fields = n;
     }
     fcgi_head_parse(ex->hbuf, end, ex->fields, ex->cap_fields, &ex->nfields, &status);
+    /* Each name and value NUL-terminated where it lies, as response.c
+     * keeps an HTTP head's (headers.c relays them without a copy): a name
+     * ends at its colon, a value at the blank, CR or LF after it, all
+     * within the head and read no more (the body's bytes follow end). */
+    for (size_t i = 0; i < ex->nfields; i++) {
+        ex->hbuf[ex->fields[i].name + ex->fields[i].name_len] = '\0';
+        ex->hbuf[ex->fields[i].value + ex->fields[i].value_len] = '\0';
+    }
     up->cgi_head_done = 1;
     /* the body's first bytes: from this read (the head's end is in it),
      * so the gathering block has room (px_body_reserve) */

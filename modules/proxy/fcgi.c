@@ -5,6 +5,8 @@
  */
 #include "fcgi.h"
 
+#include <keel/header_tokens.h>
+
 #include <string.h>
 
 void fcgi_header(unsigned char out[FCGI_HEADER_LEN], int type, size_t content_len)
@@ -191,20 +193,6 @@ static int is_tchar(unsigned char c)
            (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
 }
 
-static int iequal(const char *a, size_t n, const char *lower)
-{
-    if (strlen(lower) != n)
-        return 0;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)a[i];
-        if (c >= 'A' && c <= 'Z')
-            c = (unsigned char)(c + 32);
-        if (c != (unsigned char)lower[i])
-            return 0;
-    }
-    return 1;
-}
-
 int fcgi_head_parse(const char *buf, size_t len, fcgi_field *fields, size_t cap, size_t *nfields,
                     int *status)
 {
@@ -241,7 +229,7 @@ int fcgi_head_parse(const char *buf, size_t len, fcgi_field *fields, size_t cap,
         }
         const char *name = buf + at;
         size_t name_len = colon - at;
-        if (iequal(name, name_len, "status")) {
+        if (fcgi_iequal(name, name_len, "status")) {
             /* "Status: 404 Not Found" (RFC 3875 6.3.3) */
             if (code != 0 || ve - v < 3)
                 return -1;
@@ -251,11 +239,12 @@ int fcgi_head_parse(const char *buf, size_t len, fcgi_field *fields, size_t cap,
                 return -1;
             code = (s[0] - '0') * 100 + (s[1] - '0') * 10 + (s[2] - '0');
         } else {
-            if (iequal(name, name_len, "location"))
+            unsigned token = keel_header_token(name, name_len);
+            if (token == KEEL_HDR_LOCATION)
                 location = 1;
             if (n < cap)
-                fields[n] =
-                    (fcgi_field){(uint32_t)at, (uint32_t)name_len, (uint32_t)v, (uint32_t)(ve - v)};
+                fields[n] = (fcgi_field){(uint32_t)at, (uint32_t)name_len, (uint32_t)v,
+                                         (uint32_t)(ve - v), token};
             n++;
         }
         at = end + 1;

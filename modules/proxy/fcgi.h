@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* FastCGI 8: record types and roles. */
 enum {
@@ -81,8 +82,28 @@ int fcgi_read(fcgi_reader *r, const char *data, size_t len, size_t *used, const 
 
 /* ---- the CGI response head (RFC 3875 6.2, 6.3) ----------------------------- */
 
+/* a[0..n) is lower (NUL-terminated, lower case), ASCII case ignored
+ * (inline: with a literal, its length is the compiler's) */
+static inline int fcgi_iequal(const char *a, size_t n, const char *lower)
+{
+    if (strlen(lower) != n)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)a[i];
+        if (c >= 'A' && c <= 'Z')
+            c = (unsigned char)(c + 32);
+        if (c != (unsigned char)lower[i])
+            return 0;
+    }
+    return 1;
+}
+
 typedef struct fcgi_field {
     uint32_t name, name_len, value, value_len; /* offsets into the head */
+    /* The name's keel_header_token (keel/header_tokens.h, inline: no keel
+     * call), classified once where the field is parsed so that whoever
+     * relays the field asks an integer. */
+    uint32_t token;
 } fcgi_field;
 
 /* Where the head ends in buf[0..len) (the offset just past the empty line
@@ -94,7 +115,7 @@ size_t fcgi_head_end(const char *buf, size_t len, size_t from);
 /* Parses a head that fcgi_head_end found whole (len is its offset): its
  * fields into fields[0..cap) (Status left out), their number in *nfields
  * (counted even beyond cap, so that a first call with cap 0 sizes the
- * array), the response's status in *status: Status's code (200..599),
+ * array), each with its name's token, the response's status in *status: Status's code (200..599),
  * else 302 with a Location, else 200 (RFC 3875 6.2.3, 6.3.3). 0, or -1
  * for a head that is not a valid CGI response: a line that is not
  * "name: value" with a token name, a value holding a control byte, a

@@ -100,6 +100,13 @@ static void named_init(named_list *nl, keel_str list)
     nl->n = 0;
     if (list.ptr == NULL)
         return;
+    /* No comma and no blank at either end ("keep-alive", "close"): the
+     * one element keel_list_next would find is the whole value. */
+    if (list.len > 0 && memchr(list.ptr, ',', list.len) == NULL && list.ptr[0] != ' ' &&
+        list.ptr[0] != '\t' && list.ptr[list.len - 1] != ' ' && list.ptr[list.len - 1] != '\t') {
+        nl->el[nl->n++] = list;
+        return;
+    }
     while (keel_list_next(&at, list.ptr + list.len, &el, &len)) {
         if (nl->n < PX_NAMED_MAX)
             nl->el[nl->n] = (keel_str){el, len};
@@ -310,7 +317,7 @@ int px_upgrade_accepted(const px_ex *ex)
         return 0;
     keel_str named = {NULL, 0};
     for (size_t i = 0; i < ex->nfields; i++)
-        if (name_eq(px_field_name(ex, i), "upgrade"))
+        if (ex->fields[i].token == KEEL_HDR_UPGRADE)
             named = px_field_value(ex, i);
     offered_check oc = {ex->route, keel_request_header(ex->req, "Upgrade")};
     return named.len > 0 && each_element(named, not_offered, &oc) == 0;
@@ -640,22 +647,13 @@ keel_str px_field_value(const px_ex *ex, size_t i)
     return (keel_str){ex->hbuf + ex->fields[i].value, ex->fields[i].value_len};
 }
 
-static int add_field(keel_response *res, keel_str name, const char *value, size_t vlen)
+/* A field of the upstream's head to the response: name and value lie
+ * NUL-terminated in ex->hbuf (response.c, fastcgi.c), a rewritten
+ * Location in its builder (keel_append's NUL), so the core's call takes
+ * them as they are. */
+static int add_field(keel_response *res, keel_str name, const char *value)
 {
-    char nbuf[256], vbuf[8192];
-    if (name.len >= sizeof nbuf)
-        return KEEL_ERR_INVAL;
-    char *v = vlen < sizeof vbuf ? vbuf : malloc(vlen + 1);
-    if (v == NULL)
-        return KEEL_ERR_INVAL;
-    memcpy(nbuf, name.ptr, name.len);
-    nbuf[name.len] = '\0';
-    memcpy(v, value, vlen);
-    v[vlen] = '\0';
-    int rc = keel_response_header_add(res, nbuf, v);
-    if (v != vbuf)
-        free(v);
-    return rc;
+    return keel_response_header_add(res, name.ptr, value);
 }
 
 /* A Location naming the upstream ("http://127.0.0.1:9000/x") is rewritten
@@ -698,15 +696,11 @@ void px_response_headers(px_ex *ex)
     keel_str connection = {NULL, 0};
     size_t nconnection = 0;
     sb joined = {0};
-    unsigned tokens[PX_FIELDS_SEEN];
-    for (size_t i = 0; i < ex->nfields; i++) {
-        keel_str name = px_field_name(ex, i);
-        unsigned t = keel_header_token(name.ptr, name.len);
-        if (i < PX_FIELDS_SEEN)
-            tokens[i] = t;
-        if (t == KEEL_HDR_CONNECTION)
+    /* Each name was classified where it was parsed (response.c, fcgi.c):
+     * the questions below are integers. */
+    for (size_t i = 0; i < ex->nfields; i++)
+        if (ex->fields[i].token == KEEL_HDR_CONNECTION)
             connection = join_connection(px_field_value(ex, i), &nconnection, connection, &joined);
-    }
     if (joined.failed) {
         /* Out of memory: no field another Connection names may pass, so
          * none but the ones keel writes itself. */
@@ -718,9 +712,9 @@ void px_response_headers(px_ex *ex)
     sb via = {0};
     for (size_t i = 0; i < ex->nfields; i++) {
         keel_str name = px_field_name(ex, i), value = px_field_value(ex, i);
-        unsigned t = i < PX_FIELDS_SEEN ? tokens[i] : keel_header_token(name.ptr, name.len);
+        unsigned t = ex->fields[i].token;
         if (ex->upgrade && ex->status == 101 && t == KEEL_HDR_UPGRADE) {
-            add_field(res, name, value.ptr, value.len); /* the 101 names the protocol */
+            add_field(res, name, value.ptr); /* the 101 names the protocol */
             continue;
         }
         if (hop_by_hop_named(name, t, &named))
@@ -736,13 +730,13 @@ void px_response_headers(px_ex *ex)
         if (ex->route->rewrite_location && t == KEEL_HDR_LOCATION) {
             sb loc = {0};
             if (rewrite_location(ex, value, &loc)) {
-                add_field(res, name, loc.p, loc.len);
+                add_field(res, name, loc.p);
                 free(loc.p);
                 continue;
             }
             free(loc.p);
         }
-        add_field(res, name, value.ptr, value.len);
+        add_field(res, name, value.ptr);
     }
     /* A FastCGI response came from no HTTP hop: nothing to say in Via
      * (nginx's fastcgi_pass adds none either). */

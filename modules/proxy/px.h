@@ -19,6 +19,7 @@
 
 #include <llhttp.h>
 
+#include "fasthead.h"
 #include "fcgi.h"
 
 #include <stddef.h>
@@ -204,6 +205,7 @@ struct px_up {
     int idle;
     int reused;
     llhttp_t parser;
+    int parser_fed;    /* llhttp was given bytes since px_response_init */
     fcgi_reader fcgi;  /* a FastCGI group's records (fastcgi.c) */
     int cgi_head_done; /* its CGI head was relayed */
 };

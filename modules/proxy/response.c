@@ -83,10 +83,31 @@ static int on_message_begin(llhttp_t *p)
     return 0;
 }
 
+/* Each field's name and value are kept NUL-terminated in ex->hbuf (a NUL
+ * after the name, and one after the value before the next name; the last
+ * value has keel_append's): headers.c hands them to the response as they
+ * lie, with no copy to terminate them. llhttp lets no NUL into a name or
+ * a value (a token; RFC 9110 5.5), so the first NUL is the end. The NULs
+ * count against max_header as the ": " and CRLF they stand for. */
+/* Ends the name or value just appended with a NUL (keel_append's, kept
+ * after the bytes, counted in) and keeps one after it for an empty value
+ * that follows. The limit is checked by the next append. */
+static int head_end_string(px_ex *ex)
+{
+    if (ex->hbuf != NULL && ex->hlen + 2 <= ex->hcap) {
+        ex->hbuf[++ex->hlen] = '\0';
+        return 0;
+    }
+    return px_head_append(ex, "", 1);
+}
+
 static int on_header_field(llhttp_t *p, const char *at, size_t len)
 {
     px_ex *ex = ex_of(p);
     if (ex->nfields == 0 || ex->in_value || (ex->in_trailers && ex->nfields == ex->trailer_from)) {
+        /* the value before ends (not one dropped: its bytes went) */
+        if (ex->in_value && !ex->skip_value && ex->nfields > 0 && head_end_string(ex) != 0)
+            return -1;
         if (ex->fields == NULL && ex->pw->spare_fields != NULL) {
             ex->fields = ex->pw->spare_fields;
             ex->cap_fields = ex->pw->spare_fields_cap;
@@ -94,7 +115,7 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
         }
         if (keel_reserve(&ex->fields, &ex->cap_fields, ex->nfields + 1, sizeof *ex->fields, 32))
             return -1;
-        ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0};
+        ex->fields[ex->nfields++] = (px_field){(uint32_t)ex->hlen, 0, (uint32_t)ex->hlen, 0, 0};
         ex->in_value = ex->skip_value = 0;
     }
     if (px_head_append(ex, at, len) != 0)
@@ -107,11 +128,11 @@ static int on_header_field(llhttp_t *p, const char *at, size_t len)
 /* A field of the final head that px_response_headers would drop whatever
  * else the head says (the upstream's Server and Date, unless kept): its
  * value is not copied. */
-static int dropped_early(const px_ex *ex, const px_field *f)
+static int dropped_early(const px_ex *ex, unsigned token)
 {
     const px_config *c = ex->route->cfg;
-    unsigned t = keel_header_token(ex->hbuf + f->name, f->name_len);
-    return (!c->keep_server && t == KEEL_HDR_SERVER) || (!c->keep_date && t == KEEL_HDR_DATE);
+    return (!c->keep_server && token == KEEL_HDR_SERVER) ||
+           (!c->keep_date && token == KEEL_HDR_DATE);
 }
 
 static int on_header_value(llhttp_t *p, const char *at, size_t len)
@@ -130,7 +151,10 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
     if (!ex->in_value) {
         ex->in_value = 1;
         px_field *f = &ex->fields[ex->nfields - 1];
-        if (!ex->in_trailers && dropped_early(ex, f)) {
+        /* The name is whole: classified here, once (headers.c and the
+         * trailers' check read the token). */
+        f->token = keel_header_token(ex->hbuf + f->name, f->name_len);
+        if (!ex->in_trailers && dropped_early(ex, f->token)) {
             ex->hdropped += f->name_len;
             ex->hlen = f->name;
             if (ex->hbuf != NULL)
@@ -139,6 +163,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
             ex->skip_value = 1;
             return on_header_value(p, at, len);
         }
+        if (head_end_string(ex) != 0) /* the name ends */
+            return -1;
         f->value = (uint32_t)ex->hlen;
     }
     if (px_head_append(ex, at, len) != 0)
@@ -167,7 +193,7 @@ static int same_name(keel_str a, const char *b);
 static int transfer_coding_ok(const px_ex *ex)
 {
     for (size_t i = 0; i < ex->nfields; i++) {
-        if (!same_name(px_field_name(ex, i), "transfer-encoding"))
+        if (ex->fields[i].token != KEEL_HDR_TRANSFER_ENCODING)
             continue;
         keel_str v = px_field_value(ex, i);
         while (v.len > 0 && (v.ptr[v.len - 1] == ' ' || v.ptr[v.len - 1] == '\t'))
@@ -271,6 +297,7 @@ void px_response_init(px_up *up)
 {
     llhttp_init(&up->parser, HTTP_RESPONSE, &settings);
     up->parser.data = up;
+    up->parser_fed = 0;
     memset(&up->fcgi, 0, sizeof up->fcgi);
     up->cgi_head_done = 0;
 }
@@ -471,11 +498,10 @@ void px_body_flush_soon(px_ex *ex)
         px_response_client_gone(ex);
 }
 
-static int forbidden_trailer(keel_str name)
+static int forbidden_trailer(keel_str name, unsigned t)
 {
     /* RFC 9110 6.5.1: framing, routing and control fields never come as
      * trailers. */
-    unsigned t = keel_header_token(name.ptr, name.len);
     switch (t) {
     case KEEL_HDR_CONTENT_LENGTH:
     case KEEL_HDR_TRANSFER_ENCODING:
@@ -507,14 +533,9 @@ void px_response_complete(px_ex *ex, px_up *up, int upstream_keeps)
     if (ok) {
         for (size_t i = ex->trailer_from; i < ex->nfields; i++) {
             keel_str n = px_field_name(ex, i), v = px_field_value(ex, i);
-            char name[128], value[1024];
-            if (forbidden_trailer(n) || n.len >= sizeof name || v.len >= sizeof value)
-                continue;
-            memcpy(name, n.ptr, n.len);
-            name[n.len] = '\0';
-            memcpy(value, v.ptr, v.len);
-            value[v.len] = '\0';
-            keel_response_trailer_add(ex->res, name, value);
+            /* NUL-terminated where they lie (on_header_field) */
+            if (!forbidden_trailer(n, ex->fields[i].token))
+                keel_response_trailer_add(ex->res, n.ptr, v.ptr);
         }
         px_resume_client(ex);
         px_log_exchange(ex, ex->status);
@@ -628,9 +649,68 @@ static void switch_protocols(px_ex *ex, px_up *up)
 
 /* ---- on_data ------------------------------------------------------------------------------ */
 
+/* A whole plain response in the exchange's first read, taken without
+ * llhttp (fasthead.c): what llhttp's callbacks above would do, in their
+ * order (the fields, the head relayed, the body, the end). 1 if it was
+ * taken, with *keep what llhttp_should_keep_alive would say; 0 with
+ * nothing done that llhttp's reading of the same bytes does not redo
+ * (on_message_begin starts afresh). */
+static int fast_response(px_ex *ex, px_up *up, const char *data, size_t len, int *keep)
+{
+    px_fast_head h;
+    if (up->parser_fed || ex->upgrade || ex->is_head)
+        return 0;
+    if (ex->fields == NULL && ex->pw->spare_fields != NULL) {
+        ex->fields = ex->pw->spare_fields;
+        ex->cap_fields = ex->pw->spare_fields_cap;
+        ex->pw->spare_fields = NULL;
+    }
+    if (ex->fields == NULL || !px_fast_head_scan(data, len, ex->fields, ex->cap_fields, &h))
+        return 0;
+    size_t body = len - h.head_len;
+    /* The head whole, its offsets those of data, within max_header as
+     * llhttp's path counts it (it counts less than the whole head); the
+     * body's room was reserved for the read. */
+    if (ex->pend == NULL || ex->plen + body > ex->pcap)
+        return 0;
+    ex->nfields = ex->hlen = ex->hdropped = 0;
+    ex->in_value = ex->skip_value = 0;
+    ex->trailer_from = 0;
+    ex->in_trailers = 0;
+    if (px_head_append(ex, data, h.head_len) != 0) {
+        ex->hlen = 0;
+        return 0;
+    }
+    /* Server and Date dropped as on_header_value drops them; each name
+     * and value NUL-terminated in place (at its colon and its CR) as
+     * on_header_field keeps them. */
+    size_t kept = 0;
+    for (size_t i = 0; i < h.nfields; i++) {
+        px_field f = ex->fields[i];
+        if (dropped_early(ex, f.token))
+            continue;
+        ex->hbuf[f.name + f.name_len] = '\0';
+        ex->hbuf[f.value + f.value_len] = '\0';
+        ex->fields[kept++] = f;
+    }
+    ex->nfields = kept;
+    px_response_head(ex, h.status); /* not bodiless: fasthead.c took none such */
+    if (body > 0)
+        px_body_add(ex, data + h.head_len, body);
+    ex->response_done = 1;
+    *keep = h.keep_alive;
+    return 1;
+}
+
 /* One read of an HTTP upstream's response, parsed by llhttp. */
 static void http_data(px_ex *ex, px_up *up, const char *data, size_t len, size_t *consumed)
 {
+    int keep;
+    if (fast_response(ex, up, data, len, &keep)) {
+        px_response_complete(ex, up, keep);
+        return;
+    }
+    up->parser_fed = 1;
     llhttp_errno_t err = llhttp_execute(&up->parser, data, len);
     if (err == HPE_PAUSED && ex->response_done) {
         const char *pos = llhttp_get_error_pos(&up->parser);

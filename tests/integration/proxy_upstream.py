@@ -30,6 +30,9 @@ Paths (query: ?k=v&...):
   /trailers           reads a body, answers its length and the trailer lines it came with
   /ws?proto=P         101 (Upgrade: P, websocket by default) then echoes bytes until EOF
   /count              how many requests this connection carried: "conn=N req=K"
+  /count_close?v=V    as /count, with "Connection: V" (close by default), the
+                      connection kept open all the same: a proxy that honours
+                      it opens another for the next request
   /eof?n=N            an HTTP/1.0-style body: no length, ends with the connection
   /bighead?n=N        a response head with a field of N bytes (&count=K: K of
                       them, &name=NAME: named NAME rather than X-Big)
@@ -300,6 +303,10 @@ def handle(c):
         elif path == "/count":
             c.read_body(fields)
             c.respond(200, ("conn=%d req=%d" % (c.n, c.requests)).encode())
+        elif path == "/count_close":
+            c.read_body(fields)
+            c.respond(200, ("conn=%d req=%d" % (c.n, c.requests)).encode(),
+                      fields=[("Connection", q.get("v", "close"))])
         else:
             c.read_body(fields)
             c.respond(404, b"not here", reason="Not Found")

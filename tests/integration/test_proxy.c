@@ -340,6 +340,34 @@ Test(proxy, http10_client, .timeout = 60, .fini = kh_cleanup_all)
     px_stop(p);
 }
 
+/* An upstream's "Connection: close" (any case) on a response with a
+ * Content-Length, in one read, ends that connection's use even when the
+ * upstream would go on (proxy_upstream.py keeps it open): the next request
+ * goes on a new one. "Connection: keep-alive" keeps it. This is the
+ * response head that fasthead.c reads without llhttp. */
+Test(proxy, upstream_close_ends_reuse, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up, *p = with_python(&up, NULL);
+    static const struct {
+        const char *path, *want;
+    } steps[] = {
+        {"/count_close?v=keep-alive", "conn=1 req=1"},
+        {"/count_close", "conn=1 req=2"},
+        {"/count", "conn=2 req=1"},
+        {"/count_close?v=CLOSE", "conn=2 req=2"},
+        {"/count", "conn=3 req=1"},
+    };
+    char url[160];
+    for (size_t i = 0; i < sizeof steps / sizeof steps[0]; i++) {
+        ht_run_result rr = px_get(px_url(url, sizeof url, p, 0, steps[i].path));
+        kh_assert(p, px_status(&rr) == 200 && strcmp(px_body(&rr), steps[i].want) == 0,
+                  "%s: want %s" PX_SHOW(rr), steps[i].path, steps[i].want, PX_SHOW_ARGS(rr));
+        ht_run_free(&rr);
+    }
+    px_stop(p);
+}
+
 /* Statuses pass through as they are: an upstream's own 5xx is an answer,
  * not a failure (nginx counts none by default either). */
 Test(proxy, statuses_pass_through, .timeout = 60, .fini = kh_cleanup_all)

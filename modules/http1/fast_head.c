@@ -200,6 +200,13 @@ int h1_fast_head(h1_conn *c)
     /* ---- header fields ---- */
     size_t n = 0, hosts = 0;
     int host_index = -1;
+    const char *host = NULL;
+    size_t host_len = 0;
+    /* The arrays in locals: the stores into them would otherwise make the
+     * compiler load exch's fields again for every field. */
+    h1_span *spans = exch->spans;
+    uint16_t *tokens = exch->tokens;
+    size_t cap = exch->headers_cap, max_headers = (size_t)cfg->max_headers;
     unsigned conn_close = 0, conn_keep_alive = 0, expect_continue = 0, cl_present = 0;
     uint64_t content_length = 0;
     const char *p = head + line_len;
@@ -231,23 +238,30 @@ int h1_fast_head(h1_conn *c)
         size_t value_len = (size_t)(value_end - value);
         p += 2;
 
-        if (n >= cfg->max_headers)
+        if (n >= max_headers)
             return 0;
-        if (n == exch->headers_cap && h1_exch_grow(exch, n + 1) != KEEL_OK)
-            return 0;
+        if (n == cap) {
+            if (h1_exch_grow(exch, n + 1) != KEEL_OK)
+                return 0;
+            spans = exch->spans;
+            tokens = exch->tokens;
+            cap = exch->headers_cap;
+        }
         unsigned token = keel_header_token(name, name_len);
-        h1_span *s = &exch->spans[n];
+        h1_span *s = &spans[n];
         s->name_off = (uint32_t)(name - head);
         s->name_len = (uint32_t)name_len;
         /* An empty value is a view of no bytes where llhttp reports one:
          * just after its line. */
         s->value_off = (uint32_t)((value_len > 0 ? value : p) - head);
         s->value_len = (uint32_t)value_len;
-        exch->tokens[n] = (uint16_t)token;
+        tokens[n] = (uint16_t)token;
         switch (token) {
         case KEEL_HDR_HOST:
             hosts++;
             host_index = (int)n;
+            host = value;
+            host_len = value_len;
             break;
         case KEEL_HDR_CONTENT_LENGTH:
             /* Digits alone, once, and a length keel takes (max_body: 413
@@ -296,8 +310,7 @@ int h1_fast_head(h1_conn *c)
     /* RFC 9112 3.2: one valid Host; HTTP/1.0 may have none. */
     if (hosts > 1 || (hosts == 0 && version == 11))
         return 0;
-    if (hosts == 1 && !h1_valid_host_field(c->w, head + exch->spans[host_index].value_off,
-                                           exch->spans[host_index].value_len))
+    if (hosts == 1 && !h1_valid_host_field(c->w, host, host_len))
         return 0;
 
     exch->method_off = 0;

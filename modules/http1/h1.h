@@ -381,7 +381,9 @@ void h1_obuf_free(h1_worker *w, h1_obuf *b);
 
 extern const llhttp_settings_t h1_llhttp_settings;
 
-/* Starts parsing a new message with exch (fresh llhttp state). */
+/* Starts a new message with exch: its body and exchange state reset. The
+ * head's fields are set by whichever parser reads it (h1_fast_head, or
+ * llhttp after h1_llhttp_start). */
 void h1_parse_init(h1_conn *c, h1_exch *exch);
 
 /* Results of h1_parse_head / h1_parse_body. */
@@ -390,11 +392,29 @@ enum { H1_NEED_MORE = 0, H1_READY = 1, H1_FAILED = -1 };
 /* Parses head bytes from c->pos. H1_READY: the head is complete and valid
  * (c->pos is just after it); H1_NEED_MORE: every byte was taken and more
  * are needed; H1_FAILED: an error response was sent and the connection is
- * closing. */
+ * closing. A head is tried with h1_fast_head first when its first byte is
+ * at c->pos, and given to llhttp otherwise. */
 int h1_parse_head(h1_conn *c);
+
+/* Fresh llhttp state and head fields for the head at c->head_base. */
+void h1_llhttp_start(h1_conn *c, h1_exch *exch);
+
+/* llhttp and the checks over head bytes from c->pos, without answering:
+ * H1_READY (c->pos just after the head), H1_NEED_MORE, or the status to
+ * refuse the head with (>= 400, or 500). */
+int h1_llhttp_head(h1_conn *c);
 
 /* The status for an llhttp error, given the bytes of the head so far. */
 int h1_parse_error_status(h1_conn *c, llhttp_errno_t err, const char *base, size_t avail);
+
+/* ---- fast_head.c --------------------------------------------------------- */
+
+/* Reads the whole head at c->head_base if it is of the strict, common kind
+ * fast_head.c describes, filling c->exch as llhttp and h1_head_check would:
+ * 1, c->pos untouched (the head is exch->head_len bytes). 0: not one it
+ * takes (or not whole yet); exch's head fields are then undefined and the
+ * bytes are llhttp's (h1_llhttp_start). */
+int h1_fast_head(h1_conn *c);
 
 /* ---- body.c ------------------------------------------------------------- */
 
@@ -418,6 +438,14 @@ void h1_body_trailers_free(h1_exch *exch);
 
 /* ---- validate.c --------------------------------------------------------- */
 
+/* Character classes, one table lookup each:
+ *   H1_CH_TCHAR   RFC 9110 5.6.2 tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~
+ *   H1_CH_TARGET  what a request-target may hold: VCHAR except '#' (RFC 3986
+ *                 allows no CTL, SP, DEL or non-ASCII; a fragment is never
+ *                 sent, RFC 9112 3.2) */
+enum { H1_CH_TCHAR = 1, H1_CH_TARGET = 4 };
+extern const unsigned char h1_char_class[256];
+
 int h1_is_tchar(unsigned char ch);
 /* RFC 9110 5.6.2: n > 0 bytes, all tchar. */
 int h1_is_token(const char *s, size_t n);
@@ -425,6 +453,11 @@ int h1_is_token(const char *s, size_t n);
 /* Checks a complete head (at `head`) against RFC 9110/9112 beyond what
  * llhttp does. Returns 0 or the status of the error response to send. */
 int h1_head_check(h1_conn *c, const char *head);
+
+/* RFC 9110 7.2: whether n bytes at s are a valid Host value (empty
+ * included), remembering the last valid one (h1_worker.valid_host): the
+ * same bytes are not parsed again. */
+int h1_valid_host_field(h1_worker *w, const char *s, size_t n);
 
 /* Fills exch->head with views into `head` (the connection's buffer, or the
  * copy of the head made for a request with a body). */

@@ -228,14 +228,19 @@ const llhttp_settings_t h1_llhttp_settings = {
 
 void h1_parse_init(h1_conn *c, h1_exch *exch)
 {
-    llhttp_init(&exch->parser, HTTP_REQUEST, &h1_llhttp_settings);
-    exch->parser.data = c;
+    (void)c;
     exch->error_status = 0;
     exch->req = NULL;
     exch->body_seen = exch->body_left = exch->resp_left = 0;
     exch->overhead = exch->body_start_ms = 0;
     exch->line_len = 0;
     exch->body_state = 0;
+}
+
+void h1_llhttp_start(h1_conn *c, h1_exch *exch)
+{
+    llhttp_init(&exch->parser, HTTP_REQUEST, &h1_llhttp_settings);
+    exch->parser.data = c;
     exch->method_off = exch->url_off = exch->version_off = UINT32_MAX;
     exch->method_len = exch->url_len = exch->version_len = 0;
     exch->head_len = 0;
@@ -259,7 +264,7 @@ static int parse_failure(h1_conn *c, llhttp_errno_t err)
     return h1_parse_error_status(c, err, c->data + c->head_base, c->len - c->head_base);
 }
 
-int h1_parse_head(h1_conn *c)
+int h1_llhttp_head(h1_conn *c)
 {
     h1_exch *exch = c->exch;
     const char *start = c->data + c->pos;
@@ -270,33 +275,41 @@ int h1_parse_head(h1_conn *c)
          * for more (the head is kept in the buffer and parsing goes on from
          * here next time). */
         size_t have = c->len - c->head_base;
-        if (!exch->line_done && have > c->w->cfg->max_request_line) {
-            h1_fail(c, 414);
-            return H1_FAILED;
-        }
-        if (have > c->w->cfg->max_header_bytes) {
-            h1_fail(c, 431);
-            return H1_FAILED;
-        }
+        if (!exch->line_done && have > c->w->cfg->max_request_line)
+            return 414;
+        if (have > c->w->cfg->max_header_bytes)
+            return 431;
         return H1_NEED_MORE;
     }
     if (err == HPE_PAUSED && exch->head_done) {
         c->pos = (size_t)(llhttp_get_error_pos(&exch->parser) - c->data);
         llhttp_resume(&exch->parser);
         exch->head_len = (uint32_t)(c->pos - c->head_base);
-        if (exch->head_len > c->w->cfg->max_header_bytes) {
-            h1_fail(c, 431);
-            return H1_FAILED;
-        }
+        if (exch->head_len > c->w->cfg->max_header_bytes)
+            return 431;
         int status = h1_head_check(c, c->data + c->head_base);
-        if (status != 0) {
-            h1_fail(c, status);
-            return H1_FAILED;
-        }
-        return H1_READY;
+        return status != 0 ? status : H1_READY;
     }
-    h1_fail(c, parse_failure(c, err));
-    return H1_FAILED;
+    return parse_failure(c, err);
+}
+
+int h1_parse_head(h1_conn *c)
+{
+    /* A head read by neither parser yet: the fast path's if it is whole
+     * and of its kind, llhttp's from its first byte otherwise. */
+    if (c->pos == c->head_base) {
+        if (h1_fast_head(c)) {
+            c->pos = c->head_base + c->exch->head_len;
+            return H1_READY;
+        }
+        h1_llhttp_start(c, c->exch);
+    }
+    int r = h1_llhttp_head(c);
+    if (r != H1_READY && r != H1_NEED_MORE) {
+        h1_fail(c, r);
+        return H1_FAILED;
+    }
+    return r;
 }
 
 int h1_parse_error_status(h1_conn *c, llhttp_errno_t err, const char *base, size_t avail)

@@ -9,14 +9,9 @@
 
 #include <string.h>
 
-/* Character classes, one table lookup each (validation runs on every
- * request, so no strchr per byte):
- *   CH_TCHAR   RFC 9110 5.6.2 tchar: ALPHA DIGIT and !#$%&'*+-.^_`|~
- *   CH_TARGET  what a request-target may hold: VCHAR except '#' (RFC 3986
- *              allows no CTL, SP, DEL or non-ASCII; a fragment is never
- *              sent, RFC 9112 3.2) */
-enum { CH_TCHAR = 1, CH_TARGET = 4 };
-static const unsigned char char_class[256] = {
+/* Character classes (h1.h), one table lookup each: validation runs on
+ * every request, so no strchr per byte. */
+const unsigned char h1_char_class[256] = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
     0, 5, 4, 1, 5, 5, 5, 5, 4, 4, 5, 5, 4, 5, 5, 4, /* 0x20  !"#$%&'()*+,-./ */
@@ -30,13 +25,13 @@ static const unsigned char char_class[256] = {
 
 int h1_is_tchar(unsigned char ch)
 {
-    return (char_class[ch] & CH_TCHAR) != 0;
+    return (h1_char_class[ch] & H1_CH_TCHAR) != 0;
 }
 
 int h1_is_token(const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!(char_class[(unsigned char)s[i]] & CH_TCHAR))
+        if (!(h1_char_class[(unsigned char)s[i]] & H1_CH_TCHAR))
             return 0;
     return n > 0;
 }
@@ -70,9 +65,7 @@ static int same_bytes(const char *a, const char *b, size_t n)
     return memcmp(a, b, n) == 0;
 }
 
-/* valid_host for a Host field's value, remembering the last valid one
- * (h1_worker.valid_host): the same bytes are not parsed again. */
-static int valid_host_field(h1_worker *w, const char *s, size_t n)
+int h1_valid_host_field(h1_worker *w, const char *s, size_t n)
 {
     if (n > 0 && n == w->valid_host.len && same_bytes(s, w->valid_host.bytes, n))
         return 1;
@@ -162,7 +155,7 @@ static int check_target(h1_exch *exch, const char *head)
     size_t n = exch->url_len;
     /* Loose llhttp lets some of these by (HTAB, FF, bytes >= 0x80). */
     for (size_t i = 0; i < n; i++)
-        if (!(char_class[(unsigned char)t[i]] & CH_TARGET))
+        if (!(h1_char_class[(unsigned char)t[i]] & H1_CH_TARGET))
             return 400;
     if (exch->method == HTTP_CONNECT)
         return 501; /* authority-form: keel is not a proxy */
@@ -258,7 +251,7 @@ int h1_head_check(h1_conn *c, const char *head)
         return 400;
     if (hosts == 1) {
         const h1_span *s = &exch->spans[exch->host_index];
-        if (!valid_host_field(c->w, head + s->value_off, s->value_len))
+        if (!h1_valid_host_field(c->w, head + s->value_off, s->value_len))
             return 400;
     }
     /* llhttp has refused Content-Length together with Transfer-Encoding

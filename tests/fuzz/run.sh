@@ -43,7 +43,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1:allocator_ma
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 status=0
-for h in http1 target config loader ws inflate accept range static_path allow hpack h2frame h2 proxy statsd fcgi ocsp_http proxy_head; do
+for h in http1 h1_head target config loader ws inflate accept range static_path allow hpack h2frame h2 proxy proxy_head statsd fcgi ocsp_http; do
     case ${KEEL_FUZZ_ONLY:-$h} in *"$h"*) ;; *) continue ;; esac
     bin=$build/fuzz/fuzz_$h
     work=$build/fuzz/corpus-$h
@@ -52,6 +52,9 @@ for h in http1 target config loader ws inflate accept range static_path allow hp
     # New inputs go to the work corpus; the seeds in the repository are read.
     dict=""
     [ -f "$here/$h.dict" ] && dict="-dict=$here/$h.dict"
+    seeds=$here/corpus/$h
+    # fuzz_h1_head reads fuzz_http1's seeds: heads behind a leading byte.
+    [ "$h" = h1_head ] && dict="-dict=$here/http1.dict" && seeds=$here/corpus/http1
     [ "$h" = hpack ] && dict="-dict=$here/h2.dict" # HPACK's bytes are among HTTP/2's
     [ "$h" = h2frame ] && dict="-dict=$here/h2.dict"
     [ "$h" = proxy ] && dict="-dict=$here/h2.dict" # HTTP/2 clients, to the proxy
@@ -59,7 +62,7 @@ for h in http1 target config loader ws inflate accept range static_path allow hp
     echo "== fuzz_$h: ${seconds}s"
     # shellcheck disable=SC2086
     if ! "$bin" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len=8192 \
-        -print_final_stats=1 -artifact_prefix="$art" $dict "$work" "$here/corpus/$h" \
+        -print_final_stats=1 -artifact_prefix="$art" $dict "$work" "$seeds" \
         >"$build/fuzz/$h.log" 2>&1; then
         status=1
         echo "== fuzz_$h FAILED: the input is in $art; the end of its log:" >&2

@@ -18,18 +18,9 @@
 
 static void get(kh_proc *p, const char *host, ht_resp *r)
 {
-    ht_conn *c = calloc(1, sizeof *c);
-    cr_assert(c != NULL);
-    c->fd = kh_connect("127.0.0.1", kh_port(p, 0));
-    kh_assert(p, c->fd >= 0, "connect");
-    c->cap = 1 << 16;
-    c->buf = malloc(c->cap);
-    cr_assert(c->buf != NULL);
     char req[512];
     snprintf(req, sizeof req, "GET / HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", host);
-    ht_send_str(c, req);
-    ht_expect_response(p, c, r, 0);
-    ht_close(c);
+    ht_roundtrip(p, req, r);
 }
 
 Test(prepared_fields, added_and_replacing_per_scope, .timeout = 60, .fini = kh_cleanup_all)

@@ -31,6 +31,9 @@
 
 #if defined(__SSE2__) || defined(_M_X64) || (defined(_M_IX86_FP) && _M_IX86_FP >= 2)
 #include <emmintrin.h>
+#if defined(_MSC_VER) && !defined(__clang__)
+#include <intrin.h>
+#endif
 #define H1_FAST_SSE2 1
 #endif
 
@@ -66,6 +69,21 @@ static unsigned value_stops(__m128i v)
 }
 #endif
 
+#ifdef H1_FAST_SSE2
+/* The index of the lowest set bit of a nonzero mask (MSVC has no
+ * __builtin_ctz; x64 MSVC takes the SSE2 path too). */
+static inline unsigned lowest_bit(unsigned mask)
+{
+#if defined(_MSC_VER) && !defined(__clang__)
+    unsigned long i;
+    _BitScanForward(&i, mask);
+    return (unsigned)i;
+#else
+    return (unsigned)__builtin_ctz(mask);
+#endif
+}
+#endif
+
 enum run_kind { RUN_TARGET, RUN_VALUE };
 
 #ifdef H1_FAST_SSE2
@@ -93,11 +111,11 @@ static inline size_t run_of(enum run_kind kind, const char *base, const char *at
     for (; end - p >= 16; p += 16) {
         unsigned stop = stops_of(kind, p);
         if (stop != 0)
-            return (size_t)(p - at) + (unsigned)__builtin_ctz(stop);
+            return (size_t)(p - at) + lowest_bit(stop);
     }
     if (p < end && end - base >= 16) {
         unsigned stop = stops_of(kind, end - 16) >> (16 - (unsigned)(end - p));
-        return (size_t)(p - at) + (stop != 0 ? (unsigned)__builtin_ctz(stop) : (size_t)(end - p));
+        return (size_t)(p - at) + (stop != 0 ? lowest_bit(stop) : (size_t)(end - p));
     }
 #else
     (void)base;

@@ -1,5 +1,5 @@
 /* core/net/peer_addr.h — a peer's address as a connection reports it and
- * a request keeps it (net/conn.c formats it). Any thread. */
+ * a request keeps it (net/conn_addr.c formats it). Any thread. */
 #ifndef KEEL_CORE_PEER_ADDR_H
 #define KEEL_CORE_PEER_ADDR_H
 

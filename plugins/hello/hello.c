@@ -47,6 +47,9 @@ KEEL_CONFIG_SCHEMA(hello_schema, struct hello_conf, hello_keys);
 struct hello {
     keel_module *module;
     uint64_t slow_ms;
+    /* "Content-Type: text/plain", checked and classified once at load
+     * (keel_field_prepare): every GET / carries the same field. */
+    const keel_prepared_field *text_plain;
 };
 
 /* ---- Small helpers ------------------------------------------------------ */
@@ -81,9 +84,9 @@ static void free_body(void *data, void *userdata)
 static int hello_root(keel_request *req, keel_response *res, void *userdata)
 {
     (void)req;
-    (void)userdata;
+    const struct hello *h = userdata;
     static const char body[] = "Hello, World!";
-    keel_response_header_set(res, "Content-Type", "text/plain");
+    keel_response_field_add(res, h->text_plain, 1);
     return keel_response_send(res, body, sizeof body - 1, NULL, NULL);
 }
 
@@ -395,7 +398,10 @@ static int hello_load(keel_module *module)
     h->slow_ms = ((const struct hello_conf *)keel_module_config(module))->slow_ms;
 
     int rc;
-    if ((rc = keel_route_add(module, "GET", "/", hello_root, h)) < 0 ||
+    static const char ct[] = "Content-Type", text[] = "text/plain";
+    if ((rc = keel_field_prepare(module, ct, sizeof ct - 1, text, sizeof text - 1,
+                                 &h->text_plain)) != KEEL_OK ||
+        (rc = keel_route_add(module, "GET", "/", hello_root, h)) < 0 ||
         (rc = keel_route_add(module, "POST", "/echo", hello_echo, h)) < 0 ||
         (rc = keel_route_add(module, "GET", "/hello/:name", hello_name, h)) < 0 ||
         (rc = keel_route_add(module, "GET", "/slow", hello_slow, h)) < 0 ||

@@ -230,6 +230,9 @@ http_report() {
     done
     echo
     echo "### HTTP/1.1 (keel: http1 + hello)"
+    # How much of each server's CPU is its own code: the rest is the
+    # kernel's, the same system calls for every server (syscalls/req).
+    cols+=("plain|plain/user|%.0f|plaintext user-space % of CPU|0")
     report_tables http "${cols[@]}" "idle|idle/bytes|%.0f|idle conn bytes|1" \
         "syscalls|syscalls/n|%.2f|syscalls/req|1" "instr|instr/n|%.0f|user instr/req|1"
     wrk_notes http plain pipeline post

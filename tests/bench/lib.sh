@@ -247,6 +247,20 @@ cpu_ticks() {
     echo "$total"
 }
 
+# utime alone of all the server's processes, in clock ticks: with
+# cpu_ticks, how much of a server's CPU its own code takes and how much the
+# kernel does on its behalf (which no change in user space can win back).
+user_ticks() {
+    local total=0 p stat rest f
+    for p in $(server_pids "$1"); do
+        stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
+        rest=${stat##*) }
+        read -r -a f <<<"$rest"
+        total=$((total + f[11]))
+    done
+    echo "$total"
+}
+
 # Resident memory of all the server's processes, in KiB.
 rss_kib() {
     local total=0 p v
@@ -260,17 +274,20 @@ rss_kib() {
 # ---- wrk ---------------------------------------------------------------------------
 
 # wrk_run KEY URL SECONDS CONNS MODE ARG: wrk -t1 on CLIENT_CPU with
-# bench.lua; sets WRK_REQS, WRK_SECS, WRK_P99_MS, WRK_ERRS and WRK_TICKS (the
-# server's CPU ticks over the run), for the caller. Returns 1 (with wrk's output logged) when
+# bench.lua; sets WRK_REQS, WRK_SECS, WRK_P99_MS, WRK_ERRS, WRK_TICKS (the
+# server's CPU ticks over the run) and WRK_UTICKS (those in user space), for
+# the caller. Returns 1 (with wrk's output logged) when
 # wrk printed no result.
 # shellcheck disable=SC2034
 wrk_run() {
-    local key=$1 url=$2 secs=$3 conns=$4 mode=$5 arg=$6 t0 out line
+    local key=$1 url=$2 secs=$3 conns=$4 mode=$5 arg=$6 t0 u0 out line
     t0=$(cpu_ticks "${PID[$key]}")
+    u0=$(user_ticks "${PID[$key]}")
     out=$(BENCH_MODE=$mode BENCH_ARG=$arg timeout $((secs + 30)) \
         taskset -c "$CLIENT_CPU" wrk -t1 -c"$conns" -d"${secs}s" --timeout 5s \
         -s "$BENCH_DIR/bench.lua" "$url" 2>&1) || true
     WRK_TICKS=$(($(cpu_ticks "${PID[$key]}") - t0))
+    WRK_UTICKS=$(($(user_ticks "${PID[$key]}") - u0))
     line=$(grep '^WRK_RESULT ' <<<"$out" || true)
     if [[ -z $line ]]; then
         log "bench: wrk failed against $key ($url):"
@@ -514,8 +531,11 @@ wrk_record() {
     record "$k/cpu" "$cpu"
     record "$k/p99" "$WRK_P99_MS"
     record "$k/errs" "$WRK_ERRS"
+    local user=0
+    ((WRK_TICKS > 0)) && user=$((WRK_UTICKS * 100 / WRK_TICKS))
+    record "$k/user" "$user"
     log "bench: $name $test: $val ${11}/s, p99 $WRK_P99_MS ms, $cpu ${11}/CPU-s," \
-        "server CPU $((WRK_TICKS * 100 / CLK_TCK / secs))%, errors $WRK_ERRS"
+        "server CPU $((WRK_TICKS * 100 / CLK_TCK / secs))% (user space $user% of it), errors $WRK_ERRS"
 }
 
 # wrk_notes SCENARIO TESTS...: a line for each server and test with errors or

@@ -122,6 +122,21 @@ static char *find_file(keel_server *s, const char *name)
     return NULL;
 }
 
+/* What to do about a module that calls libkeel directly. */
+#define LINKED_ADVICE                                                                              \
+    "modules must not define it: build against `pkg-config --cflags keel` or keel::sdk, not "      \
+    "libkeel"
+
+/* The libkeel symbol a loader's message says is undefined, or NULL. A
+ * module built with KEEL_LINKED names libkeel's functions; when its calls
+ * are bound at load (-fno-plt, -Wl,-z,now, as Debian's hardening does),
+ * dlopen refuses it before check_desc can say why. */
+static const char *undefined_keel_symbol(const char *why)
+{
+    const char *at = strstr(why, "undefined symbol: keel_");
+    return at != NULL ? at + strlen("undefined symbol: ") : NULL;
+}
+
 /* Opens the shared object and returns its descriptor, or NULL (logged). */
 static const keel_module_desc *open_file(keel_module *m)
 {
@@ -137,7 +152,14 @@ static const keel_module_desc *open_file(keel_module *m)
         size_t n = strlen(why);
         while (n > 0 && (why[n - 1] == '\n' || why[n - 1] == '\r' || why[n - 1] == ' '))
             why[--n] = '\0';
-        module_error(m->server, "module '%s': cannot load %s: %s", m->name, m->path, why);
+        const char *symbol = undefined_keel_symbol(why);
+        if (symbol != NULL)
+            module_error(m->server,
+                         "module '%s': %s was built with KEEL_LINKED or calls libkeel directly "
+                         "(undefined symbol %s); " LINKED_ADVICE,
+                         m->name, m->path, symbol);
+        else
+            module_error(m->server, "module '%s': cannot load %s: %s", m->name, m->path, why);
         uv_dlclose(&m->lib);
         return NULL;
     }
@@ -193,8 +215,7 @@ static int check_desc(keel_module *m, const keel_module_desc *d)
     if (d->api == NULL && m->path != NULL) {
         module_error(m->server,
                      "module '%s': %s was built with KEEL_LINKED (no slot for the host's "
-                     "function table); modules must not define it: build against "
-                     "`pkg-config --cflags keel` or keel::sdk, not libkeel",
+                     "function table); " LINKED_ADVICE,
                      m->name, m->path);
         return KEEL_ERR_ABI;
     }

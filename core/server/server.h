@@ -105,4 +105,11 @@ int kl_metrics_register_core(keel_server *server);
 /* Normalises a status from libuv into keel's codes. */
 int kl_status_from_uv(int uv_error);
 
+/* Starts watching the signals that stop, reload and reopen (signals.c);
+ * KEEL_ERR_IO if libuv cannot. Main thread, once, as the server runs. */
+int kl_server_watch_signals(keel_server *server);
+
+/* A stop signal's name for the log ("SIGTERM", "Ctrl-Break"). */
+const char *kl_signal_name(int signum);
+
 #endif

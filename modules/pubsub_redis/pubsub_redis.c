@@ -41,6 +41,8 @@
 
 #include <hiredis/hiredis.h>
 
+#include "topics.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -73,14 +75,6 @@ typedef struct link {
     int warned; /* this outage was logged */
 } link;
 
-/* An active topic: one node of a chained hash set. */
-typedef struct topic_node {
-    struct topic_node *next;
-    uint64_t hash;
-    size_t len;
-    char name[]; /* NUL-terminated */
-} topic_node;
-
 enum drop_reason { DROP_LINK_DOWN, DROP_QUEUE_FULL, DROP_NOMEM, DROP_REASONS };
 
 /* Everything below `owner` is worker 0's alone. */
@@ -109,8 +103,7 @@ static struct {
     int stopping;
     int draining; /* stopping: the links close once no local subscriber is left */
     link sub, pub;
-    topic_node **buckets; /* active topics */
-    size_t ntopics, nbuckets;
+    pr_topics topics; /* active topics */
 } pr;
 
 static const char *link_name(const link *l)
@@ -146,98 +139,6 @@ static void send_channel_cmd(const char *verb, const char *topic, size_t tlen)
     const char *argv[2] = {verb, channel};
     size_t lens[2] = {strlen(verb), pr.prefix_len + tlen};
     send_argv(&pr.sub, 2, argv, lens);
-}
-
-/* ---- active topics: a hash set ---------------------------------------------------
- * Every local subscriber's first subscription to a topic, and its last
- * unsubscription, looks the topic up here, on worker 0. Applications make
- * a topic per connection (the chat example's inboxes), so this has to stay
- * O(1): with a linear scan, N topics cost O(N^2) to add and remove, and
- * tens of thousands of them hold worker 0, and every connection it
- * serves, for seconds (docs/performance.md). */
-
-/* FNV-1a, 64-bit. */
-static uint64_t topic_hash(const char *s, size_t len)
-{
-    uint64_t h = 0xcbf29ce484222325ull;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
-    return h;
-}
-
-static topic_node **topic_slot(const char *topic, size_t tlen, uint64_t h)
-{
-    topic_node **at = &pr.buckets[h & (pr.nbuckets - 1)];
-    while (*at != NULL &&
-           ((*at)->hash != h || (*at)->len != tlen || memcmp((*at)->name, topic, tlen) != 0))
-        at = &(*at)->next;
-    return at;
-}
-
-/* Doubles the table (a power of two, so the mask picks the bucket). */
-static int topics_grow(void)
-{
-    size_t n = pr.nbuckets ? pr.nbuckets * 2 : 64;
-    topic_node **b = calloc(n, sizeof *b);
-    if (b == NULL)
-        return KEEL_ERR_NOMEM;
-    for (size_t i = 0; i < pr.nbuckets; i++)
-        for (topic_node *t = pr.buckets[i], *next; t != NULL; t = next) {
-            next = t->next;
-            t->next = b[t->hash & (n - 1)];
-            b[t->hash & (n - 1)] = t;
-        }
-    free(pr.buckets);
-    pr.buckets = b;
-    pr.nbuckets = n;
-    return KEEL_OK;
-}
-
-static void topic_add(const char *topic, size_t tlen)
-{
-    if (pr.ntopics >= pr.nbuckets && topics_grow() != KEEL_OK)
-        return;
-    uint64_t h = topic_hash(topic, tlen);
-    topic_node **at = topic_slot(topic, tlen, h);
-    if (*at != NULL)
-        return;
-    topic_node *t = malloc(sizeof *t + tlen + 1);
-    if (t == NULL)
-        return;
-    t->next = NULL;
-    t->hash = h;
-    t->len = tlen;
-    memcpy(t->name, topic, tlen);
-    t->name[tlen] = '\0';
-    *at = t;
-    pr.ntopics++;
-    send_channel_cmd("SUBSCRIBE", topic, tlen);
-}
-
-static void topic_remove(const char *topic, size_t tlen)
-{
-    if (pr.nbuckets == 0)
-        return;
-    topic_node **at = topic_slot(topic, tlen, topic_hash(topic, tlen));
-    topic_node *t = *at;
-    if (t == NULL)
-        return;
-    *at = t->next;
-    free(t);
-    pr.ntopics--;
-    send_channel_cmd("UNSUBSCRIBE", topic, tlen);
-}
-
-static void topics_free(void)
-{
-    for (size_t i = 0; i < pr.nbuckets; i++)
-        for (topic_node *t = pr.buckets[i], *next; t != NULL; t = next) {
-            next = t->next;
-            free(t);
-        }
-    free(pr.buckets);
-    pr.buckets = NULL;
-    pr.ntopics = pr.nbuckets = 0;
 }
 
 /* ---- the connections ----------------------------------------------------------- */
@@ -316,8 +217,8 @@ static void link_ready(link *l)
              pr.tls ? " (tls)" : "");
     /* Resubscribe: every topic with local subscribers now. */
     if (l->subscriber)
-        for (size_t i = 0; i < pr.nbuckets; i++)
-            for (topic_node *t = pr.buckets[i]; t != NULL; t = t->next)
+        for (size_t i = 0; i < pr.topics.nbuckets; i++)
+            for (pr_topic *t = pr.topics.buckets[i]; t != NULL; t = t->next)
                 send_channel_cmd("SUBSCRIBE", t->name, t->len);
 }
 
@@ -456,7 +357,7 @@ static void link_timeout(keel_conn *conn)
  * flushes). */
 static void links_close_if_drained(void)
 {
-    if (!pr.draining || pr.ntopics > 0)
+    if (!pr.draining || pr.topics.count > 0)
         return;
     if (pr.sub.conn != NULL)
         keel_conn_close(pr.sub.conn);
@@ -603,10 +504,12 @@ static void run_op(keel_worker *worker, void *userdata)
 {
     op *o = userdata;
     (void)worker;
-    if (o->type == OP_ACTIVE)
-        topic_add(o->bytes, o->tlen);
-    else if (o->type == OP_IDLE) {
-        topic_remove(o->bytes, o->tlen);
+    if (o->type == OP_ACTIVE) {
+        if (pr_topics_add(&pr.topics, o->bytes, o->tlen) == 1)
+            send_channel_cmd("SUBSCRIBE", o->bytes, o->tlen);
+    } else if (o->type == OP_IDLE) {
+        if (pr_topics_remove(&pr.topics, o->bytes, o->tlen))
+            send_channel_cmd("UNSUBSCRIBE", o->bytes, o->tlen);
         links_close_if_drained();
     } else
         publish_remote(o);
@@ -836,7 +739,7 @@ static void pr_stop(keel_module *m, keel_worker *w, void *state)
     /* Timers are the worker's and freed with it; the connections closed
      * before stop (a module stops after its worker's last connection). */
     pr.sub.retry = pr.pub.retry = NULL;
-    topics_free();
+    pr_topics_free(&pr.topics);
 }
 
 static const char *const deps[] = {"websocket", "?tls", NULL};

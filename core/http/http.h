@@ -367,6 +367,9 @@ size_t kl_field_name_length(const char *name);
 size_t kl_field_value_length(const char *value);
 /* 1 if value[0..len) holds no control character but HTAB (RFC 9110 5.5). */
 int kl_field_value_clean(const char *value, size_t len);
+/* Whether a field is what keel_response_fields_addn's caller vouches
+ * for: a token name, a clean value, its token the name's or 0. */
+int kl_field_vouched(const kl_field *f);
 
 /* http/syntax.c: 0, or 400 if the head is not one HTTP/1.1 can carry
  * (a method that is not a token, a target, field or Host keel_http_valid

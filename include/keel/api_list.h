@@ -1856,3 +1856,45 @@ KEEL_FN(int, field_make,
  * Any thread. */
 KEEL_VFN(field_free, (const keel_prepared_field *field), (field))
 #endif /* KEEL__WANT(12) */
+
+#if KEEL__WANT(13)
+/* ABI 1.13: entries are appended below this line, each with its section
+ * comment (what it is for, ownership, thread, errors). */
+
+/* ---- HTTP: fields the caller vouches for, in one call (ABI 1.13) ----------
+ * A module relaying fields it has already parsed and checked (a reverse
+ * proxy's or FastCGI's upstream response head) would have
+ * keel_response_header_add measure, check and copy each name and value
+ * again, one call and one allocation a field. Here the caller hands
+ * views it vouches for, with the names' tokens when it classified them,
+ * and the core copies them all into the request in one allocation. */
+
+/* Adds fields[0..n) to the end of res's header section, in order, as n
+ * calls of keel_response_header_add would, without checking them. Each
+ * entry's name and value are views (name.ptr/len, value.ptr/len; neither
+ * need be NUL-terminated, both are copied during the call); line and
+ * line_len are not read (the copy has no field line); token is 1 + the
+ * name's keel_header_token (keel/header_tokens.h) when the caller
+ * classified the name (1 for a name it found unknown), or 0 when it did
+ * not (a token this host's list does not have counts as 0). The caller
+ * VOUCHES that every name is a token (RFC 9110 5.6.2: not empty, tchar
+ * only), every value holds no control character but HTAB (RFC 9110 5.5:
+ * no CR, LF, NUL or DEL; obs-text and an empty value are allowed) and
+ * every nonzero token is the name's. A field the caller lies about is
+ * not refused: release builds do not look, and it reaches the client as
+ * it is (a CR LF in a value splits the response); debug builds (without
+ * NDEBUG) and AddressSanitizer builds abort on it. Framing and
+ * connection fields (Content-Length, Transfer-Encoding, Connection,
+ * Keep-Alive, Proxy-Connection) are taken as keel_response_header_add's
+ * are: kept in the list (keel_response_header, keel_response_body_length
+ * and head filters see them) until the head is sent, then taken out and
+ * written by the protocol. The array and the bytes it points to are the
+ * caller's, read during the call only. `flags`: 0 (none are defined).
+ * KEEL_OK (n 0 included); KEEL_ERR_INVAL for a NULL res, a NULL array
+ * with n > 0 or unknown flags; KEEL_ERR_STATE once the head was sent;
+ * KEEL_ERR_NOMEM. On an error nothing was added. Worker thread of the
+ * request. */
+KEEL_FN(int, response_fields_addn,
+        (keel_response * res, const keel_field *fields, size_t n, unsigned flags),
+        (res, fields, n, flags))
+#endif /* KEEL__WANT(13) */

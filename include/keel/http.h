@@ -67,8 +67,10 @@ typedef struct keel_header {
 
 /* (ABI 1.11) A response field as the core keeps it, handed as it is to a
  * protocol whose sink has send_head_fields: the views of send_head's
- * keel_header, and what the core knows of the field besides. Grows at the
- * end only within a new ABI minor; protocols read it, never build it. */
+ * keel_header, and what the core knows of the field besides. Protocols
+ * read it; since ABI 1.13 a module also builds arrays of it for
+ * keel_response_fields_addn (name, value and token; line NULL). Arrays of
+ * it cross the ABI both ways, so its size is fixed: it does not grow. */
 typedef struct keel_field {
     keel_str name;
     keel_str value;

@@ -1897,4 +1897,35 @@ KEEL_VFN(field_free, (const keel_prepared_field *field), (field))
 KEEL_FN(int, response_fields_addn,
         (keel_response * res, const keel_field *fields, size_t n, unsigned flags),
         (res, fields, n, flags))
+
+/* ---- HTTP: log field names prepared at load (ABI 1.13) ---------------------
+ * keel_request_set_log_field checks its name byte by byte, copies it into
+ * the request and compares it with the fields already set, on every
+ * request. A module that sets the same few names on every request (the
+ * proxy's upstream_addr, upstream_status, upstream_response_time)
+ * prepares each once at load and sets the field by pointer: the name is
+ * neither checked nor copied again. A field set by a prepared name and
+ * one set by the same name as a string are the same field. */
+
+/* Checks `name` (NUL-terminated, 1..32 bytes of a-z, 0-9 and '_', as
+ * keel_request_set_log_field takes) and keeps a copy: KEEL_OK with *out
+ * the name, which the core owns and frees with the module (the module
+ * never frees it); KEEL_ERR_INVAL for a NULL module, name or out, or a
+ * bad name (*out NULL); KEEL_ERR_STATE after load; KEEL_ERR_NOMEM. From
+ * the module's load only (main thread). */
+KEEL_FN(int, log_name_prepare, (keel_module * m, const char *name, const keel_log_name **out),
+        (m, name, out))
+
+/* As keel_request_set_log_field(req, the prepared name, value, len):
+ * value[0..len) copied into the request, replacing the value an earlier
+ * call gave the same name (prepared or as a string); fields keep the
+ * order of their first setting; keel_request_log_field and
+ * keel_request_log_field_at see it by its name. KEEL_OK; KEEL_ERR_INVAL
+ * for a NULL req or name, a NULL value with len > 0 or a value over
+ * 4,096 bytes; KEEL_ERR_STATE once the log phase ran; KEEL_ERR_NOMEM.
+ * From a filter or a handler, until the response's end (worker thread of
+ * the request). */
+KEEL_FN(int, request_set_log_field_named,
+        (keel_request * req, const keel_log_name *name, const char *value, size_t len),
+        (req, name, value, len))
 #endif /* KEEL__WANT(13) */

@@ -92,6 +92,11 @@ typedef struct keel_field {
  * owns it and frees it with keel_field_free). Opaque. */
 typedef struct keel_prepared_field keel_prepared_field;
 
+/* A log field's name checked and copied once, at load
+ * (keel_log_name_prepare, ABI 1.13), then set on requests by pointer
+ * (keel_request_set_log_field_named). Opaque; the core owns it. */
+typedef struct keel_log_name keel_log_name;
+
 /* What filters and handlers return. */
 enum {
     KEEL_HTTP_NEXT = 0, /* go on to the next filter / the router */

@@ -95,6 +95,23 @@ size_t kl_field_value_length(const char *v)
     return kl_field_value_clean(v, len) ? len : SIZE_MAX;
 }
 
+/* What keel_response_fields_addn's caller vouches for (keel/api_list.h):
+ * a token name, a value without control bytes but HTAB, and a token that
+ * is the name's (or 0, or one this host's list does not have: taken as 0).
+ * Non-zero if the field is all that. */
+int kl_field_vouched(const kl_field *f)
+{
+    if (f->name.ptr == NULL || f->name.len == 0 || (f->value.ptr == NULL && f->value.len > 0))
+        return 0;
+    for (size_t i = 0; i < f->name.len; i++)
+        if (!tchar[(unsigned char)f->name.ptr[i]])
+            return 0;
+    if (f->value.len > 0 && !kl_field_value_clean(f->value.ptr, f->value.len))
+        return 0;
+    return f->token == 0 || f->token > KEEL_HDR_COUNT_ ||
+           f->token == keel_header_token(f->name.ptr, f->name.len) + 1;
+}
+
 /* The fields keel_field_prepare refuses (keel_field_prepare in
  * keel/api_list.h): the message's framing and the connection's fields
  * (RFC 9110 6.4.1, 7.6.1), and Date, which the protocol writes

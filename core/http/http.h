@@ -145,6 +145,17 @@ int kl_prepared_field_new(const char *name, size_t nl, const char *value, size_t
                           keel_prepared_field **out);
 void kl_prepared_fields_free(keel_prepared_field *list);
 
+/* keel_log_name_prepare's name: its text follows the struct,
+ * NUL-terminated; the module's list (`next`) frees it. http/log_fields.c */
+struct keel_log_name {
+    struct keel_log_name *next;
+    keel_str name;
+};
+/* A prepared log field name into *out: KEEL_OK, KEEL_ERR_INVAL (a bad
+ * name) or KEEL_ERR_NOMEM. */
+int kl_log_name_new(const char *name, keel_log_name **out);
+void kl_log_names_free(keel_log_name *list);
+
 /* A borrowed body piece on its way to the protocol: released when the
  * protocol is done with it. */
 typedef struct kl_body_piece {
@@ -367,6 +378,9 @@ size_t kl_field_name_length(const char *name);
 size_t kl_field_value_length(const char *value);
 /* 1 if value[0..len) holds no control character but HTAB (RFC 9110 5.5). */
 int kl_field_value_clean(const char *value, size_t len);
+/* Whether a field is what keel_response_fields_addn's caller vouches
+ * for: a token name, a clean value, its token the name's or 0. */
+int kl_field_vouched(const kl_field *f);
 
 /* http/syntax.c: 0, or 400 if the head is not one HTTP/1.1 can carry
  * (a method that is not a token, a target, field or Host keel_http_valid

@@ -195,6 +195,90 @@ int keel_response_fields_add(keel_response *res, const keel_prepared_field *cons
     return KEEL_OK;
 }
 
+/* Whether a field, by its token (1 + keel_header_token, 0 if not
+ * classified) and its name's length, may be one kl_response_take_framing
+ * takes out: the framing tokens, or for a name not classified the framing
+ * names' lengths. */
+static int framing_field(unsigned token, size_t name_len)
+{
+    switch (token) {
+    case 0:
+        return framing_length(name_len);
+    case KEEL_HDR_CONTENT_LENGTH + 1:
+    case KEEL_HDR_TRANSFER_ENCODING + 1:
+    case KEEL_HDR_CONNECTION + 1:
+    case KEEL_HDR_KEEP_ALIVE + 1:
+    case KEEL_HDR_PROXY_CONNECTION + 1:
+        return 1;
+    default:
+        return 0;
+    }
+}
+
+/* A caller's token (1 + keel_header_token), or 0 for one past this
+ * host's list (a module built with a newer list): the protocols index
+ * their tables by it. */
+static unsigned known_token(unsigned token)
+{
+    return token <= KEEL_HDR_COUNT_ ? token : 0;
+}
+
+/* The checks keel_response_fields_addn's caller vouches it made, run
+ * where a lie should stop the program: debug and sanitizer builds. */
+#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
+#define KL_CHECK_VOUCHED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KL_CHECK_VOUCHED 1
+#endif
+#endif
+
+int keel_response_fields_addn(keel_response *res, const keel_field *fields, size_t n,
+                              unsigned flags)
+{
+    if (res == NULL || (fields == NULL && n > 0) || flags != 0)
+        return KEEL_ERR_INVAL;
+    if (res->head_sent)
+        return KEEL_ERR_STATE;
+    if (n == 0)
+        return KEEL_OK;
+    size_t bytes = 0;
+    int framing = 0;
+    for (size_t i = 0; i < n; i++) {
+#ifdef KL_CHECK_VOUCHED
+        if (!kl_field_vouched(&fields[i]))
+            abort(); /* the caller broke its promise (keel_response_fields_addn) */
+#endif
+        bytes += fields[i].name.len + fields[i].value.len + 2;
+        framing |= framing_field(known_token(fields[i].token), fields[i].name.len);
+    }
+    size_t at = res->nheaders;
+    if (at + n > res->headers_cap &&
+        grow_fields(&res->headers, at + n, &res->headers_cap, res->inline_headers) != KEEL_OK)
+        return KEEL_ERR_NOMEM;
+    /* One copy of every name and value, each NUL-terminated as a field
+     * added by name is (callers read values as strings). */
+    char *text = kl_arena_alloc(&res->req->arena, bytes);
+    if (text == NULL)
+        return KEEL_ERR_NOMEM;
+    kl_field *out = res->headers + at;
+    for (size_t i = 0; i < n; i++) {
+        const keel_field *f = &fields[i];
+        char *name = text, *value = text + f->name.len + 1;
+        memcpy(name, f->name.ptr, f->name.len);
+        name[f->name.len] = '\0';
+        if (f->value.len > 0)
+            memcpy(value, f->value.ptr, f->value.len);
+        value[f->value.len] = '\0';
+        text = value + f->value.len + 1;
+        out[i] =
+            (kl_field){{name, f->name.len}, {value, f->value.len}, NULL, 0, known_token(f->token)};
+    }
+    res->nheaders = at + n;
+    res->framing_fields |= framing;
+    return KEEL_OK;
+}
+
 keel_str keel_response_header(keel_response *res, const char *name)
 {
     size_t nl = strlen(name);

@@ -26,6 +26,7 @@ struct keel_module {
     keel_config_scope_fn scope_fn; /* keel_module_config_scopes (ABI 1.8) */
     void *scope_ud;
     struct keel_prepared_field *prepared; /* keel_field_prepare's, freed with the module */
+    struct keel_log_name *log_names;      /* keel_log_name_prepare's, freed with the module */
 };
 
 #endif

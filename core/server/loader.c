@@ -552,6 +552,7 @@ void kl_modules_free(keel_server *s)
     for (size_t i = 0; i < s->nmodules; i++) {
         kl_schema_store_free(&s->modules[i]->config);
         kl_prepared_fields_free(s->modules[i]->prepared);
+        kl_log_names_free(s->modules[i]->log_names);
         free(s->modules[i]->name);
         free(s->modules[i]->path);
         free(s->modules[i]);

@@ -61,6 +61,24 @@ int keel_field_prepare(keel_module *m, const char *name, size_t name_len, const 
     return KEEL_OK;
 }
 
+int keel_log_name_prepare(keel_module *m, const char *name, const keel_log_name **out)
+{
+    if (out != NULL)
+        *out = NULL;
+    if (m == NULL || out == NULL)
+        return KEEL_ERR_INVAL;
+    if (!m->server->loading)
+        return KEEL_ERR_STATE;
+    keel_log_name *n;
+    int rc = kl_log_name_new(name, &n);
+    if (rc != KEEL_OK)
+        return rc;
+    n->next = m->log_names;
+    m->log_names = n;
+    *out = n;
+    return KEEL_OK;
+}
+
 int keel_config_value_error(keel_module *m, const char *value, const char *message)
 {
     char name[256], where[300];

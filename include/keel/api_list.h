@@ -1856,3 +1856,76 @@ KEEL_FN(int, field_make,
  * Any thread. */
 KEEL_VFN(field_free, (const keel_prepared_field *field), (field))
 #endif /* KEEL__WANT(12) */
+
+#if KEEL__WANT(13)
+/* ABI 1.13: entries are appended below this line, each with its section
+ * comment (what it is for, ownership, thread, errors). */
+
+/* ---- HTTP: fields the caller vouches for, in one call (ABI 1.13) ----------
+ * A module relaying fields it has already parsed and checked (a reverse
+ * proxy's or FastCGI's upstream response head) would have
+ * keel_response_header_add measure, check and copy each name and value
+ * again, one call and one allocation a field. Here the caller hands
+ * views it vouches for, with the names' tokens when it classified them,
+ * and the core copies them all into the request in one allocation. */
+
+/* Adds fields[0..n) to the end of res's header section, in order, as n
+ * calls of keel_response_header_add would, without checking them. Each
+ * entry's name and value are views (name.ptr/len, value.ptr/len; neither
+ * need be NUL-terminated, both are copied during the call); line and
+ * line_len are not read (the copy has no field line); token is 1 + the
+ * name's keel_header_token (keel/header_tokens.h) when the caller
+ * classified the name (1 for a name it found unknown), or 0 when it did
+ * not (a token this host's list does not have counts as 0). The caller
+ * VOUCHES that every name is a token (RFC 9110 5.6.2: not empty, tchar
+ * only), every value holds no control character but HTAB (RFC 9110 5.5:
+ * no CR, LF, NUL or DEL; obs-text and an empty value are allowed) and
+ * every nonzero token is the name's. A field the caller lies about is
+ * not refused: release builds do not look, and it reaches the client as
+ * it is (a CR LF in a value splits the response); debug builds (without
+ * NDEBUG) and AddressSanitizer builds abort on it. Framing and
+ * connection fields (Content-Length, Transfer-Encoding, Connection,
+ * Keep-Alive, Proxy-Connection) are taken as keel_response_header_add's
+ * are: kept in the list (keel_response_header, keel_response_body_length
+ * and head filters see them) until the head is sent, then taken out and
+ * written by the protocol. The array and the bytes it points to are the
+ * caller's, read during the call only. `flags`: 0 (none are defined).
+ * KEEL_OK (n 0 included); KEEL_ERR_INVAL for a NULL res, a NULL array
+ * with n > 0 or unknown flags; KEEL_ERR_STATE once the head was sent;
+ * KEEL_ERR_NOMEM. On an error nothing was added. Worker thread of the
+ * request. */
+KEEL_FN(int, response_fields_addn,
+        (keel_response * res, const keel_field *fields, size_t n, unsigned flags),
+        (res, fields, n, flags))
+
+/* ---- HTTP: log field names prepared at load (ABI 1.13) ---------------------
+ * keel_request_set_log_field checks its name byte by byte, copies it into
+ * the request and compares it with the fields already set, on every
+ * request. A module that sets the same few names on every request (the
+ * proxy's upstream_addr, upstream_status, upstream_response_time)
+ * prepares each once at load and sets the field by pointer: the name is
+ * neither checked nor copied again. A field set by a prepared name and
+ * one set by the same name as a string are the same field. */
+
+/* Checks `name` (NUL-terminated, 1..32 bytes of a-z, 0-9 and '_', as
+ * keel_request_set_log_field takes) and keeps a copy: KEEL_OK with *out
+ * the name, which the core owns and frees with the module (the module
+ * never frees it); KEEL_ERR_INVAL for a NULL module, name or out, or a
+ * bad name (*out NULL); KEEL_ERR_STATE after load; KEEL_ERR_NOMEM. From
+ * the module's load only (main thread). */
+KEEL_FN(int, log_name_prepare, (keel_module * m, const char *name, const keel_log_name **out),
+        (m, name, out))
+
+/* As keel_request_set_log_field(req, the prepared name, value, len):
+ * value[0..len) copied into the request, replacing the value an earlier
+ * call gave the same name (prepared or as a string); fields keep the
+ * order of their first setting; keel_request_log_field and
+ * keel_request_log_field_at see it by its name. KEEL_OK; KEEL_ERR_INVAL
+ * for a NULL req or name, a NULL value with len > 0 or a value over
+ * 4,096 bytes; KEEL_ERR_STATE once the log phase ran; KEEL_ERR_NOMEM.
+ * From a filter or a handler, until the response's end (worker thread of
+ * the request). */
+KEEL_FN(int, request_set_log_field_named,
+        (keel_request * req, const keel_log_name *name, const char *value, size_t len),
+        (req, name, value, len))
+#endif /* KEEL__WANT(13) */

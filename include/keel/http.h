@@ -67,8 +67,10 @@ typedef struct keel_header {
 
 /* (ABI 1.11) A response field as the core keeps it, handed as it is to a
  * protocol whose sink has send_head_fields: the views of send_head's
- * keel_header, and what the core knows of the field besides. Grows at the
- * end only within a new ABI minor; protocols read it, never build it. */
+ * keel_header, and what the core knows of the field besides. Protocols
+ * read it; since ABI 1.13 a module also builds arrays of it for
+ * keel_response_fields_addn (name, value and token; line NULL). Arrays of
+ * it cross the ABI both ways, so its size is fixed: it does not grow. */
 typedef struct keel_field {
     keel_str name;
     keel_str value;
@@ -89,6 +91,11 @@ typedef struct keel_field {
  * the core owns it) or at run time (keel_field_make, ABI 1.12; the caller
  * owns it and frees it with keel_field_free). Opaque. */
 typedef struct keel_prepared_field keel_prepared_field;
+
+/* A log field's name checked and copied once, at load
+ * (keel_log_name_prepare, ABI 1.13), then set on requests by pointer
+ * (keel_request_set_log_field_named). Opaque; the core owns it. */
+typedef struct keel_log_name keel_log_name;
 
 /* What filters and handlers return. */
 enum {

@@ -17,7 +17,7 @@
 #define KEEL_ABI_MAJOR 1
 /* Bumped whenever a function is appended to the host table or a field to a
  * sized struct. */
-#define KEEL_ABI_MINOR 12
+#define KEEL_ABI_MINOR 13
 
 /* The ABI minor a module is built for. A module that must also load on
  * older hosts defines it before including keel/keel.h (Node-API's

@@ -15,13 +15,6 @@
 #include <stdint.h>
 #include <string.h>
 
-/* RFC 9110 5.6.2 tchar, a bit for each of the 128 ASCII codes */
-static int is_tchar(unsigned char c)
-{
-    static const uint64_t map[2] = {0x03ff6cfa00000000u, 0x57ffffffc7fffffeu};
-    return c < 128 && ((map[c >> 6] >> (c & 63)) & 1);
-}
-
 static int digit(unsigned char c)
 {
     return c >= '0' && c <= '9';
@@ -116,7 +109,7 @@ int px_fast_head_scan(const char *data, size_t len, fcgi_field *fields, size_t c
         size_t name_len = (size_t)(colon - p) - name;
         unsigned token = keel_header_token(data + name, name_len);
         for (size_t i = 0; token == 0 && i < name_len; i++)
-            if (!is_tchar(p[name + i]))
+            if (!fcgi_tchar(p[name + i]))
                 return 0;
         at = name + name_len + 1;
         /* llhttp's value: leading blanks skipped, trailing ones kept, up

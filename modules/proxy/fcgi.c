@@ -186,13 +186,6 @@ size_t fcgi_head_end(const char *buf, size_t len, size_t from)
     return 0;
 }
 
-static int is_tchar(unsigned char c)
-{
-    /* RFC 9110 5.6.2 */
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
 int fcgi_head_parse(const char *buf, size_t len, fcgi_field *fields, size_t cap, size_t *nfields,
                     int *status)
 {
@@ -212,7 +205,7 @@ int fcgi_head_parse(const char *buf, size_t len, fcgi_field *fields, size_t cap,
         if (line_end == at)
             break; /* the empty line */
         size_t colon = at;
-        while (colon < line_end && is_tchar((unsigned char)buf[colon]))
+        while (colon < line_end && fcgi_tchar((unsigned char)buf[colon]))
             colon++;
         /* no folding (RFC 9112 5.2: obsolete), no space before the colon */
         if (colon == at || colon == line_end || buf[colon] != ':')

@@ -62,17 +62,18 @@ static size_t format_seconds(char *out, uint64_t ms)
  * client waited it), for the access log and any other logger. */
 static void set_log_fields(px_ex *ex, uint64_t ms)
 {
+    const px_config *c = ex->route->cfg;
     char text[24];
     if (ex->peer != NULL)
-        keel_request_set_log_field(ex->req, "upstream_addr", ex->peer->srv->authority,
-                                   strlen(ex->peer->srv->authority));
+        keel_request_set_log_field_named(ex->req, c->log_addr, ex->peer->srv->authority,
+                                         strlen(ex->peer->srv->authority));
     if (ex->status >= 100 && ex->status <= 999) {
         text[0] = (char)('0' + ex->status / 100);
         text[1] = (char)('0' + ex->status / 10 % 10);
         text[2] = (char)('0' + ex->status % 10);
-        keel_request_set_log_field(ex->req, "upstream_status", text, 3);
+        keel_request_set_log_field_named(ex->req, c->log_status, text, 3);
     }
-    keel_request_set_log_field(ex->req, "upstream_response_time", text, format_seconds(text, ms));
+    keel_request_set_log_field_named(ex->req, c->log_time, text, format_seconds(text, ms));
 }
 
 void px_log_exchange(px_ex *ex, int status)

@@ -647,13 +647,29 @@ keel_str px_field_value(const px_ex *ex, size_t i)
     return (keel_str){ex->hbuf + ex->fields[i].value, ex->fields[i].value_len};
 }
 
-/* A field of the upstream's head to the response: name and value lie
- * NUL-terminated in ex->hbuf (response.c, fastcgi.c), a rewritten
- * Location in its builder (keel_append's NUL), so the core's call takes
- * them as they are. */
-static int add_field(keel_response *res, keel_str name, const char *value)
+/* The upstream's fields on their way to the response, a batch at a time
+ * (keel_response_fields_addn): every name is a token and every value a
+ * field-value, as the head's readers took them (fasthead.c, fcgi.c,
+ * llhttp with response.c's not_a_token), and classified there, so the
+ * core copies them without checking or classifying them again. */
+typedef struct relayed {
+    keel_response *res;
+    size_t n;
+    keel_field f[16];
+} relayed;
+
+static void relay_flush(relayed *r)
 {
-    return keel_response_header_add(res, name.ptr, value);
+    if (r->n > 0)
+        keel_response_fields_addn(r->res, r->f, r->n, 0);
+    r->n = 0;
+}
+
+static void relay(relayed *r, keel_str name, keel_str value, unsigned token)
+{
+    if (r->n == sizeof r->f / sizeof r->f[0])
+        relay_flush(r);
+    r->f[r->n++] = (keel_field){name, value, NULL, 0, token + 1};
 }
 
 /* A Location naming the upstream ("http://127.0.0.1:9000/x") is rewritten
@@ -710,11 +726,14 @@ void px_response_headers(px_ex *ex)
     named_list named;
     named_init(&named, connection);
     sb via = {0};
+    relayed batch; /* its entries are written before they are read */
+    batch.res = res;
+    batch.n = 0;
     for (size_t i = 0; i < ex->nfields; i++) {
         keel_str name = px_field_name(ex, i), value = px_field_value(ex, i);
         unsigned t = ex->fields[i].token;
         if (ex->upgrade && ex->status == 101 && t == KEEL_HDR_UPGRADE) {
-            add_field(res, name, value.ptr); /* the 101 names the protocol */
+            relay(&batch, name, value, t); /* the 101 names the protocol */
             continue;
         }
         if (hop_by_hop_named(name, t, &named))
@@ -730,14 +749,17 @@ void px_response_headers(px_ex *ex)
         if (ex->route->rewrite_location && t == KEEL_HDR_LOCATION) {
             sb loc = {0};
             if (rewrite_location(ex, value, &loc)) {
-                add_field(res, name, loc.p);
+                /* in its place, checked: the client's Host is in it */
+                relay_flush(&batch);
+                keel_response_header_add(res, name.ptr, loc.p);
                 free(loc.p);
                 continue;
             }
             free(loc.p);
         }
-        add_field(res, name, value.ptr);
+        relay(&batch, name, value, t);
     }
+    relay_flush(&batch);
     /* A FastCGI response came from no HTTP hop: nothing to say in Via
      * (nginx's fastcgi_pass adds none either). */
     if (c->via && !ex->route->group->fastcgi) {

@@ -694,6 +694,18 @@ static int read_scalars(px_config *c, keel_module *m)
     return KEEL_OK;
 }
 
+/* The log fields' names, checked and copied once (forward.c sets them on
+ * every exchange). */
+static int prepare_log_names(px_config *c, keel_module *m)
+{
+    int rc = keel_log_name_prepare(m, "upstream_addr", &c->log_addr);
+    if (rc == KEEL_OK)
+        rc = keel_log_name_prepare(m, "upstream_status", &c->log_status);
+    if (rc == KEEL_OK)
+        rc = keel_log_name_prepare(m, "upstream_response_time", &c->log_time);
+    return rc;
+}
+
 static int proxy_load(keel_module *m)
 {
     px_config *c = calloc(1, sizeof *c);
@@ -703,6 +715,8 @@ static int proxy_load(keel_module *m)
     keel_module_set_data(m, c);
     const px_settings *s = keel_module_config(m);
     int rc = read_scalars(c, m);
+    if (rc == KEEL_OK)
+        rc = prepare_log_names(c, m);
     if (rc == KEEL_OK)
         rc = parse_upgrades(c, m, s->upgrade);
     size_t ng = s->upstream.count, nr = s->pass.count;

@@ -112,7 +112,10 @@ struct px_config {
     size_t max_header;    /* an upstream response head larger than this is a 502 */
     int via, forwarded, x_forwarded, keep_server, keep_date;
     const keel_prepared_field *via_field; /* "Via: 1.1 keel"; NULL: built per response */
-    char **upgrades;                      /* [proxy] upgrade: what routes pass unless they say */
+    /* upstream_addr, upstream_status, upstream_response_time: the log
+     * fields each exchange sets (forward.c), their names prepared once */
+    const keel_log_name *log_addr, *log_status, *log_time;
+    char **upgrades; /* [proxy] upgrade: what routes pass unless they say */
     size_t nupgrades;
     uint64_t tunnel_idle_ms;
     /* CONNECT (forward proxy) */

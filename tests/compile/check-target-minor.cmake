@@ -1,8 +1,9 @@
 # Proves KEEL_TARGET_ABI_MINOR at compile time: a call to an ABI 1.3 function
 # from code that targets 1.2 must not compile, and the same call targeting
 # 1.3 must; likewise for 1.5's request trailers targeting 1.4, 1.8's
-# keel_connect_error_detail, 1.12's keel_field_make, and the descriptor fields of 1.7 and 1.8 (which
-# do not exist at all for an older target). Run by ctest as
+# keel_connect_error_detail, 1.12's keel_field_make, 1.13's
+# keel_response_fields_addn, and the descriptor fields of 1.7 and 1.8
+# (which do not exist at all for an older target). Run by ctest as
 #
 #   cmake -DCOMPILER=<cc or c++> -DLANG=C|CXX -DINCLUDE_DIR=<include/>
 #         -DSOURCE=<target_minor.c> -DWORK_DIR=<scratch dir> -P check-target-minor.cmake
@@ -26,7 +27,7 @@ set(failures "")
 # PROBE:MINOR, the minor that added the function the probe calls.
 foreach(entry STRERROR:3 WORKER_COUNT:3 CONFIG_ERROR:3 TIMER_RESTART:3 REQUEST_TRAILER:5
               HTTP_REQUEST_TRAILERS:5 DESC_CONFIG:7 DESC_STOPPING:8 DESC_REOPEN:8
-              CONNECT_ERROR_DETAIL:8 FIELD_MAKE:12)
+              CONNECT_ERROR_DETAIL:8 FIELD_MAKE:12 FIELDS_ADDN:13)
     string(REPLACE ":" ";" entry "${entry}")
     list(GET entry 0 probe)
     list(GET entry 1 since)

@@ -1,6 +1,7 @@
 /* Compiled, never run, by tests/compile/check-target-minor.cmake: each
  * PROBE_* calls one function of ABI 1.3 (or 1.5, the request trailers,
- * 1.8, keel_connect_error_detail, or 1.12, keel_field_make), or sets a
+ * 1.8, keel_connect_error_detail, 1.12, keel_field_make, or 1.13,
+ * keel_response_fields_addn), or sets a
  * descriptor field of 1.7 or 1.8 (the fields exist only from the minor
  * that added them).
  * Targeting the minor before the function's every probe must fail to
@@ -38,6 +39,9 @@ int probe(keel_module *module)
     const keel_prepared_field *f;
     (void)module;
     return keel_field_make("X", 1, "v", 1, &f);
+#elif defined(PROBE_FIELDS_ADDN)
+    (void)module;
+    return keel_response_fields_addn((keel_response *)0, (const keel_field *)0, 0, 0);
 #elif defined(PROBE_DESC_CONFIG) || defined(PROBE_DESC_STOPPING) || defined(PROBE_DESC_REOPEN)
     keel_module_desc desc;
     (void)module;

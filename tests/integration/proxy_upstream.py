@@ -216,6 +216,18 @@ def handle(c):
         elif path == "/close":
             c.sock.close()
             return
+        elif path == "/text":
+            # n bytes of text in one send: the plainest response
+            c.read_body(fields)
+            n = int(q.get("n", "2000"))
+            c.send(b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: %d\r\n\r\n" % n
+                   + b"a" * n)
+        elif path == "/oddnames":
+            # names llhttp takes that are not tokens (RFC 9110 5.1), between
+            # fields that are (one with obs-text and trailing blanks)
+            c.read_body(fields)
+            c.send(b"HTTP/1.1 200 OK\r\nX-Before: 1\r\nFoo Bar: x\r\n: empty\r\n"
+                   b"X-Obs: caf\xe9\t \r\nX-After: 2\r\nContent-Length: 2\r\n\r\nok")
         elif path == "/garbage":
             c.send(b"SMTP READY\r\n\r\n")
             time.sleep(0.2)

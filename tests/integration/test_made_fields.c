@@ -114,3 +114,22 @@ Test(made_fields, the_same_over_http2, .timeout = 60, .fini = kh_cleanup_all)
     }
     kh_stop(p);
 }
+
+/* A module built for ABI 1.12 (mod_made.c targets it) loads on a 1.13
+ * host, says so, and its 1.12 calls work as before. */
+Test(made_fields, a_module_built_for_1_12_loads, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *p = kh_start(
+        "[keel]\nlisten = 127.0.0.1:0 http1\nworkers = 1\nlog_level = debug\n" KH_MODULE_PATH
+        "modules = http1 made\n",
+        NULL, 1, 10000);
+    kh_assert(p, strstr(kh_stderr(p), "module 'made' 1.0.0 (ABI 1.12) loaded from") != NULL,
+              "the load line");
+    ht_resp r = {0};
+    get(p, "/file-a.txt", &r);
+    kh_assert(p, r.status == 200, "status %d", r.status);
+    kh_assert(p, ht_header(&r, "X-Made") && strcmp(ht_header(&r, "X-Made"), "/file-a.txt") == 0,
+              "X-Made:\n%s", r.head);
+    ht_resp_free(&r);
+    kh_stop(p);
+}

@@ -188,6 +188,74 @@ Test(proxy, date_and_server, .timeout = 60, .fini = kh_cleanup_all)
     px_stop(p);
 }
 
+/* The fields relayed are the ones keel_response_header_add took: a name
+ * llhttp passes that is not a token ("Foo Bar", an empty one) is left
+ * out, every other field goes as it came, in order (the proxy vouches for
+ * the names and values it hands the core, keel_response_fields_addn). */
+Test(proxy, names_that_are_not_tokens_are_left_out, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[512], url[128];
+    snprintf(section, sizeof section, "upstream = py 127.0.0.1:%u\npass = / py\n", kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    ht_run_result rr = px_get(px_url(url, sizeof url, p, 0, "/oddnames"));
+    kh_assert(p, strstr(rr.out, "HTTP/1.1 200") != NULL, "status" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    const char *before = strstr(rr.out, "X-Before: 1\r\n"),
+               *obs = strstr(rr.out, "X-Obs: caf\xe9\t \r\n"),
+               *after = strstr(rr.out, "X-After: 2\r\n");
+    kh_assert(p, before != NULL && obs != NULL && after != NULL && before < obs && obs < after,
+              "the others relayed as they came, in order" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    kh_assert(p,
+              strstr(rr.out, "Foo Bar") == NULL && strstr(rr.out, "\n: empty") == NULL &&
+                  strstr(rr.out, "empty") == NULL,
+              "not tokens, left out" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    ht_run_free(&rr);
+    px_stop(p);
+}
+
+/* A body filter sees the upstream's Content-Length as a handler's own:
+ * deflate compresses a text body its declared length says is long enough
+ * (then framed anew, the length dropped) and leaves a short one alone,
+ * its length relayed. */
+Test(proxy, deflate_decides_by_the_upstreams_length, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[512], url[128];
+    snprintf(section, sizeof section, "upstream = py 127.0.0.1:%u\npass = / py\n", kh_port(up, 0));
+    kh_proc *p = px_keel_with("http1 proxy deflate", section, 0);
+    const char *gzip[] = {"-i",
+                          "-H",
+                          "Accept-Encoding: gzip",
+                          "-o",
+                          "/dev/null",
+                          "-D",
+                          "-",
+                          px_url(url, sizeof url, p, 0, "/text?n=2000"),
+                          NULL};
+    ht_run_result rr = px_curl(gzip);
+    kh_assert(p,
+              strstr(rr.out, "Content-Encoding: gzip\r\n") != NULL &&
+                  strstr(rr.out, "Content-Length: 2000") == NULL,
+              "compressed" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    ht_run_free(&rr);
+    const char *whole[] = {"--compressed", px_url(url, sizeof url, p, 0, "/text?n=2000"), NULL};
+    rr = px_curl(whole);
+    size_t n = strspn(rr.out, "a");
+    kh_assert(p, rr.status == 0 && n == 2000 && rr.out[n] == '\0', "the body back, %zu bytes", n);
+    ht_run_free(&rr);
+    const char *shorter[] = {"-i", "-H", "Accept-Encoding: gzip",
+                             px_url(url, sizeof url, p, 0, "/text?n=100"), NULL};
+    rr = px_curl(shorter);
+    kh_assert(p,
+              strstr(rr.out, "Content-Encoding") == NULL &&
+                  strstr(rr.out, "Content-Length: 100\r\n") != NULL,
+              "below min_length, as it came" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    ht_run_free(&rr);
+    px_stop(p);
+}
+
 Test(proxy, keepalive_pool, .timeout = 60, .fini = kh_cleanup_all)
 {
     px_need_curl();

@@ -11,7 +11,11 @@
  * after this module, reads them in its own on_log, which runs later. Each request first checks the
  * refusals (a name that is not a token, a value with CR LF, NUL, a
  * framing field, Date, a NULL out): X-Refusal-Error: WHAT says one was not
- * refused or left *out set. */
+ * refused or left *out set.
+ *
+ * Built for ABI 1.12 (KEEL_TARGET_ABI_MINOR): the module every 1.12 host
+ * loads, which test_made_fields.c checks newer hosts still load. */
+#define KEEL_TARGET_ABI_MINOR 12
 #include <keel/keel.h>
 
 #include <stdlib.h>

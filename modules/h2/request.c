@@ -213,8 +213,10 @@ static int connection_specific(unsigned token, const char *v, size_t vlen)
 
 enum { P_METHOD = 1, P_SCHEME = 2, P_AUTHORITY = 4, P_PATH = 8, P_PROTOCOL = 16 };
 
-/* A pseudo-field of the head (8.3.1): known, once, before the others. */
-static int pseudo_field(h2_stream *s, unsigned token, const char *name, size_t nlen, keel_str v)
+/* A pseudo-field of the head (8.3.1): known, once, before the others.
+ * Which it is (P_*), or 0. */
+static unsigned pseudo_field(h2_stream *s, unsigned token, const char *name, size_t nlen,
+                             keel_str v)
 {
     unsigned which = token == KEEL_HDR_PSEUDO_METHOD      ? P_METHOD
                      : token == KEEL_HDR_PSEUDO_SCHEME    ? P_SCHEME
@@ -223,7 +225,7 @@ static int pseudo_field(h2_stream *s, unsigned token, const char *name, size_t n
                      : IS(name, nlen, ":protocol")        ? P_PROTOCOL /* RFC 8441 4 */
                                                           : 0;
     if (which == 0 || s->in_trailers || s->regular_seen || (s->seen_pseudo & which))
-        return -1;
+        return 0;
     s->seen_pseudo |= (uint8_t)which;
     switch (which) {
     case P_METHOD:
@@ -242,7 +244,7 @@ static int pseudo_field(h2_stream *s, unsigned token, const char *name, size_t n
         s->path = v;
         break;
     }
-    return 0;
+    return which;
 }
 
 /* content-length (RFC 9110 8.6): digits; repeated, the same value. */
@@ -264,10 +266,13 @@ static int content_length_field(h2_stream *s, const char *v, size_t n)
 
 /* What h2_stream_field concluded of a dynamic table entry, in its memo
  * (hpack.h): its name is valid, its token in the low 16 bits; its value is
- * valid. */
-#define MEMO_NAME_OK  0x80000000u
-#define MEMO_VALUE_OK 0x40000000u
-#define MEMO_TOKEN    0xffffu
+ * valid; for a pseudo-field, the value is in the grammar of its name. */
+#define MEMO_NAME_OK    0x80000000u
+#define MEMO_VALUE_OK   0x40000000u
+#define MEMO_GRAMMAR_OK 0x20000000u /* a pseudo-field's value is in its grammar */
+#define MEMO_TOKEN      0xffffu
+
+static int pseudo_grammar_ok(unsigned which, keel_str v);
 
 int h2_stream_field(void *stream, const h2_hpack_field *f)
 {
@@ -345,8 +350,22 @@ int h2_stream_field(void *stream, const h2_hpack_field *f)
             }
             v.ptr = memcpy(at, value, vlen);
         }
-        if (pseudo_field(s, token, name, nlen, v) != 0)
+        unsigned which = pseudo_field(s, token, name, nlen, v);
+        if (which == 0) {
             s->malformed = 1;
+            return 0;
+        }
+        /* Each value's grammar (8.3.1) is checked once the head is whole
+         * (head_ok), but for values known to be in it: the static table's
+         * (GET, http, "/"; not :authority's, empty), and a dynamic entry's
+         * that was, when the entry first came (its memo). */
+        int known = static_value ? which != P_AUTHORITY : entry_value && (memo & MEMO_GRAMMAR_OK);
+        if (!known && entry_value && pseudo_grammar_ok(which, v)) {
+            *f->memo |= MEMO_GRAMMAR_OK;
+            known = 1;
+        }
+        if (known)
+            s->pseudo_ok |= (uint8_t)which;
         return 0;
     }
     s->regular_seen = 1;
@@ -479,6 +498,25 @@ static size_t authority_host(keel_str v)
     return colon != NULL ? (size_t)(colon - v.ptr) : v.len;
 }
 
+/* Whether v is in the grammar of the pseudo-field `which` (8.3.1). A
+ * :path here is origin-form only ("*" is for path_ok, which knows the
+ * method); a :protocol is left to h2_stream_headers_done. */
+static int pseudo_grammar_ok(unsigned which, keel_str v)
+{
+    switch (which) {
+    case P_METHOD:
+        return keel_http_valid(KEEL_HTTP_TOKEN, v.ptr, v.len);
+    case P_SCHEME:
+        return scheme_ok(v);
+    case P_AUTHORITY:
+        return authority_host(v) != 0;
+    case P_PATH:
+        return keel_http_valid(KEEL_HTTP_ORIGIN_FORM, v.ptr, v.len);
+    default:
+        return 0;
+    }
+}
+
 /* The port of an authority whose host is host_len bytes long; an absent or
  * empty one is the scheme's default (RFC 3986 6.2.3). */
 static keel_str authority_port(keel_str v, size_t host_len, keel_str scheme)
@@ -515,15 +553,16 @@ static int same_authority(keel_str a, keel_str b, keel_str scheme)
  * the other (8.3.1). */
 static int head_ok(h2_stream *s, int connect)
 {
-    unsigned seen = s->seen_pseudo;
-    if (!(seen & P_METHOD) || !keel_http_valid(KEEL_HTTP_TOKEN, s->method.ptr, s->method.len))
+    unsigned seen = s->seen_pseudo, unchecked = seen & ~s->pseudo_ok;
+    if (!(seen & P_METHOD) || ((unchecked & P_METHOD) && !pseudo_grammar_ok(P_METHOD, s->method)))
         return 0;
     if (connect ? (seen & (P_SCHEME | P_PATH)) || !(seen & P_AUTHORITY)
                 : (seen & (P_SCHEME | P_PATH)) != (P_SCHEME | P_PATH))
         return 0;
-    if (!connect && (!scheme_ok(s->scheme) || !path_ok(s->method, s->path)))
+    if (!connect && (((unchecked & P_SCHEME) && !pseudo_grammar_ok(P_SCHEME, s->scheme)) ||
+                     ((unchecked & P_PATH) && !path_ok(s->method, s->path))))
         return 0;
-    if ((seen & P_AUTHORITY) && authority_host(s->authority) == 0)
+    if ((unchecked & P_AUTHORITY) && !pseudo_grammar_ok(P_AUTHORITY, s->authority))
         return 0;
     if (s->host_at != 0) {
         keel_str v = s->fields[s->host_at - 1].value;

@@ -32,7 +32,8 @@ typedef struct h2_scratch {
     size_t cap;
 } h2_scratch;
 
-/* One decoded field, valid during the emit call only (but as said). */
+/* One decoded field, its strings and memo valid during the emit call only
+ * (the static table's strings, where said below, for the program's life). */
 typedef struct h2_hpack_field {
     const char *name, *value;
     size_t nlen, vlen;

@@ -36,8 +36,7 @@ static inline int h2_str_is(keel_str s, const char *lit)
 }
 /* One decoded field of the stream's head or trailers (ev->field); 0, or
  * nonzero to stop decoding (a flood: the connection ends). */
-int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_index,
-                    const char *value, size_t vlen);
+int h2_stream_field(void *stream, const h2_hpack_field *f);
 /* The request head is complete: check it and start the exchange
  * (ev->headers). */
 void h2_stream_headers_done(h2_stream *s);

@@ -79,7 +79,8 @@ static const struct h2_hpack_static {
 
 struct h2_hpack_entry {
     uint32_t nlen, vlen;
-    uint32_t name_index; /* a static entry with the same name, or 0 (h2_hpack_emit) */
+    uint32_t name_index; /* a static entry with the same name, or 0 (h2_hpack_field) */
+    uint32_t memo;       /* the caller's (h2_hpack_field) */
     char data[];         /* name, then value */
 };
 
@@ -143,6 +144,7 @@ static int insert(h2_hpack *d, const char *name, size_t nlen, unsigned name_inde
     /* A literal name is looked up once, here, rather than each time the
      * entry is referred to. */
     e->name_index = name_index != 0 ? name_index : h2_hpack_static_name(name, nlen);
+    e->memo = 0;
     memcpy(e->data, name, nlen);
     memcpy(e->data + nlen, value, vlen);
     evict_to(d, d->max - sz);
@@ -222,31 +224,39 @@ static int get_string(const uint8_t **pp, const uint8_t *end, h2_scratch *scratc
     return 0;
 }
 
-/* The name (and value) of table index i, 2.3.3: 1..61 static, then the
- * dynamic table newest first, and a static index of the name (i itself for
- * a static entry). -1 if there is no such entry. */
-static int lookup(const h2_hpack *d, uint32_t i, const char **name, size_t *nlen,
-                  unsigned *name_index, const char **value, size_t *vlen)
+/* The field of dynamic entry e, as h2_hpack_field says. */
+static inline void entry_field(h2_hpack_entry *e, h2_hpack_field *f)
+{
+    f->name_index = e->name_index;
+    f->name = e->name_index != 0 ? static_table[e->name_index].name : e->data;
+    f->nlen = e->nlen;
+    f->value = e->data + e->nlen;
+    f->vlen = e->vlen;
+    f->flags = H2_HPACK_ENTRY_VALUE;
+    f->memo = &e->memo;
+}
+
+/* The field of table index i, 2.3.3: 1..61 static, then the dynamic table
+ * newest first, with a static index of its name (i itself for a static
+ * entry). -1 if there is no such entry. */
+static inline int lookup(const h2_hpack *d, uint32_t i, h2_hpack_field *f)
 {
     if (i == 0)
         return -1;
     if (i <= STATIC_COUNT) {
-        *name_index = i;
-        *name = static_table[i].name;
-        *nlen = static_table[i].nlen;
-        *value = static_table[i].value;
-        *vlen = static_table[i].vlen;
+        f->name_index = i;
+        f->name = static_table[i].name;
+        f->nlen = static_table[i].nlen;
+        f->value = static_table[i].value;
+        f->vlen = static_table[i].vlen;
+        f->flags = H2_HPACK_STATIC_VALUE;
+        f->memo = NULL;
         return 0;
     }
     i -= STATIC_COUNT + 1;
     if (i >= d->count)
         return -1;
-    const h2_hpack_entry *e = entry_at(d, i);
-    *name_index = e->name_index;
-    *name = e->data;
-    *nlen = e->nlen;
-    *value = e->data + e->nlen;
-    *vlen = e->vlen;
+    entry_field(entry_at(d, i), f);
     return 0;
 }
 
@@ -269,13 +279,11 @@ int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *s
     }
     while (p < end) {
         uint8_t b = *p;
-        const char *name, *value;
-        size_t nlen, vlen, at = 0;
-        unsigned name_index = 0;
+        h2_hpack_field f;
+        size_t at = 0;
         uint32_t idx;
         if (b & 0x80) { /* 6.1 indexed field */
-            if (get_int(&p, end, 7, &idx) != 0 ||
-                lookup(d, idx, &name, &nlen, &name_index, &value, &vlen) != 0)
+            if (get_int(&p, end, 7, &idx) != 0 || lookup(d, idx, &f) != 0)
                 return H2_HPACK_ERROR;
         } else if ((b & 0xe0) == 0x20) { /* 6.3 dynamic table size update */
             /* 4.2: only at the start of a block, within our limit. */
@@ -292,21 +300,24 @@ int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *s
                 return H2_HPACK_ERROR;
             int rc;
             if (idx > 0) {
-                const char *ignored;
-                size_t ignored_len;
-                if (lookup(d, idx, &name, &nlen, &name_index, &ignored, &ignored_len) != 0)
+                if (lookup(d, idx, &f) != 0)
                     return H2_HPACK_ERROR;
-            } else if ((rc = get_string(&p, end, scratch, &at, &name, &nlen)) != 0) {
-                return rc;
+                f.flags = 0; /* the name's entry; the value is a literal */
+            } else {
+                if ((rc = get_string(&p, end, scratch, &at, &f.name, &f.nlen)) != 0)
+                    return rc;
+                f.name_index = 0;
+                f.flags = 0;
+                f.memo = NULL;
             }
-            if ((rc = get_string(&p, end, scratch, &at, &value, &vlen)) != 0)
+            if ((rc = get_string(&p, end, scratch, &at, &f.value, &f.vlen)) != 0)
                 return rc;
-            if (indexing && entry_size(nlen, vlen) > d->max) {
+            if (indexing && entry_size(f.nlen, f.vlen) > d->max) {
                 /* 4.4: an entry larger than the table empties it and is not
                  * added. Its name may be one of the entries going, so the
                  * field is handed on first. */
                 fields++;
-                rc = emit(ud, name, nlen, name_index, value, vlen);
+                rc = emit(ud, &f);
                 evict_to(d, 0);
                 if (rc != 0)
                     return rc;
@@ -315,16 +326,13 @@ int h2_hpack_decode(h2_hpack *d, const uint8_t *block, size_t len, h2_scratch *s
             if (indexing) {
                 /* The entry copies name and value; the copies are what is
                  * handed on, since inserting may evict the name's entry. */
-                if ((rc = insert(d, name, nlen, name_index, value, vlen)) != 0)
+                if ((rc = insert(d, f.name, f.nlen, f.name_index, f.value, f.vlen)) != 0)
                     return rc;
-                const h2_hpack_entry *e = entry_at(d, 0);
-                name_index = e->name_index;
-                name = e->data;
-                value = e->data + e->nlen;
+                entry_field(entry_at(d, 0), &f);
             }
         }
         fields++;
-        int rc = emit(ud, name, nlen, name_index, value, vlen);
+        int rc = emit(ud, &f);
         if (rc != 0)
             return rc;
     }

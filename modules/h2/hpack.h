@@ -32,14 +32,37 @@ typedef struct h2_scratch {
     size_t cap;
 } h2_scratch;
 
-/* One decoded field: name and value are valid during the call only.
- * name_index is a static table index (1..61) whose name is this name,
- * known without comparing a byte (the field named it by index, or named a
- * dynamic entry whose name is a static one), or 0: the caller classifies
- * the name itself. A nonzero return stops decoding and is returned by
- * h2_hpack_decode. */
-typedef int (*h2_hpack_emit)(void *ud, const char *name, size_t nlen, unsigned name_index,
-                             const char *value, size_t vlen);
+/* One decoded field, its strings and memo valid during the emit call only
+ * (the static table's strings, where said below, for the program's life). */
+typedef struct h2_hpack_field {
+    const char *name, *value;
+    size_t nlen, vlen;
+    /* A static table index (1..61) whose name is this name, known without
+     * comparing a byte (the field named it by index, or named a dynamic
+     * entry whose name is a static one), or 0: the caller classifies the
+     * name itself. When nonzero, name is the static table's own string,
+     * which lives as long as the program. */
+    unsigned name_index;
+    unsigned flags; /* H2_HPACK_STATIC_VALUE, H2_HPACK_ENTRY_VALUE */
+    /* The dynamic table entry that gave the field's name, or all of it
+     * (H2_HPACK_ENTRY_VALUE), has a slot where the caller may keep what it
+     * concluded of that entry: zero when the entry is made, never touched
+     * by the decoder, and the entry never changes (RFC 7541 2.3.2), so a
+     * check of its name (or value) made once holds as long as it is
+     * referred to. NULL when no dynamic entry gave the field. */
+    uint32_t *memo;
+} h2_hpack_field;
+
+/* The whole field is a static table entry's (6.1): the value is the
+ * table's own string too, which lives as long as the program. */
+#define H2_HPACK_STATIC_VALUE 1u
+/* The whole field is the dynamic entry's whose memo this is (6.1, or a
+ * field just added to the table, 6.2.1); without it a memo is of the
+ * entry that gave the name only. */
+#define H2_HPACK_ENTRY_VALUE 2u
+
+/* A nonzero return stops decoding and is returned by h2_hpack_decode. */
+typedef int (*h2_hpack_emit)(void *ud, const h2_hpack_field *f);
 
 #define H2_HPACK_ERROR (-1) /* COMPRESSION_ERROR (RFC 9113 4.3) */
 #define H2_HPACK_NOMEM (-2)

@@ -117,16 +117,40 @@ static const uint16_t huff_fast[256] = {
     0x1058, 0x105a, 0x0000, 0x0000,
 };
 
+/* Eight bytes of input, the first most significant (compilers make it one
+ * load and a byte swap). */
+static inline uint64_t load_be64(const uint8_t *p)
+{
+    return (uint64_t)p[0] << 56 | (uint64_t)p[1] << 48 | (uint64_t)p[2] << 40 |
+           (uint64_t)p[3] << 32 | (uint64_t)p[4] << 24 | (uint64_t)p[5] << 16 |
+           (uint64_t)p[6] << 8 | (uint64_t)p[7];
+}
+
 long h2_huff_decode(const uint8_t *in, size_t n, char *out)
 {
-    /* acc holds the next `bits` bits of input, most significant first. */
+    /* acc holds the next `bits` bits of input, most significant first;
+     * below them, maybe some of the input's bits after those (never
+     * others). */
     uint64_t acc = 0;
     unsigned bits = 0;
     size_t i = 0, o = 0;
     for (;;) {
-        while (bits <= 56 && i < n) {
-            acc |= (uint64_t)in[i++] << (56 - bits);
-            bits += 8;
+        /* Refilled once under 32 bits (the longest code is 30), eight
+         * bytes at a time while there are eight: the whole bytes that fit
+         * are counted, and the bits of the next one that came along are
+         * its own, or-ed in again, unchanged, by the next refill. */
+        if (bits < 32) {
+            if (n - i >= 8) {
+                acc |= load_be64(in + i) >> bits;
+                unsigned take = (63 - bits) >> 3;
+                i += take;
+                bits += take * 8;
+            } else {
+                while (bits <= 56 && i < n) {
+                    acc |= (uint64_t)in[i++] << (56 - bits);
+                    bits += 8;
+                }
+            }
         }
         /* Most symbols of text have codes of 5 to 8 bits: one lookup. */
         unsigned e = huff_fast[acc >> 56];

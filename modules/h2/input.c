@@ -31,14 +31,10 @@ typedef struct discard_ctx {
     uint64_t size;
 } discard_ctx;
 
-static int discard_field(void *ud, const char *name, size_t nlen, unsigned name_index,
-                         const char *value, size_t vlen)
+static int discard_field(void *ud, const h2_hpack_field *f)
 {
     discard_ctx *d = ud;
-    (void)name;
-    (void)name_index;
-    (void)value;
-    d->size += nlen + vlen + 32;
+    d->size += f->nlen + f->vlen + 32;
     if (d->size > (uint64_t)d->c->w->cfg->max_header_list * 16) {
         h2_calm(d->c, H2_FLOOD_HPACK);
         return 1;

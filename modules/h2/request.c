@@ -2,7 +2,11 @@
  *
  * Request head: hpack.c hands each decoded field over once; it is checked
  * (RFC 9113 8.2, 8.3) and copied into the stream's own memory, which the
- * head the core sees points into until the stream is freed. `:authority`
+ * head the core sees points into until the stream is freed. What the HPACK
+ * static table gave (a name, or a whole field) is not copied: the table's
+ * strings live as long as the program. What a dynamic table entry gave is
+ * checked once, the first time (the entry's memo, hpack.h: an entry never
+ * changes), and copied every time (later blocks evict it). `:authority`
  * stands for Host (RFC 9113 8.3.1), split cookie fields are joined again
  * (8.2.3). A malformed request (8.1.1) is reset with PROTOCOL_ERROR.
  *
@@ -27,37 +31,66 @@
 
 /* ---- the request head ------------------------------------------------------- */
 
-/* While a block is decoded, views hold offsets into the stream's memory
- * (which may move as it grows); at the block's end they become pointers. */
-static keel_str at_offset(size_t off, size_t len)
+/* A view into the block's memory (hmem for the head, tmem for the
+ * trailers) that moved from old to now, len bytes of it used. */
+static void rebase(keel_str *v, const char *old, size_t len, const char *now)
 {
-    return (keel_str){(const char *)(uintptr_t)off, len};
+    uintptr_t off = (uintptr_t)v->ptr - (uintptr_t)old;
+    if (v->len > 0 && off < len)
+        v->ptr = now + off;
 }
 
-static void to_pointer(keel_str *v, const char *base)
+/* Grows the memory of the block being decoded to take n more bytes. Its
+ * views are pointers, rebased here, rather than offsets made pointers at
+ * the block's end: a view may also point at the static table's strings,
+ * which are not copied. The old memory is freed only once they are. */
+static int grow_mem(h2_stream *s, size_t n)
 {
-    /* No memory yet: every view so far is empty (offset 0, length 0). */
-    v->ptr = base != NULL ? base + (uintptr_t)v->ptr : "";
-}
-
-/* Appends n bytes to a stream's memory; the offset, or -1. */
-static inline long put_bytes(char **mem, size_t *len, size_t *cap, const char *p, size_t n)
-{
-    if (*cap - *len < n) {
-        size_t want = *cap ? *cap : 512;
-        while (want - *len < n)
-            want *= 2;
-        char *grown = realloc(*mem, want);
-        if (grown == NULL)
-            return -1;
-        *mem = grown;
-        *cap = want;
+    char **mem = s->in_trailers ? &s->tmem : &s->hmem;
+    size_t len = s->in_trailers ? s->tlen : s->hlen;
+    size_t *cap = s->in_trailers ? &s->tcap : &s->hcap;
+    size_t want = *cap ? *cap : 512;
+    while (want - len < n)
+        want *= 2;
+    char *grown = malloc(want);
+    if (grown == NULL)
+        return -1;
+    char *old = *mem;
+    if (len > 0)
+        memcpy(grown, old, len);
+    if (s->in_trailers) {
+        for (size_t i = 0; i < s->ntr; i++) {
+            rebase(&s->tr_fields[i].name, old, len, grown);
+            rebase(&s->tr_fields[i].value, old, len, grown);
+        }
+    } else {
+        for (size_t i = 0; i < s->nfields; i++) {
+            rebase(&s->fields[i].name, old, len, grown);
+            rebase(&s->fields[i].value, old, len, grown);
+        }
+        rebase(&s->method, old, len, grown);
+        rebase(&s->scheme, old, len, grown);
+        rebase(&s->authority, old, len, grown);
+        rebase(&s->path, old, len, grown);
+        rebase(&s->protocol, old, len, grown);
     }
-    size_t off = *len;
-    if (n > 0)
-        memcpy(*mem + off, p, n);
+    free(old);
+    *mem = grown;
+    *cap = want;
+    return 0;
+}
+
+/* Room for n bytes at the end of the block's memory, taken; NULL if out of
+ * memory. Views taken before stay valid (grow_mem). */
+static inline char *take_mem(h2_stream *s, size_t n)
+{
+    size_t *len = s->in_trailers ? &s->tlen : &s->hlen;
+    size_t cap = s->in_trailers ? s->tcap : s->hcap;
+    if (cap - *len < n && grow_mem(s, n) != 0)
+        return NULL;
+    char *at = (s->in_trailers ? s->tmem : s->hmem) + *len;
     *len += n;
-    return (long)off;
+    return at;
 }
 
 /* Doubles a field list: the head's keeps each field's token after the
@@ -180,9 +213,10 @@ static int connection_specific(unsigned token, const char *v, size_t vlen)
 
 enum { P_METHOD = 1, P_SCHEME = 2, P_AUTHORITY = 4, P_PATH = 8, P_PROTOCOL = 16 };
 
-/* A pseudo-field of the head (8.3.1): known, once, before the others. */
-static int pseudo_field(h2_stream *s, unsigned token, const char *name, size_t nlen, long off,
-                        size_t vlen)
+/* A pseudo-field of the head (8.3.1): known, once, before the others.
+ * Which it is (P_*), or 0. */
+static unsigned pseudo_field(h2_stream *s, unsigned token, const char *name, size_t nlen,
+                             keel_str v)
 {
     unsigned which = token == KEEL_HDR_PSEUDO_METHOD      ? P_METHOD
                      : token == KEEL_HDR_PSEUDO_SCHEME    ? P_SCHEME
@@ -191,9 +225,8 @@ static int pseudo_field(h2_stream *s, unsigned token, const char *name, size_t n
                      : IS(name, nlen, ":protocol")        ? P_PROTOCOL /* RFC 8441 4 */
                                                           : 0;
     if (which == 0 || s->in_trailers || s->regular_seen || (s->seen_pseudo & which))
-        return -1;
+        return 0;
     s->seen_pseudo |= (uint8_t)which;
-    keel_str v = at_offset((size_t)off, vlen);
     switch (which) {
     case P_METHOD:
         s->method = v;
@@ -211,7 +244,7 @@ static int pseudo_field(h2_stream *s, unsigned token, const char *name, size_t n
         s->path = v;
         break;
     }
-    return 0;
+    return which;
 }
 
 /* content-length (RFC 9110 8.6): digits; repeated, the same value. */
@@ -231,12 +264,23 @@ static int content_length_field(h2_stream *s, const char *v, size_t n)
     return 0;
 }
 
-int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_index,
-                    const char *value, size_t vlen)
+/* What h2_stream_field concluded of a dynamic table entry, in its memo
+ * (hpack.h): its name is valid, its token in the low 16 bits; its value is
+ * valid; for a pseudo-field, the value is in the grammar of its name. */
+#define MEMO_NAME_OK    0x80000000u
+#define MEMO_VALUE_OK   0x40000000u
+#define MEMO_GRAMMAR_OK 0x20000000u /* a pseudo-field's value is in its grammar */
+#define MEMO_TOKEN      0xffffu
+
+static int pseudo_grammar_ok(unsigned which, keel_str v);
+
+int h2_stream_field(void *stream, const h2_hpack_field *f)
 {
     h2_stream *s = stream;
     h2_conn *c = s->c;
     const h2_config *cfg = c->w->cfg;
+    const char *name = f->name, *value = f->value;
+    size_t nlen = f->nlen, vlen = f->vlen;
     /* RFC 9113 6.5.2: the size of a field list is the sum of its fields'
      * names and values, 32 bytes more each. Beyond the limit nothing more
      * is kept (431 follows); far beyond it, the decoded list is out of all
@@ -253,28 +297,39 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_i
     }
     if (s->malformed)
         return 0;
-    if (nlen == 0) {
-        s->malformed = 1;
-        return 0;
-    }
-    if (!value_ok(value, vlen)) {
-        s->malformed = 1;
-        return 0;
-    }
     /* Each name is classified once: one the HPACK decoder knows by a
-     * static index is a valid one, and its token is a table away; any
-     * other is checked (RFC 9113 8.2.1: tchar, lower case; a pseudo-field
-     * after its ':') and looked up. */
+     * static index is a valid one, and its token is a table away; one a
+     * dynamic entry gave was checked when the entry first came; any other
+     * is checked (RFC 9113 8.2.1: tchar, lower case; a pseudo-field after
+     * its ':') and looked up. */
+    uint32_t memo = f->memo != NULL ? *f->memo : 0;
     unsigned token;
-    if (name_index != 0) {
-        token = keel_header_token_of_hpack(name_index);
+    if (f->name_index != 0) {
+        token = keel_header_token_of_hpack(f->name_index);
+    } else if (memo & MEMO_NAME_OK) {
+        token = memo & MEMO_TOKEN;
     } else {
-        size_t colon = name[0] == ':';
+        size_t colon = nlen > 0 && name[0] == ':';
         if (!all_in(name + colon, nlen - colon, C_NAME)) {
-            s->malformed = 1;
+            s->malformed = 1; /* an empty name too */
             return 0;
         }
         token = keel_header_token(name, nlen);
+        memo |= MEMO_NAME_OK | token;
+        if (f->memo != NULL)
+            *f->memo = memo;
+    }
+    /* The static table's values are valid; a dynamic entry's is checked
+     * once. */
+    int static_value = (f->flags & H2_HPACK_STATIC_VALUE) != 0;
+    int entry_value = (f->flags & H2_HPACK_ENTRY_VALUE) != 0;
+    if (!static_value && !(entry_value && (memo & MEMO_VALUE_OK))) {
+        if (!value_ok(value, vlen)) {
+            s->malformed = 1;
+            return 0;
+        }
+        if (entry_value)
+            *f->memo = memo | MEMO_VALUE_OK;
     }
     if (name[0] == ':') {
         /* Checked before anything is copied: once the head is complete
@@ -284,9 +339,33 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_i
             s->malformed = 1;
             return 0;
         }
-        long off = put_bytes(&s->hmem, &s->hlen, &s->hcap, value, vlen);
-        if (off < 0 || pseudo_field(s, token, name, nlen, off, vlen) != 0)
-            s->malformed = 1; /* out of memory too: the stream is reset */
+        /* The decoder's bytes are gone after the call: an empty value
+         * points at a string that is not. */
+        keel_str v = {static_value ? value : "", vlen};
+        if (!static_value && vlen > 0) {
+            char *at = take_mem(s, vlen);
+            if (at == NULL) {
+                s->malformed = 1; /* out of memory: the stream is reset */
+                return 0;
+            }
+            v.ptr = memcpy(at, value, vlen);
+        }
+        unsigned which = pseudo_field(s, token, name, nlen, v);
+        if (which == 0) {
+            s->malformed = 1;
+            return 0;
+        }
+        /* Each value's grammar (8.3.1) is checked once the head is whole
+         * (head_ok), but for values known to be in it: the static table's
+         * (GET, http, "/"; not :authority's, empty), and a dynamic entry's
+         * that was, when the entry first came (its memo). */
+        int known = static_value ? which != P_AUTHORITY : entry_value && (memo & MEMO_GRAMMAR_OK);
+        if (!known && entry_value && pseudo_grammar_ok(which, v)) {
+            *f->memo |= MEMO_GRAMMAR_OK;
+            known = 1;
+        }
+        if (known)
+            s->pseudo_ok |= (uint8_t)which;
         return 0;
     }
     s->regular_seen = 1;
@@ -303,11 +382,6 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_i
         }
         s->host_at = (uint32_t)s->nfields + 1; /* head_ok checks it against :authority */
     }
-    char **mem = s->in_trailers ? &s->tmem : &s->hmem;
-    size_t *len = s->in_trailers ? &s->tlen : &s->hlen;
-    size_t *cap = s->in_trailers ? &s->tcap : &s->hcap;
-    long noff = put_bytes(mem, len, cap, name, nlen);
-    long voff = noff < 0 ? -1 : put_bytes(mem, len, cap, value, vlen);
     int grown = 0;
     if (s->in_trailers) {
         if (s->ntr == s->tr_cap)
@@ -315,16 +389,26 @@ int h2_stream_field(void *stream, const char *name, size_t nlen, unsigned name_i
     } else if (s->nfields == s->cap) {
         grown = grow_fields(&s->fields, &s->tokens, &s->cap, s->inline_fields);
     }
-    if (voff < 0 || grown != 0) {
-        s->malformed = 1;
+    /* Name and value copied together, one room taken for both; a name
+     * of the static table's (name_index) is its string. */
+    size_t copy_name = f->name_index != 0 ? 0 : nlen;
+    size_t copy_value = static_value ? 0 : vlen;
+    char *at = NULL;
+    if (grown != 0 ||
+        (copy_name + copy_value > 0 && (at = take_mem(s, copy_name + copy_value)) == NULL)) {
+        s->malformed = 1; /* out of memory: the stream is reset */
         return 0;
     }
-    keel_header f = {at_offset((size_t)noff, nlen), at_offset((size_t)voff, vlen)};
+    keel_header h = {{name, nlen}, {static_value ? value : "", vlen}};
+    if (copy_name > 0)
+        h.name.ptr = memcpy(at, name, copy_name);
+    if (copy_value > 0)
+        h.value.ptr = memcpy(at + copy_name, value, copy_value);
     if (s->in_trailers) {
-        s->tr_fields[s->ntr++] = f;
+        s->tr_fields[s->ntr++] = h;
     } else {
         s->tokens[s->nfields] = (uint16_t)token;
-        s->fields[s->nfields++] = f;
+        s->fields[s->nfields++] = h;
     }
     return 0;
 }
@@ -414,6 +498,25 @@ static size_t authority_host(keel_str v)
     return colon != NULL ? (size_t)(colon - v.ptr) : v.len;
 }
 
+/* Whether v is in the grammar of the pseudo-field `which` (8.3.1). A
+ * :path here is origin-form only ("*" is for path_ok, which knows the
+ * method); a :protocol is left to h2_stream_headers_done. */
+static int pseudo_grammar_ok(unsigned which, keel_str v)
+{
+    switch (which) {
+    case P_METHOD:
+        return keel_http_valid(KEEL_HTTP_TOKEN, v.ptr, v.len);
+    case P_SCHEME:
+        return scheme_ok(v);
+    case P_AUTHORITY:
+        return authority_host(v) != 0;
+    case P_PATH:
+        return keel_http_valid(KEEL_HTTP_ORIGIN_FORM, v.ptr, v.len);
+    default:
+        return 0;
+    }
+}
+
 /* The port of an authority whose host is host_len bytes long; an absent or
  * empty one is the scheme's default (RFC 3986 6.2.3). */
 static keel_str authority_port(keel_str v, size_t host_len, keel_str scheme)
@@ -450,15 +553,16 @@ static int same_authority(keel_str a, keel_str b, keel_str scheme)
  * the other (8.3.1). */
 static int head_ok(h2_stream *s, int connect)
 {
-    unsigned seen = s->seen_pseudo;
-    if (!(seen & P_METHOD) || !keel_http_valid(KEEL_HTTP_TOKEN, s->method.ptr, s->method.len))
+    unsigned seen = s->seen_pseudo, unchecked = seen & ~s->pseudo_ok;
+    if (!(seen & P_METHOD) || ((unchecked & P_METHOD) && !pseudo_grammar_ok(P_METHOD, s->method)))
         return 0;
     if (connect ? (seen & (P_SCHEME | P_PATH)) || !(seen & P_AUTHORITY)
                 : (seen & (P_SCHEME | P_PATH)) != (P_SCHEME | P_PATH))
         return 0;
-    if (!connect && (!scheme_ok(s->scheme) || !path_ok(s->method, s->path)))
+    if (!connect && (((unchecked & P_SCHEME) && !pseudo_grammar_ok(P_SCHEME, s->scheme)) ||
+                     ((unchecked & P_PATH) && !path_ok(s->method, s->path))))
         return 0;
-    if ((seen & P_AUTHORITY) && authority_host(s->authority) == 0)
+    if ((unchecked & P_AUTHORITY) && !pseudo_grammar_ok(P_AUTHORITY, s->authority))
         return 0;
     if (s->host_at != 0) {
         keel_str v = s->fields[s->host_at - 1].value;
@@ -472,15 +576,17 @@ static int head_ok(h2_stream *s, int connect)
     return 1;
 }
 
+static void or_empty(keel_str *v)
+{
+    if (v->ptr == NULL)
+        v->ptr = "";
+}
+
 void h2_stream_trailers_done(h2_stream *s)
 {
     if (s->malformed) {
         h2_stream_malformed(s); /* 8.1: e.g. a pseudo-field */
         return;
-    }
-    for (size_t i = 0; i < s->ntr; i++) {
-        to_pointer(&s->tr_fields[i].name, s->tmem);
-        to_pointer(&s->tr_fields[i].value, s->tmem);
     }
     if (s->too_large && s->exchange) {
         h2_stream_answer(s, 431); /* trailers over max_header_list */
@@ -521,20 +627,16 @@ void h2_stream_headers_done(h2_stream *s)
         stream_refuse(s, 431); /* RFC 9113 10.5.1 */
         return;
     }
-    for (size_t i = 0; i < s->nfields; i++) {
-        to_pointer(&s->fields[i].name, s->hmem);
-        to_pointer(&s->fields[i].value, s->hmem);
-    }
-    to_pointer(&s->method, s->hmem);
-    to_pointer(&s->scheme, s->hmem);
-    to_pointer(&s->authority, s->hmem);
-    to_pointer(&s->path, s->hmem);
+    /* A pseudo-field that did not come is empty, not NULL. */
+    or_empty(&s->method);
+    or_empty(&s->scheme);
+    or_empty(&s->authority);
+    or_empty(&s->path);
     int connect = (s->seen_pseudo & P_METHOD) && h2_str_is(s->method, "CONNECT");
     /* RFC 8441 4: :protocol only on a CONNECT, only once we offered it; such
      * a CONNECT carries :scheme and :path as any request does. */
     int extended = (s->seen_pseudo & P_PROTOCOL) != 0;
     if (extended) {
-        to_pointer(&s->protocol, s->hmem);
         if (!connect || !cfg->enable_connect_protocol ||
             !keel_http_valid(KEEL_HTTP_TOKEN, s->protocol.ptr, s->protocol.len))
             s->malformed = 1;

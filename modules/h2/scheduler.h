@@ -79,15 +79,14 @@ void h2_stream_release_queue(h2_stream *s, int status);
 
 /* The encoded block of the connection's last final head if this one
  * (status, fields as given, content length, date) is the same; NULL if not.
- * Valid until the next store. */
+ * The date is known by the second it shows (the worker's date cache, whose
+ * value is a function of it). Valid until the next store. */
 const uint8_t *h2_headcache_find(h2_conn *c, int status, const keel_header *h, size_t n,
-                                 int64_t content_length, const char *date, size_t date_len,
-                                 size_t *len);
+                                 int64_t content_length, int64_t date_sec, size_t *len);
 /* Keeps this head and its block as the connection's last (not if larger
  * than H2_HEADCACHE_MAX, or out of memory: then nothing matches). */
 void h2_headcache_store(h2_conn *c, int status, const keel_header *h, size_t n,
-                        int64_t content_length, const char *date, size_t date_len,
-                        const uint8_t *block, size_t len);
+                        int64_t content_length, int64_t date_sec, const uint8_t *block, size_t len);
 void h2_headcache_free(h2_conn *c);
 
 /* ---- fileload.c --------------------------------------------------------- */

@@ -141,7 +141,7 @@ uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n
         /* The same head as the connection's last: its block as it is. */
         size_t cached_len;
         const uint8_t *cached =
-            h2_headcache_find(s->c, status, h, n, content_length, date, date_len, &cached_len);
+            h2_headcache_find(s->c, status, h, n, content_length, w->date.sec, &cached_len);
         if (cached != NULL) {
             uint8_t *block = s->head_inline;
             if (cached_len > sizeof s->head_inline) {
@@ -184,7 +184,7 @@ uint8_t *h2_encode_head(h2_stream *s, int status, const keel_header *h, size_t n
     if (out == NULL) {
         s->head_block = block;
         s->head_len = at;
-        h2_headcache_store(s->c, status, h, n, content_length, date, date_len, block, at);
+        h2_headcache_store(s->c, status, h, n, content_length, w->date.sec, block, at);
     }
     return block;
 }

@@ -50,6 +50,7 @@ struct h2_stream {
     uint64_t conn_held;  /* buffered bytes whose connection window is held back */
     uint64_t list_size;  /* RFC 9113 6.5.2: name + value + 32 per field */
     uint8_t seen_pseudo; /* which of the four request pseudo-fields came */
+    uint8_t pseudo_ok;   /* which of them are known to be in their grammar (request.c) */
 
     /* Flow control (RFC 9113 6.9): what we may send, what the peer may. */
     int64_t send_window;

@@ -255,10 +255,11 @@ typedef struct h2_bucket {
 /* The last final response head, kept encoded (headcache.c, the
  * scheduler's: scheduler.h). */
 typedef struct h2_headcache {
-    uint8_t *mem; /* the key (date and fields), then the encoded block */
+    uint8_t *mem; /* the key (the fields), then the encoded block */
     size_t cap, key_len, block_len;
     size_t nfields;
     int64_t content_length;
+    int64_t date_sec; /* the second the block's Date shows */
     int status;
 } h2_headcache;
 

@@ -149,9 +149,11 @@ typedef struct head_check {
     const char *why; /* the first problem, or NULL */
 } head_check;
 
-static int check_field(void *ud, const char *name, size_t nlen, unsigned name_index,
-                       const char *value, size_t vlen)
+static int check_field(void *ud, const h2_hpack_field *hf)
 {
+    const char *name = hf->name, *value = hf->value;
+    size_t nlen = hf->nlen, vlen = hf->vlen;
+    unsigned name_index = hf->name_index;
     head_check *h = ud;
     (void)name_index;
     if (h->unknown)

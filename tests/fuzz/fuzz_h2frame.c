@@ -45,9 +45,11 @@ static int is_frame_error(int rc)
     return rc == 0 || rc == H2_PROTOCOL_ERROR || rc == H2_FRAME_SIZE_ERROR;
 }
 
-static int count_field(void *ud, const char *name, size_t nlen, unsigned name_index,
-                       const char *value, size_t vlen)
+static int count_field(void *ud, const h2_hpack_field *hf)
 {
+    const char *name = hf->name, *value = hf->value;
+    size_t nlen = hf->nlen, vlen = hf->vlen;
+    unsigned name_index = hf->name_index;
     unsigned *sum = ud;
     (void)name_index;
     for (size_t i = 0; i < nlen; i++)

@@ -20,7 +20,12 @@
  *   - the fields of a block, re-encoded with the module's own encoder
  *     (literals without indexing, h2_hpack_literal) and decoded by a fresh
  *     decoder, come back the same; every value survives a Huffman round
- *     trip (h2_huff_encode, h2_huff_decode). */
+ *     trip (h2_huff_encode, h2_huff_decode);
+ *   - where a field came from (h2_hpack_field) holds: a whole static
+ *     field has a static name index and no memo; a dynamic entry's memo
+ *     starts at zero and keeps what was left in it, and the entry's name
+ *     (and, for a whole field, value) is what it was then (RFC 7541
+ *     2.3.2: entries never change; h2 checks a field once per entry). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,10 +49,45 @@ static void check(int ok, const char *what)
     }
 }
 
-static int on_field(void *ud, const char *name, size_t nlen, unsigned name_index, const char *value,
-                    size_t vlen)
+/* A memo as this harness fills it: a hash of the entry's name in the low
+ * 16 bits, of its value (once a whole field was seen) in the high ones,
+ * each with its top bit set when there. */
+static uint32_t bytes_hash(const char *p, size_t n)
 {
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)p[i]) * 16777619u;
+    return (h & 0x7fff) | 0x8000;
+}
+
+static void check_memo(const h2_hpack_field *f)
+{
+    check(!(f->flags & H2_HPACK_STATIC_VALUE) || (f->name_index != 0 && f->memo == NULL),
+          "a static field with a dynamic entry's memo or no static name");
+    check(!(f->flags & H2_HPACK_ENTRY_VALUE) || f->memo != NULL,
+          "a dynamic entry's field without its memo");
+    if (f->memo == NULL)
+        return;
+    uint32_t m = *f->memo;
+    uint32_t name = bytes_hash(f->name, f->nlen);
+    check((m & 0xffff) == 0 || (m & 0xffff) == name, "an entry's name changed under its memo");
+    m = (m & 0xffff0000u) | name;
+    if (f->flags & H2_HPACK_ENTRY_VALUE) {
+        uint32_t value = bytes_hash(f->value, f->vlen) << 16;
+        check((m & 0xffff0000u) == 0 || (m & 0xffff0000u) == value,
+              "an entry's value changed under its memo");
+        m = (m & 0xffff) | value;
+    }
+    *f->memo = m;
+}
+
+static int on_field(void *ud, const h2_hpack_field *hf)
+{
+    const char *name = hf->name, *value = hf->value;
+    size_t nlen = hf->nlen, vlen = hf->vlen;
+    unsigned name_index = hf->name_index;
     emitted *e = ud;
+    check_memo(hf);
     /* A literal is at most the block decoded; an indexed name or field
      * at most the largest table entry (static ones are shorter than 64). */
     size_t bound = e->block_len / 5 * 8 + 8 + (e->max_entry > 64 ? e->max_entry : 64);
@@ -97,9 +137,11 @@ typedef struct replay {
     size_t len, at, fields;
 } replay;
 
-static int replay_field(void *ud, const char *name, size_t nlen, unsigned name_index,
-                        const char *value, size_t vlen)
+static int replay_field(void *ud, const h2_hpack_field *hf)
 {
+    const char *name = hf->name, *value = hf->value;
+    size_t nlen = hf->nlen, vlen = hf->vlen;
+    unsigned name_index = hf->name_index;
     replay *r = ud;
     (void)name_index;
     uint8_t *tmp = malloc(H2_HPACK_LITERAL_MAX(nlen, vlen));
@@ -115,9 +157,11 @@ static int replay_field(void *ud, const char *name, size_t nlen, unsigned name_i
 
 /* 4.1: the size is the sum of the entries, each name + value + 32. */
 static size_t entry_bytes;
-static int entry_size(void *ud, const char *name, size_t nlen, unsigned name_index,
-                      const char *value, size_t vlen)
+static int entry_size(void *ud, const h2_hpack_field *hf)
 {
+    const char *name = hf->name, *value = hf->value;
+    size_t nlen = hf->nlen, vlen = hf->vlen;
+    unsigned name_index = hf->name_index;
     (void)ud;
     (void)name;
     (void)name_index;

@@ -9,7 +9,7 @@ suite, and a way to start others).
 import time
 
 from h2lib import NO_ERROR, PROTOCOL_ERROR, Conn, DataFrame, Fail, RstStreamFrame, check
-from h2cases import (case, raw_frame, GET_ROOT, plain, req_fields, settled, conn_error,
+from h2cases import (case, raw_frame, lit, GET_ROOT, plain, req_fields, settled, conn_error,
                      stream_error, stream_or_conn_error, open_stream, answered, quiesce)
 
 
@@ -277,6 +277,124 @@ def field_value_inner_space_accepted(env):
     r = c.get("/headers", fields=[("x-inner", "a  b\tc"), ("x-empty", "")])
     check(r.status == 200 and b"x-inner: a  b\tc\n" in r.body and b"x-empty: \n" in r.body,
           f"{r.status} {r.body!r}")
+
+
+class RawBlocks:
+    """Requests as header blocks of our own making, each on a new stream of
+    one connection, which nothing else encodes on: the server's dynamic
+    table is the case's to track."""
+
+    def __init__(self, env, prefix=b""):
+        self.c = settled(env)
+        self.prefix = prefix
+
+    def send(self, block):
+        sid = self.c.new_id()
+        self.c.send_raw(raw_frame(0x1, 0x5, sid, self.prefix + block))
+        return sid
+
+    def malformed(self, block, what):
+        try:
+            stream_error(self.c, self.send(block), PROTOCOL_ERROR)
+        except Fail as e:
+            raise Fail(f"{what}: {e}")
+
+    def fine(self, block, want, what):
+        r = self.c.response(self.send(block))
+        check(r.reset is None and r.status == 200 and want in r.body,
+              f"{what}: {r.status} {r.reset} {r.body!r}")
+
+
+@case("conformance")
+def indexed_fields_checked_each_time(env):
+    """RFC 7541 2.3.2, RFC 9113 8.2.1: a field of a dynamic table entry is
+    checked whenever a block refers to it (h2 remembers that an entry was
+    valid, never that it was not), and reaches the handler each time; a
+    literal value under an entry's name is checked on its own; fields of the
+    static table arrive as the table has them."""
+    b = RawBlocks(env, plain(req_fields(path="/headers")))
+    malformed, fine = b.malformed, b.fine
+
+    # Added with incremental indexing (6.2.1), then referred to (6.1): 62
+    # is the newest entry, 63 the one before.
+    malformed(b"\x40" + lit("x-bad") + lit("a\rb"), "an invalid value, added")
+    malformed(b"\xbe", "the invalid entry again")
+    malformed(b"\xbe", "and again")
+    fine(b"\x40" + lit("x-good") + lit("fine"), b"x-good: fine\n", "a valid field, added")
+    fine(b"\xbe", b"x-good: fine\n", "the valid entry again")
+    fine(b"\xbe", b"x-good: fine\n", "and again")
+    malformed(b"\xbf", "the invalid entry, now older")
+    # Its name by the entry (index 62: 15 + 47), a literal value (6.2.2).
+    malformed(b"\x0f\x2f" + lit("nul\0"), "an invalid value under a valid entry's name")
+    fine(b"\x0f\x2f" + lit("other"), b"x-good: other\n", "a valid value under its name")
+    malformed(b"\x40" + lit("X-Up") + lit("v"), "an invalid name, added")
+    malformed(b"\xbe", "the invalid name's entry again")
+    # The static table: :method GET (2), :scheme http (6) whole, a
+    # user-agent name (58: 15 + 43) with a literal value.
+    b.prefix = b""
+    fine(b"\x82\x86\x04" + lit("/headers") + b"\x01" + lit("x") + b"\x0f\x2b" + lit("ua"),
+         b"user-agent: ua\n", "static")
+
+
+@case("conformance")
+def indexed_pseudo_fields_checked(env):
+    """8.3.1 with RFC 7541's tables: a pseudo-field's value from a dynamic
+    entry is held to its grammar each time unless it once passed (h2
+    remembers a pass, never a failure); from the static table it is the
+    table's (GET, http, "/")."""
+    b = RawBlocks(env)
+    malformed = b.malformed
+
+    def fine(block, what):
+        b.fine(block, b"host: example.test\n", what)
+
+    get, http = b"\x82", b"\x86"
+    path = b"\x04" + lit("/headers")  # :path by its static name, not added
+
+    # Entries are added at 62 (6.2.1: 0x40 | the name's static index), the
+    # older ones moving up by one; the table after each block is noted.
+    malformed(get + http + path + b"\x41" + lit("a b"), ":authority not an authority, added")
+    malformed(get + http + path + b"\xbe", "the same again")            # 62 "a b"
+    fine(get + http + path + b"\x41" + lit("example.test"), "a valid :authority, added")
+    fine(get + http + path + b"\xbe", "the valid one again")             # 62 example.test
+    fine(get + http + path + b"\xbe", "and again")
+    malformed(get + http + path + b"\xbf", "the invalid one, older")    # 63 "a b"
+    malformed(b"\x42" + lit("G(T") + http + path + b"\xbf", ":method not a token, added")
+    malformed(b"\xbe" + http + path + b"\xbf", "the same again")        # 62 G(T, 63 example.test
+    fine(get + http + b"\x44" + lit("/headers") + b"\xc0", "a :path added")
+    fine(get + http + b"\xbe" + b"\xc0", "the :path again")             # 62 /headers
+    malformed(get + http + b"\x44" + lit("/a#b") + b"\xc1", "a :path with a fragment, added")
+    malformed(get + http + b"\xbe" + b"\xc1", "the same again")         # 62 /a#b, 65 example.test
+    malformed(get + b"\x47" + lit("1http") + path + b"\xc2", "a :scheme not a scheme, added")
+    malformed(get + b"\xbe" + path + b"\xc2", "the same again")         # 62 1http, 66 example.test
+
+
+@case("conformance")
+def long_heads_and_trailers_kept_whole(env):
+    """A head and trailers larger than the stream's first memory (512
+    bytes): what came before it grew reaches the handler unchanged,
+    beside names of the static table (not copied) and long values."""
+    c = settled(env)
+    fields = [("user-agent", "u" * 100)] + [(f"x-f{i}", chr(97 + i) * 60) for i in range(20)]
+    sid = c.new_id()
+    c.send_raw(raw_frame(0x1, 0x5, sid, plain(req_fields(path="/headers", authority="a" * 200) +
+                                               fields)))
+    r = c.response(sid)
+    check(r.status == 200, f"{r.status} {r.reset}")
+    for n, v in fields:
+        check(f"{n}: {v}\n".encode() in r.body, f"{n} missing or changed: {r.body!r}")
+    check(b"host: " + b"a" * 200 + b"\n" in r.body, r.body)
+
+    trailers = [(f"x-t{i}", chr(97 + i) * 300) for i in range(4)]
+    sid = c.new_id()
+    c.send_raw(raw_frame(0x1, 0x4, sid, plain(req_fields(path="/trailers/read", method="POST"))))
+    c.send(DataFrame(sid, b"body"))
+    c.send_raw(raw_frame(0x1, 0x5, sid, plain(trailers)))
+    r = c.response(sid)
+    text = r.body.decode()
+    check(r.status == 200 and "count=4\n" in text, f"{r.status} {text}")
+    for n, v in trailers:
+        check(f"{n}: {v}\n" in text, f"trailer {n} missing or changed: {text}")
 
 
 @case("conformance")

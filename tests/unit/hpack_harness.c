@@ -5,9 +5,11 @@
 
 #include <string.h>
 
-static int collect(void *ud, const char *name, size_t nlen, unsigned name_index, const char *value,
-                   size_t vlen)
+static int collect(void *ud, const h2_hpack_field *hf)
 {
+    const char *name = hf->name, *value = hf->value;
+    size_t nlen = hf->nlen, vlen = hf->vlen;
+    unsigned name_index = hf->name_index;
     fields *f = ud;
     cr_assert_lt(f->n, MAX_FIELDS, "more fields than the test expects");
     cr_assert_lt(nlen, sizeof f->name[0]);

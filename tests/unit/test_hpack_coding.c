@@ -233,3 +233,30 @@ Test(hpack_huffman, invalid_codes, .timeout = 60)
     /* EOS after a symbol, padded: "a" EOS = 00011 + 30 ones + 5 ones. */
     cr_assert_eq(h2_huff_decode((const uint8_t[]){0x1f, 0xff, 0xff, 0xff, 0xff}, 5, out), -1);
 }
+
+/* The same errors past the first bytes: the decoder takes eight bytes at
+ * a time while there are eight, and each error is found wherever it falls
+ * in them. */
+Test(hpack_huffman, invalid_codes_in_long_strings, .timeout = 60)
+{
+    char text[40], out[80];
+    memset(text, 'a', sizeof text); /* 5 bits each: 200 bits, 25 bytes */
+    for (size_t n = 8; n <= sizeof text; n++) {
+        uint8_t enc[64];
+        size_t len = h2_huff_encode(text, n, enc);
+        cr_assert_eq(h2_huff_decode(enc, len, out), (long)n);
+        unsigned pad = (unsigned)(len * 8 - n * 5);
+        if (pad > 0) {
+            /* A zero in the padding. */
+            enc[len - 1] &= (uint8_t)~1u;
+            cr_assert_eq(h2_huff_decode(enc, len, out), -1, "%zu: padding with a zero", n);
+            enc[len - 1] |= 1u;
+        }
+        /* A whole byte of ones more: padding longer than 7 bits. */
+        enc[len] = 0xff;
+        cr_assert_eq(h2_huff_decode(enc, len + 1, out), -1, "%zu: a byte of padding", n);
+        /* EOS (30 ones) after the symbols, then the padding. */
+        memset(enc + len, 0xff, 4);
+        cr_assert_eq(h2_huff_decode(enc, len + 4, out), -1, "%zu: EOS", n);
+    }
+}

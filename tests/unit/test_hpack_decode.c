@@ -128,9 +128,11 @@ Test(hpack_errors, size_updates, .timeout = 60)
 
 /* ---- the emit callback and the scratch ---------------------------------------------------- */
 
-static int stop_at_second(void *ud, const char *name, size_t nlen, unsigned name_index,
-                          const char *value, size_t vlen)
+static int stop_at_second(void *ud, const h2_hpack_field *hf)
 {
+    const char *name = hf->name, *value = hf->value;
+    size_t nlen = hf->nlen, vlen = hf->vlen;
+    unsigned name_index = hf->name_index;
     (void)name;
     (void)nlen;
     (void)name_index;
@@ -159,9 +161,11 @@ typedef struct long_value {
     size_t wlen, calls;
 } long_value;
 
-static int check_long_value(void *ud, const char *name, size_t nlen, unsigned name_index,
-                            const char *value, size_t vlen)
+static int check_long_value(void *ud, const h2_hpack_field *hf)
 {
+    const char *name = hf->name, *value = hf->value;
+    size_t nlen = hf->nlen, vlen = hf->vlen;
+    unsigned name_index = hf->name_index;
     long_value *lv = ud;
     (void)name_index;
     lv->calls++;
@@ -231,6 +235,98 @@ Test(hpack_decode, name_index, .timeout = 60)
     cr_assert_eq(f.n, sizeof want / sizeof want[0]);
     for (size_t i = 0; i < f.n; i++)
         cr_assert_eq(f.name_index[i], want[i], "field %zu (%s): %u", i, f.name[i], f.name_index[i]);
+    h2_hpack_free(&d);
+    h2_scratch_free(&s);
+}
+
+/* ---- where a field came from: the static table, a dynamic entry ------------------------- */
+
+/* What the decoder says of each field's origin, and the entry's memo. */
+typedef struct origin {
+    size_t n;
+    unsigned flags[8];
+    uint32_t *memo[8];
+    uint32_t memo_seen[8];
+    const char *value[8];
+} origin;
+
+static int note_origin(void *ud, const h2_hpack_field *f)
+{
+    origin *o = ud;
+    cr_assert_lt(o->n, 8);
+    o->flags[o->n] = f->flags;
+    o->memo[o->n] = f->memo;
+    o->memo_seen[o->n] = f->memo != NULL ? *f->memo : 0;
+    o->value[o->n] = f->value;
+    if ((f->flags & H2_HPACK_ENTRY_VALUE) && f->memo != NULL && *f->memo == 0)
+        *f->memo = 0x100u + (uint32_t)o->n; /* what a caller concluded */
+    o->n++;
+    return 0;
+}
+
+/* h2 checks a field once per dynamic entry and copies nothing of the
+ * static table's (request.c): a whole static field says so; a field of a
+ * dynamic entry carries the entry's memo, zero when the entry is made and
+ * kept as the caller left it while the entry lives; a literal value named
+ * by a dynamic entry gets that entry's memo without H2_HPACK_ENTRY_VALUE;
+ * a field of no dynamic entry gets none. */
+Test(hpack_decode, field_origin, .timeout = 60)
+{
+    h2_hpack d;
+    h2_scratch s = {0};
+    h2_hpack_init(&d, 4096);
+    static const char first[] = "\x82" /* :method GET, static */
+                                "\x44\x01"
+                                "/" /* :path /, name static, added */
+                                "\x40\x01"
+                                "x\x01"
+                                "c" /* x: c, added */
+                                "\x04\x01"
+                                "/"; /* :path /, not added */
+    origin o = {0};
+    cr_assert_eq(h2_hpack_decode(&d, (const uint8_t *)first, sizeof first - 1, &s, note_origin, &o),
+                 0);
+    cr_assert_eq(o.n, 4);
+    cr_assert_eq(o.flags[0], H2_HPACK_STATIC_VALUE);
+    cr_assert_null(o.memo[0]);
+    cr_assert_str_eq(o.value[0], "GET"); /* the table's own string */
+    cr_assert_eq(o.flags[1], H2_HPACK_ENTRY_VALUE);
+    cr_assert_not_null(o.memo[1]);
+    cr_assert_eq(o.memo_seen[1], 0, "a new entry's memo is zero");
+    cr_assert_eq(o.flags[2], H2_HPACK_ENTRY_VALUE);
+    cr_assert_eq(o.memo_seen[2], 0);
+    cr_assert_eq(o.flags[3], 0);
+    cr_assert_null(o.memo[3], "a static name and a literal value: no entry");
+
+    static const char second[] = "\xbe" /* x: c, the newest entry */
+                                 "\xbf" /* :path /, the one before */
+                                 "\x0f\x2f\x01"
+                                 "d"; /* x (entry 62) named, value d, not added */
+    origin p = {0};
+    cr_assert_eq(
+        h2_hpack_decode(&d, (const uint8_t *)second, sizeof second - 1, &s, note_origin, &p), 0);
+    cr_assert_eq(p.n, 3);
+    cr_assert_eq(p.flags[0], H2_HPACK_ENTRY_VALUE);
+    cr_assert_eq(p.memo[0], o.memo[2], "the same entry, the same memo");
+    cr_assert_eq(p.memo_seen[0], 0x102u, "the memo as the caller left it");
+    cr_assert_eq(p.flags[1], H2_HPACK_ENTRY_VALUE);
+    cr_assert_eq(p.memo_seen[1], 0x101u);
+    cr_assert_eq(p.flags[2], 0, "a literal value is no entry's");
+    cr_assert_eq(p.memo[2], o.memo[2], "the memo of the entry that named it");
+    cr_assert_eq(p.memo_seen[2], 0x102u);
+
+    /* A size update to 0 empties the table (another gives the room
+     * back); an entry made again starts with a zero memo. */
+    static const char third[] = "\x20\x3f\xe1\x1f"
+                                "\x40\x01"
+                                "x\x01"
+                                "c";
+    origin q = {0};
+    cr_assert_eq(h2_hpack_decode(&d, (const uint8_t *)third, sizeof third - 1, &s, note_origin, &q),
+                 0);
+    cr_assert_eq(q.n, 1);
+    cr_assert_eq(q.flags[0], H2_HPACK_ENTRY_VALUE);
+    cr_assert_eq(q.memo_seen[0], 0);
     h2_hpack_free(&d);
     h2_scratch_free(&s);
 }

@@ -133,14 +133,16 @@ Test(loader, descriptor_without_name, .timeout = 30, .fini = kh_cleanup_all)
 
 /* A module compiled with KEEL_LINKED would load and then die with
  * "undefined symbol" at its first call; the loader refuses it first. Where
- * its calls are bound at load (this tree builds with -fno-plt on ELF, as
- * -Wl,-z,now would) dlopen refuses it, and the loader says why all the
- * same. */
+ * its calls are bound at load (linkednow: -Wl,-z,now, or -fno-plt) dlopen
+ * refuses it, and the loader says why all the same. */
 Test(loader, module_built_with_keel_linked, .timeout = 30, .fini = kh_cleanup_all)
 {
 #if KEEL_TEST_HAVE_LINKED
     refuses("echo linked",
             "module 'linked': " KEEL_TEST_MODULE_DIR "/mod_linked.so was built with KEEL_LINKED");
+    refuses("echo linkednow", "module 'linkednow': " KEEL_TEST_MODULE_DIR
+                              "/mod_linkednow.so was built with KEEL_LINKED or calls libkeel "
+                              "directly (undefined symbol keel_");
 #else
     cr_skip_test("mod_linked cannot be linked on this system");
 #endif

@@ -13,4 +13,10 @@ static int linked_load(keel_module *module)
     return KEEL_OK;
 }
 
+/* linkednow is the same module linked with -Wl,-z,now: dlopen itself
+ * refuses it, and the loader must still say why. */
+#ifdef LINKED_BOUND_AT_LOAD
+KEEL_MODULE(linkednow, .version = "1.0.0", .load = linked_load);
+#else
 KEEL_MODULE(linked, .version = "1.0.0", .load = linked_load);
+#endif

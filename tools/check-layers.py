@@ -32,7 +32,7 @@ H2_LAYERS = [
     ("writer", ["writer.h", "writer.c", "output.c", "limits.c"]),
     ("state", ["state.h", "input.c", "stream.c", "window.c"]),
     ("scheduler", ["scheduler.h", "send.c", "queue.c", "fileload.c", "headcache.c"]),
-    ("module", ["h2.h", "h2.c", "request.c", "sink.c", "tunnel.c"]),
+    ("module", ["h2.h", "h2.c", "request.c", "request_body.c", "sink.c", "tunnel.c"]),
 ]
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')

@@ -88,12 +88,6 @@ static int check_origins(const char *text, char *why, size_t whylen)
     return 0;
 }
 
-static int is_tchar(unsigned char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
 /* Methods and field names: tokens (RFC 9110 5.6.2), apart with spaces or
  * commas. */
 static int check_tokens(const char *text, char *why, size_t whylen)
@@ -102,7 +96,7 @@ static int check_tokens(const char *text, char *why, size_t whylen)
     size_t len;
     while (keel_word_next(&at, end, 1, &w, &len))
         for (size_t i = 0; i < len; i++)
-            if (!is_tchar((unsigned char)w[i]) || (len == 1 && w[0] == '*')) {
+            if (!keel_token_char((unsigned char)w[i]) || (len == 1 && w[0] == '*')) {
                 /* "*" means any only without credentials (Fetch); naming
                  * them is what works in both modes. */
                 snprintf(why, whylen, "'%.*s' is not a method or field name", (int)len, w);

@@ -30,13 +30,6 @@ typedef struct headers_conf {
     const char *hsts;
 } headers_conf;
 
-/* RFC 9110 5.6.2 tchar. */
-static int is_tchar(unsigned char c)
-{
-    return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-           (c != 0 && strchr("!#$%&'*+-.^_`|~", c) != NULL);
-}
-
 /* The fields the protocol owns (framing and the connection, RFC 9110
  * 7.6.1) and those keel computes: a config that names them would be
  * dropped by the core or break the message, so it is refused. */
@@ -64,7 +57,7 @@ static int check_name(const char *name, size_t len, char *why, size_t whylen)
         return -1;
     }
     for (size_t i = 0; i < len; i++)
-        if (!is_tchar((unsigned char)name[i])) {
+        if (!keel_token_char((unsigned char)name[i])) {
             snprintf(why, whylen, "'%.*s' is not a field name (RFC 9110 5.1)", (int)len, name);
             return -1;
         }

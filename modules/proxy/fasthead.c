@@ -11,6 +11,7 @@
 #include "fasthead.h"
 
 #include <keel/header_tokens.h>
+#include <keel/util.h>
 
 #include <stdint.h>
 #include <string.h>
@@ -109,7 +110,7 @@ int px_fast_head_scan(const char *data, size_t len, fcgi_field *fields, size_t c
         size_t name_len = (size_t)(colon - p) - name;
         unsigned token = keel_header_token(data + name, name_len);
         for (size_t i = 0; token == 0 && i < name_len; i++)
-            if (!fcgi_tchar(p[name + i]))
+            if (!keel_token_char(p[name + i]))
                 return 0;
         at = name + name_len + 1;
         /* llhttp's value: leading blanks skipped, trailing ones kept, up

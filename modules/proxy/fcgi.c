@@ -6,6 +6,7 @@
 #include "fcgi.h"
 
 #include <keel/header_tokens.h>
+#include <keel/util.h>
 
 #include <string.h>
 
@@ -205,7 +206,7 @@ int fcgi_head_parse(const char *buf, size_t len, fcgi_field *fields, size_t cap,
         if (line_end == at)
             break; /* the empty line */
         size_t colon = at;
-        while (colon < line_end && fcgi_tchar((unsigned char)buf[colon]))
+        while (colon < line_end && keel_token_char((unsigned char)buf[colon]))
             colon++;
         /* no folding (RFC 9112 5.2: obsolete), no space before the colon */
         if (colon == at || colon == line_end || buf[colon] != ':')

@@ -82,14 +82,6 @@ int fcgi_read(fcgi_reader *r, const char *data, size_t len, size_t *used, const 
 
 /* ---- the CGI response head (RFC 3875 6.2, 6.3) ----------------------------- */
 
-/* RFC 9110 5.6.2 tchar, a bit for each of the 128 ASCII codes (inline:
- * the readers of upstream heads test every byte of a name) */
-static inline int fcgi_tchar(unsigned char c)
-{
-    static const uint64_t map[2] = {0x03ff6cfa00000000u, 0x57ffffffc7fffffeu};
-    return c < 128 && ((map[c >> 6] >> (c & 63)) & 1);
-}
-
 /* a[0..n) is lower (NUL-terminated, lower case), ASCII case ignored
  * (inline: with a literal, its length is the compiler's) */
 static inline int fcgi_iequal(const char *a, size_t n, const char *lower)

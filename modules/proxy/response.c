@@ -144,7 +144,7 @@ static int not_a_token(const char *name, size_t len, unsigned token)
     if (token != KEEL_HDR_UNKNOWN)
         return 0;
     for (size_t i = 0; i < len; i++)
-        if (!fcgi_tchar((unsigned char)name[i]))
+        if (!keel_token_char((unsigned char)name[i]))
             return 1;
     return len == 0;
 }

@@ -57,6 +57,20 @@ Test(keel_util, hex_digits, .timeout = 10)
     cr_assert_eq(keel_hex_value(':'), -1);
 }
 
+/* ---- tokens ------------------------------------------------------------------ */
+
+/* Every byte against RFC 9110 5.6.2's tchar written out as the grammar
+ * says, so that the bitmap cannot drift from it. */
+Test(keel_util, token_chars_are_the_rfcs, .timeout = 10)
+{
+    static const char specials[] = "!#$%&'*+-.^_`|~";
+    for (int c = -1; c < 256; c++) {
+        int want = (c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                   (c > 0 && strchr(specials, c) != NULL);
+        cr_assert_eq(keel_token_char(c), want, "byte %d", c);
+    }
+}
+
 /* ---- field values ---------------------------------------------------------- */
 
 Test(keel_util, field_value_bytes, .timeout = 10)

@@ -225,12 +225,8 @@ static unsigned known_token(unsigned token)
 
 /* The checks keel_response_fields_addn's caller vouches it made, run
  * where a lie should stop the program: debug and sanitizer builds. */
-#if !defined(NDEBUG) || defined(__SANITIZE_ADDRESS__)
+#if !defined(NDEBUG) || KEEL_ADDRESS_SANITIZED
 #define KL_CHECK_VOUCHED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define KL_CHECK_VOUCHED 1
-#endif
 #endif
 
 int keel_response_fields_addn(keel_response *res, const keel_field *fields, size_t n,

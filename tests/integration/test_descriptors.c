@@ -14,7 +14,6 @@
 #define _GNU_SOURCE
 #include "test_static.h"
 
-#include <dirent.h>
 #include <sys/resource.h>
 
 #define SOFT  64
@@ -34,19 +33,6 @@ static int read_nofile(pid_t pid, unsigned long *soft, unsigned long *hard)
         found = sscanf(line, "Max open files %lu %lu", soft, hard) == 2;
     fclose(f);
     return found;
-}
-
-/* How many descriptors process pid has open, or -1. */
-static int open_fds(pid_t pid)
-{
-    DIR *d = opendir(ht_fmt("/proc/%d/fd", (int)pid));
-    if (d == NULL)
-        return -1;
-    int n = 0;
-    for (struct dirent *e; (e = readdir(d)) != NULL;)
-        n += e->d_name[0] != '.';
-    closedir(d);
-    return n;
 }
 
 /* The value of the sample line "series value" in a Prometheus page, or -1. */
@@ -232,9 +218,7 @@ Test(descriptors, exhausted_then_recovered, .timeout = 90, .fini = st_cleanup)
      * descriptors to spare: until then it may still accept connections
      * the closes have not reached, use its last descriptor on them and
      * rightly answer a file it cannot open with 503. */
-    long long settle = kh_now_ms() + 5000;
-    while (open_fds(p->pid) > HARD - 16 && kh_now_ms() < settle)
-        kh_sleep_ms(10);
+    kh_wait_fds_at_most(p, HARD - 16, 5000);
     char why[256];
     int n = served(crowd + FIRST, CROWD - FIRST, 10000, why, sizeof why);
     kh_assert(p, n == CROWD - FIRST, "%d of the %d connections that waited were served (%s)", n,

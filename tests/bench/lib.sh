@@ -235,31 +235,30 @@ server_pids() {
 
 CLK_TCK=$(getconf CLK_TCK)
 
-# utime + stime of all the server's processes, in clock ticks.
-cpu_ticks() {
+# proc_ticks PID user|all: utime (user) or utime + stime (all) of the
+# server's processes, in clock ticks (fields 14 and 15 of stat(5)).
+proc_ticks() {
     local total=0 p stat rest f
     for p in $(server_pids "$1"); do
         stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
         rest=${stat##*) } # after "pid (comm) "
         read -r -a f <<<"$rest"
-        total=$((total + f[11] + f[12])) # fields 14 and 15 of stat(5)
+        if [[ $2 == all ]]; then
+            total=$((total + f[11] + f[12]))
+        else
+            total=$((total + f[11]))
+        fi
     done
     echo "$total"
 }
 
-# utime alone of all the server's processes, in clock ticks: with
-# cpu_ticks, how much of a server's CPU its own code takes and how much the
-# kernel does on its behalf (which no change in user space can win back).
-user_ticks() {
-    local total=0 p stat rest f
-    for p in $(server_pids "$1"); do
-        stat=$(cat "/proc/$p/stat" 2>/dev/null) || continue
-        rest=${stat##*) }
-        read -r -a f <<<"$rest"
-        total=$((total + f[11]))
-    done
-    echo "$total"
-}
+# utime + stime of all the server's processes, in clock ticks.
+cpu_ticks() { proc_ticks "$1" all; }
+
+# utime alone: with cpu_ticks, how much of a server's CPU its own code
+# takes and how much the kernel does on its behalf (which no change in
+# user space can win back).
+user_ticks() { proc_ticks "$1" user; }
 
 # Resident memory of all the server's processes, in KiB.
 rss_kib() {

@@ -39,11 +39,19 @@ case $out in *"configuration ok: (default)"*) ;; *) fail "installed keel -t said
     --set keel.workers=1 2>"$work/default.log") &
 kpid=$!
 port=""
-for _ in $(seq 100); do
+# Up to 30 s: on a loaded CI machine the start (loading every module of
+# the default config from the prefix) has taken longer than 10.
+for _ in $(seq 300); do
     port=$(sed -n 's/.*listening on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$work/default.log" | head -n1)
     [ -n "$port" ] && break
+    kill -0 "$kpid" 2>/dev/null || break
     sleep 0.1
 done
+if [ -z "$port" ]; then
+    kill "$kpid" 2>/dev/null || true
+    wait "$kpid" 2>/dev/null || true
+    fail "installed keel did not say where it listens within 30 s: $(cat "$work/default.log")"
+fi
 page=$(curl -s --max-time 10 "http://127.0.0.1:$port/" || true)
 kill "$kpid" 2>/dev/null || true
 wait "$kpid" 2>/dev/null || true

@@ -65,7 +65,7 @@
 #   SERVER_CPU [0] CLIENT_CPU [1]
 #   BASE_PORT [19080] (http +0..4, static +10..14, ws +20..25, tls +30..33,
 #                  proxy +100..103, h2 +200..203, cluster +300..303, udp +400..401,
-#                  fastcgi +500..502, uring +600..602)
+#                  fastcgi +500..502, uring +600..603)
 #   KEEL_BUILD [<repo>/build]  where keel and modules/ are; built (Release) if missing
 #   INSTR_SECS [5] seconds of load for the counts (syscalls, instr, staticsyscalls, staticinstr)
 #   CONNS [64]     wrk connections (http, static4k, tlskeepalive, proxysmall)

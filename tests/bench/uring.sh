@@ -39,7 +39,7 @@
 # there; installed unless NO_INSTALL is set). Without it, or when the
 # kernel refuses io_uring (kernel.io_uring_disabled), iouring is skipped
 # and the report says why. Settings (defaults in brackets): CONNS [64]
-# DEPTH [16] INSTR_SECS [5]. Ports BASE_PORT + 600..602.
+# DEPTH [16] INSTR_SECS [5]. Ports BASE_PORT + 600..603.
 # shellcheck source=lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 

@@ -35,6 +35,10 @@
 # Besides req/s and req/CPU-s, the throughput tests give the server's user
 # and system CPU time per request apart (utime, stime): where io_uring would
 # save, in system calls and their entries, is kernel time.
+# With uringplain, uringsyscalls and uringinstr together, the report also
+# splits each server's user time a request into the price of its system
+# calls (tests/bench/syscall_price.c: an empty call's user time, measured
+# first on the servers' CPU) and what is left for its own instructions.
 # The loops are built with cc -O2 (-luring when liburing-dev's header is
 # there; installed unless NO_INSTALL is set). Without it, or when the
 # kernel refuses io_uring (kernel.io_uring_disabled), iouring is skipped
@@ -155,6 +159,16 @@ uring_run() {
     if [[ -e $URING_H ]]; then libs=(-luring); else libs=(-DNO_LIBURING); fi
     cc -O2 -Wall "$BENCH_DIR/uring_loop.c" -o "$URING_DIR/uring_loop" "${libs[@]}" ||
         die "cannot build uring_loop.c"
+    # What a system call costs here, user and system time apart, measured
+    # on the servers' CPU before they start (syscall_price.c).
+    cc -O2 "$BENCH_DIR/syscall_price.c" -o "$URING_DIR/syscall_price" ||
+        die "cannot build syscall_price.c"
+    local price
+    price=$(taskset -c "$SERVER_CPU" "$URING_DIR/syscall_price" 2>>"$URING_DIR/price.log") ||
+        die "syscall_price failed: $(cat "$URING_DIR/price.log")"
+    record uring/price/user "${price% *}"
+    record uring/price/sys "${price#* }"
+    log "bench: $(tail -n 1 "$URING_DIR/price.log")"
     start_all uring
     # Refused by the kernel at run time (a seccomp filter, an old kernel):
     # the loop said why before exiting.
@@ -192,6 +206,7 @@ uring_report() {
         done
     done
     uring_ceiling_report
+    uring_price_report
     [[ " ${UP[uring]} " == *" epoll "* && " ${UP[uring]} " == *" iouring "* ]] || return 0
     md_head "io_uring ÷ epoll" "plaintext req/CPU-s" "pipelined ×$DEPTH req/CPU-s"
     row=("raw loops")
@@ -226,6 +241,43 @@ uring_ceiling_report() {
         done
         md_row "${row[@]}"
     fi
+}
+
+# Each server's user time per plaintext request, with the part of it that
+# is the price of its system calls taken out: what is left is what its own
+# instructions cost. The price a call is the raw epoll loop's user time
+# over its system calls (it runs next to no code of its own: its user time
+# is what its reads, writes and waits leave behind), or, without the
+# loop, the empty call's (syscall_price.c, which understates it: read and
+# write disturb more than getppid). Where the rest comes out at about the
+# same time per instruction for every server, the "user space share" of
+# the CPU is mostly system calls.
+uring_price_report() {
+    local pu ps pl="" what s usr calls instr
+    pu=$(med uring/price/user %.3f)
+    ps=$(med uring/price/sys %.3f)
+    [[ $pu != - ]] || return 0
+    echo
+    echo "An empty system call on the servers' CPU (tests/bench/syscall_price.c): $pu µs of user time, $ps µs of system time."
+    wants uringplain && wants uringsyscalls && wants uringinstr || return 0
+    usr=$(med uring/epoll/uringplain/usr %.3f)
+    calls=$(med uring/epoll/syscalls/n %.2f)
+    if [[ $usr != - && $calls != - ]]; then
+        pl=$(awk -v u="$usr" -v c="$calls" 'BEGIN{printf "%.3f", u / c}')
+        echo "The raw epoll loop's user time a system call (its user µs ÷ its calls): $pl µs; the table takes that as the price."
+    fi
+    what=${pl:-$pu}
+    md_head "plaintext, per request" "user µs" "system calls" "their user-time price, µs" "the rest, µs" "user instructions" "the rest per instruction, ns"
+    for s in ${UP[uring]}; do
+        usr=$(med "uring/$s/uringplain/usr" %.3f)
+        calls=$(med "uring/$s/syscalls/n" %.2f)
+        instr=$(med "uring/$s/instr/n")
+        [[ $usr != - && $calls != - && $instr != - ]] || continue
+        md_row "$s" "$usr" "$calls" "$(awk -v c="$calls" -v p="$what" 'BEGIN{printf "%.2f", c * p}')" \
+            "$(awk -v u="$usr" -v c="$calls" -v p="$what" 'BEGIN{printf "%.2f", u - c * p}')" "$instr" \
+            "$(awk -v u="$usr" -v c="$calls" -v p="$what" -v i="$instr" \
+                'BEGIN{ if (i < 1000) print "–"; else printf "%.2f", (u - c * p) * 1000 / i }')"
+    done
 }
 
 if [[ ${BASH_SOURCE[0]} == "$0" ]]; then

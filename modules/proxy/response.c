@@ -308,11 +308,82 @@ static const llhttp_settings_t settings = {
     .on_message_complete = on_message_complete,
 };
 
+/* RFC 9112 2.2: a bare CR MUST make a message invalid (or be replaced by
+ * SP). Loose llhttp takes "\r" plus any byte for the end of the status
+ * line and for the empty line ending the head: "HTTP/1.1 200 O\rXContent-
+ * Length: 0\r\n\r\n" was a complete, empty response to keel, whose
+ * connection went back to the pool, and a head that never ended to a
+ * parser that follows 2.2. So each CR of a head must come before an LF,
+ * checked on the bytes before llhttp reads them, head by head up to the
+ * final one (an interim 1xx head is followed by the next head). A bare LF
+ * ends a line, as in llhttp (2.2 lets a recipient take it). */
+enum { LINES_DONE = 0, LINES_IN, LINES_CR, LINES_START, LINES_END_CR };
+/* The status line's progress, to tell an interim head from the final one
+ * (a 101's is final: what follows it is the tunnel's). */
+enum { STATUS_VERSION = 0, STATUS_SPACE, STATUS_1, STATUS_10, STATUS_INTERIM, STATUS_FINAL };
+
+static void head_lines_end(px_up *up)
+{
+    int interim = up->head_status == STATUS_INTERIM;
+    up->head_lines = interim ? LINES_IN : LINES_DONE;
+    up->head_status = STATUS_VERSION;
+}
+
+/* 0, or -1 at a bare CR in a head. */
+static int head_lines_check(px_up *up, const char *data, size_t len)
+{
+    for (size_t i = 0; i < len && up->head_lines != LINES_DONE; i++) {
+        char b = data[i];
+        switch (up->head_status) {
+        case STATUS_VERSION:
+            up->head_status = b == ' ' ? STATUS_SPACE : STATUS_VERSION;
+            break;
+        case STATUS_SPACE:
+            up->head_status = b == ' ' ? STATUS_SPACE : b == '1' ? STATUS_1 : STATUS_FINAL;
+            break;
+        case STATUS_1:
+            up->head_status = b == '0' ? STATUS_10 : STATUS_INTERIM;
+            break;
+        case STATUS_10:
+            up->head_status = b == '1' ? STATUS_FINAL : STATUS_INTERIM;
+            break;
+        default:
+            break;
+        }
+        switch (up->head_lines) {
+        case LINES_IN:
+            up->head_lines = b == '\r' ? LINES_CR : b == '\n' ? LINES_START : LINES_IN;
+            break;
+        case LINES_CR:
+            if (b != '\n')
+                return -1;
+            up->head_lines = LINES_START;
+            break;
+        case LINES_START:
+            if (b == '\r')
+                up->head_lines = LINES_END_CR;
+            else if (b == '\n')
+                head_lines_end(up);
+            else
+                up->head_lines = LINES_IN;
+            break;
+        default: /* LINES_END_CR */
+            if (b != '\n')
+                return -1;
+            head_lines_end(up);
+            break;
+        }
+    }
+    return 0;
+}
+
 void px_response_init(px_up *up)
 {
     llhttp_init(&up->parser, HTTP_RESPONSE, &settings);
     up->parser.data = up;
     up->parser_fed = 0;
+    up->head_lines = LINES_IN;
+    up->head_status = STATUS_VERSION;
     memset(&up->fcgi, 0, sizeof up->fcgi);
     up->cgi_head_done = 0;
 }
@@ -726,7 +797,9 @@ static void http_data(px_ex *ex, px_up *up, const char *data, size_t len, size_t
         return;
     }
     up->parser_fed = 1;
-    llhttp_errno_t err = llhttp_execute(&up->parser, data, len);
+    llhttp_errno_t err = head_lines_check(up, data, len) != 0
+                             ? HPE_LF_EXPECTED
+                             : llhttp_execute(&up->parser, data, len);
     if (err == HPE_PAUSED && ex->response_done) {
         const char *pos = llhttp_get_error_pos(&up->parser);
         px_response_complete(

@@ -40,6 +40,10 @@ Paths (query: ?k=v&...):
                       RFC 9110 8.6 says none follows whatever the length says)
   /interim_cl         103 Early Hints declaring Content-Length: 5, then a 200 ("ok")
   /twoconn            a response with two Connection fields, the second naming X-Hop2
+  /bare_cr?at=W       a CR before a byte other than LF (RFC 9112 2.2) where W says: in the
+                      status line (status, and split: the CR ending a write), as the empty
+                      line's (end), in an interim head before a 200 (interim); the connection
+                      kept open. body: a valid head and a body holding bare CRs, "a\rb"
 
 Any path, with "Upgrade: h2c" (an h2c-capable server, RFC 7540 3.2): 101 with
 Upgrade: h2c, then the server's HTTP/2 SETTINGS frame, and the connection closes;
@@ -312,6 +316,20 @@ def handle(c):
             c.read_body(fields)
             c.send(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\nContent-Length: 5\r\n\r\n"
                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        elif path == "/bare_cr":
+            c.read_body(fields)
+            at = q.get("at", "status")
+            if at == "split":
+                c.send(b"HTTP/1.1 200 O\r")
+                time.sleep(0.1)
+                c.send(b"XContent-Length: 0\r\n\r\n")
+            else:
+                c.send({"status": b"HTTP/1.1 200 O\rXContent-Length: 0\r\n\r\n",
+                        "end": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\rXok",
+                        "interim": b"HTTP/1.1 103 Early Hints\r\n\rXHTTP/1.1 200 OK\r\n"
+                                   b"Content-Length: 2\r\n\r\nok",
+                        "body": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                b"3\r\na\rb\r\n0\r\n\r\n"}[at])
         elif path == "/count":
             c.read_body(fields)
             c.respond(200, ("conn=%d req=%d" % (c.n, c.requests)).encode())

@@ -329,10 +329,13 @@ static void head_lines_end(px_up *up)
     up->head_status = STATUS_VERSION;
 }
 
-/* 0, or -1 at a bare CR in a head. */
-static int head_lines_check(px_up *up, const char *data, size_t len)
+/* 0, or -1 at a bare CR in a head. *body_at: where in data the final
+ * head ended (0 if before it, len if not yet). */
+static int head_lines_check(px_up *up, const char *data, size_t len, size_t *body_at)
 {
+    *body_at = up->head_lines == LINES_DONE ? 0 : len;
     for (size_t i = 0; i < len && up->head_lines != LINES_DONE; i++) {
+        *body_at = i + 1;
         char b = data[i];
         switch (up->head_status) {
         case STATUS_VERSION:
@@ -377,6 +380,107 @@ static int head_lines_check(px_up *up, const char *data, size_t len)
     return 0;
 }
 
+/* The chunked coding's framing (RFC 9112 7.1), in the same way: loose
+ * llhttp skips any two bytes after chunk data and takes "\r" plus any byte
+ * for the end of a chunk-size line and of the trailer section ("2\rXok",
+ * "ok\rX0", "0\r\n\rX" ended a response to keel, whose connection was
+ * reused). Checked after llhttp read the bytes (whether the body is
+ * chunked is its head's to say), before the response is taken as whole:
+ * the sizes read here, the data skipped, and every CR before an LF; the
+ * extensions' and trailers' grammar is llhttp's. */
+enum {
+    CHUNK_SIZE0 = 0,
+    CHUNK_SIZE,
+    CHUNK_EXT,
+    CHUNK_SIZE_LF,
+    CHUNK_DATA,
+    CHUNK_DATA_CR,
+    CHUNK_DATA_LF,
+    CHUNK_LINE0,
+    CHUNK_LINE,
+    CHUNK_LINE_LF,
+    CHUNK_END_LF,
+    CHUNK_DONE
+};
+
+/* A byte of a chunk-size line after the size: an extension's, or the
+ * line's end (a bare LF ends it, as in llhttp). */
+static void chunk_line_byte(px_up *up, int b)
+{
+    if (b == '\r')
+        up->chunk = CHUNK_SIZE_LF;
+    else if (b == '\n')
+        up->chunk = up->chunk_left == 0 ? CHUNK_LINE0 : CHUNK_DATA;
+}
+
+/* 0, or -1 where the framing is not what RFC 9112 7.1 says. */
+static int chunks_check(px_up *up, const char *data, size_t len)
+{
+    for (size_t i = 0; i < len && up->chunk != CHUNK_DONE; i++) {
+        int b = (unsigned char)data[i], hex = keel_hex_value(b);
+        switch (up->chunk) {
+        case CHUNK_SIZE0:
+        case CHUNK_SIZE:
+            if (hex >= 0) {
+                if (up->chunk_left >> 60 != 0)
+                    return -1;
+                up->chunk_left = up->chunk_left << 4 | (unsigned)hex;
+                up->chunk = CHUNK_SIZE;
+                break;
+            }
+            if (up->chunk == CHUNK_SIZE0)
+                return -1;
+            up->chunk = CHUNK_EXT;
+            chunk_line_byte(up, b);
+            break;
+        case CHUNK_EXT:
+            chunk_line_byte(up, b);
+            break;
+        case CHUNK_SIZE_LF:
+            if (b != '\n')
+                return -1;
+            up->chunk = up->chunk_left == 0 ? CHUNK_LINE0 : CHUNK_DATA;
+            break;
+        case CHUNK_DATA: {
+            size_t take = len - i < up->chunk_left ? len - i : (size_t)up->chunk_left;
+            up->chunk_left -= take;
+            i += take - 1;
+            if (up->chunk_left == 0)
+                up->chunk = CHUNK_DATA_CR;
+            break;
+        }
+        case CHUNK_DATA_CR:
+            if (b != '\r')
+                return -1;
+            up->chunk = CHUNK_DATA_LF;
+            break;
+        case CHUNK_DATA_LF:
+            if (b != '\n')
+                return -1;
+            up->chunk = CHUNK_SIZE0;
+            break;
+        case CHUNK_LINE0: /* a trailer line, or the final empty one */
+        case CHUNK_LINE:
+            if (b == '\r')
+                up->chunk = up->chunk == CHUNK_LINE0 ? CHUNK_END_LF : CHUNK_LINE_LF;
+            else if (b == '\n')
+                up->chunk = up->chunk == CHUNK_LINE0 ? CHUNK_DONE : CHUNK_LINE0;
+            else
+                up->chunk = CHUNK_LINE;
+            break;
+        case CHUNK_LINE_LF:
+        case CHUNK_END_LF:
+            if (b != '\n')
+                return -1;
+            up->chunk = up->chunk == CHUNK_END_LF ? CHUNK_DONE : CHUNK_LINE0;
+            break;
+        default:
+            break;
+        }
+    }
+    return 0;
+}
+
 void px_response_init(px_up *up)
 {
     llhttp_init(&up->parser, HTTP_RESPONSE, &settings);
@@ -384,6 +488,8 @@ void px_response_init(px_up *up)
     up->parser_fed = 0;
     up->head_lines = LINES_IN;
     up->head_status = STATUS_VERSION;
+    up->chunk = CHUNK_SIZE0;
+    up->chunk_left = 0;
     memset(&up->fcgi, 0, sizeof up->fcgi);
     up->cgi_head_done = 0;
 }
@@ -797,9 +903,17 @@ static void http_data(px_ex *ex, px_up *up, const char *data, size_t len, size_t
         return;
     }
     up->parser_fed = 1;
-    llhttp_errno_t err = head_lines_check(up, data, len) != 0
+    size_t body_at;
+    llhttp_errno_t err = head_lines_check(up, data, len, &body_at) != 0
                              ? HPE_LF_EXPECTED
                              : llhttp_execute(&up->parser, data, len);
+    if ((err == HPE_OK || (err == HPE_PAUSED && ex->response_done)) &&
+        (up->parser.flags & F_CHUNKED) && !px_bodiless(ex, ex->status)) {
+        const char *pos = err == HPE_OK ? NULL : llhttp_get_error_pos(&up->parser);
+        size_t end = pos != NULL ? (size_t)(pos - data) : len;
+        if (end > body_at && chunks_check(up, data + body_at, end - body_at) != 0)
+            err = HPE_LF_EXPECTED;
+    }
     if (err == HPE_PAUSED && ex->response_done) {
         const char *pos = llhttp_get_error_pos(&up->parser);
         px_response_complete(

@@ -138,7 +138,10 @@ static int dropped_early(const px_ex *ex, unsigned token)
 /* A name llhttp takes that is not a token (RFC 9110 5.1): empty, or with
  * a space inside ("Foo Bar", which llhttp passes unless strict). Never
  * relayed (headers.c vouches for the names it relays), so dropped as
- * dropped_early's are. A well-known name is a token. */
+ * dropped_early's are, in the head and in trailers alike (an empty
+ * trailer name kept would be relayed as whatever NUL-terminated string
+ * lies where it was put in the reused head buffer: a byte of an earlier
+ * head, then the value's). A well-known name is a token. */
 static int not_a_token(const char *name, size_t len, unsigned token)
 {
     if (token != KEEL_HDR_UNKNOWN)
@@ -168,8 +171,8 @@ static int on_header_value(llhttp_t *p, const char *at, size_t len)
         /* The name is whole: classified here, once (headers.c and the
          * trailers' check read the token). */
         f->token = keel_header_token(ex->hbuf + f->name, f->name_len);
-        if (!ex->in_trailers && (dropped_early(ex, f->token) ||
-                                 not_a_token(ex->hbuf + f->name, f->name_len, f->token))) {
+        if ((!ex->in_trailers && dropped_early(ex, f->token)) ||
+            not_a_token(ex->hbuf + f->name, f->name_len, f->token)) {
             ex->hdropped += f->name_len;
             ex->hlen = f->name;
             if (ex->hbuf != NULL)

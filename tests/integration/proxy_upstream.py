@@ -38,6 +38,7 @@ Paths (query: ?k=v&...):
                       them, &name=NAME: named NAME rather than X-Big)
   /nobody?code=C&cl=N a head with that status and Content-Length: N, and no body (204, 304:
                       RFC 9110 8.6 says none follows whatever the length says)
+  /oddnames?trailers=1  the same names in a chunked body's trailer section
   /interim_cl         103 Early Hints declaring Content-Length: 5, then a 200 ("ok")
   /twoconn            a response with two Connection fields, the second naming X-Hop2
   /bare_cr?at=W       a CR before a byte other than LF (RFC 9112 2.2) where W says: in the
@@ -232,8 +233,12 @@ def handle(c):
             # names llhttp takes that are not tokens (RFC 9110 5.1), between
             # fields that are (one with obs-text and trailing blanks)
             c.read_body(fields)
-            c.send(b"HTTP/1.1 200 OK\r\nX-Before: 1\r\nFoo Bar: x\r\n: empty\r\n"
-                   b"X-Obs: caf\xe9\t \r\nX-After: 2\r\nContent-Length: 2\r\n\r\nok")
+            if q.get("trailers"):
+                c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n"
+                       b"0\r\n: empty\r\nFoo Bar: x\r\nX-After: 2\r\n\r\n")
+            else:
+                c.send(b"HTTP/1.1 200 OK\r\nX-Before: 1\r\nFoo Bar: x\r\n: empty\r\n"
+                       b"X-Obs: caf\xe9\t \r\nX-After: 2\r\nContent-Length: 2\r\n\r\nok")
         elif path == "/garbage":
             c.send(b"SMTP READY\r\n\r\n")
             time.sleep(0.2)

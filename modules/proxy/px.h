@@ -208,7 +208,10 @@ struct px_up {
     int idle;
     int reused;
     llhttp_t parser;
-    int parser_fed;    /* llhttp was given bytes since px_response_init */
+    int parser_fed; /* llhttp was given bytes since px_response_init */
+    /* response.c's check of the heads' line ends ahead of llhttp */
+    unsigned char head_lines, head_status, chunk;
+    uint64_t chunk_left;
     fcgi_reader fcgi;  /* a FastCGI group's records (fastcgi.c) */
     int cgi_head_done; /* its CGI head was relayed */
 };

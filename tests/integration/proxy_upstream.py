@@ -38,8 +38,15 @@ Paths (query: ?k=v&...):
                       them, &name=NAME: named NAME rather than X-Big)
   /nobody?code=C&cl=N a head with that status and Content-Length: N, and no body (204, 304:
                       RFC 9110 8.6 says none follows whatever the length says)
+  /oddnames?trailers=1  the same names in a chunked body's trailer section
   /interim_cl         103 Early Hints declaring Content-Length: 5, then a 200 ("ok")
   /twoconn            a response with two Connection fields, the second naming X-Hop2
+  /bare_cr?at=W       a CR before a byte other than LF (RFC 9112 2.2) where W says: in the
+                      status line (status, and split: the CR ending a write), as the empty
+                      line's (end), in an interim head before a 200 (interim); the connection
+                      kept open; in a chunked body: the chunk-size line's (size), after chunk
+                      data (data), the last chunk's line (last), a trailer line's (trailer),
+                      the final empty line's (final). body: a chunked body holding "a\rb"
 
 Any path, with "Upgrade: h2c" (an h2c-capable server, RFC 7540 3.2): 101 with
 Upgrade: h2c, then the server's HTTP/2 SETTINGS frame, and the connection closes;
@@ -226,8 +233,12 @@ def handle(c):
             # names llhttp takes that are not tokens (RFC 9110 5.1), between
             # fields that are (one with obs-text and trailing blanks)
             c.read_body(fields)
-            c.send(b"HTTP/1.1 200 OK\r\nX-Before: 1\r\nFoo Bar: x\r\n: empty\r\n"
-                   b"X-Obs: caf\xe9\t \r\nX-After: 2\r\nContent-Length: 2\r\n\r\nok")
+            if q.get("trailers"):
+                c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nok\r\n"
+                       b"0\r\n: empty\r\nFoo Bar: x\r\nX-After: 2\r\n\r\n")
+            else:
+                c.send(b"HTTP/1.1 200 OK\r\nX-Before: 1\r\nFoo Bar: x\r\n: empty\r\n"
+                       b"X-Obs: caf\xe9\t \r\nX-After: 2\r\nContent-Length: 2\r\n\r\nok")
         elif path == "/garbage":
             c.send(b"SMTP READY\r\n\r\n")
             time.sleep(0.2)
@@ -312,6 +323,27 @@ def handle(c):
             c.read_body(fields)
             c.send(b"HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\nContent-Length: 5\r\n\r\n"
                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+        elif path == "/bare_cr":
+            c.read_body(fields)
+            at = q.get("at", "status")
+            heads = {"status": b"HTTP/1.1 200 O\rXContent-Length: 0\r\n\r\n",
+                     "end": b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\rXok",
+                     "interim": b"HTTP/1.1 103 Early Hints\r\n\rXHTTP/1.1 200 OK\r\n"
+                                b"Content-Length: 2\r\n\r\nok"}
+            chunked = {"body": b"3\r\na\rb\r\n0\r\n\r\n",
+                       "size": b"2\rXok\r\n0\r\n\r\n",
+                       "data": b"2\r\nok\rX0\r\n\r\n",
+                       "last": b"2\r\nok\r\n0\rX\r\n",
+                       "trailer": b"2\r\nok\r\n0\r\nX-T: 1\rX\r\n\r\n",
+                       "final": b"2\r\nok\r\n0\r\n\rX"}
+            if at == "split":
+                c.send(b"HTTP/1.1 200 O\r")
+                time.sleep(0.1)
+                c.send(b"XContent-Length: 0\r\n\r\n")
+            elif at in heads:
+                c.send(heads[at])
+            else:
+                c.send(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked[at])
         elif path == "/count":
             c.read_body(fields)
             c.respond(200, ("conn=%d req=%d" % (c.n, c.requests)).encode())

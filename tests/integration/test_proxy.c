@@ -300,6 +300,26 @@ static char *raw_exchange(kh_proc *p, const char *request, size_t *len)
     return buf;
 }
 
+/* Trailer names that are not tokens are left out as the head's are. An
+ * empty one was relayed as the string where its name lay in the head's
+ * reused buffer: an earlier head's first byte and the value's bytes
+ * (": empty" reached the client as "Tempty: empty"). */
+Test(proxy, trailer_names_that_are_not_tokens_are_left_out, .timeout = 60, .fini = kh_cleanup_all)
+{
+    kh_proc *up, *p = with_python(&up, NULL);
+    size_t len;
+    char *r = raw_exchange(p,
+                           "GET /oddnames?trailers=1 HTTP/1.1\r\nHost: x\r\n"
+                           "TE: trailers\r\nConnection: close\r\n\r\n",
+                           &len);
+    kh_assert(p, strstr(r, "\r\n0\r\nX-After: 2\r\n\r\n") != NULL,
+              "the token's trailer alone after the last chunk: %s", r);
+    kh_assert(p, strstr(r, "empty") == NULL && strstr(r, "Foo Bar") == NULL,
+              "names that are not tokens relayed: %s", r);
+    free(r);
+    px_stop(p);
+}
+
 Test(proxy, chunked_body_with_trailers, .timeout = 60, .fini = kh_cleanup_all)
 {
     kh_proc *up, *p = with_python(&up, NULL);

@@ -93,6 +93,41 @@ Test(proxy_fail, unknown_transfer_coding_and_early_body_errors_are_502, .timeout
     px_stop(p);
 }
 
+/* RFC 9112 2.2: a bare CR makes a message invalid. Loose llhttp took "\r"
+ * and any byte for the end of the status line and of the head, so "HTTP/1.1
+ * 200 O\rXContent-Length: 0" was an empty 200 to keel, relayed, and its
+ * connection pooled and reused, where a parser that follows 2.2 sees a head
+ * not yet ended; likewise in the chunked coding (7.1: the chunk-size line,
+ * the CRLF after chunk data, which llhttp skipped whatever it was, the
+ * trailer section). Each is an invalid response now (502), its connection
+ * closed: the next request comes on a new one. CRs in chunk data are the
+ * body's. */
+Test(proxy_fail, bare_cr_in_head_is_502, .timeout = 60, .fini = kh_cleanup_all)
+{
+    px_need_curl();
+    kh_proc *up = px_upstream();
+    char section[256], url[160];
+    snprintf(section, sizeof section, "upstream = py 127.0.0.1:%u\npass = / py\ntries = 1\n",
+             kh_port(up, 0));
+    kh_proc *p = px_keel(section, 0);
+    const char *paths[] = {"/bare_cr?at=status",  "/bare_cr?at=split",   "/bare_cr?at=end",
+                           "/bare_cr?at=interim", "/bare_cr?at=size",    "/bare_cr?at=data",
+                           "/bare_cr?at=last",    "/bare_cr?at=trailer", "/bare_cr?at=final"};
+    for (size_t i = 0; i < sizeof paths / sizeof paths[0]; i++) {
+        int s = status_of(p, paths[i]);
+        kh_assert(p, s == 502, "%s: got %d", paths[i], s);
+        ht_run_result rr = px_get(px_url(url, sizeof url, p, 0, "/count"));
+        kh_assert(p, strstr(px_body(&rr), " req=1") != NULL,
+                  "after %s the upstream connection was reused: %s", paths[i], px_body(&rr));
+        ht_run_free(&rr);
+    }
+    ht_run_result rr = px_get(px_url(url, sizeof url, p, 0, "/bare_cr?at=body"));
+    kh_assert(p, px_status(&rr) == 200 && strcmp(px_body(&rr), "a\rb") == 0,
+              "bare CRs in a body" PX_SHOW(rr), PX_SHOW_ARGS(rr));
+    ht_run_free(&rr);
+    px_stop(p);
+}
+
 Test(proxy_fail, silent_upstream_is_504, .timeout = 60, .fini = kh_cleanup_all)
 {
     px_need_curl();

@@ -752,6 +752,12 @@ static int proxy_load(keel_module *m)
         rc = keel_protocol_register(m, &px_connect_protocol);
     if (rc == KEEL_OK)
         rc = keel_protocol_register(m, &px_check_protocol);
+    if (rc != KEEL_OK) {
+        /* keel/module.h: a load that fails is not unloaded; it frees what
+         * it made. */
+        config_free(c);
+        keel_module_set_data(m, NULL);
+    }
     return rc;
 }
 

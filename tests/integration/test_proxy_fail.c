@@ -258,3 +258,39 @@ Test(proxy_fail, tries_limit, .timeout = 60, .fini = kh_cleanup_all)
     kh_assert(p, s == 502, "one try, on the dead server: %d", s);
     px_stop(p);
 }
+
+/* A [proxy] section keel refuses: exit status 1 with the line's message,
+ * and nothing of the half-read configuration left behind (under ASan,
+ * LeakSanitizer reports it on stderr; the status stays keel's). */
+static void expect_config_error(const char *proxy_section, const char *needle)
+{
+    char conf[1024];
+    snprintf(conf, sizeof conf,
+             "[keel]\n" KH_MODULE_PATH "modules = http1 proxy\nlisten = 127.0.0.1:0 http1\n"
+             "[proxy]\n%s",
+             proxy_section);
+    const char *args[] = {"-t", NULL};
+    kh_proc *p = kh_spawn(conf, args);
+    int status = kh_wait_exit(p, 10000);
+    kh_assert(p, status == 1, "keel -t exit status %d for:\n%s\n%s", status, proxy_section,
+              kh_stderr(p));
+    kh_assert(p, strstr(kh_stderr(p), needle) != NULL, "no '%s' in:\n%s", needle, kh_stderr(p));
+    kh_assert(p, strstr(kh_stderr(p), "LeakSanitizer") == NULL, "a leak:\n%s", kh_stderr(p));
+    kh_stop(p);
+}
+
+Test(proxy_fail, config_errors_are_refused_whole, .timeout = 60, .fini = kh_cleanup_all)
+{
+    expect_config_error("upstream = up 127.0.0.1:\npass = / up\n", "bad address '127.0.0.1:'");
+    expect_config_error("upstream = up 127.0.0.1:1 127.0.0.1:2 weight=0\npass = / up\n",
+                        "[proxy] upstream");
+    expect_config_error("upstream = up 127.0.0.1:1\nupstream = up 127.0.0.1:2\npass = / up\n",
+                        "group up defined twice");
+    expect_config_error("upstream = up 127.0.0.1:1\npass = / down\n",
+                        "no upstream group called 'down'");
+    expect_config_error("upstream = up 127.0.0.1:1\npass = / up sideways\n",
+                        "bad option 'sideways'");
+    expect_config_error("upgrade = websocket\nupstream = up 127.0.0.1:1\npass = / up\n"
+                        "pass = /a up sideways\n",
+                        "bad option 'sideways'");
+}

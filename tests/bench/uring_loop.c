@@ -10,6 +10,9 @@
  *             accept4 until EAGAIN when the listener is ready, one read
  *             per ready connection, one write of all its answers
  *             (EPOLLOUT only after a short write).
+ *   epollet   the same with EPOLLET on the connections (nginx's
+ *             edge-triggered way; one read still drains a request this
+ *             small), to compare the kernel's share: not in uring.sh.
  *   io_uring  liburing: a multishot accept; per connection a multishot
  *             recv that takes buffers from a ring of provided buffers
  *             (returned to the ring as soon as they are scanned); the
@@ -26,7 +29,7 @@
  * where in a response they start, nothing else. Stops after SECONDS
  * (alarm: bounded however the load behaves); SIGTERM also ends it.
  *
- *   uring_loop epoll|io_uring PORT SECONDS
+ *   uring_loop epoll|epollet|io_uring PORT SECONDS
  *
  * Built by uring.sh with `cc -O2 uring_loop.c -luring` when liburing's
  * header is there, else without the io_uring back-end. */
@@ -159,6 +162,7 @@ static int accepted(int fd)
 /* ---- epoll ------------------------------------------------------------------------ */
 
 static int epfd;
+static uint32_t epoll_edge; /* EPOLLET with the "epollet" back-end */
 
 static void epoll_close(int fd)
 {
@@ -168,7 +172,7 @@ static void epoll_close(int fd)
 
 static void epoll_want_out(int fd, int want)
 {
-    struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0), .data.fd = fd};
+    struct epoll_event ev = {.events = EPOLLIN | (want ? EPOLLOUT : 0) | epoll_edge, .data.fd = fd};
     if (epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) != 0)
         die("epoll_ctl", errno);
     conns[fd].want_out = (uint8_t)want;
@@ -221,7 +225,7 @@ static void run_epoll(int lfd)
                 while ((cfd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
                     if (accepted(cfd) < 0)
                         continue;
-                    struct epoll_event cev = {.events = EPOLLIN, .data.fd = cfd};
+                    struct epoll_event cev = {.events = EPOLLIN | epoll_edge, .data.fd = cfd};
                     if (epoll_ctl(epfd, EPOLL_CTL_ADD, cfd, &cev) != 0)
                         die("epoll_ctl", errno);
                 }
@@ -468,7 +472,7 @@ static void run_uring(int lfd)
 int main(int argc, char **argv)
 {
     if (argc != 4) {
-        fprintf(stderr, "usage: uring_loop epoll|io_uring PORT SECONDS\n");
+        fprintf(stderr, "usage: uring_loop epoll|epollet|io_uring PORT SECONDS\n");
         return 2;
     }
     for (size_t i = 0; i < REPEATS; i++)
@@ -478,10 +482,13 @@ int main(int argc, char **argv)
         die("calloc", ENOMEM);
     signal(SIGPIPE, SIG_IGN);
     alarm((unsigned)atoi(argv[3]));
-    int lfd = listen_on(atoi(argv[2]), strcmp(argv[1], "epoll") == 0);
+    int on_epoll = strcmp(argv[1], "epoll") == 0 || strcmp(argv[1], "epollet") == 0;
+    int lfd = listen_on(atoi(argv[2]), on_epoll);
     fprintf(stderr, "uring_loop: %s on 127.0.0.1:%s\n", argv[1], argv[2]);
-    if (strcmp(argv[1], "epoll") == 0)
+    if (on_epoll) {
+        epoll_edge = strcmp(argv[1], "epollet") == 0 ? EPOLLET : 0;
         run_epoll(lfd);
+    }
 #ifdef HAVE_LIBURING
     else if (strcmp(argv[1], "io_uring") == 0)
         run_uring(lfd);

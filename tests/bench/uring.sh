@@ -209,11 +209,7 @@ uring_report() {
     uring_price_report
     [[ " ${UP[uring]} " == *" epoll "* && " ${UP[uring]} " == *" iouring "* ]] || return 0
     md_head "io_uring ÷ epoll" "plaintext req/CPU-s" "pipelined ×$DEPTH req/CPU-s"
-    row=("raw loops")
-    for t in uringplain uringpipeline; do
-        row+=("$(ratio "$(med "uring/iouring/$t/cpu")" "$(med "uring/epoll/$t/cpu")")")
-    done
-    md_row "${row[@]}"
+    uring_ratio_row "raw loops" iouring epoll
     echo
     echo "io_uring is worth adopting under keel at 1.20× or more here; below, keel's loop (libuv's epoll) stays."
 }
@@ -224,23 +220,22 @@ uring_report() {
 # about 0.9x the loop).
 uring_ceiling_report() {
     [[ " ${UP[uring]} " == *" epoll "* && " ${UP[uring]} " == *" nginx "* ]] || return 0
-    local s t row
+    local s
     md_head "per CPU-second" "plaintext" "pipelined ×$DEPTH"
     for s in epoll keel; do
-        [[ " ${UP[uring]} " == *" $s "* ]] || continue
-        row=("$s ÷ nginx")
-        for t in uringplain uringpipeline; do
-            row+=("$(ratio "$(med "uring/$s/$t/cpu")" "$(med "uring/nginx/$t/cpu")")")
-        done
-        md_row "${row[@]}"
+        [[ " ${UP[uring]} " == *" $s "* ]] && uring_ratio_row "$s ÷ nginx" "$s" nginx
     done
-    if [[ " ${UP[uring]} " == *" keel "* ]]; then
-        row=("keel ÷ epoll loop")
-        for t in uringplain uringpipeline; do
-            row+=("$(ratio "$(med "uring/keel/$t/cpu")" "$(med "uring/epoll/$t/cpu")")")
-        done
-        md_row "${row[@]}"
-    fi
+    if [[ " ${UP[uring]} " == *" keel "* ]]; then uring_ratio_row "keel ÷ epoll loop" keel epoll; fi
+}
+
+# uring_ratio_row LABEL A B: a table row, A's requests per CPU-second over
+# B's, plaintext and pipelined.
+uring_ratio_row() {
+    local t row=("$1")
+    for t in uringplain uringpipeline; do
+        row+=("$(ratio "$(med "uring/$2/$t/cpu")" "$(med "uring/$3/$t/cpu")")")
+    done
+    md_row "${row[@]}"
 }
 
 # Each server's user time per plaintext request, with the part of it that

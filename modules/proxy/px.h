@@ -198,6 +198,19 @@ typedef struct px_worker {
 
 /* ---- an upstream connection ------------------------------------------------- */
 
+/* framing.c: an upstream response's line ends and chunked framing,
+ * checked beside loose llhttp, across reads. */
+typedef struct px_framing {
+    unsigned char head_lines, head_status, chunk;
+    uint64_t chunk_left; /* of the chunk being read */
+} px_framing;
+void px_framing_reset(px_framing *f);
+/* 0, or -1 at a bare CR in a head (RFC 9112 2.2). *body_at: where in data
+ * the final head ended (0 if before it, len if not yet). */
+int px_head_lines_check(px_framing *f, const char *data, size_t len, size_t *body_at);
+/* 0, or -1 where a chunked body's framing is not RFC 9112 7.1's. */
+int px_chunks_check(px_framing *f, const char *data, size_t len);
+
 struct px_up {
     keel_conn *conn;       /* NULL until open */
     keel_connect *attempt; /* while connecting: keel_connect_cancel's handle */
@@ -208,12 +221,10 @@ struct px_up {
     int idle;
     int reused;
     llhttp_t parser;
-    int parser_fed; /* llhttp was given bytes since px_response_init */
-    /* response.c's check of the heads' line ends ahead of llhttp */
-    unsigned char head_lines, head_status, chunk;
-    uint64_t chunk_left;
-    fcgi_reader fcgi;  /* a FastCGI group's records (fastcgi.c) */
-    int cgi_head_done; /* its CGI head was relayed */
+    int parser_fed;     /* llhttp was given bytes since px_response_init */
+    px_framing framing; /* framing.c's checks beside llhttp */
+    fcgi_reader fcgi;   /* a FastCGI group's records (fastcgi.c) */
+    int cgi_head_done;  /* its CGI head was relayed */
 };
 
 /* ---- one proxied exchange ---------------------------------------------------- */

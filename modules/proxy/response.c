@@ -311,188 +311,12 @@ static const llhttp_settings_t settings = {
     .on_message_complete = on_message_complete,
 };
 
-/* RFC 9112 2.2: a bare CR MUST make a message invalid (or be replaced by
- * SP). Loose llhttp takes "\r" plus any byte for the end of the status
- * line and for the empty line ending the head: "HTTP/1.1 200 O\rXContent-
- * Length: 0\r\n\r\n" was a complete, empty response to keel, whose
- * connection went back to the pool, and a head that never ended to a
- * parser that follows 2.2. So each CR of a head must come before an LF,
- * checked on the bytes before llhttp reads them, head by head up to the
- * final one (an interim 1xx head is followed by the next head). A bare LF
- * ends a line, as in llhttp (2.2 lets a recipient take it). */
-enum { LINES_DONE = 0, LINES_IN, LINES_CR, LINES_START, LINES_END_CR };
-/* The status line's progress, to tell an interim head from the final one
- * (a 101's is final: what follows it is the tunnel's). */
-enum { STATUS_VERSION = 0, STATUS_SPACE, STATUS_1, STATUS_10, STATUS_INTERIM, STATUS_FINAL };
-
-static void head_lines_end(px_up *up)
-{
-    int interim = up->head_status == STATUS_INTERIM;
-    up->head_lines = interim ? LINES_IN : LINES_DONE;
-    up->head_status = STATUS_VERSION;
-}
-
-/* 0, or -1 at a bare CR in a head. *body_at: where in data the final
- * head ended (0 if before it, len if not yet). */
-static int head_lines_check(px_up *up, const char *data, size_t len, size_t *body_at)
-{
-    *body_at = up->head_lines == LINES_DONE ? 0 : len;
-    for (size_t i = 0; i < len && up->head_lines != LINES_DONE; i++) {
-        *body_at = i + 1;
-        char b = data[i];
-        switch (up->head_status) {
-        case STATUS_VERSION:
-            up->head_status = b == ' ' ? STATUS_SPACE : STATUS_VERSION;
-            break;
-        case STATUS_SPACE:
-            up->head_status = b == ' ' ? STATUS_SPACE : b == '1' ? STATUS_1 : STATUS_FINAL;
-            break;
-        case STATUS_1:
-            up->head_status = b == '0' ? STATUS_10 : STATUS_INTERIM;
-            break;
-        case STATUS_10:
-            up->head_status = b == '1' ? STATUS_FINAL : STATUS_INTERIM;
-            break;
-        default:
-            break;
-        }
-        switch (up->head_lines) {
-        case LINES_IN:
-            up->head_lines = b == '\r' ? LINES_CR : b == '\n' ? LINES_START : LINES_IN;
-            break;
-        case LINES_CR:
-            if (b != '\n')
-                return -1;
-            up->head_lines = LINES_START;
-            break;
-        case LINES_START:
-            if (b == '\r')
-                up->head_lines = LINES_END_CR;
-            else if (b == '\n')
-                head_lines_end(up);
-            else
-                up->head_lines = LINES_IN;
-            break;
-        default: /* LINES_END_CR */
-            if (b != '\n')
-                return -1;
-            head_lines_end(up);
-            break;
-        }
-    }
-    return 0;
-}
-
-/* The chunked coding's framing (RFC 9112 7.1), in the same way: loose
- * llhttp skips any two bytes after chunk data and takes "\r" plus any byte
- * for the end of a chunk-size line and of the trailer section ("2\rXok",
- * "ok\rX0", "0\r\n\rX" ended a response to keel, whose connection was
- * reused). Checked after llhttp read the bytes (whether the body is
- * chunked is its head's to say), before the response is taken as whole:
- * the sizes read here, the data skipped, and every CR before an LF; the
- * extensions' and trailers' grammar is llhttp's. */
-enum {
-    CHUNK_SIZE0 = 0,
-    CHUNK_SIZE,
-    CHUNK_EXT,
-    CHUNK_SIZE_LF,
-    CHUNK_DATA,
-    CHUNK_DATA_CR,
-    CHUNK_DATA_LF,
-    CHUNK_LINE0,
-    CHUNK_LINE,
-    CHUNK_LINE_LF,
-    CHUNK_END_LF,
-    CHUNK_DONE
-};
-
-/* A byte of a chunk-size line after the size: an extension's, or the
- * line's end (a bare LF ends it, as in llhttp). */
-static void chunk_line_byte(px_up *up, int b)
-{
-    if (b == '\r')
-        up->chunk = CHUNK_SIZE_LF;
-    else if (b == '\n')
-        up->chunk = up->chunk_left == 0 ? CHUNK_LINE0 : CHUNK_DATA;
-}
-
-/* 0, or -1 where the framing is not what RFC 9112 7.1 says. */
-static int chunks_check(px_up *up, const char *data, size_t len)
-{
-    for (size_t i = 0; i < len && up->chunk != CHUNK_DONE; i++) {
-        int b = (unsigned char)data[i], hex = keel_hex_value(b);
-        switch (up->chunk) {
-        case CHUNK_SIZE0:
-        case CHUNK_SIZE:
-            if (hex >= 0) {
-                if (up->chunk_left >> 60 != 0)
-                    return -1;
-                up->chunk_left = up->chunk_left << 4 | (unsigned)hex;
-                up->chunk = CHUNK_SIZE;
-                break;
-            }
-            if (up->chunk == CHUNK_SIZE0)
-                return -1;
-            up->chunk = CHUNK_EXT;
-            chunk_line_byte(up, b);
-            break;
-        case CHUNK_EXT:
-            chunk_line_byte(up, b);
-            break;
-        case CHUNK_SIZE_LF:
-            if (b != '\n')
-                return -1;
-            up->chunk = up->chunk_left == 0 ? CHUNK_LINE0 : CHUNK_DATA;
-            break;
-        case CHUNK_DATA: {
-            size_t take = len - i < up->chunk_left ? len - i : (size_t)up->chunk_left;
-            up->chunk_left -= take;
-            i += take - 1;
-            if (up->chunk_left == 0)
-                up->chunk = CHUNK_DATA_CR;
-            break;
-        }
-        case CHUNK_DATA_CR:
-            if (b != '\r')
-                return -1;
-            up->chunk = CHUNK_DATA_LF;
-            break;
-        case CHUNK_DATA_LF:
-            if (b != '\n')
-                return -1;
-            up->chunk = CHUNK_SIZE0;
-            break;
-        case CHUNK_LINE0: /* a trailer line, or the final empty one */
-        case CHUNK_LINE:
-            if (b == '\r')
-                up->chunk = up->chunk == CHUNK_LINE0 ? CHUNK_END_LF : CHUNK_LINE_LF;
-            else if (b == '\n')
-                up->chunk = up->chunk == CHUNK_LINE0 ? CHUNK_DONE : CHUNK_LINE0;
-            else
-                up->chunk = CHUNK_LINE;
-            break;
-        case CHUNK_LINE_LF:
-        case CHUNK_END_LF:
-            if (b != '\n')
-                return -1;
-            up->chunk = up->chunk == CHUNK_END_LF ? CHUNK_DONE : CHUNK_LINE0;
-            break;
-        default:
-            break;
-        }
-    }
-    return 0;
-}
-
 void px_response_init(px_up *up)
 {
     llhttp_init(&up->parser, HTTP_RESPONSE, &settings);
     up->parser.data = up;
     up->parser_fed = 0;
-    up->head_lines = LINES_IN;
-    up->head_status = STATUS_VERSION;
-    up->chunk = CHUNK_SIZE0;
-    up->chunk_left = 0;
+    px_framing_reset(&up->framing);
     memset(&up->fcgi, 0, sizeof up->fcgi);
     up->cgi_head_done = 0;
 }
@@ -907,14 +731,14 @@ static void http_data(px_ex *ex, px_up *up, const char *data, size_t len, size_t
     }
     up->parser_fed = 1;
     size_t body_at;
-    llhttp_errno_t err = head_lines_check(up, data, len, &body_at) != 0
+    llhttp_errno_t err = px_head_lines_check(&up->framing, data, len, &body_at) != 0
                              ? HPE_LF_EXPECTED
                              : llhttp_execute(&up->parser, data, len);
     if ((err == HPE_OK || (err == HPE_PAUSED && ex->response_done)) &&
         (up->parser.flags & F_CHUNKED) && !px_bodiless(ex, ex->status)) {
         const char *pos = err == HPE_OK ? NULL : llhttp_get_error_pos(&up->parser);
         size_t end = pos != NULL ? (size_t)(pos - data) : len;
-        if (end > body_at && chunks_check(up, data + body_at, end - body_at) != 0)
+        if (end > body_at && px_chunks_check(&up->framing, data + body_at, end - body_at) != 0)
             err = HPE_LF_EXPECTED;
     }
     if (err == HPE_PAUSED && ex->response_done) {
